@@ -1,0 +1,192 @@
+//! Validation errors: where in the input, a stable code, and a message a person can act on.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Stable machine-readable error codes. New codes may be added; existing ones never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The text is not JSON (or not JSON askgate can read).
+    InvalidJson,
+    /// A value has the wrong JSON type.
+    WrongType,
+    /// A required field is absent.
+    MissingField,
+    /// A field the dialect does not define.
+    UnknownField,
+    /// A string is empty, or only whitespace.
+    Blank,
+    /// A string is longer than its limit.
+    TooLong,
+    /// A list has fewer items than allowed.
+    TooFewItems,
+    /// A list has more items than allowed.
+    TooManyItems,
+    /// Text holds a character the dialect rejects (controls, invisible formatting, ...).
+    ForbiddenCharacter,
+    /// A value is not one the field allows (a boolean that is not one, an unknown type...).
+    InvalidValue,
+    /// Two question headers are the same once folded.
+    DuplicateHeader,
+    /// Two option labels of one question are the same once folded.
+    DuplicateLabel,
+    /// An answer that does not fit its request (the harness's `check_response`).
+    InvalidAnswer,
+}
+
+impl ErrorCode {
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "invalid_json",
+            ErrorCode::WrongType => "wrong_type",
+            ErrorCode::MissingField => "missing_field",
+            ErrorCode::UnknownField => "unknown_field",
+            ErrorCode::Blank => "blank",
+            ErrorCode::TooLong => "too_long",
+            ErrorCode::TooFewItems => "too_few_items",
+            ErrorCode::TooManyItems => "too_many_items",
+            ErrorCode::ForbiddenCharacter => "forbidden_character",
+            ErrorCode::InvalidValue => "invalid_value",
+            ErrorCode::DuplicateHeader => "duplicate_header",
+            ErrorCode::DuplicateLabel => "duplicate_label",
+            ErrorCode::InvalidAnswer => "invalid_answer",
+        }
+    }
+}
+
+/// One problem with an input: `questions[2].options[1].label: at most 50 characters ...`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// Where: `questions[2].options[1].label`; empty for the input as a whole.
+    pub path: String,
+    /// What, in words.
+    pub message: String,
+    /// What, as a stable code.
+    pub code: ErrorCode,
+}
+
+impl FieldError {
+    /// An error at `path`.
+    pub fn new(path: impl Into<String>, code: ErrorCode, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            message: message.into(),
+            code,
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every problem found in one input; never empty.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+pub struct ValidationErrors(Vec<FieldError>);
+
+impl ValidationErrors {
+    /// Wraps a non-empty list of errors; `None` when there are none.
+    pub fn from_vec(errors: Vec<FieldError>) -> Option<Self> {
+        (!errors.is_empty()).then_some(ValidationErrors(errors))
+    }
+
+    /// A single error.
+    pub fn single(error: FieldError) -> Self {
+        ValidationErrors(vec![error])
+    }
+
+    /// The errors, in the order they were found (input order).
+    pub fn errors(&self) -> &[FieldError] {
+        &self.0
+    }
+
+    /// Takes the errors out.
+    pub fn into_vec(self) -> Vec<FieldError> {
+        self.0
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds paths like `questions[2].options[1].label`.
+pub(crate) fn field_path(base: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    match (base.is_empty(), plain) {
+        (true, true) => key.to_owned(),
+        (false, true) => format!("{base}.{key}"),
+        // A key with dots, brackets or spaces is quoted so the path stays unambiguous.
+        (_, false) => format!("{base}[{}]", json_quote(key)),
+    }
+}
+
+/// `base[index]`.
+pub(crate) fn index_path(base: &str, index: usize) -> String {
+    format!("{base}[{index}]")
+}
+
+/// A string as a JSON literal, for quoting user text inside messages.
+pub(crate) fn json_quote(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// The JSON type of a value, for "must be a string, got a number" messages.
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_read_naturally() {
+        let q = index_path("questions", 2);
+        let o = index_path(&field_path(&q, "options"), 1);
+        assert_eq!(field_path(&o, "label"), "questions[2].options[1].label");
+        assert_eq!(field_path("", "x"), "x");
+        assert_eq!(field_path("", "a.b"), "[\"a.b\"]");
+        assert_eq!(field_path("questions[0]", ""), "questions[0][\"\"]");
+    }
+
+    #[test]
+    fn display_joins_with_paths() {
+        let errors = ValidationErrors::from_vec(vec![
+            FieldError::new("a", ErrorCode::Blank, "must not be empty"),
+            FieldError::new("", ErrorCode::InvalidJson, "not JSON"),
+        ])
+        .unwrap();
+        assert_eq!(errors.to_string(), "a: must not be empty; not JSON");
+        assert!(ValidationErrors::from_vec(vec![]).is_none());
+    }
+}

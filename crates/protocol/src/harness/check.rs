@@ -1,0 +1,146 @@
+//! `check_response`: does an answer fit its request? The harness's checks, in its order, with
+//! its exact messages, so a Python host reads the very text pydantic-ai-harness would raise.
+
+use std::collections::HashSet;
+
+use super::types::{AskUserResponse, HarnessQuestions, Question};
+use crate::error::{ErrorCode, FieldError, field_path, index_path};
+use crate::unicode::{first_forbidden, py_is_blank, py_list_repr, py_repr};
+
+/// The first way a response does not fit its request: the harness's `ValueError` text, and
+/// where in the response the problem is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ResponseError {
+    /// Where: `answers[1].selected`, `answers`, ...
+    pub path: String,
+    /// The harness's message, byte for byte.
+    pub message: String,
+}
+
+impl ResponseError {
+    fn at(path: String, message: impl Into<String>) -> Self {
+        ResponseError {
+            path,
+            message: message.into(),
+        }
+    }
+
+    /// As a [`FieldError`] with code `invalid_answer`.
+    pub fn to_field_error(&self) -> FieldError {
+        FieldError::new(
+            self.path.clone(),
+            ErrorCode::InvalidAnswer,
+            self.message.clone(),
+        )
+    }
+}
+
+/// Checks `response` against `request` exactly as the harness's `check_response` does.
+///
+/// # Errors
+/// The first failure, with the harness's message.
+pub fn check_response(
+    request: &HarnessQuestions,
+    response: &AskUserResponse,
+) -> Result<(), ResponseError> {
+    if response.cancelled {
+        if !response.answers.is_empty() {
+            return Err(ResponseError::at(
+                "answers".into(),
+                "a cancelled response carries no answers",
+            ));
+        }
+        return Ok(());
+    }
+    // Headers are unique, so a list of the still-unanswered questions is the harness's dict.
+    let mut pending: Vec<&Question> = request.questions().iter().collect();
+    for (i, answer) in response.answers.iter().enumerate() {
+        let path = index_path("answers", i);
+        let Some(at) = pending.iter().position(|q| q.header == answer.header) else {
+            return Err(ResponseError::at(
+                field_path(&path, "header"),
+                format!(
+                    "answer for unknown or repeated question {}",
+                    py_repr(&answer.header)
+                ),
+            ));
+        };
+        let question = pending.swap_remove(at);
+        if let Some(custom) = &answer.custom_answer {
+            check_custom(&path, !answer.selected.is_empty(), custom)?;
+        } else {
+            check_picks(&path, question, &answer.selected)?;
+        }
+    }
+    if !pending.is_empty() {
+        let mut headers: Vec<&str> = pending.iter().map(|q| q.header.as_str()).collect();
+        headers.sort_unstable();
+        return Err(ResponseError::at(
+            "answers".into(),
+            format!("unanswered questions: {}", py_list_repr(&headers)),
+        ));
+    }
+    Ok(())
+}
+
+fn check_custom(path: &str, also_selected: bool, custom: &str) -> Result<(), ResponseError> {
+    let path = field_path(path, "custom_answer");
+    if also_selected {
+        return Err(ResponseError::at(
+            path,
+            "a custom answer cannot also select options",
+        ));
+    }
+    // Python's `str.strip`, which also counts U+001C..U+001F as whitespace.
+    if py_is_blank(custom) {
+        return Err(ResponseError::at(path, "a custom answer must not be blank"));
+    }
+    // The printable rule, on the unstripped text, newlines allowed.
+    if first_forbidden(custom, true).is_some() {
+        return Err(ResponseError::at(
+            path,
+            "must not contain control characters or invisible formatting",
+        ));
+    }
+    Ok(())
+}
+
+fn check_picks(path: &str, question: &Question, selected: &[String]) -> Result<(), ResponseError> {
+    let path = field_path(path, "selected");
+    let header = py_repr(&question.header);
+    let unknown: Vec<&str> = selected
+        .iter()
+        .map(String::as_str)
+        .filter(|label| !question.options.iter().any(|o| o.label == *label))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ResponseError::at(
+            path,
+            format!(
+                "answer for {header} picked options it does not offer: {}",
+                py_list_repr(&unknown)
+            ),
+        ));
+    }
+    if selected.is_empty() {
+        return Err(ResponseError::at(
+            path,
+            format!("answer for {header} picked nothing"),
+        ));
+    }
+    let distinct: HashSet<&str> = selected.iter().map(String::as_str).collect();
+    if distinct.len() != selected.len() {
+        return Err(ResponseError::at(
+            path,
+            format!("answer for {header} picked the same option twice"),
+        ));
+    }
+    if selected.len() > 1 && !question.multi_select {
+        return Err(ResponseError::at(
+            path,
+            format!("answer for {header} picked several options but it is single-select"),
+        ));
+    }
+    Ok(())
+}

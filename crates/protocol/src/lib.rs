@@ -1,0 +1,22 @@
+//! # askgate-protocol
+//!
+//! The pure core of askgate: the types agents and browser tabs exchange, validation that
+//! judges a question set exactly as the agent's framework would, and rendering of answers
+//! into the exact text the model reads. No I/O and no async runtime: everything here is a
+//! function of its input, so the gateway, the clients and the tests share one truth.
+//!
+//! # Layout
+//! - [`error`]: [`FieldError`](error::FieldError) (path, code, message) and
+//!   [`ValidationErrors`](error::ValidationErrors).
+//! - [`unicode`]: the character rules, frozen at Unicode 14.0 (CPython 3.11): printable,
+//!   whitespace, the uniqueness fold, Python's `repr`.
+//! - [`harness`]: the pydantic-ai-harness `ask_user_question` dialect: validation,
+//!   `check_response`, `ask_user_result`, the tool schema.
+//! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
+
+pub mod error;
+pub mod harness;
+pub mod lenient_json;
+pub mod unicode;
+
+pub use error::{ErrorCode, FieldError, ValidationErrors};

@@ -1,0 +1,212 @@
+//! Character classes: Python's `isprintable`/`isspace`, and the harness's printable rule.
+
+use super::tables;
+
+/// The Unicode version of the frozen tables (CPython 3.11's `unicodedata.unidata_version`).
+pub const UNICODE_VERSION: &str = tables::UNICODE_VERSION;
+
+/// Why a character is not printable, in the terms of Unicode general categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CharClass {
+    /// Printable: letters, marks, numbers, punctuation, symbols and U+0020.
+    Printable,
+    /// Zs other than U+0020: printable for the harness rule, escaped by Python's `repr`.
+    SpaceSeparator,
+    /// Cc: C0 and C1 controls and DEL.
+    Control,
+    /// Cf: invisible formatting such as U+200B or the bidi overrides.
+    Format,
+    /// Co: private use.
+    PrivateUse,
+    /// Cn: unassigned in the reference Unicode version (noncharacters included).
+    Unassigned,
+    /// Zl: U+2028 LINE SEPARATOR.
+    LineSeparator,
+    /// Zp: U+2029 PARAGRAPH SEPARATOR.
+    ParagraphSeparator,
+}
+
+impl CharClass {
+    /// A short description for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CharClass::Printable => "a printable character",
+            CharClass::SpaceSeparator => "a space",
+            CharClass::Control => "a control character",
+            CharClass::Format => "an invisible formatting character",
+            CharClass::PrivateUse => "a private-use character",
+            CharClass::Unassigned => "a code point unassigned in Unicode 14.0",
+            CharClass::LineSeparator => "a line separator",
+            CharClass::ParagraphSeparator => "a paragraph separator",
+        }
+    }
+}
+
+fn in_ranges(ranges: &[(u32, u32)], cp: u32) -> bool {
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Python 3.11's `str.isprintable()` for one character.
+pub fn is_py_printable(c: char) -> bool {
+    match c {
+        ' '..='~' => true,
+        '\0'..='\u{7f}' => false,
+        _ => !in_ranges(tables::NOT_PRINTABLE, c as u32),
+    }
+}
+
+/// Whether `c` has general category Zs (the 17 space separators, U+0020 among them).
+pub fn is_space_separator(c: char) -> bool {
+    tables::SPACE_SEPARATORS.binary_search(&(c as u32)).is_ok()
+}
+
+/// Python's `str.isspace()` for one character: Unicode White_Space plus U+001C..U+001F.
+pub fn is_py_whitespace(c: char) -> bool {
+    tables::PY_WHITESPACE.binary_search(&(c as u32)).is_ok()
+}
+
+/// Python's `not text.strip()`: the text is empty or only Python whitespace.
+pub fn py_is_blank(text: &str) -> bool {
+    text.chars().all(is_py_whitespace)
+}
+
+/// The general-category class of `c` as CPython 3.11 sees it.
+pub fn classify(c: char) -> CharClass {
+    if is_py_printable(c) {
+        return CharClass::Printable;
+    }
+    let cp = c as u32;
+    match cp {
+        0x00..=0x1F | 0x7F..=0x9F => CharClass::Control,
+        0x2028 => CharClass::LineSeparator,
+        0x2029 => CharClass::ParagraphSeparator,
+        0xE000..=0xF8FF | 0xF_0000..=0xF_FFFD | 0x10_0000..=0x10_FFFD => CharClass::PrivateUse,
+        _ if is_space_separator(c) => CharClass::SpaceSeparator,
+        _ if in_ranges(tables::FORMAT, cp) => CharClass::Format,
+        _ => {
+            debug_assert!(in_ranges(tables::UNASSIGNED, cp));
+            CharClass::Unassigned
+        }
+    }
+}
+
+/// The harness's printable rule for one character: printable, any Zs space, or `\n` where
+/// `newlines` allows it.
+pub fn harness_allows(c: char, newlines: bool) -> bool {
+    match c {
+        ' '..='~' => true,
+        '\n' => newlines,
+        '\0'..='\u{7f}' => false,
+        _ => is_py_printable(c) || is_space_separator(c),
+    }
+}
+
+/// The first character the harness's printable rule rejects: its index in characters and
+/// the character itself.
+pub fn first_forbidden(text: &str, newlines: bool) -> Option<(usize, char)> {
+    text.chars()
+        .enumerate()
+        .find(|&(_, c)| !harness_allows(c, newlines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_unicode_14() {
+        assert_eq!(UNICODE_VERSION, "14.0.0");
+    }
+
+    #[test]
+    fn code_points_assigned_after_14_are_unassigned() {
+        // SHAKING FACE (15.0), CJK Ext H (15.0), IDEOGRAPHIC DESCRIPTION CHARACTER (15.1).
+        for cp in [0x1FAE8, 0x31350, 0x2FFC] {
+            let c = char::from_u32(cp).unwrap();
+            assert_eq!(classify(c), CharClass::Unassigned, "U+{cp:04X}");
+            assert!(!harness_allows(c, true));
+        }
+        assert!(harness_allows('\u{1F600}', false));
+    }
+
+    #[test]
+    fn categories_of_known_points() {
+        assert_eq!(classify('\u{7}'), CharClass::Control);
+        assert_eq!(classify('\u{85}'), CharClass::Control);
+        assert_eq!(classify('\u{ad}'), CharClass::Format);
+        assert_eq!(classify('\u{200b}'), CharClass::Format);
+        assert_eq!(classify('\u{e0001}'), CharClass::Format);
+        assert_eq!(
+            classify('\u{13439}'),
+            CharClass::Unassigned,
+            "Cf only from 15.0"
+        );
+        assert_eq!(classify('\u{e000}'), CharClass::PrivateUse);
+        assert_eq!(classify('\u{10fffd}'), CharClass::PrivateUse);
+        assert_eq!(classify('\u{fdd0}'), CharClass::Unassigned);
+        assert_eq!(classify('\u{10ffff}'), CharClass::Unassigned);
+        assert_eq!(classify('\u{378}'), CharClass::Unassigned);
+        assert_eq!(classify('\u{2028}'), CharClass::LineSeparator);
+        assert_eq!(classify('\u{2029}'), CharClass::ParagraphSeparator);
+        assert_eq!(classify('\u{3000}'), CharClass::SpaceSeparator);
+        assert_eq!(classify('é'), CharClass::Printable);
+    }
+
+    #[test]
+    fn every_space_separator_is_allowed_and_counted() {
+        let zs: Vec<char> = (0..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_space_separator(c))
+            .collect();
+        assert_eq!(zs.len(), 17);
+        assert!(zs.iter().all(|&c| harness_allows(c, false)));
+    }
+
+    #[test]
+    fn newline_only_where_allowed() {
+        assert!(harness_allows('\n', true));
+        assert!(!harness_allows('\n', false));
+        assert!(!harness_allows('\r', true));
+        assert!(!harness_allows('\t', true));
+    }
+
+    #[test]
+    fn python_whitespace_adds_information_separators() {
+        for c in ['\u{1c}', '\u{1d}', '\u{1e}', '\u{1f}'] {
+            assert!(is_py_whitespace(c));
+            assert!(!c.is_whitespace(), "not Unicode White_Space");
+        }
+        // Every White_Space character is Python whitespace too.
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            if c.is_whitespace() {
+                assert!(is_py_whitespace(c), "U+{:04X}", c as u32);
+            }
+        }
+        assert!(py_is_blank(" \u{1c}\u{3000}"));
+        assert!(!py_is_blank(" x "));
+    }
+
+    #[test]
+    fn frozen_table_only_lags_newer_unicode() {
+        // Rust's `char::is_control` follows a newer Unicode than 14.0, but Cc never changes:
+        // it must agree exactly with the frozen table's control class.
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(
+                c.is_control(),
+                classify(c) == CharClass::Control,
+                "U+{:04X}",
+                c as u32
+            );
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Text rules the dialects depend on, frozen at the Unicode version of their reference Python.
+//!
+//! pydantic-ai-harness on CPython 3.11 judges text by Unicode 14.0; Rust's own tables are
+//! newer. A code point assigned after 14.0 is unassigned to the reference, so the harness
+//! rejects it, and so must askgate: otherwise it could hand back text a Python host refuses.
+//! The tables in [`tables`](self) are generated from CPython 3.11 by a committed script.
+
+mod classes;
+mod fold;
+mod repr;
+mod tables;
+
+pub use classes::{
+    CharClass, UNICODE_VERSION, classify, first_forbidden, harness_allows, is_py_printable,
+    is_py_whitespace, is_space_separator, py_is_blank,
+};
+pub use fold::uniqueness_key;
+pub use repr::{py_list_repr, py_repr};
