@@ -1,1 +1,7 @@
-//! Shared test helpers.
+//! Shared helpers for askgate's integration tests.
+//!
+//! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
+//! - [`oracle`]: the real Python packages as a subprocess.
+
+pub mod harness_gen;
+pub mod oracle;

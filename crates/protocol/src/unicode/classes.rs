@@ -56,12 +56,33 @@ fn in_ranges(ranges: &[(u32, u32)], cp: u32) -> bool {
         .is_ok()
 }
 
+/// One bit per Basic Multilingual Plane code point, set where `str.isprintable()` is false:
+/// the common case answered without a search. Built at compile time from the range table.
+static BMP_NOT_PRINTABLE: [u64; 1024] = bmp_not_printable();
+
+const fn bmp_not_printable() -> [u64; 1024] {
+    let mut bits = [0u64; 1024];
+    let mut i = 0;
+    while i < tables::NOT_PRINTABLE.len() {
+        let (lo, hi) = tables::NOT_PRINTABLE[i];
+        let mut cp = lo;
+        while cp <= hi && cp <= 0xFFFF {
+            bits[(cp >> 6) as usize] |= 1 << (cp & 63);
+            cp += 1;
+        }
+        i += 1;
+    }
+    bits
+}
+
 /// Python 3.11's `str.isprintable()` for one character.
 pub fn is_py_printable(c: char) -> bool {
+    let cp = c as u32;
     match c {
         ' '..='~' => true,
         '\0'..='\u{7f}' => false,
-        _ => !in_ranges(tables::NOT_PRINTABLE, c as u32),
+        '\u{80}'..='\u{ffff}' => BMP_NOT_PRINTABLE[(cp >> 6) as usize] & (1 << (cp & 63)) == 0,
+        _ => !in_ranges(tables::NOT_PRINTABLE, cp),
     }
 }
 
@@ -122,6 +143,15 @@ pub fn first_forbidden(text: &str, newlines: bool) -> Option<(usize, char)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bitmap_agrees_with_the_range_table() {
+        for cp in 0..=0xFFFF_u32 {
+            if let Some(c) = char::from_u32(cp) {
+                assert_eq!(is_py_printable(c), !in_ranges(tables::NOT_PRINTABLE, cp), "U+{cp:04X}");
+            }
+        }
+    }
 
     #[test]
     fn table_is_unicode_14() {

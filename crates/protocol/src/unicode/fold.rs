@@ -11,7 +11,7 @@
 //! this fold ever sees (the printable rule rejects the rest first), and a test checks it
 //! against CPython 3.11 for every single character.
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 use super::classes::is_space_separator;
 use super::tables::CASEFOLD;
@@ -25,8 +25,11 @@ pub fn uniqueness_key(text: &str) -> String {
     let spaced = text
         .chars()
         .map(|c| if is_space_separator(c) { ' ' } else { c });
-    for c in spaced.nfkc() {
-        push_casefolded(c, &mut out);
+    if is_nfkc_quick(spaced.clone()) == IsNormalized::Yes {
+        // Most text is already NFKC; the quick check spares the decompose-recompose pass.
+        spaced.for_each(|c| push_casefolded(c, &mut out));
+    } else {
+        spaced.nfkc().for_each(|c| push_casefolded(c, &mut out));
     }
     out
 }

@@ -10,7 +10,7 @@ pub(crate) const UNICODE_VERSION: &str = "14.0.0";
 /// Inclusive ranges of code points for which Python's `str.isprintable()` is false:
 /// general categories Cc, Cf, Cs, Co, Cn, Zl, Zp, and Zs other than U+0020.
 #[rustfmt::skip]
-pub(crate) static NOT_PRINTABLE: &[(u32, u32)] = &[
+pub(crate) const NOT_PRINTABLE: &[(u32, u32)] = &[
     (0x0000, 0x001F),
     (0x007F, 0x00A0),
     (0x00AD, 0x00AD),

@@ -1,0 +1,78 @@
+//! The `askgate` binary's `validate` and `schema` commands, run as a user runs them.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn askgate(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("askgate starts");
+    let mut input = child.stdin.take().expect("stdin");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || input.write_all(&data));
+    let output = child.wait_with_output().expect("askgate finishes");
+    writer.join().expect("writer").expect("stdin written");
+    output
+}
+
+fn data(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../tests/data/{path}", env!("CARGO_MANIFEST_DIR")))
+        .expect("test data readable")
+}
+
+/// `askgate schema` prints the same tool definition pydantic-ai sends the model.
+#[test]
+fn schema_equals_what_pydantic_ai_sends() {
+    let output = askgate(&["schema", "--dialect", "harness"], b"");
+    assert!(output.status.success());
+    let printed: Value = serde_json::from_slice(&output.stdout).expect("schema is JSON");
+    let reference: Value = serde_json::from_str(&data("harness_tool_schema.json")).unwrap();
+    assert_eq!(printed, reference["tool_definition"]);
+}
+
+/// Every vector line gets exactly one answer line, in order, and the stream survives
+/// garbage, blank lines and invalid UTF-8 in between.
+#[test]
+fn validate_answers_every_line_in_order() {
+    let vectors = data("conformance/vectors.jsonl");
+    let mut input = Vec::new();
+    let mut expected_ok = Vec::new();
+    for (i, line) in vectors.lines().enumerate() {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+        let vector: Value = serde_json::from_str(line).unwrap();
+        expected_ok.push(if vector["dialect"] == "harness" { vector["expect"]["ok"].clone() } else { Value::Bool(false) });
+        if i % 50 == 0 {
+            input.extend_from_slice(b"not json\n\n\xff\xfe\n{\"dialect\":\"harness\",\"kind\":\"nope\",\"input\":{}}\n");
+            expected_ok.extend(std::iter::repeat_n(Value::Bool(false), 4));
+        }
+    }
+    let output = askgate(&["validate"], &input);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let answers: Vec<Value> = String::from_utf8(output.stdout)
+        .expect("output is UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each answer is JSON"))
+        .collect();
+    assert_eq!(answers.len(), expected_ok.len());
+    for (i, (answer, ok)) in answers.iter().zip(&expected_ok).enumerate() {
+        assert_eq!(&answer["ok"], ok, "line {}: {answer}", i + 1);
+        if answer["ok"] == false {
+            assert!(answer["error"].is_string(), "line {}: {answer}", i + 1);
+        }
+    }
+}
+
+/// The deepagents dialect is refused clearly until it lands.
+#[test]
+fn schema_for_deepagents_is_a_clear_error_for_now() {
+    let output = askgate(&["schema", "--dialect", "deepagents"], b"");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not supported yet"));
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Prepares what askgate's tests need on a fresh machine, and nothing when it is already there:
+#   .venv/harness  CPython 3.11 + pydantic-ai-harness 0.62.0 (the real package the
+#                  differential test compares askgate with; 3.11 = Unicode 14.0, the reference)
+# Safe to run again; a half-built virtualenv is rebuilt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# An interpreter of version $1 that really runs (a pyenv shim may exist without the version).
+find_python() {
+  local version=$1 candidate
+  local pyenv_root; pyenv_root=$(pyenv root 2>/dev/null || echo "${HOME}/.pyenv")
+  for candidate in "$(command -v "python$version" 2>/dev/null || true)" \
+                   "$pyenv_root"/versions/"$version".*/bin/"python$version" \
+                   /usr/bin/"python$version" /usr/local/bin/"python$version"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'pass' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  echo "setup-test-env: no working python$version found (install CPython $version)" >&2
+  return 1
+}
+
+# make_venv DIR PYTHON_VERSION MARKER_MODULE PACKAGES...
+make_venv() {
+  local dir=$1 version=$2 marker=$3; shift 3
+  if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import $marker" 2>/dev/null; then
+    return 0
+  fi
+  echo "setup-test-env: building $dir (Python $version: $*)"
+  rm -rf "$dir"
+  local python; python=$(find_python "$version")
+  "$python" -m venv "$dir"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  "$dir/bin/python" -c "import $marker"
+}
+
+mkdir -p .venv
+make_venv .venv/harness 3.11 pydantic_ai_harness.ask_user "pydantic-ai-harness==0.62.0"
+echo "setup-test-env: ready"

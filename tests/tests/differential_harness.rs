@@ -1,0 +1,151 @@
+//! askgate against the real pydantic-ai-harness 0.62.0 on generated inputs.
+//!
+//! Two runs of `ASKGATE_DIFF_CASES` (default 12,000) lines each: one from a fixed seed, one
+//! from a fresh seed printed up front (`ASKGATE_DIFF_SEED` replays it). Requests, responses
+//! and renders are judged by both; any disagreement fails the test and prints the input.
+
+use std::time::Duration;
+
+use askgate::cli::answer_line;
+use askgate_protocol::harness::{TopLevelExtras, validate_args};
+use askgate_tests::harness_gen::HarnessGenerator;
+use askgate_tests::oracle;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::Value;
+
+const FIXED_SEED: u64 = 0x00A5_C6A7_E5EE_D001;
+
+fn cases_per_seed() -> usize {
+    std::env::var("ASKGATE_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12_000)
+}
+
+fn fresh_seed() -> u64 {
+    std::env::var("ASKGATE_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random)
+}
+
+fn generate(seed: u64, count: usize) -> Vec<String> {
+    let mut generator = HarnessGenerator::new(StdRng::seed_from_u64(seed));
+    let mut lines = Vec::with_capacity(count);
+    while lines.len() < count {
+        let line = match lines.len() % 20 {
+            0..=10 => generator.request_line(),
+            n => {
+                // A response needs a request the harness accepts.
+                let request = loop {
+                    let args = generator.valid_args();
+                    if validate_args(&args, TopLevelExtras::Forbid).is_ok() {
+                        break args;
+                    }
+                };
+                generator.response_line(&request, if n < 17 { "response" } else { "render" })
+            }
+        };
+        lines.push(line.to_string());
+    }
+    lines
+}
+
+/// The disagreement between askgate's answer and the real package's, if any.
+fn disagreement(line: &str, ours: &Value, real: &Value) -> Option<String> {
+    if real.get("oracle_failure").is_some() {
+        return Some(format!("the oracle could not judge the line: {real}"));
+    }
+    let kind = serde_json::from_str::<Value>(line).ok()?["kind"].clone();
+    if ours["ok"] != real["ok"] {
+        return Some(format!("verdict differs: askgate {} / harness {}", ours, real));
+    }
+    if real["ok"] == true && ours["normalized"] != real["normalized"] {
+        return Some(format!(
+            "normalized differs:\n    askgate {}\n    harness {}",
+            ours["normalized"], real["normalized"]
+        ));
+    }
+    if real["ok"] == false && kind != "request" && ours["error"] != real["error"] {
+        return Some(format!(
+            "error text differs:\n    askgate {}\n    harness {}",
+            ours["error"], real["error"]
+        ));
+    }
+    None
+}
+
+fn run(seed: u64, count: usize) -> Result<(), String> {
+    let python = oracle::harness_python().map_err(|e| e.to_string())?;
+    let script = oracle::repo_root().join("tests/oracle/harness_oracle.py");
+    let started = std::time::Instant::now();
+    let lines = generate(seed, count);
+    let generated = started.elapsed();
+    let real = oracle::ask(&python, &script, &lines, Duration::from_secs(600))
+        .map_err(|e| format!("{e:#}"))?;
+    let judged = started.elapsed();
+    let mut problems = Vec::new();
+    let mut rejected = 0;
+    // (kind, accepted, rejected), to show both verdicts are exercised for every kind.
+    let mut tally: Vec<(String, usize, usize)> = Vec::new();
+    for (line, real) in lines.iter().zip(&real) {
+        let ours: Value = serde_json::from_str(&answer_line(line)).map_err(|e| e.to_string())?;
+        let kind = serde_json::from_str::<Value>(line).map_err(|e| e.to_string())?["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let slot = match tally.iter().position(|(k, ..)| *k == kind) {
+            Some(slot) => slot,
+            None => {
+                tally.push((kind, 0, 0));
+                tally.len() - 1
+            }
+        };
+        if ours["ok"] == false {
+            rejected += 1;
+            tally[slot].2 += 1;
+        } else {
+            tally[slot].1 += 1;
+        }
+        if let Some(problem) = disagreement(line, &ours, real) {
+            problems.push(format!("  input {line}\n  {problem}"));
+        }
+    }
+    eprintln!(
+        "seed {seed}: {count} lines, {rejected} rejected, {} disagreements \
+         (generated in {generated:.1?}, oracle {:.1?}, askgate {:.1?}); accepted/rejected by kind: {tally:?}",
+        problems.len(),
+        judged - generated,
+        started.elapsed() - judged,
+    );
+    // Both verdicts must be well represented, or the generator is not testing much.
+    for (kind, accepted, rejected) in &tally {
+        let least = if kind == "render" { 20 } else { count / 20 };
+        assert!(
+            *accepted >= least && *rejected >= least,
+            "seed {seed}: the generator exercises too little: {kind} lines {accepted} accepted, {rejected} rejected"
+        );
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.truncate(20);
+        Err(format!(
+            "seed {seed} (replay with ASKGATE_DIFF_SEED={seed}):\n{}",
+            problems.join("\n")
+        ))
+    }
+}
+
+#[test]
+fn harness_verdicts_match_the_real_package() {
+    let count = cases_per_seed();
+    let fresh = fresh_seed();
+    eprintln!("differential test: fixed seed {FIXED_SEED}, fresh seed {fresh}, {count} lines each");
+    let failures: Vec<String> = [FIXED_SEED, fresh]
+        .into_iter()
+        .filter_map(|seed| run(seed, count).err())
+        .collect();
+    assert!(failures.is_empty(), "askgate and pydantic-ai-harness disagree:\n{}", failures.join("\n\n"));
+}
