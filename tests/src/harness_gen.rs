@@ -6,9 +6,10 @@
 //! Headers and labels come in look-alike pairs so the uniqueness fold is exercised; answers
 //! pick real, look-alike and unknown labels, custom texts, blanks and repeats.
 
-use rand::Rng;
+use askgate_protocol::harness::{TopLevelExtras, validate_args};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
 
 /// Characters Unicode calls White_Space: pydantic strips these from both ends.
@@ -31,21 +32,83 @@ const CONTROLS: &[char] = &[
 ];
 /// Invisible formatting (Cf), including the bidi controls and a tag character.
 const FORMATS: &[char] = &[
-    '\u{ad}', '\u{600}', '\u{61c}', '\u{6dd}', '\u{890}', '\u{180e}', '\u{200b}', '\u{200d}',
-    '\u{200e}', '\u{202e}', '\u{2066}', '\u{feff}', '\u{fff9}', '\u{110bd}', '\u{13430}',
-    '\u{1d173}', '\u{e0001}', '\u{e007f}',
+    '\u{ad}',
+    '\u{600}',
+    '\u{61c}',
+    '\u{6dd}',
+    '\u{890}',
+    '\u{180e}',
+    '\u{200b}',
+    '\u{200d}',
+    '\u{200e}',
+    '\u{202e}',
+    '\u{2066}',
+    '\u{feff}',
+    '\u{fff9}',
+    '\u{110bd}',
+    '\u{13430}',
+    '\u{1d173}',
+    '\u{e0001}',
+    '\u{e007f}',
 ];
 /// Private use (Co) and unassigned (Cn), including code points assigned only after 14.0.
 const PRIVATE_OR_UNASSIGNED: &[char] = &[
-    '\u{e000}', '\u{f8ff}', '\u{f0000}', '\u{10fffd}', '\u{378}', '\u{fdd0}', '\u{fffe}',
-    '\u{ffff}', '\u{2fffe}', '\u{e0080}', '\u{10ffff}', '\u{1fae8}', '\u{31350}', '\u{2ffc}',
-    '\u{13439}', '\u{1cc00}',
+    '\u{e000}',
+    '\u{f8ff}',
+    '\u{f0000}',
+    '\u{10fffd}',
+    '\u{378}',
+    '\u{fdd0}',
+    '\u{fffe}',
+    '\u{ffff}',
+    '\u{2fffe}',
+    '\u{e0080}',
+    '\u{10ffff}',
+    '\u{1fae8}',
+    '\u{31350}',
+    '\u{2ffc}',
+    '\u{13439}',
+    '\u{1cc00}',
 ];
 /// Printable text of many scripts, with combining marks and astral characters.
 const PRINTABLE: &[&str] = &[
-    "a", "Z", "7", "-", "'", "\"", "\\", "/", "<", "é", "e\u{301}", "ß", "Σ", "ς", "Ж", "ש",
-    "ع", "中", "ｱ", "Ａ", "①", "²", "ﬁ", "K", "Å", "ǅ", "ı", "İ", "ΐ", "\u{13a0}", "\u{ab70}",
-    "😀", "𝔘", "🇫🇷", "\u{1f600}", "\u{a9}", "\u{2603}",
+    "a",
+    "Z",
+    "7",
+    "-",
+    "'",
+    "\"",
+    "\\",
+    "/",
+    "<",
+    "é",
+    "e\u{301}",
+    "ß",
+    "Σ",
+    "ς",
+    "Ж",
+    "ש",
+    "ع",
+    "中",
+    "ｱ",
+    "Ａ",
+    "①",
+    "²",
+    "ﬁ",
+    "K",
+    "Å",
+    "ǅ",
+    "ı",
+    "İ",
+    "ΐ",
+    "\u{13a0}",
+    "\u{ab70}",
+    "😀",
+    "𝔘",
+    "🇫🇷",
+    "\u{1f600}",
+    "\u{a9}",
+    "\u{2603}",
 ];
 /// Pairs that fold apart though they look alike: both may appear in one question set.
 const DISTINCT_LOOK_ALIKES: &[(&str, &str)] = &[
@@ -84,6 +147,29 @@ const LOOK_ALIKES: &[(&str, &str)] = &[
     ("Yes", "yes"),
     ("Red", " Red "),
 ];
+
+/// `count` lines from `seed`: 55% requests, 30% responses, 15% renders. Responses answer
+/// requests askgate accepts (the harness would refuse to build the others).
+pub fn mixed_lines(seed: u64, count: usize) -> Vec<String> {
+    let mut generator = HarnessGenerator::new(StdRng::seed_from_u64(seed));
+    let mut lines = Vec::with_capacity(count);
+    while lines.len() < count {
+        let line = match lines.len() % 20 {
+            0..=10 => generator.request_line(),
+            n => {
+                let request = loop {
+                    let args = generator.valid_args();
+                    if validate_args(&args, TopLevelExtras::Forbid).is_ok() {
+                        break args;
+                    }
+                };
+                generator.response_line(&request, if n < 17 { "response" } else { "render" })
+            }
+        };
+        lines.push(line.to_string());
+    }
+    lines
+}
 
 /// Draws lines: `{"dialect":"harness","kind":...,"input":...}`.
 pub struct HarnessGenerator {
@@ -140,7 +226,11 @@ impl HarnessGenerator {
             .collect();
         let mut args = Map::new();
         if !self.fault(0.02) {
-            let questions = if self.fault(0.02) { self.wrong_type() } else { Value::Array(questions) };
+            let questions = if self.fault(0.02) {
+                self.wrong_type()
+            } else {
+                Value::Array(questions)
+            };
             args.insert("questions".into(), questions);
         }
         if self.fault(0.03) {
@@ -180,21 +270,9 @@ impl HarnessGenerator {
             7 => {
                 q.insert("multi_select".into(), Value::Bool(false));
             }
-            _ if !self.faults => {
-                let lax = [
-                    json!("yes"), json!("NO"), json!("On"), json!("off"), json!("t"), json!("F"),
-                    json!("1"), json!("0"), json!(1), json!(0), json!(1.0), json!(0.0), json!("Y"),
-                ];
-                q.insert("multi_select".into(), lax.choose(&mut self.rng).cloned().unwrap_or_default());
-            }
             _ => {
-                let lax = [
-                    json!("yes"), json!("NO"), json!("On"), json!("off"), json!("t"), json!("F"),
-                    json!("1"), json!("0"), json!(1), json!(0), json!(1.0), json!(0.0),
-                    json!(2), json!(-1), json!(0.5), json!("maybe"), json!(" true"), json!(""),
-                    json!(null), json!([true]), json!("ｙｅｓ"),
-                ];
-                q.insert("multi_select".into(), lax.choose(&mut self.rng).cloned().unwrap_or_default());
+                let value = self.lax_bool();
+                q.insert("multi_select".into(), value);
             }
         }
         if self.fault(0.02) {
@@ -204,6 +282,29 @@ impl HarnessGenerator {
             return self.wrong_type();
         }
         Value::Object(q)
+    }
+
+    /// A value for `multi_select` other than a JSON boolean: what pydantic's lax mode takes,
+    /// and on a faulty line also what it refuses.
+    fn lax_bool(&mut self) -> Value {
+        const ACCEPTED: &[&str] = &[
+            "\"yes\"", "\"NO\"", "\"On\"", "\"off\"", "\"t\"", "\"F\"", "\"1\"", "\"0\"", "1", "0",
+            "1.0", "0.0", "\"Y\"", "-0",
+        ];
+        const REFUSED: &[&str] = &[
+            "2",
+            "-1",
+            "0.5",
+            "\"maybe\"",
+            "\" true\"",
+            "\"\"",
+            "null",
+            "[true]",
+            "\"ｙｅｓ\"",
+        ];
+        let pool = if self.fault(0.5) { REFUSED } else { ACCEPTED };
+        let text = pool.choose(&mut self.rng).copied().unwrap_or("true");
+        serde_json::from_str(text).unwrap_or(Value::Bool(true))
     }
 
     fn option(&mut self, label: Value) -> Value {
@@ -235,7 +336,11 @@ impl HarnessGenerator {
         let mut out: Vec<Value> = Vec::with_capacity(count);
         for i in 0..count {
             let text = if i > 0 && self.rng.random_range(0..12) == 0 {
-                let pairs = if self.faults { LOOK_ALIKES } else { DISTINCT_LOOK_ALIKES };
+                let pairs = if self.faults {
+                    LOOK_ALIKES
+                } else {
+                    DISTINCT_LOOK_ALIKES
+                };
                 let (a, b) = *pairs.choose(&mut self.rng).unwrap_or(&("a", "A"));
                 if let Some(Value::String(last)) = out.last_mut() {
                     *last = a.to_owned();
@@ -243,7 +348,10 @@ impl HarnessGenerator {
                 Value::String(b.to_owned())
             } else if self.rng.random_range(0..10) < 7 {
                 // Plain, distinct, well inside the limits: the common case.
-                Value::String(format!("{}{i}", ["Color", "Size", "Plan", "Région", "東京", "Go"][i % 6]))
+                Value::String(format!(
+                    "{}{i}",
+                    ["Color", "Size", "Plan", "Région", "東京", "Go"][i % 6]
+                ))
             } else {
                 self.text(max, false)
             };
@@ -279,10 +387,14 @@ impl HarnessGenerator {
             text.push_str(&piece);
         }
         if self.rng.random_range(0..4) == 0 {
-            text = self.pad(text);
+            text = self.pad(&text);
         }
         if (multi_line || self.fault(0.05)) && self.rng.random_range(0..8) == 0 {
-            let at = text.char_indices().map(|(i, _)| i).nth(chars / 2).unwrap_or(0);
+            let at = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .nth(chars / 2)
+                .unwrap_or(0);
             text.insert(at, '\n');
         }
         Value::String(text)
@@ -309,12 +421,12 @@ impl HarnessGenerator {
         *class.choose(&mut self.rng).unwrap_or(&' ')
     }
 
-    fn pad(&mut self, text: String) -> String {
+    fn pad(&mut self, text: &str) -> String {
         let mut out = String::new();
         for _ in 0..self.rng.random_range(0..3) {
             out.push(self.pad_char());
         }
-        out.push_str(&text);
+        out.push_str(text);
         for _ in 0..self.rng.random_range(0..3) {
             out.push(self.pad_char());
         }
@@ -330,10 +442,17 @@ impl HarnessGenerator {
     }
 
     fn wrong_type(&mut self) -> Value {
-        [json!(null), json!(7), json!(true), json!("text"), json!([]), json!({})]
-            .choose(&mut self.rng)
-            .cloned()
-            .unwrap_or_default()
+        [
+            json!(null),
+            json!(7),
+            json!(true),
+            json!("text"),
+            json!([]),
+            json!({}),
+        ]
+        .choose(&mut self.rng)
+        .cloned()
+        .unwrap_or_default()
     }
 
     fn response(&mut self, request: &Value) -> Value {
@@ -381,7 +500,13 @@ impl HarnessGenerator {
             _ => stored_header,
         };
         let multi_select = question["multi_select"].as_bool() == Some(true)
-            || matches!(question["multi_select"].as_str().map(str::to_ascii_lowercase).as_deref(), Some("yes" | "on" | "t" | "1" | "y" | "true"))
+            || matches!(
+                question["multi_select"]
+                    .as_str()
+                    .map(str::to_ascii_lowercase)
+                    .as_deref(),
+                Some("yes" | "on" | "t" | "1" | "y" | "true")
+            )
             || question["multi_select"].as_f64() == Some(1.0);
         let labels: Vec<String> = question["options"]
             .as_array()
@@ -453,7 +578,7 @@ impl HarnessGenerator {
                     }
                 }
                 if self.rng.random_range(0..5) == 0 {
-                    text = self.pad(text);
+                    text = self.pad(&text);
                 }
                 text
             }
@@ -483,5 +608,8 @@ impl HarnessGenerator {
 
 /// A field's stripped string value (what the harness stores), or `""`.
 fn stripped(value: &Value) -> String {
-    value.as_str().map(|s| s.trim().to_owned()).unwrap_or_default()
+    value
+        .as_str()
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }

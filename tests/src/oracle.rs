@@ -58,7 +58,10 @@ pub fn ask(
         .with_context(|| format!("starting {} {}", python.display(), script.display()))?;
     let mut stdin = child.stdin.take().context("oracle stdin")?;
     let stdout = child.stdout.take().context("oracle stdout")?;
-    let input: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
+    let input: Vec<u8> = lines
+        .iter()
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
     // Writing and reading on separate threads: neither pipe can fill up and stall the other.
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let (done, answers) = mpsc::channel();
@@ -72,12 +75,9 @@ pub fn ask(
             .collect();
         let _ = done.send(parsed);
     });
-    let answers = match answers.recv_timeout(timeout) {
-        Ok(answers) => answers,
-        Err(_) => {
-            let _ = child.kill();
-            return Err(anyhow!("the oracle did not finish within {timeout:?}"));
-        }
+    let Ok(answers) = answers.recv_timeout(timeout) else {
+        let _ = child.kill();
+        return Err(anyhow!("the oracle did not finish within {timeout:?}"));
     };
     writer
         .join()

@@ -7,11 +7,8 @@
 use std::time::Duration;
 
 use askgate::cli::answer_line;
-use askgate_protocol::harness::{TopLevelExtras, validate_args};
-use askgate_tests::harness_gen::HarnessGenerator;
+use askgate_tests::harness_gen::mixed_lines;
 use askgate_tests::oracle;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use serde_json::Value;
 
 const FIXED_SEED: u64 = 0x00A5_C6A7_E5EE_D001;
@@ -30,28 +27,6 @@ fn fresh_seed() -> u64 {
         .unwrap_or_else(rand::random)
 }
 
-fn generate(seed: u64, count: usize) -> Vec<String> {
-    let mut generator = HarnessGenerator::new(StdRng::seed_from_u64(seed));
-    let mut lines = Vec::with_capacity(count);
-    while lines.len() < count {
-        let line = match lines.len() % 20 {
-            0..=10 => generator.request_line(),
-            n => {
-                // A response needs a request the harness accepts.
-                let request = loop {
-                    let args = generator.valid_args();
-                    if validate_args(&args, TopLevelExtras::Forbid).is_ok() {
-                        break args;
-                    }
-                };
-                generator.response_line(&request, if n < 17 { "response" } else { "render" })
-            }
-        };
-        lines.push(line.to_string());
-    }
-    lines
-}
-
 /// The disagreement between askgate's answer and the real package's, if any.
 fn disagreement(line: &str, ours: &Value, real: &Value) -> Option<String> {
     if real.get("oracle_failure").is_some() {
@@ -59,7 +34,10 @@ fn disagreement(line: &str, ours: &Value, real: &Value) -> Option<String> {
     }
     let kind = serde_json::from_str::<Value>(line).ok()?["kind"].clone();
     if ours["ok"] != real["ok"] {
-        return Some(format!("verdict differs: askgate {} / harness {}", ours, real));
+        return Some(format!(
+            "verdict differs: askgate {} / harness {}",
+            ours, real
+        ));
     }
     if real["ok"] == true && ours["normalized"] != real["normalized"] {
         return Some(format!(
@@ -80,7 +58,7 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
     let python = oracle::harness_python().map_err(|e| e.to_string())?;
     let script = oracle::repo_root().join("tests/oracle/harness_oracle.py");
     let started = std::time::Instant::now();
-    let lines = generate(seed, count);
+    let lines = mixed_lines(seed, count);
     let generated = started.elapsed();
     let real = oracle::ask(&python, &script, &lines, Duration::from_secs(600))
         .map_err(|e| format!("{e:#}"))?;
@@ -147,5 +125,9 @@ fn harness_verdicts_match_the_real_package() {
         .into_iter()
         .filter_map(|seed| run(seed, count).err())
         .collect();
-    assert!(failures.is_empty(), "askgate and pydantic-ai-harness disagree:\n{}", failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "askgate and pydantic-ai-harness disagree:\n{}",
+        failures.join("\n\n")
+    );
 }

@@ -22,8 +22,11 @@ fn askgate(args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn data(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/../../tests/data/{path}", env!("CARGO_MANIFEST_DIR")))
-        .expect("test data readable")
+    std::fs::read_to_string(format!(
+        "{}/../../tests/data/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("test data readable")
 }
 
 /// `askgate schema` prints the same tool definition pydantic-ai sends the model.
@@ -47,14 +50,24 @@ fn validate_answers_every_line_in_order() {
         input.extend_from_slice(line.as_bytes());
         input.push(b'\n');
         let vector: Value = serde_json::from_str(line).unwrap();
-        expected_ok.push(if vector["dialect"] == "harness" { vector["expect"]["ok"].clone() } else { Value::Bool(false) });
+        expected_ok.push(if vector["dialect"] == "harness" {
+            vector["expect"]["ok"].clone()
+        } else {
+            Value::Bool(false)
+        });
         if i % 50 == 0 {
-            input.extend_from_slice(b"not json\n\n\xff\xfe\n{\"dialect\":\"harness\",\"kind\":\"nope\",\"input\":{}}\n");
+            input.extend_from_slice(
+                b"not json\n\n\xff\xfe\n{\"dialect\":\"harness\",\"kind\":\"nope\",\"input\":{}}\n",
+            );
             expected_ok.extend(std::iter::repeat_n(Value::Bool(false), 4));
         }
     }
     let output = askgate(&["validate"], &input);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let answers: Vec<Value> = String::from_utf8(output.stdout)
         .expect("output is UTF-8")
         .lines()

@@ -59,7 +59,10 @@ fn answers_for(questions: &HarnessQuestions) -> AskUserResponse {
             .iter()
             .map(|q| {
                 if q.multi_select {
-                    AskUserAnswer::picked(q.header.clone(), q.options.iter().take(3).map(|o| o.label.clone()))
+                    AskUserAnswer::picked(
+                        q.header.clone(),
+                        q.options.iter().take(3).map(|o| o.label.clone()),
+                    )
                 } else {
                     AskUserAnswer::picked(q.header.clone(), [q.options[1].label.clone()])
                 }
@@ -89,7 +92,11 @@ fn maximal_request(bencher: divan::Bencher<'_, '_>) {
 
 #[divan::bench(args = ["typical", "maximal"])]
 fn check_response_of(bencher: divan::Bencher<'_, '_>, which: &str) {
-    let args = if which == "typical" { typical() } else { maximal() };
+    let args = if which == "typical" {
+        typical()
+    } else {
+        maximal()
+    };
     let questions = validate_args(&args, TopLevelExtras::Forbid).unwrap();
     let response = answers_for(&questions);
     assert!(check_response(&questions, &response).is_ok());
@@ -100,5 +107,7 @@ fn check_response_of(bencher: divan::Bencher<'_, '_>, which: &str) {
 fn render_typical_result(bencher: divan::Bencher<'_, '_>) {
     let questions = validate_args(&typical(), TopLevelExtras::Forbid).unwrap();
     let response = answers_for(&questions);
-    bencher.bench(|| ask_user_result(black_box(&questions), black_box(&response)).map(|r| r.model_text()));
+    bencher.bench(|| {
+        ask_user_result(black_box(&questions), black_box(&response)).map(|r| r.model_text())
+    });
 }

@@ -129,6 +129,39 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
+/// A place in the input, chained on the stack and written out only when an error needs it:
+/// validating a correct input formats no paths at all.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Path<'a> {
+    /// The input itself.
+    Root,
+    /// A field of an object.
+    Key(&'a Path<'a>, &'a str),
+    /// An item of a list.
+    Index(&'a Path<'a>, usize),
+}
+
+impl<'a> Path<'a> {
+    /// The field `key` of this object.
+    pub(crate) fn key(&'a self, key: &'a str) -> Path<'a> {
+        Path::Key(self, key)
+    }
+
+    /// The item `index` of this list.
+    pub(crate) fn index(&'a self, index: usize) -> Path<'a> {
+        Path::Index(self, index)
+    }
+
+    /// `questions[2].options[1].label`.
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Path::Root => String::new(),
+            Path::Key(parent, key) => field_path(&parent.render(), key),
+            Path::Index(parent, index) => index_path(&parent.render(), *index),
+        }
+    }
+}
+
 /// Builds paths like `questions[2].options[1].label`.
 pub(crate) fn field_path(base: &str, key: &str) -> String {
     let plain = !key.is_empty()
@@ -177,6 +210,10 @@ mod tests {
         assert_eq!(field_path("", "x"), "x");
         assert_eq!(field_path("", "a.b"), "[\"a.b\"]");
         assert_eq!(field_path("questions[0]", ""), "questions[0][\"\"]");
+        let root = Path::Root;
+        let questions = root.key("questions");
+        let second = questions.index(2);
+        assert_eq!(second.key("header").render(), "questions[2].header");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn stand_in_surrogate(c: char) -> Option<u16> {
 /// and real U+10F800..U+10FFFF characters.
 pub fn parse(text: &str) -> Result<(Value, bool), String> {
     match serde_json::from_str(text) {
-        Ok(value) => return Ok((value, false)),
+        Ok(value) => Ok((value, false)),
         Err(strict) => {
             let Some(rewritten) = replace_lone_surrogates(text) else {
                 return Err(strict.to_string());

@@ -2,7 +2,7 @@
 
 use askgate_protocol::harness::{
     AskUserAnswer, AskUserResponse, HarnessQuestions, TopLevelExtras, ask_user_result,
-    check_response, validate_args,
+    check_response, validate_args, validate_args_json,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -85,22 +85,46 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
         text(8).prop_map(Value::String),
-        prop::sample::select(vec!["questions", "header", "question", "options", "label", "description", "multi_select"])
-            .prop_map(|s| Value::String(s.to_owned())),
+        prop::sample::select(vec![
+            "questions",
+            "header",
+            "question",
+            "options",
+            "label",
+            "description",
+            "multi_select"
+        ])
+        .prop_map(|s| Value::String(s.to_owned())),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
             proptest::collection::vec(
                 (
-                    prop::sample::select(vec!["questions", "header", "question", "options", "label", "description", "multi_select", "x"]),
+                    prop::sample::select(vec![
+                        "questions",
+                        "header",
+                        "question",
+                        "options",
+                        "label",
+                        "description",
+                        "multi_select",
+                        "x"
+                    ]),
                     inner
                 ),
                 0..6
             )
-            .prop_map(|entries| Value::Object(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            .prop_map(|entries| Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect()
+            )),
         ]
     })
 }
@@ -161,6 +185,16 @@ proptest! {
         let keys: Vec<&String> = rendered.as_object().unwrap().keys().collect();
         let expected: Vec<&String> = response.answers.iter().map(|a| &a.header).collect();
         prop_assert_eq!(keys, expected);
+    }
+
+    /// The fast path for JSON text never disagrees with the full validator, for either
+    /// treatment of top-level extras.
+    #[test]
+    fn json_text_fast_path_agrees_with_the_full_validator(args in prop_oneof![clean_args(), args()]) {
+        let text = args.to_string();
+        for extras in [TopLevelExtras::Forbid, TopLevelExtras::Ignore] {
+            prop_assert_eq!(validate_args_json(&text, extras), validate_args(&args, extras));
+        }
     }
 
     /// No input makes validation panic.

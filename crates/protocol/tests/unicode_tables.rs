@@ -30,7 +30,11 @@ fn fold_of_every_allowed_character_matches_python_3_11() {
     let mut mismatches = Vec::new();
     for c in (0..=0x10FFFF).filter_map(char::from_u32) {
         if !harness_allows(c, false) {
-            assert!(!python.contains_key(&c), "U+{:04X} is in the fixture but rejected", c as u32);
+            assert!(
+                !python.contains_key(&c),
+                "U+{:04X} is in the fixture but rejected",
+                c as u32
+            );
             continue;
         }
         let expected = python.get(&c).cloned().unwrap_or_else(|| c.to_string());
@@ -39,5 +43,10 @@ fn fold_of_every_allowed_character_matches_python_3_11() {
             mismatches.push(format!("U+{:04X}: {ours:?} vs {expected:?}", c as u32));
         }
     }
-    assert!(mismatches.is_empty(), "{} mismatches: {:?}", mismatches.len(), &mismatches[..mismatches.len().min(20)]);
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches: {:?}",
+        mismatches.len(),
+        &mismatches[..mismatches.len().min(20)]
+    );
 }

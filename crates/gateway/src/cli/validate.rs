@@ -1,117 +1,227 @@
 //! `askgate validate`: judge JSON lines as the real frameworks would.
 //!
-//! The line format is the conformance vectors' (`{"dialect","kind","input"}`), so the same
-//! lines can be fed to askgate and to the Python packages and the answers compared.
+//! The line format is the conformance vectors' (`{"dialect","kind","input"}`, other keys
+//! ignored), so the same lines can be fed to askgate and to the Python packages and the
+//! answers compared. Lines are read in batches and judged on every core; answers come out in
+//! input order, one line each.
 
+use std::borrow::Cow;
 use std::io::{BufRead, Write};
 
 use anyhow::Context as _;
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
-use serde::Deserialize as _;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+/// Lines judged per batch: enough to share among threads, few enough to bound memory.
+const BATCH_LINES: usize = 4096;
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(mut input: impl BufRead, output: impl Write) -> anyhow::Result<()> {
-    let mut output = std::io::BufWriter::with_capacity(64 * 1024, output);
-    let mut line = Vec::with_capacity(4096);
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut output = std::io::BufWriter::with_capacity(256 * 1024, output);
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(BATCH_LINES);
     loop {
-        line.clear();
-        let read = input
-            .read_until(b'\n', &mut line)
-            .context("reading stdin")?;
-        if read == 0 {
+        batch.clear();
+        while batch.len() < BATCH_LINES {
+            let mut line = Vec::new();
+            if input
+                .read_until(b'\n', &mut line)
+                .context("reading stdin")?
+                == 0
+            {
+                break;
+            }
+            batch.push(line);
+        }
+        if batch.is_empty() {
             break;
         }
-        let answer = match std::str::from_utf8(&line) {
-            Ok(text) => answer_line(text.trim_end_matches(['\n', '\r'])),
-            Err(e) => failure(FieldError::new(
-                "",
-                ErrorCode::InvalidJson,
-                format!("the line is not UTF-8: {e}"),
-            )),
-        };
-        output
-            .write_all(answer.as_bytes())
-            .context("writing stdout")?;
-        output.write_all(b"\n").context("writing stdout")?;
+        let chunk = batch.len().div_ceil(threads);
+        let answers: Vec<Vec<u8>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = batch
+                .chunks(chunk)
+                .map(|lines| scope.spawn(move || answer_lines(lines)))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|_| b"".to_vec()))
+                .collect()
+        });
+        for part in answers {
+            output.write_all(&part).context("writing stdout")?;
+        }
+        if batch.len() < BATCH_LINES {
+            break;
+        }
     }
     output.flush().context("writing stdout")?;
     Ok(())
 }
 
-/// The answer to one input line, as one line of JSON text (no newline).
-pub fn answer_line(line: &str) -> String {
-    let (value, had_lone_surrogates) = match lenient_json::parse(line) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            return failure(FieldError::new(
+fn answer_lines(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.len() * 256);
+    for line in lines {
+        let answer = match std::str::from_utf8(line) {
+            Ok(text) => answer_line(text.trim_end_matches(['\n', '\r'])),
+            Err(e) => failure(&FieldError::new(
                 "",
                 ErrorCode::InvalidJson,
-                format!("the line is not valid JSON: {e}"),
-            ));
+                format!("the line is not UTF-8: {e}"),
+            )),
+        };
+        out.extend_from_slice(answer.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Reads a field that is present, `null` included, as `Some(raw)`; absent fields default to
+/// `None`. (serde maps `null` to `None` for a plain `Option`, but `"args": null` is an input
+/// to judge, not a missing one.)
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// One input line: what to judge. Other keys (a vector's `name`, `expect`) are skipped.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow, default)]
+    dialect: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    input: Option<&'a RawValue>,
+}
+
+/// The answer to one input line, as one line of JSON text (no newline).
+pub fn answer_line(line: &str) -> String {
+    if line.trim().is_empty() {
+        return failure(&FieldError::new(
+            "",
+            ErrorCode::InvalidJson,
+            "the line is empty; expected a JSON object with dialect, kind and input",
+        ));
+    }
+    if let Ok(parsed) = serde_json::from_str::<Line<'_>>(line) {
+        return judge(&parsed);
+    }
+    // Not strict JSON: perhaps lone surrogates, which Python hosts write. Map them to
+    // stand-ins, judge the re-encoded line, and write them back as `\udXXX` escapes.
+    match lenient_json::parse(line) {
+        Ok((value, true)) => {
+            let text = value.to_string();
+            let answer = match serde_json::from_str::<Line<'_>>(&text) {
+                Ok(parsed) => judge(&parsed),
+                Err(e) => failure(&not_a_line(&e.to_string())),
+            };
+            match serde_json::from_str::<Value>(&answer) {
+                Ok(answer) => lenient_json::to_string(&answer),
+                Err(_) => answer,
+            }
         }
-    };
-    let answer = judge(&value);
-    if had_lone_surrogates {
-        lenient_json::to_string(&answer)
-    } else {
-        answer.to_string()
+        Ok((_, false)) => failure(&not_a_line(
+            "expected an object with dialect, kind and input",
+        )),
+        Err(e) => failure(&FieldError::new(
+            "",
+            ErrorCode::InvalidJson,
+            format!("the line is not valid JSON: {e}"),
+        )),
     }
 }
 
-fn judge(line: &Value) -> Value {
-    let Some(object) = line.as_object() else {
-        return line_error(
-            "",
-            "the line must be an object with dialect, kind and input",
-        );
+fn not_a_line(detail: &str) -> FieldError {
+    FieldError::new(
+        "",
+        ErrorCode::InvalidValue,
+        format!("the line must be an object with dialect, kind and input: {detail}"),
+    )
+}
+
+fn judge(line: &Line<'_>) -> String {
+    let (Some(dialect), Some(kind), Some(input)) =
+        (line.dialect.as_deref(), line.kind.as_deref(), line.input)
+    else {
+        let missing = [
+            ("dialect", line.dialect.is_none()),
+            ("kind", line.kind.is_none()),
+            ("input", line.input.is_none()),
+        ];
+        let (field, _) = missing
+            .into_iter()
+            .find(|(_, absent)| *absent)
+            .unwrap_or_default();
+        return line_error(field, "missing: each line needs dialect, kind and input");
     };
-    let dialect = object.get("dialect").and_then(Value::as_str);
-    let kind = object.get("kind").and_then(Value::as_str);
-    let input = object.get("input");
-    match (dialect, kind, input) {
-        (Some("harness"), Some(kind), Some(input)) => harness_line(kind, input),
-        (Some("deepagents"), ..) => {
-            json!({"ok": false, "error": "dialect deepagents is not supported yet"})
+    match dialect {
+        "harness" => harness_line(kind, input),
+        "deepagents" => {
+            json!({"ok": false, "error": "dialect deepagents is not supported yet"}).to_string()
         }
-        (Some(other), ..) if dialect.is_some() && !matches!(other, "harness") => line_error(
+        other => line_error(
             "dialect",
             &format!(
                 "unknown dialect {}; expected harness or deepagents",
                 json!(other)
             ),
         ),
-        (None, ..) => line_error("dialect", "missing: expected \"harness\" or \"deepagents\""),
-        (_, None, _) => line_error("kind", "missing: expected request, response or render"),
-        (_, _, None) => line_error("input", "missing: the payload to judge"),
-        _ => line_error(
-            "",
-            "the line must be an object with dialect, kind and input",
-        ),
     }
 }
 
-fn harness_line(kind: &str, input: &Value) -> Value {
+/// A `request` input: the tool call's arguments as an object or as JSON text.
+#[derive(Deserialize)]
+struct RequestInput<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    args: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    args_json: Option<Cow<'a, str>>,
+}
+
+/// A `response` or `render` input.
+#[derive(Deserialize)]
+struct ResultInput<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    request: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    response: Option<&'a RawValue>,
+    #[serde(default)]
+    timed_out: Option<Value>,
+}
+
+fn harness_line(kind: &str, input: &RawValue) -> String {
     match kind {
         "request" => harness_request(input),
-        "response" => match harness_result(input) {
-            Ok(result) => json!({
-                "ok": true,
-                "normalized": {"result": result.to_json(), "model_text": result.model_text()},
-            }),
-            Err(error) => result_error_answer(&error),
-        },
-        "render" => {
-            if input.get("timed_out") == Some(&Value::Bool(true)) {
-                return json!({"ok": true, "normalized": harness::TIMED_OUT});
+        "response" | "render" => {
+            let parsed = match serde_json::from_str::<ResultInput<'_>>(input.get()) {
+                Ok(parsed) => parsed,
+                Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
+            };
+            if kind == "render" && parsed.timed_out == Some(Value::Bool(true)) {
+                return json!({"ok": true, "normalized": harness::TIMED_OUT}).to_string();
             }
-            match harness_result(input) {
-                Ok(result) => json!({"ok": true, "normalized": result.model_text()}),
-                Err(error) => result_error_answer(&error),
+            match harness_result(&parsed) {
+                Ok(result) if kind == "render" => {
+                    json!({"ok": true, "normalized": result.model_text()}).to_string()
+                }
+                Ok(result) => json!({
+                    "ok": true,
+                    "normalized": {"result": result, "model_text": result.model_text()},
+                })
+                .to_string(),
+                Err(ResultError::Input(errors)) => errors_answer(&errors),
+                // The harness's own text, byte for byte: what a Python host would see raised.
+                Err(ResultError::Answer(error)) => {
+                    json!({"ok": false, "error": error.message, "errors": [error.to_field_error()]})
+                        .to_string()
+                }
             }
         }
         other => line_error(
@@ -124,12 +234,14 @@ fn harness_line(kind: &str, input: &Value) -> Value {
     }
 }
 
-fn harness_request(input: &Value) -> Value {
-    let verdict = match (input.get("args"), input.get("args_json")) {
-        (Some(args), None) => harness::validate_args(args, TopLevelExtras::Forbid),
-        (None, Some(Value::String(text))) => {
-            harness::validate_args_json(text, TopLevelExtras::Forbid)
-        }
+fn harness_request(input: &RawValue) -> String {
+    let parsed = match serde_json::from_str::<RequestInput<'_>>(input.get()) {
+        Ok(parsed) => parsed,
+        Err(e) => return line_error("input", &format!("not a request input: {e}")),
+    };
+    let verdict = match (parsed.args, parsed.args_json) {
+        (Some(args), None) => harness::validate_args_json(args.get(), TopLevelExtras::Forbid),
+        (None, Some(text)) => harness::validate_args_json(&text, TopLevelExtras::Forbid),
         _ => {
             return line_error(
                 "input",
@@ -138,7 +250,26 @@ fn harness_request(input: &Value) -> Value {
         }
     };
     match verdict {
-        Ok(questions) => json!({"ok": true, "normalized": questions.to_args()}),
+        Ok(questions) => {
+            #[derive(serde::Serialize)]
+            struct Normalized<'a> {
+                questions: &'a harness::HarnessQuestions,
+            }
+            #[derive(serde::Serialize)]
+            struct Accepted<'a> {
+                ok: bool,
+                normalized: Normalized<'a>,
+            }
+            let accepted = Accepted {
+                ok: true,
+                normalized: Normalized {
+                    questions: &questions,
+                },
+            };
+            serde_json::to_string(&accepted).unwrap_or_else(|e| {
+                line_error("", &format!("the answer could not be written: {e}"))
+            })
+        }
         Err(errors) => errors_answer(&errors),
     }
 }
@@ -149,48 +280,48 @@ enum ResultError {
     Answer(ResponseError),
 }
 
-fn harness_result(input: &Value) -> Result<harness::ToolResult, ResultError> {
+fn harness_result(input: &ResultInput<'_>) -> Result<harness::ToolResult, ResultError> {
     let input_error = |path: &str, code, message: String| {
         ResultError::Input(ValidationErrors::single(FieldError::new(
             path, code, message,
         )))
     };
-    let Some(request) = input.get("request") else {
+    let Some(request) = input.request else {
         return Err(input_error(
             "request",
             ErrorCode::MissingField,
             "missing: the request answered".into(),
         ));
     };
-    let questions = harness::validate_args(request, TopLevelExtras::Forbid).map_err(|errors| {
-        let errors = errors
-            .into_vec()
-            .into_iter()
-            .map(|e| {
-                FieldError::new(
-                    prefixed("request", &e.path),
-                    e.code,
-                    format!("invalid request: {}", e.message),
-                )
-            })
-            .collect();
-        // `from_vec` of a non-empty list is always Some.
-        ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
-            ValidationErrors::single(FieldError::new(
-                "request",
-                ErrorCode::InvalidValue,
-                "invalid request",
-            ))
-        }))
-    })?;
-    let Some(response) = input.get("response") else {
+    let questions =
+        harness::validate_args_json(request.get(), TopLevelExtras::Forbid).map_err(|errors| {
+            let errors: Vec<FieldError> = errors
+                .into_vec()
+                .into_iter()
+                .map(|e| {
+                    FieldError::new(
+                        prefixed("request", &e.path),
+                        e.code,
+                        format!("invalid request: {}", e.message),
+                    )
+                })
+                .collect();
+            ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
+                ValidationErrors::single(FieldError::new(
+                    "request",
+                    ErrorCode::InvalidValue,
+                    "invalid request",
+                ))
+            }))
+        })?;
+    let Some(response) = input.response else {
         return Err(input_error(
             "response",
             ErrorCode::MissingField,
             "missing: the response to check".into(),
         ));
     };
-    let response = AskUserResponse::deserialize(response).map_err(|e| {
+    let response: AskUserResponse = serde_json::from_str(response.get()).map_err(|e| {
         input_error(
             "response",
             ErrorCode::WrongType,
@@ -210,25 +341,14 @@ fn prefixed(prefix: &str, path: &str) -> String {
     }
 }
 
-fn result_error_answer(error: &ResultError) -> Value {
-    match error {
-        ResultError::Input(errors) => errors_answer(errors),
-        // The harness's own text, byte for byte: what a Python host would see raised.
-        ResultError::Answer(error) => {
-            json!({"ok": false, "error": error.message, "errors": [error.to_field_error()]})
-        }
-    }
+fn errors_answer(errors: &ValidationErrors) -> String {
+    json!({"ok": false, "error": errors.to_string(), "errors": errors.errors()}).to_string()
 }
 
-fn errors_answer(errors: &ValidationErrors) -> Value {
-    json!({"ok": false, "error": errors.to_string(), "errors": errors.errors()})
+fn line_error(path: &str, message: &str) -> String {
+    failure(&FieldError::new(path, ErrorCode::InvalidValue, message))
 }
 
-fn line_error(path: &str, message: &str) -> Value {
-    let error = FieldError::new(path, ErrorCode::InvalidValue, message);
-    json!({"ok": false, "error": error.to_string(), "errors": [error]})
-}
-
-fn failure(error: FieldError) -> String {
+fn failure(error: &FieldError) -> String {
     json!({"ok": false, "error": error.to_string(), "errors": [error]}).to_string()
 }

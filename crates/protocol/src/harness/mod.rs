@@ -9,8 +9,10 @@
 //! - [`schema`]: the tool definition pydantic-ai sends the model.
 
 pub mod check;
+mod fast_path;
 pub mod limits;
 pub mod render;
+mod rules;
 pub mod schema;
 pub mod types;
 pub mod validate;

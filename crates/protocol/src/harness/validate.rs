@@ -1,25 +1,21 @@
 //! The `ask_user_question` arguments, judged exactly as pydantic-ai judges a model's call.
 //!
-//! The verdict matches pydantic-ai-harness 0.62 on every input (`conformance` tests and a
-//! differential test against the real package prove it). The error list does not copy
+//! The verdict matches pydantic-ai-harness 0.62 on every input (the conformance vectors and a
+//! differential test against the real package check it). The error list does not copy
 //! pydantic's: askgate reports every problem it can find, in its own words, with a path such
 //! as `questions[2].options[1].label`, where pydantic stops early or masks errors.
 //!
 //! Each string goes through the harness's pipeline: JSON string (no coercion) → strip by the
-//! Unicode White_Space property (`str::trim`, as pydantic-core) → length in code points → the
-//! printable rule (Unicode 14.0 categories; `\n` only in `question` and `description`).
+//! Unicode White_Space property (`str::trim`, as pydantic-core does) → length in code points →
+//! the printable rule (Unicode 14.0 categories; `\n` only in `question` and `description`).
 
 use serde_json::{Map, Value};
 
-use super::limits::{
-    MAX_DESCRIPTION_CHARS, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS,
-    MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS,
-};
+use super::fast_path;
+use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use super::rules::{TextProblem, TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
-use crate::error::{
-    ErrorCode, FieldError, ValidationErrors, field_path, index_path, json_kind, json_quote,
-};
-use crate::unicode::{classify, first_forbidden, uniqueness_key};
+use crate::error::{ErrorCode, FieldError, Path, ValidationErrors, json_kind, json_quote};
 
 /// What to do with top-level keys other than `questions`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,17 +46,18 @@ pub fn validate_args(
         )));
     };
     let mut errors = Vec::new();
+    let root = Path::Root;
     let questions = match object.get("questions") {
-        Some(value) => check_questions(value, &mut errors),
+        Some(value) => check_questions(&root.key("questions"), value, &mut errors),
         None => {
-            errors.push(missing("questions"));
+            errors.push(missing(&root.key("questions")));
             None
         }
     };
     if extras == TopLevelExtras::Forbid {
         for key in object.keys().filter(|k| k.as_str() != "questions") {
             errors.push(unknown(
-                field_path("", key),
+                &root.key(key),
                 "the arguments take only `questions`",
             ));
         }
@@ -70,12 +67,18 @@ pub fn validate_args(
 
 /// Validates tool arguments given as JSON text (an OpenAI-style string tool call).
 ///
+/// Well-formed arguments take a fast path that reads the text straight into borrowed fields;
+/// anything unusual is judged by [`validate_args`], which finds every error.
+///
 /// # Errors
 /// `invalid_json` for text that is not JSON, else as [`validate_args`].
 pub fn validate_args_json(
     text: &str,
     extras: TopLevelExtras,
 ) -> Result<HarnessQuestions, ValidationErrors> {
+    if let Some(questions) = fast_path::validate(text, extras) {
+        return Ok(questions);
+    }
     let args: Value = serde_json::from_str(text).map_err(|e| {
         ValidationErrors::single(FieldError::new(
             "",
@@ -92,7 +95,8 @@ pub fn validate_args_json(
 /// Every problem found, each with its path.
 pub fn validate_questions(questions: &Value) -> Result<HarnessQuestions, ValidationErrors> {
     let mut errors = Vec::new();
-    let checked = check_questions(questions, &mut errors);
+    let root = Path::Root;
+    let checked = check_questions(&root.key("questions"), questions, &mut errors);
     finish(checked, errors)
 }
 
@@ -112,23 +116,26 @@ fn finish(
     }
 }
 
-fn check_questions(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<Question>> {
-    const PATH: &str = "questions";
+fn check_questions(
+    path: &Path<'_>,
+    value: &Value,
+    errors: &mut Vec<FieldError>,
+) -> Option<Vec<Question>> {
     let Some(items) = value.as_array() else {
-        errors.push(wrong_type(PATH, "a list of questions", value));
+        errors.push(wrong_type(path, "a list of questions", value));
         return None;
     };
     let mut ok = true;
     if items.len() < MIN_QUESTIONS {
         errors.push(FieldError::new(
-            PATH,
+            path.render(),
             ErrorCode::TooFewItems,
             format!("must hold at least {MIN_QUESTIONS} question, got none"),
         ));
         ok = false;
     } else if items.len() > MAX_QUESTIONS {
         errors.push(FieldError::new(
-            PATH,
+            path.render(),
             ErrorCode::TooManyItems,
             format!(
                 "must hold at most {MAX_QUESTIONS} questions, got {}",
@@ -141,7 +148,7 @@ fn check_questions(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<Qu
     // Every header that validated, valid question or not, so one pass reports every duplicate.
     let mut headers: Vec<(usize, &str)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let (question, header) = check_question(&index_path(PATH, i), item, errors);
+        let (question, header) = check_question(&path.index(i), item, errors);
         if let Some(header) = header {
             headers.push((i, header));
         }
@@ -150,30 +157,30 @@ fn check_questions(value: &Value, errors: &mut Vec<FieldError>) -> Option<Vec<Qu
             None => ok = false,
         }
     }
-    let duplicates = duplicates(&headers);
-    for (later, earlier) in &duplicates {
+    let duplicates = folded_duplicates(&headers);
+    for &(later, earlier) in &duplicates {
         errors.push(FieldError::new(
-            field_path(&index_path(PATH, *later), "header"),
+            path.index(later).key("header").render(),
             ErrorCode::DuplicateHeader,
             format!(
                 "question headers must be unique: this header is the same as questions[{earlier}].header ({}) once case, width and spacing are folded",
-                json_quote(text_at(&headers, *earlier)),
+                json_quote(text_at(&headers, earlier)),
             ),
         ));
     }
     (ok && duplicates.is_empty()).then_some(questions)
 }
 
-fn text_at<'a>(headers: &[(usize, &'a str)], index: usize) -> &'a str {
-    headers
+fn text_at<'a>(items: &[(usize, &'a str)], index: usize) -> &'a str {
+    items
         .iter()
         .find(|&&(i, _)| i == index)
-        .map_or("", |&(_, h)| h)
+        .map_or("", |&(_, text)| text)
 }
 
 /// The question if it is valid, and its stripped header if that field alone is.
 fn check_question<'a>(
-    path: &str,
+    path: &Path<'_>,
     value: &'a Value,
     errors: &mut Vec<FieldError>,
 ) -> (Option<Question>, Option<&'a str>) {
@@ -186,31 +193,24 @@ fn check_question<'a>(
         return (None, None);
     };
     let before = errors.len();
-    let header = required(object, path, "header", errors).and_then(|v| {
-        text(
-            &field_path(path, "header"),
-            v,
-            1,
-            MAX_HEADER_CHARS,
-            false,
-            errors,
-        )
-    });
-    let question = required(object, path, "question", errors).and_then(|v| {
-        text(
-            &field_path(path, "question"),
-            v,
-            1,
-            MAX_QUESTION_CHARS,
-            true,
-            errors,
-        )
-    });
-    let options = required(object, path, "options", errors)
-        .and_then(|v| check_options(&field_path(path, "options"), v, errors));
+    let header = field_text(object, path, "header", TextRule::HEADER, true, errors);
+    let question = field_text(object, path, "question", TextRule::QUESTION, true, errors);
+    let options = match object.get("options") {
+        Some(v) => check_options(&path.key("options"), v, errors),
+        None => {
+            errors.push(missing(&path.key("options")));
+            None
+        }
+    };
     let multi_select = match object.get("multi_select") {
         None => Some(false),
-        Some(v) => lax_bool(&field_path(path, "multi_select"), v, errors),
+        Some(v) => {
+            let parsed = lax_bool(v);
+            if parsed.is_none() {
+                errors.push(not_a_bool(&path.key("multi_select"), v));
+            }
+            parsed
+        }
     };
     for key in object.keys() {
         if !matches!(
@@ -218,7 +218,7 @@ fn check_question<'a>(
             "header" | "question" | "options" | "multi_select"
         ) {
             errors.push(unknown(
-                field_path(path, key),
+                &path.key(key),
                 "a question has only header, question, options and multi_select",
             ));
         }
@@ -240,7 +240,7 @@ fn check_question<'a>(
 }
 
 fn check_options(
-    path: &str,
+    path: &Path<'_>,
     value: &Value,
     errors: &mut Vec<FieldError>,
 ) -> Option<Vec<QuestionOption>> {
@@ -256,7 +256,7 @@ fn check_options(
             ErrorCode::TooManyItems
         };
         errors.push(FieldError::new(
-            path,
+            path.render(),
             code,
             format!(
                 "must offer {MIN_OPTIONS} to {MAX_OPTIONS} options, got {}",
@@ -267,7 +267,7 @@ fn check_options(
     let mut options = Vec::with_capacity(items.len());
     let mut labels: Vec<(usize, &str)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let item_path = index_path(path, i);
+        let item_path = path.index(i);
         let Some(object) = item.as_object() else {
             errors.push(wrong_type(
                 &item_path,
@@ -276,24 +276,15 @@ fn check_options(
             ));
             continue;
         };
-        let label = required(object, &item_path, "label", errors).and_then(|v| {
-            text(
-                &field_path(&item_path, "label"),
-                v,
-                1,
-                MAX_LABEL_CHARS,
-                false,
-                errors,
-            )
-        });
+        let label = field_text(object, &item_path, "label", TextRule::LABEL, true, errors);
         let description = match object.get("description") {
             None | Some(Value::Null) => Some(None),
-            Some(v) => text(
-                &field_path(&item_path, "description"),
-                v,
-                0,
-                MAX_DESCRIPTION_CHARS,
-                true,
+            Some(_) => field_text(
+                object,
+                &item_path,
+                "description",
+                TextRule::DESCRIPTION,
+                false,
                 errors,
             )
             .map(Some),
@@ -301,7 +292,7 @@ fn check_options(
         for key in object.keys() {
             if !matches!(key.as_str(), "label" | "description") {
                 errors.push(unknown(
-                    field_path(&item_path, key),
+                    &item_path.key(key),
                     "an option has only label and description",
                 ));
             }
@@ -316,163 +307,115 @@ fn check_options(
             }
         }
     }
-    let duplicates = duplicates(&labels);
-    for (later, earlier) in &duplicates {
+    let duplicates = folded_duplicates(&labels);
+    for &(later, earlier) in &duplicates {
         errors.push(FieldError::new(
-            field_path(&index_path(path, *later), "label"),
+            path.index(later).key("label").render(),
             ErrorCode::DuplicateLabel,
             format!(
                 "option labels must be unique within a question: this label is the same as options[{earlier}].label ({}) once case, width and spacing are folded",
-                json_quote(text_at(&labels, *earlier)),
+                json_quote(text_at(&labels, earlier)),
             ),
         ));
     }
     (errors.len() == before).then_some(options)
 }
 
-/// `(later index, earlier index)` for every item whose fold equals an earlier item's.
-fn duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> {
-    let mut found = Vec::new();
-    if items.len() < 2 {
-        return found;
-    }
-    if items.iter().all(|(_, s)| s.is_ascii()) {
-        // The fold of ASCII text is its ASCII lowercase: compare without allocating.
-        for (j, &(later, b)) in items.iter().enumerate() {
-            if let Some(&(earlier, _)) = items[..j].iter().find(|(_, a)| a.eq_ignore_ascii_case(b))
-            {
-                found.push((later, earlier));
-            }
-        }
-        return found;
-    }
-    let keys: Vec<String> = items.iter().map(|(_, s)| uniqueness_key(s)).collect();
-    for j in 1..items.len() {
-        if let Some(i) = (0..j).find(|&i| keys[i] == keys[j]) {
-            found.push((items[j].0, items[i].0));
-        }
-    }
-    found
-}
-
-fn required<'v>(
+/// The stripped text of `object[key]`, or the errors that keep it from being one.
+fn field_text<'v>(
     object: &'v Map<String, Value>,
-    path: &str,
+    parent: &Path<'_>,
     key: &str,
-    errors: &mut Vec<FieldError>,
-) -> Option<&'v Value> {
-    let value = object.get(key);
-    if value.is_none() {
-        errors.push(missing(&field_path(path, key)));
-    }
-    value
-}
-
-/// One string field: type, strip, length, printable rule. Returns the stripped text.
-fn text<'v>(
-    path: &str,
-    value: &'v Value,
-    min_chars: usize,
-    max_chars: usize,
-    newlines: bool,
+    rule: TextRule,
+    required: bool,
     errors: &mut Vec<FieldError>,
 ) -> Option<&'v str> {
-    let Value::String(raw) = value else {
-        errors.push(wrong_type(path, "a string", value));
+    let path = parent.key(key);
+    let Some(value) = object.get(key) else {
+        if required {
+            errors.push(missing(&path));
+        }
         return None;
     };
-    let stripped = raw.trim();
-    let length = stripped.chars().count();
-    if length < min_chars {
-        errors.push(FieldError::new(
-            path,
+    let Value::String(raw) = value else {
+        errors.push(wrong_type(&path, "a string", value));
+        return None;
+    };
+    match check_text(raw, rule) {
+        Ok(stripped) => Some(stripped),
+        Err(problem) => {
+            errors.push(text_error(&path, rule, problem));
+            None
+        }
+    }
+}
+
+fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) -> FieldError {
+    match problem {
+        TextProblem::Blank => FieldError::new(
+            path.render(),
             ErrorCode::Blank,
             "must not be empty or only whitespace",
-        ));
-        return None;
-    }
-    if length > max_chars {
-        errors.push(FieldError::new(
-            path,
+        ),
+        TextProblem::TooLong(length) => FieldError::new(
+            path.render(),
             ErrorCode::TooLong,
             format!(
-                "at most {max_chars} characters (after trimming surrounding whitespace), got {length}"
+                "at most {} characters (after trimming surrounding whitespace), got {length}",
+                rule.max_chars
             ),
-        ));
-        return None;
-    }
-    if let Some((at, c)) = first_forbidden(stripped, newlines) {
-        let what = if c == '\n' {
-            "a line break (only `question` and `description` may span lines)"
-        } else {
-            classify(c).describe()
-        };
-        errors.push(FieldError::new(
-            path,
-            ErrorCode::ForbiddenCharacter,
-            format!(
-                "must not contain control characters or invisible formatting: U+{:04X}, {what}, at character {}",
-                c as u32,
-                at + 1
-            ),
-        ));
-        return None;
-    }
-    Some(stripped)
-}
-
-/// pydantic's lax boolean: `true/false`, `0/1`, `0.0/1.0`, and a few words in any ASCII case.
-fn lax_bool(path: &str, value: &Value, errors: &mut Vec<FieldError>) -> Option<bool> {
-    let parsed = match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f == 0.0 => Some(false),
-            Some(f) if f == 1.0 => Some(true),
-            _ => None,
-        },
-        Value::String(s) => {
-            const FALSE: [&str; 6] = ["0", "off", "f", "false", "n", "no"];
-            const TRUE: [&str; 6] = ["1", "on", "t", "true", "y", "yes"];
-            if FALSE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
-                Some(false)
-            } else if TRUE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
-                Some(true)
+        ),
+        TextProblem::Forbidden { at, found } => {
+            let what = if found == '\n' {
+                "a line break (only `question` and `description` may span lines)"
             } else {
-                None
-            }
+                crate::unicode::classify(found).describe()
+            };
+            FieldError::new(
+                path.render(),
+                ErrorCode::ForbiddenCharacter,
+                format!(
+                    "must not contain control characters or invisible formatting: U+{:04X}, {what}, at character {}",
+                    found as u32,
+                    at + 1
+                ),
+            )
         }
-        _ => None,
-    };
-    if parsed.is_none() {
-        let got = match value {
-            Value::String(s) => format!("the string {}", json_quote(s)),
-            Value::Number(n) => format!("the number {n}"),
-            other => json_kind(other).to_owned(),
-        };
-        errors.push(FieldError::new(
-            path,
-            ErrorCode::InvalidValue,
-            format!("must be a boolean (true or false), got {got}"),
-        ));
     }
-    parsed
 }
 
-fn missing(path: &str) -> FieldError {
-    FieldError::new(path, ErrorCode::MissingField, "required field is missing")
-}
-
-fn unknown(path: String, hint: &str) -> FieldError {
+fn not_a_bool(path: &Path<'_>, value: &Value) -> FieldError {
+    let got = match value {
+        Value::String(s) => format!("the string {}", json_quote(s)),
+        Value::Number(n) => format!("the number {n}"),
+        other => json_kind(other).to_owned(),
+    };
     FieldError::new(
-        path,
+        path.render(),
+        ErrorCode::InvalidValue,
+        format!("must be a boolean (true or false), got {got}"),
+    )
+}
+
+fn missing(path: &Path<'_>) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::MissingField,
+        "required field is missing",
+    )
+}
+
+fn unknown(path: &Path<'_>, hint: &str) -> FieldError {
+    FieldError::new(
+        path.render(),
         ErrorCode::UnknownField,
         format!("unknown field; {hint}"),
     )
 }
 
-fn wrong_type(path: &str, expected: &str, value: &Value) -> FieldError {
+fn wrong_type(path: &Path<'_>, expected: &str, value: &Value) -> FieldError {
     FieldError::new(
-        path,
+        path.render(),
         ErrorCode::WrongType,
         format!("must be {expected}, got {}", json_kind(value)),
     )

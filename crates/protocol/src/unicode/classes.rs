@@ -148,7 +148,11 @@ mod tests {
     fn bitmap_agrees_with_the_range_table() {
         for cp in 0..=0xFFFF_u32 {
             if let Some(c) = char::from_u32(cp) {
-                assert_eq!(is_py_printable(c), !in_ranges(tables::NOT_PRINTABLE, cp), "U+{cp:04X}");
+                assert_eq!(
+                    is_py_printable(c),
+                    !in_ranges(tables::NOT_PRINTABLE, cp),
+                    "U+{cp:04X}"
+                );
             }
         }
     }

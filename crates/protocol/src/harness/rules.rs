@@ -1,0 +1,126 @@
+//! The harness's per-value rules, shared by the full validator and the fast path so the two
+//! can never disagree.
+
+use serde_json::Value;
+
+use super::limits::{MAX_DESCRIPTION_CHARS, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_QUESTION_CHARS};
+use crate::unicode::{first_forbidden, uniqueness_key};
+
+/// The bounds of one string field.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TextRule {
+    /// Fewest code points after stripping (1, or 0 for `description`).
+    pub(crate) min_chars: usize,
+    /// Most code points after stripping.
+    pub(crate) max_chars: usize,
+    /// Whether `\n` may appear inside.
+    pub(crate) newlines: bool,
+}
+
+impl TextRule {
+    pub(crate) const HEADER: TextRule = TextRule {
+        min_chars: 1,
+        max_chars: MAX_HEADER_CHARS,
+        newlines: false,
+    };
+    pub(crate) const QUESTION: TextRule = TextRule {
+        min_chars: 1,
+        max_chars: MAX_QUESTION_CHARS,
+        newlines: true,
+    };
+    pub(crate) const LABEL: TextRule = TextRule {
+        min_chars: 1,
+        max_chars: MAX_LABEL_CHARS,
+        newlines: false,
+    };
+    pub(crate) const DESCRIPTION: TextRule = TextRule {
+        min_chars: 0,
+        max_chars: MAX_DESCRIPTION_CHARS,
+        newlines: true,
+    };
+}
+
+/// Why a string field failed, in the harness's order of checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TextProblem {
+    /// Shorter than the minimum once stripped.
+    Blank,
+    /// Longer than the maximum once stripped; the length.
+    TooLong(usize),
+    /// The printable rule failed: the first offending character and its index.
+    Forbidden { at: usize, found: char },
+}
+
+/// Strips by White_Space, measures in code points, applies the printable rule.
+pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem> {
+    let stripped = raw.trim();
+    let length = if stripped.is_ascii() {
+        stripped.len()
+    } else {
+        stripped.chars().count()
+    };
+    if length < rule.min_chars {
+        return Err(TextProblem::Blank);
+    }
+    if length > rule.max_chars {
+        return Err(TextProblem::TooLong(length));
+    }
+    match first_forbidden(stripped, rule.newlines) {
+        Some((at, found)) => Err(TextProblem::Forbidden { at, found }),
+        None => Ok(stripped),
+    }
+}
+
+/// pydantic's lax boolean: `true/false`, `0/1`, `0.0/1.0`, and a few words in any ASCII case.
+pub(crate) fn lax_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        // Compared as floats, so `-0.0` is false like pydantic's `0.0`.
+        Value::Number(n) => n.as_f64().and_then(|f| {
+            if f == 0.0 {
+                Some(false)
+            } else if f == 1.0 {
+                Some(true)
+            } else {
+                None
+            }
+        }),
+        Value::String(s) => {
+            const FALSE: [&str; 6] = ["0", "off", "f", "false", "n", "no"];
+            const TRUE: [&str; 6] = ["1", "on", "t", "true", "y", "yes"];
+            if FALSE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
+                Some(false)
+            } else if TRUE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
+                Some(true)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `(later index, earlier index)` for every item whose fold equals an earlier item's.
+pub(crate) fn folded_duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    if items.len() < 2 {
+        return found;
+    }
+    if items.iter().all(|(_, s)| s.is_ascii()) {
+        // The fold of ASCII text is its ASCII lowercase: compare without allocating.
+        for (j, &(later, b)) in items.iter().enumerate() {
+            if let Some(&(earlier, _)) = items[..j].iter().find(|(_, a)| a.eq_ignore_ascii_case(b))
+            {
+                found.push((later, earlier));
+            }
+        }
+        return found;
+    }
+    let keys: Vec<String> = items.iter().map(|(_, s)| uniqueness_key(s)).collect();
+    for j in 1..items.len() {
+        if let Some(i) = (0..j).find(|&i| keys[i] == keys[j]) {
+            found.push((items[j].0, items[i].0));
+        }
+    }
+    found
+}
