@@ -13,10 +13,20 @@
 //! - [`harness`]: the pydantic-ai-harness `ask_user_question` dialect: validation,
 //!   `check_response`, `ask_user_result`, the tool schema.
 //! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
+//! - [`ids`]: session, request and tab ids, checked where they enter.
+//! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
+//! - [`wire`]: the frames agents and tabs exchange with the gateway.
+//! - [`close`]: WebSocket close codes and whether to reconnect after each.
 
+pub mod close;
+pub mod dialect;
 pub mod error;
 pub mod harness;
+pub mod ids;
 pub mod lenient_json;
 pub mod unicode;
+pub mod wire;
 
+pub use dialect::{Dialect, Outcome, QuestionSet, Settlement};
 pub use error::{ErrorCode, FieldError, ValidationErrors};
+pub use ids::{RequestId, SessionId, TabId};

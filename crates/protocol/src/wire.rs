@@ -1,0 +1,423 @@
+//! The frames of askgate's wire protocol, version 1: agent ↔ gateway and tab ↔ gateway.
+//!
+//! Every frame is one JSON object in one WebSocket text frame, tagged by `type`. Incoming
+//! frames keep loosely typed fields (`String`, `Value`) so that a bad field is answered with a
+//! `rejected` naming it, not with a generic parse error; [`AskFrame::check`] does the rest.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
+use crate::error::{ErrorCode, FieldError};
+use crate::ids::{RequestId, SessionId, TabId, parse_field};
+use crate::unicode::first_forbidden;
+
+/// Longest `title`, in characters after stripping.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// agent → gateway.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentFrame {
+    /// Creates the session if new; the gateway replies `opened`.
+    Open {
+        /// The session; generated when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+    },
+    /// Asks a question set; the gateway replies `accepted` or `rejected`.
+    Ask(AskFrame),
+    /// Withdraws a pending request (the run was cancelled).
+    Cancel {
+        /// The session.
+        session: String,
+        /// The request.
+        id: String,
+    },
+    /// The agent has the outcome; the gateway may forget it.
+    Ack {
+        /// The session.
+        session: String,
+        /// The request.
+        id: String,
+    },
+}
+
+/// The `ask` frame, fields as sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AskFrame {
+    /// The session.
+    pub session: String,
+    /// The request id; generated (uuid4 hex) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `"harness"` (default) or `"deepagents"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
+    /// The dialect's questions list.
+    #[serde(default)]
+    pub questions: Value,
+    /// Seconds until the request times out; absent or null for no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<Value>,
+    /// A line shown above the questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Value>,
+}
+
+/// An `ask` that passed every check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedAsk {
+    /// The session.
+    pub session: SessionId,
+    /// The request id, if the agent chose one.
+    pub id: Option<RequestId>,
+    /// The validated questions.
+    pub questions: QuestionSet,
+    /// Milliseconds until the deadline, if any.
+    pub timeout_ms: Option<u64>,
+    /// The stripped title, if any.
+    pub title: Option<String>,
+}
+
+impl AskFrame {
+    /// Checks every field; `max_timeout_s` bounds `timeout_s`.
+    ///
+    /// # Errors
+    /// Every problem found, each with its path (`session`, `timeout_s`, `questions[0].header`...).
+    pub fn check(&self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let session = parse_field("session", &self.session, SessionId::parse)
+            .map_err(|e| errors.push(e))
+            .ok();
+        let id = match &self.id {
+            None => None,
+            Some(id) => parse_field("id", id, RequestId::parse)
+                .map_err(|e| errors.push(e))
+                .ok(),
+        };
+        let dialect = match self.dialect.as_deref() {
+            None => Some(Dialect::Harness),
+            Some(name) => Dialect::parse(name)
+                .map_err(|m| errors.push(FieldError::new("dialect", ErrorCode::InvalidValue, m)))
+                .ok(),
+        };
+        let timeout_ms = check_timeout(self.timeout_s.as_ref(), max_timeout_s)
+            .map_err(|e| errors.push(e))
+            .ok();
+        let title = check_title(self.title.as_ref())
+            .map_err(|e| errors.push(e))
+            .ok();
+        let questions = match dialect {
+            Some(dialect) => QuestionSet::validate(dialect, &self.questions)
+                .map_err(|e| errors.extend(e.into_vec()))
+                .ok(),
+            None => None,
+        };
+        match (session, questions, timeout_ms, title) {
+            (Some(session), Some(questions), Some(timeout_ms), Some(title))
+                if errors.is_empty() =>
+            {
+                Ok(CheckedAsk {
+                    session,
+                    id,
+                    questions,
+                    timeout_ms,
+                    title,
+                })
+            }
+            _ => Err(errors),
+        }
+    }
+}
+
+fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64>, FieldError> {
+    let seconds = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(_) => {
+            return Err(FieldError::new(
+                "timeout_s",
+                ErrorCode::WrongType,
+                "must be a number of seconds, or null for no deadline",
+            ));
+        }
+    };
+    if !(seconds > 0.0) {
+        return Err(FieldError::new(
+            "timeout_s",
+            ErrorCode::InvalidValue,
+            format!("must be positive, got {seconds}; use null for no deadline"),
+        ));
+    }
+    if seconds > max_timeout_s {
+        return Err(FieldError::new(
+            "timeout_s",
+            ErrorCode::InvalidValue,
+            format!("at most {max_timeout_s} seconds, got {seconds}"),
+        ));
+    }
+    // At least one millisecond, so a tiny positive timeout still means "a deadline".
+    Ok(Some(((seconds * 1000.0).ceil() as u64).max(1)))
+}
+
+fn check_title(value: Option<&Value>) -> Result<Option<String>, FieldError> {
+    let text = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => text.trim(),
+        Some(_) => {
+            return Err(FieldError::new(
+                "title",
+                ErrorCode::WrongType,
+                "must be a string",
+            ));
+        }
+    };
+    let length = text.chars().count();
+    if length > MAX_TITLE_CHARS {
+        return Err(FieldError::new(
+            "title",
+            ErrorCode::TooLong,
+            format!("at most {MAX_TITLE_CHARS} characters, got {length}"),
+        ));
+    }
+    if let Some((at, c)) = first_forbidden(text, false) {
+        return Err(FieldError::new(
+            "title",
+            ErrorCode::ForbiddenCharacter,
+            format!(
+                "must be one line without control characters or invisible formatting: U+{:04X} at character {}",
+                c as u32,
+                at + 1
+            ),
+        ));
+    }
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+}
+
+/// gateway → agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToAgent {
+    /// The session exists; here is the link for people.
+    Opened {
+        /// The session.
+        session: String,
+        /// `{public_url}/s/{session}#k={viewer key}`.
+        viewer_url: String,
+    },
+    /// The request is stored and shown to every tab.
+    Accepted {
+        /// The session.
+        session: String,
+        /// The request id (the agent's, or the generated one).
+        id: String,
+        /// When it times out (Unix ms), or null.
+        deadline_ms: Option<u64>,
+        /// The link for people.
+        viewer_url: String,
+    },
+    /// The request was refused; nothing was stored.
+    Rejected {
+        /// The session, as sent.
+        session: String,
+        /// The request id, as sent (null if none was given).
+        id: Option<String>,
+        /// Every problem, with its path.
+        errors: Vec<FieldError>,
+    },
+    /// How a request ended. Re-sent on every re-ask until acked.
+    Outcome(OutcomeFrame),
+    /// A frame the gateway could not take.
+    Error {
+        /// A stable code: `bad_frame`, `unknown_type`, `not_found`, `unavailable`...
+        code: String,
+        /// What was wrong, in words.
+        message: String,
+    },
+}
+
+/// The `outcome` frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeFrame {
+    /// The session.
+    pub session: String,
+    /// The request.
+    pub id: String,
+    /// The settlement: outcome, response, result, model text.
+    #[serde(flatten)]
+    pub settlement: Settlement,
+    /// The tab that answered or declined, else null.
+    pub by: Option<String>,
+    /// When it ended (Unix ms).
+    pub at_ms: u64,
+}
+
+/// A request as tabs see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestView {
+    /// The request id.
+    pub id: String,
+    /// The dialect.
+    pub dialect: Dialect,
+    /// The agent's title, if any.
+    pub title: Option<String>,
+    /// The normalised questions.
+    pub questions: Value,
+    /// When it was asked (Unix ms).
+    pub asked_at_ms: u64,
+    /// When it times out (Unix ms), or null.
+    pub deadline_ms: Option<u64>,
+}
+
+/// gateway → tab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToTab {
+    /// The state of the session, sent right after `hello`.
+    Snapshot {
+        /// The session.
+        session: String,
+        /// This tab's id.
+        tab: String,
+        /// The server's clock, to count deadlines down against.
+        now_ms: u64,
+        /// How many tabs are watching.
+        tabs: usize,
+        /// Whether an agent is connected to the session.
+        agent_online: bool,
+        /// Every open request, oldest first.
+        requests: Vec<RequestView>,
+    },
+    /// A new open request.
+    Request {
+        /// The request.
+        request: RequestView,
+    },
+    /// A request ended; sent to every tab, the winner included.
+    Resolved {
+        /// The request.
+        id: String,
+        /// How it ended.
+        outcome: Outcome,
+        /// The tab that answered or declined, else null.
+        by: Option<String>,
+        /// The response given (null when withdrawn).
+        response: Value,
+    },
+    /// This tab's answer did not count; the request stays open unless already resolved.
+    AnswerRejected {
+        /// The request.
+        id: String,
+        /// Why, with paths (`response.answers[0].selected`...).
+        errors: Vec<FieldError>,
+    },
+    /// Who is here.
+    Presence {
+        /// How many tabs are watching.
+        tabs: usize,
+        /// Whether an agent is connected to the session.
+        agent_online: bool,
+    },
+    /// A frame the gateway could not take.
+    Error {
+        /// A stable code.
+        code: String,
+        /// What was wrong, in words.
+        message: String,
+    },
+}
+
+/// tab → gateway.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromTab {
+    /// The first frame: the viewer key, and the tab's id if it has one.
+    Hello {
+        /// The viewer key from the URL fragment.
+        key: String,
+        /// The tab's id (kept in `sessionStorage`); generated when absent or invalid.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tab: Option<String>,
+    },
+    /// An answer to an open request.
+    Answer {
+        /// The request.
+        id: String,
+        /// The dialect's answer (harness: `{"answers":[...]}`).
+        response: Value,
+    },
+    /// Declines an open request.
+    Decline {
+        /// The request.
+        id: String,
+    },
+}
+
+impl FromTab {
+    /// The tab id a `hello` asks for, if it is a valid one.
+    pub fn requested_tab(tab: Option<&str>) -> Option<TabId> {
+        tab.and_then(|t| TabId::parse(t).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(value: Value) -> AskFrame {
+        match serde_json::from_value(value).unwrap() {
+            AgentFrame::Ask(frame) => frame,
+            other => panic!("not an ask: {other:?}"),
+        }
+    }
+
+    fn questions() -> Value {
+        json!([{"header": "Color", "question": "Which?", "options": [{"label": "Red"}, {"label": "Blue"}]}])
+    }
+
+    #[test]
+    fn a_good_ask_checks() {
+        let frame = ask(
+            json!({"type": "ask", "session": "s1", "id": "r1", "questions": questions(), "timeout_s": 1.5, "title": " Deploy "}),
+        );
+        let checked = frame.check(86_400.0).unwrap();
+        assert_eq!(checked.session.as_str(), "s1");
+        assert_eq!(checked.timeout_ms, Some(1500));
+        assert_eq!(checked.title.as_deref(), Some("Deploy"));
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let frame = ask(
+            json!({"type": "ask", "session": "a b", "id": "", "dialect": "x", "questions": [], "timeout_s": -1, "title": 5}),
+        );
+        let errors = frame.check(86_400.0).unwrap_err();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["session", "id", "dialect", "timeout_s", "title"]);
+        let frame = ask(json!({"type": "ask", "session": "s", "questions": [], "timeout_s": "10"}));
+        let errors = frame.check(86_400.0).unwrap_err();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["timeout_s", "questions"]);
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let frame = ToTab::Presence {
+            tabs: 2,
+            agent_online: true,
+        };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(text, r#"{"type":"presence","tabs":2,"agent_online":true}"#);
+        assert_eq!(serde_json::from_str::<ToTab>(&text).unwrap(), frame);
+        let hello: FromTab = serde_json::from_str(r#"{"type":"hello","key":"k"}"#).unwrap();
+        assert_eq!(
+            hello,
+            FromTab::Hello {
+                key: "k".into(),
+                tab: None
+            }
+        );
+    }
+}
