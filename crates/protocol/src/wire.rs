@@ -26,7 +26,7 @@ pub enum AgentFrame {
         session: Option<String>,
     },
     /// Asks a question set; the gateway replies `accepted` or `rejected`.
-    Ask(AskFrame),
+    Ask(Box<AskFrame>),
     /// Withdraws a pending request (the run was cancelled).
     Cancel {
         /// The session.
@@ -143,7 +143,7 @@ fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64
             ));
         }
     };
-    if !(seconds > 0.0) {
+    if seconds.is_nan() || seconds <= 0.0 {
         return Err(FieldError::new(
             "timeout_s",
             ErrorCode::InvalidValue,
@@ -368,7 +368,7 @@ mod tests {
 
     fn ask(value: Value) -> AskFrame {
         match serde_json::from_value(value).unwrap() {
-            AgentFrame::Ask(frame) => frame,
+            AgentFrame::Ask(frame) => *frame,
             other => panic!("not an ask: {other:?}"),
         }
     }
