@@ -1,7 +1,9 @@
 //! Shared helpers for askgate's integration tests.
 //!
+//! - [`server`]: a real gateway on port 0 and a headless WebSocket client.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
 //! - [`oracle`]: the real Python packages as a subprocess.
 
 pub mod harness_gen;
 pub mod oracle;
+pub mod server;

@@ -1,10 +1,26 @@
 //! # askgate
 //!
 //! The gateway between AI agents that ask people structured questions and the people who
-//! answer them in a browser. This crate holds the `askgate` command line and, as it grows,
-//! the server around the pure [`askgate_protocol`] core.
+//! answer them in a browser, around the pure [`askgate_protocol`] core.
 //!
 //! # Layout
-//! - [`cli`]: the `askgate` command line: `validate` and `schema`.
+//! - [`config`]: listen address, keys, every limit as a named default.
+//! - [`keys`]: agent keys and per-session viewer keys (HMAC of the session id).
+//! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
+//! - [`store`]: the `Store` seam the hub commits through, and its in-memory implementation.
+//! - [`transport`]: the WebSocket endpoints for agents and tabs, and plain HTTP.
+//! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
+//! - [`metrics`]: counters and gauges, in Prometheus text format.
+//! - [`clock`]: Unix milliseconds.
+//! - [`cli`]: the `askgate` command line.
 
 pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod hub;
+pub mod keys;
+pub mod metrics;
+pub mod server;
+pub mod store;
+pub mod transport;
+pub mod web;

@@ -1,12 +1,14 @@
 //! The `askgate` command line.
 
 mod schema;
+mod serve;
 mod validate;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
 pub use validate::{answer_line, run as run_validate};
 
 /// askgate: let AI agents ask people structured questions mid-run and get the answers back.
@@ -21,6 +23,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the gateway: agents connect to /v1/agent, people open /s/<session>.
+    Serve(Box<ServeArgs>),
     /// Judge tool calls, responses and renders read as JSON lines on stdin.
     ///
     /// Each input line is `{"dialect":"harness","kind":"request"|"response"|"render","input":{...}}`
@@ -45,10 +49,31 @@ pub enum Dialect {
     Deepagents,
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
+}
+
+/// Logs to stderr; `RUST_LOG` (default `info`) picks what.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// Runs the command line; the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Serve(args) => {
+            init_tracing();
+            runtime().and_then(|rt| rt.block_on(serve::run(*args)))
+        }
         Command::Validate => {
             let stdin = std::io::stdin().lock();
             let stdout = std::io::stdout().lock();

@@ -1,0 +1,219 @@
+//! `askgate serve`: run the gateway.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use crate::config::{self, Config, Limits, StoreKind};
+
+/// Flags of `askgate serve` (each also an environment variable).
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Without an agent key only loopback addresses are allowed.
+    #[arg(long, env = "ASKGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Base URL people reach the gateway at, used in viewer links
+    /// (default: http://<listen address>).
+    #[arg(long, env = "ASKGATE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// A key agents must present as `Authorization: Bearer <key>`. Repeat for several; in
+    /// the environment, separate them with commas. None: local mode (loopback only).
+    #[arg(long = "agent-key", env = "ASKGATE_AGENT_KEYS", value_delimiter = ',')]
+    pub agent_keys: Vec<String>,
+
+    /// File holding the secret viewer keys are derived from. Default: <data-dir>/secret,
+    /// created (mode 0600) on first start so links survive restarts.
+    #[arg(long, env = "ASKGATE_SECRET_FILE")]
+    pub secret_file: Option<PathBuf>,
+
+    /// Directory for durable state (the store and the secret).
+    #[arg(long, env = "ASKGATE_DATA_DIR", default_value = "askgate-data")]
+    pub data_dir: PathBuf,
+
+    /// Serve the web UI from this directory instead of the embedded copy (development).
+    #[arg(long, env = "ASKGATE_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
+
+    /// The limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// The limits, each defaulting to the named constant in `config`.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Largest WebSocket message accepted, in bytes; a larger one closes the socket (4413).
+    #[arg(long, env = "ASKGATE_MAX_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_FRAME_BYTES)]
+    pub max_frame_bytes: usize,
+    /// Read buffer per socket, in bytes.
+    #[arg(long, env = "ASKGATE_READ_BUFFER_BYTES", default_value_t = config::DEFAULT_READ_BUFFER_BYTES)]
+    pub read_buffer_bytes: usize,
+    /// Write buffer per socket, in bytes.
+    #[arg(long, env = "ASKGATE_WRITE_BUFFER_BYTES", default_value_t = config::DEFAULT_WRITE_BUFFER_BYTES)]
+    pub write_buffer_bytes: usize,
+    /// Frames queued for a tab before it is closed as too slow (4408).
+    #[arg(long, env = "ASKGATE_TAB_QUEUE", default_value_t = config::DEFAULT_TAB_QUEUE)]
+    pub tab_queue: usize,
+    /// Frames queued for an agent connection before it is closed as too slow (4408).
+    #[arg(long, env = "ASKGATE_AGENT_QUEUE", default_value_t = config::DEFAULT_AGENT_QUEUE)]
+    pub agent_queue: usize,
+    /// Frames per second a tab may send (bursts of twice that); beyond it: closed (4429).
+    #[arg(long, env = "ASKGATE_TAB_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_TAB_FRAMES_PER_SECOND)]
+    pub tab_frames_per_second: u32,
+    /// Frames per second an agent connection may send; beyond it: closed (4429).
+    #[arg(long, env = "ASKGATE_AGENT_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_AGENT_FRAMES_PER_SECOND)]
+    pub agent_frames_per_second: u32,
+    /// Tabs watching one session; one more is closed with 1013 (try again later).
+    #[arg(long, env = "ASKGATE_TABS_PER_SESSION", default_value_t = config::DEFAULT_TABS_PER_SESSION)]
+    pub tabs_per_session: usize,
+    /// Unresolved requests per session; one more ask is rejected.
+    #[arg(long, env = "ASKGATE_OPEN_REQUESTS_PER_SESSION", default_value_t = config::DEFAULT_OPEN_REQUESTS_PER_SESSION)]
+    pub open_requests_per_session: usize,
+    /// Sessions held at once; a new one is refused.
+    #[arg(long, env = "ASKGATE_MAX_SESSIONS", default_value_t = config::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// Longest timeout an agent may ask for, in seconds.
+    #[arg(long, env = "ASKGATE_MAX_TIMEOUT_S", default_value_t = config::DEFAULT_MAX_TIMEOUT_S)]
+    pub max_timeout_s: f64,
+    /// Hours an unacknowledged outcome is kept for its agent.
+    #[arg(long, env = "ASKGATE_RETENTION_HOURS", default_value_t = 24.0)]
+    pub retention_hours: f64,
+    /// Seconds between keepalive pings; two unanswered pings close the socket.
+    #[arg(long, env = "ASKGATE_PING_INTERVAL_S", default_value_t = config::DEFAULT_PING_INTERVAL.as_secs_f64())]
+    pub ping_interval_s: f64,
+    /// Seconds shutdown waits for sockets to close.
+    #[arg(long, env = "ASKGATE_SHUTDOWN_GRACE_S", default_value_t = config::DEFAULT_SHUTDOWN_GRACE.as_secs_f64())]
+    pub shutdown_grace_s: f64,
+}
+
+impl LimitArgs {
+    fn to_limits(&self) -> anyhow::Result<Limits> {
+        let seconds = |name: &str, value: f64| -> anyhow::Result<Duration> {
+            Duration::try_from_secs_f64(value)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .with_context(|| format!("--{name} must be a positive number of seconds, got {value}"))
+        };
+        Ok(Limits {
+            max_frame_bytes: self.max_frame_bytes,
+            read_buffer_bytes: self.read_buffer_bytes,
+            write_buffer_bytes: self.write_buffer_bytes,
+            tab_queue: self.tab_queue,
+            agent_queue: self.agent_queue,
+            tab_frames_per_second: self.tab_frames_per_second,
+            agent_frames_per_second: self.agent_frames_per_second,
+            tabs_per_session: self.tabs_per_session,
+            open_requests_per_session: self.open_requests_per_session,
+            max_sessions: self.max_sessions,
+            max_timeout_s: self.max_timeout_s,
+            retention: seconds("retention-hours", self.retention_hours * 3600.0)?,
+            ping_interval: seconds("ping-interval-s", self.ping_interval_s)?,
+            shutdown_grace: seconds("shutdown-grace-s", self.shutdown_grace_s)?,
+        })
+    }
+}
+
+impl ServeArgs {
+    /// The configuration these flags describe (reads or creates the secret).
+    ///
+    /// # Errors
+    /// A limit is out of range, or the secret cannot be read or created.
+    pub fn to_config(&self) -> anyhow::Result<Config> {
+        let secret_file = self
+            .secret_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("secret"));
+        Ok(Config {
+            public_url: self.public_url.clone(),
+            agent_keys: self.agent_keys.iter().filter(|k| !k.is_empty()).cloned().collect(),
+            secret: load_or_create_secret(&secret_file)?,
+            data_dir: self.data_dir.clone(),
+            store: StoreKind::Memory,
+            web_dir: self.web_dir.clone(),
+            limits: self.limits.to_limits()?,
+        })
+    }
+}
+
+/// Reads the secret, or creates a random one (mode 0600) if the file does not exist.
+///
+/// # Errors
+/// The file cannot be read, is empty, or cannot be created.
+pub fn load_or_create_secret(path: &Path) -> anyhow::Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Ok(secret) if secret.trim_ascii().is_empty() => {
+            bail!("the secret file {} is empty", path.display())
+        }
+        Ok(secret) => Ok(secret.trim_ascii().to_vec()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating the data directory {}", dir.display()))?;
+            }
+            let bytes: [u8; 32] = rand::random();
+            let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            write_private(path, secret.as_bytes())
+                .with_context(|| format!("creating the secret file {}", path.display()))?;
+            Ok(secret.into_bytes())
+        }
+        Err(e) => Err(e).with_context(|| format!("reading the secret file {}", path.display())),
+    }
+}
+
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(contents)
+}
+
+/// Runs `askgate serve` until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The configuration is invalid or the server fails to start.
+pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.to_config()?;
+    config.check_bind(&args.listen).map_err(anyhow::Error::msg)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "askgate listening");
+    eprintln!("askgate listening on http://{addr}");
+    crate::server::run(listener, config, shutdown_signal()).await
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,151 @@
+//! The gateway's configuration: where it listens, who may connect, and every limit.
+//!
+//! Each limit is a named default here, overridable from the command line or the environment
+//! (`askgate serve --help`). The doc line says what happens when a peer reaches it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Largest WebSocket message accepted, in bytes. A larger one closes the socket with 4413.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
+/// tungstenite's read buffer per connection, in bytes. Its 128 KiB default would cost about
+/// that much per idle tab.
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 4 * 1024;
+/// tungstenite's write buffer per connection, in bytes (flushed when exceeded).
+pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 4 * 1024;
+/// Frames queued for one tab before it counts as too slow and is closed with 4408.
+pub const DEFAULT_TAB_QUEUE: usize = 64;
+/// Frames queued for one agent connection before it is closed with 4408 (its outcomes stay
+/// stored and come back when it re-asks).
+pub const DEFAULT_AGENT_QUEUE: usize = 4096;
+/// Frames per second a tab may send (burst: twice as many). Beyond it: closed with 4429.
+pub const DEFAULT_TAB_FRAMES_PER_SECOND: u32 = 20;
+/// Frames per second an agent connection may send (burst: twice as many); beyond: 4429.
+pub const DEFAULT_AGENT_FRAMES_PER_SECOND: u32 = 5_000;
+/// Tabs watching one session. One more is closed with 1013 (try again later).
+pub const DEFAULT_TABS_PER_SESSION: usize = 64;
+/// Open (unresolved) requests in one session. One more ask is rejected.
+pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
+/// Sessions held at once. A new one is refused (ask rejected, tab closed with 1013).
+pub const DEFAULT_MAX_SESSIONS: usize = 100_000;
+/// Longest `timeout_s` an agent may ask for: one week.
+pub const DEFAULT_MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
+/// How long an unacknowledged outcome is kept for its agent.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
+/// How often the gateway pings each socket; two pings without a pong close it.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(25);
+/// How long shutdown waits for sockets to close before giving up on them.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Every limit, in one place.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// See [`DEFAULT_MAX_FRAME_BYTES`].
+    pub max_frame_bytes: usize,
+    /// See [`DEFAULT_READ_BUFFER_BYTES`].
+    pub read_buffer_bytes: usize,
+    /// See [`DEFAULT_WRITE_BUFFER_BYTES`].
+    pub write_buffer_bytes: usize,
+    /// See [`DEFAULT_TAB_QUEUE`].
+    pub tab_queue: usize,
+    /// See [`DEFAULT_AGENT_QUEUE`].
+    pub agent_queue: usize,
+    /// See [`DEFAULT_TAB_FRAMES_PER_SECOND`].
+    pub tab_frames_per_second: u32,
+    /// See [`DEFAULT_AGENT_FRAMES_PER_SECOND`].
+    pub agent_frames_per_second: u32,
+    /// See [`DEFAULT_TABS_PER_SESSION`].
+    pub tabs_per_session: usize,
+    /// See [`DEFAULT_OPEN_REQUESTS_PER_SESSION`].
+    pub open_requests_per_session: usize,
+    /// See [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
+    /// See [`DEFAULT_MAX_TIMEOUT_S`].
+    pub max_timeout_s: f64,
+    /// See [`DEFAULT_RETENTION`].
+    pub retention: Duration,
+    /// See [`DEFAULT_PING_INTERVAL`].
+    pub ping_interval: Duration,
+    /// See [`DEFAULT_SHUTDOWN_GRACE`].
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            read_buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
+            write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
+            tab_queue: DEFAULT_TAB_QUEUE,
+            agent_queue: DEFAULT_AGENT_QUEUE,
+            tab_frames_per_second: DEFAULT_TAB_FRAMES_PER_SECOND,
+            agent_frames_per_second: DEFAULT_AGENT_FRAMES_PER_SECOND,
+            tabs_per_session: DEFAULT_TABS_PER_SESSION,
+            open_requests_per_session: DEFAULT_OPEN_REQUESTS_PER_SESSION,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_timeout_s: DEFAULT_MAX_TIMEOUT_S,
+            retention: DEFAULT_RETENTION,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// Which store keeps requests and outcomes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In memory: lost on restart. For tests and throwaway runs.
+    #[default]
+    Memory,
+}
+
+/// The whole configuration of one gateway.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The base URL people reach the gateway at, for viewer links (`http://127.0.0.1:8080`).
+    /// `None`: derived from the bound address.
+    pub public_url: Option<String>,
+    /// Keys agents present as `Authorization: Bearer <key>`. Empty: local mode (loopback
+    /// only, no key needed).
+    pub agent_keys: Vec<String>,
+    /// The secret viewer keys are derived from.
+    pub secret: Vec<u8>,
+    /// Where durable state lives.
+    pub data_dir: PathBuf,
+    /// Which store.
+    pub store: StoreKind,
+    /// Serve the web UI from this directory instead of the embedded copy (development).
+    pub web_dir: Option<PathBuf>,
+    /// Every limit.
+    pub limits: Limits,
+}
+
+impl Config {
+    /// A configuration for local use and tests: memory store, no agent keys, a fixed secret.
+    pub fn local(secret: impl Into<Vec<u8>>) -> Self {
+        Config {
+            public_url: None,
+            agent_keys: Vec::new(),
+            secret: secret.into(),
+            data_dir: PathBuf::from("askgate-data"),
+            store: StoreKind::Memory,
+            web_dir: None,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Refuses to expose an unauthenticated agent endpoint beyond this machine.
+    ///
+    /// # Errors
+    /// No agent key is configured and `addr` is not a loopback address.
+    pub fn check_bind(&self, addr: &SocketAddr) -> Result<(), String> {
+        if self.agent_keys.is_empty() && !addr.ip().is_loopback() {
+            return Err(format!(
+                "refusing to listen on {addr} without an agent key: anyone who can reach it could \
+                 ask questions. Set --agent-key (ASKGATE_AGENT_KEYS), or listen on 127.0.0.1"
+            ));
+        }
+        Ok(())
+    }
+}

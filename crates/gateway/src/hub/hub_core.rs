@@ -1,0 +1,255 @@
+//! The hub itself: construction, the lock, peers arriving and leaving, and housekeeping.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use askgate_protocol::{SessionId, TabId, close};
+
+use super::links::{AgentHandle, Link, TabHandle};
+use super::session::{Session, TabSlot};
+use crate::clock::now_ms;
+use crate::config::Limits;
+use crate::keys::ViewerKeys;
+use crate::metrics::{Metrics, gauge_add};
+use crate::store::{Store, StoreOp};
+
+/// Why a tab was turned away, as a close code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JoinRefused {
+    /// The session already has as many tabs as allowed.
+    #[error("this session already has the most tabs allowed")]
+    TooManyTabs,
+    /// The gateway holds as many sessions as allowed.
+    #[error("the gateway holds the most sessions allowed")]
+    TooManySessions,
+}
+
+impl JoinRefused {
+    /// The close code to send.
+    pub fn close_code(self) -> u16 {
+        close::TRY_AGAIN_LATER
+    }
+}
+
+/// Sessions, requests and the peers attached to them.
+pub struct Hub {
+    /// Every session. A std Mutex: held only for map updates and `try_send`s, never across an
+    /// `.await`, so it is cheaper than an async one and cannot be held by a stalled task.
+    sessions: Mutex<HashMap<SessionId, Session>>,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) limits: Limits,
+    pub(super) keys: ViewerKeys,
+    pub(super) metrics: Arc<Metrics>,
+    next_link: AtomicU64,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// A hub writing through `store`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        limits: Limits,
+        keys: ViewerKeys,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
+        Arc::new(Hub {
+            sessions: Mutex::new(HashMap::new()),
+            store,
+            limits,
+            keys,
+            metrics,
+            next_link: AtomicU64::new(1),
+        })
+    }
+
+    /// The viewer keys (for checking a tab's `hello`).
+    pub fn keys(&self) -> &ViewerKeys {
+        &self.keys
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Session>> {
+        // A panic while holding the lock would be a bug; the map itself stays consistent
+        // enough to keep serving, so recover the guard rather than take the gateway down.
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn assign_id(&self, mut link: Link) -> Link {
+        link.id = self.next_link.fetch_add(1, Ordering::Relaxed);
+        link
+    }
+
+    /// The session, created if new and the session limit allows.
+    pub(super) fn session_entry<'a>(
+        &self,
+        sessions: &'a mut HashMap<SessionId, Session>,
+        id: &SessionId,
+    ) -> Option<&'a mut Session> {
+        if !sessions.contains_key(id) {
+            if sessions.len() >= self.limits.max_sessions {
+                return None;
+            }
+            sessions.insert(id.clone(), Session::new(id.clone()));
+            gauge_add(&self.metrics.sessions, 1);
+        }
+        sessions.get_mut(id)
+    }
+
+    /// Drops `id` if nothing is left in it.
+    pub(super) fn drop_if_idle(&self, sessions: &mut HashMap<SessionId, Session>, id: &SessionId) {
+        if sessions.get(id).is_some_and(Session::is_idle) {
+            sessions.remove(id);
+            gauge_add(&self.metrics.sessions, -1);
+        }
+    }
+
+    /// Attaches an agent connection; it detaches when the handle drops.
+    pub fn attach_agent(self: &Arc<Self>, link: Link) -> AgentHandle {
+        gauge_add(&self.metrics.agents, 1);
+        AgentHandle {
+            hub: Arc::clone(self),
+            link: self.assign_id(link),
+        }
+    }
+
+    /// Marks `agent` as present in `session` (tabs see it online).
+    pub(super) fn attach_agent_to(&self, session: &mut Session, agent: &Link) {
+        if session.agents.insert(agent.id) && session.agents.len() == 1 {
+            session.announce_presence(&self.metrics);
+        }
+    }
+
+    pub(super) fn detach_agent(&self, agent: &Link) {
+        gauge_add(&self.metrics.agents, -1);
+        let mut sessions = self.lock();
+        let mut idle = Vec::new();
+        for session in sessions.values_mut() {
+            session.forget_asker(agent.id);
+            if session.agents.remove(&agent.id) {
+                if session.agents.is_empty() {
+                    session.announce_presence(&self.metrics);
+                }
+                idle.push(session.id.clone());
+            }
+        }
+        for id in idle {
+            self.drop_if_idle(&mut sessions, &id);
+        }
+    }
+
+    /// A tab joins `session`: it gets the snapshot, the others a presence update.
+    ///
+    /// # Errors
+    /// The session or the gateway is full.
+    pub fn join_tab(
+        self: &Arc<Self>,
+        session: SessionId,
+        requested: Option<TabId>,
+        link: Link,
+    ) -> Result<TabHandle, JoinRefused> {
+        let link = self.assign_id(link);
+        let mut sessions = self.lock();
+        let entry = self
+            .session_entry(&mut sessions, &session)
+            .ok_or(JoinRefused::TooManySessions)?;
+        if entry.tabs.len() >= self.limits.tabs_per_session {
+            return Err(JoinRefused::TooManyTabs);
+        }
+        let tab = entry.tab_id_for(requested);
+        let link_id = link.id;
+        entry.tabs.insert(
+            link_id,
+            TabSlot {
+                tab: tab.clone(),
+                link: link.clone(),
+            },
+        );
+        gauge_add(&self.metrics.tabs, 1);
+        // The snapshot first, so the tab's view starts complete; then everyone hears of it.
+        link.send(entry.snapshot(&tab), &self.metrics);
+        entry.announce_presence_except(Some(link_id), &self.metrics);
+        Ok(TabHandle {
+            hub: Arc::clone(self),
+            session,
+            tab,
+            link_id,
+        })
+    }
+
+    pub(super) fn leave_tab(&self, session: &SessionId, link_id: u64) {
+        let mut sessions = self.lock();
+        if let Some(entry) = sessions.get_mut(session) {
+            if entry.tabs.remove(&link_id).is_some() {
+                gauge_add(&self.metrics.tabs, -1);
+                entry.announce_presence(&self.metrics);
+            }
+        }
+        self.drop_if_idle(&mut sessions, session);
+    }
+
+    /// Closes every tab and agent... of `session`'s tabs only: used by tests and shutdown.
+    pub fn close_tabs(&self, code: u16) {
+        for session in self.lock().values() {
+            for slot in session.tabs.values() {
+                slot.link.close(code);
+            }
+        }
+    }
+
+    /// Forgets outcomes whose retention ran out; returns how many.
+    pub async fn sweep(&self) -> usize {
+        let now = now_ms();
+        let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
+        let mut ops = Vec::new();
+        {
+            let mut sessions = self.lock();
+            let ids: Vec<SessionId> = sessions.keys().cloned().collect();
+            for session_id in ids {
+                if let Some(session) = sessions.get_mut(&session_id) {
+                    for id in session.expired(now, retention_ms) {
+                        session.requests.remove(&id);
+                        gauge_add(&self.metrics.kept_outcomes, -1);
+                        ops.push(StoreOp::Delete {
+                            session: session_id.clone(),
+                            id,
+                        });
+                    }
+                }
+                self.drop_if_idle(&mut sessions, &session_id);
+            }
+        }
+        let swept = ops.len();
+        if swept > 0 {
+            if let Err(error) = self.store.commit(ops).await {
+                tracing::warn!(%error, "could not delete expired outcomes; they stay in the store");
+            }
+        }
+        swept
+    }
+
+    /// How many sessions, tabs and requests (any state) the hub holds: for tests and leak
+    /// checks.
+    pub fn census(&self) -> (usize, usize, usize) {
+        let sessions = self.lock();
+        let tabs = sessions.values().map(|s| s.tabs.len()).sum();
+        let requests = sessions.values().map(|s| s.requests.len()).sum();
+        (sessions.len(), tabs, requests)
+    }
+}

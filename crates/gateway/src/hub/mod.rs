@@ -1,0 +1,18 @@
+//! The hub: which tabs and agents watch which session, which requests are open, who wins.
+//!
+//! It knows nothing of sockets: each peer is a [`Link`] (a bounded queue of encoded frames and
+//! a way to close it with a code), and every change is committed to the [`Store`] before it is
+//! announced. One std `Mutex` guards all sessions; critical sections are map operations and
+//! `try_send`s, never an `.await`, and the store is awaited with the lock released.
+//!
+//! [`Store`]: crate::store::Store
+
+mod asking;
+mod entry;
+mod hub_core;
+mod links;
+mod resolving;
+mod session;
+
+pub use hub_core::{Hub, JoinRefused};
+pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};

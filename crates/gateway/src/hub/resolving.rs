@@ -1,0 +1,186 @@
+//! How a request ends: a tab answers or declines, the deadline passes, or the agent withdraws.
+//!
+//! Every ending takes the same path. Under the lock, the first ending to find the request
+//! `Open` wins and moves it to `Resolving` (rivals now get "already resolved"); with the lock
+//! released, the resolution is committed to the store; under the lock again, it becomes
+//! `Resolved` and is announced: `resolved` to every tab, `outcome` to the waiting agent.
+
+use std::sync::Arc;
+
+use askgate_protocol::wire::ToTab;
+use askgate_protocol::{ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors};
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+use super::Hub;
+use super::asking::outcome_message;
+use super::entry::EntryState;
+use super::links::{Frame, TabHandle};
+use crate::clock::{now_ms, until};
+use crate::metrics::{count, gauge_add};
+use crate::store::{StoreOp, StoredResolution};
+
+/// How a request is ending.
+#[derive(Debug)]
+pub(super) enum Ending {
+    /// A tab's answer (checked against the questions under the lock).
+    Answer { tab: TabId, response: Value },
+    /// A tab declined.
+    Decline { tab: TabId },
+    /// The deadline passed.
+    TimedOut,
+    /// The agent withdrew it.
+    Withdrawn,
+}
+
+/// Why an ending did not take.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// No such request.
+    Unknown,
+    /// Another ending won first.
+    AlreadyResolved,
+    /// The answer does not fit the questions; the request stays open.
+    DoesNotFit(ValidationErrors),
+    /// The store could not keep the resolution; the request stays open.
+    Store(String),
+}
+
+impl Refusal {
+    fn into_errors(self) -> Vec<FieldError> {
+        match self {
+            Refusal::Unknown => vec![FieldError::new("id", ErrorCode::InvalidValue, "no open request with this id")],
+            Refusal::AlreadyResolved => {
+                vec![FieldError::new("id", ErrorCode::InvalidValue, "already resolved")]
+            }
+            Refusal::DoesNotFit(errors) => errors.into_vec(),
+            Refusal::Store(error) => vec![FieldError::new(
+                "",
+                ErrorCode::InvalidValue,
+                format!("the gateway could not save the answer ({error}); try again"),
+            )],
+        }
+    }
+}
+
+impl TabHandle {
+    /// An `answer` from this tab. `None` if it won; else the `answer_rejected` frame for it.
+    pub async fn answer(&self, id: &str, response: Value) -> Option<Frame> {
+        let ending = Ending::Answer {
+            tab: self.tab.clone(),
+            response,
+        };
+        self.end(id, ending).await
+    }
+
+    /// A `decline` from this tab. `None` if it won; else the `answer_rejected` frame for it.
+    pub async fn decline(&self, id: &str) -> Option<Frame> {
+        self.end(id, Ending::Decline { tab: self.tab.clone() }).await
+    }
+
+    async fn end(&self, id: &str, ending: Ending) -> Option<Frame> {
+        let refusal = match RequestId::parse(id) {
+            Ok(request) => self.hub.resolve(&self.session, &request, ending).await.err()?,
+            Err(_) => Refusal::Unknown,
+        };
+        count(&self.hub.metrics.rejected_answers);
+        Some(Frame::encode(&ToTab::AnswerRejected {
+            id: id.to_owned(),
+            errors: refusal.into_errors(),
+        }))
+    }
+}
+
+impl Hub {
+    /// Starts the deadline timer of a request.
+    pub(super) fn arm_timer(self: &Arc<Self>, session: &SessionId, id: &RequestId, deadline_ms: u64) -> AbortHandle {
+        let hub = Arc::clone(self);
+        let (session, id) = (session.clone(), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(until(deadline_ms)).await;
+            let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
+        })
+        .abort_handle()
+    }
+
+    /// Ends a request, if it is still open.
+    pub(super) async fn resolve(self: &Arc<Self>, session: &SessionId, id: &RequestId, ending: Ending) -> Result<(), Refusal> {
+        let (resolution, asked_at_ms, deadline_ms) = {
+            let mut sessions = self.lock();
+            let entry = sessions
+                .get_mut(session)
+                .and_then(|s| s.requests.get_mut(id))
+                .ok_or(Refusal::Unknown)?;
+            match entry.state {
+                EntryState::Open => {}
+                EntryState::Committing(_) => return Err(Refusal::Unknown),
+                EntryState::Resolving | EntryState::Resolved(_) => return Err(Refusal::AlreadyResolved),
+            }
+            let (settlement, by) = match &ending {
+                Ending::Answer { tab, response } => (
+                    entry.questions.settle_answer(response).map_err(Refusal::DoesNotFit)?,
+                    Some(tab.to_string()),
+                ),
+                Ending::Decline { tab } => (entry.questions.settle_without_answer(Outcome::Declined), Some(tab.to_string())),
+                Ending::TimedOut => (entry.questions.settle_without_answer(Outcome::TimedOut), None),
+                Ending::Withdrawn => (entry.questions.settle_without_answer(Outcome::Withdrawn), None),
+            };
+            entry.state = EntryState::Resolving;
+            if let Some(timer) = entry.timer.take() {
+                // The timer's own task must not abort itself mid-resolution.
+                if !matches!(ending, Ending::TimedOut) {
+                    timer.abort();
+                }
+            }
+            let resolution = StoredResolution {
+                settlement,
+                by,
+                at_ms: now_ms(),
+            };
+            (resolution, entry.view.asked_at_ms, entry.view.deadline_ms)
+        };
+        let committed = self
+            .store
+            .commit(vec![StoreOp::Resolve {
+                session: session.clone(),
+                id: id.clone(),
+                resolution: resolution.clone(),
+            }])
+            .await;
+        let mut sessions = self.lock();
+        let Some(state) = sessions.get_mut(session) else {
+            return Err(Refusal::Unknown);
+        };
+        let Some(entry) = state.requests.get_mut(id) else {
+            return Err(Refusal::Unknown);
+        };
+        if let Err(error) = committed {
+            tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
+            entry.state = EntryState::Open;
+            if let Some(deadline_ms) = deadline_ms {
+                entry.timer = Some(self.arm_timer(session, id, deadline_ms));
+            }
+            return Err(Refusal::Store(error.to_string()));
+        }
+        let outcome = resolution.settlement.outcome;
+        let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
+            .then(|| resolution.at_ms.saturating_sub(asked_at_ms));
+        self.metrics.resolved(outcome, latency);
+        gauge_add(&self.metrics.open_requests, -1);
+        gauge_add(&self.metrics.kept_outcomes, 1);
+        state.unresolved -= 1;
+        tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
+        let resolved = Frame::encode(&ToTab::Resolved {
+            id: id.to_string(),
+            outcome,
+            by: resolution.by.clone(),
+            response: resolution.settlement.response.clone(),
+        });
+        if let Some(asker) = &entry.asker {
+            asker.send(Frame::encode(&outcome_message(session, id, &resolution)), &self.metrics);
+        }
+        entry.state = EntryState::Resolved(resolution);
+        state.broadcast(&resolved, &self.metrics);
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+//! The server: the router, `run(listener, config, shutdown)`, and graceful shutdown.
+//!
+//! The listener comes in already bound (tests bind port 0), and so does the shutdown signal.
+//! On shutdown the gateway stops accepting, every socket task closes its socket with 1001,
+//! and `run` returns once they are done or the grace period has passed. (axum's own graceful
+//! shutdown does not wait for upgraded WebSockets: the tracker below does.)
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{Config, StoreKind};
+use crate::hub::Hub;
+use crate::keys::{AgentKeys, ViewerKeys};
+use crate::metrics::Metrics;
+use crate::store::{MemoryStore, Store};
+use crate::transport;
+use crate::web::{self, WebAssets};
+
+/// How often outcomes past their retention are swept.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The hub.
+    pub hub: Arc<Hub>,
+    /// Who may connect as an agent.
+    pub agent_keys: AgentKeys,
+    /// Cancelled when the server shuts down; every socket task watches it.
+    pub shutdown: CancellationToken,
+    /// Every socket task, so shutdown can wait for them.
+    pub tracker: TaskTracker,
+    /// The pages.
+    pub web: WebAssets,
+}
+
+/// The router, for a given state.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(web::landing))
+        .route("/s/{session}", get(web::session_page))
+        .route("/app.js", get(web::script))
+        .route("/style.css", get(web::style))
+        .route("/healthz", get(transport::healthz))
+        .route("/metrics", get(transport::metrics))
+        .route("/v1/agent", get(transport::agent_endpoint))
+        .route("/v1/sessions/{session}/live", get(transport::tab_endpoint))
+        .with_state(state)
+}
+
+/// The hub and state for `config`, serving at `public_url`.
+///
+/// # Errors
+/// The store cannot be opened.
+pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState> {
+    let store: Arc<dyn Store> = match config.store {
+        StoreKind::Memory => Arc::new(MemoryStore::new()),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let hub = Hub::new(
+        store,
+        config.limits.clone(),
+        ViewerKeys::new(config.secret.clone(), public_url),
+        metrics,
+    );
+    Ok(AppState {
+        hub,
+        agent_keys: AgentKeys::new(&config.agent_keys),
+        shutdown: CancellationToken::new(),
+        tracker: TaskTracker::new(),
+        web: WebAssets {
+            dir: config.web_dir.clone(),
+        },
+    })
+}
+
+/// Serves on `listener` until `shutdown` resolves, then closes every socket with 1001.
+///
+/// # Errors
+/// The configuration is unsafe for the address, or the store or listener fails.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr().context("reading the listener's address")?;
+    config.check_bind(&addr).map_err(anyhow::Error::msg)?;
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let state = build(&config, &public_url).await?;
+    serve(listener, state, &config, shutdown).await
+}
+
+/// Serves a prepared state (the demo and tests hold on to it).
+///
+/// # Errors
+/// The listener fails.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    config: &Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let token = state.shutdown.clone();
+    let tracker = state.tracker.clone();
+    let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
+    let stop = token.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stop.cancel();
+    });
+    let served = axum::serve(listener, router(state))
+        .with_graceful_shutdown(token.clone().cancelled_owned())
+        .await
+        .context("serving");
+    // Sockets saw the token too; wait for them to finish closing, within the grace period.
+    token.cancel();
+    tracker.close();
+    if tokio::time::timeout(config.limits.shutdown_grace, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sockets did not close within the grace period");
+    }
+    sweeper.abort();
+    served
+}
+
+async fn sweep(hub: Arc<Hub>, shutdown: CancellationToken) {
+    let mut interval = tokio::time::interval(SWEEP_INTERVAL);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = interval.tick() => {
+                let swept = hub.sweep().await;
+                if swept > 0 {
+                    tracing::info!(swept, "expired outcomes forgotten");
+                }
+            }
+        }
+    }
+}

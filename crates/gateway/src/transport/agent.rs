@@ -1,0 +1,144 @@
+//! `GET /v1/agent`: an agent connection carrying any number of sessions.
+//!
+//! Frames are handled concurrently (up to [`IN_FLIGHT`] at once) so that many asks share the
+//! store's group commits; replies go through the connection's queue, in the hub's order.
+
+use std::sync::Arc;
+
+use askgate_protocol::wire::{AgentFrame, ToAgent};
+use askgate_protocol::close;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use axum::response::Response;
+use tokio::task::JoinSet;
+use tracing::Instrument as _;
+
+use super::socket::{
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
+    send_now, write_frames,
+};
+use crate::hub::{AgentHandle, Frame, Link};
+use crate::metrics::{count, gauge_add};
+use crate::server::AppState;
+
+/// Frames of one connection being handled at once; beyond it, reading pauses.
+pub(super) const IN_FLIGHT: usize = 256;
+
+/// The upgrade handler; the agent key is checked on the upgrade request.
+pub async fn agent_endpoint(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let allowed = state.agent_keys.allows(authorization);
+    let tracker = state.tracker.clone();
+    limited(upgrade, &state.hub.limits().clone()).on_upgrade(move |socket| {
+        let span = tracing::info_span!("agent");
+        tracker.track_future(run(socket, state, allowed).instrument(span))
+    })
+}
+
+async fn run(mut socket: WebSocket, state: AppState, allowed: bool) {
+    if !allowed {
+        close_with(&mut socket, close::BAD_KEY, "wrong agent key").await;
+        return;
+    }
+    gauge_add(&state.hub.metrics().connection_tasks, 1);
+    if let Some((code, reason)) = serve(&mut socket, &state).await {
+        close_with(&mut socket, code, reason).await;
+    }
+    gauge_add(&state.hub.metrics().connection_tasks, -1);
+}
+
+async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'static str)> {
+    let limits = state.hub.limits();
+    let (link, mut queue, kick) = Link::new(limits.agent_queue);
+    let agent = Arc::new(state.hub.attach_agent(link));
+    let mut keepalive = Keepalive::new(limits.ping_interval);
+    let mut pacer = Pacer::new(limits.agent_frames_per_second);
+    let mut in_flight = JoinSet::new();
+    let mut watch = Watch {
+        queue: &mut queue,
+        kick: &kick,
+        shutdown: &state.shutdown,
+        keepalive: &mut keepalive,
+    };
+    let ending = loop {
+        // Reap finished frames; wait for one when the limit is reached (backpressure).
+        while in_flight.try_join_next().is_some() {}
+        if in_flight.len() >= IN_FLIGHT {
+            let _ = in_flight.join_next().await;
+        }
+        match next_event(socket, &mut watch).await {
+            Event::Close(code) => break Some((code, "closing")),
+            Event::Outgoing(Some(frame)) => {
+                if let Err(code) = write_frames(socket, frame, &mut watch).await {
+                    break code.map(|c| (c, "closing"));
+                }
+            }
+            Event::Outgoing(None) => break None,
+            Event::Tick => match watch.keepalive.tick() {
+                Some(ping) => {
+                    if socket.send(ping).await.is_err() {
+                        break None;
+                    }
+                }
+                None => break None,
+            },
+            Event::Incoming(None | Some(Ok(Message::Close(_)))) => break None,
+            Event::Incoming(Some(Err(error))) => {
+                if code_for_read_error(error).is_some() {
+                    count(&state.hub.metrics().closed_too_large);
+                    break Some((close::TOO_LARGE, "frame too large"));
+                }
+                break None;
+            }
+            Event::Incoming(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {
+                watch.keepalive.alive();
+            }
+            Event::Incoming(Some(Ok(Message::Binary(_)))) => {
+                break Some((close::MALFORMED, "frames are JSON text"));
+            }
+            Event::Incoming(Some(Ok(Message::Text(text)))) => {
+                watch.keepalive.alive();
+                if !pacer.admit() {
+                    count(&state.hub.metrics().closed_too_many_frames);
+                    break Some((close::TOO_MANY_FRAMES, "too many frames"));
+                }
+                match serde_json::from_str::<AgentFrame>(&text) {
+                    Ok(frame) => {
+                        let agent = Arc::clone(&agent);
+                        in_flight.spawn(async move { handle(&agent, frame).await }.in_current_span());
+                    }
+                    Err(e) => {
+                        let error = Frame::encode(&ToAgent::Error {
+                            code: "bad_frame".into(),
+                            message: format!("not an agent frame: {e}"),
+                        });
+                        if !send_now(socket, error).await {
+                            break None;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    // Frames already taken are finished (an ask half-stored must not be dropped midway).
+    while in_flight.join_next().await.is_some() {}
+    ending
+}
+
+async fn handle(agent: &AgentHandle, frame: AgentFrame) {
+    match frame {
+        AgentFrame::Open { session } => agent.open(session.as_deref()),
+        AgentFrame::Ask(ask) => {
+            let span = tracing::debug_span!("ask", session = %ask.session, request = ask.id.as_deref().unwrap_or("-"));
+            agent.ask(&ask).instrument(span).await;
+        }
+        AgentFrame::Cancel { session, id } => agent.cancel(&session, &id).await,
+        AgentFrame::Ack { session, id } => agent.ack(&session, &id).await,
+    }
+}

@@ -1,0 +1,11 @@
+//! The ways peers reach the hub: WebSocket endpoints for agents and tabs, and plain HTTP.
+//! The only modules that import `axum::extract::ws`.
+
+mod agent;
+mod http;
+mod socket;
+mod tab;
+
+pub use agent::agent_endpoint;
+pub use http::{healthz, metrics};
+pub use tab::tab_endpoint;

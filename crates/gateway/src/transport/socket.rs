@@ -1,0 +1,178 @@
+//! What every socket connection shares: limits on the upgrade, the event loop's next event,
+//! writing queued frames in batches, keepalive, rate limiting, and closing with a code.
+
+use std::time::Duration;
+
+use askgate_protocol::close;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use futures_util::SinkExt as _;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Limits;
+use crate::hub::{Frame, Kick};
+
+/// Frames written per flush when a queue has several waiting.
+const BATCH_FRAMES: usize = 32;
+/// How long a close frame may take to go out before the socket is dropped anyway.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Applies the buffer and size limits to an upgrade.
+pub(super) fn limited(upgrade: WebSocketUpgrade, limits: &Limits) -> WebSocketUpgrade {
+    upgrade
+        .read_buffer_size(limits.read_buffer_bytes)
+        .write_buffer_size(limits.write_buffer_bytes)
+        .max_write_buffer_size(limits.write_buffer_bytes + 2 * limits.max_frame_bytes)
+        .max_message_size(limits.max_frame_bytes)
+        .max_frame_size(limits.max_frame_bytes)
+}
+
+/// What happened next on a connection.
+pub(super) enum Event {
+    /// A message from the peer (`None`: the stream ended).
+    Incoming(Option<Result<Message, axum::Error>>),
+    /// A frame the hub queued (`None`: the hub let go of the connection).
+    Outgoing(Option<Frame>),
+    /// Time to ping.
+    Tick,
+    /// Close with this code (kicked by the hub, or shutdown).
+    Close(u16),
+}
+
+/// The parts of a connection the event loop watches besides the socket.
+pub(super) struct Watch<'a> {
+    pub(super) queue: &'a mut mpsc::Receiver<Frame>,
+    pub(super) kick: &'a Kick,
+    pub(super) shutdown: &'a CancellationToken,
+    pub(super) keepalive: &'a mut Keepalive,
+}
+
+/// Waits for the next event.
+pub(super) async fn next_event(socket: &mut WebSocket, watch: &mut Watch<'_>) -> Event {
+    tokio::select! {
+        biased;
+        code = watch.kick.kicked() => Event::Close(code),
+        () = watch.shutdown.cancelled() => Event::Close(close::GOING_AWAY),
+        frame = watch.queue.recv() => Event::Outgoing(frame),
+        message = socket.recv() => Event::Incoming(message),
+        _ = watch.keepalive.interval.tick() => Event::Tick,
+    }
+}
+
+/// Writes `first` and whatever else is queued (up to a batch), then flushes. Gives up with
+/// a close code if the peer is kicked or the server shuts down meanwhile.
+pub(super) async fn write_frames(
+    socket: &mut WebSocket,
+    first: Frame,
+    watch: &mut Watch<'_>,
+) -> Result<(), Option<u16>> {
+    let write = async {
+        socket.feed(text(first)).await?;
+        for _ in 1..BATCH_FRAMES {
+            match watch.queue.try_recv() {
+                Ok(frame) => socket.feed(text(frame)).await?,
+                Err(_) => break,
+            }
+        }
+        socket.flush().await
+    };
+    tokio::select! {
+        written = write => written.map_err(|_| None),
+        code = watch.kick.kicked() => Err(Some(code)),
+        () = watch.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
+    }
+}
+
+fn text(frame: Frame) -> Message {
+    // Frames are encoded from serde_json, always valid UTF-8.
+    Message::Text(Utf8Bytes::try_from(frame.into_bytes()).unwrap_or_default())
+}
+
+/// Sends a text message now.
+pub(super) async fn send_now(socket: &mut WebSocket, frame: Frame) -> bool {
+    socket.send(text(frame)).await.is_ok()
+}
+
+/// Sends a close frame with `code`, waiting at most a second.
+pub(super) async fn close_with(socket: &mut WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: Utf8Bytes::from(reason),
+    };
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.send(Message::Close(Some(frame)))).await;
+}
+
+/// The close code for a failed read: 4413 for a message over the size limit.
+pub(super) fn code_for_read_error(error: axum::Error) -> Option<u16> {
+    let inner = error.into_inner();
+    match inner.downcast_ref::<tokio_tungstenite::tungstenite::Error>() {
+        Some(tokio_tungstenite::tungstenite::Error::Capacity(_)) => Some(close::TOO_LARGE),
+        _ => None,
+    }
+}
+
+/// Pings on an interval; two pings without any sign of life end the connection.
+pub(super) struct Keepalive {
+    interval: Interval,
+    unanswered: u8,
+}
+
+impl Keepalive {
+    pub(super) fn new(period: Duration) -> Self {
+        let mut interval = tokio::time::interval_at(Instant::now() + period, period);
+        interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Keepalive {
+            interval,
+            unanswered: 0,
+        }
+    }
+
+    /// The peer sent something: it is alive.
+    pub(super) fn alive(&mut self) {
+        self.unanswered = 0;
+    }
+
+    /// On a tick: `Some(ping)` to send, or `None` when two pings went unanswered.
+    pub(super) fn tick(&mut self) -> Option<Message> {
+        if self.unanswered >= 2 {
+            return None;
+        }
+        self.unanswered += 1;
+        Some(Message::Ping(bytes::Bytes::new()))
+    }
+}
+
+/// A token bucket: `rate` frames a second, bursts up to twice that.
+pub(super) struct Pacer {
+    tokens: f64,
+    capacity: f64,
+    rate: f64,
+    last: Instant,
+}
+
+impl Pacer {
+    pub(super) fn new(rate: u32) -> Self {
+        let rate = f64::from(rate.max(1));
+        Pacer {
+            tokens: rate * 2.0,
+            capacity: rate * 2.0,
+            rate,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes a token; `false` when the peer is over its rate.
+    pub(super) fn admit(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(self.capacity);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}

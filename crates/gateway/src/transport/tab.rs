@@ -1,0 +1,157 @@
+//! `GET /v1/sessions/{session}/live`: a browser tab watching a session.
+//!
+//! The first frame must be `hello` with the session's viewer key (within
+//! [`HELLO_TIMEOUT`]); then the tab receives `snapshot` and live updates, and may send
+//! `answer` and `decline`.
+
+use std::time::Duration;
+
+use askgate_protocol::wire::FromTab;
+use askgate_protocol::{SessionId, close};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use tracing::Instrument as _;
+
+use super::socket::{
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
+    send_now, write_frames,
+};
+use crate::hub::{Link, TabHandle};
+use crate::metrics::{count, gauge_add};
+use crate::server::AppState;
+
+/// How long a new socket has to say `hello`.
+pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The upgrade handler.
+pub async fn tab_endpoint(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let tracker = state.tracker.clone();
+    limited(upgrade, &state.hub.limits().clone()).on_upgrade(move |socket| {
+        let span = tracing::info_span!("tab", %session);
+        tracker.track_future(run(socket, state, session).instrument(span))
+    })
+}
+
+async fn run(mut socket: WebSocket, state: AppState, session: String) {
+    gauge_add(&state.hub.metrics().connection_tasks, 1);
+    let code = serve(&mut socket, &state, &session).await;
+    if let Some((code, reason)) = code {
+        close_with(&mut socket, code, reason).await;
+    }
+    gauge_add(&state.hub.metrics().connection_tasks, -1);
+}
+
+/// Runs the connection; the close code to end it with, if any.
+async fn serve(
+    socket: &mut WebSocket,
+    state: &AppState,
+    session: &str,
+) -> Option<(u16, &'static str)> {
+    let Ok(session) = SessionId::parse(session) else {
+        return Some((close::UNKNOWN_SESSION, "not a session id"));
+    };
+    let hello = tokio::select! {
+        hello = tokio::time::timeout(HELLO_TIMEOUT, socket.recv()) => hello,
+        () = state.shutdown.cancelled() => return Some((close::GOING_AWAY, "shutting down")),
+    };
+    let (key, requested_tab) = match hello {
+        Ok(Some(Ok(Message::Text(text)))) => match serde_json::from_str::<FromTab>(&text) {
+            Ok(FromTab::Hello { key, tab }) => (key, tab),
+            _ => return Some((close::MALFORMED, "the first frame must be hello")),
+        },
+        Ok(Some(Err(error))) => {
+            let code = code_for_read_error(error)?;
+            return Some((code, "frame too large"));
+        }
+        Ok(None | Some(Ok(Message::Close(_)))) => return None,
+        Ok(Some(Ok(_))) | Err(_) => return Some((close::MALFORMED, "the first frame must be hello")),
+    };
+    if !state.hub.keys().verify(&session, &key) {
+        return Some((close::BAD_KEY, "wrong viewer key"));
+    }
+    let limits = state.hub.limits();
+    let (link, mut queue, kick) = Link::new(limits.tab_queue);
+    let handle = match state.hub.join_tab(
+        session,
+        FromTab::requested_tab(requested_tab.as_deref()),
+        link,
+    ) {
+        Ok(handle) => handle,
+        Err(refused) => return Some((refused.close_code(), "too many tabs or sessions")),
+    };
+    tracing::debug!(tab = %handle.tab(), "tab joined");
+    let mut keepalive = Keepalive::new(limits.ping_interval);
+    let mut pacer = Pacer::new(limits.tab_frames_per_second);
+    let mut watch = Watch {
+        queue: &mut queue,
+        kick: &kick,
+        shutdown: &state.shutdown,
+        keepalive: &mut keepalive,
+    };
+    loop {
+        match next_event(socket, &mut watch).await {
+            Event::Close(code) => return Some((code, "closing")),
+            Event::Outgoing(Some(frame)) => {
+                if let Err(code) = write_frames(socket, frame, &mut watch).await {
+                    return code.map(|c| (c, "closing"));
+                }
+            }
+            Event::Outgoing(None) => return None,
+            Event::Tick => match watch.keepalive.tick() {
+                Some(ping) => {
+                    if socket.send(ping).await.is_err() {
+                        return None;
+                    }
+                }
+                None => return None,
+            },
+            Event::Incoming(None | Some(Ok(Message::Close(_)))) => return None,
+            Event::Incoming(Some(Err(error))) => {
+                if code_for_read_error(error).is_some() {
+                    count(&state.hub.metrics().closed_too_large);
+                    return Some((close::TOO_LARGE, "frame too large"));
+                }
+                return None;
+            }
+            Event::Incoming(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {
+                watch.keepalive.alive();
+            }
+            Event::Incoming(Some(Ok(Message::Binary(_)))) => {
+                return Some((close::MALFORMED, "frames are JSON text"));
+            }
+            Event::Incoming(Some(Ok(Message::Text(text)))) => {
+                watch.keepalive.alive();
+                if !pacer.admit() {
+                    count(&state.hub.metrics().closed_too_many_frames);
+                    return Some((close::TOO_MANY_FRAMES, "too many frames"));
+                }
+                if let Some(reply) = handle_frame(&handle, &text).await {
+                    if !send_now(socket, reply).await {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Frame> {
+    match serde_json::from_str::<FromTab>(text) {
+        Ok(FromTab::Answer { id, response }) => handle.answer(&id, response).await,
+        Ok(FromTab::Decline { id }) => handle.decline(&id).await,
+        Ok(FromTab::Hello { .. }) => Some(error_frame("bad_frame", "hello was already said")),
+        Err(e) => Some(error_frame("bad_frame", &format!("not a tab frame: {e}"))),
+    }
+}
+
+fn error_frame(code: &str, message: &str) -> crate::hub::Frame {
+    crate::hub::Frame::encode(&askgate_protocol::wire::ToTab::Error {
+        code: code.to_owned(),
+        message: message.to_owned(),
+    })
+}

@@ -1,0 +1,75 @@
+//! The answer page and the landing page: plain HTML, CSS and JS from `web/`, embedded at
+//! compile time (or read from `--web-dir` while developing), served with strict headers.
+
+use std::path::PathBuf;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::server::AppState;
+
+/// The embedded files: (name, content type, content).
+const EMBEDDED: &[(&str, &str, &str)] = &[
+    ("index.html", "text/html; charset=utf-8", include_str!("../../../web/index.html")),
+    ("session.html", "text/html; charset=utf-8", include_str!("../../../web/session.html")),
+    ("app.js", "text/javascript; charset=utf-8", include_str!("../../../web/app.js")),
+    ("style.css", "text/css; charset=utf-8", include_str!("../../../web/style.css")),
+];
+
+/// No inline script or style, nothing from elsewhere; sockets only back to this origin.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+     form-action 'none'";
+
+/// Where the pages come from.
+#[derive(Clone, Debug, Default)]
+pub struct WebAssets {
+    /// Serve from this directory instead of the embedded copies.
+    pub dir: Option<PathBuf>,
+}
+
+impl WebAssets {
+    async fn serve(&self, name: &str) -> Response {
+        let Some((_, content_type, embedded)) = EMBEDDED.iter().find(|(n, ..)| *n == name) else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let body = match &self.dir {
+            Some(dir) => match tokio::fs::read_to_string(dir.join(name)).await {
+                Ok(text) => text,
+                Err(_) => return StatusCode::NOT_FOUND.into_response(),
+            },
+            None => (*embedded).to_owned(),
+        };
+        let mut response = body.into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response
+    }
+}
+
+/// `GET /`.
+pub async fn landing(State(state): State<AppState>) -> Response {
+    state.web.serve("index.html").await
+}
+
+/// `GET /s/{session}`: the page reads the session from its path and the key from the
+/// fragment, so the server serves the same file for every session.
+pub async fn session_page(State(state): State<AppState>) -> Response {
+    state.web.serve("session.html").await
+}
+
+/// `GET /app.js`.
+pub async fn script(State(state): State<AppState>) -> Response {
+    state.web.serve("app.js").await
+}
+
+/// `GET /style.css`.
+pub async fn style(State(state): State<AppState>) -> Response {
+    state.web.serve("style.css").await
+}

@@ -1,0 +1,269 @@
+//! A real gateway on port 0 for one test, and a headless WebSocket client to talk to it.
+//!
+//! Every receive has a timeout ([`RECV_TIMEOUT`]); a test never waits on a sleep for the
+//! server: the listener is bound before the server task starts, so connecting right away
+//! works.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use askgate::config::Config;
+use askgate::server::{self, AppState};
+use askgate_protocol::SessionId;
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Message, http};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// How long any receive waits before the test fails.
+pub const RECV_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A gateway serving on an ephemeral loopback port.
+pub struct TestServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its state (hub, metrics...), for white-box checks.
+    pub state: AppState,
+    /// The configuration it runs with.
+    pub config: Config,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestServer {
+    /// A server with the default limits, in local mode.
+    pub async fn start() -> Self {
+        Self::start_with(test_config()).await
+    }
+
+    /// A server with `config`.
+    pub async fn start_with(config: Config) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+        let addr = listener.local_addr().expect("local addr");
+        let public_url = format!("http://{addr}");
+        let state = server::build(&config, &public_url).await.expect("server state");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = {
+            let state = state.clone();
+            let config = config.clone();
+            tokio::spawn(async move {
+                server::serve(listener, state, &config, async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        };
+        TestServer {
+            addr,
+            state,
+            config,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// `ws://addr{path}`.
+    pub fn ws_url(&self, path: &str) -> String {
+        format!("ws://{}{path}", self.addr)
+    }
+
+    /// `http://addr{path}`.
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The viewer key of `session`.
+    pub fn viewer_key(&self, session: &str) -> String {
+        let session = SessionId::parse(session).expect("valid session id");
+        self.state.hub.keys().key(&session)
+    }
+
+    /// An agent connection (no key: local mode).
+    pub async fn agent(&self) -> WsClient {
+        WsClient::connect(&self.ws_url("/v1/agent"), None).await
+    }
+
+    /// An agent connection presenting `key`.
+    pub async fn agent_with_key(&self, key: &str) -> WsClient {
+        WsClient::connect(&self.ws_url("/v1/agent"), Some(key)).await
+    }
+
+    /// A tab on `session` that said hello with the right key; returns it and its snapshot.
+    pub async fn tab(&self, session: &str) -> (WsClient, Value) {
+        self.tab_as(session, None).await
+    }
+
+    /// A tab asking to be `tab`.
+    pub async fn tab_as(&self, session: &str, tab: Option<&str>) -> (WsClient, Value) {
+        let mut client = self.raw_tab(session).await;
+        let mut hello = json!({"type": "hello", "key": self.viewer_key(session)});
+        if let Some(tab) = tab {
+            hello["tab"] = json!(tab);
+        }
+        client.send(&hello).await;
+        let snapshot = client.recv_type("snapshot").await;
+        (client, snapshot)
+    }
+
+    /// A tab socket on `session` that has not said hello.
+    pub async fn raw_tab(&self, session: &str) -> WsClient {
+        WsClient::connect(&self.ws_url(&format!("/v1/sessions/{session}/live")), None).await
+    }
+
+    /// Asks the server to shut down and waits for it (at most [`RECV_TIMEOUT`]).
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => tokio::time::timeout(RECV_TIMEOUT, task).await??,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A local-mode configuration with a fixed secret.
+pub fn test_config() -> Config {
+    Config::local(b"test-secret".to_vec())
+}
+
+/// A question set in the harness dialect: `headers[i]` with options Red/Blue/Green.
+pub fn questions(headers: &[&str]) -> Value {
+    let questions: Vec<Value> = headers
+        .iter()
+        .map(|h| json!({"header": h, "question": format!("Which {h}?"), "options": [{"label": "Red"}, {"label": "Blue"}, {"label": "Green", "description": "A calm colour"}]}))
+        .collect();
+    Value::Array(questions)
+}
+
+/// An `ask` frame.
+pub fn ask(session: &str, id: &str, headers: &[&str], timeout_s: Option<f64>) -> Value {
+    let mut frame = json!({"type": "ask", "session": session, "id": id, "questions": questions(headers)});
+    if let Some(t) = timeout_s {
+        frame["timeout_s"] = json!(t);
+    }
+    frame
+}
+
+/// An `answer` frame picking `label` for every header.
+pub fn answer(id: &str, headers: &[&str], label: &str) -> Value {
+    let answers: Vec<Value> = headers.iter().map(|h| json!({"header": h, "selected": [label]})).collect();
+    json!({"type": "answer", "id": id, "response": {"answers": answers}})
+}
+
+/// A headless WebSocket peer.
+pub struct WsClient {
+    stream: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl WsClient {
+    /// Connects to `url`, with `Authorization: Bearer key` if given.
+    pub async fn connect(url: &str, key: Option<&str>) -> Self {
+        let mut request = url.into_client_request().expect("request");
+        if let Some(key) = key {
+            request.headers_mut().insert(
+                http::header::AUTHORIZATION,
+                format!("Bearer {key}").parse().expect("header"),
+            );
+        }
+        let (stream, _) = tokio::time::timeout(RECV_TIMEOUT, tokio_tungstenite::connect_async(request))
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        WsClient { stream }
+    }
+
+    /// Sends a JSON frame.
+    pub async fn send(&mut self, frame: &Value) {
+        self.stream
+            .send(Message::text(frame.to_string()))
+            .await
+            .expect("send");
+    }
+
+    /// Sends raw text.
+    pub async fn send_text(&mut self, text: String) -> Result<(), String> {
+        self.stream.send(Message::text(text)).await.map_err(|e| e.to_string())
+    }
+
+    /// The next JSON frame (pings and pongs skipped); panics on timeout or close.
+    pub async fn recv(&mut self) -> Value {
+        match self.next_message(RECV_TIMEOUT).await {
+            Some(Message::Text(text)) => serde_json::from_str(&text).expect("JSON frame"),
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+
+    /// The next frame, which must have `type` = `kind`.
+    pub async fn recv_type(&mut self, kind: &str) -> Value {
+        let frame = self.recv().await;
+        assert_eq!(frame["type"], kind, "expected a {kind} frame, got {frame}");
+        frame
+    }
+
+    /// Frames until one of type `kind` arrives (others, e.g. presence, skipped).
+    pub async fn recv_until(&mut self, kind: &str) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if frame["type"] == kind {
+                return frame;
+            }
+        }
+    }
+
+    /// The next message within `timeout` (pings/pongs skipped); `None` on timeout or end.
+    pub async fn next_message(&mut self, timeout: Duration) -> Option<Message> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.stream.next()).await {
+                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {}
+                Ok(Some(Ok(message))) => return Some(message),
+                Ok(Some(Err(_)) | None) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// Waits for the server to close the socket; returns the close code (1006 if the socket
+    /// ended without a close frame). Frames before the close are skipped.
+    pub async fn closed(&mut self) -> u16 {
+        loop {
+            match self.next_message(RECV_TIMEOUT).await {
+                Some(Message::Close(frame)) => {
+                    return frame.map_or(1005, |f| u16::from(f.code));
+                }
+                Some(_) => {}
+                None => return u16::from(CloseCode::Abnormal),
+            }
+        }
+    }
+
+    /// Asserts nothing but pings arrives within `window`.
+    pub async fn silent_for(&mut self, window: Duration) {
+        if let Some(message) = self.next_message(window).await {
+            panic!("expected silence, got {message:?}");
+        }
+    }
+
+    /// Closes from this side.
+    pub async fn close(mut self) {
+        let _ = self.stream.close(None).await;
+    }
+
+    /// The underlying stream, for tests that misbehave on purpose.
+    pub fn stream(&mut self) -> &mut WebSocketStream<MaybeTlsStream<TcpStream>> {
+        &mut self.stream
+    }
+}

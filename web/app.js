@@ -1,0 +1,806 @@
+/* askgate answer page (/s/{session}#k={viewer key}).
+ *
+ * Layout of this file, top to bottom:
+ *   1. state and small DOM helpers
+ *   2. connection: WebSocket, hello, close codes, reconnect with backoff
+ *   3. frame handlers: snapshot / request / resolved / answer_rejected / presence / error
+ *   4. cards: building the DOM for a request, reading answers, submit / decline,
+ *      final states and the fold-away
+ *   5. countdown ticker, header status, notifications, unseen-count title, keyboard
+ *
+ * Question text comes from a model that may have been prompt-injected, so everything the
+ * gateway sends is rendered with createElement + textContent only, never parsed as HTML.
+ */
+'use strict';
+
+const FOLD_DELAY_MS = 4000;
+const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never reaches us
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_SLOW_MS = 5000; // after "try later" / "too many frames": back off harder
+const BACKOFF_MAX_MS = 15000;
+const TAB_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
+// The harness rejects control, format, private-use and unassigned characters and the
+// line/paragraph separators; only `\n` is allowed. The server has the final word.
+const FORBIDDEN_RE = /(?!\n)[\p{C}\u2028\u2029]/u;
+const BASE_TITLE = 'askgate';
+const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords or keys; ' +
+  "don't share secrets here.";
+
+// Closes that must not be retried: retrying would fail the same way.
+const FATAL_CLOSES = {
+  4400: ['protocol error', 'The page and the server disagree about the protocol. Reloading the page may help.'],
+  4401: ['key not valid', "This link's key is not valid. Ask your agent for a fresh session link."],
+  4404: ['unknown session', 'This session link is not valid. Check that you copied the whole link.'],
+  4413: ['message too large', 'That answer was too large to send. Reload the page and try a shorter one.'],
+};
+
+const state = {
+  session: '',
+  key: '',
+  tab: '',
+  ws: null,
+  attempt: 0,
+  retryTimer: 0,
+  retryAt: 0,
+  offset: 0, // server clock minus local clock, from the last snapshot
+  synced: false,
+  seq: 0,
+  cards: new Map(), // request id -> card record
+  unseen: new Set(), // request ids that arrived while the page was hidden
+};
+
+const ui = {};
+
+function make(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function serverNow() {
+  return Date.now() + state.offset;
+}
+
+function isTextField(node) {
+  return node.tagName === 'TEXTAREA' || (node.tagName === 'INPUT' && node.type === 'text');
+}
+
+/* ---------- 2. connection ---------- */
+
+function readLocation() {
+  const parts = location.pathname.split('/').filter(Boolean);
+  let session = parts.length ? parts[parts.length - 1] : '';
+  try {
+    session = decodeURIComponent(session);
+  } catch (_) {
+    // A malformed escape is kept as typed; the gateway will answer 4404.
+  }
+  const key = new URLSearchParams(location.hash.slice(1)).get('k') || '';
+  return { session, key };
+}
+
+function randomTabId() {
+  if (window.crypto && typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  // randomUUID needs a secure context; plain-http LAN deployments still have getRandomValues.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function storeTabId(id) {
+  try {
+    sessionStorage.setItem('askgate.tab', id);
+  } catch (_) {
+    // Storage can be disabled; a reload then just counts as a new tab.
+  }
+}
+
+function loadTabId() {
+  let id = '';
+  try {
+    id = sessionStorage.getItem('askgate.tab') || '';
+  } catch (_) {
+    id = '';
+  }
+  if (!TAB_ID_RE.test(id)) {
+    id = randomTabId();
+    storeTabId(id);
+  }
+  return id;
+}
+
+function connect() {
+  clearTimeout(state.retryTimer);
+  state.retryAt = 0;
+  setConnection('connecting', state.attempt ? 'Reconnecting…' : 'Connecting…');
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = scheme + '//' + location.host + '/v1/sessions/' +
+    encodeURIComponent(state.session) + '/live';
+  let ws;
+  try {
+    ws = new WebSocket(url);
+  } catch (_) {
+    scheduleReconnect(1006);
+    return;
+  }
+  state.ws = ws;
+  ws.addEventListener('open', () => {
+    send({ type: 'hello', key: state.key, tab: state.tab });
+    setConnection('connecting', 'Joining the session…');
+  });
+  ws.addEventListener('message', (event) => onMessage(event.data));
+  ws.addEventListener('close', (event) => onClose(ws, event));
+}
+
+function send(frame) {
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return false;
+  state.ws.send(JSON.stringify(frame));
+  return true;
+}
+
+function onClose(ws, event) {
+  if (ws !== state.ws) return;
+  state.ws = null;
+  renderPresence(null, true);
+  for (const rec of state.cards.values()) {
+    if (rec.phase === 'sending') reopen(rec, "Not sent — the connection dropped. Please try again.");
+  }
+  const fatal = FATAL_CLOSES[event.code];
+  if (fatal) {
+    setConnection('closed', 'Disconnected: ' + fatal[0]);
+    showNotice(fatal[1]);
+    for (const rec of [...state.cards.values()]) removeCard(rec);
+    state.synced = false;
+    updateEmpty();
+    announce(fatal[1]);
+    return;
+  }
+  scheduleReconnect(event.code);
+}
+
+function scheduleReconnect(code) {
+  const base = code === 1013 || code === 4429 ? BACKOFF_SLOW_MS : BACKOFF_MIN_MS;
+  const jitter = 0.75 + Math.random() * 0.5;
+  const delay = Math.min(BACKOFF_MAX_MS, base * Math.pow(2, state.attempt) * jitter);
+  state.attempt += 1;
+  state.retryAt = Date.now() + delay;
+  state.retryTimer = setTimeout(connect, delay);
+  updateRetryText();
+}
+
+function updateRetryText() {
+  if (!state.retryAt) return;
+  const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
+  setConnection('reconnecting', 'Connection lost — reconnecting in ' + seconds + ' s');
+}
+
+/* ---------- 3. frame handlers ---------- */
+
+const HANDLERS = {
+  snapshot: onSnapshot,
+  request: (f) => onRequest(f.request),
+  resolved: onResolved,
+  answer_rejected: onAnswerRejected,
+  presence: (f) => renderPresence(f.tabs, f.agent_online),
+  error: (f) => toast(f.message || f.code || 'Something went wrong.'),
+};
+
+function onMessage(data) {
+  let frame;
+  try {
+    frame = JSON.parse(data);
+  } catch (_) {
+    return;
+  }
+  const handler = frame && HANDLERS[frame.type];
+  if (handler) handler(frame);
+}
+
+function onSnapshot(f) {
+  if (typeof f.now_ms === 'number') state.offset = f.now_ms - Date.now();
+  if (typeof f.tab === 'string' && TAB_ID_RE.test(f.tab)) {
+    // The gateway may have replaced an id it did not like; answers are matched against its.
+    state.tab = f.tab;
+    storeTabId(f.tab);
+  }
+  state.attempt = 0;
+  state.synced = true;
+  hideNotice();
+  setConnection('open', 'Connected');
+  renderPresence(f.tabs, f.agent_online);
+  const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
+  const ids = new Set(views.map((v) => String(v.id)));
+  for (const rec of [...state.cards.values()]) {
+    if (!ids.has(rec.id) && rec.phase !== 'final') removeCard(rec);
+  }
+  const fresh = [];
+  let cursor = ui.list.firstElementChild;
+  for (const view of views) {
+    let rec = state.cards.get(String(view.id));
+    if (!rec) {
+      rec = createCard(view);
+      fresh.push(rec);
+    } else if (rec.phase === 'sending') {
+      reopen(rec, "Not sent — the connection dropped. Please try again.");
+    }
+    // Only move nodes that are out of place, so focus and typing survive a resync.
+    while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {
+      cursor = cursor.nextElementSibling;
+    }
+    if (cursor === rec.el) cursor = cursor.nextElementSibling;
+    else ui.list.insertBefore(rec.el, cursor);
+  }
+  updateEmpty();
+  noteNew(fresh);
+  tick();
+}
+
+function onRequest(view) {
+  if (!view || !view.id || state.cards.has(String(view.id))) return;
+  const rec = createCard(view);
+  ui.list.appendChild(rec.el);
+  updateEmpty();
+  noteNew([rec]);
+  tick();
+}
+
+function onResolved(f) {
+  const rec = state.cards.get(String(f.id));
+  if (rec) finalize(rec, f.outcome, f.by, f.response);
+}
+
+function onAnswerRejected(f) {
+  const rec = state.cards.get(String(f.id));
+  if (!rec) return;
+  const errors = Array.isArray(f.errors) ? f.errors : [];
+  let resolvedAlready = false;
+  for (const err of errors) {
+    const message = String((err && err.message) || 'The answer was not accepted.');
+    const path = String((err && err.path) || '');
+    const already = (err && err.code === 'already_resolved') || /already resolved/i.test(message);
+    resolvedAlready = resolvedAlready || already;
+    const match = /^response\.answers\[(\d+)\]/.exec(path);
+    const question = match && !already ? rec.questions[Number(match[1])] : null;
+    if (question) question.serverErrors.push(message);
+    else rec.cardErrors.push(message);
+  }
+  if (!errors.length) rec.cardErrors.push('The answer was not accepted.');
+  renderErrors(rec);
+  if (rec.phase === 'final') return;
+  if (resolvedAlready) {
+    setStatus(rec, 'This question was already resolved.');
+    disableCard(rec);
+    return;
+  }
+  reopen(rec, 'Not accepted — please check the highlighted questions.');
+  announce('Your answer was not accepted: ' + (errors[0] ? errors[0].message : ''));
+}
+
+/* ---------- 4. cards ---------- */
+
+function createCard(view) {
+  state.seq += 1;
+  const rec = {
+    id: String(view.id),
+    view,
+    prefix: 'c' + state.seq,
+    phase: 'open',
+    questions: [],
+    cardErrors: [],
+    foldTimer: 0,
+    supported: view.dialect === 'harness' && Array.isArray(view.questions) &&
+      view.questions.length > 0,
+  };
+  const el = make('article', 'card');
+  el.dataset.requestId = rec.id;
+  rec.el = el;
+  const origin = make('p', 'card-origin', AGENT_NOTE);
+  origin.id = rec.prefix + '-origin';
+  el.appendChild(origin);
+  let labelledBy = origin.id;
+  if (view.title) {
+    const title = make('h2', 'card-title', view.title);
+    title.id = rec.prefix + '-title';
+    labelledBy = title.id + ' ' + origin.id;
+    el.appendChild(title);
+  }
+  el.setAttribute('aria-labelledby', labelledBy);
+  if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
+  rec.errorEl = make('div', 'card-error');
+  el.appendChild(rec.errorEl);
+  if (rec.supported) {
+    view.questions.forEach((q, i) => el.appendChild(buildQuestion(rec, q || {}, i)));
+  } else {
+    el.appendChild(make('p', 'unsupported',
+      'This is an unsupported question type (' + String(view.dialect) +
+      '), so it cannot be answered here. You can decline it.'));
+  }
+  el.appendChild(buildActions(rec));
+  el.addEventListener('keydown', (event) => onCardKeydown(rec, event));
+  state.cards.set(rec.id, rec);
+  updateReadiness(rec);
+  return rec;
+}
+
+function buildCountdown(rec) {
+  const row = make('div', 'countdown-row');
+  const bar = make('div', 'bar');
+  bar.setAttribute('aria-hidden', 'true');
+  rec.barFill = make('div', 'bar-fill');
+  bar.appendChild(rec.barFill);
+  rec.countdownEl = make('span', 'countdown');
+  row.append(bar, rec.countdownEl);
+  return row;
+}
+
+function buildQuestion(rec, q, qi) {
+  const id = rec.prefix + '-q' + qi;
+  const multi = q.multi_select === true;
+  const fieldset = make('fieldset', 'question');
+  fieldset.dataset.header = String(q.header ?? '');
+  const legend = make('legend');
+  legend.append(
+    make('span', 'chip', q.header),
+    make('span', 'question-text', q.question),
+    make('span', 'question-hint', multi ? 'Pick one or more' : 'Pick one'));
+  fieldset.appendChild(legend);
+  const qr = { q, fieldset, multi, inputs: [], serverErrors: [], localError: '' };
+  const list = make('div', 'options');
+  const options = Array.isArray(q.options) ? q.options : [];
+  options.forEach((opt, oi) => list.appendChild(buildOption(rec, qr, opt || {}, id + '-o' + oi, oi)));
+  fieldset.appendChild(list);
+  fieldset.appendChild(buildOther(rec, qr, id + '-other'));
+  qr.errorEl = make('div', 'question-error');
+  qr.errorEl.id = id + '-err';
+  fieldset.setAttribute('aria-describedby', qr.errorEl.id);
+  fieldset.appendChild(qr.errorEl);
+  rec.questions.push(qr);
+  return fieldset;
+}
+
+function buildOption(rec, qr, opt, id, index) {
+  const row = make('div', 'option');
+  const input = make('input');
+  input.type = qr.multi ? 'checkbox' : 'radio';
+  input.name = id.replace(/-o\d+$/, '');
+  input.id = id;
+  input.value = String(opt.label ?? '');
+  input.addEventListener('change', () => onPick(rec, qr));
+  const label = make('label');
+  label.htmlFor = id;
+  label.appendChild(make('span', 'option-label', opt.label));
+  if (opt.description) label.appendChild(make('span', 'option-desc', opt.description));
+  row.append(input, label);
+  if (index < 9) {
+    const keyHint = make('span', 'option-key', index + 1);
+    keyHint.setAttribute('aria-hidden', 'true');
+    row.appendChild(keyHint);
+  }
+  qr.inputs.push(input);
+  return row;
+}
+
+function buildOther(rec, qr, id) {
+  const wrap = make('div', 'other');
+  const label = make('label', 'other-label', 'Other…');
+  label.htmlFor = id;
+  const area = make('textarea', 'other-input');
+  area.id = id;
+  area.rows = 1;
+  area.placeholder = 'Write your own answer instead';
+  area.addEventListener('input', () => onOther(rec, qr));
+  wrap.append(label, area);
+  qr.other = area;
+  return wrap;
+}
+
+function buildActions(rec) {
+  const actions = make('div', 'card-actions');
+  if (rec.supported) {
+    rec.submitBtn = make('button', 'submit', 'Submit');
+    rec.submitBtn.type = 'button';
+    rec.submitBtn.addEventListener('click', () => submitCard(rec));
+    actions.appendChild(rec.submitBtn);
+  }
+  rec.declineBtn = make('button', 'decline', 'Decline');
+  rec.declineBtn.type = 'button';
+  rec.declineBtn.addEventListener('click', () => declineCard(rec));
+  actions.appendChild(rec.declineBtn);
+  const wrap = make('div', 'card-footer');
+  rec.statusEl = make('p', 'card-status');
+  wrap.append(actions, rec.statusEl);
+  if (rec.supported) {
+    wrap.appendChild(make('p', 'key-hint',
+      'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options'));
+  }
+  return wrap;
+}
+
+// An answer is either picks or custom text: picking clears the text, typing clears picks.
+function onPick(rec, qr) {
+  if (qr.inputs.some((i) => i.checked)) qr.other.value = '';
+  growTextarea(qr.other);
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+function onOther(rec, qr) {
+  if (qr.other.value !== '') qr.inputs.forEach((i) => { i.checked = false; });
+  growTextarea(qr.other);
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+function growTextarea(area) {
+  // Browsers with `field-sizing: content` grow the box from CSS alone.
+  if (window.CSS && CSS.supports && CSS.supports('field-sizing', 'content')) return;
+  area.style.height = 'auto';
+  if (area.value) area.style.height = area.scrollHeight + 2 + 'px';
+}
+
+function readAnswer(qr) {
+  const header = String(qr.q.header ?? '');
+  const picks = qr.inputs.filter((i) => i.checked).map((i) => i.value);
+  if (picks.length) return { answer: { header, selected: picks } };
+  const text = qr.other.value;
+  if (!text.trim()) return {};
+  if (FORBIDDEN_RE.test(text)) {
+    return { problem: 'Your answer contains a tab or another invisible or control character; please remove it.' };
+  }
+  return { answer: { header, custom_answer: text } };
+}
+
+function updateReadiness(rec) {
+  let ready = rec.supported;
+  for (const qr of rec.questions) {
+    const result = readAnswer(qr);
+    qr.localError = result.problem || '';
+    ready = ready && Boolean(result.answer);
+    qr.inputs.forEach((i) => i.parentNode.classList.toggle('is-picked', i.checked));
+  }
+  renderErrors(rec);
+  if (rec.submitBtn) rec.submitBtn.disabled = !(ready && rec.phase === 'open');
+  return ready;
+}
+
+function renderErrors(rec) {
+  rec.errorEl.replaceChildren(...rec.cardErrors.map((m) => make('p', '', m)));
+  for (const qr of rec.questions) {
+    const messages = qr.serverErrors.concat(qr.localError ? [qr.localError] : []);
+    qr.errorEl.replaceChildren(...messages.map((m) => make('p', '', m)));
+    qr.fieldset.classList.toggle('has-error', messages.length > 0);
+  }
+}
+
+function clearServerErrors(rec) {
+  rec.cardErrors = [];
+  rec.questions.forEach((qr) => { qr.serverErrors = []; });
+}
+
+function submitCard(rec) {
+  if (rec.phase !== 'open') return;
+  clearServerErrors(rec);
+  if (!updateReadiness(rec)) {
+    setStatus(rec, 'Answer every question (pick an option or write your own) to submit.');
+    return;
+  }
+  const answers = rec.questions.map((qr) => readAnswer(qr).answer);
+  if (!send({ type: 'answer', id: rec.id, response: { answers } })) {
+    setStatus(rec, 'Not connected — wait until the page reconnects, then submit again.');
+    return;
+  }
+  markSending(rec);
+}
+
+function declineCard(rec) {
+  if (rec.phase !== 'open') return;
+  clearServerErrors(rec);
+  renderErrors(rec);
+  if (!send({ type: 'decline', id: rec.id })) {
+    setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
+    return;
+  }
+  markSending(rec);
+}
+
+function markSending(rec) {
+  rec.phase = 'sending';
+  rec.el.classList.add('is-sending');
+  setStatus(rec, 'Sending…');
+  if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.declineBtn.disabled = true;
+}
+
+function reopen(rec, message) {
+  rec.phase = 'open';
+  rec.el.classList.remove('is-sending');
+  rec.declineBtn.disabled = false;
+  setStatus(rec, message);
+  updateReadiness(rec);
+}
+
+function setStatus(rec, text) {
+  rec.statusEl.replaceChildren(make('span', 'status-text', text));
+}
+
+function disableCard(rec) {
+  rec.questions.forEach((qr) => { qr.fieldset.disabled = true; });
+  if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.declineBtn.disabled = true;
+}
+
+const OUTCOME_TEXT = {
+  answered: ['Sent ✓', 'Answered in another tab'],
+  declined: ['Declined', 'Declined in another tab'],
+  timed_out: ['Timed out', 'Timed out'],
+  withdrawn: ['Withdrawn by the agent', 'Withdrawn by the agent'],
+};
+
+function finalize(rec, outcome, by, response) {
+  const texts = OUTCOME_TEXT[outcome] || ['Closed', 'Closed'];
+  const self = by != null && by === state.tab;
+  rec.phase = 'final';
+  rec.el.classList.remove('is-sending');
+  rec.el.classList.add('is-final');
+  rec.el.dataset.state = outcome;
+  rec.el.dataset.by = self ? 'self' : 'other';
+  disableCard(rec);
+  const text = self ? texts[0] : texts[1];
+  setStatus(rec, text);
+  if (outcome === 'answered' && !self) {
+    const summary = summarizeResponse(response);
+    if (summary) rec.statusEl.appendChild(summary);
+  }
+  announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
+  state.unseen.delete(rec.id);
+  updateTitle();
+  updateEmpty();
+  scheduleFold(rec, FOLD_DELAY_MS);
+}
+
+function localTimeout(rec) {
+  rec.phase = 'final';
+  rec.el.classList.remove('is-sending');
+  rec.el.classList.add('is-final');
+  rec.el.dataset.state = 'timed_out';
+  disableCard(rec);
+  setStatus(rec, 'Timed out');
+  state.unseen.delete(rec.id);
+  updateTitle();
+  updateEmpty();
+  scheduleFold(rec, LOCAL_TIMEOUT_FOLD_MS);
+}
+
+function summarizeResponse(response) {
+  const answers = response && Array.isArray(response.answers) ? response.answers : [];
+  if (!answers.length) return null;
+  const list = make('ul', 'summary');
+  for (const a of answers) {
+    if (!a) continue;
+    const item = make('li');
+    item.appendChild(make('span', 'chip', a.header));
+    const chosen = Array.isArray(a.selected) && a.selected.length
+      ? a.selected.join(', ')
+      : '“' + String(a.custom_answer ?? '') + '”';
+    item.appendChild(make('span', 'summary-value', chosen));
+    list.appendChild(item);
+  }
+  return list;
+}
+
+function scheduleFold(rec, delay) {
+  clearTimeout(rec.foldTimer);
+  rec.foldTimer = setTimeout(() => fold(rec), delay);
+}
+
+function fold(rec) {
+  const el = rec.el;
+  if (!el.isConnected) {
+    removeCard(rec);
+    return;
+  }
+  // Height must be a number for the transition to run, so pin it before collapsing.
+  el.style.height = el.offsetHeight + 'px';
+  void el.offsetHeight;
+  el.classList.add('folding');
+  el.style.height = '0px';
+  el.addEventListener('transitionend', (e) => {
+    if (e.target === el && e.propertyName === 'height') removeCard(rec);
+  });
+  setTimeout(() => removeCard(rec), 900);
+}
+
+function removeCard(rec) {
+  clearTimeout(rec.foldTimer);
+  if (state.cards.get(rec.id) === rec) state.cards.delete(rec.id);
+  state.unseen.delete(rec.id);
+  rec.el.remove();
+  updateTitle();
+  updateEmpty();
+}
+
+function updateEmpty() {
+  const open = [...state.cards.values()].some((r) => r.phase !== 'final');
+  ui.empty.hidden = !state.synced || open;
+}
+
+/* ---------- 5. ticker, header, notifications, keyboard ---------- */
+
+function formatLeft(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  if (total <= 90) return total + ' s left';
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h) return h + ' h ' + m + ' min left';
+  return m + ' min' + (s ? ' ' + s + ' s' : '') + ' left';
+}
+
+function tick() {
+  const now = serverNow();
+  for (const rec of state.cards.values()) {
+    const deadline = rec.view.deadline_ms;
+    if (typeof deadline !== 'number' || !rec.countdownEl || rec.el.classList.contains('folding')) continue;
+    const remaining = deadline - now;
+    const span = Math.max(1, deadline - (rec.view.asked_at_ms || deadline));
+    const fraction = Math.min(1, Math.max(0, remaining / span));
+    rec.barFill.style.width = (fraction * 100).toFixed(2) + '%';
+    rec.el.classList.toggle('is-urgent', remaining <= 10000 || fraction < 0.15);
+    if (rec.phase === 'final') {
+      rec.countdownEl.textContent = '';
+      continue;
+    }
+    rec.countdownEl.textContent = formatLeft(remaining);
+    if (remaining <= 0) localTimeout(rec);
+  }
+  updateRetryText();
+}
+
+function setConnection(name, text) {
+  ui.connection.dataset.state = name;
+  ui.connection.textContent = text;
+}
+
+function renderPresence(tabs, agentOnline) {
+  if (typeof tabs !== 'number') {
+    ui.presence.replaceChildren();
+    return;
+  }
+  const parts = [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')];
+  if (agentOnline === false) parts.push(make('span', 'agent-offline', 'agent offline'));
+  ui.presence.replaceChildren(...parts);
+}
+
+function showNotice(text) {
+  ui.notice.textContent = text;
+  ui.notice.hidden = false;
+}
+
+function hideNotice() {
+  ui.notice.hidden = true;
+}
+
+let toastTimer = 0;
+function toast(text) {
+  ui.toast.textContent = String(text);
+  ui.toast.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 8000);
+}
+
+function announce(text) {
+  // Clearing first makes screen readers repeat a message identical to the last one.
+  ui.live.textContent = '';
+  setTimeout(() => { ui.live.textContent = text; }, 50);
+}
+
+function noteNew(recs) {
+  if (!recs.length) return;
+  const first = recs[0].questions[0];
+  const what = first ? String(first.q.header ?? '') : 'a question';
+  announce(recs.length === 1
+    ? 'New question from the agent: ' + what
+    : recs.length + ' open questions from the agent.');
+  if (!document.hidden) return;
+  recs.forEach((r) => state.unseen.add(r.id));
+  updateTitle();
+  notify(recs[0]);
+}
+
+function updateTitle() {
+  document.title = state.unseen.size ? '(' + state.unseen.size + ') ' + BASE_TITLE : BASE_TITLE;
+}
+
+function notify(rec) {
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  const first = rec.questions[0];
+  let body = first ? String(first.q.header ?? '') + ': ' + String(first.q.question ?? '') : '';
+  if (body.length > 140) body = body.slice(0, 139) + '…';
+  try {
+    const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
+    n.onclick = () => {
+      window.focus();
+      n.close();
+    };
+  } catch (_) {
+    // Some platforms only allow notifications from a service worker; the title still counts.
+  }
+}
+
+function setupNotifyButton() {
+  if (!('Notification' in window)) return;
+  const render = () => {
+    const p = Notification.permission;
+    ui.notify.textContent = p === 'granted' ? 'Notifications on'
+      : p === 'denied' ? 'Notifications blocked' : 'Notify me';
+    ui.notify.disabled = p !== 'default';
+  };
+  ui.notify.hidden = false;
+  render();
+  ui.notify.addEventListener('click', () => {
+    const result = Notification.requestPermission(render);
+    if (result && typeof result.then === 'function') result.then(render, render);
+  });
+}
+
+function onCardKeydown(rec, event) {
+  if (rec.phase !== 'open' || event.defaultPrevented || event.isComposing) return;
+  const target = event.target;
+  if (event.key === 'Enter') {
+    if (target.tagName === 'BUTTON' || event.altKey || event.shiftKey) return;
+    const modifier = event.ctrlKey || event.metaKey;
+    if (target.tagName === 'TEXTAREA' && !modifier) return;
+    if (!rec.supported) return;
+    event.preventDefault();
+    submitCard(rec);
+    return;
+  }
+  if (!/^[1-9]$/.test(event.key) || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (isTextField(target)) return;
+  const qr = rec.questions.find((x) => x.fieldset.contains(target));
+  const input = qr && qr.inputs[Number(event.key) - 1];
+  if (!input) return;
+  event.preventDefault();
+  input.checked = input.type === 'checkbox' ? !input.checked : true;
+  input.focus();
+  onPick(rec, qr);
+}
+
+function init() {
+  for (const id of ['connection', 'presence', 'notify', 'notice', 'toast', 'requests', 'empty', 'live', 'session-label']) {
+    ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
+  }
+  ui.list = ui.requests;
+  const { session, key } = readLocation();
+  state.session = session;
+  state.key = key;
+  ui.sessionLabel.textContent = session;
+  ui.sessionLabel.title = session;
+  setupNotifyButton();
+  // The key lives in the fragment; a changed fragment is a different link, so start over.
+  window.addEventListener('hashchange', () => location.reload());
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) return;
+    state.unseen.clear();
+    updateTitle();
+  });
+  if (!session) {
+    setConnection('closed', 'Not connected');
+    showNotice('This link has no session id. Open the full link your agent printed.');
+    return;
+  }
+  if (!key) {
+    setConnection('closed', 'Not connected');
+    showNotice('This link is missing its key. Open the full link your agent printed — ' +
+      'it ends with #k= followed by the viewer key.');
+    return;
+  }
+  state.tab = loadTabId();
+  window.addEventListener('online', () => {
+    if (state.retryAt) connect();
+  });
+  setInterval(tick, 250);
+  connect();
+}
+
+init();
