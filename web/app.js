@@ -71,11 +71,8 @@ function isTextField(node) {
 function readLocation() {
   const parts = location.pathname.split('/').filter(Boolean);
   let session = parts.length ? parts[parts.length - 1] : '';
-  try {
-    session = decodeURIComponent(session);
-  } catch (_) {
-    // A malformed escape is kept as typed; the gateway will answer 4404.
-  }
+  // A malformed escape is kept as typed; the gateway will answer 4404.
+  try { session = decodeURIComponent(session); } catch (_) { /* see above */ }
   const key = new URLSearchParams(location.hash.slice(1)).get('k') || '';
   return { session, key };
 }
@@ -87,21 +84,14 @@ function randomTabId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+// Storage can be disabled; a reload then just counts as a new tab.
 function storeTabId(id) {
-  try {
-    sessionStorage.setItem('askgate.tab', id);
-  } catch (_) {
-    // Storage can be disabled; a reload then just counts as a new tab.
-  }
+  try { sessionStorage.setItem('askgate.tab', id); } catch (_) { /* see above */ }
 }
 
 function loadTabId() {
   let id = '';
-  try {
-    id = sessionStorage.getItem('askgate.tab') || '';
-  } catch (_) {
-    id = '';
-  }
+  try { id = sessionStorage.getItem('askgate.tab') || ''; } catch (_) { /* see above */ }
   if (!TAB_ID_RE.test(id)) {
     id = randomTabId();
     storeTabId(id);
@@ -186,12 +176,8 @@ const HANDLERS = {
 };
 
 function onMessage(data) {
-  let frame;
-  try {
-    frame = JSON.parse(data);
-  } catch (_) {
-    return;
-  }
+  let frame = null;
+  try { frame = JSON.parse(data); } catch (_) { return; }
   const handler = frame && HANDLERS[frame.type];
   if (handler) handler(frame);
 }
@@ -205,7 +191,7 @@ function onSnapshot(f) {
   }
   state.attempt = 0;
   state.synced = true;
-  hideNotice();
+  showNotice('');
   setConnection('open', 'Connected');
   renderPresence(f.tabs, f.agent_online);
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
@@ -539,36 +525,25 @@ const OUTCOME_TEXT = {
 function finalize(rec, outcome, by, response) {
   const texts = OUTCOME_TEXT[outcome] || ['Closed', 'Closed'];
   const self = by != null && by === state.tab;
+  const text = self ? texts[0] : texts[1];
+  markFinal(rec, outcome, text, FOLD_DELAY_MS);
+  rec.el.dataset.by = self ? 'self' : 'other';
+  const summary = outcome === 'answered' && !self && summarizeResponse(response);
+  if (summary) rec.statusEl.appendChild(summary);
+  announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
+}
+
+function markFinal(rec, outcome, text, foldDelay) {
   rec.phase = 'final';
   rec.el.classList.remove('is-sending');
   rec.el.classList.add('is-final');
   rec.el.dataset.state = outcome;
-  rec.el.dataset.by = self ? 'self' : 'other';
   disableCard(rec);
-  const text = self ? texts[0] : texts[1];
   setStatus(rec, text);
-  if (outcome === 'answered' && !self) {
-    const summary = summarizeResponse(response);
-    if (summary) rec.statusEl.appendChild(summary);
-  }
-  announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
   state.unseen.delete(rec.id);
   updateTitle();
   updateEmpty();
-  scheduleFold(rec, FOLD_DELAY_MS);
-}
-
-function localTimeout(rec) {
-  rec.phase = 'final';
-  rec.el.classList.remove('is-sending');
-  rec.el.classList.add('is-final');
-  rec.el.dataset.state = 'timed_out';
-  disableCard(rec);
-  setStatus(rec, 'Timed out');
-  state.unseen.delete(rec.id);
-  updateTitle();
-  updateEmpty();
-  scheduleFold(rec, LOCAL_TIMEOUT_FOLD_MS);
+  scheduleFold(rec, foldDelay);
 }
 
 function summarizeResponse(response) {
@@ -651,7 +626,8 @@ function tick() {
       continue;
     }
     rec.countdownEl.textContent = formatLeft(remaining);
-    if (remaining <= 0) localTimeout(rec);
+    // Disable at the deadline ourselves; the server's `resolved` may trail by a moment.
+    if (remaining <= 0) markFinal(rec, 'timed_out', 'Timed out', LOCAL_TIMEOUT_FOLD_MS);
   }
   updateRetryText();
 }
@@ -673,11 +649,7 @@ function renderPresence(tabs, agentOnline) {
 
 function showNotice(text) {
   ui.notice.textContent = text;
-  ui.notice.hidden = false;
-}
-
-function hideNotice() {
-  ui.notice.hidden = true;
+  ui.notice.hidden = !text;
 }
 
 let toastTimer = 0;

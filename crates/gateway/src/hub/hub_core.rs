@@ -42,6 +42,8 @@ pub struct Hub {
     pub(super) keys: ViewerKeys,
     pub(super) metrics: Arc<Metrics>,
     next_link: AtomicU64,
+    /// Every agent connection, so it can be closed from outside (tests, operators).
+    agents: Mutex<HashMap<u64, Link>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -65,6 +67,7 @@ impl Hub {
             keys,
             metrics,
             next_link: AtomicU64::new(1),
+            agents: Mutex::new(HashMap::new()),
         })
     }
 
@@ -123,9 +126,11 @@ impl Hub {
     /// Attaches an agent connection; it detaches when the handle drops.
     pub fn attach_agent(self: &Arc<Self>, link: Link) -> AgentHandle {
         gauge_add(&self.metrics.agents, 1);
+        let link = self.assign_id(link);
+        self.agent_links().insert(link.id, link.clone());
         AgentHandle {
             hub: Arc::clone(self),
-            link: self.assign_id(link),
+            link,
         }
     }
 
@@ -136,8 +141,15 @@ impl Hub {
         }
     }
 
+    fn agent_links(&self) -> MutexGuard<'_, HashMap<u64, Link>> {
+        self.agents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub(super) fn detach_agent(&self, agent: &Link) {
         gauge_add(&self.metrics.agents, -1);
+        self.agent_links().remove(&agent.id);
         let mut sessions = self.lock();
         let mut idle = Vec::new();
         for session in sessions.values_mut() {
@@ -204,12 +216,20 @@ impl Hub {
         self.drop_if_idle(&mut sessions, session);
     }
 
-    /// Closes every tab and agent... of `session`'s tabs only: used by tests and shutdown.
-    pub fn close_tabs(&self, code: u16) {
+    /// Closes every tab socket with `code` (they reconnect and resynchronise).
+    pub fn kick_tabs(&self, code: u16) {
         for session in self.lock().values() {
             for slot in session.tabs.values() {
                 slot.link.close(code);
             }
+        }
+    }
+
+    /// Closes every agent socket with `code`; their requests stay open and their outcomes
+    /// wait for them.
+    pub fn kick_agents(&self, code: u16) {
+        for link in self.agent_links().values() {
+            link.close(code);
         }
     }
 
