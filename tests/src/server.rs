@@ -46,7 +46,9 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let addr = listener.local_addr().expect("local addr");
         let public_url = format!("http://{addr}");
-        let state = server::build(&config, &public_url).await.expect("server state");
+        let state = server::build(&config, &public_url)
+            .await
+            .expect("server state");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = {
             let state = state.clone();
@@ -151,7 +153,8 @@ pub fn questions(headers: &[&str]) -> Value {
 
 /// An `ask` frame.
 pub fn ask(session: &str, id: &str, headers: &[&str], timeout_s: Option<f64>) -> Value {
-    let mut frame = json!({"type": "ask", "session": session, "id": id, "questions": questions(headers)});
+    let mut frame =
+        json!({"type": "ask", "session": session, "id": id, "questions": questions(headers)});
     if let Some(t) = timeout_s {
         frame["timeout_s"] = json!(t);
     }
@@ -160,7 +163,10 @@ pub fn ask(session: &str, id: &str, headers: &[&str], timeout_s: Option<f64>) ->
 
 /// An `answer` frame picking `label` for every header.
 pub fn answer(id: &str, headers: &[&str], label: &str) -> Value {
-    let answers: Vec<Value> = headers.iter().map(|h| json!({"header": h, "selected": [label]})).collect();
+    let answers: Vec<Value> = headers
+        .iter()
+        .map(|h| json!({"header": h, "selected": [label]}))
+        .collect();
     json!({"type": "answer", "id": id, "response": {"answers": answers}})
 }
 
@@ -179,10 +185,11 @@ impl WsClient {
                 format!("Bearer {key}").parse().expect("header"),
             );
         }
-        let (stream, _) = tokio::time::timeout(RECV_TIMEOUT, tokio_tungstenite::connect_async(request))
-            .await
-            .expect("connect in time")
-            .expect("connect");
+        let (stream, _) =
+            tokio::time::timeout(RECV_TIMEOUT, tokio_tungstenite::connect_async(request))
+                .await
+                .expect("connect in time")
+                .expect("connect");
         WsClient { stream }
     }
 
@@ -196,7 +203,10 @@ impl WsClient {
 
     /// Sends raw text.
     pub async fn send_text(&mut self, text: String) -> Result<(), String> {
-        self.stream.send(Message::text(text)).await.map_err(|e| e.to_string())
+        self.stream
+            .send(Message::text(text))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The next JSON frame (pings and pongs skipped); panics on timeout or close.
@@ -266,4 +276,9 @@ impl WsClient {
     pub fn stream(&mut self) -> &mut WebSocketStream<MaybeTlsStream<TcpStream>> {
         &mut self.stream
     }
+}
+
+/// Raises this process's open-file limit to its hard limit (tests with thousands of sockets).
+pub fn raise_open_file_limit() -> u64 {
+    rlimit::increase_nofile_limit(u64::MAX).unwrap_or_default()
 }

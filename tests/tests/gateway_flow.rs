@@ -22,11 +22,19 @@ async fn ask_fans_out_to_every_tab_of_the_session() {
     let accepted = agent.recv_type("accepted").await;
     assert_eq!(accepted["id"], "r1");
     assert_eq!(accepted["deadline_ms"], json!(null));
-    assert!(accepted["viewer_url"].as_str().unwrap().contains("/s/s1#k="));
+    assert!(
+        accepted["viewer_url"]
+            .as_str()
+            .unwrap()
+            .contains("/s/s1#k=")
+    );
     for tab in &mut tabs {
         let request = tab.recv_until("request").await;
         assert_eq!(request["request"]["id"], "r1");
-        assert_eq!(request["request"]["questions"][0]["options"][0]["description"], json!(null));
+        assert_eq!(
+            request["request"]["questions"][0]["options"][0]["description"],
+            json!(null)
+        );
     }
     other.silent_for(Duration::from_millis(200)).await;
 }
@@ -38,14 +46,19 @@ async fn an_answer_resolves_for_every_tab_and_the_agent() {
     let (mut a, _) = server.tab_as("s", Some("tab-a")).await;
     let (mut b, _) = server.tab("s").await;
     let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color", "Size"], Some(60.0))).await;
+    agent
+        .send(&ask("s", "r", &["Color", "Size"], Some(60.0)))
+        .await;
     agent.recv_type("accepted").await;
     a.recv_until("request").await;
     b.recv_until("request").await;
-    a.send(&json!({"type": "answer", "id": "r", "response": {"answers": [
-        {"header": "Size", "selected": ["Blue"]},
-        {"header": "Color", "custom_answer": "Teal, please"}
-    ]}})).await;
+    a.send(
+        &json!({"type": "answer", "id": "r", "response": {"answers": [
+            {"header": "Size", "selected": ["Blue"]},
+            {"header": "Color", "custom_answer": "Teal, please"}
+        ]}}),
+    )
+    .await;
     for tab in [&mut a, &mut b] {
         let resolved = tab.recv_until("resolved").await;
         assert_eq!(resolved["outcome"], "answered");
@@ -54,8 +67,14 @@ async fn an_answer_resolves_for_every_tab_and_the_agent() {
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["outcome"], "answered");
     assert_eq!(outcome["by"], "tab-a");
-    assert_eq!(outcome["result"], json!({"Size": ["Blue"], "Color": ["Teal, please"]}));
-    assert_eq!(outcome["model_text"], r#"{"Size":["Blue"],"Color":["Teal, please"]}"#);
+    assert_eq!(
+        outcome["result"],
+        json!({"Size": ["Blue"], "Color": ["Teal, please"]})
+    );
+    assert_eq!(
+        outcome["model_text"],
+        r#"{"Size":["Blue"],"Color":["Teal, please"]}"#
+    );
     assert_eq!(outcome["response"]["cancelled"], false);
     // A rival answer afterwards is refused.
     b.send(&answer("r", &["Color", "Size"], "Red")).await;
@@ -74,11 +93,20 @@ async fn an_invalid_answer_is_rejected_and_the_request_stays_open() {
     tab.recv_until("request").await;
     tab.send(&answer("r", &["Color"], "Purple")).await;
     let rejected = tab.recv_until("answer_rejected").await;
-    assert_eq!(rejected["errors"][0]["message"], "answer for 'Color' picked options it does not offer: ['Purple']");
-    assert_eq!(rejected["errors"][0]["path"], "response.answers[0].selected");
+    assert_eq!(
+        rejected["errors"][0]["message"],
+        "answer for 'Color' picked options it does not offer: ['Purple']"
+    );
+    assert_eq!(
+        rejected["errors"][0]["path"],
+        "response.answers[0].selected"
+    );
     tab.send(&answer("r", &["Color"], "Red")).await;
     assert_eq!(tab.recv_until("resolved").await["outcome"], "answered");
-    assert_eq!(agent.recv_type("outcome").await["result"], json!({"Color": ["Red"]}));
+    assert_eq!(
+        agent.recv_type("outcome").await["result"],
+        json!({"Color": ["Red"]})
+    );
 }
 
 /// A decline resolves with the harness's DECLINED sentence.
@@ -95,7 +123,10 @@ async fn decline_gives_the_declined_sentence() {
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["outcome"], "declined");
     assert_eq!(outcome["result"], DECLINED);
-    assert_eq!(outcome["response"], json!({"answers": [], "cancelled": true}));
+    assert_eq!(
+        outcome["response"],
+        json!({"answers": [], "cancelled": true})
+    );
 }
 
 /// At the deadline the request times out: tabs and agent hear it within 50 ms of it.
@@ -105,7 +136,9 @@ async fn the_deadline_times_the_request_out_promptly() {
     let (mut tab, _) = server.tab("s").await;
     let mut agent = server.agent().await;
     agent.send(&ask("s", "r", &["Color"], Some(0.3))).await;
-    let deadline_ms = agent.recv_type("accepted").await["deadline_ms"].as_u64().unwrap();
+    let deadline_ms = agent.recv_type("accepted").await["deadline_ms"]
+        .as_u64()
+        .unwrap();
     tab.recv_until("request").await;
     let resolved = tab.recv_until("resolved").await;
     let late_by = askgate::clock::now_ms().saturating_sub(deadline_ms);
@@ -125,7 +158,9 @@ async fn cancel_withdraws_the_request() {
     agent.send(&ask("s", "r", &["Color"], None)).await;
     agent.recv_type("accepted").await;
     tab.recv_until("request").await;
-    agent.send(&json!({"type": "cancel", "session": "s", "id": "r"})).await;
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "r"}))
+        .await;
     assert_eq!(tab.recv_until("resolved").await["outcome"], "withdrawn");
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["outcome"], "withdrawn");
@@ -144,7 +179,12 @@ async fn a_late_tab_gets_the_snapshot_with_remaining_time() {
         agent.recv_type("accepted").await;
     }
     let (_, snapshot) = server.tab("s").await;
-    let ids: Vec<&str> = snapshot["requests"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = snapshot["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["first", "second", "third"]);
     let now = snapshot["now_ms"].as_u64().unwrap();
     let deadline = snapshot["requests"][0]["deadline_ms"].as_u64().unwrap();
@@ -161,7 +201,19 @@ async fn a_bad_ask_is_rejected_with_paths() {
     frame["questions"][0]["options"][1]["label"] = json!("x".repeat(51));
     agent.send(&frame).await;
     let rejected = agent.recv_type("rejected").await;
-    let paths: Vec<&str> = rejected["errors"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, ["timeout_s", "questions[0].options[1].label", "questions[1].header"]);
+    let paths: Vec<&str> = rejected["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "timeout_s",
+            "questions[0].options[1].label",
+            "questions[1].header"
+        ]
+    );
     assert_eq!(rejected["id"], "r");
 }

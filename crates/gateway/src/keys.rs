@@ -78,9 +78,9 @@ impl AgentKeys {
             return false;
         };
         // Compare against every key without stopping early, so timing says nothing.
-        self.keys
-            .iter()
-            .fold(false, |found, key| found | constant_time_eq(key, presented.trim().as_bytes()))
+        self.keys.iter().fold(false, |found, key| {
+            found | constant_time_eq(key, presented.trim().as_bytes())
+        })
     }
 }
 

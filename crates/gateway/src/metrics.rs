@@ -72,38 +72,101 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
         let gauges = [
-            ("askgate_sessions", "Sessions held in memory.", &self.sessions),
+            (
+                "askgate_sessions",
+                "Sessions held in memory.",
+                &self.sessions,
+            ),
             ("askgate_tabs", "Browser tabs connected.", &self.tabs),
             ("askgate_agents", "Agent connections.", &self.agents),
-            ("askgate_open_requests", "Requests accepted and not yet resolved.", &self.open_requests),
-            ("askgate_kept_outcomes", "Outcomes kept until the agent acks them.", &self.kept_outcomes),
-            ("askgate_connection_tasks", "Socket tasks running.", &self.connection_tasks),
+            (
+                "askgate_open_requests",
+                "Requests accepted and not yet resolved.",
+                &self.open_requests,
+            ),
+            (
+                "askgate_kept_outcomes",
+                "Outcomes kept until the agent acks them.",
+                &self.kept_outcomes,
+            ),
+            (
+                "askgate_connection_tasks",
+                "Socket tasks running.",
+                &self.connection_tasks,
+            ),
         ];
         for (name, help, value) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {}", value.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
         }
-        let _ = writeln!(out, "# HELP askgate_outcomes_total Requests resolved, by outcome.\n# TYPE askgate_outcomes_total counter");
+        let _ = writeln!(
+            out,
+            "# HELP askgate_outcomes_total Requests resolved, by outcome.\n# TYPE askgate_outcomes_total counter"
+        );
         for (outcome, count) in Outcome::ALL.iter().zip(&self.outcomes) {
-            let _ = writeln!(out, "askgate_outcomes_total{{outcome=\"{}\"}} {}", outcome.as_str(), count.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "askgate_outcomes_total{{outcome=\"{}\"}} {}",
+                outcome.as_str(),
+                count.load(Ordering::Relaxed)
+            );
         }
         let counters = [
-            ("askgate_closed_too_slow_total", "Sockets closed because their queue overflowed (4408).", &self.closed_too_slow),
-            ("askgate_closed_too_many_frames_total", "Sockets closed for sending too many frames (4429).", &self.closed_too_many_frames),
-            ("askgate_closed_too_large_total", "Sockets closed for a frame over the size limit (4413).", &self.closed_too_large),
-            ("askgate_rejected_asks_total", "Asks rejected.", &self.rejected_asks),
-            ("askgate_rejected_answers_total", "Answers rejected.", &self.rejected_answers),
+            (
+                "askgate_closed_too_slow_total",
+                "Sockets closed because their queue overflowed (4408).",
+                &self.closed_too_slow,
+            ),
+            (
+                "askgate_closed_too_many_frames_total",
+                "Sockets closed for sending too many frames (4429).",
+                &self.closed_too_many_frames,
+            ),
+            (
+                "askgate_closed_too_large_total",
+                "Sockets closed for a frame over the size limit (4413).",
+                &self.closed_too_large,
+            ),
+            (
+                "askgate_rejected_asks_total",
+                "Asks rejected.",
+                &self.rejected_asks,
+            ),
+            (
+                "askgate_rejected_answers_total",
+                "Answers rejected.",
+                &self.rejected_answers,
+            ),
         ];
         for (name, help, value) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
         }
         let name = "askgate_answer_latency_seconds";
-        let _ = writeln!(out, "# HELP {name} From ask to a tab's answer or decline.\n# TYPE {name} histogram");
+        let _ = writeln!(
+            out,
+            "# HELP {name} From ask to a tab's answer or decline.\n# TYPE {name} histogram"
+        );
         for (bound, bucket) in LATENCY_BUCKETS_S.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {}", bucket.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{bound}\"}} {}",
+                bucket.load(Ordering::Relaxed)
+            );
         }
         let count = self.latency_count.load(Ordering::Relaxed);
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(out, "{name}_sum {}", self.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0);
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            self.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0
+        );
         let _ = writeln!(out, "{name}_count {count}");
         out
     }

@@ -91,7 +91,9 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let addr = listener.local_addr().context("reading the listener's address")?;
+    let addr = listener
+        .local_addr()
+        .context("reading the listener's address")?;
     config.check_bind(&addr).map_err(anyhow::Error::msg)?;
     let public_url = config
         .public_url

@@ -11,10 +11,26 @@ use crate::server::AppState;
 
 /// The embedded files: (name, content type, content).
 const EMBEDDED: &[(&str, &str, &str)] = &[
-    ("index.html", "text/html; charset=utf-8", include_str!("../../../web/index.html")),
-    ("session.html", "text/html; charset=utf-8", include_str!("../../../web/session.html")),
-    ("app.js", "text/javascript; charset=utf-8", include_str!("../../../web/app.js")),
-    ("style.css", "text/css; charset=utf-8", include_str!("../../../web/style.css")),
+    (
+        "index.html",
+        "text/html; charset=utf-8",
+        include_str!("../../../web/index.html"),
+    ),
+    (
+        "session.html",
+        "text/html; charset=utf-8",
+        include_str!("../../../web/session.html"),
+    ),
+    (
+        "app.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../web/app.js"),
+    ),
+    (
+        "style.css",
+        "text/css; charset=utf-8",
+        include_str!("../../../web/style.css"),
+    ),
 ];
 
 /// No inline script or style, nothing from elsewhere; sockets only back to this origin.
@@ -44,9 +60,18 @@ impl WebAssets {
         let mut response = body.into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
-        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-        headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
+        headers.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         response

@@ -97,7 +97,9 @@ impl LimitArgs {
             Duration::try_from_secs_f64(value)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .with_context(|| format!("--{name} must be a positive number of seconds, got {value}"))
+                .with_context(|| {
+                    format!("--{name} must be a positive number of seconds, got {value}")
+                })
         };
         Ok(Limits {
             max_frame_bytes: self.max_frame_bytes,
@@ -130,7 +132,12 @@ impl ServeArgs {
             .unwrap_or_else(|| self.data_dir.join("secret"));
         Ok(Config {
             public_url: self.public_url.clone(),
-            agent_keys: self.agent_keys.iter().filter(|k| !k.is_empty()).cloned().collect(),
+            agent_keys: self
+                .agent_keys
+                .iter()
+                .filter(|k| !k.is_empty())
+                .cloned()
+                .collect(),
             secret: load_or_create_secret(&secret_file)?,
             data_dir: self.data_dir.clone(),
             store: StoreKind::Memory,
@@ -183,7 +190,9 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// The configuration is invalid or the server fails to start.
 pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.to_config()?;
-    config.check_bind(&args.listen).map_err(anyhow::Error::msg)?;
+    config
+        .check_bind(&args.listen)
+        .map_err(anyhow::Error::msg)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -198,14 +207,12 @@ pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
+        let Ok(mut terminate) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            let _ = interrupt.await;
+            return;
+        };
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}

@@ -46,7 +46,10 @@ impl AgentHandle {
         let hub = &self.hub;
         let mut sessions = hub.lock();
         let Some(session) = hub.session_entry(&mut sessions, &id) else {
-            return self.error("unavailable", "the gateway holds the most sessions allowed; try again later");
+            return self.error(
+                "unavailable",
+                "the gateway holds the most sessions allowed; try again later",
+            );
         };
         hub.attach_agent_to(session, &self.link);
         self.reply(&ToAgent::Opened {
@@ -73,11 +76,15 @@ impl AgentHandle {
             let waiter = {
                 let mut sessions = hub.lock();
                 let Some(session) = hub.session_entry(&mut sessions, &ask.session) else {
-                    return self.rejected(&session_text, Some(id.as_str()), vec![FieldError::new(
-                        "session",
-                        ErrorCode::InvalidValue,
-                        "the gateway holds the most sessions allowed; try again later",
-                    )]);
+                    return self.rejected(
+                        &session_text,
+                        Some(id.as_str()),
+                        vec![FieldError::new(
+                            "session",
+                            ErrorCode::InvalidValue,
+                            "the gateway holds the most sessions allowed; try again later",
+                        )],
+                    );
                 };
                 hub.attach_agent_to(session, &self.link);
                 match session.requests.get_mut(&id) {
@@ -137,16 +144,21 @@ impl AgentHandle {
                         let seq = session.next_seq;
                         session.next_seq += 1;
                         session.unresolved += 1;
-                        session.requests.insert(id.clone(), Entry {
-                            id: id.clone(),
-                            seq,
-                            questions: Arc::clone(&questions),
-                            request_frame: Frame::encode(&ToTab::Request { request: view.clone() }),
-                            view,
-                            asker: Some(self.link.clone()),
-                            state: EntryState::Committing(Arc::new(Notify::new())),
-                            timer: None,
-                        });
+                        session.requests.insert(
+                            id.clone(),
+                            Entry {
+                                id: id.clone(),
+                                seq,
+                                questions: Arc::clone(&questions),
+                                request_frame: Frame::encode(&ToTab::Request {
+                                    request: view.clone(),
+                                }),
+                                view,
+                                asker: Some(self.link.clone()),
+                                state: EntryState::Committing(Arc::new(Notify::new())),
+                                timer: None,
+                            },
+                        );
                         break record;
                     }
                 }
@@ -173,11 +185,15 @@ impl AgentHandle {
             session.unresolved -= 1;
             notify.notify_waiters();
             drop(sessions);
-            return self.rejected(&session_text, Some(id.as_str()), vec![FieldError::new(
-                "",
-                ErrorCode::InvalidValue,
-                format!("the gateway could not store the request ({error}); try again"),
-            )]);
+            return self.rejected(
+                &session_text,
+                Some(id.as_str()),
+                vec![FieldError::new(
+                    "",
+                    ErrorCode::InvalidValue,
+                    format!("the gateway could not store the request ({error}); try again"),
+                )],
+            );
         }
         entry.state = EntryState::Open;
         if let Some(deadline_ms) = deadline_ms {
@@ -205,9 +221,14 @@ impl AgentHandle {
         loop {
             let waiter = {
                 let mut sessions = self.hub.lock();
-                let entry = sessions.get_mut(&session).and_then(|s| s.requests.get_mut(&id));
+                let entry = sessions
+                    .get_mut(&session)
+                    .and_then(|s| s.requests.get_mut(&id));
                 match entry {
-                    None => return self.error("not_found", format!("no request {id} in session {session}")),
+                    None => {
+                        return self
+                            .error("not_found", format!("no request {id} in session {session}"));
+                    }
                     Some(entry) => {
                         entry.asker = Some(self.link.clone());
                         match &entry.state {
@@ -224,7 +245,10 @@ impl AgentHandle {
             };
             waiter.await;
         }
-        let _ = self.hub.resolve(&session, &id, super::resolving::Ending::Withdrawn).await;
+        let _ = self
+            .hub
+            .resolve(&session, &id, super::resolving::Ending::Withdrawn)
+            .await;
     }
 
     /// `ack`: the agent has the outcome; forget it.
@@ -251,14 +275,23 @@ impl AgentHandle {
             }
             self.hub.drop_if_idle(&mut sessions, &session);
         }
-        if let Err(error) = self.hub.store.commit(vec![StoreOp::Delete { session, id }]).await {
+        if let Err(error) = self
+            .hub
+            .store
+            .commit(vec![StoreOp::Delete { session, id }])
+            .await
+        {
             tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
         }
     }
 }
 
 /// The `outcome` frame of a resolved request.
-pub(super) fn outcome_message(session: &SessionId, id: &RequestId, resolution: &StoredResolution) -> ToAgent {
+pub(super) fn outcome_message(
+    session: &SessionId,
+    id: &RequestId,
+    resolution: &StoredResolution,
+) -> ToAgent {
     ToAgent::Outcome(OutcomeFrame {
         session: session.to_string(),
         id: id.to_string(),
@@ -267,4 +300,3 @@ pub(super) fn outcome_message(session: &SessionId, id: &RequestId, resolution: &
         at_ms: resolution.at_ms,
     })
 }
-

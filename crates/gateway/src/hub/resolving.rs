@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use askgate_protocol::wire::ToTab;
-use askgate_protocol::{ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors};
+use askgate_protocol::{
+    ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors,
+};
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
@@ -49,9 +51,17 @@ pub(super) enum Refusal {
 impl Refusal {
     fn into_errors(self) -> Vec<FieldError> {
         match self {
-            Refusal::Unknown => vec![FieldError::new("id", ErrorCode::InvalidValue, "no open request with this id")],
+            Refusal::Unknown => vec![FieldError::new(
+                "id",
+                ErrorCode::InvalidValue,
+                "no open request with this id",
+            )],
             Refusal::AlreadyResolved => {
-                vec![FieldError::new("id", ErrorCode::InvalidValue, "already resolved")]
+                vec![FieldError::new(
+                    "id",
+                    ErrorCode::InvalidValue,
+                    "already resolved",
+                )]
             }
             Refusal::DoesNotFit(errors) => errors.into_vec(),
             Refusal::Store(error) => vec![FieldError::new(
@@ -75,12 +85,22 @@ impl TabHandle {
 
     /// A `decline` from this tab. `None` if it won; else the `answer_rejected` frame for it.
     pub async fn decline(&self, id: &str) -> Option<Frame> {
-        self.end(id, Ending::Decline { tab: self.tab.clone() }).await
+        self.end(
+            id,
+            Ending::Decline {
+                tab: self.tab.clone(),
+            },
+        )
+        .await
     }
 
     async fn end(&self, id: &str, ending: Ending) -> Option<Frame> {
         let refusal = match RequestId::parse(id) {
-            Ok(request) => self.hub.resolve(&self.session, &request, ending).await.err()?,
+            Ok(request) => self
+                .hub
+                .resolve(&self.session, &request, ending)
+                .await
+                .err()?,
             Err(_) => Refusal::Unknown,
         };
         count(&self.hub.metrics.rejected_answers);
@@ -93,7 +113,12 @@ impl TabHandle {
 
 impl Hub {
     /// Starts the deadline timer of a request.
-    pub(super) fn arm_timer(self: &Arc<Self>, session: &SessionId, id: &RequestId, deadline_ms: u64) -> AbortHandle {
+    pub(super) fn arm_timer(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        deadline_ms: u64,
+    ) -> AbortHandle {
         let hub = Arc::clone(self);
         let (session, id) = (session.clone(), id.clone());
         tokio::spawn(async move {
@@ -104,7 +129,12 @@ impl Hub {
     }
 
     /// Ends a request, if it is still open.
-    pub(super) async fn resolve(self: &Arc<Self>, session: &SessionId, id: &RequestId, ending: Ending) -> Result<(), Refusal> {
+    pub(super) async fn resolve(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        ending: Ending,
+    ) -> Result<(), Refusal> {
         let (resolution, asked_at_ms, deadline_ms) = {
             let mut sessions = self.lock();
             let entry = sessions
@@ -114,16 +144,30 @@ impl Hub {
             match entry.state {
                 EntryState::Open => {}
                 EntryState::Committing(_) => return Err(Refusal::Unknown),
-                EntryState::Resolving | EntryState::Resolved(_) => return Err(Refusal::AlreadyResolved),
+                EntryState::Resolving | EntryState::Resolved(_) => {
+                    return Err(Refusal::AlreadyResolved);
+                }
             }
             let (settlement, by) = match &ending {
                 Ending::Answer { tab, response } => (
-                    entry.questions.settle_answer(response).map_err(Refusal::DoesNotFit)?,
+                    entry
+                        .questions
+                        .settle_answer(response)
+                        .map_err(Refusal::DoesNotFit)?,
                     Some(tab.to_string()),
                 ),
-                Ending::Decline { tab } => (entry.questions.settle_without_answer(Outcome::Declined), Some(tab.to_string())),
-                Ending::TimedOut => (entry.questions.settle_without_answer(Outcome::TimedOut), None),
-                Ending::Withdrawn => (entry.questions.settle_without_answer(Outcome::Withdrawn), None),
+                Ending::Decline { tab } => (
+                    entry.questions.settle_without_answer(Outcome::Declined),
+                    Some(tab.to_string()),
+                ),
+                Ending::TimedOut => (
+                    entry.questions.settle_without_answer(Outcome::TimedOut),
+                    None,
+                ),
+                Ending::Withdrawn => (
+                    entry.questions.settle_without_answer(Outcome::Withdrawn),
+                    None,
+                ),
             };
             entry.state = EntryState::Resolving;
             if let Some(timer) = entry.timer.take() {
@@ -177,7 +221,10 @@ impl Hub {
             response: resolution.settlement.response.clone(),
         });
         if let Some(asker) = &entry.asker {
-            asker.send(Frame::encode(&outcome_message(session, id, &resolution)), &self.metrics);
+            asker.send(
+                Frame::encode(&outcome_message(session, id, &resolution)),
+                &self.metrics,
+            );
         }
         entry.state = EntryState::Resolved(resolution);
         state.broadcast(&resolved, &self.metrics);

@@ -43,7 +43,11 @@ impl Store for MemoryStore {
                         StoreOp::Put(request) => {
                             requests.insert((request.session.clone(), request.id.clone()), request);
                         }
-                        StoreOp::Resolve { session, id, resolution } => {
+                        StoreOp::Resolve {
+                            session,
+                            id,
+                            resolution,
+                        } => {
                             if let Some(request) = requests.get_mut(&(session, id)) {
                                 request.resolution = Some(resolution);
                             }

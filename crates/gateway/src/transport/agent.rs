@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::wire::{AgentFrame, ToAgent};
 use askgate_protocol::close;
+use askgate_protocol::wire::{AgentFrame, ToAgent};
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
@@ -16,8 +16,8 @@ use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
-    send_now, write_frames,
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event, send_now,
+    write_frames,
 };
 use crate::hub::{AgentHandle, Frame, Link};
 use crate::metrics::{count, gauge_add};
@@ -111,7 +111,8 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
                 match serde_json::from_str::<AgentFrame>(&text) {
                     Ok(frame) => {
                         let agent = Arc::clone(&agent);
-                        in_flight.spawn(async move { handle(&agent, frame).await }.in_current_span());
+                        in_flight
+                            .spawn(async move { handle(&agent, frame).await }.in_current_span());
                     }
                     Err(e) => {
                         let error = Frame::encode(&ToAgent::Error {

@@ -14,8 +14,8 @@ use axum::response::Response;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
-    send_now, write_frames,
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event, send_now,
+    write_frames,
 };
 use crate::hub::{Link, TabHandle};
 use crate::metrics::{count, gauge_add};
@@ -69,7 +69,9 @@ async fn serve(
             return Some((code, "frame too large"));
         }
         Ok(None | Some(Ok(Message::Close(_)))) => return None,
-        Ok(Some(Ok(_))) | Err(_) => return Some((close::MALFORMED, "the first frame must be hello")),
+        Ok(Some(Ok(_))) | Err(_) => {
+            return Some((close::MALFORMED, "the first frame must be hello"));
+        }
     };
     if !state.hub.keys().verify(&session, &key) {
         return Some((close::BAD_KEY, "wrong viewer key"));

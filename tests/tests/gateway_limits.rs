@@ -1,0 +1,267 @@
+//! Keys, limits and backpressure, each with the close code or error the protocol promises.
+
+use std::time::Duration;
+
+use askgate_protocol::close;
+use askgate_tests::server::{TestServer, WsClient, answer, ask, test_config};
+use futures_util::SinkExt as _;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_tungstenite::tungstenite::Message;
+
+/// A tab with the wrong viewer key is closed with 4401.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_viewer_key_closes_with_4401() {
+    let server = TestServer::start().await;
+    let mut tab = server.raw_tab("s").await;
+    let other_key = server.viewer_key("other");
+    tab.send(&json!({"type": "hello", "key": other_key})).await;
+    assert_eq!(tab.closed().await, close::BAD_KEY);
+}
+
+/// A first frame that is not `hello` closes with 4400; a bad session id in the URL with 4404.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_hello_or_a_bad_session_id_is_refused() {
+    let server = TestServer::start().await;
+    let mut tab = server.raw_tab("s").await;
+    tab.send(&json!({"type": "answer", "id": "r", "response": {}}))
+        .await;
+    assert_eq!(tab.closed().await, close::MALFORMED);
+    let mut tab = server.raw_tab("bad%20id").await;
+    tab.send(&json!({"type": "hello", "key": "x"})).await;
+    assert_eq!(tab.closed().await, close::UNKNOWN_SESSION);
+}
+
+/// A frame over the size limit closes the socket with 4413, for tabs and agents alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frame_too_large_closes_with_4413() {
+    let mut config = test_config();
+    config.limits.max_frame_bytes = 4096;
+    let server = TestServer::start_with(config).await;
+    let (mut tab, _) = server.tab("s").await;
+    let _ = tab
+        .send_text(format!(
+            "{{\"type\":\"decline\",\"id\":\"{}\"}}",
+            "x".repeat(5000)
+        ))
+        .await;
+    assert_eq!(tab.closed().await, close::TOO_LARGE);
+    let mut agent = server.agent().await;
+    let _ = agent.send_text("x".repeat(64 * 1024)).await;
+    assert_eq!(agent.closed().await, close::TOO_LARGE);
+}
+
+/// A tab that stops reading is closed with 4408 once its queue overflows, while another tab
+/// of the same session receives every frame.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_tab_is_closed_and_the_others_get_everything() {
+    let mut config = test_config();
+    config.limits.tab_queue = 4;
+    config.limits.open_requests_per_session = 10_000;
+    let server = TestServer::start_with(config).await;
+    let (mut slow, _) = server.tab("s").await;
+    let (mut reader, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    // Big question sets fill the slow tab's socket buffers quickly.
+    let big: Vec<Value> = (0..10)
+        .map(|q| json!({"header": format!("Q{q}"), "question": "x".repeat(500),
+            "options": (0..6).map(|o| json!({"label": format!("option {o} {}", "y".repeat(40)), "description": "z".repeat(200)})).collect::<Vec<_>>()}))
+        .collect();
+    let mut sent = 0;
+    let code = loop {
+        agent
+            .send(
+                &json!({"type": "ask", "session": "s", "id": format!("r{sent}"), "questions": big}),
+            )
+            .await;
+        agent.recv_type("accepted").await;
+        let request = reader.recv_until("request").await;
+        assert_eq!(request["request"]["id"], format!("r{sent}"));
+        sent += 1;
+        if server
+            .state
+            .hub
+            .metrics()
+            .closed_too_slow
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+        {
+            break slow.closed().await;
+        }
+        assert!(sent < 2_000, "the slow tab was never closed");
+    };
+    assert_eq!(code, close::TOO_SLOW);
+    // The reader keeps getting everything afterwards.
+    agent.send(&ask("s", "after", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    assert_eq!(reader.recv_until("request").await["request"]["id"], "after");
+}
+
+/// A peer sending frames faster than its rate is closed with 4429.
+#[tokio::test(flavor = "multi_thread")]
+async fn too_many_frames_closes_with_4429() {
+    let mut config = test_config();
+    config.limits.tab_frames_per_second = 5;
+    let server = TestServer::start_with(config).await;
+    let (mut tab, _) = server.tab("s").await;
+    for _ in 0..30 {
+        let frame = json!({"type": "decline", "id": "nope"}).to_string();
+        if tab.stream().feed(Message::text(frame)).await.is_err() {
+            break;
+        }
+    }
+    let _ = tab.stream().flush().await;
+    assert_eq!(tab.closed().await, close::TOO_MANY_FRAMES);
+}
+
+/// The per-session tab limit closes the extra tab with 1013; the open-request limit rejects
+/// the extra ask; the session limit refuses a new session.
+#[tokio::test(flavor = "multi_thread")]
+async fn capacity_limits_refuse_clearly() {
+    let mut config = test_config();
+    config.limits.tabs_per_session = 2;
+    config.limits.open_requests_per_session = 2;
+    config.limits.max_sessions = 3;
+    let server = TestServer::start_with(config).await;
+    let (_a, _) = server.tab("s").await;
+    let (_b, _) = server.tab("s").await;
+    let mut third = server.raw_tab("s").await;
+    third
+        .send(&json!({"type": "hello", "key": server.viewer_key("s")}))
+        .await;
+    assert_eq!(third.closed().await, close::TRY_AGAIN_LATER);
+    let mut agent = server.agent().await;
+    for id in ["r1", "r2"] {
+        agent.send(&ask("s", id, &["Color"], None)).await;
+        agent.recv_type("accepted").await;
+    }
+    agent.send(&ask("s", "r3", &["Color"], None)).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert!(
+        rejected["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("open requests")
+    );
+    for s in ["t1", "t2"] {
+        agent.send(&json!({"type": "open", "session": s})).await;
+        agent.recv_type("opened").await;
+    }
+    agent.send(&ask("t3", "r", &["Color"], None)).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert!(
+        rejected["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sessions")
+    );
+    let mut tab = server.raw_tab("t4").await;
+    tab.send(&json!({"type": "hello", "key": server.viewer_key("t4")}))
+        .await;
+    assert_eq!(tab.closed().await, close::TRY_AGAIN_LATER);
+}
+
+/// With agent keys configured, a wrong key is closed with 4401 and a right one served.
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_keys_are_enforced() {
+    let mut config = test_config();
+    config.agent_keys = vec!["k1".into(), "k2".into()];
+    let server = TestServer::start_with(config).await;
+    let mut wrong = server.agent_with_key("nope").await;
+    assert_eq!(wrong.closed().await, close::BAD_KEY);
+    let mut none = server.agent().await;
+    assert_eq!(none.closed().await, close::BAD_KEY);
+    let mut right = server.agent_with_key("k2").await;
+    right.send(&json!({"type": "open", "session": "s"})).await;
+    let opened = right.recv_type("opened").await;
+    assert!(
+        opened["viewer_url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/s/s#k={}", server.viewer_key("s")))
+    );
+}
+
+/// A peer that stops answering pings is dropped after two missed pongs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_that_misses_two_pongs_is_dropped() {
+    let mut config = test_config();
+    config.limits.ping_interval = Duration::from_millis(100);
+    let server = TestServer::start_with(config).await;
+    let (tab, _) = server.tab("s").await;
+    // Not reading means not answering pings (the client answers only while it reads).
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut tab = tab;
+    assert_ne!(tab.closed().await, 0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.state.hub.census().1 != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tab was not dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Shutdown closes every socket, tabs and agents, with 1001, and `serve` returns.
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_closes_every_socket_with_1001() {
+    let server = TestServer::start().await;
+    let mut tabs: Vec<WsClient> = Vec::new();
+    for s in ["a", "b"] {
+        tabs.push(server.tab(s).await.0);
+    }
+    let mut agent = server.agent().await;
+    agent.send(&ask("a", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    let stopping = tokio::spawn(server.shutdown());
+    for tab in &mut tabs {
+        assert_eq!(tab.closed().await, close::GOING_AWAY);
+    }
+    assert_eq!(agent.closed().await, close::GOING_AWAY);
+    stopping.await.unwrap().unwrap();
+}
+
+/// `/healthz` answers; `/metrics` counts sessions, tabs and outcomes in Prometheus format.
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_metrics_over_http() {
+    let server = TestServer::start().await;
+    assert!(
+        http_get(&server, "/healthz")
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    agent.recv_type("outcome").await;
+    let metrics = http_get(&server, "/metrics").await;
+    for line in [
+        "askgate_tabs 1",
+        "askgate_agents 1",
+        "askgate_sessions 1",
+        "askgate_outcomes_total{outcome=\"answered\"} 1",
+        "askgate_answer_latency_seconds_count 1",
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in:\n{metrics}");
+    }
+}
+
+async fn http_get(server: &TestServer, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut body = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut body))
+        .await
+        .unwrap()
+        .unwrap();
+    body
+}
