@@ -2,6 +2,7 @@
 # Prepares what askgate's tests need on a fresh machine, and nothing when it is already there:
 #   .venv/harness  CPython 3.11 + pydantic-ai-harness 0.62.0 (the real package the
 #                  differential test compares askgate with; 3.11 = Unicode 14.0, the reference)
+#   chromium, chromedriver  Debian's packages, for the browser tests
 # Safe to run again; a half-built virtualenv is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,20 @@ make_venv() {
   "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
   "$dir/bin/python" -c "import $marker"
 }
+
+install_debian_packages() {
+  local run=()
+  if [ "$(id -u)" -ne 0 ]; then run=(sudo); fi
+  echo "setup-test-env: installing Debian packages: $*"
+  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${run[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  install_debian_packages chromium chromium-driver
+fi
+chromium --version >/dev/null 2>&1
+chromedriver --version >/dev/null
 
 mkdir -p .venv
 make_venv .venv/harness 3.11 pydantic_ai_harness.ask_user "pydantic-ai-harness==0.62.0"

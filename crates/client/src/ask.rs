@@ -1,0 +1,246 @@
+//! What an agent sends and gets back: [`Ask`], [`Answered`], [`Opened`].
+
+use std::time::Duration;
+
+use askgate_protocol::harness::{AskUserResponse, Question};
+use askgate_protocol::wire::{AskFrame, OutcomeFrame};
+use askgate_protocol::{Dialect, Outcome};
+use serde_json::Value;
+
+/// One question set to put to people, as the `ask` frame carries it.
+///
+/// Build it with [`Ask::new`] (any dialect, questions as JSON) or [`Ask::harness`] (typed
+/// harness questions), then the `with_*` methods.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ask {
+    /// The session (one agent conversation).
+    pub session: String,
+    /// The request id; when `None` the client generates one (32 hex digits, uuid4) before
+    /// the first send, so that re-sends after a reconnect name the same request.
+    pub id: Option<String>,
+    /// The dialect; `None` means the gateway's default, harness.
+    pub dialect: Option<Dialect>,
+    /// The dialect's `questions` list.
+    pub questions: Value,
+    /// How long people have to answer; `None` for no deadline.
+    pub timeout: Option<Duration>,
+    /// A line shown above the questions.
+    pub title: Option<String>,
+}
+
+impl Ask {
+    /// An ask in the default dialect with `questions` as JSON.
+    pub fn new(session: impl Into<String>, questions: Value) -> Self {
+        Ask {
+            session: session.into(),
+            questions,
+            ..Ask::default()
+        }
+    }
+
+    /// A pydantic-ai-harness `ask_user_question` ask.
+    pub fn harness(session: impl Into<String>, questions: Vec<Question>) -> Self {
+        let questions = Value::Array(
+            questions
+                .into_iter()
+                .map(|q| serde_json::to_value(q).unwrap_or(Value::Null))
+                .collect(),
+        );
+        Ask {
+            dialect: Some(Dialect::Harness),
+            ..Ask::new(session, questions)
+        }
+    }
+
+    /// Names the request (the harness's `AskUserRequest.id` or the tool call id).
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the dialect.
+    #[must_use]
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = Some(dialect);
+        self
+    }
+
+    /// Sets the deadline.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The request id, generated now if there is none yet: for callers that want to log it
+    /// or store it before asking.
+    pub fn request_id(&mut self) -> &str {
+        self.id.get_or_insert_with(new_id)
+    }
+
+    /// The `ask` frame, with the id fixed.
+    pub(crate) fn into_frame(mut self) -> AskFrame {
+        let id = self.request_id().to_owned();
+        AskFrame {
+            session: self.session,
+            id: Some(id),
+            dialect: self.dialect.map(|d| d.as_str().to_owned()),
+            questions: self.questions,
+            timeout_s: self.timeout.map(|t| Value::from(t.as_secs_f64())),
+            title: self.title.map(Value::String),
+        }
+    }
+}
+
+/// A fresh id: 32 lowercase hex digits shaped as a uuid4, as the gateway generates them.
+pub(crate) fn new_id() -> String {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A session the gateway holds, and the link people open to answer in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// The session id.
+    pub session: String,
+    /// `{public_url}/s/{session}#k={viewer key}`: the key rides in the fragment.
+    pub viewer_url: String,
+}
+
+/// How an ask ended: the gateway's `outcome` frame.
+///
+/// Despite the name it is not always an answer: check [`outcome`](Self::outcome). Whatever
+/// the outcome, [`model_text`](Self::model_text) is what the model should read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    frame: OutcomeFrame,
+}
+
+impl Answered {
+    pub(crate) fn new(frame: OutcomeFrame) -> Self {
+        Answered { frame }
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.frame.session
+    }
+
+    /// The request id.
+    pub fn id(&self) -> &str {
+        &self.frame.id
+    }
+
+    /// How it ended: answered, declined, timed out, withdrawn.
+    pub fn outcome(&self) -> Outcome {
+        self.frame.settlement.outcome
+    }
+
+    /// Whether a person answered.
+    pub fn is_answered(&self) -> bool {
+        self.outcome() == Outcome::Answered
+    }
+
+    /// The dialect's response object (harness: `{"answers":[...],"cancelled":bool}`); null
+    /// when withdrawn.
+    pub fn response(&self) -> &Value {
+        &self.frame.settlement.response
+    }
+
+    /// The harness response, typed; `None` for another dialect or a withdrawal.
+    pub fn harness_response(&self) -> Option<AskUserResponse> {
+        serde_json::from_value(self.response().clone()).ok()
+    }
+
+    /// What the tool returns (harness: the `ask_user_result` object, or the `DECLINED` /
+    /// `TIMED_OUT` sentence); null when withdrawn.
+    pub fn result(&self) -> &Value {
+        &self.frame.settlement.result
+    }
+
+    /// The exact text the model reads; `None` when withdrawn.
+    pub fn model_text(&self) -> Option<&str> {
+        self.frame.settlement.model_text.as_deref()
+    }
+
+    /// The tab that answered or declined.
+    pub fn by(&self) -> Option<&str> {
+        self.frame.by.as_deref()
+    }
+
+    /// When it ended (Unix ms, the gateway's clock).
+    pub fn at_ms(&self) -> u64 {
+        self.frame.at_ms
+    }
+
+    /// The frame as received.
+    pub fn into_frame(self) -> OutcomeFrame {
+        self.frame
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use askgate_protocol::harness::QuestionOption;
+    use serde_json::json;
+
+    #[test]
+    fn ids_look_like_uuid4_hex() {
+        let id = new_id();
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_eq!(&id[12..13], "4");
+        assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"));
+        assert_ne!(new_id(), id);
+    }
+
+    #[test]
+    fn the_id_is_fixed_before_the_frame_leaves() {
+        let mut ask = Ask::new("s", json!([])).with_timeout(Duration::from_millis(1500));
+        let id = ask.request_id().to_owned();
+        let frame = ask.clone().into_frame();
+        assert_eq!(frame.id.as_deref(), Some(id.as_str()));
+        assert_eq!(frame.timeout_s, Some(json!(1.5)));
+        assert_eq!(frame.dialect, None);
+        assert_eq!(ask.into_frame().id.as_deref(), Some(id.as_str()));
+    }
+
+    #[test]
+    fn harness_questions_become_json() {
+        let question = Question {
+            header: "Color".into(),
+            question: "Which?".into(),
+            options: vec![
+                QuestionOption {
+                    label: "Red".into(),
+                    description: None,
+                },
+                QuestionOption {
+                    label: "Blue".into(),
+                    description: Some("calm".into()),
+                },
+            ],
+            multi_select: false,
+        };
+        let frame = Ask::harness("s", vec![question])
+            .with_title("Pick")
+            .into_frame();
+        assert_eq!(frame.dialect.as_deref(), Some("harness"));
+        assert_eq!(frame.questions[0]["options"][1]["description"], "calm");
+        assert_eq!(frame.title, Some(json!("Pick")));
+    }
+}

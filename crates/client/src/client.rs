@@ -1,0 +1,221 @@
+//! [`Client`]: the handle callers hold, cheap to clone and usable from many tasks.
+//!
+//! Every method turns into a command for the connection task and awaits its reply on a
+//! oneshot channel. An `ask` future carries a drop guard: dropping it before the outcome
+//! arrives withdraws the request, as a cancelled agent run should.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use askgate_protocol::harness::Question;
+use askgate_protocol::wire::AgentFrame;
+use askgate_protocol::{ErrorCode, FieldError, SessionId};
+use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
+
+use crate::ask::{Answered, Ask, Opened, new_id};
+use crate::builder::{ClientBuilder, Settings};
+use crate::connection::{Command, Connection, Socket};
+use crate::error::ClientError;
+use crate::pending::Key;
+
+/// What every clone and the connection task share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) settings: Arc<Settings>,
+    /// Why the connection task stopped for good; set before its command channel closes.
+    pub(crate) fatal: OnceLock<ClientError>,
+    /// Numbers asks, so a late withdrawal cannot hit a later ask of the same request id.
+    next_ticket: AtomicU64,
+}
+
+impl Shared {
+    /// The error for a call the connection task can no longer take.
+    fn error(&self) -> ClientError {
+        self.fatal.get().cloned().unwrap_or(ClientError::Closed)
+    }
+}
+
+/// A connection to an askgate gateway's agent endpoint, shared by every clone.
+///
+/// One background task owns the WebSocket. It reconnects with backoff when the socket drops,
+/// re-sends every ask still waiting (same id, so the gateway neither duplicates a question
+/// nor loses an answer given meanwhile), delivers each outcome once and acknowledges it. The
+/// task ends when the last clone is dropped.
+#[derive(Clone)]
+pub struct Client {
+    /// To the connection task; it closes when the task stops for good.
+    commands: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.shared.settings.url)
+            .field("stopped", &self.commands.is_closed())
+            .finish()
+    }
+}
+
+impl Client {
+    /// Connects to the gateway at `url` with the default settings (see [`ClientBuilder`] for
+    /// the others).
+    ///
+    /// `url` is the agent endpoint `ws://host:port/v1/agent`, or the gateway's base URL
+    /// `http://host:port`, from which the endpoint is derived (see
+    /// [`agent_url`](crate::agent_url)). `key` is the agent key, if the gateway requires one.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect`].
+    pub async fn connect(url: &str, key: Option<String>) -> Result<Client, ClientError> {
+        let mut builder = ClientBuilder::new(url);
+        if let Some(key) = key {
+            builder = builder.key(key);
+        }
+        builder.connect().await
+    }
+
+    /// A builder, for a key, backoff or timeouts.
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(url)
+    }
+
+    /// Starts the connection task on a connected socket.
+    pub(crate) fn spawn(settings: Arc<Settings>, socket: Socket) -> Client {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            settings: Arc::clone(&settings),
+            fatal: OnceLock::new(),
+            next_ticket: AtomicU64::new(0),
+        });
+        let span = tracing::debug_span!("askgate_client", url = %settings.url);
+        let connection = Connection::new(settings, Arc::clone(&shared), receiver);
+        tokio::spawn(connection.run(socket).instrument(span));
+        Client { commands, shared }
+    }
+
+    /// The agent endpoint's WebSocket URL.
+    pub fn url(&self) -> &str {
+        &self.shared.settings.url
+    }
+
+    /// Opens `session` (a new random id when `None`) and returns the link people answer at.
+    ///
+    /// An `ask` opens its session by itself; this is for handing people the link first.
+    ///
+    /// # Errors
+    /// [`ClientError::Rejected`] for an invalid session id (checked here, since the
+    /// gateway's `error` reply names no session); [`ClientError::Gateway`] when the gateway
+    /// holds the most sessions it allows; [`ClientError::Fatal`] once the client has stopped.
+    pub async fn open(&self, session: Option<&str>) -> Result<Opened, ClientError> {
+        let session = match session {
+            None => new_id(),
+            Some(text) => SessionId::parse(text)
+                .map_err(|message| {
+                    ClientError::Rejected(vec![FieldError::new(
+                        "session",
+                        ErrorCode::InvalidValue,
+                        message,
+                    )])
+                })?
+                .to_string(),
+        };
+        let (reply, opened) = oneshot::channel();
+        self.send(Command::Open { session, reply })?;
+        opened.await.unwrap_or_else(|_| Err(self.shared.error()))
+    }
+
+    /// Asks people `ask` and waits, across reconnects, for how it ends: answered, declined,
+    /// timed out, or withdrawn (by someone else's `cancel`).
+    ///
+    /// Dropping the future before it completes withdraws the request: the gateway tells the
+    /// tabs to drop it. The request id is fixed before the first send (generated when
+    /// `ask.id` is `None`), so every re-send names the same request.
+    ///
+    /// # Errors
+    /// [`ClientError::Rejected`] when the questions (or the session, id, timeout, title) do
+    /// not pass the gateway's validation; [`ClientError::TooLarge`];
+    /// [`ClientError::Duplicate`] when this client already waits on the same id;
+    /// [`ClientError::Fatal`] once the client has stopped.
+    pub async fn ask(&self, ask: Ask) -> Result<Answered, ClientError> {
+        let frame = ask.into_frame();
+        let id = frame.id.clone().unwrap_or_default();
+        let key: Key = (frame.session.clone(), id);
+        let text = serde_json::to_string(&AgentFrame::Ask(Box::new(frame)))
+            .map_err(|e| ClientError::Protocol(format!("could not encode the ask: {e}")))?;
+        let limit = self.shared.settings.max_frame_bytes;
+        if text.len() > limit {
+            return Err(ClientError::TooLarge {
+                size: text.len(),
+                limit,
+            });
+        }
+        let ticket = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (reply, outcome) = oneshot::channel();
+        self.send(Command::Ask {
+            key: key.clone(),
+            ticket,
+            text,
+            reply,
+        })?;
+        let guard = WithdrawOnDrop {
+            commands: self.commands.clone(),
+            key: Some(key),
+            ticket,
+        };
+        let result = outcome.await;
+        guard.disarm();
+        result.unwrap_or_else(|_| Err(self.shared.error()))
+    }
+
+    /// Asks harness `questions` in `session` with an optional deadline: the common case of
+    /// [`ask`](Self::ask).
+    ///
+    /// # Errors
+    /// As [`ask`](Self::ask).
+    pub async fn ask_questions(
+        &self,
+        session: &str,
+        questions: Vec<Question>,
+        timeout: Option<Duration>,
+    ) -> Result<Answered, ClientError> {
+        let mut ask = Ask::harness(session, questions);
+        ask.timeout = timeout;
+        self.ask(ask).await
+    }
+
+    fn send(&self, command: Command) -> Result<(), ClientError> {
+        self.commands.send(command).map_err(|_| self.shared.error())
+    }
+}
+
+/// Withdraws a request when the `ask` future that awaits it is dropped early.
+struct WithdrawOnDrop {
+    commands: mpsc::UnboundedSender<Command>,
+    /// `None` once disarmed.
+    key: Option<Key>,
+    ticket: u64,
+}
+
+impl WithdrawOnDrop {
+    /// The outcome arrived: nothing to withdraw.
+    fn disarm(mut self) {
+        self.key = None;
+    }
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            tracing::debug!(session = %key.0, request = %key.1, "ask dropped; withdrawing");
+            // The task may be gone (stopped for good): then there is nothing to withdraw from.
+            let _ = self.commands.send(Command::Withdraw {
+                key,
+                ticket: self.ticket,
+            });
+        }
+    }
+}
