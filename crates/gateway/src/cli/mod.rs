@@ -1,5 +1,6 @@
 //! The `askgate` command line.
 
+mod demo;
 mod schema;
 mod serve;
 mod validate;
@@ -25,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the gateway: agents connect to /v1/agent, people open /s/<session>.
     Serve(Box<ServeArgs>),
+    /// Run the gateway with a demo agent asking live questions in session `demo`.
+    Demo(Box<demo::DemoArgs>),
     /// Judge tool calls, responses and renders read as JSON lines on stdin.
     ///
     /// Each input line is `{"dialect":"harness","kind":"request"|"response"|"render","input":{...}}`
@@ -56,10 +59,10 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
 }
 
-/// Logs to stderr; `RUST_LOG` (default `info`) picks what.
-fn init_tracing() {
+/// Logs to stderr; `RUST_LOG` (else `default`) picks what.
+fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -71,8 +74,12 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Serve(args) => {
-            init_tracing();
+            init_tracing("info");
             runtime().and_then(|rt| rt.block_on(serve::run(*args)))
+        }
+        Command::Demo(args) => {
+            init_tracing("warn");
+            runtime().and_then(|rt| rt.block_on(demo::run(*args)))
         }
         Command::Validate => {
             let stdin = std::io::stdin().lock();

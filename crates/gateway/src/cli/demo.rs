@@ -1,0 +1,151 @@
+//! `askgate demo`: the gateway and a demo agent in one process.
+//!
+//! The agent is an ordinary [`askgate_client::Client`] talking to the gateway over a real
+//! socket, exactly as a remote agent would. It opens session `demo`, prints the link, and asks
+//! a short, realistic sequence, printing each outcome as the model would read it.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use askgate_client::{Ask, Client};
+use clap::Args;
+use serde_json::json;
+
+use super::serve::ServeArgs;
+use crate::server;
+
+/// Flags of `askgate demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The session the demo agent asks in.
+    #[arg(long, default_value = "demo")]
+    pub session: String,
+
+    /// Ask the sequence once and exit, instead of serving on until Ctrl-C.
+    #[arg(long)]
+    pub once: bool,
+
+    /// The gateway's flags.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Runs the demo until the sequence ends (with `--once`) or Ctrl-C.
+///
+/// # Errors
+/// The gateway cannot start, or the demo agent cannot reach it.
+pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let config = args.serve.to_config()?;
+    config
+        .check_bind(&args.serve.listen)
+        .map_err(anyhow::Error::msg)?;
+    let listener = tokio::net::TcpListener::bind(args.serve.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.serve.listen))?;
+    let addr = listener.local_addr()?;
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let state = server::build(&config, &public_url).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let gateway = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            server::serve(listener, state, &config, stop.cancelled_owned()).await
+        })
+    };
+    let key = config_key(&args.serve.agent_keys);
+    let agent = async {
+        let client = Client::connect(&format!("http://{addr}"), key)
+            .await
+            .context("the demo agent could not connect")?;
+        let opened = client.open(Some(&args.session)).await?;
+        println!(
+            "\naskgate demo: an agent is asking questions in session {:?}.",
+            opened.session
+        );
+        println!(
+            "Open this link to answer them (any number of tabs):\n\n    {}\n",
+            opened.viewer_url
+        );
+        for (i, ask) in sequence(&opened.session).into_iter().enumerate() {
+            println!("[agent] asking question set {} ...", i + 1);
+            let answered = client.ask(ask).await?;
+            println!(
+                "[agent] {} -> the model reads: {}\n",
+                answered.outcome().as_str(),
+                answered.model_text().unwrap_or("(nothing: withdrawn)")
+            );
+        }
+        println!("[agent] done. The gateway keeps serving; press Ctrl-C to stop.");
+        anyhow::Ok(())
+    };
+    tokio::select! {
+        result = agent => {
+            result?;
+            if !args.once {
+                super::serve::shutdown_signal().await;
+            }
+        }
+        () = super::serve::shutdown_signal() => {}
+    }
+    stop.cancel();
+    gateway.await.context("the gateway task failed")?
+}
+
+fn config_key(keys: &[String]) -> Option<String> {
+    keys.first().cloned()
+}
+
+/// What the demo agent asks: a single choice, a multi-select with descriptions, and one
+/// with a 60-second deadline.
+fn sequence(session: &str) -> Vec<Ask> {
+    vec![
+        Ask::new(
+            session,
+            json!([{
+                "header": "Database",
+                "question": "The new billing service needs a database. Which one should I set up?",
+                "options": [
+                    {"label": "PostgreSQL", "description": "What the team already runs in production"},
+                    {"label": "SQLite", "description": "Embedded: nothing extra to operate"},
+                    {"label": "DynamoDB", "description": "Managed, scales without tuning"}
+                ]
+            }]),
+        )
+        .with_title("Setting up the billing service"),
+        Ask::new(
+            session,
+            json!([{
+                "header": "Features",
+                "question": "Which features belong in the first release?\nPick as many as you like.",
+                "options": [
+                    {"label": "Invoices", "description": "PDF invoices emailed each month"},
+                    {"label": "Usage metering", "description": "Charge per API call"},
+                    {"label": "Coupons", "description": "Percentage and fixed discounts"},
+                    {"label": "Tax rules", "description": "VAT and sales tax by region"}
+                ],
+                "multi_select": true
+            }, {
+                "header": "Currency",
+                "question": "Which currency should prices be stored in?",
+                "options": [{"label": "EUR"}, {"label": "USD"}]
+            }]),
+        )
+        .with_title("Scoping the first release"),
+        Ask::new(
+            session,
+            json!([{
+                "header": "Deploy",
+                "question": "The migration is ready. Deploy now, or wait for the Monday window?",
+                "options": [
+                    {"label": "Deploy now", "description": "About 2 minutes of read-only mode"},
+                    {"label": "Wait for Monday", "description": "Scheduled for 06:00 UTC"}
+                ]
+            }]),
+        )
+        .with_title("You have 60 seconds: the deploy window is closing")
+        .with_timeout(Duration::from_secs(60)),
+    ]
+}
