@@ -18,6 +18,7 @@ const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never re
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_SLOW_MS = 5000; // after "try later" / "too many frames": back off harder
 const BACKOFF_MAX_MS = 15000;
+const LOST_REASONS = { 1001: 'server restarting', 1013: 'server busy', 4408: 'connection too slow', 4429: 'too many messages' };
 const TAB_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
 // The harness rejects control, format, private-use and unassigned characters and the
 // line/paragraph separators; only `\n` is allowed. The server has the final word.
@@ -35,35 +36,28 @@ const FATAL_CLOSES = {
 };
 
 const state = {
-  session: '',
-  key: '',
-  tab: '',
-  ws: null,
-  attempt: 0,
-  retryTimer: 0,
-  retryAt: 0,
+  session: '', key: '', tab: '',
+  ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
   offset: 0, // server clock minus local clock, from the last snapshot
-  synced: false,
-  seq: 0,
+  synced: false, // a snapshot has arrived, so "no cards" really means no questions
+  seq: 0, // numbers cards, for element ids that never contain request ids
   cards: new Map(), // request id -> card record
   unseen: new Set(), // request ids that arrived while the page was hidden
 };
 
 const ui = {};
 
-function make(tag, className, text) {
+// The one way this page makes elements: text is always set as textContent.
+function make(tag, className, text, props) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = String(text);
+  if (props) Object.assign(node, props);
   return node;
 }
 
 function serverNow() {
   return Date.now() + state.offset;
-}
-
-function isTextField(node) {
-  return node.tagName === 'TEXTAREA' || (node.tagName === 'INPUT' && node.type === 'text');
 }
 
 /* ---------- 2. connection ---------- */
@@ -131,10 +125,8 @@ function send(frame) {
 function onClose(ws, event) {
   if (ws !== state.ws) return;
   state.ws = null;
-  renderPresence(null, true);
-  for (const rec of state.cards.values()) {
-    if (rec.phase === 'sending') reopen(rec, "Not sent — the connection dropped. Please try again.");
-  }
+  renderPresence(null);
+  // Cards still "Sending…" stay so until the next snapshot says whether the answer landed.
   const fatal = FATAL_CLOSES[event.code];
   if (fatal) {
     setConnection('closed', 'Disconnected: ' + fatal[0]);
@@ -153,6 +145,7 @@ function scheduleReconnect(code) {
   const jitter = 0.75 + Math.random() * 0.5;
   const delay = Math.min(BACKOFF_MAX_MS, base * Math.pow(2, state.attempt) * jitter);
   state.attempt += 1;
+  state.lostReason = LOST_REASONS[code] || 'connection lost';
   state.retryAt = Date.now() + delay;
   state.retryTimer = setTimeout(connect, delay);
   updateRetryText();
@@ -161,7 +154,8 @@ function scheduleReconnect(code) {
 function updateRetryText() {
   if (!state.retryAt) return;
   const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
-  setConnection('reconnecting', 'Connection lost — reconnecting in ' + seconds + ' s');
+  const reason = state.lostReason.charAt(0).toUpperCase() + state.lostReason.slice(1);
+  setConnection('reconnecting', reason + ' — reconnecting in ' + seconds + ' s');
 }
 
 /* ---------- 3. frame handlers ---------- */
@@ -207,7 +201,7 @@ function onSnapshot(f) {
       rec = createCard(view);
       fresh.push(rec);
     } else if (rec.phase === 'sending') {
-      reopen(rec, "Not sent — the connection dropped. Please try again.");
+      reopen(rec, "Your answer didn't arrive before the connection dropped. Please send it again.");
     }
     // Only move nodes that are out of place, so focus and typing survive a resync.
     while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {
@@ -240,10 +234,10 @@ function onAnswerRejected(f) {
   if (!rec) return;
   const errors = Array.isArray(f.errors) ? f.errors : [];
   let resolvedAlready = false;
-  for (const err of errors) {
-    const message = String((err && err.message) || 'The answer was not accepted.');
-    const path = String((err && err.path) || '');
-    const already = (err && err.code === 'already_resolved') || /already resolved/i.test(message);
+  for (const err of errors.map((e) => e || {})) {
+    const message = String(err.message || 'The answer was not accepted.');
+    const path = String(err.path || '');
+    const already = err.code === 'already_resolved' || /already resolved/i.test(message);
     resolvedAlready = resolvedAlready || already;
     const match = /^response\.answers\[(\d+)\]/.exec(path);
     const question = match && !already ? rec.questions[Number(match[1])] : null;
@@ -266,34 +260,23 @@ function onAnswerRejected(f) {
 
 function createCard(view) {
   state.seq += 1;
-  const rec = {
-    id: String(view.id),
-    view,
-    prefix: 'c' + state.seq,
-    phase: 'open',
-    questions: [],
-    cardErrors: [],
-    foldTimer: 0,
-    supported: view.dialect === 'harness' && Array.isArray(view.questions) &&
-      view.questions.length > 0,
-  };
   const el = make('article', 'card');
+  const rec = {
+    id: String(view.id), view, el, prefix: 'c' + state.seq,
+    phase: 'open', // open -> sending -> (open again if rejected) -> final
+    questions: [], cardErrors: [], foldTimer: 0,
+    supported: view.dialect === 'harness' && Array.isArray(view.questions) && view.questions.length > 0,
+  };
   el.dataset.requestId = rec.id;
-  rec.el = el;
-  const origin = make('p', 'card-origin', AGENT_NOTE);
-  origin.id = rec.prefix + '-origin';
-  el.appendChild(origin);
+  const origin = el.appendChild(make('p', 'card-origin', AGENT_NOTE, { id: rec.prefix + '-origin' }));
   let labelledBy = origin.id;
   if (view.title) {
-    const title = make('h2', 'card-title', view.title);
-    title.id = rec.prefix + '-title';
-    labelledBy = title.id + ' ' + origin.id;
-    el.appendChild(title);
+    labelledBy = rec.prefix + '-title ' + origin.id;
+    el.appendChild(make('h2', 'card-title', view.title, { id: rec.prefix + '-title' }));
   }
   el.setAttribute('aria-labelledby', labelledBy);
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
-  rec.errorEl = make('div', 'card-error');
-  el.appendChild(rec.errorEl);
+  rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
     view.questions.forEach((q, i) => el.appendChild(buildQuestion(rec, q || {}, i)));
   } else {
@@ -309,12 +292,11 @@ function createCard(view) {
 }
 
 function buildCountdown(rec) {
-  const row = make('div', 'countdown-row');
   const bar = make('div', 'bar');
   bar.setAttribute('aria-hidden', 'true');
-  rec.barFill = make('div', 'bar-fill');
-  bar.appendChild(rec.barFill);
+  rec.barFill = bar.appendChild(make('div', 'bar-fill'));
   rec.countdownEl = make('span', 'countdown');
+  const row = make('div', 'countdown-row');
   row.append(bar, rec.countdownEl);
   return row;
 }
@@ -330,68 +312,51 @@ function buildQuestion(rec, q, qi) {
     make('span', 'question-text', q.question),
     make('span', 'question-hint', multi ? 'Pick one or more' : 'Pick one'));
   fieldset.appendChild(legend);
-  const qr = { q, fieldset, multi, inputs: [], serverErrors: [], localError: '' };
-  const list = make('div', 'options');
+  const qr = { q, fieldset, multi, id, inputs: [], serverErrors: [], localError: '' };
+  const list = fieldset.appendChild(make('div', 'options'));
   const options = Array.isArray(q.options) ? q.options : [];
-  options.forEach((opt, oi) => list.appendChild(buildOption(rec, qr, opt || {}, id + '-o' + oi, oi)));
-  fieldset.appendChild(list);
-  fieldset.appendChild(buildOther(rec, qr, id + '-other'));
-  qr.errorEl = make('div', 'question-error');
-  qr.errorEl.id = id + '-err';
+  options.forEach((opt, oi) => list.appendChild(buildOption(rec, qr, opt || {}, oi)));
+  fieldset.appendChild(buildOther(rec, qr));
+  qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
   fieldset.setAttribute('aria-describedby', qr.errorEl.id);
-  fieldset.appendChild(qr.errorEl);
   rec.questions.push(qr);
   return fieldset;
 }
 
-function buildOption(rec, qr, opt, id, index) {
-  const row = make('div', 'option');
-  const input = make('input');
-  input.type = qr.multi ? 'checkbox' : 'radio';
-  input.name = id.replace(/-o\d+$/, '');
-  input.id = id;
-  input.value = String(opt.label ?? '');
+function buildOption(rec, qr, opt, index) {
+  const id = qr.id + '-o' + index;
+  const input = make('input', '', null, {
+    type: qr.multi ? 'checkbox' : 'radio', name: qr.id, id, value: String(opt.label ?? ''),
+  });
   input.addEventListener('change', () => onPick(rec, qr));
-  const label = make('label');
-  label.htmlFor = id;
+  const label = make('label', '', null, { htmlFor: id });
   label.appendChild(make('span', 'option-label', opt.label));
   if (opt.description) label.appendChild(make('span', 'option-desc', opt.description));
+  const row = make('div', 'option');
   row.append(input, label);
-  if (index < 9) {
-    const keyHint = make('span', 'option-key', index + 1);
-    keyHint.setAttribute('aria-hidden', 'true');
-    row.appendChild(keyHint);
-  }
+  if (index < 9) row.appendChild(make('span', 'option-key', index + 1)).setAttribute('aria-hidden', 'true');
   qr.inputs.push(input);
   return row;
 }
 
-function buildOther(rec, qr, id) {
+function buildOther(rec, qr) {
+  const id = qr.id + '-other';
+  qr.other = make('textarea', 'other-input', null,
+    { id, rows: 1, placeholder: 'Write your own answer instead' });
+  qr.other.addEventListener('input', () => onOther(rec, qr));
   const wrap = make('div', 'other');
-  const label = make('label', 'other-label', 'Other…');
-  label.htmlFor = id;
-  const area = make('textarea', 'other-input');
-  area.id = id;
-  area.rows = 1;
-  area.placeholder = 'Write your own answer instead';
-  area.addEventListener('input', () => onOther(rec, qr));
-  wrap.append(label, area);
-  qr.other = area;
+  wrap.append(make('label', 'other-label', 'Other…', { htmlFor: id }), qr.other);
   return wrap;
 }
 
 function buildActions(rec) {
   const actions = make('div', 'card-actions');
   if (rec.supported) {
-    rec.submitBtn = make('button', 'submit', 'Submit');
-    rec.submitBtn.type = 'button';
+    rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
     rec.submitBtn.addEventListener('click', () => submitCard(rec));
-    actions.appendChild(rec.submitBtn);
   }
-  rec.declineBtn = make('button', 'decline', 'Decline');
-  rec.declineBtn.type = 'button';
+  rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
   rec.declineBtn.addEventListener('click', () => declineCard(rec));
-  actions.appendChild(rec.declineBtn);
   const wrap = make('div', 'card-footer');
   rec.statusEl = make('p', 'card-status');
   wrap.append(actions, rec.statusEl);
@@ -466,30 +431,20 @@ function clearServerErrors(rec) {
 function submitCard(rec) {
   if (rec.phase !== 'open') return;
   clearServerErrors(rec);
-  if (!updateReadiness(rec)) {
-    setStatus(rec, 'Answer every question (pick an option or write your own) to submit.');
-    return;
-  }
+  if (!updateReadiness(rec)) return setStatus(rec, 'Answer every question (pick an option or write your own) to submit.');
   const answers = rec.questions.map((qr) => readAnswer(qr).answer);
-  if (!send({ type: 'answer', id: rec.id, response: { answers } })) {
-    setStatus(rec, 'Not connected — wait until the page reconnects, then submit again.');
-    return;
-  }
-  markSending(rec);
+  sendFor(rec, { type: 'answer', id: rec.id, response: { answers } });
 }
 
 function declineCard(rec) {
   if (rec.phase !== 'open') return;
   clearServerErrors(rec);
   renderErrors(rec);
-  if (!send({ type: 'decline', id: rec.id })) {
-    setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
-    return;
-  }
-  markSending(rec);
+  sendFor(rec, { type: 'decline', id: rec.id });
 }
 
-function markSending(rec) {
+function sendFor(rec, frame) {
+  if (!send(frame)) return setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
   rec.phase = 'sending';
   rec.el.classList.add('is-sending');
   setStatus(rec, 'Sending…');
@@ -570,10 +525,7 @@ function scheduleFold(rec, delay) {
 
 function fold(rec) {
   const el = rec.el;
-  if (!el.isConnected) {
-    removeCard(rec);
-    return;
-  }
+  if (!el.isConnected) return removeCard(rec);
   // Height must be a number for the transition to run, so pin it before collapsing.
   el.style.height = el.offsetHeight + 'px';
   void el.offsetHeight;
@@ -616,8 +568,9 @@ function tick() {
   for (const rec of state.cards.values()) {
     const deadline = rec.view.deadline_ms;
     if (typeof deadline !== 'number' || !rec.countdownEl || rec.el.classList.contains('folding')) continue;
-    const remaining = deadline - now;
     const span = Math.max(1, deadline - (rec.view.asked_at_ms || deadline));
+    // The snapshot's clock is a little stale on arrival; never show more than the full span.
+    const remaining = Math.min(span, deadline - now);
     const fraction = Math.min(1, Math.max(0, remaining / span));
     rec.barFill.style.width = (fraction * 100).toFixed(2) + '%';
     rec.el.classList.toggle('is-urgent', remaining <= 10000 || fraction < 0.15);
@@ -638,10 +591,7 @@ function setConnection(name, text) {
 }
 
 function renderPresence(tabs, agentOnline) {
-  if (typeof tabs !== 'number') {
-    ui.presence.replaceChildren();
-    return;
-  }
+  if (typeof tabs !== 'number') return ui.presence.replaceChildren();
   const parts = [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')];
   if (agentOnline === false) parts.push(make('span', 'agent-offline', 'agent offline'));
   ui.presence.replaceChildren(...parts);
@@ -690,10 +640,7 @@ function notify(rec) {
   if (body.length > 140) body = body.slice(0, 139) + '…';
   try {
     const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
-    n.onclick = () => {
-      window.focus();
-      n.close();
-    };
+    n.onclick = () => { window.focus(); n.close(); };
   } catch (_) {
     // Some platforms only allow notifications from a service worker; the title still counts.
   }
@@ -728,7 +675,7 @@ function onCardKeydown(rec, event) {
     return;
   }
   if (!/^[1-9]$/.test(event.key) || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (isTextField(target)) return;
+  if (target.tagName === 'TEXTAREA' || (target.tagName === 'INPUT' && target.type === 'text')) return;
   const qr = rec.questions.find((x) => x.fieldset.contains(target));
   const input = qr && qr.inputs[Number(event.key) - 1];
   if (!input) return;
@@ -752,25 +699,19 @@ function init() {
   // The key lives in the fragment; a changed fragment is a different link, so start over.
   window.addEventListener('hashchange', () => location.reload());
   document.addEventListener('visibilitychange', () => {
-    if (document.hidden) return;
-    state.unseen.clear();
+    if (!document.hidden) state.unseen.clear();
     updateTitle();
   });
-  if (!session) {
+  if (!session || !key) {
     setConnection('closed', 'Not connected');
-    showNotice('This link has no session id. Open the full link your agent printed.');
-    return;
-  }
-  if (!key) {
-    setConnection('closed', 'Not connected');
-    showNotice('This link is missing its key. Open the full link your agent printed — ' +
-      'it ends with #k= followed by the viewer key.');
+    showNotice(!session
+      ? 'This link has no session id. Open the full link your agent printed.'
+      : 'This link is missing its key. Open the full link your agent printed — ' +
+        'it ends with #k= followed by the viewer key.');
     return;
   }
   state.tab = loadTabId();
-  window.addEventListener('online', () => {
-    if (state.retryAt) connect();
-  });
+  window.addEventListener('online', () => { if (state.retryAt) connect(); });
   setInterval(tick, 250);
   connect();
 }
