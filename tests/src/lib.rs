@@ -1,9 +1,11 @@
 //! Shared helpers for askgate's integration tests.
 //!
 //! - [`server`]: a real gateway on port 0 and a headless WebSocket client.
+//! - [`browser`]: headless Chromium through chromedriver, for the answer page.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
 //! - [`oracle`]: the real Python packages as a subprocess.
 
+pub mod browser;
 pub mod harness_gen;
 pub mod oracle;
 pub mod server;

@@ -1,0 +1,1 @@
+//! Headless Chromium driven through chromedriver (WebDriver), for the answer page's tests.
