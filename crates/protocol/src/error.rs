@@ -35,6 +35,8 @@ pub enum ErrorCode {
     DuplicateLabel,
     /// An answer that does not fit its request (the harness's `check_response`).
     InvalidAnswer,
+    /// The gateway could not do it now (storage failed, a limit was reached); try again.
+    Unavailable,
 }
 
 impl ErrorCode {
@@ -54,6 +56,7 @@ impl ErrorCode {
             ErrorCode::DuplicateHeader => "duplicate_header",
             ErrorCode::DuplicateLabel => "duplicate_label",
             ErrorCode::InvalidAnswer => "invalid_answer",
+            ErrorCode::Unavailable => "unavailable",
         }
     }
 }

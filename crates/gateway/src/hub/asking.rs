@@ -1,289 +1,74 @@
-//! The agent's side: open a session, ask (idempotently), withdraw, acknowledge.
+//! The agent's side, for sockets and HTTP alike: ask (idempotently), withdraw, acknowledge,
+//! look up. A socket passes its [`Link`]: replies are then queued to it under the lock, in
+//! the order the hub decides (an `accepted` always before that request's `outcome`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use askgate_protocol::wire::{AskFrame, CheckedAsk, OutcomeFrame, RequestView, ToAgent, ToTab};
+use askgate_protocol::wire::{CheckedAsk, OutcomeFrame, RequestView, ToAgent, ToTab};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use tokio::sync::Notify;
 
+use super::Hub;
 use super::entry::{Entry, EntryState};
-use super::links::{AgentHandle, Frame};
-use super::session::{generated_request_id, generated_session_id};
+use super::links::{Frame, Link};
+use super::resolving::Ending;
+use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
 use crate::store::{StoreOp, StoredRequest, StoredResolution};
 
-impl AgentHandle {
-    fn reply(&self, message: &ToAgent) {
-        self.link.send(Frame::encode(message), &self.hub.metrics);
-    }
+/// What became of an ask.
+#[derive(Clone, Debug)]
+pub enum AskReply {
+    /// Stored and shown to every tab; `created` is false for a repeat of an open request.
+    Accepted {
+        /// The request id (the agent's, or generated).
+        id: RequestId,
+        /// When it times out, if ever.
+        deadline_ms: Option<u64>,
+        /// Whether this ask created it.
+        created: bool,
+    },
+    /// A repeat of a request that has already ended: its outcome.
+    Resolved {
+        /// The request id.
+        id: RequestId,
+        /// How it ended.
+        resolution: StoredResolution,
+    },
+    /// Refused; nothing was stored.
+    Rejected {
+        /// The request id, when one was known.
+        id: Option<RequestId>,
+        /// Why, with paths.
+        errors: Vec<FieldError>,
+        /// The id is already used in the session by different questions.
+        conflict: bool,
+    },
+}
 
-    fn error(&self, code: &str, message: impl Into<String>) {
-        self.reply(&ToAgent::Error {
-            code: code.to_owned(),
-            message: message.into(),
-        });
-    }
+/// What a lookup found.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    /// No such request (never asked, or acked and forgotten).
+    Unknown,
+    /// Still open.
+    Pending {
+        /// When it times out, if ever.
+        deadline_ms: Option<u64>,
+    },
+    /// Ended.
+    Resolved(StoredResolution),
+}
 
-    fn rejected(&self, session: &str, id: Option<&str>, errors: Vec<FieldError>) {
-        count(&self.hub.metrics.rejected_asks);
-        self.reply(&ToAgent::Rejected {
-            session: session.to_owned(),
-            id: id.map(str::to_owned),
-            errors,
-        });
-    }
-
-    /// `open`: creates the session if new and replies `opened` with the viewer link.
-    pub fn open(&self, session: Option<&str>) {
-        let id = match session {
-            None => generated_session_id(),
-            Some(text) => match SessionId::parse(text) {
-                Ok(id) => id,
-                Err(message) => return self.error("bad_session", message),
-            },
-        };
-        let hub = &self.hub;
-        let mut sessions = hub.lock();
-        let Some(session) = hub.session_entry(&mut sessions, &id) else {
-            return self.error(
-                "unavailable",
-                "the gateway holds the most sessions allowed; try again later",
-            );
-        };
-        hub.attach_agent_to(session, &self.link);
-        self.reply(&ToAgent::Opened {
-            session: id.to_string(),
-            viewer_url: hub.keys.viewer_url(&id),
-        });
-    }
-
-    /// `ask`: validates, stores, and shows the request to every tab; replies `accepted` (or the
-    /// stored `outcome` for a repeat of a resolved request) or `rejected`.
-    pub async fn ask(&self, frame: &AskFrame) {
-        match frame.check(self.hub.limits.max_timeout_s) {
-            Ok(checked) => self.ask_checked(checked).await,
-            Err(errors) => self.rejected(&frame.session, frame.id.as_deref(), errors),
-        }
-    }
-
-    async fn ask_checked(&self, ask: CheckedAsk) {
-        let hub = &self.hub;
-        let id = ask.id.clone().unwrap_or_else(generated_request_id);
-        let session_text = ask.session.to_string();
-        let questions = Arc::new(ask.questions);
-        let record = loop {
-            let waiter = {
-                let mut sessions = hub.lock();
-                let Some(session) = hub.session_entry(&mut sessions, &ask.session) else {
-                    return self.rejected(
-                        &session_text,
-                        Some(id.as_str()),
-                        vec![FieldError::new(
-                            "session",
-                            ErrorCode::InvalidValue,
-                            "the gateway holds the most sessions allowed; try again later",
-                        )],
-                    );
-                };
-                hub.attach_agent_to(session, &self.link);
-                match session.requests.get_mut(&id) {
-                    Some(entry) if *entry.questions != *questions => {
-                        return self.rejected(&session_text, Some(id.as_str()), vec![FieldError::new(
-                            "id",
-                            ErrorCode::InvalidValue,
-                            "this request id is already used in this session by different questions",
-                        )]);
-                    }
-                    Some(entry) => match &entry.state {
-                        EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
-                        EntryState::Open | EntryState::Resolving => {
-                            entry.asker = Some(self.link.clone());
-                            return self.reply(&ToAgent::Accepted {
-                                session: session_text,
-                                id: id.to_string(),
-                                deadline_ms: entry.view.deadline_ms,
-                                viewer_url: hub.keys.viewer_url(&ask.session),
-                            });
-                        }
-                        EntryState::Resolved(resolution) => {
-                            entry.asker = Some(self.link.clone());
-                            return self.reply(&outcome_message(&ask.session, &id, resolution));
-                        }
-                    },
-                    None => {
-                        if session.unresolved >= hub.limits.open_requests_per_session {
-                            return self.rejected(&session_text, Some(id.as_str()), vec![FieldError::new(
-                                "",
-                                ErrorCode::TooManyItems,
-                                format!(
-                                    "this session already has {} open requests, the most allowed",
-                                    hub.limits.open_requests_per_session
-                                ),
-                            )]);
-                        }
-                        let asked_at_ms = now_ms();
-                        let view = RequestView {
-                            id: id.to_string(),
-                            dialect: questions.dialect(),
-                            title: ask.title.clone(),
-                            questions: questions.to_json(),
-                            asked_at_ms,
-                            deadline_ms: ask.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
-                        };
-                        let record = StoredRequest {
-                            session: ask.session.clone(),
-                            id: id.clone(),
-                            dialect: view.dialect,
-                            questions: view.questions.clone(),
-                            title: view.title.clone(),
-                            asked_at_ms,
-                            deadline_ms: view.deadline_ms,
-                            resolution: None,
-                        };
-                        let seq = session.next_seq;
-                        session.next_seq += 1;
-                        session.unresolved += 1;
-                        session.requests.insert(
-                            id.clone(),
-                            Entry {
-                                id: id.clone(),
-                                seq,
-                                questions: Arc::clone(&questions),
-                                request_frame: Frame::encode(&ToTab::Request {
-                                    request: view.clone(),
-                                }),
-                                view,
-                                asker: Some(self.link.clone()),
-                                state: EntryState::Committing(Arc::new(Notify::new())),
-                                timer: None,
-                            },
-                        );
-                        break record;
-                    }
-                }
-            };
-            // A twin ask is being stored: wait for it, then answer as for any repeat.
-            waiter.await;
-        };
-        let deadline_ms = record.deadline_ms;
-        let committed = hub.store.commit(vec![StoreOp::Put(record)]).await;
-        let mut sessions = hub.lock();
-        let Some(session) = sessions.get_mut(&ask.session) else {
-            return;
-        };
-        let Some(entry) = session.requests.get_mut(&id) else {
-            return;
-        };
-        let EntryState::Committing(notify) = &entry.state else {
-            return;
-        };
-        let notify = Arc::clone(notify);
-        if let Err(error) = committed {
-            tracing::error!(session = %ask.session, request = %id, %error, "could not store a request");
-            session.requests.remove(&id);
-            session.unresolved -= 1;
-            notify.notify_waiters();
-            drop(sessions);
-            return self.rejected(
-                &session_text,
-                Some(id.as_str()),
-                vec![FieldError::new(
-                    "",
-                    ErrorCode::InvalidValue,
-                    format!("the gateway could not store the request ({error}); try again"),
-                )],
-            );
-        }
-        entry.state = EntryState::Open;
-        if let Some(deadline_ms) = deadline_ms {
-            entry.timer = Some(hub.arm_timer(&ask.session, &id, deadline_ms));
-        }
-        gauge_add(&hub.metrics.open_requests, 1);
-        tracing::debug!(session = %ask.session, request = %id, "accepted");
-        // `accepted` is queued before any tab can see the request, so it precedes the outcome.
-        self.reply(&ToAgent::Accepted {
-            session: session_text,
-            id: id.to_string(),
-            deadline_ms,
-            viewer_url: hub.keys.viewer_url(&ask.session),
-        });
-        let request_frame = entry.request_frame.clone();
-        session.broadcast(&request_frame, &hub.metrics);
-        notify.notify_waiters();
-    }
-
-    /// `cancel`: withdraws an open request; for one already resolved, re-sends its outcome.
-    pub async fn cancel(&self, session: &str, id: &str) {
-        let (Ok(session), Ok(id)) = (SessionId::parse(session), RequestId::parse(id)) else {
-            return self.error("not_found", "no such request");
-        };
-        loop {
-            let waiter = {
-                let mut sessions = self.hub.lock();
-                let entry = sessions
-                    .get_mut(&session)
-                    .and_then(|s| s.requests.get_mut(&id));
-                match entry {
-                    None => {
-                        return self
-                            .error("not_found", format!("no request {id} in session {session}"));
-                    }
-                    Some(entry) => {
-                        entry.asker = Some(self.link.clone());
-                        match &entry.state {
-                            EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
-                            EntryState::Resolved(resolution) => {
-                                return self.reply(&outcome_message(&session, &id, resolution));
-                            }
-                            // A resolution in flight reaches this agent as the asker.
-                            EntryState::Resolving => return,
-                            EntryState::Open => break,
-                        }
-                    }
-                }
-            };
-            waiter.await;
-        }
-        let _ = self
-            .hub
-            .resolve(&session, &id, super::resolving::Ending::Withdrawn)
-            .await;
-    }
-
-    /// `ack`: the agent has the outcome; forget it.
-    pub async fn ack(&self, session: &str, id: &str) {
-        let (Ok(session), Ok(id)) = (SessionId::parse(session), RequestId::parse(id)) else {
-            return;
-        };
-        {
-            let mut sessions = self.hub.lock();
-            let Some(state) = sessions.get_mut(&session) else {
-                return;
-            };
-            match state.requests.get(&id).map(|e| &e.state) {
-                Some(EntryState::Resolved(_)) => {
-                    state.requests.remove(&id);
-                    gauge_add(&self.hub.metrics.kept_outcomes, -1);
-                }
-                Some(_) => {
-                    drop(sessions);
-                    return self.error("not_resolved", format!("request {id} has no outcome yet"));
-                }
-                // Already forgotten: acks are idempotent.
-                None => return,
-            }
-            self.hub.drop_if_idle(&mut sessions, &session);
-        }
-        if let Err(error) = self
-            .hub
-            .store
-            .commit(vec![StoreOp::Delete { session, id }])
-            .await
-        {
-            tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
-        }
-    }
+/// What an `ack` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckReply {
+    /// The outcome was forgotten (or had been already).
+    Forgotten,
+    /// The request has not ended yet.
+    NotResolved,
 }
 
 /// The `outcome` frame of a resolved request.
@@ -299,4 +84,340 @@ pub(super) fn outcome_message(
         by: resolution.by.clone(),
         at_ms: resolution.at_ms,
     })
+}
+
+impl Hub {
+    /// Queues the frame for `reply` to the asking socket, if there is one.
+    fn deliver(&self, asker: Option<&Link>, session: &SessionId, reply: &AskReply) {
+        let Some(asker) = asker else { return };
+        let message = match reply {
+            AskReply::Accepted {
+                id, deadline_ms, ..
+            } => ToAgent::Accepted {
+                session: session.to_string(),
+                id: id.to_string(),
+                deadline_ms: *deadline_ms,
+                viewer_url: self.keys.viewer_url(session),
+            },
+            AskReply::Resolved { id, resolution } => outcome_message(session, id, resolution),
+            AskReply::Rejected { id, errors, .. } => ToAgent::Rejected {
+                session: session.to_string(),
+                id: id.as_ref().map(ToString::to_string),
+                errors: errors.clone(),
+            },
+        };
+        asker.send(Frame::encode(&message), &self.metrics);
+    }
+
+    fn reject(
+        &self,
+        asker: Option<&Link>,
+        session: &SessionId,
+        id: Option<RequestId>,
+        errors: Vec<FieldError>,
+        conflict: bool,
+    ) -> AskReply {
+        count(&self.metrics.rejected_asks);
+        let reply = AskReply::Rejected {
+            id,
+            errors,
+            conflict,
+        };
+        self.deliver(asker, session, &reply);
+        reply
+    }
+
+    /// Asks: stores the request, then shows it to every tab. A repeat of a known request
+    /// (same questions) is answered from what the hub holds; `asker` becomes the socket its
+    /// outcome goes to.
+    pub async fn ask(self: &Arc<Self>, ask: CheckedAsk, asker: Option<&Link>) -> AskReply {
+        let CheckedAsk {
+            session: session_id,
+            id,
+            questions,
+            timeout_ms,
+            title,
+        } = ask;
+        let id = id.unwrap_or_else(generated_request_id);
+        let questions = Arc::new(questions);
+        let record = loop {
+            let waiter = {
+                let mut sessions = self.lock();
+                let Some(session) = self.session_entry(&mut sessions, &session_id) else {
+                    let error = FieldError::new(
+                        "session",
+                        ErrorCode::InvalidValue,
+                        "the gateway holds the most sessions allowed; try again later",
+                    );
+                    return self.reject(asker, &session_id, Some(id), vec![error], false);
+                };
+                if let Some(asker) = asker {
+                    self.attach_agent_to(session, asker);
+                }
+                match session.requests.get_mut(&id) {
+                    Some(entry) if *entry.questions != *questions => {
+                        let error = FieldError::new(
+                            "id",
+                            ErrorCode::InvalidValue,
+                            "this request id is already used in this session by different questions",
+                        );
+                        return self.reject(asker, &session_id, Some(id), vec![error], true);
+                    }
+                    Some(entry) => {
+                        if let Some(asker) = asker {
+                            entry.asker = Some(asker.clone());
+                        }
+                        let reply = match &entry.state {
+                            EntryState::Committing(notify) => {
+                                Err(Arc::clone(notify).notified_owned())
+                            }
+                            EntryState::Open | EntryState::Resolving => Ok(AskReply::Accepted {
+                                id: id.clone(),
+                                deadline_ms: entry.view.deadline_ms,
+                                created: false,
+                            }),
+                            EntryState::Resolved(resolution) => Ok(AskReply::Resolved {
+                                id: id.clone(),
+                                resolution: resolution.clone(),
+                            }),
+                        };
+                        match reply {
+                            Ok(reply) => {
+                                self.deliver(asker, &session_id, &reply);
+                                return reply;
+                            }
+                            // A twin ask is being stored: wait for it, then answer as a repeat.
+                            Err(waiter) => waiter,
+                        }
+                    }
+                    None => {
+                        if session.unresolved >= self.limits.open_requests_per_session {
+                            let error = FieldError::new(
+                                "",
+                                ErrorCode::TooManyItems,
+                                format!(
+                                    "this session already has {} open requests, the most allowed",
+                                    self.limits.open_requests_per_session
+                                ),
+                            );
+                            return self.reject(asker, &session_id, Some(id), vec![error], false);
+                        }
+                        let shown = Shown {
+                            questions: &questions,
+                            title: title.clone(),
+                            timeout_ms,
+                        };
+                        break insert_committing(session, &id, &shown, asker);
+                    }
+                }
+            };
+            waiter.await;
+        };
+        let deadline_ms = record.deadline_ms;
+        let committed = self.store.commit(vec![StoreOp::Put(record)]).await;
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(&session_id) else {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        };
+        let Some(entry) = session.requests.get_mut(&id) else {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        };
+        let EntryState::Committing(notify) = &entry.state else {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        };
+        let notify = Arc::clone(notify);
+        if let Err(error) = committed {
+            tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+            session.requests.remove(&id);
+            session.unresolved -= 1;
+            notify.notify_waiters();
+            let error = FieldError::new(
+                "",
+                ErrorCode::Unavailable,
+                format!("the gateway could not store the request ({error}); try again"),
+            );
+            return self.reject(asker, &session_id, Some(id), vec![error], false);
+        }
+        entry.state = EntryState::Open;
+        if let Some(deadline_ms) = deadline_ms {
+            entry.timer = Some(self.arm_timer(&session_id, &id, deadline_ms));
+        }
+        gauge_add(&self.metrics.open_requests, 1);
+        tracing::debug!(session = %session_id, request = %id, "accepted");
+        let reply = AskReply::Accepted {
+            id: id.clone(),
+            deadline_ms,
+            created: true,
+        };
+        // Queued before any tab can see the request, so it precedes the request's outcome.
+        self.deliver(asker, &session_id, &reply);
+        let request_frame = entry.request_frame.clone();
+        session.broadcast(&request_frame, &self.metrics);
+        notify.notify_waiters();
+        reply
+    }
+
+    /// Withdraws an open request. `None` if there is no such request; otherwise the outcome
+    /// (`withdrawn`, or how it had already ended). A socket's `asker` receives it as a frame.
+    pub async fn withdraw(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        asker: Option<&Link>,
+    ) -> Option<StoredResolution> {
+        loop {
+            let waiter = {
+                let mut sessions = self.lock();
+                let entry = sessions.get_mut(session)?.requests.get_mut(id)?;
+                if let Some(asker) = asker {
+                    entry.asker = Some(asker.clone());
+                }
+                match &entry.state {
+                    EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
+                    EntryState::Resolved(resolution) => {
+                        let reply = AskReply::Resolved {
+                            id: id.clone(),
+                            resolution: resolution.clone(),
+                        };
+                        self.deliver(asker, session, &reply);
+                        return Some(resolution.clone());
+                    }
+                    EntryState::Open | EntryState::Resolving => break,
+                }
+            };
+            waiter.await;
+        }
+        // Withdraw; if another ending won meanwhile, that ending is the answer.
+        let _ = self.resolve(session, id, Ending::Withdrawn).await;
+        match self.wait_for(session, id, Duration::from_secs(30)).await {
+            Lookup::Resolved(resolution) => Some(resolution),
+            Lookup::Unknown | Lookup::Pending { .. } => None,
+        }
+    }
+
+    /// The agent has the outcome: forget it.
+    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
+        {
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(session) else {
+                return AckReply::Forgotten;
+            };
+            match state.requests.get(id).map(|e| &e.state) {
+                Some(EntryState::Resolved(_)) => {
+                    if let Some(entry) = state.requests.remove(id) {
+                        entry.resolved.notify_waiters();
+                    }
+                    gauge_add(&self.metrics.kept_outcomes, -1);
+                }
+                Some(_) => return AckReply::NotResolved,
+                // Already forgotten: acks are idempotent.
+                None => return AckReply::Forgotten,
+            }
+            self.drop_if_idle(&mut sessions, session);
+        }
+        let delete = StoreOp::Delete {
+            session: session.clone(),
+            id: id.clone(),
+        };
+        if let Err(error) = self.store.commit(vec![delete]).await {
+            tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
+        }
+        AckReply::Forgotten
+    }
+
+    /// The request's state, waiting up to `wait` for it to end.
+    pub async fn wait_for(&self, session: &SessionId, id: &RequestId, wait: Duration) -> Lookup {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let waiter = {
+                let sessions = self.lock();
+                let Some(entry) = sessions.get(session).and_then(|s| s.requests.get(id)) else {
+                    return Lookup::Unknown;
+                };
+                match &entry.state {
+                    EntryState::Resolved(resolution) => {
+                        return Lookup::Resolved(resolution.clone());
+                    }
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        return Lookup::Pending {
+                            deadline_ms: entry.view.deadline_ms,
+                        };
+                    }
+                    _ => Arc::clone(&entry.resolved).notified_owned(),
+                }
+            };
+            if tokio::time::timeout_at(deadline, waiter).await.is_err() {
+                // One last look: it may have ended just as the wait ran out.
+                continue;
+            }
+        }
+    }
+}
+
+/// What a new request shows to tabs.
+struct Shown<'a> {
+    questions: &'a Arc<askgate_protocol::QuestionSet>,
+    title: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+/// Puts a new request in the session, in the `Committing` state; returns its store record.
+fn insert_committing(
+    session: &mut Session,
+    id: &RequestId,
+    shown: &Shown<'_>,
+    asker: Option<&Link>,
+) -> StoredRequest {
+    let questions = shown.questions;
+    let asked_at_ms = now_ms();
+    let view = RequestView {
+        id: id.to_string(),
+        dialect: questions.dialect(),
+        title: shown.title.clone(),
+        questions: questions.to_json(),
+        asked_at_ms,
+        deadline_ms: shown.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
+    };
+    let record = StoredRequest {
+        session: session.id.clone(),
+        id: id.clone(),
+        dialect: view.dialect,
+        questions: view.questions.clone(),
+        title: view.title.clone(),
+        asked_at_ms,
+        deadline_ms: view.deadline_ms,
+        resolution: None,
+    };
+    let seq = session.next_seq;
+    session.next_seq += 1;
+    session.unresolved += 1;
+    session.requests.insert(
+        id.clone(),
+        Entry {
+            id: id.clone(),
+            seq,
+            questions: Arc::clone(questions),
+            request_frame: Frame::encode(&ToTab::Request {
+                request: view.clone(),
+            }),
+            view,
+            asker: asker.cloned(),
+            state: EntryState::Committing(Arc::new(Notify::new())),
+            timer: None,
+            resolved: Arc::new(Notify::new()),
+        },
+    );
+    record
 }

@@ -45,6 +45,8 @@ pub(super) struct Entry {
     pub(super) state: EntryState,
     /// The deadline timer, aborted when the request ends another way.
     pub(super) timer: Option<AbortHandle>,
+    /// Woken when the request ends (or is forgotten), for long-polling lookups.
+    pub(super) resolved: Arc<Notify>,
 }
 
 impl Entry {

@@ -7,6 +7,7 @@
 //!
 //! [`Store`]: crate::store::Store
 
+mod agent_side;
 mod asking;
 mod entry;
 mod hub_core;
@@ -14,5 +15,6 @@ mod links;
 mod resolving;
 mod session;
 
+pub use asking::{AckReply, AskReply, Lookup};
 pub use hub_core::{Hub, JoinRefused};
 pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};

@@ -227,6 +227,7 @@ impl Hub {
             );
         }
         entry.state = EntryState::Resolved(resolution);
+        entry.resolved.notify_waiters();
         state.broadcast(&resolved, &self.metrics);
         Ok(())
     }
