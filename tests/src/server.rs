@@ -282,3 +282,63 @@ impl WsClient {
 pub fn raise_open_file_limit() -> u64 {
     rlimit::increase_nofile_limit(u64::MAX).unwrap_or_default()
 }
+
+/// One HTTP exchange with the server: `(status, JSON body or null)`. Plain HTTP/1.1 over a
+/// fresh connection, so tests need no HTTP client library.
+pub async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    key: Option<&str>,
+) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let auth = key
+        .map(|k| format!("Authorization: Bearer {k}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    // Long-polls may take a while; the server bounds them at 60 s.
+    tokio::time::timeout(Duration::from_secs(70), stream.read_to_end(&mut raw))
+        .await
+        .expect("a response in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&raw);
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    out
+}

@@ -93,10 +93,12 @@ impl Default for Limits {
 }
 
 /// Which store keeps requests and outcomes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum StoreKind {
-    /// In memory: lost on restart. For tests and throwaway runs.
+    /// Embedded and durable (redb in the data directory): nothing accepted is lost.
     #[default]
+    Embedded,
+    /// In memory: lost on restart. For tests and throwaway runs.
     Memory,
 }
 

@@ -11,16 +11,17 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, StoreKind};
-use crate::hub::Hub;
+use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
-use crate::store::{MemoryStore, Store};
+use crate::store::{DurableStore, MemoryStore, Store};
 use crate::transport;
 use crate::web::{self, WebAssets};
 
@@ -44,6 +45,7 @@ pub struct AppState {
 
 /// The router, for a given state.
 pub fn router(state: AppState) -> Router {
+    let body_limit = state.hub.limits().max_frame_bytes;
     Router::new()
         .route("/", get(web::landing))
         .route("/s/{session}", get(web::session_page))
@@ -53,6 +55,19 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(transport::metrics))
         .route("/v1/agent", get(transport::agent_endpoint))
         .route("/v1/sessions/{session}/live", get(transport::tab_endpoint))
+        .route(
+            "/v1/sessions/{session}/requests",
+            post(transport::post_request),
+        )
+        .route(
+            "/v1/sessions/{session}/requests/{id}",
+            get(transport::get_request).delete(transport::delete_request),
+        )
+        .route(
+            "/v1/sessions/{session}/requests/{id}/ack",
+            post(transport::ack_request),
+        )
+        .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
 
@@ -63,7 +78,9 @@ pub fn router(state: AppState) -> Router {
 pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState> {
     let store: Arc<dyn Store> = match config.store {
         StoreKind::Memory => Arc::new(MemoryStore::new()),
+        StoreKind::Embedded => Arc::new(DurableStore::open(&config.data_dir)?),
     };
+    let records = store.load().await?;
     let metrics = Arc::new(Metrics::default());
     let hub = Hub::new(
         store,
@@ -71,6 +88,16 @@ pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState
         ViewerKeys::new(config.secret.clone(), public_url),
         metrics,
     );
+    let restored = hub.restore(records).await;
+    if restored != Restored::default() {
+        tracing::info!(
+            open = restored.open,
+            timed_out = restored.timed_out,
+            resolved = restored.resolved,
+            unreadable = restored.unreadable,
+            "restored requests from the store"
+        );
+    }
     Ok(AppState {
         hub,
         agent_keys: AgentKeys::new(&config.agent_keys),

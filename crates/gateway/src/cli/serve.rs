@@ -35,6 +35,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKGATE_DATA_DIR", default_value = "askgate-data")]
     pub data_dir: PathBuf,
 
+    /// Where requests and outcomes are kept: `embedded` (durable, in the data directory) or
+    /// `memory` (lost on restart; for throwaway runs).
+    #[arg(long, env = "ASKGATE_STORE", value_enum, default_value_t = StoreKind::Embedded)]
+    pub store: StoreKind,
+
     /// Serve the web UI from this directory instead of the embedded copy (development).
     #[arg(long, env = "ASKGATE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
@@ -140,7 +145,7 @@ impl ServeArgs {
                 .collect(),
             secret: load_or_create_secret(&secret_file)?,
             data_dir: self.data_dir.clone(),
-            store: StoreKind::Memory,
+            store: self.store,
             web_dir: self.web_dir.clone(),
             limits: self.limits.to_limits()?,
         })

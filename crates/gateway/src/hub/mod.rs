@@ -13,8 +13,10 @@ mod entry;
 mod hub_core;
 mod links;
 mod resolving;
+mod restore;
 mod session;
 
 pub use asking::{AckReply, AskReply, Lookup};
 pub use hub_core::{Hub, JoinRefused};
 pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};
+pub use restore::Restored;

@@ -5,6 +5,7 @@
 //! only once the store has it. A store may group the operations of concurrent commits into
 //! one transaction; each caller still learns whether its own operations are durable.
 
+mod durable;
 mod memory;
 
 use std::future::Future;
@@ -14,6 +15,7 @@ use askgate_protocol::{RequestId, SessionId, Settlement};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use durable::{DurableStore, FILE_NAME, FORMAT_VERSION};
 pub use memory::MemoryStore;
 
 /// A boxed future, so that `Store` can be used as a trait object.
@@ -75,7 +77,7 @@ pub enum StoreOp {
 }
 
 /// The store failed; the operation did not happen.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("store: {0}")]
 pub struct StoreError(pub String);
 

@@ -3,9 +3,11 @@
 
 mod agent;
 mod http;
+mod http_api;
 mod socket;
 mod tab;
 
 pub use agent::agent_endpoint;
 pub use http::{healthz, metrics};
+pub use http_api::{ack_request, delete_request, get_request, post_request};
 pub use tab::tab_endpoint;

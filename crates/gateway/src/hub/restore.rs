@@ -1,0 +1,110 @@
+//! Bringing requests back after a restart: open ones with their deadlines (those that passed
+//! while the gateway was down time out now), resolved ones until their agent collects them.
+
+use std::sync::Arc;
+
+use askgate_protocol::QuestionSet;
+use askgate_protocol::wire::{RequestView, ToTab};
+use tokio::sync::Notify;
+
+use super::Hub;
+use super::entry::{Entry, EntryState};
+use super::links::Frame;
+use super::resolving::Ending;
+use crate::clock::now_ms;
+use crate::metrics::gauge_add;
+use crate::store::StoredRequest;
+
+/// What a restore found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Requests open again.
+    pub open: usize,
+    /// Requests whose deadline passed while down, now timed out.
+    pub timed_out: usize,
+    /// Resolved requests kept for their agents.
+    pub resolved: usize,
+    /// Records that could not be read back (logged and left in the store).
+    pub unreadable: usize,
+}
+
+impl Hub {
+    /// Loads `records` (from [`Store::load`](crate::store::Store::load)) into an empty hub.
+    pub async fn restore(self: &Arc<Self>, mut records: Vec<StoredRequest>) -> Restored {
+        records.sort_by_key(|r| r.asked_at_ms);
+        let mut restored = Restored::default();
+        let mut overdue = Vec::new();
+        {
+            let mut sessions = self.lock();
+            for record in records {
+                let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+                    Ok(questions) => Arc::new(questions),
+                    Err(errors) => {
+                        tracing::error!(session = %record.session, request = %record.id, %errors, "a stored request no longer validates; left in the store");
+                        restored.unreadable += 1;
+                        continue;
+                    }
+                };
+                let session = sessions.entry(record.session.clone()).or_insert_with(|| {
+                    gauge_add(&self.metrics.sessions, 1);
+                    super::session::Session::new(record.session.clone())
+                });
+                let view = RequestView {
+                    id: record.id.to_string(),
+                    dialect: record.dialect,
+                    title: record.title.clone(),
+                    questions: record.questions.clone(),
+                    asked_at_ms: record.asked_at_ms,
+                    deadline_ms: record.deadline_ms,
+                };
+                let state = match record.resolution {
+                    Some(resolution) => {
+                        restored.resolved += 1;
+                        gauge_add(&self.metrics.kept_outcomes, 1);
+                        EntryState::Resolved(resolution)
+                    }
+                    None => {
+                        session.unresolved += 1;
+                        gauge_add(&self.metrics.open_requests, 1);
+                        EntryState::Open
+                    }
+                };
+                let seq = session.next_seq;
+                session.next_seq += 1;
+                let mut entry = Entry {
+                    id: record.id.clone(),
+                    seq,
+                    questions,
+                    request_frame: Frame::encode(&ToTab::Request {
+                        request: view.clone(),
+                    }),
+                    view,
+                    asker: None,
+                    state,
+                    timer: None,
+                    resolved: Arc::new(Notify::new()),
+                };
+                if matches!(entry.state, EntryState::Open) {
+                    match record.deadline_ms {
+                        Some(deadline) if deadline <= now_ms() => {
+                            overdue.push((record.session.clone(), record.id.clone()));
+                        }
+                        Some(deadline) => {
+                            entry.timer =
+                                Some(self.arm_timer(&record.session, &record.id, deadline));
+                            restored.open += 1;
+                        }
+                        None => restored.open += 1,
+                    }
+                }
+                session.requests.insert(record.id, entry);
+            }
+        }
+        for (session, id) in overdue {
+            if self.resolve(&session, &id, Ending::TimedOut).await.is_ok() {
+                restored.timed_out += 1;
+            }
+        }
+        restored
+    }
+}

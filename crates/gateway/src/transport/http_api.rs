@@ -1,0 +1,296 @@
+//! The HTTP API for paused runs: hosts that cannot hold a socket (pydantic-ai's deferred
+//! tools, LangGraph interrupts) post a request, poll or long-poll for its outcome, withdraw it,
+//! and acknowledge it. Same validation, idempotency, keys and error bodies as the socket.
+//!
+//! | call | result |
+//! |---|---|
+//! | `POST /v1/sessions/{session}/requests` | 201 created, 200 repeat, 422 invalid, 409 id taken |
+//! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N ≤ 60 s), 404 |
+//! | `DELETE /v1/sessions/{session}/requests/{id}` | 200 with the outcome (withdrawn, or the earlier one), 404 |
+//! | `POST /v1/sessions/{session}/requests/{id}/ack` | 204, 409 if it has not ended |
+
+use std::time::Duration;
+
+use askgate_protocol::harness::{TopLevelExtras, validate_args};
+use askgate_protocol::wire::AskFrame;
+use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::hub::{AckReply, AskReply, Lookup};
+use crate::server::AppState;
+use crate::store::StoredResolution;
+
+/// Longest long-poll, in seconds.
+pub(super) const MAX_WAIT_S: f64 = 60.0;
+
+/// An error response: a status and `{"errors":[{path, message, code}]}`.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, Vec<FieldError>);
+
+impl ApiError {
+    fn one(status: StatusCode, path: &str, code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError(status, vec![FieldError::new(path, code, message)])
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "errors": self.1 }))).into_response()
+    }
+}
+
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if state.agent_keys.allows(authorization) {
+        Ok(())
+    } else {
+        Err(ApiError::one(
+            StatusCode::UNAUTHORIZED,
+            "",
+            ErrorCode::InvalidValue,
+            "missing or wrong agent key (Authorization: Bearer <key>)",
+        ))
+    }
+}
+
+fn session_id(text: &str) -> Result<SessionId, ApiError> {
+    SessionId::parse(text)
+        .map_err(|m| ApiError::one(StatusCode::NOT_FOUND, "session", ErrorCode::InvalidValue, m))
+}
+
+fn request_id(text: &str) -> Result<RequestId, ApiError> {
+    RequestId::parse(text)
+        .map_err(|m| ApiError::one(StatusCode::NOT_FOUND, "id", ErrorCode::InvalidValue, m))
+}
+
+/// The body of a POST: an ask, with `questions`, or with a tool call's `args` (an object or
+/// JSON text, read as `AskUserRequest.from_tool_call` reads them: other keys ignored).
+#[derive(Deserialize)]
+struct PostBody {
+    id: Option<String>,
+    dialect: Option<String>,
+    questions: Option<Value>,
+    args: Option<Value>,
+    timeout_s: Option<Value>,
+    title: Option<Value>,
+}
+
+fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
+    let unprocessable = |path: &str, message: String| {
+        ApiError::one(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            path,
+            ErrorCode::InvalidValue,
+            message,
+        )
+    };
+    match (&body.questions, &body.args) {
+        (Some(questions), None) => Ok(questions.clone()),
+        (None, Some(args)) => {
+            let args = match args {
+                Value::String(text) => serde_json::from_str::<Value>(text)
+                    .map_err(|e| unprocessable("args", format!("not JSON: {e}")))?,
+                other => other.clone(),
+            };
+            // Only the harness's tool calls carry `args` this way; check the shape here so the
+            // error names `args`, then let the ask's own validation judge the questions.
+            if body.dialect.as_deref().unwrap_or("harness") == "harness" {
+                if let Err(errors) = validate_args(&args, TopLevelExtras::Ignore) {
+                    let errors = errors
+                        .into_vec()
+                        .into_iter()
+                        .map(|e| {
+                            let path = if e.path.is_empty() {
+                                "args".to_owned()
+                            } else {
+                                format!("args.{}", e.path)
+                            };
+                            FieldError::new(path, e.code, e.message)
+                        })
+                        .collect();
+                    return Err(ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors));
+                }
+            }
+            Ok(args.get("questions").cloned().unwrap_or(Value::Null))
+        }
+        (Some(_), Some(_)) => Err(unprocessable(
+            "args",
+            "give `questions` or `args`, not both".into(),
+        )),
+        (None, None) => Err(unprocessable(
+            "questions",
+            "required field is missing".into(),
+        )),
+    }
+}
+
+fn resolved_body(id: &RequestId, resolution: &StoredResolution) -> Value {
+    json!({
+        "state": "resolved",
+        "id": id.as_str(),
+        "outcome": resolution.settlement.outcome,
+        "response": resolution.settlement.response,
+        "result": resolution.settlement.result,
+        "model_text": resolution.settlement.model_text,
+        "by": resolution.by,
+        "at_ms": resolution.at_ms,
+    })
+}
+
+/// `POST /v1/sessions/{session}/requests`.
+pub async fn post_request(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let session = session_id(&session)?;
+    let body: PostBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::one(
+            StatusCode::BAD_REQUEST,
+            "",
+            ErrorCode::InvalidJson,
+            format!("the body is not a request: {e}"),
+        )
+    })?;
+    let frame = AskFrame {
+        session: session.to_string(),
+        id: body.id.clone(),
+        dialect: body.dialect.clone(),
+        questions: questions_of(&body)?,
+        timeout_s: body.timeout_s.clone(),
+        title: body.title.clone(),
+    };
+    let checked = frame
+        .check(state.hub.limits().max_timeout_s)
+        .map_err(|errors| ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors))?;
+    let viewer_url = state.hub.keys().viewer_url(&session);
+    match state.hub.ask(checked, None).await {
+        AskReply::Accepted {
+            id,
+            deadline_ms,
+            created,
+        } => {
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            let body = json!({"state": "pending", "id": id.as_str(), "deadline_ms": deadline_ms, "viewer_url": viewer_url});
+            Ok((status, Json(body)).into_response())
+        }
+        AskReply::Resolved { id, resolution } => {
+            let mut body = resolved_body(&id, &resolution);
+            body["viewer_url"] = json!(viewer_url);
+            Ok((StatusCode::OK, Json(body)).into_response())
+        }
+        AskReply::Rejected {
+            errors, conflict, ..
+        } => {
+            let unavailable = errors.iter().any(|e| e.code == ErrorCode::Unavailable);
+            let status = if conflict {
+                StatusCode::CONFLICT
+            } else if unavailable {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            Err(ApiError(status, errors))
+        }
+    }
+}
+
+/// `?wait_s=N`.
+#[derive(Deserialize)]
+pub struct WaitQuery {
+    wait_s: Option<f64>,
+}
+
+/// `GET /v1/sessions/{session}/requests/{id}?wait_s=N`.
+pub async fn get_request(
+    State(state): State<AppState>,
+    Path((session, id)): Path<(String, String)>,
+    Query(query): Query<WaitQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let (session, id) = (session_id(&session)?, request_id(&id)?);
+    let wait_s = query.wait_s.unwrap_or(0.0);
+    if !(0.0..=MAX_WAIT_S).contains(&wait_s) {
+        return Err(ApiError::one(
+            StatusCode::BAD_REQUEST,
+            "wait_s",
+            ErrorCode::InvalidValue,
+            format!("must be between 0 and {MAX_WAIT_S} seconds, got {wait_s}"),
+        ));
+    }
+    let wait = Duration::from_secs_f64(wait_s);
+    let lookup = tokio::select! {
+        lookup = state.hub.wait_for(&session, &id, wait) => lookup,
+        // A shutdown ends the poll early with the current state; the host polls again.
+        () = state.shutdown.cancelled() => state.hub.wait_for(&session, &id, Duration::ZERO).await,
+    };
+    match lookup {
+        Lookup::Unknown => Err(not_found(&session, &id)),
+        Lookup::Pending { deadline_ms } => Ok(Json(json!({
+            "state": "pending",
+            "id": id.as_str(),
+            "deadline_ms": deadline_ms,
+            "viewer_url": state.hub.keys().viewer_url(&session),
+        }))
+        .into_response()),
+        Lookup::Resolved(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
+    }
+}
+
+/// `DELETE /v1/sessions/{session}/requests/{id}`.
+pub async fn delete_request(
+    State(state): State<AppState>,
+    Path((session, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let (session, id) = (session_id(&session)?, request_id(&id)?);
+    match state.hub.withdraw(&session, &id, None).await {
+        Some(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
+        None => Err(not_found(&session, &id)),
+    }
+}
+
+/// `POST /v1/sessions/{session}/requests/{id}/ack`.
+pub async fn ack_request(
+    State(state): State<AppState>,
+    Path((session, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let (session, id) = (session_id(&session)?, request_id(&id)?);
+    match state.hub.acknowledge(&session, &id).await {
+        AckReply::Forgotten => Ok(StatusCode::NO_CONTENT.into_response()),
+        AckReply::NotResolved => Err(ApiError::one(
+            StatusCode::CONFLICT,
+            "id",
+            ErrorCode::InvalidValue,
+            "the request has not ended yet; withdraw it with DELETE instead",
+        )),
+    }
+}
+
+fn not_found(session: &SessionId, id: &RequestId) -> ApiError {
+    ApiError::one(
+        StatusCode::NOT_FOUND,
+        "id",
+        ErrorCode::InvalidValue,
+        format!(
+            "no request {id} in session {session} (never asked, or acknowledged and forgotten)"
+        ),
+    )
+}
