@@ -5,10 +5,12 @@
 //! works.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use askgate::config::Config;
 use askgate::server::{self, AppState};
+use askgate::store::Store;
 use askgate_protocol::SessionId;
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -43,12 +45,25 @@ impl TestServer {
 
     /// A server with `config`.
     pub async fn start_with(config: Config) -> Self {
+        Self::try_start(config, None).await.expect("server state")
+    }
+
+    /// A server with `config` over `store`.
+    pub async fn start_with_store(config: Config, store: Arc<dyn Store>) -> Self {
+        Self::try_start(config, Some(store))
+            .await
+            .expect("server state")
+    }
+
+    /// A server with `config`, or why it could not start (a store that cannot open...).
+    pub async fn try_start(config: Config, store: Option<Arc<dyn Store>>) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let addr = listener.local_addr().expect("local addr");
         let public_url = format!("http://{addr}");
-        let state = server::build(&config, &public_url)
-            .await
-            .expect("server state");
+        let state = match store {
+            Some(store) => server::build_with_store(&config, &public_url, store).await?,
+            None => server::build(&config, &public_url).await?,
+        };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = {
             let state = state.clone();
@@ -60,13 +75,13 @@ impl TestServer {
                 .await
             })
         };
-        TestServer {
+        Ok(TestServer {
             addr,
             state,
             config,
             stop: Some(stop),
             task: Some(task),
-        }
+        })
     }
 
     /// `ws://addr{path}`.

@@ -80,6 +80,18 @@ pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState
         StoreKind::Memory => Arc::new(MemoryStore::new()),
         StoreKind::Embedded => Arc::new(DurableStore::open(&config.data_dir)?),
     };
+    build_with_store(config, public_url, store).await
+}
+
+/// The hub and state over a given store (restored from it).
+///
+/// # Errors
+/// The store cannot be read.
+pub async fn build_with_store(
+    config: &Config,
+    public_url: &str,
+    store: Arc<dyn Store>,
+) -> anyhow::Result<AppState> {
     let records = store.load().await?;
     let metrics = Arc::new(Metrics::default());
     let hub = Hub::new(
@@ -161,7 +173,8 @@ pub async fn serve(
     {
         tracing::warn!("some sockets did not close within the grace period");
     }
-    sweeper.abort();
+    // The sweeper stops on the token; waiting for it releases its hold on the hub and store.
+    let _ = sweeper.await;
     served
 }
 

@@ -119,11 +119,14 @@ impl Hub {
         id: &RequestId,
         deadline_ms: u64,
     ) -> AbortHandle {
-        let hub = Arc::clone(self);
+        // A weak handle: a sleeping timer must not keep a stopped gateway (and its store) alive.
+        let hub = Arc::downgrade(self);
         let (session, id) = (session.clone(), id.clone());
         tokio::spawn(async move {
             tokio::time::sleep(until(deadline_ms)).await;
-            let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
+            if let Some(hub) = hub.upgrade() {
+                let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
+            }
         })
         .abort_handle()
     }

@@ -37,9 +37,20 @@ struct Job {
 /// Requests and outcomes in a redb file, written with group commit.
 pub struct DurableStore {
     db: Arc<Database>,
-    /// Jobs for the writer thread; it stops when the store is dropped.
-    jobs: std_mpsc::Sender<Job>,
+    /// Jobs for the writer thread; dropping it stops the thread.
+    jobs: Option<std_mpsc::Sender<Job>>,
+    /// The writer thread, joined on drop so the file is closed when the store is gone.
+    writer: Option<std::thread::JoinHandle<()>>,
     path: PathBuf,
+}
+
+impl Drop for DurableStore {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for DurableStore {
@@ -74,11 +85,16 @@ impl DurableStore {
         let db = Arc::new(db);
         let (jobs, queue) = std_mpsc::channel::<Job>();
         let writer_db = Arc::clone(&db);
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("askgate-store".into())
             .spawn(move || write_loop(&writer_db, &queue))
             .map_err(|e| err("starting the store's writer thread", e))?;
-        Ok(DurableStore { db, jobs, path })
+        Ok(DurableStore {
+            db,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            path,
+        })
     }
 
     /// The database file.
@@ -197,7 +213,10 @@ fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Resu
 impl Store for DurableStore {
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
         let (done, committed) = oneshot::channel();
-        let sent = self.jobs.send(Job { ops, done });
+        let sent = match &self.jobs {
+            Some(jobs) => jobs.send(Job { ops, done }).map_err(|_| ()),
+            None => Err(()),
+        };
         Box::pin(async move {
             sent.map_err(|_| StoreError("the store's writer thread has stopped".into()))?;
             committed

@@ -1,0 +1,189 @@
+//! Nothing lost across a restart, and clear errors when storage fails.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use askgate::config::{Config, StoreKind};
+use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate_tests::server::{TestServer, answer, ask, test_config};
+use serde_json::json;
+
+fn durable_config(dir: &std::path::Path) -> Config {
+    let mut config = test_config();
+    config.store = StoreKind::Embedded;
+    config.data_dir = dir.to_path_buf();
+    config
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "askgate-{name}-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// After a restart open requests come back with their deadlines (tabs get the same
+/// snapshot) and agents re-asking get the outcomes given before it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_keeps_open_requests_and_outcomes() {
+    let dir = temp_dir("restart");
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    for id in ["open-1", "open-2", "answered"] {
+        agent.send(&ask("s", id, &["Color"], Some(600.0))).await;
+        agent.recv_type("accepted").await;
+        tab.recv_until("request").await;
+    }
+    tab.send(&answer("answered", &["Color"], "Green")).await;
+    let outcome = agent.recv_type("outcome").await;
+    let (_, before) = server.tab("s").await;
+    server.shutdown().await.unwrap();
+
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let (_, after) = server.tab("s").await;
+    assert_eq!(
+        after["requests"], before["requests"],
+        "the same open requests, deadlines included"
+    );
+    let mut agent = server.agent().await;
+    agent
+        .send(&ask("s", "answered", &["Color"], Some(600.0)))
+        .await;
+    assert_eq!(agent.recv_type("outcome").await, outcome);
+    agent
+        .send(&ask("s", "open-1", &["Color"], Some(600.0)))
+        .await;
+    let accepted = agent.recv_type("accepted").await;
+    assert_eq!(
+        accepted["deadline_ms"],
+        before["requests"][0]["deadline_ms"]
+    );
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A request whose deadline passed while the gateway was down times out at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn deadlines_that_passed_while_down_time_out_at_start() {
+    let dir = temp_dir("overdue");
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], Some(0.2))).await;
+    let accepted = agent.recv_type("accepted").await;
+    agent.close().await;
+    // Stop before the deadline fires (aborting its timer), then start after it has passed.
+    server.shutdown().await.unwrap();
+    let deadline = accepted["deadline_ms"].as_u64().unwrap();
+    while askgate::clock::now_ms() <= deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], Some(0.2))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "timed_out");
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A data directory written in another format version is a clear error at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_format_version_is_refused_clearly() {
+    let dir = temp_dir("format");
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let db = redb::Database::create(dir.join(askgate::store::FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn
+                .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+                .unwrap();
+            meta.insert("format", 99).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let error = TestServer::try_start(durable_config(&dir), None)
+        .await
+        .err()
+        .expect("refused");
+    let message = format!("{error:#}");
+    assert!(
+        message.contains("format 99") && message.contains("reads format 1"),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A data directory that cannot be created is a clear error at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unwritable_data_dir_is_a_clear_error() {
+    let file = temp_dir("not-a-dir");
+    std::fs::write(&file, b"a file where the directory should be").unwrap();
+    let error = TestServer::try_start(durable_config(&file.join("data")), None)
+        .await
+        .err()
+        .expect("refused");
+    let message = format!("{error:#}");
+    assert!(message.contains("creating the data directory"), "{message}");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// A store that fails at commit time: asks are refused with a clear error, answers are
+/// refused and their request stays open, never an answer silently dropped.
+#[derive(Default)]
+struct FlakyStore {
+    inner: MemoryStore,
+    failing: AtomicBool,
+}
+
+impl Store for FlakyStore {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Box::pin(async {
+                Err(StoreError("No space left on device (os error 28)".into()))
+            });
+        }
+        self.inner.commit(ops)
+    }
+
+    fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
+        self.inner.load()
+    }
+}
+
+/// When the store fails, the peer that asked or answered is told, and nothing is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_store_is_a_clear_error_to_the_peer() {
+    let store = Arc::new(FlakyStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    store.failing.store(true, Ordering::SeqCst);
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    let rejected = tab.recv_until("answer_rejected").await;
+    assert!(
+        rejected["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("No space left"),
+        "{rejected}"
+    );
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    let refused = agent.recv_type("rejected").await;
+    assert_eq!(refused["errors"][0]["code"], "unavailable");
+    store.failing.store(false, Ordering::SeqCst);
+    // The request stayed open: the same answer now wins.
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    assert_eq!(tab.recv_until("resolved").await["outcome"], "answered");
+    assert_eq!(
+        agent.recv_type("outcome").await["result"],
+        json!({"Color": ["Red"]})
+    );
+}
