@@ -248,3 +248,78 @@ async fn the_api_takes_the_agent_keys() {
         201
     );
 }
+
+/// pydantic-ai's deferred flow: a `ask_user_question` call as `DeferredToolRequests` carries
+/// it (arguments as JSON text or an object, the tool call id), posted with the call id as the
+/// request id and answered in a tab, comes back as exactly what the real
+/// `ask_user_result` returns for `DeferredToolResults`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deferred_tool_call_comes_back_as_ask_user_result() {
+    use askgate_tests::oracle;
+    let server = TestServer::start().await;
+    let (mut tab, _) = server.tab("run-1").await;
+    let args = json!({"questions": [
+        {"header": "  Plan ", "question": "Which plan?", "options": [{"label": "Free"}, {"label": "Pro", "description": "Paid"}]},
+        {"header": "Extras", "question": "Which extras?", "options": [{"label": "SSO"}, {"label": "Audit"}, {"label": "SLA"}], "multi_select": "yes"}
+    ]});
+    let calls = [
+        ("call_Xy12", json!(args.to_string())),
+        ("toolu_01AbC", args.clone()),
+    ];
+    let mut lines = Vec::new();
+    let mut ours = Vec::new();
+    for (tool_call_id, call_args) in calls {
+        let (status, body) = http(
+            server.addr,
+            "POST",
+            "/v1/sessions/run-1/requests",
+            Some(&json!({"id": tool_call_id, "args": call_args})),
+            None,
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        let request = tab.recv_until("request").await;
+        assert_eq!(
+            request["request"]["questions"][0]["header"], "Plan",
+            "stored stripped"
+        );
+        tab.send(
+            &json!({"type": "answer", "id": tool_call_id, "response": {"answers": [
+                {"header": "Extras", "selected": ["SLA", "SSO"]},
+                {"header": "Plan", "custom_answer": "Team, if it exists"}
+            ]}}),
+        )
+        .await;
+        let (status, resolved) = http(
+            server.addr,
+            "GET",
+            &format!("/v1/sessions/run-1/requests/{tool_call_id}?wait_s=10"),
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, resolved["outcome"].as_str()),
+            (200, Some("answered")),
+            "{resolved}"
+        );
+        let mut response = resolved["response"].clone();
+        response.as_object_mut().unwrap().remove("cancelled");
+        lines.push(json!({"dialect": "harness", "kind": "response", "input": {"request": args, "response": response}}).to_string());
+        ours.push(resolved);
+    }
+    let python = oracle::harness_python().expect("the harness virtualenv");
+    let script = oracle::repo_root().join("tests/oracle/harness_oracle.py");
+    let real = oracle::ask(
+        &python,
+        &script,
+        &lines,
+        std::time::Duration::from_secs(120),
+    )
+    .expect("the oracle answers");
+    for (ours, real) in ours.iter().zip(&real) {
+        assert_eq!(real["ok"], true, "{real}");
+        assert_eq!(ours["result"], real["normalized"]["result"]);
+        assert_eq!(ours["model_text"], real["normalized"]["model_text"]);
+    }
+}
