@@ -187,3 +187,34 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
         json!({"Color": ["Red"]})
     );
 }
+
+/// Unacknowledged outcomes are kept for the retention period, then swept from the hub and
+/// the store.
+#[tokio::test(flavor = "multi_thread")]
+async fn outcomes_past_their_retention_are_swept() {
+    let dir = temp_dir("retention");
+    let mut config = durable_config(&dir);
+    config.limits.retention = std::time::Duration::from_millis(200);
+    let server = TestServer::start_with(config.clone()).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    agent.recv_type("outcome").await;
+    assert_eq!(
+        server.state.hub.sweep().await,
+        0,
+        "kept within the retention period"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    assert_eq!(server.state.hub.sweep().await, 1);
+    assert_eq!(server.state.hub.census().2, 0);
+    drop((tab, agent));
+    server.shutdown().await.unwrap();
+    let server = TestServer::start_with(config).await;
+    assert_eq!(server.state.hub.census().2, 0, "gone from the store too");
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
