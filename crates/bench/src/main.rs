@@ -1,0 +1,3 @@
+//! askgate-bench: placeholder until the load generator lands.
+
+fn main() {}
