@@ -1,0 +1,548 @@
+//! The answer page in a real headless Chromium: an agent asks over its socket, the test
+//! clicks and types in the page, and checks both what the page shows and what the agent gets.
+
+use askgate_tests::browser::Browser;
+use askgate_tests::oracle::repo_root;
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, ask};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// The page's URL for `session`, key in the fragment, as the agent would print it.
+fn page_url(server: &TestServer, session: &str) -> String {
+    server.http_url(&format!("/s/{session}#k={}", server.viewer_key(session)))
+}
+
+/// The card of request `id`.
+fn card(id: &str) -> String {
+    format!(r#"article[data-request-id="{id}"]"#)
+}
+
+/// Inside the card of request `id`, the question with `header`.
+fn question(id: &str, header: &str) -> String {
+    format!(r#"{} fieldset[data-header="{header}"]"#, card(id))
+}
+
+/// The option input labelled `label` of that question.
+fn option(id: &str, header: &str, label: &str) -> String {
+    format!(r#"{} input[value="{label}"]"#, question(id, header))
+}
+
+/// A browser on the page of `session`, once its socket is open.
+async fn open_page(server: &TestServer, session: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(&page_url(server, session)).await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    browser
+}
+
+/// An agent that has asked `frame` and had it accepted.
+async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
+    let mut agent = server.agent().await;
+    agent.send(frame).await;
+    agent.recv_type("accepted").await;
+    agent
+}
+
+/// This page's tab id, as it told the gateway.
+async fn tab_id(browser: &Browser) -> String {
+    let id = browser
+        .execute("return sessionStorage.getItem('askgate.tab');", json!([]))
+        .await;
+    id.as_str().expect("a stored tab id").to_owned()
+}
+
+/// A question asked while the page is open appears as a card with its header, text and options.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_appears_as_a_card() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    browser.wait_for("#empty:not([hidden])").await;
+    browser.wait_for_text("#presence", "1 tab watching").await;
+
+    let _agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    let q = question("r1", "Color");
+    browser.wait_for(&q).await;
+    assert_eq!(
+        browser.text_of(&format!("{q} .chip")).await.unwrap(),
+        "Color"
+    );
+    assert_eq!(
+        browser
+            .text_of(&format!("{q} .question-text"))
+            .await
+            .unwrap(),
+        "Which Color?"
+    );
+    assert_eq!(
+        browser
+            .text_of(&format!("{q} .question-hint"))
+            .await
+            .unwrap(),
+        "Pick one"
+    );
+    let options = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map(\
+             (i) => [i.type, i.value, i.labels[0].textContent]);",
+            json!([format!("{q} input")]),
+        )
+        .await;
+    assert_eq!(
+        options,
+        json!([
+            ["radio", "Red", "Red"],
+            ["radio", "Blue", "Blue"],
+            ["radio", "Green", "GreenA calm colour"]
+        ])
+    );
+    browser.find(&format!("{q} .other-input")).await;
+    assert_eq!(
+        browser.text_of("#empty[hidden]").await.as_deref(),
+        Some("No open questions. This page updates live when the agent asks.")
+    );
+    // Nothing picked yet, so nothing to submit.
+    let submit = format!("{} .submit", card("r1"));
+    assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
+    assert_eq!(browser.console_errors().await, Vec::<String>::new());
+}
+
+/// Picking an option and submitting hands the agent that answer; the card says it was sent,
+/// then folds away.
+#[tokio::test(flavor = "multi_thread")]
+async fn picking_and_submitting_delivers_the_answer() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+
+    browser.click(&option("r1", "Color", "Blue")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["result"], json!({"Color": ["Blue"]}));
+    assert_eq!(outcome["by"], tab_id(&browser).await);
+    let done = format!(r#"{}[data-state="answered"][data-by="self"]"#, card("r1"));
+    browser.wait_for(&done).await;
+    browser
+        .wait_for_text(&format!("{done} .card-status"), "Sent ✓")
+        .await;
+    browser.wait_gone(&card("r1")).await;
+    browser.wait_for("#empty:not([hidden])").await;
+}
+
+/// A second window on the same link sees the card resolve when the first one answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_window_sees_the_answer_land() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let first = browser.window().await;
+    let second = browser.new_window().await;
+    browser.goto(&page_url(&server, "s")).await;
+    browser.wait_for_text("#presence", "2 tabs watching").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    browser.wait_for(&card("r1")).await;
+
+    browser.switch_to(&first).await;
+    browser.click(&option("r1", "Color", "Green")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    assert_eq!(
+        agent.recv_type("outcome").await["result"],
+        json!({"Color": ["Green"]})
+    );
+
+    browser.switch_to(&second).await;
+    let other = format!(r#"{}[data-state="answered"][data-by="other"]"#, card("r1"));
+    browser.wait_for(&other).await;
+    let status = browser
+        .text_of(&format!("{other} .card-status"))
+        .await
+        .unwrap();
+    assert_eq!(status, "Answered in another tabColorGreen");
+    let submit = format!("{other} .submit");
+    assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
+}
+
+/// A multi-select question sends every ticked option, in the order the options are listed.
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_select_sends_every_tick_in_option_order() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut frame = ask("s", "r1", &["Colors"], None);
+    frame["questions"][0]["multi_select"] = json!(true);
+    let mut agent = agent_asking(&server, &frame).await;
+
+    browser
+        .wait_for_text(&question("r1", "Colors"), "Pick one or more")
+        .await;
+    assert_eq!(
+        browser
+            .attr(&option("r1", "Colors", "Red"), "type")
+            .await
+            .as_deref(),
+        Some("checkbox")
+    );
+    for label in ["Green", "Blue", "Red"] {
+        browser.click(&option("r1", "Colors", label)).await;
+    }
+    browser.click(&option("r1", "Colors", "Blue")).await; // and untick Blue again
+    browser.click(&format!("{} .submit", card("r1"))).await;
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["result"], json!({"Colors": ["Red", "Green"]}));
+    assert_eq!(
+        outcome["response"]["answers"],
+        json!([{"header": "Colors", "selected": ["Red", "Green"]}])
+    );
+}
+
+/// Text typed in "Other…" is sent as a custom answer, and typing it clears the picked option.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_answer_replaces_the_picks() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+
+    let blue = option("r1", "Color", "Blue");
+    let checked = "return document.querySelector(arguments[0]).checked;";
+    browser.click(&blue).await;
+    assert_eq!(browser.execute(checked, json!([blue])).await, json!(true));
+    let other = format!("{} .other-input", question("r1", "Color"));
+    browser.type_into(&other, "Teal, with a hint of grey").await;
+    assert_eq!(browser.execute(checked, json!([blue])).await, json!(false));
+    browser.click(&format!("{} .submit", card("r1"))).await;
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(
+        outcome["result"],
+        json!({"Color": ["Teal, with a hint of grey"]})
+    );
+    assert_eq!(
+        outcome["response"]["answers"],
+        json!([{"header": "Color", "custom_answer": "Teal, with a hint of grey"}])
+    );
+}
+
+/// Declining hands the agent `declined`, and the card says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn declining_tells_the_agent() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+
+    browser.click(&format!("{} .decline", card("r1"))).await;
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "declined");
+    assert_eq!(
+        outcome["response"],
+        json!({"answers": [], "cancelled": true})
+    );
+    let declined = format!(r#"{}[data-state="declined"][data-by="self"]"#, card("r1"));
+    browser
+        .wait_for_text(&format!("{declined} .card-status"), "Declined")
+        .await;
+}
+
+/// A question with a deadline counts its seconds down, then shows "Timed out" while the agent
+/// gets `timed_out`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_countdown_runs_out() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], Some(3.0))).await;
+
+    let countdown = format!("{} .countdown", card("r1"));
+    let seconds_left = "const m = /^(\\d+) s left$/.exec(\
+                        document.querySelector(arguments[0])?.textContent ?? ''); \
+                        return m && Number(m[1]) < arguments[1] ? Number(m[1]) : null;";
+    let first = browser
+        .wait_until(seconds_left, json!([countdown, 4]))
+        .await;
+    let later = browser
+        .wait_until(seconds_left, json!([countdown, first]))
+        .await;
+    assert!(
+        later.as_u64().unwrap() < first.as_u64().unwrap(),
+        "{later} after {first}"
+    );
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "timed_out");
+    let timed_out = format!(r#"{}[data-state="timed_out"]"#, card("r1"));
+    browser
+        .wait_for_text(&format!("{timed_out} .card-status"), "Timed out")
+        .await;
+    let submit = format!("{timed_out} .submit");
+    assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
+}
+
+/// Reloading the page while a question is open shows the same question again, still
+/// answerable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_restores_an_open_question() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    browser.click(&option("r1", "Color", "Red")).await;
+
+    browser
+        .execute(
+            "document.querySelector(arguments[0]).dataset.before = 'reload';",
+            json!([card("r1")]),
+        )
+        .await;
+    browser.reload().await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    browser.wait_for(&card("r1")).await;
+    assert_eq!(browser.attr(&card("r1"), "data-before").await, None);
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('article.card').length;",
+                json!([])
+            )
+            .await,
+        json!(1)
+    );
+
+    browser.click(&option("r1", "Color", "Blue")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    assert_eq!(
+        agent.recv_type("outcome").await["result"],
+        json!({"Color": ["Blue"]})
+    );
+    browser
+        .wait_for(&format!(
+            r#"{}[data-state="answered"][data-by="self"]"#,
+            card("r1")
+        ))
+        .await;
+}
+
+/// Markup in the agent's text is shown as text, never run; and unbroken long words wrap
+/// instead of widening the page, on a phone and on a desktop.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_text_is_shown_as_text_and_never_widens_the_page() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let img = r#"<img src=x onerror="window.__pwned=1">"#;
+    let script = "<script>window.__pwned=2</script>";
+    let long_word = "W".repeat(500);
+    let long_label = "M".repeat(50);
+    let frame = json!({"type": "ask", "session": "s", "id": "r1",
+        "title": r#"<img src=y onerror="window.__pwned=3">"#,
+        "questions": [
+            {"header": "<b>bold</b>", "question": img, "options": [
+                {"label": script, "description": "<i>not italic</i>"},
+                {"label": "Plain"}]},
+            {"header": "Long", "question": long_word, "options": [
+                {"label": long_label, "description": "D".repeat(200)},
+                {"label": "Short"}]}]});
+    let _agent = agent_asking(&server, &frame).await;
+
+    let hostile = question("r1", "<b>bold</b>");
+    browser.wait_for(&hostile).await;
+    assert_eq!(
+        browser
+            .text_of(&format!("{hostile} .question-text"))
+            .await
+            .unwrap(),
+        img
+    );
+    assert_eq!(
+        browser.text_of(&format!("{hostile} .chip")).await.unwrap(),
+        "<b>bold</b>"
+    );
+    assert_eq!(
+        browser
+            .text_of(&format!("{hostile} .option-label"))
+            .await
+            .unwrap(),
+        script
+    );
+    assert_eq!(
+        browser
+            .text_of(&format!("{} .card-title", card("r1")))
+            .await
+            .unwrap(),
+        r#"<img src=y onerror="window.__pwned=3">"#
+    );
+    let injected = browser
+        .execute(
+            "return [document.querySelectorAll(arguments[0] + ' :is(img, script, b, i)').length, \
+             window.__pwned ?? null];",
+            json!([card("r1")]),
+        )
+        .await;
+    assert_eq!(injected, json!([0, null]));
+
+    let long = question("r1", "Long");
+    assert_eq!(
+        browser
+            .text_of(&format!("{long} .question-text"))
+            .await
+            .unwrap(),
+        long_word
+    );
+    // The card clips what overflows it, so the page's width alone would not show a long word
+    // running out of its box: every element must also fit its own width.
+    let overflowing = "return [document.documentElement, \
+        ...document.querySelectorAll(arguments[0] + ' *')] \
+        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
+        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
+    for (width, height) in [(360, 800), (1280, 900)] {
+        browser.set_viewport_size(width, height).await;
+        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
+        assert_eq!(offenders, json!([]), "at {width} px wide");
+    }
+}
+
+/// An answer the page lets through but the gateway refuses is shown beside its question, and
+/// the card stays open for a corrected answer.
+///
+/// U+2FFC was assigned in Unicode 15.1: the browser knows it as a printable character, while
+/// the harness (Unicode 14.0) counts it as unassigned and rejects it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_answer_is_shown_beside_its_question() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color", "Size"], None)).await;
+    assert_eq!(
+        browser
+            .execute("return /\\p{C}/u.test('\\u2FFC');", json!([]))
+            .await,
+        json!(false),
+        "this test needs a browser whose Unicode is 15.1 or later"
+    );
+
+    let size = question("r1", "Size");
+    browser.click(&option("r1", "Color", "Red")).await;
+    browser
+        .type_into(&format!("{size} .other-input"), "Tall \u{2FFC}")
+        .await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+
+    browser
+        .wait_for_text(
+            &format!("{size} .question-error"),
+            "must not contain control characters or invisible formatting",
+        )
+        .await;
+    browser.wait_for(&format!("{size}.has-error")).await;
+    assert_eq!(
+        browser
+            .text_of(&format!("{} .question-error", question("r1", "Color")))
+            .await
+            .as_deref(),
+        Some("")
+    );
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Not accepted")
+        .await;
+    assert_eq!(browser.attr(&card("r1"), "data-state").await, None);
+
+    // Backspace twice takes the character and its space away; the error goes with it.
+    browser
+        .type_into(&format!("{size} .other-input"), "\u{E003}\u{E003}")
+        .await;
+    browser.wait_gone(&format!("{size}.has-error")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(
+        outcome["result"],
+        json!({"Color": ["Red"], "Size": ["Tall"]})
+    );
+}
+
+/// The page is served with a strict Content-Security-Policy, no referrer and no sniffing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_is_served_with_strict_headers() {
+    let server = TestServer::start().await;
+    for path in ["/s/s", "/"] {
+        let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            server.addr
+        );
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut response = Vec::new();
+        tokio::time::timeout(RECV_TIMEOUT, stream.read_to_end(&mut response))
+            .await
+            .expect("a response in time")
+            .expect("read");
+        let response = String::from_utf8_lossy(&response);
+        let (head, _) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        let header = |name: &str| {
+            head.lines()
+                .filter_map(|line| line.split_once(':'))
+                .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim().to_owned())
+                .unwrap_or_else(|| panic!("{path}: no {name} header in\n{head}"))
+        };
+        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+        let csp = header("content-security-policy");
+        assert!(csp.contains("default-src 'self'"), "{path}: {csp}");
+        assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+    }
+}
+
+/// Writes the README's screenshot (two open questions, 1280×900) when `ASKGATE_SCREENSHOT`
+/// names the file, relative to the repository root; does nothing otherwise.
+#[tokio::test(flavor = "multi_thread")]
+async fn screenshot_for_the_docs() {
+    let Some(target) = std::env::var_os("ASKGATE_SCREENSHOT") else {
+        return;
+    };
+    let target = repo_root().join(target);
+    let server = TestServer::start().await;
+    let session = "review-7f3a";
+    let browser = open_page(&server, session).await;
+    browser.set_viewport_size(1280, 900).await;
+    let database = json!({"type": "ask", "session": session, "id": "db", "questions": [
+        {"header": "Database", "question": "Which database should the new billing service use?",
+         "options": [
+            {"label": "PostgreSQL", "description": "Relational and mature; the team already runs it"},
+            {"label": "SQLite", "description": "One file, no server; fine while there is one instance"},
+            {"label": "DynamoDB", "description": "Managed key-value store; scales without ops work"}]}]});
+    let release = json!({"type": "ask", "session": session, "id": "release",
+        "title": "Release v2.4 checklist", "timeout_s": 900,
+        "questions": [
+            {"header": "Targets", "question": "Which platforms should this release build for?",
+             "multi_select": true, "options": [
+                {"label": "Linux x86-64"}, {"label": "Linux ARM64"},
+                {"label": "macOS"}, {"label": "Windows"}]}]});
+    let mut agent = agent_asking(&server, &release).await;
+    agent.send(&database).await;
+    agent.recv_type("accepted").await;
+
+    browser.click(&option("db", "Database", "PostgreSQL")).await;
+    browser
+        .click(&option("release", "Targets", "Linux x86-64"))
+        .await;
+    browser
+        .click(&option("release", "Targets", "Linux ARM64"))
+        .await;
+    // No focus ring, and the picked options' colour transitions finished.
+    browser
+        .execute(
+            "document.activeElement.blur(); window.scrollTo(0, 0);",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_until(
+            "return [...document.querySelectorAll('.option')]\
+             .every((el) => el.getAnimations().length === 0);",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_for_text(&format!("{} .countdown", card("release")), "min")
+        .await;
+    browser.screenshot(&target).await;
+    eprintln!("wrote {}", target.display());
+}
