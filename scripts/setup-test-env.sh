@@ -2,6 +2,11 @@
 # Prepares what askgate's tests need on a fresh machine, and nothing when it is already there:
 #   .venv/harness  CPython 3.11 + pydantic-ai-harness 0.62.0 (the real package the
 #                  differential test compares askgate with; 3.11 = Unicode 14.0, the reference)
+#   .venv/deepagents  CPython 3.13 + langchain 1.5.2, langchain-core 1.8.3, langgraph 1.2.24,
+#                  pydantic 2.14.4, and the deepagents-code 0.2.2 wheel unpacked in
+#                  .venv/deepagents/src (the wheel declares Python >= 3.14, which is not
+#                  installable here; tests/oracle/deepagents_oracle.py loads only its ask_user
+#                  modules, see there)
 #   chromium, chromedriver  Debian's packages, for the browser tests
 # Safe to run again; a half-built virtualenv is rebuilt.
 set -euo pipefail
@@ -50,6 +55,26 @@ fi
 chromium --version >/dev/null 2>&1
 chromedriver --version >/dev/null
 
+# The deepagents-code 0.2.2 wheel, unpacked into $1/src (not installed: it requires 3.14).
+unpack_deepagents_wheel() {
+  local venv=$1 tmp
+  if [ -f "$venv/src/deepagents_code/_ask_user_types.py" ] && [ -f "$venv/src/deepagents_code/ask_user.py" ]; then
+    return 0
+  fi
+  echo "setup-test-env: downloading the deepagents-code 0.2.2 wheel into $venv/src"
+  tmp=$(mktemp -d)
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.14 "deepagents-code==0.2.2" -d "$tmp"
+  rm -rf "$venv/src"
+  mkdir -p "$venv/src"
+  "$venv/bin/python" -m zipfile -e "$tmp"/deepagents_code-0.2.2-py3-none-any.whl "$venv/src"
+  rm -rf "$tmp"
+  test -f "$venv/src/deepagents_code/_ask_user_types.py"
+}
+
 mkdir -p .venv
 make_venv .venv/harness 3.11 pydantic_ai_harness.ask_user "pydantic-ai-harness==0.62.0"
+make_venv .venv/deepagents 3.13 langchain.agents.middleware \
+  "langchain==1.5.2" "langchain-core==1.8.3" "langgraph==1.2.24" "pydantic==2.14.4"
+unpack_deepagents_wheel .venv/deepagents
 echo "setup-test-env: ready"

@@ -6,6 +6,7 @@
 //! - [`oracle`]: the real Python packages as a subprocess.
 
 pub mod browser;
+pub mod deepagents_gen;
 pub mod harness_gen;
 pub mod oracle;
 pub mod server;

@@ -4,6 +4,10 @@
 //! deepagents-code 0.2 answered. `ok` must match; when ok, `normalized` must match exactly; for
 //! harness `response` and `render` errors the error text must match byte for byte (request
 //! error lists come from pydantic, and askgate words its own).
+//!
+//! deepagents is matched more closely still: a `response` must give the `ToolMessage`'s
+//! `content`, `status` and receipt, and a refused `request` must give the very `ToolNode`
+//! message the model reads and pydantic's own error list (`framework_errors`).
 
 use askgate::cli::answer_line;
 use askgate_protocol::lenient_json;
@@ -98,17 +102,92 @@ fn request_errors_carry_readable_paths() {
 }
 
 #[test]
-fn deepagents_lines_are_refused_until_supported() {
+fn every_deepagents_vector_matches_the_real_package() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
     for vector in vectors()
         .iter()
         .filter(|v| v.value["dialect"] == "deepagents")
     {
+        checked += 1;
+        let expect = &vector.value["expect"];
         let got = answer(vector);
-        assert_eq!(got["ok"], false, "{}", vector.name);
-        assert_eq!(
-            got["error"], "dialect deepagents is not supported yet",
-            "{}",
-            vector.name
-        );
+        let kind = vector.value["kind"].as_str().unwrap_or_default();
+        if got["ok"] != expect["ok"] {
+            failures.push(format!(
+                "{}: ok {} but expected {}\n  got {got}",
+                vector.name, got["ok"], expect["ok"]
+            ));
+            continue;
+        }
+        if expect["ok"] == true {
+            let fields: &[&str] = if kind == "response" {
+                &["content", "status", "receipt"]
+            } else {
+                &[""]
+            };
+            for field in fields {
+                let (got, expected) = if field.is_empty() {
+                    (&got["normalized"], &expect["normalized"])
+                } else {
+                    (&got["normalized"][field], &expect["normalized"][field])
+                };
+                if got != expected {
+                    failures.push(format!(
+                        "{}: normalized{} differs\n  got      {got}\n  expected {expected}",
+                        vector.name,
+                        if field.is_empty() {
+                            String::new()
+                        } else {
+                            format!(".{field}")
+                        },
+                    ));
+                }
+            }
+            continue;
+        }
+        if got["error"] != expect["error"] {
+            failures.push(format!(
+                "{}: error text differs\n  got      {}\n  expected {}",
+                vector.name, got["error"], expect["error"]
+            ));
+        }
+        if expect.get("errors").is_some() && got["framework_errors"] != expect["errors"] {
+            failures.push(format!(
+                "{}: pydantic's error list differs\n  got      {}\n  expected {}",
+                vector.name, got["framework_errors"], expect["errors"]
+            ));
+        }
+        if got["errors"].as_array().is_none_or(Vec::is_empty) {
+            failures.push(format!(
+                "{}: a rejection must list its errors: {got}",
+                vector.name
+            ));
+        }
     }
+    assert!(checked >= 125, "only {checked} deepagents vectors found");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} vectors failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn deepagents_request_errors_carry_readable_paths() {
+    let line = r#"{"dialect":"deepagents","kind":"request","input":{"args":{"questions":[{"question":"Q","type":"multi_select","choices":[{"value":"a"},{"value":2}],"required":"no"}]}}}"#;
+    let got: Value = serde_json::from_str(&answer_line(line)).unwrap();
+    assert_eq!(got["ok"], false);
+    let paths: Vec<&str> = got["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["questions[0].choices[1].value", "questions[0].required"]
+    );
+    assert_eq!(got["errors"][1]["code"], "wrong_type");
 }

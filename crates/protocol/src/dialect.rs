@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::deepagents::{self, Bounds, DeepagentsQuestions};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
 use crate::harness::{self, AskUserResponse, HarnessQuestions, ToolResult};
 
@@ -84,11 +85,12 @@ impl Outcome {
 pub struct Settlement {
     /// How it ended.
     pub outcome: Outcome,
-    /// The dialect's response object (harness: `{"answers":[...],"cancelled":bool}`); null
+    /// The dialect's response object (harness: `{"answers":[...],"cancelled":bool}`;
+    /// deepagents: the resume payload for `Command(resume={interrupt_id: response})`); null
     /// when withdrawn.
     pub response: Value,
-    /// What the tool returns (harness: the `ask_user_result` object or a sentence); null when
-    /// withdrawn.
+    /// What the tool returns (harness: the `ask_user_result` object or a sentence;
+    /// deepagents: the `Q:`/`A:` transcript); null when withdrawn.
     pub result: Value,
     /// The exact text the model reads; null when withdrawn.
     pub model_text: Option<String>,
@@ -99,21 +101,22 @@ pub struct Settlement {
 pub enum QuestionSet {
     /// pydantic-ai-harness questions.
     Harness(HarnessQuestions),
+    /// deepagents questions.
+    Deepagents(DeepagentsQuestions),
 }
 
 impl QuestionSet {
     /// Validates the `questions` list of an ask; error paths start with `questions`.
+    /// deepagents questions are held to askgate's bounds too ([`Bounds::Gateway`]).
     ///
     /// # Errors
-    /// Every problem found; for a dialect askgate does not serve yet, one error at `dialect`.
+    /// Every problem found.
     pub fn validate(dialect: Dialect, questions: &Value) -> Result<Self, ValidationErrors> {
         match dialect {
             Dialect::Harness => harness::validate_questions(questions).map(QuestionSet::Harness),
-            Dialect::Deepagents => Err(ValidationErrors::single(FieldError::new(
-                "dialect",
-                ErrorCode::InvalidValue,
-                "dialect deepagents is not supported yet",
-            ))),
+            Dialect::Deepagents => deepagents::validate_questions(questions, Bounds::Gateway)
+                .map(QuestionSet::Deepagents)
+                .map_err(|e| e.field_errors()),
         }
     }
 
@@ -121,16 +124,17 @@ impl QuestionSet {
     pub fn dialect(&self) -> Dialect {
         match self {
             QuestionSet::Harness(_) => Dialect::Harness,
+            QuestionSet::Deepagents(_) => Dialect::Deepagents,
         }
     }
 
     /// The normalised questions list, as tabs receive it.
     pub fn to_json(&self) -> Value {
-        match self {
-            QuestionSet::Harness(questions) => {
-                serde_json::to_value(questions).unwrap_or(Value::Null)
-            }
-        }
+        let value = match self {
+            QuestionSet::Harness(questions) => serde_json::to_value(questions),
+            QuestionSet::Deepagents(questions) => serde_json::to_value(questions),
+        };
+        value.unwrap_or(Value::Null)
     }
 
     /// Checks a tab's `answer` against the questions and builds what the agent receives.
@@ -140,6 +144,14 @@ impl QuestionSet {
     /// stays open.
     pub fn settle_answer(&self, response: &Value) -> Result<Settlement, ValidationErrors> {
         match self {
+            QuestionSet::Deepagents(questions) => {
+                let answers = deepagents::check_tab_answer(questions, response)?;
+                Ok(deepagents::settle::settlement(
+                    questions,
+                    Outcome::Answered,
+                    deepagents::settle::answered_payload(&answers),
+                ))
+            }
             QuestionSet::Harness(questions) => {
                 let parsed = AskUserResponse::deserialize(response).map_err(|e| {
                     ValidationErrors::single(FieldError::new(
@@ -188,6 +200,22 @@ impl QuestionSet {
                 &AskUserResponse::declined(),
                 &ToolResult::timed_out(),
             ),
+            // The TUI's dismissal payload, as a client that does resume would send it.
+            (QuestionSet::Deepagents(questions), Outcome::Declined) => {
+                deepagents::settle::settlement(
+                    questions,
+                    outcome,
+                    deepagents::settle::cancelled_payload(questions),
+                )
+            }
+            // deepagents has no timeout: report it as a prompt that failed to get an answer.
+            (QuestionSet::Deepagents(questions), Outcome::TimedOut) => {
+                deepagents::settle::settlement(
+                    questions,
+                    outcome,
+                    deepagents::settle::timed_out_payload(questions),
+                )
+            }
         }
     }
 }

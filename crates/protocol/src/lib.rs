@@ -12,6 +12,9 @@
 //!   whitespace, the uniqueness fold, Python's `repr`.
 //! - [`harness`]: the pydantic-ai-harness `ask_user_question` dialect: validation,
 //!   `check_response`, `ask_user_result`, the tool schema.
+//! - [`deepagents`]: the deepagents-code `ask_user` dialect: validation, the interrupt and
+//!   resume payloads, `_parse_answers`, the `Q:`/`A:` transcript, the tool schema, and
+//!   askgate's stricter check of answers from tabs.
 //! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
@@ -19,6 +22,7 @@
 //! - [`close`]: WebSocket close codes and whether to reconnect after each.
 
 pub mod close;
+pub mod deepagents;
 pub mod dialect;
 pub mod error;
 pub mod harness;

@@ -4,11 +4,25 @@
 //! ignored), so the same lines can be fed to askgate and to the Python packages and the
 //! answers compared. Lines are read in batches and judged on every core; answers come out in
 //! input order, one line each.
+//!
+//! deepagents lines (`dialect: "deepagents"`) are judged by deepagents' own rules only
+//! ([`Bounds::Framework`]: none of the gateway's bounds), so the verdict is the real package's:
+//! - `request` `{"args": {...}}` or `{"args_json": "..."}` (decoded as Python's `json.loads`
+//!   would, lone surrogates kept), optional `tool_call_id` (default `call_1`): the interrupt
+//!   payload, or `ok: false` with `error` = the exact `ToolNode` message the model reads,
+//!   `errors` = askgate's `{path, message, code}` list and `framework_errors` = pydantic's
+//!   `{type, loc, msg}` list.
+//! - `response` `{"request": {...}, "resume": <any JSON>, "thread_id"?, "turn_id"?,
+//!   "tool_call_id"?}` (ids default to `thread-1`, `turn-1`, `call_1`; null or a non-string
+//!   means untrusted): `{"content", "status", "receipt"}` of the tool's `ToolMessage`.
+//! - `render` `{"op": "transcript" | "display" | "encode_multi_select" |
+//!   "decode_multi_select" | "answer_is_empty", ...}`: what the deepagents helper returns.
 
 use std::borrow::Cow;
 use std::io::{BufRead, Write};
 
 use anyhow::Context as _;
+use askgate_protocol::deepagents::{self, Bounds, Identity, RenderOp};
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
 use serde::Deserialize;
@@ -163,9 +177,7 @@ fn judge(line: &Line<'_>) -> String {
     };
     match dialect {
         "harness" => harness_line(kind, input),
-        "deepagents" => {
-            json!({"ok": false, "error": "dialect deepagents is not supported yet"}).to_string()
-        }
+        "deepagents" => deepagents_line(kind, input),
         other => line_error(
             "dialect",
             &format!(
@@ -351,4 +363,144 @@ fn line_error(path: &str, message: &str) -> String {
 
 fn failure(error: &FieldError) -> String {
     json!({"ok": false, "error": error.to_string(), "errors": [error]}).to_string()
+}
+
+/// The tool call id of deepagents lines that do not name one (the vectors' id).
+const DEFAULT_TOOL_CALL_ID: &str = "call_1";
+
+fn deepagents_line(kind: &str, input: &RawValue) -> String {
+    // The line was read as raw JSON: lone surrogate escapes in it are still undecoded, and
+    // deepagents (Python) keeps them, so read them as stand-ins.
+    let input = match lenient_json::parse(input.get()) {
+        Ok((input, _)) => input,
+        Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
+    };
+    let answer = match kind {
+        "request" => deepagents_request(&input),
+        "response" => deepagents_response(&input),
+        "render" => match RenderOp::parse(&input) {
+            Ok(op) => json!({"ok": true, "normalized": op.run()}),
+            Err(message) => return line_error("input", &message),
+        },
+        other => {
+            return line_error(
+                "kind",
+                &format!(
+                    "unknown kind {}; expected request, response or render",
+                    json!(other)
+                ),
+            );
+        }
+    };
+    // Lone surrogates (held as stand-ins) go back out as the `\udXXX` escapes they came in as.
+    lenient_json::to_string(&answer)
+}
+
+fn tool_call_id(input: &Value) -> &str {
+    input
+        .get("tool_call_id")
+        .and_then(Value::as_str)
+        .unwrap_or(DEFAULT_TOOL_CALL_ID)
+}
+
+/// The tool arguments of a request input, decoded as Python's `json.loads` would.
+fn deepagents_args(input: &Value) -> Result<Value, Value> {
+    match (input.get("args"), input.get("args_json")) {
+        (Some(args), None) => Ok(args.clone()),
+        (None, Some(Value::String(text))) => lenient_json::parse(text)
+            .map(|(args, _)| args)
+            .map_err(|e| {
+                let error = FieldError::new(
+                    "args_json",
+                    ErrorCode::InvalidJson,
+                    format!("the arguments are not valid JSON: {e}"),
+                );
+                json!({"ok": false, "error": error.to_string(), "errors": [error]})
+            }),
+        _ => Err(serde_json::from_str(&line_error(
+            "input",
+            "a request needs exactly one of `args` (an object) or `args_json` (a string)",
+        ))
+        .unwrap_or(Value::Null)),
+    }
+}
+
+fn deepagents_request(input: &Value) -> Value {
+    let args = match deepagents_args(input) {
+        Ok(args) => args,
+        Err(answer) => return answer,
+    };
+    match deepagents::validate_args(&args, Bounds::Framework) {
+        Ok(questions) => json!({
+            "ok": true,
+            "normalized": questions.interrupt_payload(tool_call_id(input)),
+        }),
+        Err(errors) => json!({
+            "ok": false,
+            "error": errors.tool_message(&args),
+            "errors": errors.field_errors(),
+            "framework_errors": errors.framework_errors(),
+        }),
+    }
+}
+
+/// A trusted id: the input's string (or `default` when absent); null, empty or not a
+/// string is untrusted, as deepagents' runtime checks treat it.
+fn trusted<'a>(input: &'a Value, key: &str, default: &'a str) -> Option<&'a str> {
+    match input.get(key) {
+        None => Some(default),
+        Some(Value::String(id)) if !id.is_empty() => Some(id),
+        Some(_) => None,
+    }
+}
+
+fn deepagents_response(input: &Value) -> Value {
+    let Some(request) = input.get("request") else {
+        return error_value(
+            "request",
+            ErrorCode::MissingField,
+            "missing: the request answered",
+        );
+    };
+    let questions = match deepagents::validate_args(request, Bounds::Framework) {
+        Ok(questions) => questions,
+        Err(rejection) => {
+            let errors: Vec<FieldError> = rejection
+                .field_errors()
+                .into_vec()
+                .into_iter()
+                .map(|e| {
+                    FieldError::new(
+                        prefixed("request", &e.path),
+                        e.code,
+                        format!("invalid request: {}", e.message),
+                    )
+                })
+                .collect();
+            return json!({
+                "ok": false,
+                "error": format!("invalid request: {}", rejection.tool_message(request)),
+                "errors": errors,
+            });
+        }
+    };
+    let Some(resume) = input.get("resume") else {
+        return error_value(
+            "resume",
+            ErrorCode::MissingField,
+            "missing: the value the tool is resumed with",
+        );
+    };
+    let identity = Identity {
+        tool_call_id: tool_call_id(input),
+        thread_id: trusted(input, "thread_id", "thread-1"),
+        turn_id: trusted(input, "turn_id", "turn-1"),
+    };
+    let message = deepagents::parse_resume(resume, &questions, identity);
+    json!({"ok": true, "normalized": message})
+}
+
+fn error_value(path: &str, code: ErrorCode, message: &str) -> Value {
+    let error = FieldError::new(path, code, message);
+    json!({"ok": false, "error": error.to_string(), "errors": [error]})
 }
