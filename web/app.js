@@ -5,7 +5,10 @@
  *   2. connection: WebSocket, hello, close codes, reconnect with backoff
  *   3. frame handlers: snapshot / request / resolved / answer_rejected / presence / error
  *   4. cards: building the DOM for a request, reading answers, submit / decline,
- *      final states and the fold-away
+ *      final states and the fold-away; each dialect (DIALECTS) builds its own questions,
+ *      reads their answers and summarises an answer given in another tab:
+ *      4a. harness (pydantic-ai-harness): options, multi-select, one "Other…" text
+ *      4b. deepagents (deepagents-code ask_user): text, multiple_choice, multi_select
  *   5. countdown ticker, header status, notifications, unseen-count title, keyboard
  *
  * Question text comes from a model that may have been prompt-injected, so everything the
@@ -258,14 +261,30 @@ function onAnswerRejected(f) {
 
 /* ---------- 4. cards ---------- */
 
+// A question record (qr) holds: fieldset, errorEl, inputs (the options keys 1–9 pick),
+// name and detail (for announcements and notifications), serverErrors and localError.
+// `read(qr)` returns {answer}, {problem: message} or {} (not answered yet).
+const DIALECTS = {
+  harness: {
+    build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
+    incomplete: 'Answer every question (pick an option or write your own) to submit.',
+  },
+  deepagents: {
+    build: buildDeepQuestion, read: readDeepAnswer, summarize: summarizeDeep,
+    incomplete: 'Answer every question that is not marked optional to submit.',
+  },
+};
+
 function createCard(view) {
   state.seq += 1;
   const el = make('article', 'card');
+  const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
+    ? DIALECTS[view.dialect] : null;
   const rec = {
-    id: String(view.id), view, el, prefix: 'c' + state.seq,
+    id: String(view.id), view, el, prefix: 'c' + state.seq, dialect,
     phase: 'open', // open -> sending -> (open again if rejected) -> final
     questions: [], cardErrors: [], foldTimer: 0,
-    supported: view.dialect === 'harness' && Array.isArray(view.questions) && view.questions.length > 0,
+    supported: Boolean(dialect) && Array.isArray(view.questions) && view.questions.length > 0,
   };
   el.dataset.requestId = rec.id;
   const origin = el.appendChild(make('p', 'card-origin', AGENT_NOTE, { id: rec.prefix + '-origin' }));
@@ -278,7 +297,7 @@ function createCard(view) {
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
-    view.questions.forEach((q, i) => el.appendChild(buildQuestion(rec, q || {}, i)));
+    view.questions.forEach((q, i) => el.appendChild(dialect.build(rec, q || {}, i)));
   } else {
     el.appendChild(make('p', 'unsupported',
       'This is an unsupported question type (' + String(view.dialect) +
@@ -301,54 +320,6 @@ function buildCountdown(rec) {
   return row;
 }
 
-function buildQuestion(rec, q, qi) {
-  const id = rec.prefix + '-q' + qi;
-  const multi = q.multi_select === true;
-  const fieldset = make('fieldset', 'question');
-  fieldset.dataset.header = String(q.header ?? '');
-  const legend = make('legend');
-  legend.append(
-    make('span', 'chip', q.header),
-    make('span', 'question-text', q.question),
-    make('span', 'question-hint', multi ? 'Pick one or more' : 'Pick one'));
-  fieldset.appendChild(legend);
-  const qr = { q, fieldset, multi, id, inputs: [], serverErrors: [], localError: '' };
-  const list = fieldset.appendChild(make('div', 'options'));
-  const options = Array.isArray(q.options) ? q.options : [];
-  options.forEach((opt, oi) => list.appendChild(buildOption(rec, qr, opt || {}, oi)));
-  fieldset.appendChild(buildOther(rec, qr));
-  qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
-  fieldset.setAttribute('aria-describedby', qr.errorEl.id);
-  rec.questions.push(qr);
-  return fieldset;
-}
-
-function buildOption(rec, qr, opt, index) {
-  const id = qr.id + '-o' + index;
-  const input = make('input', '', null, {
-    type: qr.multi ? 'checkbox' : 'radio', name: qr.id, id, value: String(opt.label ?? ''),
-  });
-  input.addEventListener('change', () => onPick(rec, qr));
-  const label = make('label', '', null, { htmlFor: id });
-  label.appendChild(make('span', 'option-label', opt.label));
-  if (opt.description) label.appendChild(make('span', 'option-desc', opt.description));
-  const row = make('div', 'option');
-  row.append(input, label);
-  if (index < 9) row.appendChild(make('span', 'option-key', index + 1)).setAttribute('aria-hidden', 'true');
-  qr.inputs.push(input);
-  return row;
-}
-
-function buildOther(rec, qr) {
-  const id = qr.id + '-other';
-  qr.other = make('textarea', 'other-input', null,
-    { id, rows: 1, placeholder: 'Write your own answer instead' });
-  qr.other.addEventListener('input', () => onOther(rec, qr));
-  const wrap = make('div', 'other');
-  wrap.append(make('label', 'other-label', 'Other…', { htmlFor: id }), qr.other);
-  return wrap;
-}
-
 function buildActions(rec) {
   const actions = make('div', 'card-actions');
   if (rec.supported) {
@@ -367,21 +338,6 @@ function buildActions(rec) {
   return wrap;
 }
 
-// An answer is either picks or custom text: picking clears the text, typing clears picks.
-function onPick(rec, qr) {
-  if (qr.inputs.some((i) => i.checked)) qr.other.value = '';
-  growTextarea(qr.other);
-  qr.serverErrors = [];
-  updateReadiness(rec);
-}
-
-function onOther(rec, qr) {
-  if (qr.other.value !== '') qr.inputs.forEach((i) => { i.checked = false; });
-  growTextarea(qr.other);
-  qr.serverErrors = [];
-  updateReadiness(rec);
-}
-
 function growTextarea(area) {
   // Browsers with `field-sizing: content` grow the box from CSS alone.
   if (window.CSS && CSS.supports && CSS.supports('field-sizing', 'content')) return;
@@ -389,25 +345,15 @@ function growTextarea(area) {
   if (area.value) area.style.height = area.scrollHeight + 2 + 'px';
 }
 
-function readAnswer(qr) {
-  const header = String(qr.q.header ?? '');
-  const picks = qr.inputs.filter((i) => i.checked).map((i) => i.value);
-  if (picks.length) return { answer: { header, selected: picks } };
-  const text = qr.other.value;
-  if (!text.trim()) return {};
-  if (FORBIDDEN_RE.test(text)) {
-    return { problem: 'Your answer contains a tab or another invisible or control character; please remove it.' };
-  }
-  return { answer: { header, custom_answer: text } };
-}
-
 function updateReadiness(rec) {
   let ready = rec.supported;
   for (const qr of rec.questions) {
-    const result = readAnswer(qr);
+    const result = rec.dialect.read(qr);
     qr.localError = result.problem || '';
-    ready = ready && Boolean(result.answer);
-    qr.inputs.forEach((i) => i.parentNode.classList.toggle('is-picked', i.checked));
+    ready = ready && 'answer' in result;
+    for (const input of qr.fieldset.querySelectorAll('.option > input')) {
+      input.parentNode.classList.toggle('is-picked', input.checked);
+    }
   }
   renderErrors(rec);
   if (rec.submitBtn) rec.submitBtn.disabled = !(ready && rec.phase === 'open');
@@ -431,8 +377,8 @@ function clearServerErrors(rec) {
 function submitCard(rec) {
   if (rec.phase !== 'open') return;
   clearServerErrors(rec);
-  if (!updateReadiness(rec)) return setStatus(rec, 'Answer every question (pick an option or write your own) to submit.');
-  const answers = rec.questions.map((qr) => readAnswer(qr).answer);
+  if (!updateReadiness(rec)) return setStatus(rec, rec.dialect.incomplete);
+  const answers = rec.questions.map((qr) => rec.dialect.read(qr).answer);
   sendFor(rec, { type: 'answer', id: rec.id, response: { answers } });
 }
 
@@ -483,7 +429,8 @@ function finalize(rec, outcome, by, response) {
   const text = self ? texts[0] : texts[1];
   markFinal(rec, outcome, text, FOLD_DELAY_MS);
   rec.el.dataset.by = self ? 'self' : 'other';
-  const summary = outcome === 'answered' && !self && summarizeResponse(response);
+  const summary = outcome === 'answered' && !self && rec.supported &&
+    rec.dialect.summarize(rec, response);
   if (summary) rec.statusEl.appendChild(summary);
   announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
 }
@@ -499,23 +446,6 @@ function markFinal(rec, outcome, text, foldDelay) {
   updateTitle();
   updateEmpty();
   scheduleFold(rec, foldDelay);
-}
-
-function summarizeResponse(response) {
-  const answers = response && Array.isArray(response.answers) ? response.answers : [];
-  if (!answers.length) return null;
-  const list = make('ul', 'summary');
-  for (const a of answers) {
-    if (!a) continue;
-    const item = make('li');
-    item.appendChild(make('span', 'chip', a.header));
-    const chosen = Array.isArray(a.selected) && a.selected.length
-      ? a.selected.join(', ')
-      : '“' + String(a.custom_answer ?? '') + '”';
-    item.appendChild(make('span', 'summary-value', chosen));
-    list.appendChild(item);
-  }
-  return list;
 }
 
 function scheduleFold(rec, delay) {
@@ -549,6 +479,305 @@ function removeCard(rec) {
 function updateEmpty() {
   const open = [...state.cards.values()].some((r) => r.phase !== 'final');
   ui.empty.hidden = !state.synced || open;
+}
+
+/* ---------- 4a. harness questions ---------- */
+
+function buildQuestion(rec, q, qi) {
+  const id = rec.prefix + '-q' + qi;
+  const multi = q.multi_select === true;
+  const fieldset = make('fieldset', 'question');
+  fieldset.dataset.header = String(q.header ?? '');
+  const legend = make('legend');
+  legend.append(
+    make('span', 'chip', q.header),
+    make('span', 'question-text', q.question),
+    make('span', 'question-hint', multi ? 'Pick one or more' : 'Pick one'));
+  fieldset.appendChild(legend);
+  const header = String(q.header ?? '');
+  const qr = {
+    q, fieldset, multi, id, inputs: [], serverErrors: [], localError: '',
+    name: header, detail: header + ': ' + String(q.question ?? ''),
+  };
+  const list = fieldset.appendChild(make('div', 'options'));
+  const options = Array.isArray(q.options) ? q.options : [];
+  options.forEach((opt, oi) => list.appendChild(buildOption(rec, qr, opt || {}, oi)));
+  fieldset.appendChild(buildOther(rec, qr));
+  qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
+  fieldset.setAttribute('aria-describedby', qr.errorEl.id);
+  rec.questions.push(qr);
+  return fieldset;
+}
+
+function buildOption(rec, qr, opt, index) {
+  const id = qr.id + '-o' + index;
+  const input = make('input', '', null, {
+    type: qr.multi ? 'checkbox' : 'radio', name: qr.id, id, value: String(opt.label ?? ''),
+  });
+  input.addEventListener('change', () => onPick(rec, qr));
+  const label = make('label', '', null, { htmlFor: id });
+  label.appendChild(make('span', 'option-label', opt.label));
+  if (opt.description) label.appendChild(make('span', 'option-desc', opt.description));
+  const row = make('div', 'option');
+  row.append(input, label);
+  if (index < 9) row.appendChild(make('span', 'option-key', index + 1)).setAttribute('aria-hidden', 'true');
+  qr.inputs.push(input);
+  return row;
+}
+
+function buildOther(rec, qr) {
+  const id = qr.id + '-other';
+  qr.other = make('textarea', 'other-input', null,
+    { id, rows: 1, placeholder: 'Write your own answer instead' });
+  qr.other.addEventListener('input', () => onOther(rec, qr));
+  const wrap = make('div', 'other');
+  wrap.append(make('label', 'other-label', 'Other…', { htmlFor: id }), qr.other);
+  return wrap;
+}
+
+// An answer is either picks or custom text: picking clears the text, typing clears picks.
+function onPick(rec, qr) {
+  if (qr.inputs.some((i) => i.checked)) qr.other.value = '';
+  growTextarea(qr.other);
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+function onOther(rec, qr) {
+  if (qr.other.value !== '') qr.inputs.forEach((i) => { i.checked = false; });
+  growTextarea(qr.other);
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+function readAnswer(qr) {
+  const header = String(qr.q.header ?? '');
+  const picks = qr.inputs.filter((i) => i.checked).map((i) => i.value);
+  if (picks.length) return { answer: { header, selected: picks } };
+  const text = qr.other.value;
+  if (!text.trim()) return {};
+  if (FORBIDDEN_RE.test(text)) {
+    return { problem: 'Your answer contains a tab or another invisible or control character; please remove it.' };
+  }
+  return { answer: { header, custom_answer: text } };
+}
+
+function summarizeResponse(rec, response) {
+  const answers = response && Array.isArray(response.answers) ? response.answers : [];
+  if (!answers.length) return null;
+  const list = make('ul', 'summary');
+  for (const a of answers) {
+    if (!a) continue;
+    const item = make('li');
+    item.appendChild(make('span', 'chip', a.header));
+    const chosen = Array.isArray(a.selected) && a.selected.length
+      ? a.selected.join(', ')
+      : '“' + String(a.custom_answer ?? '') + '”';
+    item.appendChild(make('span', 'summary-value', chosen));
+    list.appendChild(item);
+  }
+  return list;
+}
+
+/* ---------- 4b. deepagents questions ---------- */
+
+// deepagents-code's ask_user, answered as its terminal UI answers it: `text` is typed,
+// `multiple_choice` is one value or an "Other" text, `multi_select` is any values plus up to
+// 10 custom "Other" texts. The tab sends one entry per question, in order; the gateway checks
+// them and encodes `multi_select` exactly as the TUI does.
+const DEEP_OTHER = 'Other (type your answer)';
+const DEEP_MAX_OTHERS = 10;
+const DEEP_MISSING_OTHER = 'Please type a custom answer for Other, or uncheck it.';
+const DEEP_HINTS = { text: 'Type your answer', multiple_choice: 'Pick one, or write your own',
+  multi_select: 'Pick any that apply, and add your own' };
+// Python's whitespace (str.isspace), which deepagents strips and tests blankness with.
+const PY_WS = String.raw`[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]`;
+const PY_STRIP_RE = new RegExp('^' + PY_WS + '+|' + PY_WS + '+$', 'gu');
+// deepagents' _TRAILING_ANNOTATION_RE (tui/widgets/ask_user.py) drops a trailing " - optional",
+// " (required)", " [optional]"... from the displayed question. Python's IGNORECASE also
+// matches "i" to U+0130 and U+0131; JavaScript's does not, hence the classes.
+const ANNOTATION_WORD = String.raw`(?:opt[i\u0130\u0131]onal|requ[i\u0130\u0131]red)`;
+const TRAILING_ANNOTATION_RE = new RegExp(PY_WS + '*(?:' +
+  String.raw`[-\u2013\u2014]` + PY_WS + '*' + ANNOTATION_WORD +
+  String.raw`|\(` + ANNOTATION_WORD + String.raw`[.!?]?\)` +
+  String.raw`|\[` + ANNOTATION_WORD + String.raw`[.!?]?\])[.!?]*` + PY_WS + '*$', 'iu');
+
+function pyStrip(text) {
+  return text.replace(PY_STRIP_RE, '');
+}
+
+function buildDeepQuestion(rec, q, qi) {
+  const id = rec.prefix + '-q' + qi;
+  const values = (Array.isArray(q.choices) ? q.choices : []).map((c) => String((c && c.value) ?? ''));
+  // As in the TUI, a choice question without choices is asked as text.
+  const kind = ['multiple_choice', 'multi_select'].includes(q.type) && values.length ? q.type : 'text';
+  const required = q.required !== false;
+  const text = String(q.question ?? '').replace(TRAILING_ANNOTATION_RE, '');
+  const fieldset = make('fieldset', 'question');
+  fieldset.dataset.index = String(qi);
+  fieldset.dataset.type = kind;
+  const legend = fieldset.appendChild(make('legend'));
+  legend.appendChild(make('span', 'chip', 'Question ' + (qi + 1)));
+  if (!required) legend.appendChild(make('span', 'optional-mark', '(optional)'));
+  legend.append(make('span', 'question-text', text, { id: id + '-text' }),
+    make('span', 'question-hint', DEEP_HINTS[kind]));
+  const qr = {
+    q, kind, required, values, fieldset, id, inputs: [], entries: [],
+    serverErrors: [], localError: '', detail: text,
+    name: text.length > 140 ? text.slice(0, 139) + '…' : text, // announced on arrival
+  };
+  if (kind === 'text') {
+    qr.text = fieldset.appendChild(make('textarea', 'text-input', null, { id: id + '-input', rows: 2 }));
+    qr.text.setAttribute('aria-labelledby', id + '-text');
+    if (required) qr.text.setAttribute('aria-required', 'true');
+    qr.text.addEventListener('input', () => onDeepEdit(rec, qr, qr.text));
+  } else {
+    fieldset.appendChild(buildDeepChoices(rec, qr));
+  }
+  qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
+  fieldset.setAttribute('aria-describedby', qr.errorEl.id);
+  rec.questions.push(qr);
+  return fieldset;
+}
+
+// An option row: the input, its label, and (for the first nine choices) the key that picks it.
+function deepRow(input, text, keyIndex) {
+  const label = make('label', '', null, { htmlFor: input.id, id: input.id + '-label' });
+  label.appendChild(make('span', 'option-label', text));
+  const row = make('div', 'option');
+  row.append(input, label);
+  if (keyIndex < 9) row.appendChild(make('span', 'option-key', keyIndex + 1)).setAttribute('aria-hidden', 'true');
+  return row;
+}
+
+function buildDeepChoices(rec, qr) {
+  const multi = qr.kind === 'multi_select';
+  const list = make('div', 'options');
+  qr.values.forEach((value, i) => {
+    const input = make('input', '', null,
+      { type: multi ? 'checkbox' : 'radio', name: qr.id, id: qr.id + '-o' + i, value });
+    input.addEventListener('change', () => onDeepPick(rec, qr, input));
+    qr.inputs.push(input);
+    list.appendChild(deepRow(input, value, i));
+  });
+  if (multi) {
+    qr.entryList = list.appendChild(make('div', 'other-entries'));
+    addOtherEntry(rec, qr);
+    qr.addBtn = list.appendChild(make('button', 'add-other', 'Add another custom answer',
+      { type: 'button', hidden: true }));
+    qr.addBtn.addEventListener('click', () => {
+      addOtherEntry(rec, qr).area.focus();
+      onDeepEdit(rec, qr);
+    });
+    qr.capNote = list.appendChild(make('p', 'other-cap', 'At most 10 custom answers can be ' +
+      'added to one question. Combine values into an existing field to add more.', { hidden: true }));
+    return list;
+  }
+  qr.otherChoice = make('input', 'other-choice', null,
+    { type: 'radio', name: qr.id, id: qr.id + '-other-pick', value: '' });
+  qr.otherChoice.addEventListener('change', () => onDeepPick(rec, qr, qr.otherChoice));
+  list.appendChild(deepRow(qr.otherChoice, DEEP_OTHER));
+  qr.other = list.appendChild(make('textarea', 'other-input', null,
+    { id: qr.id + '-other', rows: 1, placeholder: 'Type your answer', hidden: true }));
+  qr.other.setAttribute('aria-labelledby', qr.otherChoice.id + '-label');
+  qr.other.addEventListener('input', () => onDeepEdit(rec, qr, qr.other));
+  return list;
+}
+
+// A multi_select "Other" entry: a checkbox and its text. Typing ticks it; a ticked entry
+// left blank blocks the submit, as in the TUI.
+function addOtherEntry(rec, qr) {
+  const id = qr.id + '-x' + qr.entries.length;
+  const check = make('input', 'other-check', null, { type: 'checkbox', id: id + '-pick' });
+  const row = deepRow(check, qr.entries.length ? 'Another custom answer' : DEEP_OTHER);
+  row.classList.add('other-entry');
+  const area = make('textarea', 'other-input', null, { id, rows: 1, placeholder: 'Type your answer' });
+  area.setAttribute('aria-labelledby', check.id + '-label');
+  const entry = { check, area };
+  row.appendChild(area);
+  check.addEventListener('change', () => {
+    if (check.checked && !pyStrip(area.value)) area.focus();
+    onDeepEdit(rec, qr);
+  });
+  area.addEventListener('input', () => {
+    if (pyStrip(area.value)) check.checked = true;
+    onDeepEdit(rec, qr, area);
+  });
+  // "Please type a custom answer" waits until the person leaves the blank field.
+  area.addEventListener('focusout', () => updateReadiness(rec));
+  qr.entries.push(entry);
+  qr.entryList.appendChild(row);
+  return entry;
+}
+
+function onDeepPick(rec, qr, input) {
+  if (qr.other) {
+    qr.other.hidden = !qr.otherChoice.checked;
+    if (input === qr.otherChoice && input.checked) qr.other.focus();
+  }
+  onDeepEdit(rec, qr);
+}
+
+function onDeepEdit(rec, qr, area) {
+  if (area) growTextarea(area);
+  if (qr.addBtn) {
+    const full = qr.entries.length >= DEEP_MAX_OTHERS;
+    qr.addBtn.hidden = full || !pyStrip(qr.entries[qr.entries.length - 1].area.value);
+    qr.capNote.hidden = !full;
+  }
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+// The answer as the TUI submits it: a string, or for multi_select the values (choices in
+// their order, then custom texts stripped, repeats dropped). A required question left empty
+// is not answered yet; an optional one sends "" or [].
+function readDeepAnswer(qr) {
+  let answer = '';
+  if (qr.kind === 'text') {
+    answer = qr.text.value;
+  } else if (qr.kind === 'multiple_choice') {
+    const picked = qr.inputs.find((i) => i.checked);
+    if (picked) answer = picked.value;
+    else if (qr.otherChoice.checked) answer = qr.other.value;
+  } else {
+    answer = [];
+    for (const input of qr.inputs) {
+      if (input.checked && !answer.includes(input.value)) answer.push(input.value);
+    }
+    for (const { check, area } of qr.entries) {
+      const custom = pyStrip(area.value);
+      if (check.checked && !custom) {
+        return document.activeElement === area ? {} : { problem: DEEP_MISSING_OTHER };
+      }
+      if (check.checked && !answer.includes(custom)) answer.push(custom);
+    }
+  }
+  const empty = Array.isArray(answer) ? !answer.length : !pyStrip(answer);
+  if (empty && qr.required) return {};
+  return { answer: empty && !Array.isArray(answer) ? '' : answer };
+}
+
+// Another tab's answers as the TUI displays them: multi_select values listed, a blank
+// answer as "(no answer)", free text quoted.
+function summarizeDeep(rec, response) {
+  const answers = response && Array.isArray(response.answers) ? response.answers : [];
+  if (!answers.length) return null;
+  const list = make('ul', 'summary');
+  rec.questions.forEach((qr, i) => {
+    const answer = String(answers[i] ?? '');
+    let shown = qr.values.includes(answer) ? answer : '“' + answer + '”';
+    if (!pyStrip(answer)) shown = '(no answer)';
+    if (qr.kind === 'multi_select') {
+      let values = null;
+      try { values = JSON.parse(answer); } catch (_) { /* shown as sent */ }
+      const ok = Array.isArray(values) && values.every((v) => typeof v === 'string');
+      shown = !ok ? answer : values.length ? values.join(', ') : '(nothing selected)';
+    }
+    list.appendChild(make('li')).append(
+      make('span', 'chip', 'Question ' + (i + 1)), make('span', 'summary-value', shown));
+  });
+  return list;
 }
 
 /* ---------- 5. ticker, header, notifications, keyboard ---------- */
@@ -619,7 +848,7 @@ function announce(text) {
 function noteNew(recs) {
   if (!recs.length) return;
   const first = recs[0].questions[0];
-  const what = first ? String(first.q.header ?? '') : 'a question';
+  const what = first ? first.name : 'a question';
   announce(recs.length === 1
     ? 'New question from the agent: ' + what
     : recs.length + ' open questions from the agent.');
@@ -636,7 +865,7 @@ function updateTitle() {
 function notify(rec) {
   if (!('Notification' in window) || Notification.permission !== 'granted') return;
   const first = rec.questions[0];
-  let body = first ? String(first.q.header ?? '') + ': ' + String(first.q.question ?? '') : '';
+  let body = first ? first.detail : '';
   if (body.length > 140) body = body.slice(0, 139) + '…';
   try {
     const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
@@ -682,7 +911,7 @@ function onCardKeydown(rec, event) {
   event.preventDefault();
   input.checked = input.type === 'checkbox' ? !input.checked : true;
   input.focus();
-  onPick(rec, qr);
+  input.dispatchEvent(new Event('change')); // the dialect's own pick handler
 }
 
 function init() {
