@@ -151,3 +151,19 @@ impl Config {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_agent_key_only_loopback_is_allowed() {
+        let mut config = Config::local(b"s".to_vec());
+        assert!(config.check_bind(&"127.0.0.1:8080".parse().unwrap()).is_ok());
+        assert!(config.check_bind(&"[::1]:8080".parse().unwrap()).is_ok());
+        let error = config.check_bind(&"0.0.0.0:8080".parse().unwrap()).unwrap_err();
+        assert!(error.contains("--agent-key"), "{error}");
+        config.agent_keys = vec!["k".into()];
+        assert!(config.check_bind(&"0.0.0.0:8080".parse().unwrap()).is_ok());
+    }
+}
