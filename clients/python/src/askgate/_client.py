@@ -1,0 +1,504 @@
+"""`Client`: the agent side of the gateway over one WebSocket that survives drops.
+
+One background task owns the socket. Callers never write to it directly: they change the
+client's ledger (asks in flight, withdrawals, acks to send) and queue a frame for the current
+connection, all without awaiting, so a caller that is being cancelled can still withdraw. After
+every reconnect the ledger is replayed: sessions are re-opened, asks still waiting are re-sent
+with the same id (the gateway answers `accepted` again, or with the outcome given while the
+agent was away), withdrawals and unsent acks are sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, cast
+
+import websockets
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus, InvalidURI
+
+from ._errors import AskgateError, AskRejected, ClientClosed, GatewayClosed, field_errors
+from ._wire import Opened, Outcome, agent_url, authorization, check_request_id, check_session_id
+
+logger = logging.getLogger("askgate")
+
+_Key = tuple[str, str]
+
+# Close codes after which reconnecting helps (askgate's `close::should_reconnect`).
+_RECONNECT_CODES = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 4408, 4429})
+
+_WITHDRAWAL_MEMORY_S = 300.0
+"""How long a withdrawal whose outcome never came is retried across reconnects."""
+
+
+def is_fatal_close(code: int) -> bool:
+    """Whether a close code means reconnecting cannot help: askgate's 44xx codes other than
+    "too slow" (4408) and "too many frames" (4429), and the codes for a broken protocol."""
+    if code in _RECONNECT_CODES:
+        return False
+    return code in (1002, 1003, 1007, 1008, 1009, 1010) or 4000 <= code < 5000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backoff:
+    """The reconnect schedule: attempt `n` waits about `initial × factorⁿ`, at most `max`, less
+    a random share of up to `jitter` of it. It starts over once a connection hears from the
+    gateway."""
+
+    initial: float = 0.1
+    max: float = 5.0
+    factor: float = 2.0
+    jitter: float = 0.5
+
+    def ceiling(self, attempt: int) -> float:
+        """The wait before attempt `attempt` (0 first), without jitter."""
+        top = max(self.max, self.initial)
+        return min(top, self.initial * max(self.factor, 1.0) ** min(attempt, 64))
+
+    def delay(self, attempt: int) -> float:
+        """The wait before attempt `attempt`, jitter included."""
+        jitter = min(max(self.jitter, 0.0), 1.0)
+        return self.ceiling(attempt) * (1.0 - jitter * random.random())
+
+
+@dataclass(kw_only=True)
+class _Ask:
+    session: str
+    id: str
+    dialect: str | None
+    questions: Any
+    title: str | None
+    deadline: float | None
+    """Loop time of the gateway deadline; re-sends ask for what is left of it."""
+    future: asyncio.Future[Outcome]
+    accepted: bool = False
+    deadline_ms: int | None = None
+
+    def frame(self, now: float) -> dict[str, Any]:
+        frame: dict[str, Any] = {"type": "ask", "session": self.session, "id": self.id, "questions": self.questions}
+        if self.dialect is not None:
+            frame["dialect"] = self.dialect
+        if self.deadline is not None:
+            frame["timeout_s"] = round(max(self.deadline - now, 0.001), 3)
+        if self.title is not None:
+            frame["title"] = self.title
+        return frame
+
+
+@dataclass(kw_only=True)
+class _Withdrawal:
+    accepted: bool
+    since: float
+
+
+@dataclass(kw_only=True)
+class _Connection:
+    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue[dict[str, Any]]())
+
+
+class Client:
+    """The agent side of an askgate gateway: one WebSocket carrying any number of sessions and
+    concurrent asks, reconnecting on its own.
+
+    ```python
+    async with askgate.Client("http://127.0.0.1:8080") as client:
+        opened = await client.open("thread-42")
+        print("answer at", opened.viewer_url)
+        outcome = await client.ask("thread-42", questions, timeout_s=600)
+        print(outcome.outcome, outcome.model_text)
+    ```
+
+    Guarantees:
+
+    - **Idempotent re-sends.** Every ask has its id before it is first sent; after a reconnect
+      each ask still waiting is sent again with the same id.
+    - **Exactly-once hand-back.** An outcome reaches its caller once, however often the gateway
+      sends it, and every outcome received is acknowledged (`ack`).
+    - **Cancellation withdraws.** Cancelling `ask` sends `cancel` (after the gateway accepted
+      the ask, or after the next reconnect if the socket is down); the outcome that comes back
+      is acknowledged.
+    - **Fatal closes stop the client.** A wrong key (4401), a malformed or too large frame
+      (4400/4413), or an upgrade refused with an HTTP client error fail every ask in flight with
+      `GatewayClosed` instead of reconnecting forever.
+
+    The client belongs to one event loop at a time. Used from a new loop (a second
+    `asyncio.run`), it starts over there; asks left on the old loop are dropped.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key: str | None = None,
+        backoff: Backoff = Backoff(),
+        connect_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+    ) -> None:
+        self.url = agent_url(url)
+        self._headers = authorization(key)
+        self._backoff = backoff
+        self._connect_timeout = connect_timeout
+        self._ping_interval = ping_interval
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._conn: _Connection | None = None
+        self._connected: asyncio.Event | None = None
+        self._reset()
+        self._closed = False
+
+    def _reset(self) -> None:
+        self._asks: dict[_Key, _Ask] = {}
+        self._withdrawing: dict[_Key, _Withdrawal] = {}
+        self._unacked: set[_Key] = set()
+        self._sessions: dict[str, None] = {}
+        self._opens: dict[str, list[asyncio.Future[Opened]]] = {}
+        self._viewer_urls: dict[str, str] = {}
+        self._fatal: AskgateError | None = None
+        self._conn = None
+        self._task = None
+        self._connected = None
+
+    # ---- public API -------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection to the gateway is up right now."""
+        return self._conn is not None
+
+    def viewer_url(self, session: str) -> str | None:
+        """The link people answer `session` at, once the gateway has told it (after `open`,
+        or after an ask in the session was accepted)."""
+        return self._viewer_urls.get(session)
+
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        """Wait until a connection is up (starting the client if needed)."""
+        self._start()
+        assert self._connected is not None
+        async with asyncio.timeout(timeout):
+            while self._conn is None:
+                self._raise_if_dead()
+                await self._connected.wait()
+
+    async def open(self, session: str | None = None, *, timeout: float | None = None) -> Opened:
+        """Open `session` (a generated one if `None`) and return its viewer link. The session
+        is opened again after every reconnect, so its tabs see the agent online. `timeout`
+        bounds the wait (`TimeoutError`), e.g. for a gateway that is not running."""
+        session = check_session_id(session) if session is not None else "s-" + secrets.token_hex(8)
+        self._start()
+        assert self._loop is not None
+        future: asyncio.Future[Opened] = self._loop.create_future()
+        self._opens.setdefault(session, []).append(future)
+        self._sessions[session] = None
+        self._send({"type": "open", "session": session})
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        finally:
+            waiters = self._opens.get(session, [])
+            if future in waiters:
+                waiters.remove(future)
+
+    async def ask(
+        self,
+        session: str,
+        questions: Any,
+        *,
+        id: str | None = None,
+        dialect: str | None = None,
+        timeout_s: float | None = None,
+        title: str | None = None,
+    ) -> Outcome:
+        """Ask `questions` in `session` and wait for the outcome.
+
+        `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
+        idempotent. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
+        what is left of it). Raises `AskRejected` when the gateway refuses the ask. Cancelling
+        the call withdraws the request.
+        """
+        check_session_id(session)
+        id = check_request_id(id) if id is not None else uuid.uuid4().hex
+        if timeout_s is not None and not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        self._start()
+        assert self._loop is not None
+        key = (session, id)
+        if key in self._asks:
+            raise ValueError(f"request {id!r} in session {session!r} is already being asked by this client")
+        now = self._loop.time()
+        ask = _Ask(
+            session=session,
+            id=id,
+            dialect=dialect,
+            questions=questions,
+            title=title,
+            deadline=None if timeout_s is None else now + timeout_s,
+            future=self._loop.create_future(),
+        )
+        self._asks[key] = ask
+        self._withdrawing.pop(key, None)
+        self._send(ask.frame(now))
+        try:
+            return await ask.future
+        except BaseException:
+            # Cancelled (or failed): if the ask is still ours, withdraw it without awaiting, so
+            # this works inside a cancelled scope too.
+            if self._asks.get(key) is ask:
+                del self._asks[key]
+                if self._fatal is None and not self._closed:
+                    self._withdrawing[key] = _Withdrawal(accepted=ask.accepted, since=self._loop.time())
+                    if ask.accepted:
+                        self._send({"type": "cancel", "session": session, "id": id})
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection; asks in flight fail with `ClientClosed`."""
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._fail(ClientClosed("the askgate client was closed"))
+
+    async def __aenter__(self) -> Client:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ---- the ledger ---------------------------------------------------------------------
+
+    def _raise_if_dead(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._closed:
+            raise ClientClosed("the askgate client was closed")
+
+    def _start(self) -> None:
+        self._raise_if_dead()
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None:
+                logger.debug("askgate client moved to a new event loop; starting over")
+                self._reset()
+            self._loop = loop
+        if self._task is None or self._task.done():
+            self._connected = asyncio.Event()
+            self._task = loop.create_task(self._run(), name=f"askgate client {self.url}")
+
+    def _send(self, frame: dict[str, Any]) -> None:
+        """Queue a frame on the current connection; without one, the replay after the next
+        connect carries what matters."""
+        if self._conn is not None:
+            self._conn.queue.put_nowait(frame)
+
+    def _ack(self, key: _Key) -> None:
+        self._unacked.add(key)
+        self._send({"type": "ack", "session": key[0], "id": key[1]})
+
+    def _replay(self, conn: _Connection) -> None:
+        assert self._loop is not None
+        now = self._loop.time()
+        for session in self._sessions:
+            conn.queue.put_nowait({"type": "open", "session": session})
+        for ask in self._asks.values():
+            conn.queue.put_nowait(ask.frame(now))
+        for key, withdrawal in list(self._withdrawing.items()):
+            if now - withdrawal.since > _WITHDRAWAL_MEMORY_S:
+                del self._withdrawing[key]
+            else:
+                conn.queue.put_nowait({"type": "cancel", "session": key[0], "id": key[1]})
+        for session, id in self._unacked:
+            conn.queue.put_nowait({"type": "ack", "session": session, "id": id})
+
+    def _fail(self, error: AskgateError) -> None:
+        asks, self._asks = self._asks, {}
+        for ask in asks.values():
+            if not ask.future.done():
+                ask.future.set_exception(error)
+                ask.future.exception()  # mark retrieved: the caller may be gone
+        opens, self._opens = self._opens, {}
+        for waiters in opens.values():
+            for future in waiters:
+                if not future.done():
+                    future.set_exception(error)
+                    future.exception()
+        if self._connected is not None:
+            self._connected.set()  # wake wait_connected, which raises
+
+    def _receive(self, text: str | bytes) -> None:
+        try:
+            parsed: Any = json.loads(text)
+        except ValueError:
+            logger.warning("askgate: ignoring a frame that is not JSON: %.200r", text)
+            return
+        if not isinstance(parsed, dict):
+            return
+        frame = cast(dict[str, Any], parsed)
+        kind = frame.get("type")
+        session, id = frame.get("session"), frame.get("id")
+        key = (session, id) if isinstance(session, str) and isinstance(id, str) else None
+        if kind == "outcome" and key is not None:
+            try:
+                outcome = Outcome.from_json(frame)
+            except ValueError:
+                logger.warning("askgate: ignoring a malformed outcome: %.200r", frame)
+                return
+            self._ack(key)
+            ask = self._asks.pop(key, None)
+            if ask is not None:
+                if not ask.future.done():
+                    ask.future.set_result(outcome)
+            else:
+                self._withdrawing.pop(key, None)
+        elif kind == "accepted" and key is not None:
+            viewer_url = frame.get("viewer_url")
+            if isinstance(viewer_url, str):
+                self._viewer_urls[key[0]] = viewer_url
+            ask = self._asks.get(key)
+            if ask is not None:
+                ask.accepted = True
+                deadline_ms = frame.get("deadline_ms")
+                ask.deadline_ms = deadline_ms if isinstance(deadline_ms, int) else None
+            withdrawal = self._withdrawing.get(key)
+            if withdrawal is not None and not withdrawal.accepted:
+                withdrawal.accepted = True
+                self._send({"type": "cancel", "session": key[0], "id": key[1]})
+        elif kind == "rejected" and isinstance(session, str):
+            errors = field_errors(frame.get("errors"))
+            if key is None:
+                logger.warning("askgate: an ask without an id was rejected: %s", errors)
+                return
+            self._withdrawing.pop(key, None)
+            ask = self._asks.pop(key, None)
+            if ask is not None and not ask.future.done():
+                ask.future.set_exception(AskRejected(key[0], key[1], errors))
+        elif kind == "opened" and isinstance(session, str):
+            viewer_url = frame.get("viewer_url")
+            if not isinstance(viewer_url, str):
+                return
+            self._viewer_urls[session] = viewer_url
+            for future in self._opens.pop(session, []):
+                if not future.done():
+                    future.set_result(Opened(session=session, viewer_url=viewer_url))
+        elif kind == "error":
+            code, message = frame.get("code"), frame.get("message")
+            if code == "unavailable" and self._opens:
+                error = AskgateError(f"the gateway refused to open a session: {message}")
+                opens, self._opens = self._opens, {}
+                for waiters in opens.values():
+                    for future in waiters:
+                        if not future.done():
+                            future.set_exception(error)
+            else:
+                logger.debug("askgate: the gateway reported %s: %s", code, message)
+
+    # ---- the connection task ------------------------------------------------------------
+
+    async def _run(self) -> None:
+        attempt = 0
+        try:
+            while True:
+                try:
+                    socket = await connect(
+                        self.url,
+                        additional_headers=self._headers,
+                        open_timeout=self._connect_timeout,
+                        ping_interval=self._ping_interval,
+                        ping_timeout=self._ping_interval,
+                        close_timeout=2,
+                        max_size=None,
+                    )
+                except InvalidStatus as error:
+                    status = error.response.status_code
+                    if 400 <= status < 500 and status not in (408, 429):
+                        self._die(GatewayClosed(status, f"the WebSocket upgrade was refused with HTTP {status}"))
+                        return
+                    self._log_retry(attempt, "connecting to %s failed (HTTP %s); retrying", self.url, status)
+                except InvalidURI as error:
+                    self._die(GatewayClosed(0, str(error)))
+                    return
+                except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as error:
+                    self._log_retry(attempt, "connecting to %s failed (%s); retrying", self.url, error)
+                else:
+                    heard, code, reason = await self._serve(socket)
+                    if code is not None and is_fatal_close(code):
+                        self._die(GatewayClosed(code, reason or "closed by the gateway"))
+                        return
+                    if heard:
+                        attempt = 0
+                    self._log_retry(
+                        attempt, "the connection to %s ended (%s %s); reconnecting", self.url, code, reason
+                    )
+                await asyncio.sleep(self._backoff.delay(attempt))
+                attempt += 1
+        finally:
+            self._conn = None
+
+    @staticmethod
+    def _log_retry(attempt: int, message: str, *args: object) -> None:
+        # The first failure of a streak is worth a warning; the retries that follow are not.
+        logger.log(logging.WARNING if attempt == 0 else logging.DEBUG, "askgate: " + message, *args)
+
+    def _die(self, error: AskgateError) -> None:
+        logger.error("askgate: %s", error)
+        self._fatal = error
+        self._fail(error)
+
+    async def _serve(self, socket: ClientConnection) -> tuple[bool, int | None, str]:
+        """Serve one connection until it ends: (heard from the gateway, close code, reason)."""
+        conn = _Connection()
+        heard = False
+
+        async def read() -> None:
+            nonlocal heard
+            async for message in socket:
+                heard = True
+                self._receive(message)
+
+        async def write() -> None:
+            while True:
+                frame = await conn.queue.get()
+                await socket.send(json.dumps(frame, ensure_ascii=False, separators=(",", ":")))
+                if frame["type"] == "ack":
+                    self._unacked.discard((frame["session"], frame["id"]))
+
+        self._replay(conn)
+        self._conn = conn
+        assert self._connected is not None
+        self._connected.set()
+        reader = asyncio.ensure_future(read())
+        writer = asyncio.ensure_future(write())
+        try:
+            await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._conn = None
+            self._connected = asyncio.Event()
+            for task in (reader, writer):
+                task.cancel()
+            for task in (reader, writer):
+                with contextlib.suppress(BaseException):
+                    await task
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(socket.close(), 2)
+        code: int | None = None
+        reason = ""
+        received = socket.protocol.close_rcvd
+        if received is not None:
+            code, reason = received.code, received.reason
+        elif socket.close_code is not None:
+            code = socket.close_code
+        else:
+            code = 1006
+        return heard, code, reason

@@ -1,0 +1,135 @@
+"""What travels on the wire: outcomes, ids, and the URLs derived from a gateway's base URL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
+
+OutcomeKind = Literal["answered", "declined", "timed_out", "withdrawn"]
+"""How a request ended."""
+
+OUTCOMES: tuple[OutcomeKind, ...] = ("answered", "declined", "timed_out", "withdrawn")
+_OUTCOMES: dict[Any, OutcomeKind] = {kind: kind for kind in OUTCOMES}
+
+AGENT_PATH = "/v1/agent"
+"""The agent WebSocket endpoint under a gateway's base URL."""
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,256}")
+
+
+def check_session_id(session: str) -> str:
+    """Return `session` if it is a valid session id (1-128 of `A-Z a-z 0-9 . _ : -`)."""
+    if not _SESSION_ID.fullmatch(session):
+        raise ValueError(f"not a session id (1-128 of A-Z a-z 0-9 . _ : -): {session!r}")
+    return session
+
+
+def check_request_id(id: str) -> str:
+    """Return `id` if it is a valid request id (1-256 printable ASCII characters, no space)."""
+    if not _REQUEST_ID.fullmatch(id):
+        raise ValueError(f"not a request id (1-256 printable ASCII characters, no space): {id!r}")
+    return id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How a request ended, as the gateway hands it back (an `outcome` frame, or a resolved
+    request from the HTTP API).
+
+    For the harness dialect `response` is `{"answers": [...], "cancelled": bool}`, `result` the
+    `ask_user_result` object or the `DECLINED` / `TIMED_OUT` sentence, and `model_text` the exact
+    text the model reads. For deepagents `response` is the resume payload and `result` the
+    `Q:`/`A:` transcript. A `withdrawn` request has all three `None`.
+    """
+
+    session: str
+    id: str
+    outcome: OutcomeKind
+    response: Any
+    result: Any
+    model_text: str | None
+    by: str | None
+    at_ms: int | None
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any], *, session: str | None = None) -> Outcome:
+        """Read an `outcome` frame or a resolved HTTP body (which has no `session`)."""
+        outcome = _OUTCOMES.get(value.get("outcome"))
+        if outcome is None:
+            raise ValueError(f"unknown outcome {value.get('outcome')!r}")
+        model_text = value.get("model_text")
+        by = value.get("by")
+        at_ms = value.get("at_ms")
+        return cls(
+            session=str(value.get("session", session or "")),
+            id=str(value.get("id", "")),
+            outcome=outcome,
+            response=value.get("response"),
+            result=value.get("result"),
+            model_text=model_text if isinstance(model_text, str) else None,
+            by=by if isinstance(by, str) else None,
+            at_ms=at_ms if isinstance(at_ms, int) else None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Opened:
+    """A session the agent opened, and the link people answer it at."""
+
+    session: str
+    viewer_url: str
+
+
+def _split_base(url: str) -> tuple[str, str, str]:
+    """(scheme, netloc, path) of a base URL, checked."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "ws", "wss"):
+        raise ValueError(f"expected an http://, https://, ws:// or wss:// URL, got {url!r}")
+    if not parts.netloc:
+        raise ValueError(f"no host in {url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"a gateway base URL carries no query or fragment: {url!r}")
+    return scheme, parts.netloc, parts.path.rstrip("/")
+
+
+def agent_url(url: str) -> str:
+    """The agent WebSocket endpoint for a gateway URL.
+
+    `http://host:port[/prefix]` becomes `ws://host:port[/prefix]/v1/agent` (`https` → `wss`);
+    a `ws://` / `wss://` URL with a path is used as is, without one it gets `/v1/agent`.
+    """
+    scheme, netloc, path = _split_base(url)
+    if scheme in ("ws", "wss"):
+        return urlunsplit((scheme, netloc, path or AGENT_PATH, "", ""))
+    ws = "wss" if scheme == "https" else "ws"
+    if not path.endswith(AGENT_PATH):
+        path += AGENT_PATH
+    return urlunsplit((ws, netloc, path, "", ""))
+
+
+def http_base(url: str) -> str:
+    """The HTTP base URL for a gateway URL (`ws://h/v1/agent` → `http://h`)."""
+    scheme, netloc, path = _split_base(url)
+    if scheme in ("ws", "wss"):
+        scheme = "https" if scheme == "wss" else "http"
+    if path.endswith(AGENT_PATH):
+        path = path[: -len(AGENT_PATH)]
+    return urlunsplit((scheme, netloc, path, "", ""))
+
+
+def requests_path(session: str, id: str | None = None) -> str:
+    """`/v1/sessions/{session}/requests[/{id}]`, each segment percent-encoded."""
+    path = f"/v1/sessions/{quote(check_session_id(session), safe='')}/requests"
+    if id is not None:
+        path += "/" + quote(check_request_id(id), safe="")
+    return path
+
+
+def authorization(key: str | None) -> dict[str, str]:
+    """The agent key header, or none in local mode."""
+    return {"Authorization": f"Bearer {key}"} if key else {}

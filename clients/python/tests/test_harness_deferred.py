@@ -1,0 +1,200 @@
+"""Paused runs: `AskUser(answerer=None)`, questions posted over the HTTP API, resumed with
+`DeferredToolResults`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+
+import anyio
+import httpx
+import pytest
+from gateway import Gateway
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai_harness import AskUser
+from pydantic_ai_harness.ask_user import (
+    DECLINED,
+    TIMED_OUT,
+    AskUserAnswer,
+    AskUserRequest,
+    AskUserResponse,
+    ask_user_result,
+)
+from scripted import Scripted, ask_call
+from tab import Tab
+
+from askgate import (
+    ApiError,
+    NotAnswered,
+    PostedRequest,
+    collect_results,
+    collect_results_sync,
+    post_deferred,
+    post_deferred_sync,
+)
+from askgate.harness import ack_posted
+
+pytestmark = pytest.mark.anyio
+
+Tabs = Callable[[str], Awaitable[Tab]]
+
+COLOR = [
+    {
+        "header": "Color",
+        "question": "Which colour should the button be?",
+        "options": [{"label": "Red"}, {"label": "Blue", "description": "The brand colour"}],
+    }
+]
+SIZES = [
+    {
+        "header": "Sizes",
+        "question": "Which sizes?",
+        "options": [{"label": "S"}, {"label": "M"}, {"label": "L"}],
+        "multi_select": True,
+    },
+    {"header": "Fit", "question": "Which fit?", "options": [{"label": "Slim"}, {"label": "Regular"}]},
+]
+
+
+def paused_agent(script: Scripted) -> Agent[None, str | DeferredToolRequests]:
+    return Agent(script.model, output_type=[str, DeferredToolRequests], capabilities=[AskUser(answerer=None)])
+
+
+async def test_paused_run_answered_in_a_tab_and_resumed(gateway: Gateway, session: str, tabs: Tabs) -> None:
+    # One call with args as JSON text (as OpenAI-style models send them), one with a dict.
+    text_args = json.dumps({"questions": SIZES})
+    calls = [ask_call(text_args, "call_text"), ask_call(COLOR, "call_dict")]
+    script = Scripted(calls)
+    agent = paused_agent(script)
+    paused = await agent.run("go")
+    assert isinstance(paused.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in paused.output.calls] == ["call_text", "call_dict"]
+
+    posted = await post_deferred(gateway.url, session, paused.output, title="Paused run")
+    assert [p.id for p in posted] == ["call_text", "call_dict"]
+    assert all(f"/s/{session}#k=" in p.viewer_url and p.deadline_ms is None for p in posted)
+    # Posting again (a host that crashed before saving) is harmless.
+    assert await post_deferred(gateway.url, session, paused.output) == posted
+
+    tab = await tabs(posted[0].viewer_url)
+    shown = {r["id"]: r for r in [await tab.next_request(), await tab.next_request()]}
+    assert set(shown) == {"call_text", "call_dict"}
+    assert shown["call_text"]["title"] == "Paused run"
+    assert shown["call_text"]["questions"] == [
+        q.model_dump(mode="json") for q in AskUserRequest.from_tool_call(calls[0]).questions
+    ]
+    answers = [{"header": "Fit", "selected": ["Regular"]}, {"header": "Sizes", "selected": ["L", "S"]}]
+    assert (await tab.answer("call_text", answers))["outcome"] == "answered"
+    assert (await tab.decline("call_dict"))["outcome"] == "declined"
+
+    results = await collect_results(gateway.url, session, posted, wait=10)
+    expected_text = ask_user_result(
+        AskUserRequest.from_tool_call(calls[0]),
+        AskUserResponse(
+            answers=(AskUserAnswer(header="Fit", selected=("Regular",)), AskUserAnswer(header="Sizes", selected=("L", "S")))
+        ),
+    )
+    assert results.calls == {"call_text": expected_text, "call_dict": DECLINED}
+
+    resumed = await agent.run(message_history=paused.all_messages(), deferred_tool_results=results)
+    assert resumed.output == "done"
+    returns = script.tool_returns(call=1)
+    assert returns["call_text"].content == expected_text == {"Fit": ["Regular"], "Sizes": ["L", "S"]}
+    assert returns["call_text"].model_response_str() == '{"Fit":["Regular"],"Sizes":["L","S"]}'
+    assert returns["call_dict"].content == DECLINED
+
+    # Collected with ack=True: the gateway has forgotten both.
+    async with httpx.AsyncClient() as http:
+        for id in ("call_text", "call_dict"):
+            gone = await http.get(f"{gateway.url}/v1/sessions/{session}/requests/{id}", timeout=10)
+            assert gone.status_code == 404
+
+
+async def test_collect_waits_runs_out_then_collects_later(gateway: Gateway, session: str, tabs: Tabs) -> None:
+    script = Scripted([ask_call(COLOR, "call_later")])
+    agent = paused_agent(script)
+    paused = await agent.run("go")
+    assert isinstance(paused.output, DeferredToolRequests)
+    posted = await post_deferred(gateway.url, session, paused.output)
+
+    with pytest.raises(NotAnswered) as raised:
+        await collect_results(gateway.url, session, posted, wait=0.3)
+    assert raised.value.pending == ("call_later",)
+
+    # A durable worker keeps the posted requests as data and collects in another process.
+    saved = json.dumps([p.to_json() for p in posted])
+    restored = [PostedRequest.from_json(v) for v in json.loads(saved)]
+    collecting = asyncio.ensure_future(collect_results(gateway.url, session, restored, wait=10, ack=False))
+    tab = await tabs(posted[0].viewer_url)
+    shown = await tab.next_request()
+    await tab.answer(shown["id"], [{"header": "Color", "selected": ["Blue"]}])
+    results = await asyncio.wait_for(collecting, 15)
+    assert results.calls == {"call_later": {"Color": ["Blue"]}}
+    # Not acknowledged yet: collecting again gives the same, then ack.
+    again = await collect_results(gateway.url, session, restored, wait=1, ack=False)
+    assert again.calls == results.calls
+    await ack_posted(gateway.url, session, restored)
+    with pytest.raises(ApiError) as missing:
+        await collect_results(gateway.url, session, restored, wait=0)
+    assert missing.value.status == 404
+
+    await agent.run(message_history=paused.all_messages(), deferred_tool_results=results)
+    assert script.tool_returns(call=1)["call_later"].model_response_str() == '{"Color":["Blue"]}'
+
+
+async def test_gateway_deadline_resumes_as_timed_out(gateway: Gateway, session: str, tabs: Tabs) -> None:
+    script = Scripted([ask_call(COLOR, "call_deadline")])
+    agent = paused_agent(script)
+    paused = await agent.run("go")
+    assert isinstance(paused.output, DeferredToolRequests)
+    posted = await post_deferred(gateway.url, session, paused.output, timeout_s=0.3)
+    assert posted[0].deadline_ms is not None
+    results = await collect_results(gateway.url, session, posted, wait=10)
+    assert results.calls == {"call_deadline": TIMED_OUT}
+    await agent.run(message_history=paused.all_messages(), deferred_tool_results=results)
+    assert script.tool_returns(call=1)["call_deadline"].content == TIMED_OUT
+
+
+async def test_sync_helpers(gateway: Gateway, session: str, tabs: Tabs) -> None:
+    script = Scripted([ask_call(COLOR, "call_sync")])
+    agent = paused_agent(script)
+    paused = await agent.run("go")
+    requests = paused.output
+    assert isinstance(requests, DeferredToolRequests)
+    posted = await anyio.to_thread.run_sync(lambda: post_deferred_sync(gateway.url, session, requests))
+    tab = await tabs(posted[0].viewer_url)
+
+    async def answer() -> None:
+        shown = await tab.next_request()
+        await tab.answer(shown["id"], [{"header": "Color", "custom_answer": "Green, like the logo"}])
+
+    answering = asyncio.ensure_future(answer())
+    results = await anyio.to_thread.run_sync(lambda: collect_results_sync(gateway.url, session, posted, wait=10))
+    await asyncio.wait_for(answering, 5)
+    assert results.calls == {"call_sync": {"Color": ["Green, like the logo"]}}
+
+
+async def test_other_deferred_calls_are_left_alone(gateway: Gateway, session: str) -> None:
+    from pydantic_ai.messages import ToolCallPart
+
+    requests = DeferredToolRequests(
+        calls=[ToolCallPart(tool_name="deploy", args={}, tool_call_id="call_other"), ask_call(COLOR, "call_mine")]
+    )
+    posted = await post_deferred(gateway.url, session, requests)
+    assert [p.id for p in posted] == ["call_mine"]
+
+
+async def test_extra_top_level_keys_are_ignored_as_from_tool_call_ignores_them(gateway: Gateway, session: str) -> None:
+    text = json.dumps({"questions": COLOR, "note": "not a field"})
+    requests = DeferredToolRequests(calls=[ask_call(text, "call_extra")])
+    posted = await post_deferred(gateway.url, session, requests)
+    assert [p.id for p in posted] == ["call_extra"]
+
+
+async def test_invalid_args_fail_before_posting(gateway: Gateway, session: str) -> None:
+    from pydantic import ValidationError
+
+    bad = DeferredToolRequests(calls=[ask_call([{"header": "X", "question": "?", "options": []}], "call_bad")])
+    with pytest.raises(ValidationError):
+        await post_deferred(gateway.url, session, bad)
