@@ -16,9 +16,6 @@ use std::fmt::Write as _;
 
 use serde_json::{Number, Value};
 
-use crate::lenient_json::stand_in_surrogate;
-use crate::unicode::is_py_printable;
-
 /// `repr(text)`: single quotes unless the text has `'` and no `"`; `\\`, the quote, `\t`,
 /// `\n`, `\r` escaped; other controls and non-printable characters as `\xhh`, `\uhhhh` or
 /// `\Uhhhhhhhh`. A lone-surrogate stand-in (see [`lenient_json`](crate::lenient_json))
@@ -141,45 +138,7 @@ fn push_repr(value: &Value, out: &mut String) {
 }
 
 fn push_str_repr(text: &str, out: &mut String) {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            _ if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            ' '..='~' => out.push(c),
-            _ => {
-                if let Some(unit) = stand_in_surrogate(c) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                } else if !c.is_ascii() && is_py_printable(c) {
-                    out.push(c);
-                } else {
-                    push_hex(out, c);
-                }
-            }
-        }
-    }
-    out.push(quote);
-}
-
-fn push_hex(out: &mut String, c: char) {
-    let cp = c as u32;
-    // Writing to a String cannot fail.
-    let _ = match cp {
-        0..=0xFF => write!(out, "\\x{cp:02x}"),
-        0x100..=0xFFFF => write!(out, "\\u{cp:04x}"),
-        _ => write!(out, "\\U{cp:08x}"),
-    };
+    crate::unicode::push_repr(text, out);
 }
 
 #[cfg(test)]

@@ -15,4 +15,5 @@ pub use classes::{
     is_py_whitespace, is_space_separator, py_is_blank,
 };
 pub use fold::uniqueness_key;
+pub(crate) use repr::push_repr;
 pub use repr::{py_list_repr, py_repr};

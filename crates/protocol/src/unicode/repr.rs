@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::classes::is_py_printable;
+use crate::lenient_json::stand_in_surrogate;
 
 /// `repr(text)` as CPython 3.11 writes it: single quotes unless the text has `'` and no `"`;
 /// `\\`, the quote, `\t`, `\n`, `\r` escaped; other ASCII controls as `\xhh`; non-printable
@@ -26,7 +27,9 @@ pub fn py_list_repr<S: AsRef<str>>(items: &[S]) -> String {
     out
 }
 
-fn push_repr(text: &str, out: &mut String) {
+/// Appends `repr(text)` to `out`. A lone-surrogate stand-in (see
+/// [`lenient_json`](crate::lenient_json)) is written as Python writes the surrogate, `\udXXX`.
+pub(crate) fn push_repr(text: &str, out: &mut String) {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'
     } else {
@@ -45,8 +48,13 @@ fn push_repr(text: &str, out: &mut String) {
             }
             ' '..='~' => out.push(c),
             _ if c.is_ascii() => push_hex(out, c),
-            _ if is_py_printable(c) => out.push(c),
-            _ => push_hex(out, c),
+            _ => match stand_in_surrogate(c) {
+                Some(unit) => {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+                None if is_py_printable(c) => out.push(c),
+                None => push_hex(out, c),
+            },
         }
     }
     out.push(quote);
