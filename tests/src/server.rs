@@ -200,11 +200,13 @@ impl WsClient {
                 format!("Bearer {key}").parse().expect("header"),
             );
         }
-        let (stream, _) =
-            tokio::time::timeout(RECV_TIMEOUT, tokio_tungstenite::connect_async(request))
-                .await
-                .expect("connect in time")
-                .expect("connect");
+        let (stream, _) = tokio::time::timeout(
+            RECV_TIMEOUT,
+            tokio_tungstenite::connect_async_with_config(request, None, true),
+        )
+        .await
+        .expect("connect in time")
+        .expect("connect");
         WsClient { stream }
     }
 

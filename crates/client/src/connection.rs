@@ -75,7 +75,8 @@ pub(crate) async fn dial(settings: &Settings) -> Result<Socket, DialError> {
             .headers_mut()
             .insert(AUTHORIZATION, authorization.clone());
     }
-    let connecting = tokio_tungstenite::connect_async(request);
+    // TCP_NODELAY: asks and acks are small frames; Nagle would hold one behind another.
+    let connecting = tokio_tungstenite::connect_async_with_config(request, None, true);
     match tokio::time::timeout(settings.connect_timeout, connecting).await {
         Ok(Ok((socket, _))) => Ok(socket),
         Err(_) => Err(DialError::Retry("timed out".to_owned())),

@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -159,6 +160,12 @@ pub async fn serve(
     tokio::spawn(async move {
         shutdown.await;
         stop.cancel();
+    });
+    // Frames are small and latency matters more than packet count: without TCP_NODELAY,
+    // Nagle's algorithm holds a frame that follows another until the peer's delayed ACK,
+    // adding up to 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
     });
     let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(token.clone().cancelled_owned())
