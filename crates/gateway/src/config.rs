@@ -9,9 +9,11 @@ use std::time::Duration;
 
 /// Largest WebSocket message accepted, in bytes. A larger one closes the socket with 4413.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
-/// tungstenite's read buffer per connection, in bytes. Its 128 KiB default would cost about
-/// that much per idle tab.
-pub const DEFAULT_READ_BUFFER_BYTES: usize = 4 * 1024;
+/// tungstenite's read buffer per connection, in bytes, allocated up front for every socket.
+/// Its 128 KiB default would cost that much per idle tab; tab frames are a few hundred bytes,
+/// and a larger message still arrives whole (the buffer grows to fit it, up to the frame
+/// limit), so 1 KiB keeps idle tabs cheap without capping anything.
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 1024;
 /// tungstenite's write buffer per connection, in bytes (flushed when exceeded).
 pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 4 * 1024;
 /// Frames queued for one tab before it counts as too slow and is closed with 4408.
@@ -159,9 +161,15 @@ mod tests {
     #[test]
     fn without_an_agent_key_only_loopback_is_allowed() {
         let mut config = Config::local(b"s".to_vec());
-        assert!(config.check_bind(&"127.0.0.1:8080".parse().unwrap()).is_ok());
+        assert!(
+            config
+                .check_bind(&"127.0.0.1:8080".parse().unwrap())
+                .is_ok()
+        );
         assert!(config.check_bind(&"[::1]:8080".parse().unwrap()).is_ok());
-        let error = config.check_bind(&"0.0.0.0:8080".parse().unwrap()).unwrap_err();
+        let error = config
+            .check_bind(&"0.0.0.0:8080".parse().unwrap())
+            .unwrap_err();
         assert!(error.contains("--agent-key"), "{error}");
         config.agent_keys = vec!["k".into()];
         assert!(config.check_bind(&"0.0.0.0:8080".parse().unwrap()).is_ok());
