@@ -265,3 +265,32 @@ async fn http_get(server: &TestServer, path: &str) -> String {
         .unwrap();
     body
 }
+
+/// A hundred tabs joining one session at once do not overflow anyone's queue: presence is
+/// the latest state, not one queued frame per join, and every tab ends up seeing all 100.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_joins_coalesces_presence() {
+    let server = TestServer::start().await;
+    let joins = (0..100).map(|_| server.tab("s"));
+    let mut tabs: Vec<(WsClient, Value)> = futures_util::future::join_all(joins).await;
+    for (tab, snapshot) in &mut tabs {
+        // The last to join learns the count from its snapshot; the others from presence.
+        if snapshot["tabs"] == 100 {
+            continue;
+        }
+        loop {
+            let presence = tab.recv_until("presence").await;
+            if presence["tabs"] == 100 {
+                break;
+            }
+        }
+    }
+    let metrics = server.state.hub.metrics();
+    assert_eq!(
+        metrics
+            .closed_too_slow
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    assert_eq!(server.state.hub.census().1, 100);
+}

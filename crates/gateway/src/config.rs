@@ -26,7 +26,7 @@ pub const DEFAULT_TAB_FRAMES_PER_SECOND: u32 = 20;
 /// Frames per second an agent connection may send (burst: twice as many); beyond: 4429.
 pub const DEFAULT_AGENT_FRAMES_PER_SECOND: u32 = 5_000;
 /// Tabs watching one session. One more is closed with 1013 (try again later).
-pub const DEFAULT_TABS_PER_SESSION: usize = 64;
+pub const DEFAULT_TABS_PER_SESSION: usize = 128;
 /// Open (unresolved) requests in one session. One more ask is rejected.
 pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// Sessions held at once. A new one is refused (ask rejected, tab closed with 1013).

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use askgate_protocol::{SessionId, TabId};
 use bytes::Bytes;
 use serde::Serialize;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::Hub;
@@ -64,6 +64,10 @@ pub struct Link {
     /// Frames for the peer; the connection task drains it. Bounded: a peer that cannot keep
     /// up is closed with 4408 rather than allowed to grow memory.
     tx: mpsc::Sender<Frame>,
+    /// The latest `presence` for a tab. Presence is state, not an event: a burst of joins
+    /// replaces it rather than queueing one frame per join (which would overflow the queue
+    /// of every tab already there). Agents have none.
+    presence: Option<Arc<watch::Sender<Option<Frame>>>>,
     /// Closes the connection; its task watches it.
     kick: Arc<Kick>,
 }
@@ -77,11 +81,39 @@ impl Link {
             Link {
                 id: 0,
                 tx,
+                presence: None,
                 kick: Arc::clone(&kick),
             },
             rx,
             kick,
         )
+    }
+
+    /// A tab's link: a queue, and a slot holding the latest `presence` frame.
+    pub fn new_tab(
+        capacity: usize,
+    ) -> (
+        Link,
+        mpsc::Receiver<Frame>,
+        watch::Receiver<Option<Frame>>,
+        Arc<Kick>,
+    ) {
+        let (mut link, rx, kick) = Link::new(capacity);
+        let (presence, presence_rx) = watch::channel(None);
+        link.presence = Some(Arc::new(presence));
+        (link, rx, presence_rx, kick)
+    }
+
+    /// Replaces the peer's pending `presence` (queued like any frame if it has no slot).
+    pub(super) fn set_presence(&self, frame: Frame, metrics: &metrics::Metrics) {
+        match &self.presence {
+            Some(slot) => {
+                slot.send_replace(Some(frame));
+            }
+            None => {
+                self.send(frame, metrics);
+            }
+        }
     }
 
     /// Queues `frame`. A full queue closes the peer with 4408 (too slow); `false` if the frame

@@ -74,7 +74,7 @@ impl Session {
         });
         for (id, slot) in &self.tabs {
             if Some(*id) != skip {
-                slot.link.send(frame.clone(), metrics);
+                slot.link.set_presence(frame.clone(), metrics);
             }
         }
     }

@@ -62,6 +62,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
     let mut in_flight = JoinSet::new();
     let mut watch = Watch {
         queue: &mut queue,
+        presence: None,
         kick: &kick,
         shutdown: &state.shutdown,
         keepalive: &mut keepalive,

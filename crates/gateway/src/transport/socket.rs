@@ -6,7 +6,7 @@ use std::time::Duration;
 use askgate_protocol::close;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use futures_util::SinkExt as _;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +43,8 @@ pub(super) enum Event {
 /// The parts of a connection the event loop watches besides the socket.
 pub(super) struct Watch<'a> {
     pub(super) queue: &'a mut mpsc::Receiver<Frame>,
+    /// A tab's latest `presence` (agents: none).
+    pub(super) presence: Option<&'a mut watch::Receiver<Option<Frame>>>,
     pub(super) kick: &'a Kick,
     pub(super) shutdown: &'a CancellationToken,
     pub(super) keepalive: &'a mut Keepalive,
@@ -55,9 +57,22 @@ pub(super) async fn next_event(socket: &mut WebSocket, watch: &mut Watch<'_>) ->
         code = watch.kick.kicked() => Event::Close(code),
         () = watch.shutdown.cancelled() => Event::Close(close::GOING_AWAY),
         frame = watch.queue.recv() => Event::Outgoing(frame),
+        // Queued frames first (a tab's snapshot precedes any presence), then presence.
+        Some(frame) = latest_presence(watch.presence.as_deref_mut()) => Event::Outgoing(Some(frame)),
         message = socket.recv() => Event::Incoming(message),
         _ = watch.keepalive.interval.tick() => Event::Tick,
     }
+}
+
+/// The next presence change, or never (no slot, or its sender is gone).
+async fn latest_presence(slot: Option<&mut watch::Receiver<Option<Frame>>>) -> Option<Frame> {
+    let Some(slot) = slot else {
+        return std::future::pending().await;
+    };
+    if slot.changed().await.is_err() {
+        return std::future::pending().await;
+    }
+    slot.borrow_and_update().clone()
 }
 
 /// Writes `first` and whatever else is queued (up to a batch), then flushes. Gives up with

@@ -77,7 +77,7 @@ async fn serve(
         return Some((close::BAD_KEY, "wrong viewer key"));
     }
     let limits = state.hub.limits();
-    let (link, mut queue, kick) = Link::new(limits.tab_queue);
+    let (link, mut queue, mut presence, kick) = Link::new_tab(limits.tab_queue);
     let handle = match state.hub.join_tab(
         session,
         FromTab::requested_tab(requested_tab.as_deref()),
@@ -91,6 +91,7 @@ async fn serve(
     let mut pacer = Pacer::new(limits.tab_frames_per_second);
     let mut watch = Watch {
         queue: &mut queue,
+        presence: Some(&mut presence),
         kick: &kick,
         shutdown: &state.shutdown,
         keepalive: &mut keepalive,
