@@ -251,6 +251,24 @@ impl WsClient {
         }
     }
 
+    /// Frames until each of `wanted` has matched one (in any order; others skipped); the
+    /// matches come back in the order of `wanted`. Coalesced `presence` may arrive before or
+    /// after the frame that caused it, so tests that need both wait for both this way.
+    pub async fn recv_all(&mut self, wanted: &[fn(&Value) -> bool]) -> Vec<Value> {
+        let mut found: Vec<Option<Value>> = vec![None; wanted.len()];
+        while found.iter().any(Option::is_none) {
+            let frame = self.recv().await;
+            if let Some(slot) = wanted
+                .iter()
+                .zip(found.iter_mut())
+                .find_map(|(matches, slot)| (slot.is_none() && matches(&frame)).then_some(slot))
+            {
+                *slot = Some(frame);
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// The next message within `timeout` (pings/pongs skipped); `None` on timeout or end.
     pub async fn next_message(&mut self, timeout: Duration) -> Option<Message> {
         let deadline = tokio::time::Instant::now() + timeout;
