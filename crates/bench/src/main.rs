@@ -1,3 +1,92 @@
-//! askgate-bench: placeholder until the load generator lands.
+//! askgate-bench: a load generator for askgate (and the Node.js baseline), over real sockets
+//! on loopback, measuring with HDR histograms.
+//!
+//! # Layout
+//! - `cli`: the command line. `target`: the server under test (spawned or attached).
+//! - `conn`: sockets and setup (`open` for viewer keys, `hello`). `frames`: the wire frames.
+//! - `agent`, `tab`: the simulated peers of the fan-out. `tracker`: per-ask bookkeeping and
+//!   the lost/doubled audit. `histo`: latency histograms.
+//! - `fanout`, `idle`, `churn`: the scenarios. `suite`: all of them, both servers;
+//!   `targets`: the goals table and the ratios.
+//! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
 
-fn main() {}
+mod agent;
+mod churn;
+mod cli;
+mod conn;
+mod fanout;
+mod frames;
+mod histo;
+mod idle;
+mod procstat;
+mod report;
+mod scrape;
+mod suite;
+mod tab;
+mod target;
+mod targets;
+mod tracker;
+
+use clap::Parser as _;
+
+use crate::cli::{Cli, Command};
+use crate::report::emit_json;
+use crate::target::Target;
+
+/// Open files the generator asks for (10,000 tabs need as many sockets; the hard limit caps it).
+const WANTED_OPEN_FILES: u64 = 1 << 20;
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    // Raised before any server is spawned, so spawned servers inherit it too.
+    let limit = rlimit::increase_nofile_limit(WANTED_OPEN_FILES)?;
+    if limit < 25_000 {
+        eprintln!("note: open-file limit is {limit}; large scenarios may run out of sockets");
+    }
+    let runtime = if cli.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cli.client_threads)
+            .enable_all()
+            .build()?
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let json = cli.json.as_deref();
+    let threads = cli.client_threads.max(1);
+    match cli.command {
+        Command::Fanout(cmd) => {
+            let target = Target::start(&cmd.target, &fanout::server_flags(&cmd.load))?;
+            eprintln!("server: {}", target.command);
+            let report = fanout::run(&cmd.load, &target, threads).await;
+            target.stop();
+            let report = report?;
+            report.print();
+            emit_json(json, &report)
+        }
+        Command::Idle(cmd) => {
+            let target = Target::start(&cmd.target, &[])?;
+            eprintln!("server: {}", target.command);
+            let report = idle::run(&cmd.load, &target, threads).await;
+            target.stop();
+            let report = report?;
+            report.print();
+            emit_json(json, &report)
+        }
+        Command::Churn(cmd) => {
+            let target = Target::start(&cmd.target, &[])?;
+            eprintln!("server: {}", target.command);
+            let report = churn::run(&cmd.load, &target, threads).await;
+            target.stop();
+            let report = report?;
+            report.print();
+            emit_json(json, &report)
+        }
+        Command::Suite(args) => suite::run(&args, json, threads).await,
+    }
+}
