@@ -490,18 +490,22 @@ async fn the_page_is_served_with_strict_headers() {
     }
 }
 
-/// Writes the README's screenshot (two open questions, 1280×900) when `ASKGATE_SCREENSHOT`
-/// names the file, relative to the repository root; does nothing otherwise.
+/// The README's screenshot: two open questions, both whole in a 1280×1500 window. Written to
+/// the file `ASKGATE_SCREENSHOT` names (relative to the repository root), else to a temporary
+/// file that is checked and removed.
 #[tokio::test(flavor = "multi_thread")]
 async fn screenshot_for_the_docs() {
-    let Some(target) = std::env::var_os("ASKGATE_SCREENSHOT") else {
-        return;
+    let (target, keep) = match std::env::var_os("ASKGATE_SCREENSHOT") {
+        Some(path) => (repo_root().join(path), true),
+        None => (
+            std::env::temp_dir().join(format!("askgate-screenshot-{}.png", std::process::id())),
+            false,
+        ),
     };
-    let target = repo_root().join(target);
     let server = TestServer::start().await;
     let session = "review-7f3a";
     let browser = open_page(&server, session).await;
-    browser.set_viewport_size(1280, 900).await;
+    browser.set_viewport_size(1280, 1500).await;
     let database = json!({"type": "ask", "session": session, "id": "db", "questions": [
         {"header": "Database", "question": "Which database should the new billing service use?",
          "options": [
@@ -543,6 +547,23 @@ async fn screenshot_for_the_docs() {
     browser
         .wait_for_text(&format!("{} .countdown", card("release")), "min")
         .await;
+    browser
+        .wait_until(
+            "return [...document.querySelectorAll('article[data-request-id]')]\
+             .filter((card) => card.getBoundingClientRect().bottom <= window.innerHeight)\
+             .length === 2;",
+            json!([]),
+        )
+        .await;
     browser.screenshot(&target).await;
-    eprintln!("wrote {}", target.display());
+    let png = std::fs::read(&target).expect("read the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "the screenshot is a PNG"
+    );
+    if keep {
+        eprintln!("wrote {}", target.display());
+    } else {
+        std::fs::remove_file(&target).expect("remove the screenshot");
+    }
 }
