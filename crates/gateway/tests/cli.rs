@@ -123,3 +123,42 @@ fn validate_reports_deepagents_errors_both_ways() {
     assert_eq!(answer["errors"][0]["code"], "blank");
     assert_eq!(answer["framework_errors"][0]["type"], "value_error");
 }
+
+/// A host may keep `askgate validate` running and write a line at a time, waiting for each
+/// answer before the next line: every answer comes out while stdin is still open.
+#[test]
+fn validate_answers_a_line_before_the_next_arrives() {
+    use std::io::BufRead as _;
+    use std::time::Duration;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .arg("validate")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("askgate starts");
+    let mut input = child.stdin.take().expect("stdin");
+    let output = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let (answers, answer) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in output.lines() {
+            if answers.send(line.expect("an answer line")).is_err() {
+                break;
+            }
+        }
+    });
+    let vectors = data("conformance/vectors.jsonl");
+    for line in vectors.lines().take(3) {
+        writeln!(input, "{line}").expect("write a line");
+        input.flush().expect("flush");
+        let got = answer
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the answer arrives while stdin stays open");
+        let expect: Value = serde_json::from_str(line).unwrap();
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["ok"], expect["expect"]["ok"], "{line}");
+    }
+    drop(input);
+    assert!(child.wait().expect("askgate exits").success());
+}

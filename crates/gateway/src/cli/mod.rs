@@ -82,7 +82,7 @@ pub fn main() -> ExitCode {
             runtime().and_then(|rt| rt.block_on(demo::run(*args)))
         }
         Command::Validate => {
-            let stdin = std::io::stdin().lock();
+            let stdin = std::io::stdin();
             let stdout = std::io::stdout().lock();
             run_validate(stdin, stdout)
         }

@@ -29,114 +29,66 @@ use serde_json::value::RawValue;
 
 mod deepagents_lines;
 mod harness_lines;
+mod stream;
 
 use harness_lines::HarnessInput;
-
-/// Bytes read per block: enough to share among threads, few enough to bound memory (a block
-/// grows past this only to finish a longer line).
-const BLOCK_BYTES: usize = 4 << 20;
+use stream::{BLOCK_BYTES, Handoff, Taken, split_lines};
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
+/// A reader thread cuts the input into whole lines; everything that has arrived is judged as
+/// one block on every core while more is read. Answers are flushed whenever no further input
+/// is waiting, so a host that writes a line and waits for its answer (a co-process) gets it
+/// at once.
+///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
-pub fn run(mut input: impl Read, output: impl Write) -> anyhow::Result<()> {
+pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut output = std::io::BufWriter::with_capacity(1 << 20, output);
-    let mut reader = BlockReader::new(BLOCK_BYTES);
-    let mut block = reader.next_block(&mut input)?;
-    while !block.is_empty() {
-        // Judge this block on every core while this thread reads the next one.
-        let (answers, next) = std::thread::scope(|scope| {
-            let workers: Vec<_> = split_lines(&block, threads)
-                .into_iter()
-                .map(|part| scope.spawn(move || answer_block(part)))
-                .collect();
-            let next = reader.next_block(&mut input);
-            let answers: Vec<Vec<u8>> = workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_default())
-                .collect();
-            (answers, next)
-        });
-        for part in answers {
-            output.write_all(&part).context("writing stdout")?;
-        }
-        block = next?;
-    }
-    output.flush().context("writing stdout")?;
-    Ok(())
+    let handoff = Handoff::start(input, BLOCK_BYTES);
+    let judged = judge_all(&handoff, threads, &mut output);
+    handoff.close();
+    judged
 }
 
-/// Cuts a stream into blocks that end at a line's end (or the stream's).
-struct BlockReader {
-    /// Bytes wanted per block.
-    block_bytes: usize,
-    /// Bytes read past the last complete line, carried into the next block.
-    carry: Vec<u8>,
-    ended: bool,
-}
-
-impl BlockReader {
-    fn new(block_bytes: usize) -> Self {
-        BlockReader {
-            block_bytes: block_bytes.max(1),
-            carry: Vec::new(),
-            ended: false,
-        }
-    }
-
-    /// The next block of whole lines; empty once the stream has ended.
-    fn next_block(&mut self, input: &mut impl Read) -> anyhow::Result<Vec<u8>> {
-        let mut block = std::mem::take(&mut self.carry);
-        let mut searched = 0;
-        while !self.ended {
-            let filled = block.len();
-            let want = self.block_bytes.max(filled / 4);
-            // `read_to_end` fills spare capacity without zeroing it first.
-            let read = input
-                .by_ref()
-                .take(want as u64)
-                .read_to_end(&mut block)
-                .context("reading stdin")?;
-            if read == 0 {
-                self.ended = true;
-            } else if block.len() >= self.block_bytes {
-                if let Some(end) = memchr::memrchr(b'\n', &block[searched..]) {
-                    self.carry = block.split_off(searched + end + 1);
-                    return Ok(block);
+fn judge_all(handoff: &Handoff, threads: usize, output: &mut impl Write) -> anyhow::Result<()> {
+    // Each judge's answers, kept from block to block so their memory is reused.
+    let mut answers: Vec<Vec<u8>> = vec![Vec::new(); threads];
+    loop {
+        let block = match handoff.take() {
+            Taken::Lines(block) => block,
+            Taken::Nothing => {
+                // Nothing more has arrived: let the answers so far go out before waiting.
+                output.flush().context("writing stdout")?;
+                match handoff.wait_take() {
+                    Taken::Lines(block) => block,
+                    Taken::Nothing => continue,
+                    Taken::End(ended) => return ended.and(flush(output)),
                 }
-                searched = block.len();
             }
-        }
-        Ok(block)
-    }
-}
-
-/// Splits a block of lines into at most `parts` runs of whole lines of about equal size.
-fn split_lines(block: &[u8], parts: usize) -> Vec<&[u8]> {
-    let mut runs = Vec::with_capacity(parts);
-    let mut rest = block;
-    for left in (1..=parts).rev() {
-        if rest.is_empty() {
-            break;
-        }
-        let cut = if left == 1 {
-            rest.len()
-        } else {
-            let aim = rest.len() / left;
-            memchr::memchr(b'\n', &rest[aim..]).map_or(rest.len(), |i| aim + i + 1)
+            Taken::End(ended) => return ended.and(flush(output)),
         };
-        let (run, after) = rest.split_at(cut);
-        runs.push(run);
-        rest = after;
+        let parts = split_lines(&block, threads);
+        std::thread::scope(|workers| {
+            for (part, answers) in parts.iter().zip(answers.iter_mut()) {
+                workers.spawn(move || answer_block(part, answers));
+            }
+        });
+        for part in &mut answers[..parts.len()] {
+            output.write_all(part).context("writing stdout")?;
+            part.clear();
+        }
+        handoff.recycle(block);
     }
-    runs
 }
 
-/// The answers to a run of lines, one line each.
-fn answer_block(lines: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(lines.len() / 2);
+fn flush(output: &mut impl Write) -> anyhow::Result<()> {
+    output.flush().context("writing stdout")
+}
+
+/// Appends the answers to a run of lines, one line each, to `out`.
+fn answer_block(lines: &[u8], out: &mut Vec<u8>) {
     let mut rest = lines;
     while !rest.is_empty() {
         let (line, after) = match memchr::memchr(b'\n', rest) {
@@ -146,13 +98,15 @@ fn answer_block(lines: &[u8]) -> Vec<u8> {
         rest = after;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let answer = match simdutf8::basic::from_utf8(line) {
-            Ok(text) => answer_line(text),
+            // A bug that panics on one line must not take the other lines' answers with it.
+            Ok(text) => std::panic::catch_unwind(|| answer_line(text)).unwrap_or_else(|_| {
+                line_error("", "askgate failed on this line (a bug: please report it)")
+            }),
             Err(_) => not_utf8(line),
         };
         out.extend_from_slice(answer.as_bytes());
         out.push(b'\n');
     }
-    out
 }
 
 fn not_utf8(line: &[u8]) -> String {
@@ -347,6 +301,7 @@ fn to_line(answer: &impl Serialize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::stream::BlockReader;
     use super::*;
 
     /// Lines of assorted lengths, a CRLF, a blank line, bytes that are not UTF-8, and no
@@ -372,7 +327,7 @@ mod tests {
             let mut stream = input.as_slice();
             let mut joined = Vec::new();
             loop {
-                let block = reader.next_block(&mut stream).unwrap();
+                let block = reader.next_block(&mut stream, Vec::new()).unwrap();
                 if block.is_empty() {
                     break;
                 }
@@ -402,7 +357,7 @@ mod tests {
     fn the_stream_answers_each_line_as_answer_line_does() {
         let input = sample();
         let mut output = Vec::new();
-        run(input.as_slice(), &mut output).unwrap();
+        run(std::io::Cursor::new(input.clone()), &mut output).unwrap();
         let expected: String = input
             .split(|&b| b == b'\n')
             .map(|line| {
