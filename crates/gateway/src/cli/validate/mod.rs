@@ -353,6 +353,34 @@ mod tests {
         }
     }
 
+    /// Hands out its bytes a few at a time, as a pipe fed by a slow writer does.
+    struct Trickle(Vec<u8>, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            let n = buffer.len().min(3).min(self.0.len() - self.1);
+            buffer[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+            self.1 += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn small_reads_and_small_blocks_give_the_same_answers() {
+        let input = sample();
+        let mut whole = Vec::new();
+        run(std::io::Cursor::new(input.clone()), &mut whole).unwrap();
+        for (block_bytes, threads) in [(1, 1), (7, 2), (64, 3)] {
+            let handoff = Handoff::start(Trickle(input.clone(), 0), block_bytes);
+            let mut trickled = Vec::new();
+            judge_all(&handoff, threads, &mut trickled).unwrap();
+            assert_eq!(
+                trickled, whole,
+                "block size {block_bytes}, {threads} threads"
+            );
+        }
+    }
+
     #[test]
     fn the_stream_answers_each_line_as_answer_line_does() {
         let input = sample();

@@ -15,6 +15,7 @@ pub(super) const BLOCK_BYTES: usize = 4 << 20;
 pub(super) struct Handoff {
     state: Mutex<Waiting>,
     changed: Condvar,
+    block_bytes: usize,
 }
 
 #[derive(Default)]
@@ -47,9 +48,10 @@ impl Handoff {
         let handoff = Arc::new(Handoff {
             state: Mutex::new(Waiting::default()),
             changed: Condvar::new(),
+            block_bytes,
         });
         let shared = Arc::clone(&handoff);
-        std::thread::spawn(move || shared.read_all(input, block_bytes));
+        std::thread::spawn(move || shared.read_all(input));
         handoff
     }
 
@@ -60,7 +62,8 @@ impl Handoff {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn read_all(&self, mut input: impl Read, block_bytes: usize) {
+    fn read_all(&self, mut input: impl Read) {
+        let block_bytes = self.block_bytes;
         let mut reader = BlockReader::new(block_bytes);
         loop {
             let buffer = self.lock().spare.take().unwrap_or_default();
@@ -128,10 +131,12 @@ impl Handoff {
         }
     }
 
-    /// Gives a judged block's buffer back for reuse.
+    /// Gives a judged block's buffer back for reuse (unless one very long line grew it).
     pub(super) fn recycle(&self, mut buffer: Vec<u8>) {
-        buffer.clear();
-        self.lock().spare = Some(buffer);
+        if buffer.capacity() <= 2 * self.block_bytes {
+            buffer.clear();
+            self.lock().spare = Some(buffer);
+        }
     }
 
     /// The judging side stops: the reader need not go on.
