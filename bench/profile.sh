@@ -19,7 +19,8 @@ dir=$(mktemp -d /tmp/askgate-profile-XXXXXX)
 "$target/release/askgate" serve --listen 127.0.0.1:0 --data-dir "$dir/data" \
   --tabs-per-session 128 "${serve_args[@]}" 2> "$dir/server.log" &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true' EXIT
+bench=""
+trap 'kill -TERM $pid ${bench} 2>/dev/null || true' EXIT
 addr=""
 for _ in $(seq 100); do
   addr=$(grep -o 'listening on http://[0-9.:]*' "$dir/server.log" | sed 's|.*http://||' || true)
@@ -32,7 +33,7 @@ done
   --json "$dir/fanout.json" > "$dir/fanout.txt" &
 bench=$!
 sleep 10
-perf record -F 999 -g --call-graph dwarf,16384 -p "$pid" -o "$dir/perf.data" -- sleep 20 2> /dev/null
+perf record -F 999 -g --call-graph dwarf,16384 -p "$pid" -o "$dir/perf.data" -- sleep 20
 wait $bench
 cat "$dir/fanout.txt"
 perf report -i "$dir/perf.data" --no-children --percent-limit 1 --stdio --sort symbol -g none 2> /dev/null \

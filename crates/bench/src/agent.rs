@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use crate::conn::Ws;
+use crate::conn::{self, Ws};
 use crate::frames::{self, Kind};
 use crate::tracker::Tracker;
 
@@ -93,11 +93,8 @@ pub(crate) async fn run(mut ws: Ws, plan: AgentPlan, tracker: Arc<Tracker>) -> A
                         .record_ns(now.saturating_duration_since(due_at(next)).as_nanos() as u64);
                     let session = &plan.sessions[(k as usize) % plan.sessions.len()];
                     tracker.ask_sent(next, now_ns);
-                    if ws
-                        .feed(Message::text(frames::ask(session, next, plan.timeout_s)))
-                        .await
-                        .is_err()
-                    {
+                    let ask = Message::text(frames::ask(session, next, plan.timeout_s));
+                    if !conn::wrote(plan.give_up, ws.feed(ask)).await {
                         tracker.closed_by_server(1006);
                         return result;
                     }
@@ -106,7 +103,7 @@ pub(crate) async fn run(mut ws: Ws, plan: AgentPlan, tracker: Arc<Tracker>) -> A
                     next += plan.agents;
                     k += 1;
                 }
-                if ws.flush().await.is_err() {
+                if !conn::wrote(plan.give_up, ws.flush()).await {
                     tracker.closed_by_server(1006);
                     return result;
                 }
@@ -138,13 +135,13 @@ pub(crate) async fn run(mut ws: Ws, plan: AgentPlan, tracker: Arc<Tracker>) -> A
                 }
                 if !acks.is_empty() {
                     for ack in acks.drain(..) {
-                        if ws.feed(Message::text(ack)).await.is_err() {
+                        if !conn::wrote(plan.give_up, ws.feed(Message::text(ack))).await {
                             tracker.closed_by_server(1006);
                             return result;
                         }
                         result.acked += 1;
                     }
-                    if ws.flush().await.is_err() {
+                    if !conn::wrote(plan.give_up, ws.flush()).await {
                         tracker.closed_by_server(1006);
                         return result;
                     }
@@ -152,7 +149,7 @@ pub(crate) async fn run(mut ws: Ws, plan: AgentPlan, tracker: Arc<Tracker>) -> A
             }
         }
     }
-    crate::conn::close(ws).await;
+    conn::close(ws).await;
     result
 }
 

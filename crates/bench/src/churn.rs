@@ -162,7 +162,9 @@ pub(crate) async fn run(
     if live_start.is_empty() {
         leaks.push("no metrics to compare (GET /metrics failed)".into());
     }
-    if rss_end as f64 > rss_start as f64 * (1.0 + RSS_TOLERANCE) {
+    if rss_start == 0 || rss_end == 0 {
+        leaks.push("the server's RSS could not be read".into());
+    } else if rss_end as f64 > rss_start as f64 * (1.0 + RSS_TOLERANCE) {
         leaks.push(format!(
             "RSS {:.1} MiB after vs {:.1} MiB before (over {:.0} %)",
             mib(rss_end),

@@ -147,3 +147,15 @@ async fn open_chunk(addr: SocketAddr, names: &[String]) -> anyhow::Result<Vec<(S
 pub(crate) fn truncate(text: &str) -> String {
     text.chars().take(200).collect()
 }
+
+/// Awaits a socket write until `deadline`; whether it completed without error. (A server
+/// that stops reading must not hang the generator: its give-up deadline still holds.)
+pub(crate) async fn wrote<E>(
+    deadline: std::time::Instant,
+    write: impl Future<Output = Result<(), E>>,
+) -> bool {
+    matches!(
+        tokio::time::timeout_at(deadline.into(), write).await,
+        Ok(Ok(()))
+    )
+}

@@ -27,6 +27,9 @@ use crate::tab::{self, Join, Setup, TabPlan};
 use crate::target::{Kind, Target};
 use crate::tracker::{Audit, MAX_TABS, Oddities, Tracker};
 
+/// How long the tabs get to close once told to stop.
+const TABS_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Pause after setup so join and presence traffic is over before the clock starts.
 const SETTLE: Duration = Duration::from_secs(1);
 /// Time tabs keep reading after the last outcome, for the last `resolved` frames.
@@ -90,7 +93,7 @@ pub(crate) struct FanoutReport {
     /// Outcomes (resolutions) received per second, from the first ask to the last outcome.
     pub(crate) resolved_per_s: f64,
     /// The slowest full second of resolutions.
-    pub(crate) resolved_per_s_min: u64,
+    pub(crate) resolved_per_s_min: f64,
     /// Whether every ask had its outcome before the drain deadline. When not, the server
     /// fell behind and the asks still outstanding are counted as lost outcomes.
     pub(crate) drained: bool,
@@ -236,10 +239,17 @@ pub(crate) async fn run(
             last_outcome = last_outcome.max(at);
         }
     }
+    // Sampled up to here: the tail and the tabs closing are not part of the measured load.
+    let usage = sampler.finish().await;
     tokio::time::sleep(TAIL).await;
     let _ = stop.send(true);
-    while tabs.join_next().await.is_some() {}
-    let usage = sampler.finish().await;
+    let closing = async { while tabs.join_next().await.is_some() {} };
+    if tokio::time::timeout(TABS_STOP_TIMEOUT, closing)
+        .await
+        .is_err()
+    {
+        eprintln!("  note: some tabs did not stop within {TABS_STOP_TIMEOUT:?}");
+    }
 
     let audit = tracker.audit(total);
     let oddities = tracker.oddities();
@@ -249,9 +259,9 @@ pub(crate) async fn run(
     let resolved_per_s_min = usage.timeline[..full_seconds.min(args.duration_s as usize)]
         .iter()
         .skip(1)
-        .map(|t| t.progress)
-        .min()
-        .unwrap_or(0);
+        .map(|t| t.progress_per_s)
+        .min_by(f64::total_cmp)
+        .unwrap_or(0.0);
     let expected_rejections = match args.answer {
         AnswerRule::All => audit.asks * (args.tabs as u64 - 1),
         _ => 0,
@@ -329,7 +339,7 @@ impl FanoutReport {
         ]);
         t.row(vec![
             "resolved/s (avg, slowest second)".into(),
-            format!("{:.0}, {}", self.resolved_per_s, self.resolved_per_s_min),
+            format!("{:.0}, {:.0}", self.resolved_per_s, self.resolved_per_s_min),
         ]);
         if let Some(s) = &self.usage.server {
             t.row(vec![

@@ -31,6 +31,7 @@ use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
 use crate::report::emit_json;
+use crate::suite::Load;
 use crate::target::Target;
 
 /// Open files the generator asks for (10,000 tabs need as many sockets; the hard limit caps it).
@@ -59,34 +60,22 @@ fn main() -> anyhow::Result<()> {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json.as_deref();
     let threads = cli.client_threads.max(1);
-    match cli.command {
-        Command::Fanout(cmd) => {
-            let target = Target::start(&cmd.target, &fanout::server_flags(&cmd.load))?;
-            eprintln!("server: {}", target.command);
-            let report = fanout::run(&cmd.load, &target, threads).await;
-            target.stop();
-            let report = report?;
-            report.print();
-            emit_json(json, &report)
-        }
-        Command::Idle(cmd) => {
-            let target = Target::start(&cmd.target, &[])?;
-            eprintln!("server: {}", target.command);
-            let report = idle::run(&cmd.load, &target, threads).await;
-            target.stop();
-            let report = report?;
-            report.print();
-            emit_json(json, &report)
-        }
-        Command::Churn(cmd) => {
-            let target = Target::start(&cmd.target, &[])?;
-            eprintln!("server: {}", target.command);
-            let report = churn::run(&cmd.load, &target, threads).await;
-            target.stop();
-            let report = report?;
-            report.print();
-            emit_json(json, &report)
-        }
-        Command::Suite(args) => suite::run(&args, json, threads).await,
+    let (target_args, load) = match cli.command {
+        Command::Fanout(cmd) => (cmd.target, Load::Fanout(cmd.load)),
+        Command::Idle(cmd) => (cmd.target, Load::Idle(cmd.load)),
+        Command::Churn(cmd) => (cmd.target, Load::Churn(cmd.load)),
+        Command::Suite(args) => return suite::run(&args, json, threads).await,
+    };
+    let target = Target::start(&target_args, &load.server_flags())?;
+    eprintln!("server: {}", target.command);
+    let report = load.run(&target, threads).await;
+    target.stop();
+    let report = report?;
+    report.print();
+    emit_json(json, &report)?;
+    // A run that lost something fails, so scripts and CI notice.
+    match report.fault() {
+        Some(fault) => anyhow::bail!("the run was not clean: {fault}"),
+        None => Ok(()),
     }
 }

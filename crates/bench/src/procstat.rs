@@ -102,8 +102,9 @@ pub(crate) struct Tick {
     pub(crate) server_rss_mib: Option<f64>,
     /// Generator CPU over the second, % of one core.
     pub(crate) generator_cpu_pct: f64,
-    /// How far the progress counter moved (outcomes, connections...).
-    pub(crate) progress: u64,
+    /// How fast the progress counter moved over the tick (outcomes, connections...), per
+    /// second of the tick's real length (a late tick is not a fast second).
+    pub(crate) progress_per_s: f64,
 }
 
 /// CPU and memory of one process over a phase.
@@ -155,7 +156,10 @@ impl Sampler {
             let mut server_usage = first_server.map(|r| start_usage(&r));
             let mut self_usage = first_self.map(|r| start_usage(&r)).unwrap_or_default();
             let mut interval = tokio::time::interval(PERIOD);
+            // After a late tick the next comes a period later, not at once to catch up.
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             interval.tick().await;
+            let mut last_tick = Instant::now();
             loop {
                 tokio::select! {
                     _ = interval.tick() => {}
@@ -164,6 +168,8 @@ impl Sampler {
                 let now_server = server.and_then(|pid| read(Some(pid)));
                 let now_self = read(None);
                 let now_progress = progress.load(Ordering::Relaxed);
+                let tick_s = last_tick.elapsed().as_secs_f64().max(1e-9);
+                last_tick = Instant::now();
                 let server_cpu = match (&last_server, &now_server) {
                     (Some(a), Some(b)) => Some(cpu_percent(a, b)),
                     _ => None,
@@ -185,7 +191,7 @@ impl Sampler {
                     server_cpu_pct: server_cpu,
                     server_rss_mib: now_server.map(|r| mib(r.rss)),
                     generator_cpu_pct: self_cpu,
-                    progress: now_progress.saturating_sub(last_progress),
+                    progress_per_s: now_progress.saturating_sub(last_progress) as f64 / tick_s,
                 });
                 (last_server, last_self, last_progress) = (now_server, now_self, now_progress);
             }

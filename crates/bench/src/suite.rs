@@ -21,7 +21,7 @@ use crate::targets;
 const BETWEEN_RUNS: Duration = Duration::from_secs(3);
 
 /// A scenario with its workload.
-enum Load {
+pub(crate) enum Load {
     Idle(IdleArgs),
     Fanout(FanoutArgs),
     Churn(ChurnArgs),
@@ -40,7 +40,8 @@ pub(crate) enum Report {
 pub(crate) type Runs = Vec<(&'static str, Report)>;
 
 impl Load {
-    async fn run(&self, target: &Target, threads: usize) -> anyhow::Result<Report> {
+    /// Runs the scenario against `target`.
+    pub(crate) async fn run(&self, target: &Target, threads: usize) -> anyhow::Result<Report> {
         Ok(match self {
             Load::Idle(a) => Report::Idle(idle::run(a, target, threads).await?),
             Load::Fanout(a) => Report::Fanout(Box::new(fanout::run(a, target, threads).await?)),
@@ -48,7 +49,8 @@ impl Load {
         })
     }
 
-    fn server_flags(&self) -> Vec<String> {
+    /// Flags the scenario needs the server started with.
+    pub(crate) fn server_flags(&self) -> Vec<String> {
         match self {
             Load::Fanout(a) => fanout::server_flags(a),
             _ => Vec::new(),
@@ -57,7 +59,24 @@ impl Load {
 }
 
 impl Report {
-    fn print(&self) {
+    /// What went wrong in the run, if anything: lost or doubled frames, a leak, dropped tabs.
+    pub(crate) fn fault(&self) -> Option<String> {
+        match self {
+            Report::Idle(r) if r.dropped_while_idle > 0 => {
+                Some(format!("{} tabs dropped while idle", r.dropped_while_idle))
+            }
+            Report::Fanout(r) if !r.clean => Some(format!(
+                "{} asks lost, doubled or unsent; drained: {}",
+                r.audit.faults(),
+                r.drained
+            )),
+            Report::Churn(r) if !r.leak_free => Some("something leaked".into()),
+            _ => None,
+        }
+    }
+
+    /// Prints the report's tables.
+    pub(crate) fn print(&self) {
         match self {
             Report::Idle(r) => r.print(),
             Report::Fanout(r) => r.print(),
@@ -162,7 +181,12 @@ pub(crate) async fn run(
         "targets": rows,
         "runs": all,
     });
-    emit_json(json_path, &summary)
+    emit_json(json_path, &summary)?;
+    let missed = targets::missed(&rows);
+    if !missed.is_empty() {
+        anyhow::bail!("targets not met: {}", missed.join("; "));
+    }
+    Ok(())
 }
 
 /// `node --version`, if node runs.

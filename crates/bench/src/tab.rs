@@ -229,14 +229,21 @@ pub(crate) async fn run(
         }
         if !now_list.is_empty() {
             let now = tracker.now_ns();
-            for seq in now_list.drain(..) {
-                tracker.answer_sent(seq, now);
-                if ws.feed(Message::text(frames::answer(seq))).await.is_err() {
-                    return Ended::Closed(1006);
+            let answers = async {
+                for seq in now_list.drain(..) {
+                    tracker.answer_sent(seq, now);
+                    ws.feed(Message::text(frames::answer(seq))).await?;
                 }
-            }
-            if ws.flush().await.is_err() {
-                return Ended::Closed(1006);
+                ws.flush().await
+            };
+            // A server that stops reading must not keep the tab from stopping.
+            tokio::select! {
+                written = answers => {
+                    if written.is_err() {
+                        return Ended::Closed(1006);
+                    }
+                }
+                _ = stop.changed() => return Ended::Stopped,
             }
         }
     }
@@ -265,7 +272,7 @@ fn on_text(text: &str, plan: &TabPlan, tracker: &Tracker) -> Option<u64> {
         }
         Kind::Resolved => {
             if let Some(seq) = frame.id.as_deref().and_then(frames::seq_of) {
-                tracker.resolved_seen(seq);
+                tracker.resolved_seen(seq, plan.index);
             }
             None
         }

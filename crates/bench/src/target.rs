@@ -100,7 +100,14 @@ impl Target {
 
     /// Stops a spawned server (SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]) and removes its
     /// temp directory. An external server is left alone.
-    pub(crate) fn stop(mut self) {
+    pub(crate) fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        // Also when a scenario failed midway: its server must not stay running.
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])
@@ -117,16 +124,6 @@ impl Target {
         }
         if let Some(dir) = self.dir.take() {
             let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        // A scenario that failed midway must not leave its server running.
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
         }
     }
 }
@@ -150,26 +147,37 @@ fn spawn(kind: Kind, mut command: Command, dir: PathBuf) -> anyhow::Result<Targe
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("spawning {line}"))?;
-    let stderr = child.stderr.take().context("the server's stderr")?;
-    let (found, addr) = mpsc::channel();
-    let log_path = dir.join("server.log");
-    std::thread::Builder::new()
-        .name("server-stderr".into())
-        .spawn(move || drain(stderr, &log_path, &found))
-        .context("starting the stderr reader")?;
-    let Ok(addr) = addr.recv_timeout(START_TIMEOUT) else {
-        let _ = child.kill();
-        let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-        bail!("{line} did not announce its address within {START_TIMEOUT:?}:\n{log}");
-    };
-    Ok(Target {
+    let stderr = child.stderr.take();
+    // From here on, dropping `target` (an early return) stops the server and removes `dir`.
+    let mut target = Target {
         kind,
-        addr,
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         pid: Some(child.id()),
         command: line,
         child: Some(child),
         dir: Some(dir),
-    })
+    };
+    let stderr = stderr.context("the server's stderr")?;
+    let (found, addr) = mpsc::channel();
+    let log_path = target
+        .dir
+        .as_deref()
+        .unwrap_or(Path::new("."))
+        .join("server.log");
+    let reader_log = log_path.clone();
+    std::thread::Builder::new()
+        .name("server-stderr".into())
+        .spawn(move || drain(stderr, &reader_log, &found))
+        .context("starting the stderr reader")?;
+    let Ok(addr) = addr.recv_timeout(START_TIMEOUT) else {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        bail!(
+            "{} did not announce its address within {START_TIMEOUT:?}:\n{log}",
+            target.command
+        );
+    };
+    target.addr = addr;
+    Ok(target)
 }
 
 /// Reads the server's stderr: the first `listening on http://ADDR` goes to `found`, every

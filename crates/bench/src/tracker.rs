@@ -28,10 +28,10 @@ struct Slot {
     answered_ns: AtomicU64,
     /// Which tabs got its `request`, one bit per tab.
     seen: [AtomicU64; 2],
-    /// `request` frames delivered (duplicates included).
+    /// Tabs that got its `request` (each counted once).
     deliveries: AtomicU32,
-    /// `resolved` frames delivered.
-    resolved: AtomicU32,
+    /// Which tabs got its `resolved`, one bit per tab.
+    resolved: [AtomicU64; 2],
     /// `accepted` frames.
     accepted: AtomicU32,
     /// `outcome` frames.
@@ -54,7 +54,7 @@ pub(crate) struct Latencies {
 }
 
 /// Counters of frames that should not happen, or that explain a loss.
-#[derive(Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Oddities {
     /// `rejected` frames to agents.
     pub(crate) rejected: u64,
@@ -75,6 +75,8 @@ pub(crate) struct Oddities {
 pub(crate) struct Audit {
     /// Asks sent.
     pub(crate) asks: u64,
+    /// Asks planned but never sent (the agent's socket closed, or the run gave up).
+    pub(crate) unsent: u64,
     /// Asks with no `accepted`.
     pub(crate) accepted_lost: u64,
     /// Extra `accepted` frames.
@@ -89,7 +91,7 @@ pub(crate) struct Audit {
     pub(crate) requests_doubled: u64,
     /// (ask, tab) pairs with no `resolved`, among asks that have an outcome.
     pub(crate) resolved_lost: u64,
-    /// `resolved` frames beyond one per tab.
+    /// Extra `resolved` frames to a tab.
     pub(crate) resolved_doubled: u64,
     /// A few asks with no outcome, and how far each got, for diagnosis.
     pub(crate) missing_samples: Vec<Missing>,
@@ -108,14 +110,15 @@ pub(crate) struct Missing {
     pub(crate) tabs_with_request: u32,
     /// When the answer was written, ms since the epoch (absent: never answered).
     pub(crate) answered_ms: Option<f64>,
-    /// `resolved` frames tabs received.
+    /// Tabs that received its `resolved`.
     pub(crate) resolved: u32,
 }
 
 impl Audit {
-    /// Whether nothing was lost or doubled.
-    pub(crate) fn clean(&self) -> bool {
-        self.accepted_lost
+    /// Everything lost, doubled or never sent.
+    pub(crate) fn faults(&self) -> u64 {
+        self.unsent
+            + self.accepted_lost
             + self.accepted_doubled
             + self.outcomes_lost
             + self.outcomes_doubled
@@ -123,7 +126,11 @@ impl Audit {
             + self.requests_doubled
             + self.resolved_lost
             + self.resolved_doubled
-            == 0
+    }
+
+    /// Whether nothing was lost, doubled or left unsent.
+    pub(crate) fn clean(&self) -> bool {
+        self.faults() == 0
     }
 }
 
@@ -137,6 +144,7 @@ pub(crate) struct Tracker {
     /// First outcomes received (the run's progress counter).
     pub(crate) outcomes: std::sync::Arc<AtomicU64>,
     duplicates: AtomicU64,
+    resolved_duplicates: AtomicU64,
     odd: Mutex<Oddities>,
 }
 
@@ -151,6 +159,7 @@ impl Tracker {
             latency: Latencies::default(),
             outcomes: std::sync::Arc::default(),
             duplicates: AtomicU64::new(0),
+            resolved_duplicates: AtomicU64::new(0),
             odd: Mutex::new(Oddities::default()),
         }
     }
@@ -181,9 +190,9 @@ impl Tracker {
         let Some(slot) = self.slot(seq) else {
             return self.odd("request with an unknown id");
         };
-        let bit = 1u64 << (tab % 64);
-        if slot.seen[tab / 64].fetch_or(bit, Relaxed) & bit != 0 {
+        if !first_for_tab(&slot.seen, tab) {
             self.duplicates.fetch_add(1, Relaxed);
+            return;
         }
         let n = slot.deliveries.fetch_add(1, Relaxed) + 1;
         let sent = slot.sent_ns.load(Relaxed);
@@ -209,10 +218,12 @@ impl Tracker {
         }
     }
 
-    /// A tab received `resolved` for ask `seq`.
-    pub(crate) fn resolved_seen(&self, seq: u64) {
-        if let Some(slot) = self.slot(seq) {
-            slot.resolved.fetch_add(1, Relaxed);
+    /// Tab `tab` received `resolved` for ask `seq`.
+    pub(crate) fn resolved_seen(&self, seq: u64, tab: usize) {
+        if let Some(slot) = self.slot(seq)
+            && !first_for_tab(&slot.resolved, tab)
+        {
+            self.resolved_duplicates.fetch_add(1, Relaxed);
         }
     }
 
@@ -279,27 +290,21 @@ impl Tracker {
 
     /// The odd frames seen so far.
     pub(crate) fn oddities(&self) -> Oddities {
-        let odd = self.lock_odd();
-        Oddities {
-            rejected: odd.rejected,
-            errors: odd.errors,
-            answer_rejected: odd.answer_rejected,
-            unparsed: odd.unparsed,
-            closed_by_server: odd.closed_by_server.clone(),
-            samples: odd.samples.clone(),
-        }
+        self.lock_odd().clone()
     }
 
     /// Checks the first `asks` slots.
     pub(crate) fn audit(&self, asks: u64) -> Audit {
         let mut audit = Audit {
             requests_doubled: self.duplicates.load(Relaxed),
+            resolved_doubled: self.resolved_duplicates.load(Relaxed),
             ..Audit::default()
         };
         let tabs = u64::from(self.tabs);
         let asks = usize::try_from(asks).unwrap_or(usize::MAX);
         for (seq, slot) in self.slots.iter().enumerate().take(asks) {
             if slot.sent_ns.load(Relaxed) == 0 {
+                audit.unsent += 1;
                 continue;
             }
             audit.asks += 1;
@@ -316,24 +321,30 @@ impl Tracker {
                     accepted: slot.accepted.load(Relaxed),
                     tabs_with_request: slot.deliveries.load(Relaxed),
                     answered_ms: (answered != 0).then(|| answered as f64 / 1e6),
-                    resolved: slot.resolved.load(Relaxed),
+                    resolved: tabs_in(&slot.resolved) as u32,
                 });
             }
             audit.outcomes_doubled += outcomes.saturating_sub(1);
-            let seen: u64 = slot
-                .seen
-                .iter()
-                .map(|w| u64::from(w.load(Relaxed).count_ones()))
-                .sum();
-            audit.requests_lost += tabs.saturating_sub(seen);
+            audit.requests_lost += tabs.saturating_sub(tabs_in(&slot.seen));
             if outcomes > 0 {
-                let resolved = count(&slot.resolved);
-                audit.resolved_lost += tabs.saturating_sub(resolved);
-                audit.resolved_doubled += resolved.saturating_sub(tabs);
+                audit.resolved_lost += tabs.saturating_sub(tabs_in(&slot.resolved));
             }
         }
         audit
     }
+}
+
+/// Sets `tab`'s bit; whether it was clear (the tab's first such frame).
+fn first_for_tab(bits: &[AtomicU64; 2], tab: usize) -> bool {
+    let bit = 1u64 << (tab % 64);
+    bits[tab / 64].fetch_or(bit, Relaxed) & bit == 0
+}
+
+/// How many tabs' bits are set.
+fn tabs_in(bits: &[AtomicU64; 2]) -> u64 {
+    bits.iter()
+        .map(|w| u64::from(w.load(Relaxed).count_ones()))
+        .sum()
 }
 
 #[cfg(test)]
@@ -344,15 +355,15 @@ mod tests {
     /// are each counted.
     #[test]
     fn audit_counts_losses_and_doubles() {
-        let t = Tracker::new(3, 2);
+        let t = Tracker::new(4, 2);
         for seq in 0..3 {
             t.ask_sent(seq, 10);
             t.accepted(seq, 11);
         }
         t.request_seen(0, 0, 20);
         t.request_seen(0, 1, 30);
-        t.resolved_seen(0);
-        t.resolved_seen(0);
+        t.resolved_seen(0, 0);
+        t.resolved_seen(0, 1);
         assert!(t.outcome(0, 40));
         t.request_seen(1, 0, 20);
         assert!(t.outcome(1, 40));
@@ -360,13 +371,18 @@ mod tests {
         t.request_seen(2, 0, 20);
         t.request_seen(2, 1, 20);
         t.request_seen(2, 1, 21);
-        let audit = t.audit(3);
+        // Tab 0 gets ask 1's `resolved` twice, tab 1 never: a loss and a double, not a wash.
+        t.resolved_seen(1, 0);
+        t.resolved_seen(1, 0);
+        let audit = t.audit(4);
         assert_eq!(audit.asks, 3);
+        assert_eq!(audit.unsent, 1);
         assert_eq!(audit.requests_lost, 1);
         assert_eq!(audit.requests_doubled, 1);
         assert_eq!(audit.outcomes_doubled, 1);
         assert_eq!(audit.outcomes_lost, 1);
-        assert_eq!(audit.resolved_lost, 2);
+        assert_eq!(audit.resolved_lost, 1);
+        assert_eq!(audit.resolved_doubled, 1);
         assert!(!audit.clean());
     }
 }
