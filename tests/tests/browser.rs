@@ -455,24 +455,31 @@ async fn a_rejected_answer_is_shown_beside_its_question() {
     );
 }
 
-/// The page is served with a strict Content-Security-Policy, no referrer and no sniffing.
+/// The raw response head to `GET path`.
+async fn response_head(server: &TestServer, path: &str) -> String {
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = Vec::new();
+    tokio::time::timeout(RECV_TIMEOUT, stream.read_to_end(&mut response))
+        .await
+        .expect("a response in time")
+        .expect("read");
+    let response = String::from_utf8_lossy(&response);
+    let (head, _) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    head.to_owned()
+}
+
+/// The pages and their scripts and style are served with a strict Content-Security-Policy,
+/// no referrer and no sniffing; names outside the embedded set are not found.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_is_served_with_strict_headers() {
     let server = TestServer::start().await;
-    for path in ["/s/s", "/"] {
-        let mut stream = TcpStream::connect(server.addr).await.expect("connect");
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            server.addr
-        );
-        stream.write_all(request.as_bytes()).await.expect("send");
-        let mut response = Vec::new();
-        tokio::time::timeout(RECV_TIMEOUT, stream.read_to_end(&mut response))
-            .await
-            .expect("a response in time")
-            .expect("read");
-        let response = String::from_utf8_lossy(&response);
-        let (head, _) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    for path in ["/s/s", "/", "/js/main.js", "/js/cards.js", "/style.css"] {
+        let head = response_head(&server, path).await;
         let header = |name: &str| {
             head.lines()
                 .filter_map(|line| line.split_once(':'))
@@ -487,6 +494,16 @@ async fn the_page_is_served_with_strict_headers() {
         assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
         assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
         assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        if path.starts_with("/js/") {
+            assert!(
+                header("content-type").starts_with("text/javascript"),
+                "{path}"
+            );
+        }
+    }
+    for path in ["/js/nope.js", "/js/..%2Fsession.html", "/app.js"] {
+        let head = response_head(&server, path).await;
+        assert!(head.starts_with("HTTP/1.1 404"), "{path}: {head}");
     }
 }
 

@@ -50,7 +50,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(web::landing))
         .route("/s/{session}", get(web::session_page))
-        .route("/app.js", get(web::script))
+        .route("/js/{file}", get(web::js))
         .route("/style.css", get(web::style))
         .route("/healthz", get(transport::healthz))
         .route("/metrics", get(transport::metrics))

@@ -3,13 +3,15 @@
 
 use std::path::PathBuf;
 
-use axum::extract::State;
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::server::AppState;
 
-/// The embedded files: (name, content type, content).
+const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
+
+/// The embedded files: (name, content type, content). Only these names are served.
 const EMBEDDED: &[(&str, &str, &str)] = &[
     (
         "index.html",
@@ -22,9 +24,39 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/session.html"),
     ),
     (
-        "app.js",
-        "text/javascript; charset=utf-8",
-        include_str!("../../../web/app.js"),
+        "js/main.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/main.js"),
+    ),
+    (
+        "js/page.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/page.js"),
+    ),
+    (
+        "js/connection.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/connection.js"),
+    ),
+    (
+        "js/cards.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/cards.js"),
+    ),
+    (
+        "js/harness.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/harness.js"),
+    ),
+    (
+        "js/deepagents.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/deepagents.js"),
+    ),
+    (
+        "js/status.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/status.js"),
     ),
     (
         "style.css",
@@ -89,9 +121,10 @@ pub async fn session_page(State(state): State<AppState>) -> Response {
     state.web.serve("session.html").await
 }
 
-/// `GET /app.js`.
-pub async fn script(State(state): State<AppState>) -> Response {
-    state.web.serve("app.js").await
+/// `GET /js/{file}`: the page's ES modules. Only names in the embedded table are served, so
+/// `--web-dir` never reads outside `web/js/`.
+pub async fn js(State(state): State<AppState>, UrlPath(file): UrlPath<String>) -> Response {
+    state.web.serve(&format!("js/{file}")).await
 }
 
 /// `GET /style.css`.

@@ -1,0 +1,288 @@
+/* A card per open request: building its DOM, reading answers, submit / decline, the
+ * countdown, final states and the fold-away, and its keyboard. Each dialect (DIALECTS)
+ * builds its own questions, reads their answers and summarises an answer given in another
+ * tab.
+ */
+
+import { make, serverNow, state, ui } from './page.js';
+import { send, updateRetryText } from './connection.js';
+import { announce, updateTitle } from './status.js';
+import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
+import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
+
+const FOLD_DELAY_MS = 4000;
+const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never reaches us
+const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords or keys; ' +
+  "don't share secrets here.";
+
+// A question record (qr) holds: fieldset, errorEl, inputs (the options keys 1–9 pick),
+// name and detail (for announcements and notifications), serverErrors and localError.
+// `read(qr)` returns {answer}, {problem: message} or {} (not answered yet).
+const DIALECTS = {
+  harness: {
+    build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
+    incomplete: 'Answer every question (pick an option or write your own) to submit.',
+  },
+  deepagents: {
+    build: buildDeepQuestion, read: readDeepAnswer, summarize: summarizeDeep,
+    incomplete: 'Answer every question that is not marked optional to submit.',
+  },
+};
+
+export function createCard(view) {
+  state.seq += 1;
+  const el = make('article', 'card');
+  const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
+    ? DIALECTS[view.dialect] : null;
+  const rec = {
+    id: String(view.id), view, el, prefix: 'c' + state.seq, dialect,
+    phase: 'open', // open -> sending -> (open again if rejected) -> final
+    questions: [], cardErrors: [], foldTimer: 0,
+    supported: Boolean(dialect) && Array.isArray(view.questions) && view.questions.length > 0,
+  };
+  el.dataset.requestId = rec.id;
+  const origin = el.appendChild(make('p', 'card-origin', AGENT_NOTE, { id: rec.prefix + '-origin' }));
+  let labelledBy = origin.id;
+  if (view.title) {
+    labelledBy = rec.prefix + '-title ' + origin.id;
+    el.appendChild(make('h2', 'card-title', view.title, { id: rec.prefix + '-title' }));
+  }
+  el.setAttribute('aria-labelledby', labelledBy);
+  if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
+  rec.errorEl = el.appendChild(make('div', 'card-error'));
+  if (rec.supported) {
+    view.questions.forEach((q, i) => el.appendChild(dialect.build(rec, q || {}, i)));
+  } else {
+    el.appendChild(make('p', 'unsupported',
+      'This is an unsupported question type (' + String(view.dialect) +
+      '), so it cannot be answered here. You can decline it.'));
+  }
+  el.appendChild(buildActions(rec));
+  el.addEventListener('keydown', (event) => onCardKeydown(rec, event));
+  state.cards.set(rec.id, rec);
+  updateReadiness(rec);
+  return rec;
+}
+
+function buildCountdown(rec) {
+  const bar = make('div', 'bar');
+  bar.setAttribute('aria-hidden', 'true');
+  rec.barFill = bar.appendChild(make('div', 'bar-fill'));
+  rec.countdownEl = make('span', 'countdown');
+  const row = make('div', 'countdown-row');
+  row.append(bar, rec.countdownEl);
+  return row;
+}
+
+function buildActions(rec) {
+  const actions = make('div', 'card-actions');
+  if (rec.supported) {
+    rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
+    rec.submitBtn.addEventListener('click', () => submitCard(rec));
+  }
+  rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
+  rec.declineBtn.addEventListener('click', () => declineCard(rec));
+  const wrap = make('div', 'card-footer');
+  rec.statusEl = make('p', 'card-status');
+  wrap.append(actions, rec.statusEl);
+  if (rec.supported) {
+    wrap.appendChild(make('p', 'key-hint',
+      'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options'));
+  }
+  return wrap;
+}
+
+export function updateReadiness(rec) {
+  let ready = rec.supported;
+  for (const qr of rec.questions) {
+    const result = rec.dialect.read(qr);
+    qr.localError = result.problem || '';
+    ready = ready && 'answer' in result;
+    for (const input of qr.fieldset.querySelectorAll('.option > input')) {
+      input.parentNode.classList.toggle('is-picked', input.checked);
+    }
+  }
+  renderErrors(rec);
+  if (rec.submitBtn) rec.submitBtn.disabled = !(ready && rec.phase === 'open');
+  return ready;
+}
+
+export function renderErrors(rec) {
+  rec.errorEl.replaceChildren(...rec.cardErrors.map((m) => make('p', '', m)));
+  for (const qr of rec.questions) {
+    const messages = qr.serverErrors.concat(qr.localError ? [qr.localError] : []);
+    qr.errorEl.replaceChildren(...messages.map((m) => make('p', '', m)));
+    qr.fieldset.classList.toggle('has-error', messages.length > 0);
+  }
+}
+
+function clearServerErrors(rec) {
+  rec.cardErrors = [];
+  rec.questions.forEach((qr) => { qr.serverErrors = []; });
+}
+
+function submitCard(rec) {
+  if (rec.phase !== 'open') return;
+  clearServerErrors(rec);
+  if (!updateReadiness(rec)) return setStatus(rec, rec.dialect.incomplete);
+  const answers = rec.questions.map((qr) => rec.dialect.read(qr).answer);
+  sendFor(rec, { type: 'answer', id: rec.id, response: { answers } });
+}
+
+function declineCard(rec) {
+  if (rec.phase !== 'open') return;
+  clearServerErrors(rec);
+  renderErrors(rec);
+  sendFor(rec, { type: 'decline', id: rec.id });
+}
+
+function sendFor(rec, frame) {
+  if (!send(frame)) return setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
+  rec.phase = 'sending';
+  rec.el.classList.add('is-sending');
+  setStatus(rec, 'Sending…');
+  if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.declineBtn.disabled = true;
+}
+
+export function reopen(rec, message) {
+  rec.phase = 'open';
+  rec.el.classList.remove('is-sending');
+  rec.declineBtn.disabled = false;
+  setStatus(rec, message);
+  updateReadiness(rec);
+}
+
+export function setStatus(rec, text) {
+  rec.statusEl.replaceChildren(make('span', 'status-text', text));
+}
+
+export function disableCard(rec) {
+  rec.questions.forEach((qr) => { qr.fieldset.disabled = true; });
+  if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.declineBtn.disabled = true;
+}
+
+const OUTCOME_TEXT = {
+  answered: ['Sent ✓', 'Answered in another tab'],
+  declined: ['Declined', 'Declined in another tab'],
+  timed_out: ['Timed out', 'Timed out'],
+  withdrawn: ['Withdrawn by the agent', 'Withdrawn by the agent'],
+};
+
+export function finalize(rec, outcome, by, response) {
+  const texts = OUTCOME_TEXT[outcome] || ['Closed', 'Closed'];
+  const self = by != null && by === state.tab;
+  const text = self ? texts[0] : texts[1];
+  markFinal(rec, outcome, text, FOLD_DELAY_MS);
+  rec.el.dataset.by = self ? 'self' : 'other';
+  const summary = outcome === 'answered' && !self && rec.supported &&
+    rec.dialect.summarize(rec, response);
+  if (summary) rec.statusEl.appendChild(summary);
+  announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
+}
+
+function markFinal(rec, outcome, text, foldDelay) {
+  rec.phase = 'final';
+  rec.el.classList.remove('is-sending');
+  rec.el.classList.add('is-final');
+  rec.el.dataset.state = outcome;
+  disableCard(rec);
+  setStatus(rec, text);
+  state.unseen.delete(rec.id);
+  updateTitle();
+  updateEmpty();
+  scheduleFold(rec, foldDelay);
+}
+
+function scheduleFold(rec, delay) {
+  clearTimeout(rec.foldTimer);
+  rec.foldTimer = setTimeout(() => fold(rec), delay);
+}
+
+function fold(rec) {
+  const el = rec.el;
+  if (!el.isConnected) return removeCard(rec);
+  // Height must be a number for the transition to run, so pin it before collapsing.
+  el.style.height = el.offsetHeight + 'px';
+  void el.offsetHeight;
+  el.classList.add('folding');
+  el.style.height = '0px';
+  el.addEventListener('transitionend', (e) => {
+    if (e.target === el && e.propertyName === 'height') removeCard(rec);
+  });
+  setTimeout(() => removeCard(rec), 900);
+}
+
+export function removeCard(rec) {
+  clearTimeout(rec.foldTimer);
+  if (state.cards.get(rec.id) === rec) state.cards.delete(rec.id);
+  state.unseen.delete(rec.id);
+  rec.el.remove();
+  updateTitle();
+  updateEmpty();
+}
+
+export function updateEmpty() {
+  const open = [...state.cards.values()].some((r) => r.phase !== 'final');
+  ui.empty.hidden = !state.synced || open;
+}
+
+/* ---------- countdown ---------- */
+
+function formatLeft(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  if (total <= 90) return total + ' s left';
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h) return h + ' h ' + m + ' min left';
+  return m + ' min' + (s ? ' ' + s + ' s' : '') + ' left';
+}
+
+export function tick() {
+  const now = serverNow();
+  for (const rec of state.cards.values()) {
+    const deadline = rec.view.deadline_ms;
+    if (typeof deadline !== 'number' || !rec.countdownEl || rec.el.classList.contains('folding')) continue;
+    const span = Math.max(1, deadline - (rec.view.asked_at_ms || deadline));
+    // The snapshot's clock is a little stale on arrival; never show more than the full span.
+    const remaining = Math.min(span, deadline - now);
+    const fraction = Math.min(1, Math.max(0, remaining / span));
+    rec.barFill.style.width = (fraction * 100).toFixed(2) + '%';
+    rec.el.classList.toggle('is-urgent', remaining <= 10000 || fraction < 0.15);
+    if (rec.phase === 'final') {
+      rec.countdownEl.textContent = '';
+      continue;
+    }
+    rec.countdownEl.textContent = formatLeft(remaining);
+    // Disable at the deadline ourselves; the server's `resolved` may trail by a moment.
+    if (remaining <= 0) markFinal(rec, 'timed_out', 'Timed out', LOCAL_TIMEOUT_FOLD_MS);
+  }
+  updateRetryText();
+}
+
+/* ---------- keyboard ---------- */
+
+function onCardKeydown(rec, event) {
+  if (rec.phase !== 'open' || event.defaultPrevented || event.isComposing) return;
+  const target = event.target;
+  if (event.key === 'Enter') {
+    if (target.tagName === 'BUTTON' || event.altKey || event.shiftKey) return;
+    const modifier = event.ctrlKey || event.metaKey;
+    if (target.tagName === 'TEXTAREA' && !modifier) return;
+    if (!rec.supported) return;
+    event.preventDefault();
+    submitCard(rec);
+    return;
+  }
+  if (!/^[1-9]$/.test(event.key) || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (target.tagName === 'TEXTAREA' || (target.tagName === 'INPUT' && target.type === 'text')) return;
+  const qr = rec.questions.find((x) => x.fieldset.contains(target));
+  const input = qr && qr.inputs[Number(event.key) - 1];
+  if (!input) return;
+  event.preventDefault();
+  input.checked = input.type === 'checkbox' ? !input.checked : true;
+  input.focus();
+  input.dispatchEvent(new Event('change')); // the dialect's own pick handler
+}

@@ -1,0 +1,219 @@
+/* The link to the gateway: the WebSocket, hello, close codes, reconnect with backoff, and
+ * the handlers for the frames it brings (snapshot / request / resolved / answer_rejected /
+ * presence / error).
+ */
+
+import { state, ui } from './page.js';
+import {
+  createCard, disableCard, finalize, removeCard, renderErrors, reopen, setStatus, tick,
+  updateEmpty,
+} from './cards.js';
+import { announce, noteNew, renderPresence, setConnection, showNotice, toast } from './status.js';
+
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_SLOW_MS = 5000; // after "try later" / "too many frames": back off harder
+const BACKOFF_MAX_MS = 15000;
+const LOST_REASONS = { 1001: 'server restarting', 1013: 'server busy', 4408: 'connection too slow', 4429: 'too many messages' };
+const TAB_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
+
+// Closes that must not be retried: retrying would fail the same way.
+const FATAL_CLOSES = {
+  4400: ['protocol error', 'The page and the server disagree about the protocol. Reloading the page may help.'],
+  4401: ['key not valid', "This link's key is not valid. Ask your agent for a fresh session link."],
+  4404: ['unknown session', 'This session link is not valid. Check that you copied the whole link.'],
+  4413: ['message too large', 'That answer was too large to send. Reload the page and try a shorter one.'],
+};
+
+export function readLocation() {
+  const parts = location.pathname.split('/').filter(Boolean);
+  let session = parts.length ? parts[parts.length - 1] : '';
+  // A malformed escape is kept as typed; the gateway will answer 4404.
+  try { session = decodeURIComponent(session); } catch (_) { /* see above */ }
+  const key = new URLSearchParams(location.hash.slice(1)).get('k') || '';
+  return { session, key };
+}
+
+function randomTabId() {
+  if (window.crypto && typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  // randomUUID needs a secure context; plain-http LAN deployments still have getRandomValues.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// Storage can be disabled; a reload then just counts as a new tab.
+function storeTabId(id) {
+  try { sessionStorage.setItem('askgate.tab', id); } catch (_) { /* see above */ }
+}
+
+export function loadTabId() {
+  let id = '';
+  try { id = sessionStorage.getItem('askgate.tab') || ''; } catch (_) { /* see above */ }
+  if (!TAB_ID_RE.test(id)) {
+    id = randomTabId();
+    storeTabId(id);
+  }
+  return id;
+}
+
+export function connect() {
+  clearTimeout(state.retryTimer);
+  state.retryAt = 0;
+  setConnection('connecting', state.attempt ? 'Reconnecting…' : 'Connecting…');
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = scheme + '//' + location.host + '/v1/sessions/' +
+    encodeURIComponent(state.session) + '/live';
+  let ws;
+  try {
+    ws = new WebSocket(url);
+  } catch (_) {
+    scheduleReconnect(1006);
+    return;
+  }
+  state.ws = ws;
+  ws.addEventListener('open', () => {
+    send({ type: 'hello', key: state.key, tab: state.tab });
+    setConnection('connecting', 'Joining the session…');
+  });
+  ws.addEventListener('message', (event) => onMessage(event.data));
+  ws.addEventListener('close', (event) => onClose(ws, event));
+}
+
+export function send(frame) {
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return false;
+  state.ws.send(JSON.stringify(frame));
+  return true;
+}
+
+function onClose(ws, event) {
+  if (ws !== state.ws) return;
+  state.ws = null;
+  renderPresence(null);
+  // Cards still "Sending…" stay so until the next snapshot says whether the answer landed.
+  const fatal = FATAL_CLOSES[event.code];
+  if (fatal) {
+    setConnection('closed', 'Disconnected: ' + fatal[0]);
+    showNotice(fatal[1]);
+    for (const rec of [...state.cards.values()]) removeCard(rec);
+    state.synced = false;
+    updateEmpty();
+    announce(fatal[1]);
+    return;
+  }
+  scheduleReconnect(event.code);
+}
+
+function scheduleReconnect(code) {
+  const base = code === 1013 || code === 4429 ? BACKOFF_SLOW_MS : BACKOFF_MIN_MS;
+  const jitter = 0.75 + Math.random() * 0.5;
+  const delay = Math.min(BACKOFF_MAX_MS, base * Math.pow(2, state.attempt) * jitter);
+  state.attempt += 1;
+  state.lostReason = LOST_REASONS[code] || 'connection lost';
+  state.retryAt = Date.now() + delay;
+  state.retryTimer = setTimeout(connect, delay);
+  updateRetryText();
+}
+
+export function updateRetryText() {
+  if (!state.retryAt) return;
+  const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
+  const reason = state.lostReason.charAt(0).toUpperCase() + state.lostReason.slice(1);
+  setConnection('reconnecting', reason + ' — reconnecting in ' + seconds + ' s');
+}
+
+/* ---------- frame handlers ---------- */
+
+const HANDLERS = {
+  snapshot: onSnapshot,
+  request: (f) => onRequest(f.request),
+  resolved: onResolved,
+  answer_rejected: onAnswerRejected,
+  presence: (f) => renderPresence(f.tabs, f.agent_online),
+  error: (f) => toast(f.message || f.code || 'Something went wrong.'),
+};
+
+function onMessage(data) {
+  let frame = null;
+  try { frame = JSON.parse(data); } catch (_) { return; }
+  const handler = frame && HANDLERS[frame.type];
+  if (handler) handler(frame);
+}
+
+function onSnapshot(f) {
+  if (typeof f.now_ms === 'number') state.offset = f.now_ms - Date.now();
+  if (typeof f.tab === 'string' && TAB_ID_RE.test(f.tab)) {
+    // The gateway may have replaced an id it did not like; answers are matched against its.
+    state.tab = f.tab;
+    storeTabId(f.tab);
+  }
+  state.attempt = 0;
+  state.synced = true;
+  showNotice('');
+  setConnection('open', 'Connected');
+  renderPresence(f.tabs, f.agent_online);
+  const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
+  const ids = new Set(views.map((v) => String(v.id)));
+  for (const rec of [...state.cards.values()]) {
+    if (!ids.has(rec.id) && rec.phase !== 'final') removeCard(rec);
+  }
+  const fresh = [];
+  let cursor = ui.list.firstElementChild;
+  for (const view of views) {
+    let rec = state.cards.get(String(view.id));
+    if (!rec) {
+      rec = createCard(view);
+      fresh.push(rec);
+    } else if (rec.phase === 'sending') {
+      reopen(rec, "Your answer didn't arrive before the connection dropped. Please send it again.");
+    }
+    // Only move nodes that are out of place, so focus and typing survive a resync.
+    while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {
+      cursor = cursor.nextElementSibling;
+    }
+    if (cursor === rec.el) cursor = cursor.nextElementSibling;
+    else ui.list.insertBefore(rec.el, cursor);
+  }
+  updateEmpty();
+  noteNew(fresh);
+  tick();
+}
+
+function onRequest(view) {
+  if (!view || !view.id || state.cards.has(String(view.id))) return;
+  const rec = createCard(view);
+  ui.list.appendChild(rec.el);
+  updateEmpty();
+  noteNew([rec]);
+  tick();
+}
+
+function onResolved(f) {
+  const rec = state.cards.get(String(f.id));
+  if (rec) finalize(rec, f.outcome, f.by, f.response);
+}
+
+function onAnswerRejected(f) {
+  const rec = state.cards.get(String(f.id));
+  if (!rec) return;
+  const errors = Array.isArray(f.errors) ? f.errors : [];
+  let resolvedAlready = false;
+  for (const err of errors.map((e) => e || {})) {
+    const message = String(err.message || 'The answer was not accepted.');
+    const path = String(err.path || '');
+    const already = err.code === 'already_resolved' || /already resolved/i.test(message);
+    resolvedAlready = resolvedAlready || already;
+    const match = /^response\.answers\[(\d+)\]/.exec(path);
+    const question = match && !already ? rec.questions[Number(match[1])] : null;
+    if (question) question.serverErrors.push(message);
+    else rec.cardErrors.push(message);
+  }
+  if (!errors.length) rec.cardErrors.push('The answer was not accepted.');
+  renderErrors(rec);
+  if (rec.phase === 'final') return;
+  if (resolvedAlready) {
+    setStatus(rec, 'This question was already resolved.');
+    disableCard(rec);
+    return;
+  }
+  reopen(rec, 'Not accepted — please check the highlighted questions.');
+  announce('Your answer was not accepted: ' + (errors[0] ? errors[0].message : ''));
+}

@@ -1,0 +1,57 @@
+/* askgate answer page (/s/{session}#k={viewer key}). This entry module wires the page up;
+ * module scripts are deferred, so the document has been parsed by the time it runs.
+ *
+ * Modules, by what they own:
+ *   page.js        shared state, the page's elements (ui), make() and small DOM helpers
+ *   connection.js  WebSocket, hello, close codes, reconnect with backoff, and the frame
+ *                  handlers: snapshot / request / resolved / answer_rejected / presence / error
+ *   cards.js       building the DOM for a request, reading answers, submit / decline,
+ *                  final states and the fold-away, the countdown ticker, keyboard; each
+ *                  dialect (DIALECTS) builds its own questions, reads their answers and
+ *                  summarises an answer given in another tab:
+ *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
+ *     deepagents.js  deepagents-code ask_user: text, multiple_choice, multi_select
+ *   status.js      header status, notice and toast, announcements, notifications,
+ *                  unseen-count title
+ *
+ * Question text comes from a model that may have been prompt-injected, so everything the
+ * gateway sends is rendered with createElement + textContent only, never parsed as HTML.
+ */
+
+import { state, ui } from './page.js';
+import { connect, loadTabId, readLocation } from './connection.js';
+import { tick } from './cards.js';
+import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
+
+function init() {
+  for (const id of ['connection', 'presence', 'notify', 'notice', 'toast', 'requests', 'empty', 'live', 'session-label']) {
+    ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
+  }
+  ui.list = ui.requests;
+  const { session, key } = readLocation();
+  state.session = session;
+  state.key = key;
+  ui.sessionLabel.textContent = session;
+  ui.sessionLabel.title = session;
+  setupNotifyButton();
+  // The key lives in the fragment; a changed fragment is a different link, so start over.
+  window.addEventListener('hashchange', () => location.reload());
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden) state.unseen.clear();
+    updateTitle();
+  });
+  if (!session || !key) {
+    setConnection('closed', 'Not connected');
+    showNotice(!session
+      ? 'This link has no session id. Open the full link your agent printed.'
+      : 'This link is missing its key. Open the full link your agent printed — ' +
+        'it ends with #k= followed by the viewer key.');
+    return;
+  }
+  state.tab = loadTabId();
+  window.addEventListener('online', () => { if (state.retryAt) connect(); });
+  setInterval(tick, 250);
+  connect();
+}
+
+init();

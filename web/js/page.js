@@ -1,0 +1,35 @@
+/* The answer page's shared pieces: the one `state` and `ui` every module reads and writes,
+ * the server clock, and the DOM helpers the cards and both dialects build with.
+ */
+
+export const state = {
+  session: '', key: '', tab: '',
+  ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
+  offset: 0, // server clock minus local clock, from the last snapshot
+  synced: false, // a snapshot has arrived, so "no cards" really means no questions
+  seq: 0, // numbers cards, for element ids that never contain request ids
+  cards: new Map(), // request id -> card record
+  unseen: new Set(), // request ids that arrived while the page was hidden
+};
+
+export const ui = {};
+
+// The one way this page makes elements: text is always set as textContent.
+export function make(tag, className, text, props) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (props) Object.assign(node, props);
+  return node;
+}
+
+export function serverNow() {
+  return Date.now() + state.offset;
+}
+
+export function growTextarea(area) {
+  // Browsers with `field-sizing: content` grow the box from CSS alone.
+  if (window.CSS && CSS.supports && CSS.supports('field-sizing', 'content')) return;
+  area.style.height = 'auto';
+  if (area.value) area.style.height = area.scrollHeight + 2 + 'px';
+}

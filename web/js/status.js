@@ -1,0 +1,84 @@
+/* What the page says outside the cards: header status and presence, the notice and toast,
+ * screen-reader announcements, the unseen-count title and desktop notifications.
+ */
+
+import { make, state, ui } from './page.js';
+
+const BASE_TITLE = 'askgate';
+
+export function setConnection(name, text) {
+  ui.connection.dataset.state = name;
+  ui.connection.textContent = text;
+}
+
+export function renderPresence(tabs, agentOnline) {
+  if (typeof tabs !== 'number') return ui.presence.replaceChildren();
+  const parts = [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')];
+  if (agentOnline === false) parts.push(make('span', 'agent-offline', 'agent offline'));
+  ui.presence.replaceChildren(...parts);
+}
+
+export function showNotice(text) {
+  ui.notice.textContent = text;
+  ui.notice.hidden = !text;
+}
+
+let toastTimer = 0;
+export function toast(text) {
+  ui.toast.textContent = String(text);
+  ui.toast.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 8000);
+}
+
+export function announce(text) {
+  // Clearing first makes screen readers repeat a message identical to the last one.
+  ui.live.textContent = '';
+  setTimeout(() => { ui.live.textContent = text; }, 50);
+}
+
+export function noteNew(recs) {
+  if (!recs.length) return;
+  const first = recs[0].questions[0];
+  const what = first ? first.name : 'a question';
+  announce(recs.length === 1
+    ? 'New question from the agent: ' + what
+    : recs.length + ' open questions from the agent.');
+  if (!document.hidden) return;
+  recs.forEach((r) => state.unseen.add(r.id));
+  updateTitle();
+  notify(recs[0]);
+}
+
+export function updateTitle() {
+  document.title = state.unseen.size ? '(' + state.unseen.size + ') ' + BASE_TITLE : BASE_TITLE;
+}
+
+function notify(rec) {
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  const first = rec.questions[0];
+  let body = first ? first.detail : '';
+  if (body.length > 140) body = body.slice(0, 139) + '…';
+  try {
+    const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
+    n.onclick = () => { window.focus(); n.close(); };
+  } catch (_) {
+    // Some platforms only allow notifications from a service worker; the title still counts.
+  }
+}
+
+export function setupNotifyButton() {
+  if (!('Notification' in window)) return;
+  const render = () => {
+    const p = Notification.permission;
+    ui.notify.textContent = p === 'granted' ? 'Notifications on'
+      : p === 'denied' ? 'Notifications blocked' : 'Notify me';
+    ui.notify.disabled = p !== 'default';
+  };
+  ui.notify.hidden = false;
+  render();
+  ui.notify.addEventListener('click', () => {
+    const result = Notification.requestPermission(render);
+    if (result && typeof result.then === 'function') result.then(render, render);
+  });
+}
