@@ -162,3 +162,52 @@ fn validate_answers_a_line_before_the_next_arrives() {
     drop(input);
     assert!(child.wait().expect("askgate exits").success());
 }
+
+/// `askgate serve --help` explains every flag the operator needs, with its variable.
+#[test]
+fn serve_help_names_each_flag_and_its_environment_variable() {
+    let output = askgate(&["serve", "--help"], b"");
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).expect("help is text");
+    for needle in [
+        "--listen",
+        "ASKGATE_LISTEN",
+        "127.0.0.1:8080",
+        "--public-url",
+        "--agent-key",
+        "ASKGATE_AGENT_KEYS",
+        "--secret-file",
+        "--data-dir",
+        "ASKGATE_DATA_DIR",
+        "--store",
+    ] {
+        assert!(
+            help.contains(needle),
+            "`serve --help` lacks {needle}:\n{help}"
+        );
+    }
+}
+
+/// Without an agent key anyone who can reach the port could ask; so only loopback binds.
+#[test]
+fn serve_without_a_key_refuses_a_public_address() {
+    let data = std::env::temp_dir().join(format!("askgate-cli-public-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--store",
+            "memory",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .env_remove("ASKGATE_AGENT_KEYS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("askgate runs");
+    assert!(!output.status.success(), "it must not start");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("without an agent key"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&data);
+}
