@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
+use futures_util::{SinkExt as _, StreamExt as _};
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use crate::conn::{self, Ws};
@@ -109,29 +109,12 @@ pub(crate) async fn run(mut ws: Ws, plan: AgentPlan, tracker: Arc<Tracker>) -> A
                 }
             }
             Event::Incoming(message) => {
-                // Frames already waiting are handled in the same turn, at most BURST of them;
-                // a frame is only taken off the socket when it will be handled.
-                let mut message = Some(message);
-                let mut handled = 0;
-                while let Some(current) = message.take() {
-                    match current {
-                        Some(Ok(Message::Text(text))) => {
-                            on_text(&text, &tracker, &mut result, &mut acks);
-                        }
-                        Some(Ok(Message::Close(frame))) => {
-                            tracker.closed_by_server(frame.map_or(1005, |f| f.code.into()));
-                            return result;
-                        }
-                        Some(Ok(_)) => {}
-                        Some(Err(_)) | None => {
-                            tracker.closed_by_server(1006);
-                            return result;
-                        }
-                    }
-                    handled += 1;
-                    if handled < BURST {
-                        message = ws.next().now_or_never();
-                    }
+                let handled = conn::texts_ready(&mut ws, message, BURST, |text| {
+                    on_text(text, &tracker, &mut result, &mut acks);
+                });
+                if let Err(code) = handled {
+                    tracker.closed_by_server(code);
+                    return result;
                 }
                 if !acks.is_empty() {
                     for ack in acks.drain(..) {

@@ -130,10 +130,7 @@ pub(crate) async fn run(
     }
     tokio::time::sleep(Duration::from_secs_f64(args.settle_s)).await;
     let rss_start = procstat::settled_rss(Some(pid)).await.unwrap_or(0);
-    let live_start = scrape::scrape(addr)
-        .await
-        .map(|m| scrape::live(&m))
-        .unwrap_or_default();
+    let live_start = scrape::live_gauges(addr).await;
 
     let counts = Arc::new(Counts::default());
     let sampler = Sampler::start(Some(pid), Arc::clone(&counts.completed));
@@ -147,10 +144,7 @@ pub(crate) async fn run(
     let _ = scrape::wait_until(addr, Duration::from_secs(15), back).await;
     tokio::time::sleep(Duration::from_secs_f64(args.settle_s)).await;
     let rss_end = procstat::settled_rss(Some(pid)).await.unwrap_or(0);
-    let live_end = scrape::scrape(addr)
-        .await
-        .map(|m| scrape::live(&m))
-        .unwrap_or_default();
+    let live_end = scrape::live_gauges(addr).await;
 
     let mut leaks = Vec::new();
     for (name, before) in &live_start {

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use futures_util::{SinkExt as _, StreamExt as _};
+use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -158,4 +158,31 @@ pub(crate) async fn wrote<E>(
         tokio::time::timeout_at(deadline.into(), write).await,
         Ok(Ok(()))
     )
+}
+
+/// Hands the text of `first`, then of each frame already waiting (at most `max` in all), to
+/// `on_text`: frames that arrived together are handled in one turn, and a frame is taken off
+/// the socket only when it will be handled. `Err(code)`: the server closed the socket (1006:
+/// without a close frame).
+pub(crate) fn texts_ready(
+    ws: &mut Ws,
+    first: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    max: usize,
+    mut on_text: impl FnMut(&str),
+) -> Result<(), u16> {
+    let mut message = Some(first);
+    let mut handled = 0;
+    while let Some(current) = message.take() {
+        match current {
+            Some(Ok(Message::Text(text))) => on_text(&text),
+            Some(Ok(Message::Close(frame))) => return Err(frame.map_or(1005, |f| f.code.into())),
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => return Err(1006),
+        }
+        handled += 1;
+        if handled < max {
+            message = ws.next().now_or_never();
+        }
+    }
+    Ok(())
 }

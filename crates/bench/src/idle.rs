@@ -142,10 +142,7 @@ pub(crate) async fn run(
         .await
         .context("reading the server's RSS")?;
     let generator_rss = procstat::read(None).map_or(0, |r| r.rss);
-    let live_loaded = scrape::scrape(addr)
-        .await
-        .map(|m| scrape::live(&m))
-        .unwrap_or_default();
+    let live_loaded = scrape::live_gauges(addr).await;
 
     let _ = stop.send(true);
     while tabs.join_next().await.is_some() {}

@@ -89,6 +89,11 @@ fn parse(text: &str) -> Metrics {
         .collect()
 }
 
+/// The live gauges now (empty when `GET /metrics` fails).
+pub(crate) async fn live_gauges(addr: SocketAddr) -> BTreeMap<String, f64> {
+    scrape(addr).await.map(|m| live(&m)).unwrap_or_default()
+}
+
 /// The live gauges out of a scrape (absent ones left out).
 pub(crate) fn live(metrics: &Metrics) -> BTreeMap<String, f64> {
     LIVE_GAUGES

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
-use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
+use futures_util::{SinkExt as _, StreamExt as _};
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -197,33 +197,19 @@ pub(crate) async fn run(
                 }
             }
             Event::Incoming(message) => {
-                // Frames already waiting are handled in the same turn, at most BURST of them;
-                // a frame is only taken off the socket when it will be handled.
-                let mut message = Some(message);
-                let mut handled = 0;
-                while let Some(current) = message.take() {
-                    match current {
-                        Some(Ok(Message::Text(text))) => {
-                            if let Some(seq) = on_text(&text, plan, tracker) {
-                                let think = rng.random_range(plan.think_ms.0..=plan.think_ms.1);
-                                if think == 0 {
-                                    now_list.push(seq);
-                                } else {
-                                    let at = Instant::now() + Duration::from_millis(think);
-                                    later.push(Reverse((at, seq)));
-                                }
-                            }
+                let handled = conn::texts_ready(&mut ws, message, BURST, |text| {
+                    if let Some(seq) = on_text(text, plan, tracker) {
+                        let think = rng.random_range(plan.think_ms.0..=plan.think_ms.1);
+                        if think == 0 {
+                            now_list.push(seq);
+                        } else {
+                            let at = Instant::now() + Duration::from_millis(think);
+                            later.push(Reverse((at, seq)));
                         }
-                        Some(Ok(Message::Close(frame))) => {
-                            return Ended::Closed(frame.map_or(1005, |f| f.code.into()));
-                        }
-                        Some(Ok(_)) => {}
-                        Some(Err(_)) | None => return Ended::Closed(1006),
                     }
-                    handled += 1;
-                    if handled < BURST {
-                        message = ws.next().now_or_never();
-                    }
+                });
+                if let Err(code) = handled {
+                    return Ended::Closed(code);
                 }
             }
         }
