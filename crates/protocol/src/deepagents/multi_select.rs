@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::pyrepr::py_number_repr;
+use super::pyrepr::{Spelling, push_python};
 use crate::lenient_json::stand_in_surrogate;
 use crate::unicode::py_is_blank;
 
@@ -36,40 +36,16 @@ pub fn encode<S: AsRef<str>>(values: &[S]) -> String {
 /// Python's number formatting.
 pub fn py_json_dumps(value: &Value) -> String {
     let mut out = String::new();
-    push_json(value, &mut out);
+    push_python(value, &JSON_DUMPS, &mut out);
     out
 }
 
-fn push_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&py_number_repr(n)),
-        Value::String(s) => push_json_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_json_str(key, out);
-                out.push_str(": ");
-                push_json(item, out);
-            }
-            out.push('}');
-        }
-    }
-}
+/// `json.dumps(..., ensure_ascii=False)`.
+const JSON_DUMPS: Spelling = Spelling {
+    none: "null",
+    booleans: ["true", "false"],
+    string: push_json_str,
+};
 
 fn push_json_str(text: &str, out: &mut String) {
     out.push('"');

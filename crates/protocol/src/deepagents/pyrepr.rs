@@ -105,20 +105,42 @@ pub(crate) fn py_number_repr(number: &Number) -> String {
     }
 }
 
+/// How one of Python's writers spells the JSON scalars; lists and dicts it writes alike, with
+/// `", "` and `": "` between items, which is what [`push_python`] does.
+pub(crate) struct Spelling {
+    /// `null`.
+    pub(crate) none: &'static str,
+    /// `true` and `false`.
+    pub(crate) booleans: [&'static str; 2],
+    /// A string (also a dict's key).
+    pub(crate) string: fn(&str, &mut String),
+}
+
+/// `repr` of the decoded value.
+const REPR: Spelling = Spelling {
+    none: "None",
+    booleans: ["True", "False"],
+    string: push_str_repr,
+};
+
 fn push_repr(value: &Value, out: &mut String) {
+    push_python(value, &REPR, out);
+}
+
+/// Writes `value` as Python writes the value `json.loads` gives for it, in `spelling`.
+pub(crate) fn push_python(value: &Value, spelling: &Spelling, out: &mut String) {
     match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
+        Value::Null => out.push_str(spelling.none),
+        Value::Bool(b) => out.push_str(spelling.booleans[usize::from(!*b)]),
         Value::Number(n) => out.push_str(&py_number_repr(n)),
-        Value::String(s) => push_str_repr(s, out),
+        Value::String(s) => (spelling.string)(s, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                push_repr(item, out);
+                push_python(item, spelling, out);
             }
             out.push(']');
         }
@@ -128,9 +150,9 @@ fn push_repr(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                push_str_repr(key, out);
+                (spelling.string)(key, out);
                 out.push_str(": ");
-                push_repr(item, out);
+                push_python(item, spelling, out);
             }
             out.push('}');
         }
