@@ -172,6 +172,11 @@ class SyncApi:
 
         self._call(run)
 
+    def ack_all(self, ids: Sequence[str]) -> None:
+        """Acknowledge each of `ids` (idempotent), so the gateway forgets their outcomes."""
+        for id in ids:
+            self.ack(id)
+
     def delete(self, id: str) -> Outcome:
         def run(client: httpx.Client) -> Outcome:
             response = client.delete(
@@ -241,6 +246,11 @@ class AsyncApi:
     async def ack(self, id: str) -> None:
         await self._request("POST", requests_path(self.session, id) + "/ack")
 
+    async def ack_all(self, ids: Sequence[str]) -> None:
+        """Acknowledge each of `ids` (idempotent), so the gateway forgets their outcomes."""
+        for id in ids:
+            await self.ack(id)
+
     async def delete(self, id: str) -> Outcome:
         response = await self._request("DELETE", requests_path(self.session, id))
         outcome = _outcome(response.json(), self.session)
@@ -255,6 +265,11 @@ class AsyncApi:
         if pending:
             raise NotAnswered(pending)
         return outcomes
+
+
+def request_ids(posted: Sequence[PostedRequest | str]) -> list[str]:
+    """The request ids of posted requests (or of ids already)."""
+    return [p.id if isinstance(p, PostedRequest) else str(p) for p in posted]
 
 
 def _outcome(body: dict[str, Any], session: str) -> Outcome | None:

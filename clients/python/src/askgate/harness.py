@@ -25,7 +25,7 @@ from pydantic_ai_harness.ask_user import (
 
 from ._client import Client
 from ._errors import AskgateError, RequestWithdrawn
-from ._http import AsyncApi, PostedRequest, SyncApi, ask_body
+from ._http import AsyncApi, PostedRequest, SyncApi, ask_body, request_ids
 from ._wire import Outcome, check_session_id
 
 __all__ = [
@@ -289,10 +289,6 @@ def _body(id: str, args: Any, title: str | None, timeout_s: float | None) -> dic
     return ask_body(id=id, dialect=DIALECT, args=args, title=title, timeout_s=timeout_s)
 
 
-def _ids(posted: Sequence[PostedRequest | str]) -> list[str]:
-    return [p.id if isinstance(p, PostedRequest) else str(p) for p in posted]
-
-
 async def collect_results(
     url: str,
     session: str,
@@ -314,7 +310,7 @@ async def collect_results(
     acknowledge with `ack_posted` only after the resumed run is safely stored.
     A withdrawn request raises `RequestWithdrawn`.
     """
-    ids = _ids(posted)
+    ids = request_ids(posted)
     if client is None:
         async with httpx.AsyncClient() as own:
             return await collect_results(url, session, ids, key=key, wait=wait, ack=ack, client=own)
@@ -322,8 +318,7 @@ async def collect_results(
     outcomes = await api.collect(ids, wait)
     results = DeferredToolResults(calls={id: result_from_outcome(outcomes[id]) for id in ids})
     if ack:
-        for id in ids:
-            await api.ack(id)
+        await api.ack_all(ids)
     return results
 
 
@@ -338,7 +333,7 @@ def collect_results_sync(
     client: httpx.Client | None = None,
 ) -> DeferredToolResults:
     """`collect_results`, blocking (it polls the questions one after another)."""
-    ids = _ids(posted)
+    ids = request_ids(posted)
     if client is None:
         with httpx.Client() as own:
             return collect_results_sync(url, session, ids, key=key, wait=wait, ack=ack, client=own)
@@ -346,8 +341,7 @@ def collect_results_sync(
     outcomes = api.collect(ids, wait)
     results = DeferredToolResults(calls={id: result_from_outcome(outcomes[id]) for id in ids})
     if ack:
-        for id in ids:
-            api.ack(id)
+        api.ack_all(ids)
     return results
 
 
@@ -364,8 +358,7 @@ async def ack_posted(
         async with httpx.AsyncClient() as own:
             return await ack_posted(url, session, posted, key=key, client=own)
     api = AsyncApi(url, session, key=key, client=client)
-    for id in _ids(posted):
-        await api.ack(id)
+    await api.ack_all(request_ids(posted))
 
 
 def ack_posted_sync(
@@ -381,5 +374,4 @@ def ack_posted_sync(
         with httpx.Client() as own:
             return ack_posted_sync(url, session, posted, key=key, client=own)
     api = SyncApi(url, session, key=key, client=client)
-    for id in _ids(posted):
-        api.ack(id)
+    api.ack_all(request_ids(posted))

@@ -19,7 +19,7 @@ import httpx
 from langgraph.types import Command
 
 from ._errors import RequestWithdrawn
-from ._http import AsyncApi, PostedRequest, SyncApi, ask_body
+from ._http import AsyncApi, PostedRequest, SyncApi, ask_body, request_ids
 from ._wire import Outcome
 
 __all__ = [
@@ -124,10 +124,6 @@ def post_interrupts_sync(
     return [api.post(body) for body in bodies]
 
 
-def _ids(posted: Sequence[PostedRequest | str]) -> list[str]:
-    return [p.id if isinstance(p, PostedRequest) else str(p) for p in posted]
-
-
 async def collect_resume(
     url: str,
     session: str,
@@ -144,7 +140,7 @@ async def collect_resume(
     `wait` bounds the whole wait in seconds (`None`: no bound); when it runs out, `NotAnswered`
     is raised and nothing is acknowledged. With `ack=True` the outcomes are acknowledged before
     returning."""
-    ids = _ids(posted)
+    ids = request_ids(posted)
     if client is None:
         async with httpx.AsyncClient() as own:
             return await collect_resume(url, session, ids, key=key, wait=wait, ack=ack, client=own)
@@ -152,8 +148,7 @@ async def collect_resume(
     outcomes = await api.collect(ids, wait)
     command: Command[Any] = Command(resume={id: resume_payload(outcomes[id]) for id in ids})
     if ack:
-        for id in ids:
-            await api.ack(id)
+        await api.ack_all(ids)
     return command
 
 
@@ -168,7 +163,7 @@ def collect_resume_sync(
     client: httpx.Client | None = None,
 ) -> Command[Any]:
     """`collect_resume`, blocking."""
-    ids = _ids(posted)
+    ids = request_ids(posted)
     if client is None:
         with httpx.Client() as own:
             return collect_resume_sync(url, session, ids, key=key, wait=wait, ack=ack, client=own)
@@ -176,8 +171,7 @@ def collect_resume_sync(
     outcomes = api.collect(ids, wait)
     command: Command[Any] = Command(resume={id: resume_payload(outcomes[id]) for id in ids})
     if ack:
-        for id in ids:
-            api.ack(id)
+        api.ack_all(ids)
     return command
 
 
