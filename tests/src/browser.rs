@@ -194,6 +194,16 @@ impl Browser {
             .await;
     }
 
+    /// `[type, value, label text]` of each input `selector` matches, in document order.
+    pub async fn inputs(&self, selector: &str) -> Value {
+        self.execute(
+            "return [...document.querySelectorAll(arguments[0])].map(\
+             (i) => [i.type, i.value, i.labels[0].textContent]);",
+            json!([selector]),
+        )
+        .await
+    }
+
     /// Runs `script` (a function body; `arguments` holds `args`) and returns its result.
     pub async fn execute(&self, script: &str, args: Value) -> Value {
         self.try_execute(script, &args)

@@ -81,13 +81,7 @@ async fn a_question_appears_as_a_card() {
             .unwrap(),
         "Pick one"
     );
-    let options = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map(\
-             (i) => [i.type, i.value, i.labels[0].textContent]);",
-            json!([format!("{q} input")]),
-        )
-        .await;
+    let options = browser.inputs(&format!("{q} input")).await;
     assert_eq!(
         options,
         json!([

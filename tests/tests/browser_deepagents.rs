@@ -129,13 +129,7 @@ async fn multiple_choice_other_sends_the_typed_text() {
 
     let q = question("r1", 0);
     browser.wait_for(&q).await;
-    let options = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map(\
-             (i) => [i.type, i.value, i.labels[0].textContent]);",
-            json!([format!("{q} .option > input")]),
-        )
-        .await;
+    let options = browser.inputs(&format!("{q} .option > input")).await;
     assert_eq!(
         options,
         json!([
