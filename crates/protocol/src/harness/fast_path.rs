@@ -1,102 +1,271 @@
 //! Well-formed tool arguments, read straight from JSON text into borrowed fields.
 //!
 //! Most calls a model makes are valid. Reading them into `serde_json::Value` costs a map per
-//! object and a string per field; reading into these borrowed structs costs almost nothing.
-//! Anything this path does not take as is (a lax boolean such as `"yes"`, a duplicate key, an
-//! unknown field, a rule broken) returns `None`, and the caller judges the input with the full
-//! validator, which also finds every error. Both apply the same [`rules`](super::rules).
+//! object and a string per field; reading them with the [`Scanner`] costs a few small lists,
+//! and strings written without escapes are never copied. Anything this path does not take as
+//! is (a lax boolean such as `"yes"`, a duplicate key, an unknown field, a rule broken) returns
+//! `None`, and the caller judges the input with the full validator, which also finds every
+//! error. Both apply the same [`rules`](super::rules).
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::Serialize;
 
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
-use super::rules::{TextRule, check_text, folded_duplicates};
+use super::rules::{TextRule, any_folded_duplicate, check_text, lax_bool_number, lax_bool_word};
 use super::types::{HarnessQuestions, Question, QuestionOption};
-use super::validate::TopLevelExtras;
+use super::validate::{TopLevelExtras, validate_args};
+use crate::error::{ErrorCode, FieldError, ValidationErrors};
+use crate::json_scan::Scanner;
+use crate::json_write::push_str;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StrictArgs<'a> {
-    #[serde(borrow)]
-    questions: Vec<RawQuestion<'a>>,
+/// Valid tool arguments' normalised `questions` list, borrowing from the arguments' text
+/// where it can: what [`validate_args_json`](super::validate_args_json) proves, without
+/// copying a valid call's strings. Serialises exactly as [`HarnessQuestions`] does.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct CheckedArgs<'a>(Checked<'a>);
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Checked<'a> {
+    Borrowed(Vec<QuestionRef<'a>>),
+    Owned(HarnessQuestions),
 }
 
-#[derive(Deserialize)]
-struct LooseArgs<'a> {
-    #[serde(borrow)]
-    questions: Vec<RawQuestion<'a>>,
-    #[serde(flatten)]
-    _others: std::collections::BTreeMap<Cow<'a, str>, IgnoredAny>,
+impl CheckedArgs<'_> {
+    /// Appends the normalised `questions` list as compact JSON, byte for byte what
+    /// `serde_json` writes for it.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let questions = match &self.0 {
+            Checked::Borrowed(questions) => questions,
+            Checked::Owned(questions) => {
+                // Writing into a `Vec` cannot fail.
+                let _ = serde_json::to_writer(out, questions);
+                return;
+            }
+        };
+        out.push(b'[');
+        for (i, question) in questions.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(br#"{"header":"#);
+            push_str(out, &question.header);
+            out.extend_from_slice(br#","question":"#);
+            push_str(out, &question.question);
+            out.extend_from_slice(br#","options":["#);
+            for (j, option) in question.options.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"label":"#);
+                push_str(out, &option.label);
+                out.extend_from_slice(br#","description":"#);
+                match &option.description {
+                    Some(description) => push_str(out, description),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.push(b'}');
+            }
+            out.extend_from_slice(if question.multi_select {
+                br#"],"multi_select":true}"#
+            } else {
+                br#"],"multi_select":false}"#
+            });
+        }
+        out.push(b']');
+    }
+
+    /// The questions as the owned, proven type.
+    pub fn into_owned(self) -> HarnessQuestions {
+        match self.0 {
+            Checked::Borrowed(questions) => HarnessQuestions::new_unchecked(
+                questions.into_iter().map(QuestionRef::into_owned).collect(),
+            ),
+            Checked::Owned(questions) => questions,
+        }
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawQuestion<'a> {
-    #[serde(borrow)]
+/// Validates tool arguments given as JSON text, as
+/// [`validate_args_json`](super::validate_args_json) does, keeping a valid call's strings
+/// borrowed.
+///
+/// # Errors
+/// `invalid_json` for text that is not JSON, else as [`validate_args`].
+pub fn check_args_json(
+    text: &str,
+    extras: TopLevelExtras,
+) -> Result<CheckedArgs<'_>, ValidationErrors> {
+    if let Some(questions) = read(text, extras) {
+        return Ok(CheckedArgs(Checked::Borrowed(questions)));
+    }
+    let args: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        ValidationErrors::single(FieldError::new(
+            "",
+            ErrorCode::InvalidJson,
+            format!("the arguments are not valid JSON: {e}"),
+        ))
+    })?;
+    validate_args(&args, extras).map(|questions| CheckedArgs(Checked::Owned(questions)))
+}
+
+/// A valid question, its strings stripped and borrowed where they can be.
+#[derive(Serialize)]
+struct QuestionRef<'a> {
     header: Cow<'a, str>,
-    #[serde(borrow)]
     question: Cow<'a, str>,
-    #[serde(borrow)]
-    options: Vec<RawOption<'a>>,
-    #[serde(default)]
+    options: Vec<OptionRef<'a>>,
     multi_select: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOption<'a> {
-    #[serde(borrow)]
+/// A valid option; serialised exactly as [`QuestionOption`].
+#[derive(Serialize)]
+struct OptionRef<'a> {
     label: Cow<'a, str>,
-    #[serde(borrow, default)]
     description: Option<Cow<'a, str>>,
 }
 
-/// The validated questions, or `None` when the full validator must decide.
-pub(super) fn validate(text: &str, extras: TopLevelExtras) -> Option<HarnessQuestions> {
-    let raw = match extras {
-        TopLevelExtras::Forbid => serde_json::from_str::<StrictArgs<'_>>(text).ok()?.questions,
-        TopLevelExtras::Ignore => serde_json::from_str::<LooseArgs<'_>>(text).ok()?.questions,
-    };
-    if !(MIN_QUESTIONS..=MAX_QUESTIONS).contains(&raw.len()) {
-        return None;
+impl QuestionRef<'_> {
+    fn into_owned(self) -> Question {
+        Question {
+            header: self.header.into_owned(),
+            question: self.question.into_owned(),
+            options: self
+                .options
+                .into_iter()
+                .map(|o| QuestionOption {
+                    label: o.label.into_owned(),
+                    description: o.description.map(Cow::into_owned),
+                })
+                .collect(),
+            multi_select: self.multi_select,
+        }
     }
-    let mut questions = Vec::with_capacity(raw.len());
-    let mut headers = Vec::with_capacity(raw.len());
-    for (i, q) in raw.iter().enumerate() {
-        let header = check_text(&q.header, TextRule::HEADER).ok()?;
-        let question = check_text(&q.question, TextRule::QUESTION).ok()?;
-        if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&q.options.len()) {
+}
+
+/// The valid questions of `text`, or `None` when the full validator must decide.
+fn read(text: &str, extras: TopLevelExtras) -> Option<Vec<QuestionRef<'_>>> {
+    let mut scanner = Scanner::new(text);
+    let mut questions = None;
+    scanner.object(|scanner, key| match key {
+        "questions" if questions.is_none() => {
+            questions = Some(read_questions(scanner)?);
+            Some(())
+        }
+        _ if extras == TopLevelExtras::Ignore && key != "questions" => {
+            scanner.value_span().map(drop)
+        }
+        _ => None,
+    })?;
+    scanner.end()?;
+    let questions = questions?;
+    let mut headers = [""; MAX_QUESTIONS];
+    for (slot, question) in headers.iter_mut().zip(&questions) {
+        *slot = &question.header;
+    }
+    (!any_folded_duplicate(&headers[..questions.len()])).then_some(questions)
+}
+
+fn read_questions<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<QuestionRef<'a>>> {
+    let mut questions = Vec::new();
+    scanner.array(|scanner| {
+        if questions.len() == MAX_QUESTIONS {
             return None;
         }
-        let mut options = Vec::with_capacity(q.options.len());
-        let mut labels = Vec::with_capacity(q.options.len());
-        for (j, o) in q.options.iter().enumerate() {
-            let label = check_text(&o.label, TextRule::LABEL).ok()?;
-            let description = match &o.description {
-                Some(d) => Some(check_text(d, TextRule::DESCRIPTION).ok()?.to_owned()),
-                None => None,
-            };
-            labels.push((j, label));
-            options.push(QuestionOption {
-                label: label.to_owned(),
-                description,
-            });
+        questions.push(read_question(scanner)?);
+        Some(())
+    })?;
+    (questions.len() >= MIN_QUESTIONS).then_some(questions)
+}
+
+fn read_question<'a>(scanner: &mut Scanner<'a>) -> Option<QuestionRef<'a>> {
+    let (mut header, mut question, mut options, mut multi_select) = (None, None, None, None);
+    scanner.object(|scanner, key| {
+        match key {
+            "header" if header.is_none() => {
+                header = Some(checked(scanner.string()?, TextRule::HEADER)?);
+            }
+            "question" if question.is_none() => {
+                question = Some(checked(scanner.string()?, TextRule::QUESTION)?);
+            }
+            "options" if options.is_none() => options = Some(read_options(scanner)?),
+            "multi_select" if multi_select.is_none() => multi_select = Some(lax_bool(scanner)?),
+            _ => return None,
         }
-        if !folded_duplicates(&labels).is_empty() {
+        Some(())
+    })?;
+    Some(QuestionRef {
+        header: header?,
+        question: question?,
+        options: options?,
+        multi_select: multi_select.unwrap_or(false),
+    })
+}
+
+fn read_options<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<OptionRef<'a>>> {
+    let mut options = Vec::new();
+    scanner.array(|scanner| {
+        if options.len() == MAX_OPTIONS {
             return None;
         }
-        headers.push((i, header));
-        questions.push(Question {
-            header: header.to_owned(),
-            question: question.to_owned(),
-            options,
-            multi_select: q.multi_select,
-        });
-    }
-    if !folded_duplicates(&headers).is_empty() {
+        options.push(read_option(scanner)?);
+        Some(())
+    })?;
+    if options.len() < MIN_OPTIONS {
         return None;
     }
-    Some(HarnessQuestions::new_unchecked(questions))
+    let mut labels = [""; MAX_OPTIONS];
+    for (slot, option) in labels.iter_mut().zip(&options) {
+        *slot = &option.label;
+    }
+    (!any_folded_duplicate(&labels[..options.len()])).then_some(options)
+}
+
+fn read_option<'a>(scanner: &mut Scanner<'a>) -> Option<OptionRef<'a>> {
+    let (mut label, mut description) = (None, None);
+    scanner.object(|scanner, key| {
+        match key {
+            "label" if label.is_none() => {
+                label = Some(checked(scanner.string()?, TextRule::LABEL)?);
+            }
+            "description" if description.is_none() => {
+                description = Some(if scanner.null() {
+                    None
+                } else {
+                    Some(checked(scanner.string()?, TextRule::DESCRIPTION)?)
+                });
+            }
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Some(OptionRef {
+        label: label?,
+        description: description.flatten(),
+    })
+}
+
+/// pydantic's lax boolean (`true`, `"yes"`, `1.0`...), read from the text.
+fn lax_bool(scanner: &mut Scanner<'_>) -> Option<bool> {
+    match scanner.peek()? {
+        b'"' => lax_bool_word(&scanner.string()?),
+        b'-' | b'0'..=b'9' => {
+            // Read as serde_json reads a number, so one it cannot hold gives up here too.
+            let number: serde_json::Number = serde_json::from_str(scanner.value_span()?).ok()?;
+            lax_bool_number(number.as_f64()?)
+        }
+        _ => scanner.boolean(),
+    }
+}
+
+/// The stripped text if it passes `rule`, still borrowed when it was.
+fn checked(raw: Cow<'_, str>, rule: TextRule) -> Option<Cow<'_, str>> {
+    match raw {
+        Cow::Borrowed(text) => check_text(text, rule).ok().map(Cow::Borrowed),
+        Cow::Owned(text) => check_text(&text, rule)
+            .ok()
+            .map(|stripped| Cow::Owned(stripped.to_owned())),
+    }
 }

@@ -4,6 +4,7 @@
 //! - [`types`]: questions, options, answers and responses; [`HarnessQuestions`] is the proof
 //!   that a question set passed validation.
 //! - [`validate`]: the tool arguments judged exactly as pydantic-ai judges a model's call.
+//! - `fast_path`: valid arguments read from JSON text without copying ([`check_args_json`]).
 //! - [`check`]: `check_response`, with the harness's order of checks and its exact messages.
 //! - [`render`]: `ask_user_result` and what the model reads (`DECLINED`, `TIMED_OUT`, JSON).
 //! - [`schema`]: the tool definition pydantic-ai sends the model.
@@ -18,6 +19,7 @@ pub mod types;
 pub mod validate;
 
 pub use check::{ResponseError, check_response};
+pub use fast_path::{CheckedArgs, check_args_json};
 pub use render::{DECLINED, TIMED_OUT, ToolResult, ask_user_result};
 pub use schema::{INSTRUCTIONS, TOOL_NAME, tool_definition};
 pub use types::{AskUserAnswer, AskUserResponse, HarnessQuestions, Question, QuestionOption};

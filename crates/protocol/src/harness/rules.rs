@@ -75,29 +75,47 @@ pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem>
 pub(crate) fn lax_bool(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
-        // Compared as floats, so `-0.0` is false like pydantic's `0.0`.
-        Value::Number(n) => n.as_f64().and_then(|f| {
-            if f == 0.0 {
-                Some(false)
-            } else if f == 1.0 {
-                Some(true)
-            } else {
-                None
-            }
-        }),
-        Value::String(s) => {
-            const FALSE: [&str; 6] = ["0", "off", "f", "false", "n", "no"];
-            const TRUE: [&str; 6] = ["1", "on", "t", "true", "y", "yes"];
-            if FALSE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
-                Some(false)
-            } else if TRUE.iter().any(|w| s.eq_ignore_ascii_case(w)) {
-                Some(true)
-            } else {
-                None
-            }
-        }
+        Value::Number(n) => n.as_f64().and_then(lax_bool_number),
+        Value::String(s) => lax_bool_word(s),
         _ => None,
     }
+}
+
+/// A number as pydantic's lax boolean: compared as a float, so `-0.0` is false like `0.0`.
+pub(crate) fn lax_bool_number(number: f64) -> Option<bool> {
+    if number == 0.0 {
+        Some(false)
+    } else if number == 1.0 {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// A string as pydantic's lax boolean.
+pub(crate) fn lax_bool_word(word: &str) -> Option<bool> {
+    const FALSE: [&str; 6] = ["0", "off", "f", "false", "n", "no"];
+    const TRUE: [&str; 6] = ["1", "on", "t", "true", "y", "yes"];
+    if FALSE.iter().any(|w| word.eq_ignore_ascii_case(w)) {
+        Some(false)
+    } else if TRUE.iter().any(|w| word.eq_ignore_ascii_case(w)) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// Whether two of `texts` fold to the same key (what [`folded_duplicates`] finds, without
+/// saying where, and without allocating for ASCII text).
+pub(crate) fn any_folded_duplicate(texts: &[&str]) -> bool {
+    if texts.iter().all(|t| t.is_ascii()) {
+        return texts
+            .iter()
+            .enumerate()
+            .any(|(j, b)| texts[..j].iter().any(|a| a.eq_ignore_ascii_case(b)));
+    }
+    let keys: Vec<String> = texts.iter().map(|t| uniqueness_key(t)).collect();
+    keys.iter().enumerate().any(|(j, b)| keys[..j].contains(b))
 }
 
 /// `(later index, earlier index)` for every item whose fold equals an earlier item's.

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::fast_path;
+use super::fast_path::{CheckedArgs, check_args_json};
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
@@ -76,17 +76,7 @@ pub fn validate_args_json(
     text: &str,
     extras: TopLevelExtras,
 ) -> Result<HarnessQuestions, ValidationErrors> {
-    if let Some(questions) = fast_path::validate(text, extras) {
-        return Ok(questions);
-    }
-    let args: Value = serde_json::from_str(text).map_err(|e| {
-        ValidationErrors::single(FieldError::new(
-            "",
-            ErrorCode::InvalidJson,
-            format!("the arguments are not valid JSON: {e}"),
-        ))
-    })?;
-    validate_args(&args, extras)
+    check_args_json(text, extras).map(CheckedArgs::into_owned)
 }
 
 /// Validates the `questions` list alone; paths start with `questions`.

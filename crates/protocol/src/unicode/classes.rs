@@ -58,15 +58,19 @@ fn in_ranges(ranges: &[(u32, u32)], cp: u32) -> bool {
 
 /// One bit per Basic Multilingual Plane code point, set where `str.isprintable()` is false:
 /// the common case answered without a search. Built at compile time from the range table.
-static BMP_NOT_PRINTABLE: [u64; 1024] = bmp_not_printable();
+/// Bit `cp` set when `cp` is not printable, for planes 0–2 (where nearly all text lives):
+/// one load per character instead of a binary search.
+static NOT_PRINTABLE_BITS: [u64; PLANES_0_TO_2 / 64] = not_printable_bits();
 
-const fn bmp_not_printable() -> [u64; 1024] {
-    let mut bits = [0u64; 1024];
+const PLANES_0_TO_2: usize = 0x3_0000;
+
+const fn not_printable_bits() -> [u64; PLANES_0_TO_2 / 64] {
+    let mut bits = [0u64; PLANES_0_TO_2 / 64];
     let mut i = 0;
     while i < tables::NOT_PRINTABLE.len() {
         let (lo, hi) = tables::NOT_PRINTABLE[i];
         let mut cp = lo;
-        while cp <= hi && cp <= 0xFFFF {
+        while cp <= hi && (cp as usize) < PLANES_0_TO_2 {
             bits[(cp >> 6) as usize] |= 1 << (cp & 63);
             cp += 1;
         }
@@ -77,12 +81,10 @@ const fn bmp_not_printable() -> [u64; 1024] {
 
 /// Python 3.11's `str.isprintable()` for one character.
 pub fn is_py_printable(c: char) -> bool {
-    let cp = c as u32;
-    match c {
-        ' '..='~' => true,
-        '\0'..='\u{7f}' => false,
-        '\u{80}'..='\u{ffff}' => BMP_NOT_PRINTABLE[(cp >> 6) as usize] & (1 << (cp & 63)) == 0,
-        _ => !in_ranges(tables::NOT_PRINTABLE, cp),
+    let cp = c as usize;
+    match NOT_PRINTABLE_BITS.get(cp >> 6) {
+        Some(word) => word & (1 << (cp & 63)) == 0,
+        None => !in_ranges(tables::NOT_PRINTABLE, c as u32),
     }
 }
 
@@ -135,6 +137,13 @@ pub fn harness_allows(c: char, newlines: bool) -> bool {
 /// The first character the harness's printable rule rejects: its index in characters and
 /// the character itself.
 pub fn first_forbidden(text: &str, newlines: bool) -> Option<(usize, char)> {
+    // Printable ASCII (with `\n` where allowed) is the common case: check its bytes in bulk.
+    let plain = text.bytes().fold(true, |plain, b| {
+        plain & ((b' '..=b'~').contains(&b) | (newlines & (b == b'\n')))
+    });
+    if plain {
+        return None;
+    }
     text.chars()
         .enumerate()
         .find(|&(_, c)| !harness_allows(c, newlines))
@@ -146,7 +155,7 @@ mod tests {
 
     #[test]
     fn bitmap_agrees_with_the_range_table() {
-        for cp in 0..=0xFFFF_u32 {
+        for cp in 0..=0x10_FFFF_u32 {
             if let Some(c) = char::from_u32(cp) {
                 assert_eq!(
                     is_py_printable(c),

@@ -3,7 +3,6 @@
 
 use askgate_protocol::deepagents::{self, Bounds, Identity, RenderOp};
 use askgate_protocol::{ErrorCode, FieldError, lenient_json};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{invalid_request, line_error};
@@ -12,10 +11,10 @@ use super::{invalid_request, line_error};
 const DEFAULT_TOOL_CALL_ID: &str = "call_1";
 
 /// The answer to a deepagents line.
-pub(super) fn judge(kind: &str, input: &RawValue) -> String {
+pub(super) fn judge(kind: &str, input: &str) -> String {
     // The line was read as raw JSON: lone surrogate escapes in it are still undecoded, and
     // deepagents (Python) keeps them, so read them as stand-ins.
-    let input = match lenient_json::parse(input.get()) {
+    let input = match lenient_json::parse(input) {
         Ok((input, _)) => input,
         Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
     };

@@ -11,6 +11,10 @@ use anyhow::Context as _;
 /// memory (a single longer line is still taken whole).
 pub(super) const BLOCK_BYTES: usize = 4 << 20;
 
+/// Runs of lines a block is cut into per thread: small enough that a thread that finishes
+/// early takes more work instead of waiting for the others.
+pub(super) const RUNS_PER_THREAD: usize = 16;
+
 /// Whole lines waiting for the judges, shared by the reader thread and the judging one.
 pub(super) struct Handoff {
     state: Mutex<Waiting>,
@@ -26,9 +30,9 @@ struct Waiting {
     error: Option<anyhow::Error>,
     /// The judging side is gone (writing failed); the reader stops.
     closed: bool,
-    /// A judged block's buffer, for the reader to fill again: its memory is already mapped,
+    /// Judged blocks' buffers, for the reader to fill again: their memory is already mapped,
     /// which spares a page fault per 4 KiB read.
-    spare: Option<Vec<u8>>,
+    spares: Vec<Vec<u8>>,
 }
 
 /// What [`Handoff::take`] found.
@@ -66,11 +70,18 @@ impl Handoff {
         let block_bytes = self.block_bytes;
         let mut reader = BlockReader::new(block_bytes);
         loop {
-            let buffer = self.lock().spare.take().unwrap_or_default();
+            let spare = self.lock().spares.pop();
+            // Room for a block and the carried end of a line, so filling it never reallocates.
+            let buffer = spare.unwrap_or_else(|| Vec::with_capacity(block_bytes + (64 << 10)));
             let block = reader.next_block(&mut input, buffer);
             let mut waiting = self.lock();
-            // Backpressure: wait while a full block is already waiting.
-            while waiting.lines.len() >= block_bytes && !waiting.closed {
+            // Backpressure: wait while the lines waiting and these would outgrow a block
+            // (small reads from a pipe still join the lines waiting).
+            let arrived = block.as_ref().map_or(0, Vec::len);
+            while !waiting.lines.is_empty()
+                && waiting.lines.len() + arrived > block_bytes
+                && !waiting.closed
+            {
                 waiting = self
                     .changed
                     .wait(waiting)
@@ -133,9 +144,14 @@ impl Handoff {
 
     /// Gives a judged block's buffer back for reuse (unless one very long line grew it).
     pub(super) fn recycle(&self, mut buffer: Vec<u8>) {
+        // One block is judged, one waits, one is being read: three buffers go round.
+        const SPARES: usize = 3;
         if buffer.capacity() <= 2 * self.block_bytes {
             buffer.clear();
-            self.lock().spare = Some(buffer);
+            let mut waiting = self.lock();
+            if waiting.spares.len() < SPARES {
+                waiting.spares.push(buffer);
+            }
         }
     }
 

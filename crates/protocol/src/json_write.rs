@@ -1,0 +1,57 @@
+//! Writing JSON text byte for byte as `serde_json::to_string` does, for hot paths that build
+//! their output by hand instead of through `Serialize`.
+
+/// Appends `text` as a JSON string: quoted, with `"`, `\` and control characters escaped the
+/// way serde_json escapes them (short forms where JSON has them, else `\u00xx`), every other
+/// character as it is.
+pub fn push_str(out: &mut Vec<u8>, text: &str) {
+    out.push(b'"');
+    let bytes = text.as_bytes();
+    let mut copied = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        let short = match byte {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            0x08 => b'b',
+            0x0C => b'f',
+            0x00..=0x1F => b'u',
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[copied..at]);
+        copied = at + 1;
+        out.extend_from_slice(&[b'\\', short]);
+        if short == b'u' {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xF)],
+            ]);
+        }
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_as_serde_json_does() {
+        let mut every_control: String = (0u8..0x20).map(char::from).collect();
+        every_control.push_str("\"\\/\u{7f}é😀 plain");
+        for text in ["", "plain", "a\"b", "tab\there\n", &every_control] {
+            let mut ours = Vec::new();
+            push_str(&mut ours, text);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(text).unwrap()
+            );
+        }
+    }
+}
