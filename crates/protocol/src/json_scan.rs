@@ -189,24 +189,72 @@ impl<'a> Scanner<'a> {
     pub fn value_span(&mut self) -> Option<&'a str> {
         self.peek()?;
         let start = self.at;
-        self.skip_value(1)?;
+        self.skip_value()?;
         Some(&self.text[start..self.at])
     }
 
-    fn skip_value(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
+    /// Skips one value, checking its grammar in a single loop: `objects` has bit `depth` set
+    /// when the container at that depth is an object (so `depth` stays within 127).
+    fn skip_value(&mut self) -> Option<()> {
+        let mut objects: u128 = 0;
+        let mut depth = 0;
+        loop {
+            // A value is expected.
+            match self.peek()? {
+                b'"' => self.skip_string()?,
+                open @ (b'{' | b'[') => {
+                    if depth == MAX_DEPTH {
+                        return None;
+                    }
+                    self.at += 1;
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if !self.eat_if(close) {
+                        depth += 1;
+                        if open == b'{' {
+                            objects |= 1 << depth;
+                            self.skip_key()?;
+                        } else {
+                            objects &= !(1 << depth);
+                        }
+                        continue;
+                    }
+                }
+                b't' => self.literal("true")?,
+                b'f' => self.literal("false")?,
+                b'n' => self.literal("null")?,
+                b'-' | b'0'..=b'9' => self.skip_number()?,
+                _ => return None,
+            }
+            // A value ended: close containers until one goes on with a comma.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                let in_object = objects >> depth & 1 == 1;
+                match self.peek()? {
+                    b',' => {
+                        self.at += 1;
+                        if in_object {
+                            self.skip_key()?;
+                        }
+                        break;
+                    }
+                    b'}' if in_object => self.at += 1,
+                    b']' if !in_object => self.at += 1,
+                    _ => return None,
+                }
+                depth -= 1;
+            }
+        }
+    }
+
+    /// Skips an object's key and its colon.
+    fn skip_key(&mut self) -> Option<()> {
+        if self.peek()? != b'"' {
             return None;
         }
-        match self.peek()? {
-            b'"' => self.skip_string(),
-            b'{' => self.object(|inner, _| inner.skip_value(depth + 1)),
-            b'[' => self.array(|inner| inner.skip_value(depth + 1)),
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            b'-' | b'0'..=b'9' => self.skip_number(),
-            _ => None,
-        }
+        self.skip_string()?;
+        self.eat(b':')
     }
 
     /// Checks a string without decoding it.
@@ -278,13 +326,21 @@ impl<'a> Scanner<'a> {
 /// The index of the first `"` or `\\` at or after `from`; `None` at a control character,
 /// which JSON strings may not hold raw, or at the end of the text.
 fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
+    let at = from + first_special(bytes.get(from..)?)?;
+    (bytes[at] >= 0x20).then_some(at)
+}
+
+/// The index of the first byte JSON strings cannot hold as is: `"`, `\\` or a control
+/// character.
+pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     // Eight bytes at a time: a byte's high bit is set in `found` when it is a quote, a
     // backslash or below 0x20 (the lowest flagged byte is exact; later ones may be spurious).
     let zero_in = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut at = from;
-    while let Some(chunk) = bytes.get(at..at + 8) {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
         let word = u64::from_le_bytes(word);
@@ -292,15 +348,14 @@ fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
             | zero_in(word ^ (ONES * u64::from(b'\\')))
             | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
         if found != 0 {
-            at += (found.trailing_zeros() / 8) as usize;
-            return (bytes[at] >= 0x20).then_some(at);
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
         }
-        at += 8;
+        offset += 8;
     }
-    let offset = bytes[at..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-    (bytes[at + offset] >= 0x20).then_some(at + offset)
+    let rest = chunks.remainder();
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| offset + i)
 }
 
 #[cfg(test)]

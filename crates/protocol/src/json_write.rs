@@ -1,14 +1,18 @@
 //! Writing JSON text byte for byte as `serde_json::to_string` does, for hot paths that build
 //! their output by hand instead of through `Serialize`.
 
+use crate::json_scan::first_special;
+
 /// Appends `text` as a JSON string: quoted, with `"`, `\` and control characters escaped the
 /// way serde_json escapes them (short forms where JSON has them, else `\u00xx`), every other
 /// character as it is.
 pub fn push_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
-    let bytes = text.as_bytes();
-    let mut copied = 0;
-    for (at, &byte) in bytes.iter().enumerate() {
+    let mut rest = text.as_bytes();
+    while let Some(at) = first_special(rest) {
+        out.extend_from_slice(&rest[..at]);
+        let byte = rest[at];
+        rest = &rest[at + 1..];
         let short = match byte {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -17,11 +21,8 @@ pub fn push_str(out: &mut Vec<u8>, text: &str) {
             b'\t' => b't',
             0x08 => b'b',
             0x0C => b'f',
-            0x00..=0x1F => b'u',
-            _ => continue,
+            _ => b'u',
         };
-        out.extend_from_slice(&bytes[copied..at]);
-        copied = at + 1;
         out.extend_from_slice(&[b'\\', short]);
         if short == b'u' {
             const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -33,7 +34,7 @@ pub fn push_str(out: &mut Vec<u8>, text: &str) {
             ]);
         }
     }
-    out.extend_from_slice(&bytes[copied..]);
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 

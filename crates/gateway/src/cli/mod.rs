@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
-pub use validate::{answer_line, run as run_validate};
+pub use validate::{answer_line, answer_line_into, run as run_validate};
 
 /// askgate: let AI agents ask people structured questions mid-run and get the answers back.
 #[derive(Debug, Parser)]

@@ -2,8 +2,8 @@
 //!
 //! The line format is the conformance vectors' (`{"dialect","kind","input"}`, other keys
 //! ignored), so the same lines can be fed to askgate and to the Python packages and the
-//! answers compared. Input is read in blocks of whole lines; each block is split among the
-//! cores while the next one is read, and answers come out in input order, one line each.
+//! answers compared. Input is read in blocks of whole lines, judged on every core while more
+//! is read, and answers come out in input order, one line each.
 //!
 //! deepagents lines (`dialect: "deepagents"`) are judged by deepagents' own rules only
 //! ([`Bounds::Framework`]: none of the gateway's bounds), so the verdict is the real package's:
@@ -20,10 +20,7 @@
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::Context as _;
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -31,81 +28,24 @@ use serde_json::value::RawValue;
 
 mod deepagents_lines;
 mod harness_lines;
+mod pipeline;
 mod stream;
 
-use stream::{BLOCK_BYTES, Handoff, RUNS_PER_THREAD, Taken, split_lines};
+use pipeline::BLOCK_BYTES;
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
-/// A reader thread cuts the input into whole lines; everything that has arrived is judged as
-/// one block on every core while more is read. Answers are flushed whenever no further input
-/// is waiting, so a host that writes a line and waits for its answer (a co-process) gets it
-/// at once.
+/// A reader thread cuts the input into runs of whole lines, which every core judges while more
+/// is read (see [`pipeline`]). Answers are flushed whenever every line read so far is
+/// answered, so a host that writes a line and waits for its answer (a co-process) gets it at
+/// once.
 ///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let mut output = std::io::BufWriter::with_capacity(1 << 20, output);
-    let handoff = Handoff::start(input, BLOCK_BYTES);
-    let judged = judge_all(&handoff, threads, &mut output);
-    handoff.close();
-    judged
-}
-
-fn judge_all(handoff: &Handoff, threads: usize, output: &mut impl Write) -> anyhow::Result<()> {
-    // Each run's answers, kept from block to block so their memory is reused.
-    let mut answers: Vec<Mutex<Vec<u8>>> = Vec::new();
-    loop {
-        let block = match handoff.take() {
-            Taken::Lines(block) => block,
-            Taken::Nothing => {
-                // Nothing more has arrived: let the answers so far go out before waiting.
-                output.flush().context("writing stdout")?;
-                match handoff.wait_take() {
-                    Taken::Lines(block) => block,
-                    Taken::Nothing => continue,
-                    Taken::End(ended) => return ended.and(flush(output)),
-                }
-            }
-            Taken::End(ended) => return ended.and(flush(output)),
-        };
-        // Many small runs, claimed one at a time, keep every core busy to the block's end
-        // even when some lines cost far more than others.
-        let runs = split_lines(&block, threads * RUNS_PER_THREAD);
-        if answers.len() < runs.len() {
-            answers.resize_with(runs.len(), Mutex::default);
-        }
-        let next_run = AtomicUsize::new(0);
-        let judge_runs = || {
-            loop {
-                let index = next_run.fetch_add(1, Ordering::Relaxed);
-                let Some(run) = runs.get(index) else { break };
-                let mut slot = answers[index]
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                answer_block(run, &mut slot);
-            }
-        };
-        std::thread::scope(|helpers| {
-            for _ in 1..threads.min(runs.len()) {
-                helpers.spawn(judge_runs);
-            }
-            judge_runs();
-        });
-        for slot in &mut answers[..runs.len()] {
-            let part = slot
-                .get_mut()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            output.write_all(part).context("writing stdout")?;
-            part.clear();
-        }
-        handoff.recycle(block);
-    }
-}
-
-fn flush(output: &mut impl Write) -> anyhow::Result<()> {
-    output.flush().context("writing stdout")
+    pipeline::run(input, &mut output, workers, BLOCK_BYTES, answer_block)
 }
 
 /// Appends the answers to a run of lines, one line each, to `out`.
@@ -175,8 +115,9 @@ pub fn answer_line(line: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Appends the answer to one input line (no newline) to `out`.
-fn answer_line_into(line: &str, out: &mut Vec<u8>) {
+/// Appends the answer to one input line (no newline) to `out`: [`answer_line`] without a
+/// string of its own.
+pub fn answer_line_into(line: &str, out: &mut Vec<u8>) {
     // Most lines are well-formed harness lines: read them in one strict pass. Any other line
     // is read with serde_json, whose errors say what is wrong; the verdict is the same.
     if let Some((kind, input)) = harness_lines::read_line(line) {
@@ -322,7 +263,7 @@ fn to_line(answer: &impl Serialize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::stream::BlockReader;
+    use super::stream::{BlockReader, split_lines};
     use super::*;
 
     /// Lines of assorted lengths, a CRLF, a blank line, bytes that are not UTF-8, and no
@@ -367,9 +308,14 @@ mod tests {
         for parts in 1..6 {
             let runs = split_lines(&input, parts);
             assert!(runs.len() <= parts);
-            assert_eq!(runs.concat(), input);
+            let joined: Vec<u8> = runs
+                .iter()
+                .flat_map(|r| &input[r.clone()])
+                .copied()
+                .collect();
+            assert_eq!(joined, input);
             for run in &runs[..runs.len() - 1] {
-                assert_eq!(run.last(), Some(&b'\n'));
+                assert_eq!(input[run.end - 1], b'\n');
             }
         }
     }
@@ -391,13 +337,13 @@ mod tests {
         let input = sample();
         let mut whole = Vec::new();
         run(std::io::Cursor::new(input.clone()), &mut whole).unwrap();
-        for (block_bytes, threads) in [(1, 1), (7, 2), (64, 3)] {
-            let handoff = Handoff::start(Trickle(input.clone(), 0), block_bytes);
+        for (block_bytes, workers) in [(1, 1), (7, 2), (64, 3)] {
             let mut trickled = Vec::new();
-            judge_all(&handoff, threads, &mut trickled).unwrap();
+            let input = Trickle(input.clone(), 0);
+            pipeline::run(input, &mut trickled, workers, block_bytes, answer_block).unwrap();
             assert_eq!(
                 trickled, whole,
-                "block size {block_bytes}, {threads} threads"
+                "block size {block_bytes}, {workers} workers"
             );
         }
     }
