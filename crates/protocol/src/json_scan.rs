@@ -12,6 +12,7 @@ use std::borrow::Cow;
 pub const MAX_DEPTH: usize = 100;
 
 /// A position in JSON text.
+#[derive(Clone)]
 pub struct Scanner<'a> {
     text: &'a str,
     at: usize,
@@ -51,6 +52,18 @@ impl<'a> Scanner<'a> {
     /// Consumes `byte` (after whitespace), or gives up.
     pub fn eat(&mut self, byte: u8) -> Option<()> {
         self.eat_if(byte).then_some(())
+    }
+
+    /// Where the next value starts (after whitespace), to take its text later with
+    /// [`Scanner::text_from`].
+    pub fn mark(&mut self) -> usize {
+        self.peek();
+        self.at
+    }
+
+    /// The text from `mark` to where the scanner stands.
+    pub fn text_from(&self, mark: usize) -> &'a str {
+        self.text.get(mark..self.at).unwrap_or_default()
     }
 
     /// Succeeds when only whitespace is left.

@@ -148,6 +148,23 @@ impl QuestionRef<'_> {
 /// The valid questions of `text`, or `None` when the full validator must decide.
 fn read(text: &str, extras: TopLevelExtras) -> Option<Vec<QuestionRef<'_>>> {
     let mut scanner = Scanner::new(text);
+    let questions = read_args(&mut scanner, extras)?;
+    scanner.end()?;
+    Some(questions)
+}
+
+/// Reads valid tool arguments (top-level keys other than `questions` refused) where `scanner`
+/// stands, inside a larger text; `None` when the full validator must decide, the scanner then
+/// left anywhere.
+pub fn check_args_at<'a>(scanner: &mut Scanner<'a>) -> Option<CheckedArgs<'a>> {
+    let questions = read_args(scanner, TopLevelExtras::Forbid)?;
+    Some(CheckedArgs(Checked::Borrowed(questions)))
+}
+
+fn read_args<'a>(
+    scanner: &mut Scanner<'a>,
+    extras: TopLevelExtras,
+) -> Option<Vec<QuestionRef<'a>>> {
     let mut questions = None;
     scanner.object(|scanner, key| match key {
         "questions" if questions.is_none() => {
@@ -159,7 +176,6 @@ fn read(text: &str, extras: TopLevelExtras) -> Option<Vec<QuestionRef<'_>>> {
         }
         _ => None,
     })?;
-    scanner.end()?;
     let questions = questions?;
     let mut headers = [""; MAX_QUESTIONS];
     for (slot, question) in headers.iter_mut().zip(&questions) {

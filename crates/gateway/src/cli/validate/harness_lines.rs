@@ -2,10 +2,12 @@
 
 use std::borrow::Cow;
 
+use askgate_protocol::harness::CheckedArgs;
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
 use askgate_protocol::json_scan::Scanner;
+use askgate_protocol::json_write::push_str;
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{errors_answer, invalid_request, line_error, present, to_line};
@@ -17,6 +19,9 @@ pub(super) struct HarnessInput<'a> {
     request: Option<&'a str>,
     response: Option<&'a str>,
     timed_out: Option<Value>,
+    /// `args` or `request`, already read and valid (the fast path took them on the way).
+    checked_args: Option<CheckedArgs<'a>>,
+    checked_request: Option<CheckedArgs<'a>>,
 }
 
 /// Reads a harness line with the strict [`Scanner`]: its kind and its input's fields, the
@@ -47,13 +52,21 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
         request: None,
         response: None,
         timed_out: None,
+        checked_args: None,
+        checked_request: None,
     };
     let mut timed_out_seen = false;
     scanner.object(|scanner, key| {
         match key {
-            "args" if input.args.is_none() => input.args = Some(scanner.value_span()?),
+            "args" if input.args.is_none() => {
+                let (text, checked) = read_args(scanner)?;
+                (input.args, input.checked_args) = (Some(text), checked);
+            }
             "args_json" if input.args_json.is_none() => input.args_json = Some(scanner.string()?),
-            "request" if input.request.is_none() => input.request = Some(scanner.value_span()?),
+            "request" if input.request.is_none() => {
+                let (text, checked) = read_args(scanner)?;
+                (input.request, input.checked_request) = (Some(text), checked);
+            }
             "response" if input.response.is_none() => {
                 input.response = Some(scanner.value_span()?);
             }
@@ -70,6 +83,18 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
     Some(input)
 }
 
+/// Tool arguments inside the line: their text, and the valid questions when the fast path
+/// could read them there and then (which spares reading them twice).
+fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, Option<CheckedArgs<'a>>)> {
+    let start = scanner.mark();
+    let before = scanner.clone();
+    if let Some(checked) = harness::check_args_at(scanner) {
+        return Some((scanner.text_from(start), Some(checked)));
+    }
+    *scanner = before;
+    Some((scanner.value_span()?, None))
+}
+
 /// A `request` input: the tool call's arguments as an object or as JSON text.
 #[derive(Deserialize)]
 struct RequestInput<'a> {
@@ -77,6 +102,8 @@ struct RequestInput<'a> {
     args: Option<&'a str>,
     #[serde(borrow, default)]
     args_json: Option<Cow<'a, str>>,
+    #[serde(skip)]
+    checked: Option<CheckedArgs<'a>>,
 }
 
 /// A `response` or `render` input.
@@ -88,45 +115,50 @@ struct ResultInput<'a> {
     response: Option<&'a str>,
     #[serde(default)]
     timed_out: Option<Value>,
+    #[serde(skip)]
+    checked: Option<CheckedArgs<'a>>,
 }
 
 /// Appends the answer to a harness line whose input was read in one pass to `out`.
 pub(super) fn judge_into(kind: &str, input: HarnessInput<'_>, out: &mut Vec<u8>) {
-    let answer = match kind {
+    match kind {
         "request" => {
             let parsed = RequestInput {
                 args: input.args,
                 args_json: input.args_json,
+                checked: input.checked_args,
             };
-            return request_into(&parsed, out);
+            request_into(parsed, out);
         }
-        "response" | "render" => result(
-            kind,
-            &ResultInput {
+        "response" | "render" => {
+            let parsed = ResultInput {
                 request: input.request,
                 response: input.response,
                 timed_out: input.timed_out,
-            },
-        ),
-        other => unknown_kind(other),
-    };
-    out.extend_from_slice(answer.as_bytes());
+                checked: input.checked_request,
+            };
+            result_into(kind, parsed, out);
+        }
+        other => out.extend_from_slice(unknown_kind(other).as_bytes()),
+    }
 }
 
 /// The answer to a harness line, its input read by what its kind needs (so an error names
 /// what that kind could not read).
 pub(super) fn judge_raw(kind: &str, input: &str) -> String {
+    let mut out = Vec::new();
     match kind {
         "request" => match serde_json::from_str::<RequestInput<'_>>(input) {
-            Ok(parsed) => request(&parsed),
-            Err(e) => line_error("input", &format!("not a request input: {e}")),
+            Ok(parsed) => request_into(parsed, &mut out),
+            Err(e) => return line_error("input", &format!("not a request input: {e}")),
         },
         "response" | "render" => match serde_json::from_str::<ResultInput<'_>>(input) {
-            Ok(parsed) => result(kind, &parsed),
-            Err(e) => line_error("input", &format!("not a {kind} input: {e}")),
+            Ok(parsed) => result_into(kind, parsed, &mut out),
+            Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
         },
-        other => unknown_kind(other),
+        other => return unknown_kind(other),
     }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn unknown_kind(kind: &str) -> String {
@@ -139,46 +171,35 @@ fn unknown_kind(kind: &str) -> String {
     )
 }
 
-/// What the model reads, or a response line's result and text.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Rendered<'a> {
-    Text(&'a str),
-    Result {
-        result: &'a harness::ToolResult,
-        model_text: &'a str,
-    },
-}
-
-/// A success: the normalised value.
-#[derive(Serialize)]
-struct Accepted<T> {
-    ok: bool,
-    normalized: T,
-}
-
-fn result(kind: &str, parsed: &ResultInput<'_>) -> String {
+/// Appends a response or render line's answer to `out`; a result is written by hand, the
+/// bytes `serde_json` would write.
+fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
     if kind == "render" && parsed.timed_out == Some(Value::Bool(true)) {
-        return to_line(&Accepted {
-            ok: true,
-            normalized: Rendered::Text(harness::TIMED_OUT),
-        });
+        out.extend_from_slice(br#"{"ok":true,"normalized":"#);
+        push_str(out, harness::TIMED_OUT);
+        out.push(b'}');
+        return;
     }
-    match harness_result(parsed) {
+    let refusal = match harness_result(parsed) {
         Ok(result) => {
+            // For answers, what the model reads is the result's own compact JSON.
             let model_text = result.model_text();
-            let normalized = if kind == "render" {
-                Rendered::Text(&model_text)
-            } else {
-                Rendered::Result {
-                    result: &result,
-                    model_text: &model_text,
-                }
+            let write_result = |out: &mut Vec<u8>| match result {
+                harness::ToolResult::Answers(_) => out.extend_from_slice(model_text.as_bytes()),
+                harness::ToolResult::Text(text) => push_str(out, text),
             };
-            to_line(&Accepted {
-                ok: true,
-                normalized,
-            })
+            out.extend_from_slice(br#"{"ok":true,"normalized":"#);
+            if kind == "render" {
+                push_str(out, &model_text);
+            } else {
+                out.extend_from_slice(br#"{"result":"#);
+                write_result(out);
+                out.extend_from_slice(br#","model_text":"#);
+                push_str(out, &model_text);
+                out.push(b'}');
+            }
+            out.push(b'}');
+            return;
         }
         Err(ResultError::Input(errors)) => errors_answer(&errors),
         // The harness's own text, byte for byte: what a Python host would see raised.
@@ -187,21 +208,22 @@ fn result(kind: &str, parsed: &ResultInput<'_>) -> String {
             error: error.message.clone(),
             errors: &[error.to_field_error()],
         }),
-    }
-}
-
-fn request(parsed: &RequestInput<'_>) -> String {
-    let mut out = Vec::new();
-    request_into(parsed, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    };
+    out.extend_from_slice(refusal.as_bytes());
 }
 
 /// Appends a request line's answer to `out`: a valid call's questions are written straight
 /// from the borrowed text, as `serde_json` would write them.
-fn request_into(parsed: &RequestInput<'_>, out: &mut Vec<u8>) {
-    let verdict = match (parsed.args, &parsed.args_json) {
-        (Some(args), None) => harness::check_args_json(args, TopLevelExtras::Forbid),
-        (None, Some(text)) => harness::check_args_json(text, TopLevelExtras::Forbid),
+fn request_into(parsed: RequestInput<'_>, out: &mut Vec<u8>) {
+    let RequestInput {
+        args,
+        args_json,
+        checked,
+    } = parsed;
+    let verdict = match (args, &args_json, checked) {
+        (Some(_), None, Some(checked)) => Ok(checked),
+        (Some(args), None, None) => harness::check_args_json(args, TopLevelExtras::Forbid),
+        (None, Some(text), _) => harness::check_args_json(text, TopLevelExtras::Forbid),
         _ => {
             let answer = line_error(
                 "input",
@@ -226,7 +248,7 @@ enum ResultError {
     Answer(ResponseError),
 }
 
-fn harness_result(input: &ResultInput<'_>) -> Result<harness::ToolResult, ResultError> {
+fn harness_result(input: ResultInput<'_>) -> Result<harness::ToolResult, ResultError> {
     let input_error = |path: &str, code, message: String| {
         ResultError::Input(ValidationErrors::single(FieldError::new(
             path, code, message,
@@ -239,17 +261,20 @@ fn harness_result(input: &ResultInput<'_>) -> Result<harness::ToolResult, Result
             "missing: the request answered".into(),
         ));
     };
-    let questions =
-        harness::validate_args_json(request, TopLevelExtras::Forbid).map_err(|errors| {
-            let errors = invalid_request(errors);
-            ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
-                ValidationErrors::single(FieldError::new(
-                    "request",
-                    ErrorCode::InvalidValue,
-                    "invalid request",
-                ))
-            }))
-        })?;
+    let checked = match input.checked {
+        Some(checked) => Ok(checked),
+        None => harness::check_args_json(request, TopLevelExtras::Forbid),
+    };
+    let questions = checked.map(CheckedArgs::into_owned).map_err(|errors| {
+        let errors = invalid_request(errors);
+        ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
+            ValidationErrors::single(FieldError::new(
+                "request",
+                ErrorCode::InvalidValue,
+                "invalid request",
+            ))
+        }))
+    })?;
     let Some(response) = input.response else {
         return Err(input_error(
             "response",
