@@ -79,16 +79,23 @@ impl<'a> Scanner<'a> {
             return Some(());
         }
         loop {
-            let key = match self.string()? {
-                Cow::Borrowed(key) => key,
-                Cow::Owned(_) => return None,
-            };
+            let key = self.plain_key()?;
             self.eat(b':')?;
             each(self, key)?;
             if !self.eat_if(b',') {
                 return self.eat(b'}');
             }
         }
+    }
+
+    /// Reads a key written without escapes.
+    fn plain_key(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let stop = special_byte(self.bytes(), start)?;
+        (self.bytes()[stop] == b'"').then_some(())?;
+        self.at = stop + 1;
+        Some(&self.text[start..stop])
     }
 
     /// Reads an array, calling `each` to read every item.

@@ -1,8 +1,6 @@
 //! `check_response`: does an answer fit its request? The harness's checks, in its order, with
 //! its exact messages, so a Python host reads the very text pydantic-ai-harness would raise.
 
-use std::collections::HashSet;
-
 use super::types::{AskUserResponse, HarnessQuestions, Question};
 use crate::error::{ErrorCode, FieldError, field_path, index_path};
 use crate::unicode::{first_forbidden, py_is_blank, py_list_repr, py_repr};
@@ -56,10 +54,10 @@ pub fn check_response(
     // Headers are unique, so a list of the still-unanswered questions is the harness's dict.
     let mut pending: Vec<&Question> = request.questions().iter().collect();
     for (i, answer) in response.answers.iter().enumerate() {
-        let path = index_path("answers", i);
+        let path = || index_path("answers", i);
         let Some(at) = pending.iter().position(|q| q.header == answer.header) else {
             return Err(ResponseError::at(
-                field_path(&path, "header"),
+                field_path(&path(), "header"),
                 format!(
                     "answer for unknown or repeated question {}",
                     py_repr(&answer.header)
@@ -68,9 +66,9 @@ pub fn check_response(
         };
         let question = pending.swap_remove(at);
         if let Some(custom) = &answer.custom_answer {
-            check_custom(&path, !answer.selected.is_empty(), custom)?;
+            check_custom(i, !answer.selected.is_empty(), custom)?;
         } else {
-            check_picks(&path, question, &answer.selected)?;
+            check_picks(i, question, &answer.selected)?;
         }
     }
     if !pending.is_empty() {
@@ -84,63 +82,61 @@ pub fn check_response(
     Ok(())
 }
 
-fn check_custom(path: &str, also_selected: bool, custom: &str) -> Result<(), ResponseError> {
-    let path = field_path(path, "custom_answer");
+// Paths and quoted headers are built only for an error: most answers fit.
+
+fn check_custom(answer: usize, also_selected: bool, custom: &str) -> Result<(), ResponseError> {
+    let error = |message: &str| {
+        let path = field_path(&index_path("answers", answer), "custom_answer");
+        Err(ResponseError::at(path, message))
+    };
     if also_selected {
-        return Err(ResponseError::at(
-            path,
-            "a custom answer cannot also select options",
-        ));
+        return error("a custom answer cannot also select options");
     }
     // Python's `str.strip`, which also counts U+001C..U+001F as whitespace.
     if py_is_blank(custom) {
-        return Err(ResponseError::at(path, "a custom answer must not be blank"));
+        return error("a custom answer must not be blank");
     }
     // The printable rule, on the unstripped text, newlines allowed.
     if first_forbidden(custom, true).is_some() {
-        return Err(ResponseError::at(
-            path,
-            "must not contain control characters or invisible formatting",
-        ));
+        return error("must not contain control characters or invisible formatting");
     }
     Ok(())
 }
 
-fn check_picks(path: &str, question: &Question, selected: &[String]) -> Result<(), ResponseError> {
-    let path = field_path(path, "selected");
-    let header = py_repr(&question.header);
-    let unknown: Vec<&str> = selected
-        .iter()
-        .map(String::as_str)
-        .filter(|label| !question.options.iter().any(|o| o.label == *label))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ResponseError::at(
+fn check_picks(
+    answer: usize,
+    question: &Question,
+    selected: &[String],
+) -> Result<(), ResponseError> {
+    let error = |problem: &str| {
+        let path = field_path(&index_path("answers", answer), "selected");
+        let header = py_repr(&question.header);
+        Err(ResponseError::at(
             path,
-            format!(
-                "answer for {header} picked options it does not offer: {}",
-                py_list_repr(&unknown)
-            ),
-        ));
+            format!("answer for {header} {problem}"),
+        ))
+    };
+    let offered = |label: &String| question.options.iter().any(|o| o.label == *label);
+    if !selected.iter().all(offered) {
+        let unknown: Vec<&str> = selected
+            .iter()
+            .filter(|label| !offered(label))
+            .map(String::as_str)
+            .collect();
+        let listed = py_list_repr(&unknown);
+        return error(&format!("picked options it does not offer: {listed}"));
     }
     if selected.is_empty() {
-        return Err(ResponseError::at(
-            path,
-            format!("answer for {header} picked nothing"),
-        ));
+        return error("picked nothing");
     }
-    let distinct: HashSet<&str> = selected.iter().map(String::as_str).collect();
-    if distinct.len() != selected.len() {
-        return Err(ResponseError::at(
-            path,
-            format!("answer for {header} picked the same option twice"),
-        ));
+    // Every pick is one of at most six labels: more picks than labels repeat one.
+    let repeated = selected.len() > question.options.len()
+        || (1..selected.len()).any(|j| selected[..j].contains(&selected[j]));
+    if repeated {
+        return error("picked the same option twice");
     }
     if selected.len() > 1 && !question.multi_select {
-        return Err(ResponseError::at(
-            path,
-            format!("answer for {header} picked several options but it is single-select"),
-        ));
+        return error("picked several options but it is single-select");
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::limits::{MAX_DESCRIPTION_CHARS, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_QUESTION_CHARS};
-use crate::unicode::{first_forbidden, uniqueness_key};
+use crate::unicode::{first_forbidden, is_plain_ascii, uniqueness_key};
 
 /// The bounds of one string field.
 #[derive(Clone, Copy, Debug)]
@@ -54,7 +54,9 @@ pub(crate) enum TextProblem {
 /// Strips by White_Space, measures in code points, applies the printable rule.
 pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem> {
     let stripped = raw.trim();
-    let length = if stripped.is_ascii() {
+    // Printable ASCII is the common case: one pass settles both the length and the rule.
+    let plain = is_plain_ascii(stripped, rule.newlines);
+    let length = if plain || stripped.is_ascii() {
         stripped.len()
     } else {
         stripped.chars().count()
@@ -64,6 +66,9 @@ pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem>
     }
     if length > rule.max_chars {
         return Err(TextProblem::TooLong(length));
+    }
+    if plain {
+        return Ok(stripped);
     }
     match first_forbidden(stripped, rule.newlines) {
         Some((at, found)) => Err(TextProblem::Forbidden { at, found }),

@@ -79,6 +79,14 @@ const fn not_printable_bits() -> [u64; PLANES_0_TO_2 / 64] {
     bits
 }
 
+/// Whether `text` is printable ASCII only (with `\n` where allowed), which the harness always
+/// allows: checked byte by byte in bulk, the common case.
+pub fn is_plain_ascii(text: &str, newlines: bool) -> bool {
+    text.bytes().fold(true, |plain, b| {
+        plain & ((b' '..=b'~').contains(&b) | (newlines & (b == b'\n')))
+    })
+}
+
 /// Python 3.11's `str.isprintable()` for one character.
 pub fn is_py_printable(c: char) -> bool {
     let cp = c as usize;
@@ -137,11 +145,7 @@ pub fn harness_allows(c: char, newlines: bool) -> bool {
 /// The first character the harness's printable rule rejects: its index in characters and
 /// the character itself.
 pub fn first_forbidden(text: &str, newlines: bool) -> Option<(usize, char)> {
-    // Printable ASCII (with `\n` where allowed) is the common case: check its bytes in bulk.
-    let plain = text.bytes().fold(true, |plain, b| {
-        plain & ((b' '..=b'~').contains(&b) | (newlines & (b == b'\n')))
-    });
-    if plain {
+    if is_plain_ascii(text, newlines) {
         return None;
     }
     text.chars()

@@ -44,40 +44,47 @@ use pipeline::BLOCK_BYTES;
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut output = std::io::BufWriter::with_capacity(1 << 20, output);
+    let mut output = std::io::BufWriter::with_capacity(16 << 10, output);
     pipeline::run(input, &mut output, workers, BLOCK_BYTES, answer_block)
 }
 
 /// Appends the answers to a run of lines, one line each, to `out`.
 fn answer_block(lines: &[u8], out: &mut Vec<u8>) {
-    let mut rest = lines;
-    while !rest.is_empty() {
-        let (line, after) = match memchr::memchr(b'\n', rest) {
-            Some(end) => (&rest[..end], &rest[end + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        rest = after;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Ok(text) = simdutf8::basic::from_utf8(line) else {
-            out.extend_from_slice(not_utf8(line).as_bytes());
-            out.push(b'\n');
-            continue;
-        };
-        let start = out.len();
-        // A bug that panics on one line must not take the other lines' answers with it.
-        let answered =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer_line_into(text, out)));
-        if answered.is_err() {
-            out.truncate(start);
-            let answer = line_error("", "askgate failed on this line (a bug: please report it)");
-            out.extend_from_slice(answer.as_bytes());
+    // Input is nearly always UTF-8 throughout: check the run at once, line by line only if not.
+    if let Ok(text) = simdutf8::basic::from_utf8(lines) {
+        for line in text.split_terminator('\n') {
+            answer_text(line.strip_suffix('\r').unwrap_or(line), out);
         }
-        out.push(b'\n');
+        return;
+    }
+    for line in lines.split_inclusive(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match std::str::from_utf8(line) {
+            Ok(text) => answer_text(text, out),
+            Err(_) => {
+                out.extend_from_slice(not_utf8(line).as_bytes());
+                out.push(b'\n');
+            }
+        }
     }
 }
 
+/// Appends the answer to one line and its newline to `out`.
+fn answer_text(line: &str, out: &mut Vec<u8>) {
+    let start = out.len();
+    // A bug that panics on one line must not take the other lines' answers with it.
+    let answered =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer_line_into(line, out)));
+    if answered.is_err() {
+        out.truncate(start);
+        let answer = line_error("", "askgate failed on this line (a bug: please report it)");
+        out.extend_from_slice(answer.as_bytes());
+    }
+    out.push(b'\n');
+}
+
 fn not_utf8(line: &[u8]) -> String {
-    // The fast check says only yes or no; the standard one says where.
     let detail = std::str::from_utf8(line)
         .err()
         .map_or_else(String::new, |e| e.to_string());

@@ -23,7 +23,7 @@ pub(super) const MAX_BYTES_IN_FLIGHT: usize = 3 * BLOCK_BYTES;
 pub(super) const BLOCK_BYTES: usize = 4 << 20;
 
 /// Runs a block is cut into per worker: small enough that workers finish together.
-const RUNS_PER_WORKER: usize = 16;
+const RUNS_PER_WORKER: usize = 4;
 
 /// Lines to judge: a range of a block.
 struct Run {
