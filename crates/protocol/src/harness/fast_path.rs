@@ -101,6 +101,18 @@ pub fn check_args_json(
     if let Some(questions) = read(text, extras) {
         return Ok(CheckedArgs(Checked::Borrowed(questions)));
     }
+    check_args_json_fully(text, extras)
+}
+
+/// [`check_args_json`] without the fast path, for text it already gave up on (through
+/// [`check_args_at`]): the full validator, which finds every error.
+///
+/// # Errors
+/// As [`check_args_json`].
+pub fn check_args_json_fully(
+    text: &str,
+    extras: TopLevelExtras,
+) -> Result<CheckedArgs<'_>, ValidationErrors> {
     let args: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         ValidationErrors::single(FieldError::new(
             "",

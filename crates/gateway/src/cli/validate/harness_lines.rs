@@ -19,9 +19,32 @@ pub(super) struct HarnessInput<'a> {
     request: Option<&'a str>,
     response: Option<&'a str>,
     timed_out: Option<Value>,
-    /// `args` or `request`, already read and valid (the fast path took them on the way).
-    checked_args: Option<CheckedArgs<'a>>,
-    checked_request: Option<CheckedArgs<'a>>,
+    /// What the fast path made of `args` and `request` on the way through the line.
+    checked_args: FastArgs<'a>,
+    checked_request: FastArgs<'a>,
+}
+
+/// What the fast path made of tool arguments.
+#[derive(Default)]
+enum FastArgs<'a> {
+    /// Not tried (the line was read by serde_json).
+    #[default]
+    NotTried,
+    /// Valid, read where they stood.
+    Valid(CheckedArgs<'a>),
+    /// Given up on: only the full validator can judge them.
+    GaveUp,
+}
+
+impl<'a> FastArgs<'a> {
+    /// The verdict on `text`, these arguments' text, without reading it twice.
+    fn judge(self, text: &'a str) -> Result<CheckedArgs<'a>, ValidationErrors> {
+        match self {
+            FastArgs::Valid(checked) => Ok(checked),
+            FastArgs::NotTried => harness::check_args_json(text, TopLevelExtras::Forbid),
+            FastArgs::GaveUp => harness::check_args_json_fully(text, TopLevelExtras::Forbid),
+        }
+    }
 }
 
 /// Reads a harness line with the strict [`Scanner`]: its kind and its input's fields, the
@@ -52,8 +75,8 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
         request: None,
         response: None,
         timed_out: None,
-        checked_args: None,
-        checked_request: None,
+        checked_args: FastArgs::NotTried,
+        checked_request: FastArgs::NotTried,
     };
     let mut timed_out_seen = false;
     scanner.object(|scanner, key| {
@@ -85,14 +108,14 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
 
 /// Tool arguments inside the line: their text, and the valid questions when the fast path
 /// could read them there and then (which spares reading them twice).
-fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, Option<CheckedArgs<'a>>)> {
+fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, FastArgs<'a>)> {
     let start = scanner.mark();
     let before = scanner.clone();
     if let Some(checked) = harness::check_args_at(scanner) {
-        return Some((scanner.text_from(start), Some(checked)));
+        return Some((scanner.text_from(start), FastArgs::Valid(checked)));
     }
     *scanner = before;
-    Some((scanner.value_span()?, None))
+    Some((scanner.value_span()?, FastArgs::GaveUp))
 }
 
 /// A `request` input: the tool call's arguments as an object or as JSON text.
@@ -103,7 +126,7 @@ struct RequestInput<'a> {
     #[serde(borrow, default)]
     args_json: Option<Cow<'a, str>>,
     #[serde(skip)]
-    checked: Option<CheckedArgs<'a>>,
+    checked: FastArgs<'a>,
 }
 
 /// A `response` or `render` input.
@@ -116,7 +139,7 @@ struct ResultInput<'a> {
     #[serde(default)]
     timed_out: Option<Value>,
     #[serde(skip)]
-    checked: Option<CheckedArgs<'a>>,
+    checked: FastArgs<'a>,
 }
 
 /// Appends the answer to a harness line whose input was read in one pass to `out`.
@@ -220,10 +243,9 @@ fn request_into(parsed: RequestInput<'_>, out: &mut Vec<u8>) {
         args_json,
         checked,
     } = parsed;
-    let verdict = match (args, &args_json, checked) {
-        (Some(_), None, Some(checked)) => Ok(checked),
-        (Some(args), None, None) => harness::check_args_json(args, TopLevelExtras::Forbid),
-        (None, Some(text), _) => harness::check_args_json(text, TopLevelExtras::Forbid),
+    let verdict = match (args, &args_json) {
+        (Some(args), None) => checked.judge(args),
+        (None, Some(text)) => harness::check_args_json(text, TopLevelExtras::Forbid),
         _ => {
             let answer = line_error(
                 "input",
@@ -261,20 +283,20 @@ fn harness_result(input: ResultInput<'_>) -> Result<harness::ToolResult, ResultE
             "missing: the request answered".into(),
         ));
     };
-    let checked = match input.checked {
-        Some(checked) => Ok(checked),
-        None => harness::check_args_json(request, TopLevelExtras::Forbid),
-    };
-    let questions = checked.map(CheckedArgs::into_owned).map_err(|errors| {
-        let errors = invalid_request(errors);
-        ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
-            ValidationErrors::single(FieldError::new(
-                "request",
-                ErrorCode::InvalidValue,
-                "invalid request",
-            ))
-        }))
-    })?;
+    let questions = input
+        .checked
+        .judge(request)
+        .map(CheckedArgs::into_owned)
+        .map_err(|errors| {
+            let errors = invalid_request(errors);
+            ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
+                ValidationErrors::single(FieldError::new(
+                    "request",
+                    ErrorCode::InvalidValue,
+                    "invalid request",
+                ))
+            }))
+        })?;
     let Some(response) = input.response else {
         return Err(input_error(
             "response",
