@@ -15,8 +15,8 @@
 //! - [`deepagents`]: the deepagents-code `ask_user` dialect: validation, the interrupt and
 //!   resume payloads, `_parse_answers`, the `Q:`/`A:` transcript, the tool schema, and
 //!   askgate's stricter check of answers from tabs.
-//! - [`json_scan`], [`json_write`]: JSON read and written by hand, exactly as serde_json
-//!   does, for hot paths.
+//! - [`json_scan`], [`json_node`], [`json_write`]: JSON read and written by hand, exactly as
+//!   serde_json does, for hot paths.
 //! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
@@ -29,6 +29,7 @@ pub mod dialect;
 pub mod error;
 pub mod harness;
 pub mod ids;
+pub mod json_node;
 pub mod json_scan;
 pub mod json_write;
 pub mod lenient_json;

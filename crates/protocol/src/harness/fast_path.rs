@@ -14,8 +14,9 @@ use serde::Serialize;
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextRule, any_folded_duplicate, check_text, lax_bool_number, lax_bool_word};
 use super::types::{HarnessQuestions, Question, QuestionOption};
-use super::validate::{TopLevelExtras, validate_args};
+use super::validate::{TopLevelExtras, validate_args, validate_view};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
+use crate::json_node::Node;
 use crate::json_scan::Scanner;
 use crate::json_write::push_str;
 
@@ -113,6 +114,12 @@ pub fn check_args_json_fully(
     text: &str,
     extras: TopLevelExtras,
 ) -> Result<CheckedArgs<'_>, ValidationErrors> {
+    // A borrowed tree where the scanner can build one; serde_json's `Value` where it cannot
+    // (and for text that is not JSON, whose error serde_json words).
+    if let Some(args) = Node::parse(text) {
+        return validate_view(&args, extras)
+            .map(|questions| CheckedArgs(Checked::Owned(questions)));
+    }
     let args: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         ValidationErrors::single(FieldError::new(
             "",

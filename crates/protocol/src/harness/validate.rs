@@ -9,13 +9,14 @@
 //! Unicode White_Space property (`str::trim`, as pydantic-core does) → length in code points →
 //! the printable rule (Unicode 14.0 categories; `\n` only in `question` and `description`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::fast_path::{CheckedArgs, check_args_json};
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
-use crate::error::{ErrorCode, FieldError, Path, ValidationErrors, json_kind, json_quote};
+use crate::error::{ErrorCode, FieldError, Path, ValidationErrors, json_quote};
+use crate::json_node::JsonView;
 
 /// What to do with top-level keys other than `questions`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,19 +36,27 @@ pub fn validate_args(
     args: &Value,
     extras: TopLevelExtras,
 ) -> Result<HarnessQuestions, ValidationErrors> {
-    let Some(object) = args.as_object() else {
+    validate_view(args, extras)
+}
+
+/// [`validate_args`] on whichever tree holds the arguments.
+pub(super) fn validate_view(
+    args: &impl JsonView,
+    extras: TopLevelExtras,
+) -> Result<HarnessQuestions, ValidationErrors> {
+    if !args.is_object() {
         return Err(ValidationErrors::single(FieldError::new(
             "",
             ErrorCode::WrongType,
             format!(
                 "the arguments must be an object with `questions`, got {}",
-                json_kind(args)
+                args.kind()
             ),
         )));
-    };
+    }
     let mut errors = Vec::new();
     let root = Path::Root;
-    let questions = match object.get("questions") {
+    let questions = match args.get("questions") {
         Some(value) => check_questions(&root.key("questions"), value, &mut errors),
         None => {
             errors.push(missing(&root.key("questions")));
@@ -55,7 +64,7 @@ pub fn validate_args(
         }
     };
     if extras == TopLevelExtras::Forbid {
-        for key in object.keys().filter(|k| k.as_str() != "questions") {
+        for key in args.keys().filter(|&k| k != "questions") {
             errors.push(unknown(
                 &root.key(key),
                 "the arguments take only `questions`",
@@ -108,7 +117,7 @@ fn finish(
 
 fn check_questions(
     path: &Path<'_>,
-    value: &Value,
+    value: &impl JsonView,
     errors: &mut Vec<FieldError>,
 ) -> Option<Vec<Question>> {
     let Some(items) = value.as_array() else {
@@ -171,17 +180,17 @@ fn text_at<'a>(items: &[(usize, &'a str)], index: usize) -> &'a str {
 /// The question if it is valid, and its stripped header if that field alone is.
 fn check_question<'a>(
     path: &Path<'_>,
-    value: &'a Value,
+    object: &'a impl JsonView,
     errors: &mut Vec<FieldError>,
 ) -> (Option<Question>, Option<&'a str>) {
-    let Some(object) = value.as_object() else {
+    if !object.is_object() {
         errors.push(wrong_type(
             path,
             "an object with header, question and options",
-            value,
+            object,
         ));
         return (None, None);
-    };
+    }
     let before = errors.len();
     let header = field_text(object, path, "header", TextRule::HEADER, true, errors);
     let question = field_text(object, path, "question", TextRule::QUESTION, true, errors);
@@ -195,7 +204,7 @@ fn check_question<'a>(
     let multi_select = match object.get("multi_select") {
         None => Some(false),
         Some(v) => {
-            let parsed = lax_bool(v);
+            let parsed = v.scalar().as_ref().and_then(lax_bool);
             if parsed.is_none() {
                 errors.push(not_a_bool(&path.key("multi_select"), v));
             }
@@ -203,10 +212,7 @@ fn check_question<'a>(
         }
     };
     for key in object.keys() {
-        if !matches!(
-            key.as_str(),
-            "header" | "question" | "options" | "multi_select"
-        ) {
+        if !matches!(key, "header" | "question" | "options" | "multi_select") {
             errors.push(unknown(
                 &path.key(key),
                 "a question has only header, question, options and multi_select",
@@ -231,7 +237,7 @@ fn check_question<'a>(
 
 fn check_options(
     path: &Path<'_>,
-    value: &Value,
+    value: &impl JsonView,
     errors: &mut Vec<FieldError>,
 ) -> Option<Vec<QuestionOption>> {
     let Some(items) = value.as_array() else {
@@ -258,17 +264,19 @@ fn check_options(
     let mut labels: Vec<(usize, &str)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let item_path = path.index(i);
-        let Some(object) = item.as_object() else {
+        let object = item;
+        if !object.is_object() {
             errors.push(wrong_type(
                 &item_path,
                 "an object with a label and an optional description",
                 item,
             ));
             continue;
-        };
+        }
         let label = field_text(object, &item_path, "label", TextRule::LABEL, true, errors);
         let description = match object.get("description") {
-            None | Some(Value::Null) => Some(None),
+            None => Some(None),
+            Some(value) if value.is_null() => Some(None),
             Some(_) => field_text(
                 object,
                 &item_path,
@@ -280,7 +288,7 @@ fn check_options(
             .map(Some),
         };
         for key in object.keys() {
-            if !matches!(key.as_str(), "label" | "description") {
+            if !matches!(key, "label" | "description") {
                 errors.push(unknown(
                     &item_path.key(key),
                     "an option has only label and description",
@@ -313,7 +321,7 @@ fn check_options(
 
 /// The stripped text of `object[key]`, or the errors that keep it from being one.
 fn field_text<'v>(
-    object: &'v Map<String, Value>,
+    object: &'v impl JsonView,
     parent: &Path<'_>,
     key: &str,
     rule: TextRule,
@@ -327,7 +335,7 @@ fn field_text<'v>(
         }
         return None;
     };
-    let Value::String(raw) = value else {
+    let Some(raw) = value.as_str() else {
         errors.push(wrong_type(&path, "a string", value));
         return None;
     };
@@ -374,11 +382,11 @@ fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) -> FieldErr
     }
 }
 
-fn not_a_bool(path: &Path<'_>, value: &Value) -> FieldError {
-    let got = match value {
-        Value::String(s) => format!("the string {}", json_quote(s)),
-        Value::Number(n) => format!("the number {n}"),
-        other => json_kind(other).to_owned(),
+fn not_a_bool(path: &Path<'_>, value: &impl JsonView) -> FieldError {
+    let got = match value.scalar() {
+        Some(Value::String(s)) => format!("the string {}", json_quote(&s)),
+        Some(Value::Number(n)) => format!("the number {n}"),
+        _ => value.kind().to_owned(),
     };
     FieldError::new(
         path.render(),
@@ -403,10 +411,10 @@ fn unknown(path: &Path<'_>, hint: &str) -> FieldError {
     )
 }
 
-fn wrong_type(path: &Path<'_>, expected: &str, value: &Value) -> FieldError {
+fn wrong_type(path: &Path<'_>, expected: &str, value: &impl JsonView) -> FieldError {
     FieldError::new(
         path.render(),
         ErrorCode::WrongType,
-        format!("must be {expected}, got {}", json_kind(value)),
+        format!("must be {expected}, got {}", value.kind()),
     )
 }
