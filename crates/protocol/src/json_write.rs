@@ -8,6 +8,13 @@ use crate::json_scan::first_special;
 /// character as it is.
 pub fn push_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
+    push_escaped(out, text);
+    out.push(b'"');
+}
+
+/// Appends `text` escaped as inside a JSON string, without the quotes (so a string can be
+/// written in pieces).
+pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let mut rest = text.as_bytes();
     while let Some(at) = first_special(rest) {
         out.extend_from_slice(&rest[..at]);
@@ -35,7 +42,6 @@ pub fn push_str(out: &mut Vec<u8>, text: &str) {
         }
     }
     out.extend_from_slice(rest);
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use askgate_protocol::{ErrorCode, FieldError, ValidationErrors};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{errors_answer, invalid_request, line_error, present, to_line};
+use super::{Summary, invalid_request, line_error, present, push_refusal};
 
 /// Every field a harness input may have, read in one pass; each kind takes its own.
 pub(super) struct HarnessInput<'a> {
@@ -203,7 +203,7 @@ fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
         out.push(b'}');
         return;
     }
-    let refusal = match harness_result(parsed) {
+    match harness_result(parsed) {
         Ok(result) => {
             // For answers, what the model reads is the result's own compact JSON.
             let model_text = result.model_text();
@@ -222,17 +222,14 @@ fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
                 out.push(b'}');
             }
             out.push(b'}');
-            return;
         }
-        Err(ResultError::Input(errors)) => errors_answer(&errors),
+        Err(ResultError::Input(errors)) => push_refusal(out, &Summary::EachError, errors.errors()),
         // The harness's own text, byte for byte: what a Python host would see raised.
-        Err(ResultError::Answer(error)) => to_line(&super::Refusal {
-            ok: false,
-            error: error.message.clone(),
-            errors: &[error.to_field_error()],
-        }),
-    };
-    out.extend_from_slice(refusal.as_bytes());
+        Err(ResultError::Answer(error)) => {
+            let field_error = error.to_field_error();
+            push_refusal(out, &Summary::Message(&error.message), &[field_error]);
+        }
+    }
 }
 
 /// Appends a request line's answer to `out`: a valid call's questions are written straight
@@ -260,7 +257,7 @@ fn request_into(parsed: RequestInput<'_>, out: &mut Vec<u8>) {
             questions.write_json(out);
             out.extend_from_slice(b"}}");
         }
-        Err(errors) => out.extend_from_slice(errors_answer(&errors).as_bytes()),
+        Err(errors) => push_refusal(out, &Summary::EachError, errors.errors()),
     }
 }
 

@@ -21,8 +21,9 @@
 use std::borrow::Cow;
 use std::io::{Read, Write};
 
+use askgate_protocol::json_write::{push_escaped, push_str};
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -232,20 +233,53 @@ fn prefixed(prefix: &str, path: &str) -> String {
     }
 }
 
-/// A refusal: the summary and every error.
-#[derive(Serialize)]
-struct Refusal<'a> {
-    ok: bool,
-    error: String,
-    errors: &'a [FieldError],
+/// What a refusal's `error` says.
+enum Summary<'a> {
+    /// Every error, `path: message`, joined by `; ` (as `ValidationErrors` displays them).
+    EachError,
+    /// This text.
+    Message(&'a str),
 }
 
-fn errors_answer(errors: &ValidationErrors) -> String {
-    to_line(&Refusal {
-        ok: false,
-        error: errors.to_string(),
-        errors: errors.errors(),
-    })
+/// Appends a refusal, `{"ok":false,"error":...,"errors":[{"path","message","code"}...]}`, to
+/// `out`, byte for byte as serde_json would write it.
+fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError]) {
+    out.extend_from_slice(br#"{"ok":false,"error":""#);
+    match summary {
+        Summary::Message(message) => push_escaped(out, message),
+        Summary::EachError => {
+            for (i, error) in errors.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b"; ");
+                }
+                if !error.path.is_empty() {
+                    push_escaped(out, &error.path);
+                    out.extend_from_slice(b": ");
+                }
+                push_escaped(out, &error.message);
+            }
+        }
+    }
+    out.extend_from_slice(br#"","errors":["#);
+    for (i, error) in errors.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"path":"#);
+        push_str(out, &error.path);
+        out.extend_from_slice(br#","message":"#);
+        push_str(out, &error.message);
+        out.extend_from_slice(br#","code":""#);
+        out.extend_from_slice(error.code.as_str().as_bytes());
+        out.extend_from_slice(br#""}"#);
+    }
+    out.extend_from_slice(b"]}");
+}
+
+fn refusal(summary: &Summary<'_>, errors: &[FieldError]) -> String {
+    let mut out = Vec::new();
+    push_refusal(&mut out, summary, errors);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn line_error(path: &str, message: &str) -> String {
@@ -253,19 +287,7 @@ fn line_error(path: &str, message: &str) -> String {
 }
 
 fn failure(error: &FieldError) -> String {
-    to_line(&Refusal {
-        ok: false,
-        error: error.to_string(),
-        errors: std::slice::from_ref(error),
-    })
-}
-
-/// One answer as JSON text.
-fn to_line(answer: &impl Serialize) -> String {
-    // Strings, numbers and lists cannot fail to serialise; the fallback is never reached.
-    serde_json::to_string(answer).unwrap_or_else(|_| {
-        r#"{"ok":false,"error":"the answer could not be written","errors":[]}"#.to_owned()
-    })
+    refusal(&Summary::EachError, std::slice::from_ref(error))
 }
 
 #[cfg(test)]
