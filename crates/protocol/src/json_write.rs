@@ -3,6 +3,18 @@
 
 use crate::json_scan::first_special;
 
+/// Appends a JSON list: `[`, each item as `write` writes it, commas between, `]`.
+pub fn push_list<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(b']');
+}
+
 /// Appends `text` as a JSON string: quoted, with `"`, `\` and control characters escaped the
 /// way serde_json escapes them (short forms where JSON has them, else `\u00xx`), every other
 /// character as it is.

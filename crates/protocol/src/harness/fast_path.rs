@@ -18,7 +18,7 @@ use super::validate::{TopLevelExtras, validate_args, validate_view};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
 use crate::json_node::Node;
 use crate::json_scan::Scanner;
-use crate::json_write::push_str;
+use crate::json_write::{push_list, push_str};
 
 /// Valid tool arguments' normalised `questions` list, borrowing from the arguments' text
 /// where it can: what [`validate_args_json`](super::validate_args_json) proves, without
@@ -46,20 +46,13 @@ impl CheckedArgs<'_> {
                 return;
             }
         };
-        out.push(b'[');
-        for (i, question) in questions.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+        push_list(out, questions, |out, question| {
             out.extend_from_slice(br#"{"header":"#);
             push_str(out, &question.header);
             out.extend_from_slice(br#","question":"#);
             push_str(out, &question.question);
-            out.extend_from_slice(br#","options":["#);
-            for (j, option) in question.options.iter().enumerate() {
-                if j > 0 {
-                    out.push(b',');
-                }
+            out.extend_from_slice(br#","options":"#);
+            push_list(out, &question.options, |out, option| {
                 out.extend_from_slice(br#"{"label":"#);
                 push_str(out, &option.label);
                 out.extend_from_slice(br#","description":"#);
@@ -68,14 +61,13 @@ impl CheckedArgs<'_> {
                     None => out.extend_from_slice(b"null"),
                 }
                 out.push(b'}');
-            }
-            out.extend_from_slice(if question.multi_select {
-                br#"],"multi_select":true}"#
-            } else {
-                br#"],"multi_select":false}"#
             });
-        }
-        out.push(b']');
+            out.extend_from_slice(if question.multi_select {
+                br#","multi_select":true}"#
+            } else {
+                br#","multi_select":false}"#
+            });
+        });
     }
 
     /// The questions as the owned, proven type.

@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::io::{Read, Write};
 
-use askgate_protocol::json_write::{push_escaped, push_str};
+use askgate_protocol::json_write::{push_escaped, push_list, push_str};
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
 use serde::Deserialize;
 use serde_json::json;
@@ -260,11 +260,8 @@ fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError])
             }
         }
     }
-    out.extend_from_slice(br#"","errors":["#);
-    for (i, error) in errors.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    out.extend_from_slice(br#"","errors":"#);
+    push_list(out, errors, |out, error| {
         out.extend_from_slice(br#"{"path":"#);
         push_str(out, &error.path);
         out.extend_from_slice(br#","message":"#);
@@ -272,8 +269,8 @@ fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError])
         out.extend_from_slice(br#","code":""#);
         out.extend_from_slice(error.code.as_str().as_bytes());
         out.extend_from_slice(br#""}"#);
-    }
-    out.extend_from_slice(b"]}");
+    });
+    out.push(b'}');
 }
 
 fn refusal(summary: &Summary<'_>, errors: &[FieldError]) -> String {
