@@ -14,6 +14,9 @@ stdin and writes one line per input on stdout, in the shape `askgate validate` a
 
 Lines are decoded with Python's json module, so lone surrogates survive as they would in a
 Python host. Output escapes them (ensure_ascii) so it stays valid UTF-8.
+
+Each answer is flushed at once (the tests drive it line by line); with `--bulk` output is
+block-buffered instead, as a program judging a whole file would write it (bench/validate.sh).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def main() -> None:
         return out
 
     handlers = {"request": request, "response": response, "render": render}
+    bulk = "--bulk" in sys.argv[1:]
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -86,7 +90,8 @@ def main() -> None:
         except Exception as exc:  # a broken line is the test's fault: say so, never guess a verdict
             out = {"ok": False, "oracle_failure": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(out, ensure_ascii=True) + "\n")
-        sys.stdout.flush()
+        if not bulk:
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":
