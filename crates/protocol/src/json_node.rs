@@ -43,6 +43,12 @@ impl<'a> Node<'a> {
         scanner.end()?;
         Some(node)
     }
+
+    /// The value where `scanner` stands, inside a larger text; `None` as for [`Node::parse`],
+    /// the scanner then left anywhere.
+    pub fn read_at(scanner: &mut Scanner<'a>) -> Option<Node<'a>> {
+        read(scanner, 0)
+    }
 }
 
 fn read<'a>(scanner: &mut Scanner<'a>, depth: usize) -> Option<Node<'a>> {

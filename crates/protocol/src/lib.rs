@@ -16,7 +16,8 @@
 //!   resume payloads, `_parse_answers`, the `Q:`/`A:` transcript, the tool schema, and
 //!   askgate's stricter check of answers from tabs.
 //! - [`json_scan`], [`json_node`], [`json_write`]: JSON read and written by hand, exactly as
-//!   serde_json does, for hot paths.
+//!   serde_json does, for hot paths; [`json_mutate`] damages JSON text for the tests that
+//!   hold these readers to serde_json's verdicts.
 //! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
@@ -29,6 +30,7 @@ pub mod dialect;
 pub mod error;
 pub mod harness;
 pub mod ids;
+pub mod json_mutate;
 pub mod json_node;
 pub mod json_scan;
 pub mod json_write;

@@ -34,6 +34,24 @@ enum Checked<'a> {
     Owned(HarnessQuestions),
 }
 
+impl From<HarnessQuestions> for CheckedArgs<'_> {
+    fn from(questions: HarnessQuestions) -> Self {
+        CheckedArgs(Checked::Owned(questions))
+    }
+}
+
+/// Validates tool arguments already read into a [`Node`] (by [`Node::read_at`], after
+/// [`check_args_at`] gave up on them), as [`validate_args`] would the same `Value`.
+///
+/// # Errors
+/// Every problem found, each with its path.
+pub fn validate_node(
+    args: &Node<'_>,
+    extras: TopLevelExtras,
+) -> Result<HarnessQuestions, ValidationErrors> {
+    validate_view(args, extras)
+}
+
 impl CheckedArgs<'_> {
     /// Appends the normalised `questions` list as compact JSON, byte for byte what
     /// `serde_json` writes for it.

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use askgate_protocol::harness::CheckedArgs;
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
+use askgate_protocol::json_node::Node;
 use askgate_protocol::json_scan::Scanner;
 use askgate_protocol::json_write::push_str;
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors};
@@ -32,6 +33,8 @@ enum FastArgs<'a> {
     NotTried,
     /// Valid, read where they stood.
     Valid(CheckedArgs<'a>),
+    /// Given up on, but read as a tree for the full validator.
+    Tree(Node<'a>),
     /// Given up on: only the full validator can judge them.
     GaveUp,
 }
@@ -42,6 +45,9 @@ impl<'a> FastArgs<'a> {
         match self {
             FastArgs::Valid(checked) => Ok(checked),
             FastArgs::NotTried => harness::check_args_json(text, TopLevelExtras::Forbid),
+            FastArgs::Tree(args) => {
+                harness::validate_node(&args, TopLevelExtras::Forbid).map(CheckedArgs::from)
+            }
             FastArgs::GaveUp => harness::check_args_json_fully(text, TopLevelExtras::Forbid),
         }
     }
@@ -113,6 +119,11 @@ fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, FastArgs<'a>)> {
     let before = scanner.clone();
     if let Some(checked) = harness::check_args_at(scanner) {
         return Some((scanner.text_from(start), FastArgs::Valid(checked)));
+    }
+    // Invalid arguments: read them again, as a tree the full validator can take.
+    *scanner = before.clone();
+    if let Some(tree) = Node::read_at(scanner) {
+        return Some((scanner.text_from(start), FastArgs::Tree(tree)));
     }
     *scanner = before;
     Some((scanner.value_span()?, FastArgs::GaveUp))
