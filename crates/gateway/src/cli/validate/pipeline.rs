@@ -20,7 +20,7 @@ use super::stream::{BlockReader, split_lines};
 pub(super) const MAX_BYTES_IN_FLIGHT: usize = 3 * BLOCK_BYTES;
 
 /// The most one read hands over as a block.
-pub(super) const BLOCK_BYTES: usize = 4 << 20;
+pub(super) const BLOCK_BYTES: usize = 2 << 20;
 
 /// Runs a block is cut into per worker: small enough that workers finish together.
 const RUNS_PER_WORKER: usize = 4;
