@@ -109,7 +109,7 @@ pub(super) fn run(
         for _ in 0..workers {
             scope.spawn(|| work(&shared, judge));
         }
-        let written = write_all(&shared, output);
+        let written = write_all(&shared, output, 2 * block_bytes + (64 << 10));
         shared.lock().closed = true;
         shared.work.notify_all();
         shared.room.notify_all();
@@ -192,7 +192,7 @@ fn work(shared: &Shared, judge: fn(&[u8], &mut Vec<u8>)) {
     }
 }
 
-fn write_all(shared: &Shared, output: &mut impl Write) -> anyhow::Result<()> {
+fn write_all(shared: &Shared, output: &mut impl Write, keep_bytes: usize) -> anyhow::Result<()> {
     let mut next = 0;
     let mut unflushed = false;
     let mut state = shared.lock();
@@ -211,8 +211,11 @@ fn write_all(shared: &Shared, output: &mut impl Write) -> anyhow::Result<()> {
             // The last run of a block to be written holds its only reference: reuse it.
             let block = Arc::try_unwrap(block).ok();
             state = shared.lock();
-            state.spare_answers.push(answers);
-            if let Some(mut block) = block {
+            // Buffers a very long line grew are let go rather than kept for good.
+            if answers.capacity() <= keep_bytes {
+                state.spare_answers.push(answers);
+            }
+            if let Some(mut block) = block.filter(|b| b.capacity() <= keep_bytes) {
                 block.clear();
                 state.spare_blocks.push(block);
             }

@@ -1,0 +1,179 @@
+//! The stream (blocks, runs, the pipeline) and the line readers, held to `answer_line` and
+//! to serde_json.
+
+use super::stream::{BlockReader, split_lines};
+use super::*;
+use askgate_protocol::json_mutate;
+
+/// Lines of assorted lengths, a CRLF, a blank line, bytes that are not UTF-8, and no
+/// newline at the end.
+fn sample() -> Vec<u8> {
+    let mut input = Vec::new();
+    for i in 0..40 {
+        let filler = "x".repeat(i * 7 % 23);
+        input.extend_from_slice(
+            format!(r#"{{"dialect":"harness","kind":"nope{filler}","input":{{}}}}"#).as_bytes(),
+        );
+        input.extend_from_slice(if i % 5 == 0 { b"\r\n" } else { b"\n" });
+    }
+    input.extend_from_slice(b"\n\xff\xfe not text\n{\"unfinished\"");
+    input
+}
+
+#[test]
+fn blocks_end_at_line_ends_and_lose_nothing() {
+    let input = sample();
+    for block_bytes in [1, 2, 7, 64, 1000, 1 << 20] {
+        let mut reader = BlockReader::new(block_bytes);
+        let mut stream = input.as_slice();
+        let mut joined = Vec::new();
+        loop {
+            let block = reader.next_block(&mut stream, Vec::new()).unwrap();
+            if block.is_empty() {
+                break;
+            }
+            joined.extend_from_slice(&block);
+            if joined.len() < input.len() {
+                assert_eq!(block.last(), Some(&b'\n'), "block size {block_bytes}");
+            }
+        }
+        assert_eq!(joined, input, "block size {block_bytes}");
+    }
+}
+
+#[test]
+fn runs_split_at_line_ends_and_cover_the_block() {
+    let input = sample();
+    for parts in 1..6 {
+        let runs = split_lines(&input, parts);
+        assert!(runs.len() <= parts);
+        let joined: Vec<u8> = runs
+            .iter()
+            .flat_map(|r| &input[r.clone()])
+            .copied()
+            .collect();
+        assert_eq!(joined, input);
+        for run in &runs[..runs.len() - 1] {
+            assert_eq!(input[run.end - 1], b'\n');
+        }
+    }
+}
+
+/// Hands out its bytes a few at a time, as a pipe fed by a slow writer does.
+struct Trickle(Vec<u8>, usize);
+
+impl Read for Trickle {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let n = buffer.len().min(3).min(self.0.len() - self.1);
+        buffer[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+        self.1 += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn small_reads_and_small_blocks_give_the_same_answers() {
+    let input = sample();
+    let mut whole = Vec::new();
+    run(std::io::Cursor::new(input.clone()), &mut whole).unwrap();
+    for (block_bytes, workers) in [(1, 1), (7, 2), (64, 3)] {
+        let mut trickled = Vec::new();
+        let input = Trickle(input.clone(), 0);
+        pipeline::run(input, &mut trickled, workers, block_bytes, answer_block).unwrap();
+        assert_eq!(
+            trickled, whole,
+            "block size {block_bytes}, {workers} workers"
+        );
+    }
+}
+
+/// Takes this many more bytes, then fails as a closed pipe does.
+struct ClosesAfter(usize);
+
+impl Write for ClosesAfter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() > self.0 {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        self.0 -= bytes.len();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_closed_output_stops_every_thread_with_an_error() {
+    let input = sample().repeat(2000);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut output = ClosesAfter(10_000);
+        let ended = pipeline::run(
+            std::io::Cursor::new(input),
+            &mut output,
+            2,
+            4096,
+            answer_block,
+        );
+        done.send(ended.is_err()).ok();
+    });
+    let failed = finished
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the pipeline did not stop");
+    assert!(failed, "a write error must be reported");
+}
+
+#[test]
+fn the_stream_answers_each_line_as_answer_line_does() {
+    let input = sample();
+    let mut output = Vec::new();
+    run(std::io::Cursor::new(input.clone()), &mut output).unwrap();
+    let expected: String = input
+        .split(|&b| b == b'\n')
+        .map(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let answer = match std::str::from_utf8(line) {
+                Ok(text) => answer_line(text),
+                Err(_) => not_utf8(line),
+            };
+            answer + "\n"
+        })
+        .collect();
+    assert_eq!(String::from_utf8(output).unwrap(), expected);
+    assert_eq!(expected.lines().count(), 43);
+    assert!(expected.contains("the line is not UTF-8: invalid utf-8 sequence"));
+}
+
+/// Every conformance vector, and mutations of each.
+fn vectors_and_mutations() -> Vec<String> {
+    let vectors = include_str!("../../../../../tests/data/conformance/vectors.jsonl");
+    let keys = ["\"args\":{},", "\"expect\":1,"];
+    let mut lines = Vec::new();
+    for (i, line) in vectors.lines().enumerate() {
+        lines.push(line.to_owned());
+        lines.extend(json_mutate::mutations(line, 24, i as u64 + 1, &keys));
+    }
+    lines
+}
+
+/// The one-pass scanner is only a faster reading: wherever it reads a line, the answer
+/// must be the one serde_json's reading gives, byte for byte.
+#[test]
+fn the_scanner_and_serde_json_give_the_same_answers() {
+    let mut scanned = 0;
+    let lines = vectors_and_mutations();
+    for line in &lines {
+        if harness_lines::read_line(line).is_some() {
+            scanned += 1;
+        }
+        assert_eq!(answer_line(line), answer_read_by_serde(line), "{line}");
+    }
+    // The check means something only if the scanner read most lines and refused some.
+    assert!(
+        scanned > lines.len() / 4,
+        "{scanned} of {} scanned",
+        lines.len()
+    );
+    assert!(scanned < lines.len(), "the scanner refused no line");
+}

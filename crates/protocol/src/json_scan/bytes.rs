@@ -1,0 +1,207 @@
+//! The scanner's inner loops, as free functions over the bytes with positions in locals:
+//! finding a string's end, checking escapes, numbers and literals, and skipping a whole value.
+
+use super::MAX_DEPTH;
+
+/// The character of a `\uXXXX` escape whose hex digits start at `at`, joining a surrogate
+/// pair, and where it ends; a lone surrogate gives up, as serde_json refuses it.
+pub(super) fn unicode_escape_at(bytes: &[u8], at: usize) -> Option<(char, usize)> {
+    let hex4 = |at: usize| {
+        let digits = bytes.get(at..at + 4)?;
+        digits.iter().try_fold(0, |value, &d| {
+            Some(value * 16 + char::from(d).to_digit(16)?)
+        })
+    };
+    let first = hex4(at)?;
+    if (0xDC00..0xE000).contains(&first) {
+        return None;
+    }
+    if !(0xD800..0xDC00).contains(&first) {
+        return Some((char::from_u32(first)?, at + 4));
+    }
+    if bytes.get(at + 4..at + 6)? != b"\\u" {
+        return None;
+    }
+    let second = hex4(at + 6)?;
+    if !(0xDC00..0xE000).contains(&second) {
+        return None;
+    }
+    let joined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+    Some((char::from_u32(joined)?, at + 10))
+}
+
+/// Where the JSON whitespace starting at `at` ends.
+fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Where the value starting at `at` ends, its grammar checked in one loop: `objects` has bit
+/// `depth` set when the container at that depth is an object (so `depth` stays within 127).
+pub(super) fn skip_value_at(bytes: &[u8], mut at: usize) -> Option<usize> {
+    let mut objects: u128 = 0;
+    let mut depth = 0;
+    loop {
+        // A value is expected.
+        at = skip_whitespace(bytes, at);
+        match *bytes.get(at)? {
+            b'"' => at = skip_string_at(bytes, at + 1)?,
+            open @ (b'{' | b'[') => {
+                if depth == MAX_DEPTH {
+                    return None;
+                }
+                let close = if open == b'{' { b'}' } else { b']' };
+                at = skip_whitespace(bytes, at + 1);
+                if bytes.get(at) == Some(&close) {
+                    at += 1;
+                } else {
+                    depth += 1;
+                    if open == b'{' {
+                        objects |= 1 << depth;
+                        at = skip_key_at(bytes, at)?;
+                    } else {
+                        objects &= !(1 << depth);
+                    }
+                    continue;
+                }
+            }
+            b't' => at = skip_literal_at(bytes, at, b"true")?,
+            b'f' => at = skip_literal_at(bytes, at, b"false")?,
+            b'n' => at = skip_literal_at(bytes, at, b"null")?,
+            b'-' | b'0'..=b'9' => at = skip_number_at(bytes, at)?,
+            _ => return None,
+        }
+        // A value ended: close containers until one goes on with a comma.
+        loop {
+            if depth == 0 {
+                return Some(at);
+            }
+            let in_object = objects >> depth & 1 == 1;
+            at = skip_whitespace(bytes, at);
+            match *bytes.get(at)? {
+                b',' => {
+                    at += 1;
+                    if in_object {
+                        at = skip_key_at(bytes, at)?;
+                    }
+                    break;
+                }
+                b'}' if in_object => at += 1,
+                b']' if !in_object => at += 1,
+                _ => return None,
+            }
+            depth -= 1;
+        }
+    }
+}
+
+/// Where an object's key and its colon, starting at `at` (whitespace first), end.
+fn skip_key_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let at = skip_whitespace(bytes, at);
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let at = skip_whitespace(bytes, skip_string_at(bytes, at + 1)?);
+    (bytes.get(at) == Some(&b':')).then_some(at + 1)
+}
+
+fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    bytes[at..].starts_with(word).then_some(at + word.len())
+}
+
+/// Where the string whose text starts at `at` (after its opening quote) ends, checked but not
+/// decoded.
+fn skip_string_at(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let stop = special_byte(bytes, at)?;
+        at = stop + 1;
+        if bytes[stop] == b'"' {
+            return Some(at);
+        }
+        match *bytes.get(at)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at += 1,
+            b'u' => at = unicode_escape_at(bytes, at + 1)?.1,
+            _ => return None,
+        }
+    }
+}
+
+/// Where the number starting at `start` ends, its grammar checked:
+/// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
+fn skip_number_at(bytes: &[u8], start: usize) -> Option<usize> {
+    let digits = |at: usize| {
+        bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let mut at = start;
+    if bytes[at] == b'-' {
+        at += 1;
+    }
+    match bytes.get(at)? {
+        b'0' => at += 1,
+        b'1'..=b'9' => at += digits(at),
+        _ => return None,
+    }
+    if bytes.get(at) == Some(&b'.') {
+        let n = digits(at + 1);
+        if n == 0 {
+            return None;
+        }
+        at += 1 + n;
+    }
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(bytes.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let n = digits(at);
+        if n == 0 {
+            return None;
+        }
+        at += n;
+    }
+    // `01` or `1x` is not a number serde_json reads; the next byte must end the value.
+    if matches!(bytes.get(at), Some(b) if b.is_ascii_alphanumeric() || *b == b'.') {
+        return None;
+    }
+    Some(at)
+}
+
+/// The index of the first `"` or `\\` at or after `from`; `None` at a control character,
+/// which JSON strings may not hold raw, or at the end of the text.
+pub(super) fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
+    let at = from + first_special(bytes.get(from..)?)?;
+    (bytes[at] >= 0x20).then_some(at)
+}
+
+/// The index of the first byte JSON strings cannot hold as is: `"`, `\\` or a control
+/// character.
+pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Eight bytes at a time: a byte's high bit is set in `found` when it is a quote, a
+    // backslash or below 0x20 (the lowest flagged byte is exact; later ones may be spurious).
+    let zero_in = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let found = zero_in(word ^ (ONES * u64::from(b'"')))
+            | zero_in(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    let rest = chunks.remainder();
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| offset + i)
+}
