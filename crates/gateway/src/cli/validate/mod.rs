@@ -5,6 +5,14 @@
 //! answers compared. Input is read in blocks of whole lines, judged on every core while more
 //! is read, and answers come out in input order, one line each.
 //!
+//! - [`pipeline`]: the reader thread, one worker per core, the writer; [`stream`] cuts input
+//!   into blocks and runs of whole lines.
+//! - [`harness_lines`]: harness lines, read in one strict pass by the borrowed scanner
+//!   (`askgate_protocol::json_scan`), valid answers written by hand; any line the scanner
+//!   gives up on is read by serde_json instead, with the same answer (a test holds them to it
+//!   on every vector and its mutations).
+//! - [`deepagents_lines`]: deepagents lines, described below.
+//!
 //! deepagents lines (`dialect: "deepagents"`) are judged by deepagents' own rules only
 //! ([`Bounds::Framework`]: none of the gateway's bounds), so the verdict is the real package's:
 //! - `request` `{"args": {...}}` or `{"args_json": "..."}` (decoded as Python's `json.loads`
@@ -37,7 +45,7 @@ use pipeline::BLOCK_BYTES;
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
 /// A reader thread cuts the input into runs of whole lines, which every core judges while more
-/// is read (see [`pipeline`]). Answers are flushed whenever every line read so far is
+/// is read. Answers are flushed whenever every line read so far is
 /// answered, so a host that writes a line and waits for its answer (a co-process) gets it at
 /// once.
 ///
