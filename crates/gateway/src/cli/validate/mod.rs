@@ -61,8 +61,14 @@ pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Res
 fn answer_block(lines: &[u8], out: &mut Vec<u8>) {
     // Input is nearly always UTF-8 throughout: check the run at once, line by line only if not.
     if let Ok(text) = simdutf8::basic::from_utf8(lines) {
-        for line in text.split_terminator('\n') {
+        let mut start = 0;
+        let unterminated = !matches!(lines.last(), None | Some(b'\n'));
+        let ends = memchr::memchr_iter(b'\n', lines).chain(unterminated.then_some(lines.len()));
+        for end in ends {
+            // A newline is ASCII: the cut is on a character boundary.
+            let line = text.get(start..end).unwrap_or_default();
             answer_text(line.strip_suffix('\r').unwrap_or(line), out);
+            start = end + 1;
         }
         return;
     }
