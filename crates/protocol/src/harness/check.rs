@@ -1,7 +1,7 @@
 //! `check_response`: does an answer fit its request? The harness's checks, in its order, with
 //! its exact messages, so a Python host reads the very text pydantic-ai-harness would raise.
 
-use super::types::{AskUserResponse, HarnessQuestions, Question};
+use super::types::{AnswerRef, AskUserAnswer, AskUserResponse, HarnessQuestions, Question};
 use crate::error::{ErrorCode, FieldError, field_path, index_path};
 use crate::unicode::{first_forbidden, py_is_blank, py_list_repr, py_repr};
 
@@ -34,6 +34,56 @@ impl ResponseError {
     }
 }
 
+/// What the check reads of a question, owned or borrowed.
+pub(crate) trait QuestionFacts {
+    fn header(&self) -> &str;
+    fn labels(&self) -> impl Iterator<Item = &str>;
+    fn multi_select(&self) -> bool;
+}
+
+/// What the check reads of an answer, owned or borrowed.
+pub(crate) trait AnswerFacts {
+    fn header(&self) -> &str;
+    fn selected(&self) -> &[impl AsRef<str>];
+    fn custom_answer(&self) -> Option<&str>;
+}
+
+impl QuestionFacts for Question {
+    fn header(&self) -> &str {
+        &self.header
+    }
+    fn labels(&self) -> impl Iterator<Item = &str> {
+        self.options.iter().map(|o| o.label.as_str())
+    }
+    fn multi_select(&self) -> bool {
+        self.multi_select
+    }
+}
+
+impl AnswerFacts for AnswerRef<'_> {
+    fn header(&self) -> &str {
+        self.header.as_ref()
+    }
+    fn selected(&self) -> &[impl AsRef<str>] {
+        &self.selected
+    }
+    fn custom_answer(&self) -> Option<&str> {
+        self.custom_answer.as_ref().map(AsRef::as_ref)
+    }
+}
+
+impl AnswerFacts for AskUserAnswer {
+    fn header(&self) -> &str {
+        &self.header
+    }
+    fn selected(&self) -> &[impl AsRef<str>] {
+        &self.selected
+    }
+    fn custom_answer(&self) -> Option<&str> {
+        self.custom_answer.as_deref()
+    }
+}
+
 /// Checks `response` against `request` exactly as the harness's `check_response` does.
 ///
 /// # Errors
@@ -42,8 +92,17 @@ pub fn check_response(
     request: &HarnessQuestions,
     response: &AskUserResponse,
 ) -> Result<(), ResponseError> {
-    if response.cancelled {
-        if !response.answers.is_empty() {
+    check_answers(request.questions(), response.cancelled, &response.answers)
+}
+
+/// [`check_response`] on questions and answers however they are held.
+pub(crate) fn check_answers(
+    questions: &[impl QuestionFacts],
+    cancelled: bool,
+    answers: &[impl AnswerFacts],
+) -> Result<(), ResponseError> {
+    if cancelled {
+        if !answers.is_empty() {
             return Err(ResponseError::at(
                 "answers".into(),
                 "a cancelled response carries no answers",
@@ -52,27 +111,26 @@ pub fn check_response(
         return Ok(());
     }
     // Headers are unique, so a list of the still-unanswered questions is the harness's dict.
-    let mut pending: Vec<&Question> = request.questions().iter().collect();
-    for (i, answer) in response.answers.iter().enumerate() {
-        let path = || index_path("answers", i);
-        let Some(at) = pending.iter().position(|q| q.header == answer.header) else {
+    let mut pending: Vec<_> = questions.iter().collect();
+    for (i, answer) in answers.iter().enumerate() {
+        let Some(at) = pending.iter().position(|q| q.header() == answer.header()) else {
             return Err(ResponseError::at(
-                field_path(&path(), "header"),
+                field_path(&index_path("answers", i), "header"),
                 format!(
                     "answer for unknown or repeated question {}",
-                    py_repr(&answer.header)
+                    py_repr(answer.header())
                 ),
             ));
         };
         let question = pending.swap_remove(at);
-        if let Some(custom) = &answer.custom_answer {
-            check_custom(i, !answer.selected.is_empty(), custom)?;
+        if let Some(custom) = answer.custom_answer() {
+            check_custom(i, !answer.selected().is_empty(), custom)?;
         } else {
-            check_picks(i, question, &answer.selected)?;
+            check_picks(i, question, answer.selected())?;
         }
     }
     if !pending.is_empty() {
-        let mut headers: Vec<&str> = pending.iter().map(|q| q.header.as_str()).collect();
+        let mut headers: Vec<&str> = pending.iter().map(|q| q.header()).collect();
         headers.sort_unstable();
         return Err(ResponseError::at(
             "answers".into(),
@@ -105,23 +163,23 @@ fn check_custom(answer: usize, also_selected: bool, custom: &str) -> Result<(), 
 
 fn check_picks(
     answer: usize,
-    question: &Question,
-    selected: &[String],
+    question: &impl QuestionFacts,
+    selected: &[impl AsRef<str>],
 ) -> Result<(), ResponseError> {
     let error = |problem: &str| {
         let path = field_path(&index_path("answers", answer), "selected");
-        let header = py_repr(&question.header);
+        let header = py_repr(question.header());
         Err(ResponseError::at(
             path,
             format!("answer for {header} {problem}"),
         ))
     };
-    let offered = |label: &String| question.options.iter().any(|o| o.label == *label);
-    if !selected.iter().all(offered) {
+    let offered = |label: &str| question.labels().any(|offered| offered == label);
+    if !selected.iter().all(|label| offered(label.as_ref())) {
         let unknown: Vec<&str> = selected
             .iter()
+            .map(AsRef::as_ref)
             .filter(|label| !offered(label))
-            .map(String::as_str)
             .collect();
         let listed = py_list_repr(&unknown);
         return error(&format!("picked options it does not offer: {listed}"));
@@ -130,12 +188,17 @@ fn check_picks(
         return error("picked nothing");
     }
     // Every pick is one of at most six labels: more picks than labels repeat one.
-    let repeated = selected.len() > question.options.len()
-        || (1..selected.len()).any(|j| selected[..j].contains(&selected[j]));
+    let repeated = selected.len() > question.labels().count()
+        || (1..selected.len()).any(|j| {
+            let label = selected[j].as_ref();
+            selected[..j]
+                .iter()
+                .any(|earlier| earlier.as_ref() == label)
+        });
     if repeated {
         return error("picked the same option twice");
     }
-    if selected.len() > 1 && !question.multi_select {
+    if selected.len() > 1 && !question.multi_select() {
         return error("picked several options but it is single-select");
     }
     Ok(())

@@ -11,8 +11,11 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
+use super::check::{QuestionFacts, ResponseError, check_answers};
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use super::render::{ResultText, answers_text};
 use super::rules::{TextRule, any_folded_duplicate, check_text, lax_bool_number, lax_bool_word};
+use super::types::ResponseRef;
 use super::types::{HarnessQuestions, Question, QuestionOption};
 use super::validate::{TopLevelExtras, validate_args, validate_view};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
@@ -53,6 +56,24 @@ pub fn validate_node(
 }
 
 impl CheckedArgs<'_> {
+    /// The harness's `ask_user_result` for a response read with its strings borrowed: what the
+    /// model reads, or the harness's error (the same as [`ask_user_result`] gives for the
+    /// owned questions and response).
+    ///
+    /// # Errors
+    /// The first way the response does not fit, as [`check_response`] reports it.
+    ///
+    /// [`ask_user_result`]: super::ask_user_result
+    /// [`check_response`]: super::check_response
+    pub fn result_text(&self, response: &ResponseRef<'_>) -> Result<ResultText, ResponseError> {
+        let (cancelled, answers) = (response.cancelled, &response.answers);
+        match &self.0 {
+            Checked::Borrowed(questions) => check_answers(questions, cancelled, answers)?,
+            Checked::Owned(questions) => check_answers(questions.questions(), cancelled, answers)?,
+        }
+        Ok(answers_text(cancelled, answers))
+    }
+
     /// Appends the normalised `questions` list as compact JSON, byte for byte what
     /// `serde_json` writes for it.
     pub fn write_json(&self, out: &mut Vec<u8>) {
@@ -302,6 +323,18 @@ fn lax_bool(scanner: &mut Scanner<'_>) -> Option<bool> {
             lax_bool_number(number.as_f64()?)
         }
         _ => scanner.boolean(),
+    }
+}
+
+impl QuestionFacts for QuestionRef<'_> {
+    fn header(&self) -> &str {
+        &self.header
+    }
+    fn labels(&self) -> impl Iterator<Item = &str> {
+        self.options.iter().map(|o| &*o.label)
+    }
+    fn multi_select(&self) -> bool {
+        self.multi_select
     }
 }
 

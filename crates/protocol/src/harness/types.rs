@@ -1,5 +1,7 @@
 //! The harness's question and answer types, with serde in and out.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::validate::validate_questions;
@@ -132,5 +134,65 @@ impl AskUserResponse {
             answers,
             cancelled: false,
         }
+    }
+}
+
+/// A response read from JSON text with its strings borrowed where they were written without
+/// escapes: it accepts exactly what [`AskUserResponse`] accepts, for checking an answer
+/// without copying it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseRef<'a> {
+    #[serde(borrow, default)]
+    pub(crate) answers: Vec<AnswerRef<'a>>,
+    #[serde(default)]
+    pub(crate) cancelled: bool,
+}
+
+/// One answer of a [`ResponseRef`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnswerRef<'a> {
+    #[serde(borrow)]
+    pub(crate) header: Text<'a>,
+    #[serde(borrow, default)]
+    pub(crate) selected: Vec<Text<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) custom_answer: Option<Text<'a>>,
+}
+
+/// A JSON string, borrowed unless it had escapes (serde borrows a bare `Cow` field, not one
+/// inside a list).
+#[derive(Debug)]
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl AsRef<str> for Text<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                text: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(std::marker::PhantomData))
     }
 }

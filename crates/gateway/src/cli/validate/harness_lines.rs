@@ -2,8 +2,8 @@
 
 use std::borrow::Cow;
 
-use askgate_protocol::harness::CheckedArgs;
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
+use askgate_protocol::harness::{CheckedArgs, ResponseRef, ResultText};
 use askgate_protocol::json_node::Node;
 use askgate_protocol::json_scan::Scanner;
 use askgate_protocol::json_write::push_str;
@@ -214,22 +214,31 @@ fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
         out.push(b'}');
         return;
     }
-    match harness_result(parsed) {
-        Ok(result) => {
-            // For answers, what the model reads is the result's own compact JSON.
-            let model_text = result.model_text();
-            let write_result = |out: &mut Vec<u8>| match result {
-                harness::ToolResult::Answers(_) => out.extend_from_slice(model_text.as_bytes()),
-                harness::ToolResult::Text(text) => push_str(out, text),
+    let verdict = match borrowed_result(&parsed) {
+        Some(verdict) => verdict.map_err(ResultError::Answer),
+        None => harness_result(parsed).map(|result| match result {
+            harness::ToolResult::Text(sentence) => ResultText::Sentence(sentence),
+            answers @ harness::ToolResult::Answers(_) => ResultText::Json(answers.model_text()),
+        }),
+    };
+    match verdict {
+        Ok(text) => {
+            // What the model reads: a sentence as is, answers as their compact JSON.
+            let model_text = match &text {
+                ResultText::Sentence(sentence) => sentence,
+                ResultText::Json(json) => json.as_str(),
             };
             out.extend_from_slice(br#"{"ok":true,"normalized":"#);
             if kind == "render" {
-                push_str(out, &model_text);
+                push_str(out, model_text);
             } else {
                 out.extend_from_slice(br#"{"result":"#);
-                write_result(out);
+                match &text {
+                    ResultText::Sentence(sentence) => push_str(out, sentence),
+                    ResultText::Json(json) => out.extend_from_slice(json.as_bytes()),
+                }
                 out.extend_from_slice(br#","model_text":"#);
-                push_str(out, &model_text);
+                push_str(out, model_text);
                 out.push(b'}');
             }
             out.push(b'}');
@@ -241,6 +250,16 @@ fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
             push_refusal(out, &Summary::Message(&error.message), &[field_error]);
         }
     }
+}
+
+/// The verdict on a response to questions the fast path read, the response read with its
+/// strings borrowed; `None` when [`harness_result`] must decide (and word any error).
+fn borrowed_result(parsed: &ResultInput<'_>) -> Option<Result<ResultText, ResponseError>> {
+    let FastArgs::Valid(questions) = &parsed.checked else {
+        return None;
+    };
+    let response = serde_json::from_str::<ResponseRef<'_>>(parsed.response?).ok()?;
+    Some(questions.result_text(&response))
 }
 
 /// Appends a request line's answer to `out`: a valid call's questions are written straight
