@@ -3,14 +3,37 @@
 
 use super::MAX_DEPTH;
 
+/// Each byte's value as a hex digit, or 0xFF.
+static HEX_VALUE: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
 /// The character of a `\uXXXX` escape whose hex digits start at `at`, joining a surrogate
 /// pair, and where it ends; a lone surrogate gives up, as serde_json refuses it.
 pub(super) fn unicode_escape_at(bytes: &[u8], at: usize) -> Option<(char, usize)> {
     let hex4 = |at: usize| {
         let digits = bytes.get(at..at + 4)?;
-        digits.iter().try_fold(0, |value, &d| {
-            Some(value * 16 + char::from(d).to_digit(16)?)
-        })
+        // A byte that is not a hex digit has the value 0xFF, which no digit reaches.
+        let values = digits.iter().map(|&d| HEX_VALUE[usize::from(d)]);
+        let value = values.fold(0u32, |value, digit| value << 8 | u32::from(digit));
+        let invalid = value & 0xF0F0_F0F0 != 0;
+        let packed = (value & 0x0F00_0000) >> 12
+            | (value & 0x000F_0000) >> 8
+            | (value & 0x0000_0F00) >> 4
+            | (value & 0x0000_000F);
+        (!invalid).then_some(packed)
     };
     let first = hex4(at)?;
     if (0xDC00..0xE000).contains(&first) {

@@ -37,6 +37,9 @@ fn accepts_only_what_serde_json_accepts() {
         "1x",
         r#""\u12""#,
         r#""\uZZZZ""#,
+        r#""\u00E9\u00e9\uD83D\uDE00""#,
+        r#""\u0G00""#,
+        r#""\u00 9""#,
     ];
     for text in cases {
         let ours = scanned(text).is_some();
@@ -55,6 +58,7 @@ fn decodes_strings_as_serde_json_does() {
         r#""plain""#,
         r#""a\"b\\c\/d\be\ff\ng\rh\ti""#,
         r#""\u00e9\u4e2d\ud83d\ude00\u0000""#,
+        r#""\u00E9\u4E2D\uD83D\uDE00\uFFFF""#,
         r#""ünïcödé and 😀""#,
     ] {
         let expected: String = serde_json::from_str(text).unwrap();
