@@ -235,7 +235,7 @@ fn read_args<'a>(
 }
 
 fn read_questions<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<QuestionRef<'a>>> {
-    let mut questions = Vec::new();
+    let mut questions = Vec::with_capacity(MAX_QUESTIONS);
     scanner.array(|scanner| {
         if questions.len() == MAX_QUESTIONS {
             return None;
@@ -271,7 +271,7 @@ fn read_question<'a>(scanner: &mut Scanner<'a>) -> Option<QuestionRef<'a>> {
 }
 
 fn read_options<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<OptionRef<'a>>> {
-    let mut options = Vec::new();
+    let mut options = Vec::with_capacity(MAX_OPTIONS);
     scanner.array(|scanner| {
         if options.len() == MAX_OPTIONS {
             return None;

@@ -34,9 +34,32 @@ pub fn uniqueness_key(text: &str) -> String {
     out
 }
 
+/// Bit `cp` set when `cp` (in planes 0 and 1, where every folding character lives) has a case
+/// folding: most characters have none, and this spares them the table search.
+static FOLDS: [u64; 0x2_0000 / 64] = {
+    let mut bits = [0u64; 0x2_0000 / 64];
+    let mut i = 0;
+    while i < CASEFOLD.len() {
+        let cp = CASEFOLD[i].0 as usize;
+        if cp < 0x2_0000 {
+            bits[cp / 64] |= 1 << (cp % 64);
+        }
+        i += 1;
+    }
+    bits
+};
+
 fn push_casefolded(c: char, out: &mut String) {
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
+        return;
+    }
+    let cp = c as usize;
+    if FOLDS
+        .get(cp / 64)
+        .is_some_and(|bits| bits & (1 << (cp % 64)) == 0)
+    {
+        out.push(c);
         return;
     }
     match CASEFOLD.binary_search_by_key(&(c as u32), |&(cp, _)| cp) {
