@@ -191,7 +191,6 @@ fn check_question<'a>(
         ));
         return (None, None);
     }
-    let before = errors.len();
     let header = field_text(object, path, "header", TextRule::HEADER, true, errors);
     let question = field_text(object, path, "question", TextRule::QUESTION, true, errors);
     let options = match object.get("options") {
@@ -220,9 +219,8 @@ fn check_question<'a>(
         }
     }
     match (header, question, options, multi_select) {
-        (Some(header), Some(question), Some(options), Some(multi_select))
-            if errors.len() == before =>
-        {
+        // Any error at all means no questions are returned: build them only while none is.
+        (Some(header), Some(question), Some(options), Some(multi_select)) if errors.is_empty() => {
             let valid = Question {
                 header: header.to_owned(),
                 question: question.to_owned(),
@@ -244,7 +242,6 @@ fn check_options(
         errors.push(wrong_type(path, "a list of options", value));
         return None;
     };
-    let before = errors.len();
     if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&items.len()) {
         let code = if items.len() < MIN_OPTIONS {
             ErrorCode::TooFewItems
@@ -297,7 +294,7 @@ fn check_options(
         }
         if let Some(label) = label {
             labels.push((i, label));
-            if let Some(description) = description {
+            if let Some(description) = description.filter(|_| errors.is_empty()) {
                 options.push(QuestionOption {
                     label: label.to_owned(),
                     description: description.map(str::to_owned),
@@ -316,7 +313,7 @@ fn check_options(
             ),
         ));
     }
-    (errors.len() == before).then_some(options)
+    errors.is_empty().then_some(options)
 }
 
 /// The stripped text of `object[key]`, or the errors that keep it from being one.
