@@ -139,14 +139,18 @@ fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
 fn skip_string_at(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
         let stop = special_byte(bytes, at)?;
-        at = stop + 1;
         if bytes[stop] == b'"' {
-            return Some(at);
+            return Some(stop + 1);
         }
-        match *bytes.get(at)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at += 1,
-            b'u' => at = unicode_escape_at(bytes, at + 1)?.1,
-            _ => return None,
+        // Escapes often come in runs (`\ud83d\ude00`, text written ASCII-only): read them
+        // one after another before searching again.
+        at = stop;
+        while bytes.get(at) == Some(&b'\\') {
+            match *bytes.get(at + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at += 2,
+                b'u' => at = unicode_escape_at(bytes, at + 2)?.1,
+                _ => return None,
+            }
         }
     }
 }

@@ -167,6 +167,10 @@ impl<'a> Scanner<'a> {
                 b'u' => decoded.push(self.unicode_escape()?),
                 _ => return None,
             }
+            // Escapes often follow one another (text written ASCII-only): no search between.
+            if bytes.get(self.at) == Some(&b'\\') {
+                continue;
+            }
             let from = self.at;
             let stop = special_byte(bytes, from)?;
             decoded.push_str(&self.text[from..stop]);
