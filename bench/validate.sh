@@ -3,12 +3,13 @@
 # end to end: stdin from a file, stdout to /dev/null, process start included. Prints a table
 # and writes it to bench/validate-results.txt.
 #
-#   bench/validate.sh                 # 3 inputs, askgate 15 runs each, Python 3 runs each
+#   bench/validate.sh                 # 4 inputs, askgate 15 runs each, Python 3 runs each
 #   RUNS=5 PY_RUNS=1 bench/validate.sh
 #
 # Inputs, built afresh in a temporary directory:
-#   valid    the harness conformance vectors whose verdict is ok, repeated to 100,000 lines
-#   invalid  the ones whose verdict is an error, repeated likewise
+#   vectors  every harness conformance vector, repeated to 100,000 lines
+#   valid    the ones whose verdict is ok, repeated likewise
+#   invalid  the ones whose verdict is an error (every error listed), repeated likewise
 #   mix      the differential test's generator (long, non-ASCII-heavy, edge-biased lines)
 # Python runs tests/oracle/harness_oracle.py --bulk (block-buffered output) in the virtualenv
 # scripts/setup-test-env.sh makes; both sides' verdicts are compared line by line first.
@@ -27,14 +28,15 @@ cp "$target/release/askgate" "$work/askgate"
 python3 - "$work" "$lines" <<'PY'
 import json, sys
 work, count = sys.argv[1], int(sys.argv[2])
-valid, invalid = [], []
+every, valid, invalid = [], [], []
 for line in open("tests/data/conformance/vectors.jsonl", encoding="utf-8"):
     if not line.strip():
         continue
     vector = json.loads(line)
     if vector.get("dialect") == "harness":
         (valid if vector["expect"]["ok"] else invalid).append(line.rstrip("\n"))
-for name, pool in (("valid", valid), ("invalid", invalid)):
+        every.append(line.rstrip("\n"))
+for name, pool in (("vectors", every), ("valid", valid), ("invalid", invalid)):
     with open(f"{work}/{name}.jsonl", "w", encoding="utf-8") as out:
         for i in range(count):
             out.write(pool[i % len(pool)] + "\n")
@@ -67,7 +69,7 @@ print(f"askgate validate vs pydantic-ai-harness 0.62.0 (CPython {platform.python
 print(f"median wall time of {runs} askgate runs and {py_runs} Python runs (min-max)\n")
 print(f"| lines | size | askgate | Python | ratio |")
 print(f"|---|---|---|---|---|")
-for name in ("valid", "invalid", "mix"):
+for name in ("vectors", "valid", "invalid", "mix"):
     path = f"{work}/{name}.jsonl"
     ours, theirs = verdicts(askgate, path), verdicts(python, path)
     if ours != theirs:

@@ -1,6 +1,7 @@
 //! Validation errors: where in the input, a stable code, and a message a person can act on.
 
 use std::fmt;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -157,26 +158,51 @@ impl<'a> Path<'a> {
 
     /// `questions[2].options[1].label`.
     pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
         match self {
-            Path::Root => String::new(),
-            Path::Key(parent, key) => field_path(&parent.render(), key),
-            Path::Index(parent, index) => index_path(&parent.render(), *index),
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.render_into(out);
+                push_key(out, key);
+            }
+            Path::Index(parent, index) => {
+                parent.render_into(out);
+                // Writing to a String cannot fail.
+                let _ = write!(out, "[{index}]");
+            }
         }
     }
 }
 
 /// Builds paths like `questions[2].options[1].label`.
 pub(crate) fn field_path(base: &str, key: &str) -> String {
+    let mut path = base.to_owned();
+    push_key(&mut path, key);
+    path
+}
+
+/// Appends `.key` (or `key` at the start) to a path; a key with dots, brackets or spaces is
+/// quoted, `["a b"]`, so the path stays unambiguous.
+fn push_key(path: &mut String, key: &str) {
     let plain = !key.is_empty()
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    match (base.is_empty(), plain) {
-        (true, true) => key.to_owned(),
-        (false, true) => format!("{base}.{key}"),
-        // A key with dots, brackets or spaces is quoted so the path stays unambiguous.
-        (_, false) => format!("{base}[{}]", json_quote(key)),
+    if !plain {
+        path.push('[');
+        path.push_str(&json_quote(key));
+        path.push(']');
+        return;
     }
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
 }
 
 /// `base[index]`.
