@@ -53,8 +53,19 @@ fn args_and_mutations() -> Vec<String> {
 #[test]
 fn borrowed_readers_judge_as_serde_json_values_do() {
     let (mut compared, mut as_trees) = (0, 0);
-    for text in args_and_mutations() {
+    let out_of_range = r#"{"questions": [{"header": "H", "question": "Q?", "options": [{"label": "A"}, {"label": "B"}]}], "x": 1e400}"#;
+    for text in args_and_mutations()
+        .into_iter()
+        .chain([out_of_range.to_owned()])
+    {
         let Ok(value) = serde_json::from_str::<Value>(&text) else {
+            // Text serde_json refuses is refused, whatever the reader.
+            for extras in [TopLevelExtras::Forbid, TopLevelExtras::Ignore] {
+                assert!(
+                    check_args_json(&text, extras).is_err(),
+                    "{extras:?}: {text}"
+                );
+            }
             continue;
         };
         if let Some(tree) = Node::parse(&text) {

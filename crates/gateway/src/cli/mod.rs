@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
-pub use validate::{answer_line, answer_line_into, run as run_validate};
+pub use validate::{
+    answer_line, answer_line_into, run as run_validate, run_stdin as run_validate_stdin,
+};
 
 /// askgate: let AI agents ask people structured questions mid-run and get the answers back.
 #[derive(Debug, Parser)]
@@ -81,11 +83,7 @@ pub fn main() -> ExitCode {
             init_tracing("warn");
             runtime().and_then(|rt| rt.block_on(demo::run(*args)))
         }
-        Command::Validate => {
-            let stdin = std::io::stdin();
-            let stdout = std::io::stdout().lock();
-            run_validate(stdin, stdout)
-        }
+        Command::Validate => run_validate_stdin(std::io::stdout().lock()),
         Command::Schema { dialect } => schema::run(dialect),
     };
     match outcome {

@@ -221,8 +221,10 @@ fn read_args<'a>(
             questions = Some(read_questions(scanner)?);
             Some(())
         }
+        // Read, not skipped: a deferred call's extra keys are parsed into a `Value` by the
+        // full path, which refuses a number it cannot hold; the tree does too.
         _ if extras == TopLevelExtras::Ignore && key != "questions" => {
-            scanner.value_span().map(drop)
+            Node::read_at(scanner).map(drop)
         }
         _ => None,
     })?;

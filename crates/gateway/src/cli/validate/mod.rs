@@ -40,21 +40,58 @@ mod harness_lines;
 mod pipeline;
 mod stream;
 
-use pipeline::BLOCK_BYTES;
+use pipeline::{BLOCK_BYTES, Source};
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
 /// A reader thread cuts the input into runs of whole lines, which every core judges while more
-/// is read. Answers are flushed whenever every line read so far is
-/// answered, so a host that writes a line and waits for its answer (a co-process) gets it at
-/// once.
+/// is read. Each read takes what has arrived, and answers are flushed whenever every line read
+/// so far is answered, so a host that writes a line and waits for its answer (a co-process)
+/// gets it at once.
 ///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
+    judge_stream(input, output, false)
+}
+
+/// [`run`] on this process's stdin. When stdin is a regular file, which no read waits on, it
+/// is read in whole blocks straight from the file.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_stdin(output: impl Write) -> anyhow::Result<()> {
+    match stdin_file() {
+        Some(file) => judge_stream(file, output, true),
+        None => judge_stream(std::io::stdin(), output, false),
+    }
+}
+
+#[cfg(unix)]
+fn stdin_file() -> Option<std::fs::File> {
+    use std::os::fd::AsFd as _;
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let file = std::fs::File::from(stdin);
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
+#[cfg(not(unix))]
+fn stdin_file() -> Option<std::fs::File> {
+    None
+}
+
+fn judge_stream(
+    input: impl Read + Send + 'static,
+    output: impl Write,
+    whole_reads: bool,
+) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let mut output = std::io::BufWriter::with_capacity(16 << 10, output);
-    pipeline::run(input, &mut output, workers, BLOCK_BYTES, answer_block)
+    let source = Source {
+        block_bytes: BLOCK_BYTES,
+        whole_reads,
+    };
+    pipeline::run(input, &mut output, source, workers, answer_block)
 }
 
 /// Appends the answers to a run of lines, one line each, to `out`.

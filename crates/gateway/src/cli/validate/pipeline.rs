@@ -25,6 +25,15 @@ pub(super) const BLOCK_BYTES: usize = 2 << 20;
 /// Runs a block is cut into per worker: small enough that workers finish together.
 const RUNS_PER_WORKER: usize = 4;
 
+/// How the input is read.
+#[derive(Clone, Copy)]
+pub(super) struct Source {
+    /// The most one block holds (more only to finish a line).
+    pub(super) block_bytes: usize,
+    /// The input is a regular file: read whole blocks, nothing will keep a read waiting.
+    pub(super) whole_reads: bool,
+}
+
 /// Lines to judge: a range of a block.
 struct Run {
     seq: u64,
@@ -90,10 +99,14 @@ impl Shared {
 pub(super) fn run(
     input: impl Read + Send + 'static,
     output: &mut impl Write,
+    source: Source,
     workers: usize,
-    block_bytes: usize,
     judge: fn(&[u8], &mut Vec<u8>),
 ) -> anyhow::Result<()> {
+    let Source {
+        block_bytes,
+        whole_reads,
+    } = source;
     let workers = workers.max(1);
     let shared = Arc::new(Shared {
         state: Mutex::new(State::default()),
@@ -104,7 +117,10 @@ pub(super) fn run(
     // Not joined: when writing fails it may be blocked reading, and it ends with the process.
     let reader = Arc::clone(&shared);
     let runs_per_block = workers * RUNS_PER_WORKER;
-    std::thread::spawn(move || read_all(&reader, input, block_bytes, runs_per_block));
+    std::thread::spawn(move || {
+        let blocks = BlockReader::new(block_bytes, whole_reads);
+        read_all(&reader, input, blocks, block_bytes, runs_per_block);
+    });
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| work(&shared, judge));
@@ -117,13 +133,18 @@ pub(super) fn run(
     })
 }
 
-fn read_all(shared: &Shared, mut input: impl Read, block_bytes: usize, runs_per_block: usize) {
-    let mut reader = BlockReader::new(block_bytes);
+fn read_all(
+    shared: &Shared,
+    mut input: impl Read,
+    mut reader: BlockReader,
+    block_bytes: usize,
+    runs_per_block: usize,
+) {
     loop {
         let spare = shared.lock().spare_blocks.pop();
         // Room for a block and a carried line end, so filling it rarely reallocates.
         let buffer = spare.unwrap_or_else(|| Vec::with_capacity(block_bytes + (64 << 10)));
-        let block = reader.next_block(&mut input, buffer);
+        let block = reader.next_block(&mut input, buffer, block_bytes);
         let mut state = shared.lock();
         let arrived = block.as_ref().map_or(0, Vec::len);
         while state.in_flight > 0

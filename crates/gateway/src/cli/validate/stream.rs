@@ -12,47 +12,54 @@ pub(super) struct BlockReader {
     scratch: Vec<u8>,
     /// Bytes read past the last complete line, carried into the next block.
     carry: Vec<u8>,
-    /// The last read filled the scratch buffer: the source has more than it holds.
-    filled_last: bool,
+    /// The source is a regular file: a read never waits for data to arrive.
+    whole_reads: bool,
     ended: bool,
 }
 
 impl BlockReader {
-    pub(super) fn new(block_bytes: usize) -> Self {
+    /// A reader of blocks of up to `block_bytes` (more only to finish a line); `whole_reads`
+    /// when the source is a regular file, which is then read straight into each block.
+    pub(super) fn new(block_bytes: usize, whole_reads: bool) -> Self {
         BlockReader {
-            scratch: vec![0; block_bytes.max(1)],
+            scratch: if whole_reads {
+                Vec::new()
+            } else {
+                vec![0; block_bytes.max(1)]
+            },
             carry: Vec::new(),
-            filled_last: false,
+            whole_reads,
             ended: false,
         }
     }
 
     /// The next block of whole lines: the whole lines one read brought (so lines that trickle
-    /// in through a pipe are answered without waiting for more), reading on only to finish a
-    /// line; empty once the stream has ended.
+    /// in through a pipe or a socket are answered without waiting for more), reading on only
+    /// to finish a line; empty once the stream has ended.
     pub(super) fn next_block(
         &mut self,
         input: &mut impl Read,
         mut block: Vec<u8>,
+        block_bytes: usize,
     ) -> anyhow::Result<Vec<u8>> {
         block.clear();
         block.append(&mut self.carry);
         while !self.ended {
             let start = block.len();
-            let read = if self.filled_last {
-                // A source that fills whole reads (a file) is read straight into the block:
-                // `read_to_end` on a `take` skips the scratch copy and stops at the end.
+            let read = if self.whole_reads {
+                // A file has nothing to wait for: `read_to_end` on a `take` fills the block
+                // without a scratch copy and stops at the end.
                 input
                     .by_ref()
-                    .take(self.scratch.len() as u64)
+                    .take(block_bytes.max(1) as u64)
                     .read_to_end(&mut block)
                     .context("reading stdin")?
             } else {
+                // One read: whatever has arrived, never waiting for a whole block.
                 let read = read_retrying(input, &mut self.scratch)?;
                 block.extend_from_slice(&self.scratch[..read]);
                 read
             };
-            self.filled_last = read == self.scratch.len();
             if read == 0 {
                 self.ended = true;
                 break;

@@ -1,6 +1,7 @@
 //! The stream (blocks, runs, the pipeline) and the line readers, held to `answer_line` and
 //! to serde_json.
 
+use super::pipeline::Source;
 use super::stream::{BlockReader, split_lines};
 use super::*;
 use askgate_protocol::json_mutate;
@@ -23,12 +24,17 @@ fn sample() -> Vec<u8> {
 #[test]
 fn blocks_end_at_line_ends_and_lose_nothing() {
     let input = sample();
-    for block_bytes in [1, 2, 7, 64, 1000, 1 << 20] {
-        let mut reader = BlockReader::new(block_bytes);
+    for (block_bytes, whole_reads) in [1, 2, 7, 64, 1000, 1 << 20]
+        .into_iter()
+        .flat_map(|bytes| [(bytes, false), (bytes, true)])
+    {
+        let mut reader = BlockReader::new(block_bytes, whole_reads);
         let mut stream = input.as_slice();
         let mut joined = Vec::new();
         loop {
-            let block = reader.next_block(&mut stream, Vec::new()).unwrap();
+            let block = reader
+                .next_block(&mut stream, Vec::new(), block_bytes)
+                .unwrap();
             if block.is_empty() {
                 break;
             }
@@ -79,11 +85,88 @@ fn small_reads_and_small_blocks_give_the_same_answers() {
     for (block_bytes, workers) in [(1, 1), (7, 2), (64, 3)] {
         let mut trickled = Vec::new();
         let input = Trickle(input.clone(), 0);
-        pipeline::run(input, &mut trickled, workers, block_bytes, answer_block).unwrap();
+        let source = Source {
+            block_bytes,
+            whole_reads: false,
+        };
+        pipeline::run(input, &mut trickled, source, workers, answer_block).unwrap();
         assert_eq!(
             trickled, whole,
             "block size {block_bytes}, {workers} workers"
         );
+    }
+}
+
+/// Hands out what the test sends, as much as has arrived per read, and waits for more the way
+/// a socket does; ends when the sender is dropped.
+struct Feed(std::sync::mpsc::Receiver<Vec<u8>>, Vec<u8>);
+
+impl Read for Feed {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.1.is_empty() {
+            match self.0.recv() {
+                Ok(chunk) => self.1 = chunk,
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buffer.len().min(self.1.len());
+        buffer[..n].copy_from_slice(&self.1[..n]);
+        self.1.drain(..n);
+        Ok(n)
+    }
+}
+
+/// Passes on each flush's bytes to the test.
+struct Flushed(std::sync::mpsc::Sender<Vec<u8>>, Vec<u8>);
+
+impl Write for Flushed {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.1.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.1.is_empty() {
+            self.0.send(std::mem::take(&mut self.1)).ok();
+        }
+        Ok(())
+    }
+}
+
+/// A read that fills a whole block must not make the next read wait for another whole block:
+/// lines that arrive through a socket with a large buffer are answered as they come.
+#[test]
+fn a_full_read_does_not_make_the_next_one_wait_for_more() {
+    let line = br#"{"dialect":"harness","kind":"nope","input":{}}"#.to_vec();
+    let block_bytes = 4 * (line.len() + 1);
+    let (send, received) = std::sync::mpsc::channel();
+    let (flushed, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut output = Flushed(flushed, Vec::new());
+        let source = Source {
+            block_bytes,
+            whole_reads: false,
+        };
+        let input = Feed(received, Vec::new());
+        pipeline::run(input, &mut output, source, 2, answer_block).ok();
+    });
+    let lines = |count: usize| -> Vec<u8> {
+        let mut chunk = Vec::new();
+        for _ in 0..count {
+            chunk.extend_from_slice(&line);
+            chunk.push(b'\n');
+        }
+        chunk
+    };
+    // Exactly a block, then one line: each must be answered before anything more is sent.
+    for count in [4, 1] {
+        send.send(lines(count)).unwrap();
+        let mut seen = 0;
+        while seen < count {
+            let out = answers
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("{count} lines sent, {seen} answered"));
+            seen += out.iter().filter(|&&b| b == b'\n').count();
+        }
     }
 }
 
@@ -109,13 +192,12 @@ fn a_closed_output_stops_every_thread_with_an_error() {
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut output = ClosesAfter(10_000);
-        let ended = pipeline::run(
-            std::io::Cursor::new(input),
-            &mut output,
-            2,
-            4096,
-            answer_block,
-        );
+        let source = Source {
+            block_bytes: 4096,
+            whole_reads: true,
+        };
+        let input = std::io::Cursor::new(input);
+        let ended = pipeline::run(input, &mut output, source, 2, answer_block);
         done.send(ended.is_err()).ok();
     });
     let failed = finished
