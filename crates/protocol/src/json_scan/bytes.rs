@@ -54,7 +54,7 @@ pub(super) fn unicode_escape_at(bytes: &[u8], at: usize) -> Option<(char, usize)
 }
 
 /// Where the JSON whitespace starting at `at` ends.
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+pub(super) fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
         at += 1;
     }
@@ -130,8 +130,8 @@ fn skip_key_at(bytes: &[u8], at: usize) -> Option<usize> {
     (bytes.get(at) == Some(&b':')).then_some(at + 1)
 }
 
-fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
-    bytes[at..].starts_with(word).then_some(at + word.len())
+pub(super) fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    bytes.get(at..)?.starts_with(word).then_some(at + word.len())
 }
 
 /// Where the string whose text starts at `at` (after its opening quote) ends, checked but not

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 mod bytes;
 
 pub(crate) use bytes::first_special;
-use bytes::{skip_value_at, special_byte, unicode_escape_at};
+use bytes::{skip_literal_at, skip_value_at, skip_whitespace, special_byte, unicode_escape_at};
 
 /// Deepest nesting read; serde_json refuses text nested 128 deep, this stops well before.
 pub const MAX_DEPTH: usize = 100;
@@ -35,14 +35,8 @@ impl<'a> Scanner<'a> {
 
     /// The next byte after whitespace, not consumed.
     pub fn peek(&mut self) -> Option<u8> {
-        let bytes = self.bytes();
-        while let Some(&b) = bytes.get(self.at) {
-            if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-                return Some(b);
-            }
-            self.at += 1;
-        }
-        None
+        self.at = skip_whitespace(self.bytes(), self.at);
+        self.bytes().get(self.at).copied()
     }
 
     /// Consumes `byte` (after whitespace) if it is next.
@@ -132,9 +126,8 @@ impl<'a> Scanner<'a> {
     }
 
     fn literal(&mut self, word: &str) -> Option<()> {
-        let rest = self.bytes().get(self.at..)?;
-        rest.starts_with(word.as_bytes())
-            .then(|| self.at += word.len())
+        self.at = skip_literal_at(self.bytes(), self.at, word.as_bytes())?;
+        Some(())
     }
 
     /// Reads a string: borrowed when written without escapes.
