@@ -131,7 +131,10 @@ fn skip_key_at(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 pub(super) fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
-    bytes.get(at..)?.starts_with(word).then_some(at + word.len())
+    bytes
+        .get(at..)?
+        .starts_with(word)
+        .then_some(at + word.len())
 }
 
 /// Where the string whose text starts at `at` (after its opening quote) ends, checked but not
