@@ -122,12 +122,7 @@ pub(crate) async fn run(
             agents: 1,
             rate: 100.0,
             duration_s: 30.0 * scale,
-            think_min_ms: 0,
-            think_max_ms: 50,
-            answer: AnswerRule::Random,
-            timeout_s: None,
-            drain_s: 15.0,
-            connect_concurrency: 128,
+            ..answered_fanout()
         });
         let runs = repeat(args, &load, threads, false).await?;
         rows.extend(targets::fanout100_rows(&runs));
@@ -141,12 +136,7 @@ pub(crate) async fn run(
             agents: 4,
             rate: 2000.0,
             duration_s: 60.0 * scale,
-            think_min_ms: 0,
-            think_max_ms: 50,
-            answer: AnswerRule::Random,
-            timeout_s: None,
-            drain_s: 15.0,
-            connect_concurrency: 128,
+            ..answered_fanout()
         });
         let runs = repeat(args, &load, threads, args.memory_store_too).await?;
         rows.extend(targets::fanout1000_rows(&runs));
@@ -187,6 +177,25 @@ pub(crate) async fn run(
         anyhow::bail!("targets not met: {}", missed.join("; "));
     }
     Ok(())
+}
+
+/// The fan-out workload both fan-out scenarios share: one tab answers each request after a
+/// think time of 0–50 ms, no deadline, 15 s to drain. Each scenario sets its own size, agents,
+/// rate and duration over these.
+fn answered_fanout() -> FanoutArgs {
+    FanoutArgs {
+        sessions: 1,
+        tabs: 1,
+        agents: 1,
+        rate: 1.0,
+        duration_s: 1.0,
+        think_min_ms: 0,
+        think_max_ms: 50,
+        answer: AnswerRule::Random,
+        timeout_s: None,
+        drain_s: 15.0,
+        connect_concurrency: 128,
+    }
 }
 
 /// `node --version`, if node runs.
