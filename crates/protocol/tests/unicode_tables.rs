@@ -38,7 +38,8 @@ fn fold_of_every_allowed_character_matches_python_3_11() {
             continue;
         }
         let expected = python.get(&c).cloned().unwrap_or_else(|| c.to_string());
-        let ours = uniqueness_key(&c.to_string());
+        let one = c.to_string();
+        let ours = uniqueness_key(&one);
         if ours != expected {
             mismatches.push(format!("U+{:04X}: {ours:?} vs {expected:?}", c as u32));
         }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::limits::{MAX_DESCRIPTION_CHARS, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_QUESTION_CHARS};
-use crate::unicode::{first_forbidden, is_plain_ascii, uniqueness_key};
+use crate::unicode::{TextMeasure, measure_text, uniqueness_key};
 
 /// The bounds of one string field.
 #[derive(Clone, Copy, Debug)]
@@ -54,23 +54,14 @@ pub(crate) enum TextProblem {
 /// Strips by White_Space, measures in code points, applies the printable rule.
 pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem> {
     let stripped = raw.trim();
-    // Printable ASCII is the common case: one pass settles both the length and the rule.
-    let plain = is_plain_ascii(stripped, rule.newlines);
-    let length = if plain || stripped.is_ascii() {
-        stripped.len()
-    } else {
-        stripped.chars().count()
-    };
-    if length < rule.min_chars {
+    let TextMeasure { chars, forbidden } = measure_text(stripped, rule.newlines);
+    if chars < rule.min_chars {
         return Err(TextProblem::Blank);
     }
-    if length > rule.max_chars {
-        return Err(TextProblem::TooLong(length));
+    if chars > rule.max_chars {
+        return Err(TextProblem::TooLong(chars));
     }
-    if plain {
-        return Ok(stripped);
-    }
-    match first_forbidden(stripped, rule.newlines) {
+    match forbidden {
         Some((at, found)) => Err(TextProblem::Forbidden { at, found }),
         None => Ok(stripped),
     }
@@ -119,7 +110,7 @@ pub(crate) fn any_folded_duplicate(texts: &[&str]) -> bool {
             .enumerate()
             .any(|(j, b)| texts[..j].iter().any(|a| a.eq_ignore_ascii_case(b)));
     }
-    let keys: Vec<String> = texts.iter().map(|t| uniqueness_key(t)).collect();
+    let keys: Vec<_> = texts.iter().map(|t| uniqueness_key(t)).collect();
     keys.iter().enumerate().any(|(j, b)| keys[..j].contains(b))
 }
 
@@ -139,7 +130,7 @@ pub(crate) fn folded_duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> 
         }
         return found;
     }
-    let keys: Vec<String> = items.iter().map(|(_, s)| uniqueness_key(s)).collect();
+    let keys: Vec<_> = items.iter().map(|(_, s)| uniqueness_key(s)).collect();
     for j in 1..items.len() {
         if let Some(i) = (0..j).find(|&i| keys[i] == keys[j]) {
             found.push((items[j].0, items[i].0));

@@ -79,10 +79,95 @@ const fn not_printable_bits() -> [u64; PLANES_0_TO_2 / 64] {
     bits
 }
 
+/// Bit `cp` set when the harness's printable rule rejects `cp` wherever it stands (not
+/// printable and not a Zs space), for planes 0–2.
+static NOT_ALLOWED_BITS: [u64; PLANES_0_TO_2 / 64] = {
+    let mut bits = not_printable_bits();
+    let mut i = 0;
+    while i < tables::SPACE_SEPARATORS.len() {
+        let cp = tables::SPACE_SEPARATORS[i] as usize;
+        bits[cp >> 6] &= !(1 << (cp & 63));
+        i += 1;
+    }
+    bits
+};
+
+/// A string's length in characters and the first character the printable rule rejects in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextMeasure {
+    /// Code points.
+    pub chars: usize,
+    /// The first rejected character: its index in characters, and the character.
+    pub forbidden: Option<(usize, char)>,
+}
+
+/// [`first_forbidden`] and the length in characters, in one pass: printable ASCII is taken
+/// sixteen bytes at a time, other characters are decoded in place without branching on their
+/// width (text mixing scripts would mispredict nearly every such branch).
+pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
+    const CHUNK: usize = 16;
+    let bytes = text.as_bytes();
+    let mut measure = TextMeasure {
+        chars: 0,
+        forbidden: None,
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        let chunk_end = (at + CHUNK).min(bytes.len());
+        if chunk_end - at == CHUNK && is_plain_ascii_bytes(&bytes[at..chunk_end], newlines) {
+            measure.chars += CHUNK;
+            at = chunk_end;
+            continue;
+        }
+        // Character by character to the end of the chunk (or just past it, mid-character).
+        while at < chunk_end {
+            let (cp, width) = code_point_at(bytes, at);
+            if !allowed_code_point(cp, newlines) && measure.forbidden.is_none() {
+                let found = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+                measure.forbidden = Some((measure.chars, found));
+            }
+            measure.chars += 1;
+            at += width;
+        }
+    }
+    measure
+}
+
+/// The code point starting at byte `at` of UTF-8 `bytes` (a character boundary) and its width.
+fn code_point_at(bytes: &[u8], at: usize) -> (u32, usize) {
+    // Width by lead byte; `LEAD_BITS` keeps the lead's payload.
+    const WIDTH: [u8; 16] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4];
+    const LEAD_BITS: [u32; 5] = [0, 0x7F, 0x1F, 0x0F, 0x07];
+    let byte = |i: usize| u32::from(bytes.get(at + i).copied().unwrap_or(0));
+    let lead = byte(0);
+    let width = usize::from(WIDTH[(lead >> 4) as usize]);
+    // All four payloads in place as if the character were four bytes long, then shifted down
+    // by the bytes it does not have (their bits fall off the end).
+    let full = (lead & LEAD_BITS[width]) << 18
+        | (byte(1) & 0x3F) << 12
+        | (byte(2) & 0x3F) << 6
+        | (byte(3) & 0x3F);
+    (full >> (6 * (4 - width)), width)
+}
+
+/// [`harness_allows`] for a code point of a `str`, without a branch on ASCII (mixed text
+/// would mispredict it).
+fn allowed_code_point(cp: u32, newlines: bool) -> bool {
+    match NOT_ALLOWED_BITS.get((cp >> 6) as usize) {
+        // `\n` is a control character like the others, unless `newlines` lets it through.
+        Some(word) => (word >> (cp & 63) & 1 == 0) | (newlines & (cp == u32::from(b'\n'))),
+        None => char::from_u32(cp).is_some_and(|c| harness_allows(c, newlines)),
+    }
+}
+
 /// Whether `text` is printable ASCII only (with `\n` where allowed), which the harness always
 /// allows: checked byte by byte in bulk, the common case.
 pub fn is_plain_ascii(text: &str, newlines: bool) -> bool {
-    text.bytes().fold(true, |plain, b| {
+    is_plain_ascii_bytes(text.as_bytes(), newlines)
+}
+
+fn is_plain_ascii_bytes(bytes: &[u8], newlines: bool) -> bool {
+    bytes.iter().fold(true, |plain, &b| {
         plain & ((b' '..=b'~').contains(&b) | (newlines & (b == b'\n')))
     })
 }
@@ -138,7 +223,13 @@ pub fn harness_allows(c: char, newlines: bool) -> bool {
         ' '..='~' => true,
         '\n' => newlines,
         '\0'..='\u{7f}' => false,
-        _ => is_py_printable(c) || is_space_separator(c),
+        _ => {
+            let cp = c as usize;
+            match NOT_ALLOWED_BITS.get(cp >> 6) {
+                Some(word) => word & (1 << (cp & 63)) == 0,
+                None => is_py_printable(c) || is_space_separator(c),
+            }
+        }
     }
 }
 
@@ -165,6 +256,45 @@ mod tests {
                     is_py_printable(c),
                     !in_ranges(tables::NOT_PRINTABLE, cp),
                     "U+{cp:04X}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_measure_agrees_with_the_character_rule() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            for newlines in [false, true] {
+                let expected = (!harness_allows(c, newlines)).then_some((0, c));
+                let one = c.to_string();
+                assert_eq!(measure_text(&one, newlines).forbidden, expected, "{c:?}");
+                // After a run of ASCII long enough to take the sixteen-byte step, and before one.
+                let framed = format!("{}{c}{}", "a".repeat(17), "b".repeat(20));
+                let measure = measure_text(&framed, newlines);
+                assert_eq!(measure.chars, 38);
+                assert_eq!(measure.forbidden, expected.map(|(_, c)| (17, c)));
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_measure_counts_and_finds_the_first() {
+        let texts = [
+            "",
+            "plain ASCII text that runs well past sixteen bytes",
+            "é中😀ꭰ\u{3000}x",
+            "a\u{200b}b\u{7}c",
+            "中中中中中中中中中中中中\u{85}中",
+            "line\nbreak and then some more text past the chunk\u{2028}",
+        ];
+        for text in texts {
+            for newlines in [false, true] {
+                let measure = measure_text(text, newlines);
+                assert_eq!(measure.chars, text.chars().count(), "{text:?}");
+                assert_eq!(
+                    measure.forbidden,
+                    first_forbidden(text, newlines),
+                    "{text:?}"
                 );
             }
         }

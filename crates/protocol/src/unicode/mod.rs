@@ -11,8 +11,9 @@ mod repr;
 mod tables;
 
 pub use classes::{
-    CharClass, UNICODE_VERSION, classify, first_forbidden, harness_allows, is_plain_ascii,
-    is_py_printable, is_py_whitespace, is_space_separator, py_is_blank,
+    CharClass, TextMeasure, UNICODE_VERSION, classify, first_forbidden, harness_allows,
+    is_plain_ascii, is_py_printable, is_py_whitespace, is_space_separator, measure_text,
+    py_is_blank,
 };
 pub use fold::uniqueness_key;
 pub(crate) use repr::push_repr;
