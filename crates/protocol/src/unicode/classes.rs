@@ -111,6 +111,11 @@ pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
         chars: 0,
         forbidden: None,
     };
+    // Most text is short and printable ASCII: settle it in one bulk check.
+    if is_plain_ascii_bytes(bytes, newlines) {
+        measure.chars = bytes.len();
+        return measure;
+    }
     let mut at = 0;
     while at < bytes.len() {
         let chunk_end = (at + CHUNK).min(bytes.len());
