@@ -101,11 +101,9 @@ pub struct TextMeasure {
     pub forbidden: Option<(usize, char)>,
 }
 
-/// [`first_forbidden`] and the length in characters, in one pass: printable ASCII is taken
-/// sixteen bytes at a time, other characters are decoded in place without branching on their
-/// width (text mixing scripts would mispredict nearly every such branch).
+/// [`first_forbidden`] and the length in characters, in one pass: printable ASCII text in
+/// one bulk check, other text decoded in place.
 pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
-    const CHUNK: usize = 16;
     let bytes = text.as_bytes();
     let mut measure = TextMeasure {
         chars: 0,
@@ -116,36 +114,30 @@ pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
         measure.chars = bytes.len();
         return measure;
     }
+    // One character at a time, without branching on its width: in text that mixes scripts
+    // a branch (or a loop over ASCII runs) would mispredict at nearly every character.
     let mut at = 0;
     while at < bytes.len() {
-        let chunk_end = (at + CHUNK).min(bytes.len());
-        if chunk_end - at == CHUNK && is_plain_ascii_bytes(&bytes[at..chunk_end], newlines) {
-            measure.chars += CHUNK;
-            at = chunk_end;
-            continue;
+        let (cp, width) = code_point_at(bytes, at);
+        if !allowed_code_point(cp, newlines) && measure.forbidden.is_none() {
+            let found = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+            measure.forbidden = Some((measure.chars, found));
         }
-        // Character by character to the end of the chunk (or just past it, mid-character).
-        while at < chunk_end {
-            let (cp, width) = code_point_at(bytes, at);
-            if !allowed_code_point(cp, newlines) && measure.forbidden.is_none() {
-                let found = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
-                measure.forbidden = Some((measure.chars, found));
-            }
-            measure.chars += 1;
-            at += width;
-        }
+        measure.chars += 1;
+        at += width;
     }
     measure
 }
 
 /// The code point starting at byte `at` of UTF-8 `bytes` (a character boundary) and its width.
 fn code_point_at(bytes: &[u8], at: usize) -> (u32, usize) {
-    // Width by lead byte; `LEAD_BITS` keeps the lead's payload.
-    const WIDTH: [u8; 16] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4];
+    // `LEAD_BITS` keeps the lead's payload. The width is computed, not looked up: the next
+    // character's position waits on it, and a table load would lengthen that wait.
     const LEAD_BITS: [u32; 5] = [0, 0x7F, 0x1F, 0x0F, 0x07];
     let byte = |i: usize| u32::from(bytes.get(at + i).copied().unwrap_or(0));
     let lead = byte(0);
-    let width = usize::from(WIDTH[(lead >> 4) as usize]);
+    let width =
+        1 + usize::from(lead >= 0xC0) + usize::from(lead >= 0xE0) + usize::from(lead >= 0xF0);
     // All four payloads in place as if the character were four bytes long, then shifted down
     // by the bytes it does not have (their bits fall off the end).
     let full = (lead & LEAD_BITS[width]) << 18
