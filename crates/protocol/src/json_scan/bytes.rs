@@ -1,6 +1,8 @@
 //! The scanner's inner loops, as free functions over the bytes with positions in locals:
 //! finding a string's end, checking escapes, numbers and literals, and skipping a whole value.
 
+use wide::u8x16;
+
 use super::MAX_DEPTH;
 
 /// Each byte's value as a hex digit, or 0xFF.
@@ -211,6 +213,30 @@ pub(super) fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
 /// The index of the first byte JSON strings cannot hold as is: `"`, `\\` or a control
 /// character.
 pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
+    // Sixteen bytes at a time in one vector register, then eight in a word.
+    let quote = u8x16::splat(b'"');
+    let backslash = u8x16::splat(b'\\');
+    let control_max = u8x16::splat(0x1F);
+    let mut blocks = bytes.chunks_exact(16);
+    let mut offset = 0;
+    for block in &mut blocks {
+        let mut lanes = [0; 16];
+        lanes.copy_from_slice(block);
+        let lanes = u8x16::from(lanes);
+        let found = lanes.cmp_eq(quote)
+            | lanes.cmp_eq(backslash)
+            | lanes.max(control_max).cmp_eq(control_max);
+        let mask = found.move_mask();
+        if mask != 0 {
+            return Some(offset + mask.trailing_zeros() as usize);
+        }
+        offset += 16;
+    }
+    first_special_by_words(blocks.remainder()).map(|at| offset + at)
+}
+
+/// [`first_special`] eight bytes at a time, for what is left after the vector steps.
+fn first_special_by_words(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     // Eight bytes at a time: a byte's high bit is set in `found` when it is a quote, a

@@ -87,3 +87,31 @@ fn spans_are_the_value_text_without_whitespace() {
         .unwrap();
     assert_eq!(spans, [("a", r#"[1, {"b": "c"}]"#), ("d", "2")]);
 }
+
+/// The vector, word and byte steps of `first_special` all find the first special byte, at
+/// every position and after every length of plain text.
+#[test]
+fn first_special_finds_the_first_at_every_offset() {
+    let plain = "abcdefghijklmnopqrstuvwxyz0123456789é中😀~ ".as_bytes();
+    for len in 0..70 {
+        let mut text: Vec<u8> = plain.iter().copied().cycle().take(len).collect();
+        assert_eq!(super::first_special(&text), None, "{len} plain bytes");
+        for special in [b'"', b'\\', 0x00, 0x1F, b'\n'] {
+            for at in 0..len {
+                let saved = text[at];
+                text[at] = special;
+                // A second special byte later must not win.
+                let later = (at + 5).min(len - 1);
+                let saved_later = text[later];
+                text[later] = b'"';
+                assert_eq!(
+                    super::first_special(&text),
+                    Some(at),
+                    "{special:#x} at {at} of {len}"
+                );
+                text[later] = saved_later;
+                text[at] = saved;
+            }
+        }
+    }
+}
