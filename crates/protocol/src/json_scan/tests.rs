@@ -95,7 +95,7 @@ fn first_special_finds_the_first_at_every_offset() {
     let plain = "abcdefghijklmnopqrstuvwxyz0123456789é中😀~ ".as_bytes();
     for len in 0..70 {
         let mut text: Vec<u8> = plain.iter().copied().cycle().take(len).collect();
-        assert_eq!(super::first_special(&text), None, "{len} plain bytes");
+        assert_eq!(first_special(&text), None, "{len} plain bytes");
         for special in [b'"', b'\\', 0x00, 0x1F, b'\n'] {
             for at in 0..len {
                 let saved = text[at];
@@ -105,7 +105,7 @@ fn first_special_finds_the_first_at_every_offset() {
                 let saved_later = text[later];
                 text[later] = b'"';
                 assert_eq!(
-                    super::first_special(&text),
+                    first_special(&text),
                     Some(at),
                     "{special:#x} at {at} of {len}"
                 );
