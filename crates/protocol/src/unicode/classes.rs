@@ -114,17 +114,19 @@ pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
         measure.chars = bytes.len();
         return measure;
     }
-    // One character at a time, without branching on its width: in text that mixes scripts
-    // a branch (or a loop over ASCII runs) would mispredict at nearly every character.
+    // One character at a time, without branching on its width (in text that mixes scripts
+    // a branch, or a loop over ASCII runs, would mispredict at nearly every character) or on
+    // the rule: a rejected character is rare, so it is only noted, and found again after.
     let mut at = 0;
+    let mut any_rejected = false;
     while at < bytes.len() {
         let (cp, width) = code_point_at(bytes, at);
-        if !allowed_code_point(cp, newlines) && measure.forbidden.is_none() {
-            let found = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
-            measure.forbidden = Some((measure.chars, found));
-        }
+        any_rejected |= !allowed_code_point(cp, newlines);
         measure.chars += 1;
         at += width;
+    }
+    if any_rejected {
+        measure.forbidden = first_forbidden(text, newlines);
     }
     measure
 }
