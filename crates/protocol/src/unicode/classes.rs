@@ -299,6 +299,48 @@ mod tests {
         }
     }
 
+    /// Random texts over every width of UTF-8 and every class of character, rejected ones
+    /// included: the one-pass measure equals counting and searching separately.
+    #[test]
+    fn one_pass_measure_agrees_on_random_texts() {
+        let palette: Vec<char> = (0..=0x10_FFFF)
+            .step_by(7)
+            .filter_map(char::from_u32)
+            .chain([
+                '\n',
+                '\u{85}',
+                '\u{200b}',
+                '\u{3000}',
+                '\u{e000}',
+                '\u{10ffff}',
+            ])
+            .collect();
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let text: String = (0..next(40))
+                .map(|_| match next(3) {
+                    0 => palette[next(palette.len())],
+                    _ => char::from(b' ' + next(95) as u8),
+                })
+                .collect();
+            for newlines in [false, true] {
+                let measure = measure_text(&text, newlines);
+                assert_eq!(measure.chars, text.chars().count(), "{text:?}");
+                assert_eq!(
+                    measure.forbidden,
+                    first_forbidden(&text, newlines),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn table_is_unicode_14() {
         assert_eq!(UNICODE_VERSION, "14.0.0");
