@@ -211,53 +211,32 @@ pub(super) fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// The index of the first byte JSON strings cannot hold as is: `"`, `\\` or a control
-/// character.
+/// character. Sixteen bytes at a time in a vector register; the last few bytes are copied into
+/// a block padded with a byte that is none of these.
 pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
-    // Sixteen bytes at a time in one vector register, then eight in a word.
-    let quote = u8x16::splat(b'"');
-    let backslash = u8x16::splat(b'\\');
-    let control_max = u8x16::splat(0x1F);
     let mut blocks = bytes.chunks_exact(16);
     let mut offset = 0;
     for block in &mut blocks {
         let mut lanes = [0; 16];
         lanes.copy_from_slice(block);
-        let lanes = u8x16::from(lanes);
-        let found = lanes.cmp_eq(quote)
-            | lanes.cmp_eq(backslash)
-            | lanes.max(control_max).cmp_eq(control_max);
-        let mask = found.move_mask();
-        if mask != 0 {
-            return Some(offset + mask.trailing_zeros() as usize);
+        if let Some(at) = first_special_in(lanes) {
+            return Some(offset + at);
         }
         offset += 16;
     }
-    first_special_by_words(blocks.remainder()).map(|at| offset + at)
+    let rest = blocks.remainder();
+    let mut lanes = [b' '; 16];
+    lanes[..rest.len()].copy_from_slice(rest);
+    first_special_in(lanes).map(|at| offset + at)
 }
 
-/// [`first_special`] eight bytes at a time, for what is left after the vector steps.
-fn first_special_by_words(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    // Eight bytes at a time: a byte's high bit is set in `found` when it is a quote, a
-    // backslash or below 0x20 (the lowest flagged byte is exact; later ones may be spurious).
-    let zero_in = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let found = zero_in(word ^ (ONES * u64::from(b'"')))
-            | zero_in(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
-        if found != 0 {
-            return Some(offset + (found.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    let rest = chunks.remainder();
-    rest.iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|i| offset + i)
+/// The first special byte of one block of sixteen.
+fn first_special_in(lanes: [u8; 16]) -> Option<usize> {
+    let lanes = u8x16::from(lanes);
+    let control_max = u8x16::splat(0x1F);
+    let found = lanes.cmp_eq(u8x16::splat(b'"'))
+        | lanes.cmp_eq(u8x16::splat(b'\\'))
+        | lanes.max(control_max).cmp_eq(control_max);
+    let mask = found.move_mask();
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
 }

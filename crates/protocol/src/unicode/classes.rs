@@ -1,5 +1,6 @@
 //! Character classes: Python's `isprintable`/`isspace`, and the harness's printable rule.
 
+use super::bitmap::{self, PlaneBits};
 use super::tables;
 
 /// The Unicode version of the frozen tables (CPython 3.11's `unicodedata.unidata_version`).
@@ -56,37 +57,17 @@ fn in_ranges(ranges: &[(u32, u32)], cp: u32) -> bool {
         .is_ok()
 }
 
-/// One bit per Basic Multilingual Plane code point, set where `str.isprintable()` is false:
-/// the common case answered without a search. Built at compile time from the range table.
-/// Bit `cp` set when `cp` is not printable, for planes 0–2 (where nearly all text lives):
-/// one load per character instead of a binary search.
-static NOT_PRINTABLE_BITS: [u64; PLANES_0_TO_2 / 64] = not_printable_bits();
-
-const PLANES_0_TO_2: usize = 0x3_0000;
-
-const fn not_printable_bits() -> [u64; PLANES_0_TO_2 / 64] {
-    let mut bits = [0u64; PLANES_0_TO_2 / 64];
-    let mut i = 0;
-    while i < tables::NOT_PRINTABLE.len() {
-        let (lo, hi) = tables::NOT_PRINTABLE[i];
-        let mut cp = lo;
-        while cp <= hi && (cp as usize) < PLANES_0_TO_2 {
-            bits[(cp >> 6) as usize] |= 1 << (cp & 63);
-            cp += 1;
-        }
-        i += 1;
-    }
-    bits
-}
+/// Bit `cp` set when `cp` is not printable.
+static NOT_PRINTABLE_BITS: PlaneBits = bitmap::from_ranges(tables::NOT_PRINTABLE);
 
 /// Bit `cp` set when the harness's printable rule rejects `cp` wherever it stands (not
-/// printable and not a Zs space), for planes 0–2.
-static NOT_ALLOWED_BITS: [u64; PLANES_0_TO_2 / 64] = {
-    let mut bits = not_printable_bits();
+/// printable and not a Zs space).
+static NOT_ALLOWED_BITS: PlaneBits = {
+    let mut bits = bitmap::from_ranges(tables::NOT_PRINTABLE);
     let mut i = 0;
     while i < tables::SPACE_SEPARATORS.len() {
         let cp = tables::SPACE_SEPARATORS[i] as usize;
-        bits[cp >> 6] &= !(1 << (cp & 63));
+        bits[cp / 64] &= !(1 << (cp % 64));
         i += 1;
     }
     bits
@@ -126,7 +107,10 @@ pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
         at += width;
     }
     if any_rejected {
-        measure.forbidden = first_forbidden(text, newlines);
+        measure.forbidden = text
+            .chars()
+            .enumerate()
+            .find(|&(_, c)| !harness_allows(c, newlines));
     }
     measure
 }
@@ -152,10 +136,10 @@ fn code_point_at(bytes: &[u8], at: usize) -> (u32, usize) {
 /// [`harness_allows`] for a code point of a `str`, without a branch on ASCII (mixed text
 /// would mispredict it).
 fn allowed_code_point(cp: u32, newlines: bool) -> bool {
-    match NOT_ALLOWED_BITS.get((cp >> 6) as usize) {
+    match bitmap::get(&NOT_ALLOWED_BITS, cp as usize) {
         // `\n` is a control character like the others, unless `newlines` lets it through.
-        Some(word) => (word >> (cp & 63) & 1 == 0) | (newlines & (cp == u32::from(b'\n'))),
-        None => char::from_u32(cp).is_some_and(|c| harness_allows(c, newlines)),
+        Some(rejected) => !rejected | (newlines & (cp == u32::from(b'\n'))),
+        None => char::from_u32(cp).is_some_and(|c| is_py_printable(c) || is_space_separator(c)),
     }
 }
 
@@ -174,8 +158,8 @@ fn is_plain_ascii_bytes(bytes: &[u8], newlines: bool) -> bool {
 /// Python 3.11's `str.isprintable()` for one character.
 pub fn is_py_printable(c: char) -> bool {
     let cp = c as usize;
-    match NOT_PRINTABLE_BITS.get(cp >> 6) {
-        Some(word) => word & (1 << (cp & 63)) == 0,
+    match bitmap::get(&NOT_PRINTABLE_BITS, cp) {
+        Some(not_printable) => !not_printable,
         None => !in_ranges(tables::NOT_PRINTABLE, c as u32),
     }
 }
@@ -218,18 +202,7 @@ pub fn classify(c: char) -> CharClass {
 /// The harness's printable rule for one character: printable, any Zs space, or `\n` where
 /// `newlines` allows it.
 pub fn harness_allows(c: char, newlines: bool) -> bool {
-    match c {
-        ' '..='~' => true,
-        '\n' => newlines,
-        '\0'..='\u{7f}' => false,
-        _ => {
-            let cp = c as usize;
-            match NOT_ALLOWED_BITS.get(cp >> 6) {
-                Some(word) => word & (1 << (cp & 63)) == 0,
-                None => is_py_printable(c) || is_space_separator(c),
-            }
-        }
-    }
+    allowed_code_point(c as u32, newlines)
 }
 
 /// The first character the harness's printable rule rejects: its index in characters and
@@ -264,10 +237,16 @@ mod tests {
     fn one_pass_measure_agrees_with_the_character_rule() {
         for c in (0..=0x10FFFF).filter_map(char::from_u32) {
             for newlines in [false, true] {
-                let expected = (!harness_allows(c, newlines)).then_some((0, c));
+                // The rule as its definition states it, by general category.
+                let allowed = matches!(
+                    classify(c),
+                    CharClass::Printable | CharClass::SpaceSeparator
+                ) || (newlines && c == '\n');
+                assert_eq!(harness_allows(c, newlines), allowed, "{c:?}");
+                let expected = (!allowed).then_some((0, c));
                 let one = c.to_string();
                 assert_eq!(measure_text(&one, newlines).forbidden, expected, "{c:?}");
-                // After a run of ASCII long enough to take the sixteen-byte step, and before one.
+                // Between runs of ASCII, which take the bulk check when alone.
                 let framed = format!("{}{c}{}", "a".repeat(17), "b".repeat(20));
                 let measure = measure_text(&framed, newlines);
                 assert_eq!(measure.chars, 38);
@@ -280,11 +259,11 @@ mod tests {
     fn one_pass_measure_counts_and_finds_the_first() {
         let texts = [
             "",
-            "plain ASCII text that runs well past sixteen bytes",
+            "plain ASCII text that runs well past a few words",
             "é中😀ꭰ\u{3000}x",
             "a\u{200b}b\u{7}c",
             "中中中中中中中中中中中中\u{85}中",
-            "line\nbreak and then some more text past the chunk\u{2028}",
+            "line\nbreak and then some more text before a separator\u{2028}",
         ];
         for text in texts {
             for newlines in [false, true] {

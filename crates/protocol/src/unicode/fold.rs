@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
+use super::bitmap::{self, PLANES_0_TO_2, PlaneBits};
 use super::classes::is_space_separator;
 use super::tables::{CASEFOLD, FOLD_BOUND, FOLD_MAPPED};
 
@@ -71,7 +72,13 @@ impl Key<'_> {
             Some((_, Some(folded))) => self.written_up_to(start).push_str(folded),
             None => {
                 let segment = &self.text[start..end];
-                fold_whole_into(segment, self.written_up_to(start));
+                if folds_to_itself(segment) {
+                    if let Some(out) = &mut self.out {
+                        out.push_str(segment);
+                    }
+                } else {
+                    fold_whole_into(segment, self.written_up_to(start));
+                }
             }
         }
     }
@@ -89,10 +96,7 @@ impl Key<'_> {
 
 /// Whether `c` folds alone, whatever stands around it (only answered for planes 0–2).
 fn folds_alone(c: char) -> bool {
-    let cp = c as usize;
-    FOLDS_ALONE
-        .get(cp / 64)
-        .is_some_and(|word| word >> (cp % 64) & 1 == 1)
+    bitmap::get(&FOLDS_ALONE, c as usize) == Some(true)
 }
 
 /// The fold of a character that folds alone, when it is not the character itself.
@@ -103,6 +107,14 @@ fn mapped_fold(c: char) -> Option<&'static str> {
     // The rank of the bit among the set ones is the entry's index in the table.
     let rank = usize::from(MAPPED_BEFORE[word]) + (bits & (bit - 1)).count_ones() as usize;
     (bits & bit != 0).then(|| FOLD_MAPPED[rank].1)
+}
+
+/// Whether folding leaves `text` as it is (a syllable of an Indic script with its vowel sign,
+/// a letter with an accent NFKC cannot join): already NFKC, no Zs, nothing to case-fold.
+fn folds_to_itself(text: &str) -> bool {
+    text.chars()
+        .all(|c| !is_space_separator(c) && bitmap::get(&FOLDS, c as usize) == Some(false))
+        && is_nfkc_quick(text.chars()) == IsNormalized::Yes
 }
 
 /// Appends `casefold(NFKC(text with every Zs made U+0020))`, computed over the whole text.
@@ -118,46 +130,20 @@ fn fold_whole_into(text: &str, out: &mut String) {
     }
 }
 
-/// Planes 0–2, where the tables below answer; text beyond is folded whole.
-const FOLD_TABLE_WORDS: usize = 0x3_0000 / 64;
+/// Bit `cp` set when `cp` folds alone (the complement of `FOLD_BOUND`); text with a
+/// character beyond plane 2 is folded whole.
+static FOLDS_ALONE: PlaneBits = bitmap::complement(bitmap::from_ranges(FOLD_BOUND));
 
-/// Bit `cp` set when `cp` folds alone (the complement of `FOLD_BOUND`).
-static FOLDS_ALONE: [u64; FOLD_TABLE_WORDS] = {
-    let mut bits = [u64::MAX; FOLD_TABLE_WORDS];
-    let mut i = 0;
-    while i < FOLD_BOUND.len() {
-        let (lo, hi) = FOLD_BOUND[i];
-        let mut cp = lo as usize;
-        while cp <= hi as usize && cp < FOLD_TABLE_WORDS * 64 {
-            bits[cp / 64] &= !(1 << (cp % 64));
-            cp += 1;
-        }
-        i += 1;
-    }
-    bits
-};
-
-/// Bit `cp` set when `cp` has an entry in `FOLD_MAPPED`.
-static MAPPED: [u64; FOLD_TABLE_WORDS] = {
-    let mut bits = [0u64; FOLD_TABLE_WORDS];
-    let mut i = 0;
-    while i < FOLD_MAPPED.len() {
-        let cp = FOLD_MAPPED[i].0 as usize;
-        // The generator finds no such character beyond plane 2; a test holds it to that.
-        if cp < FOLD_TABLE_WORDS * 64 {
-            bits[cp / 64] |= 1 << (cp % 64);
-        }
-        i += 1;
-    }
-    bits
-};
+/// Bit `cp` set when `cp` has an entry in `FOLD_MAPPED` (none lies beyond plane 2: a test
+/// holds the generator to that).
+static MAPPED: PlaneBits = bitmap::from_points(FOLD_MAPPED);
 
 /// How many `MAPPED` bits are set in the words before each word.
-static MAPPED_BEFORE: [u16; FOLD_TABLE_WORDS] = {
-    let mut before = [0u16; FOLD_TABLE_WORDS];
+static MAPPED_BEFORE: [u16; PLANES_0_TO_2 / 64] = {
+    let mut before = [0u16; PLANES_0_TO_2 / 64];
     let mut count = 0;
     let mut word = 0;
-    while word < FOLD_TABLE_WORDS {
+    while word < before.len() {
         before[word] = count;
         count += MAPPED[word].count_ones() as u16;
         word += 1;
@@ -165,31 +151,16 @@ static MAPPED_BEFORE: [u16; FOLD_TABLE_WORDS] = {
     before
 };
 
-/// Bit `cp` set when `cp` (in planes 0 and 1, where every folding character lives) has a case
-/// folding: most characters have none, and this spares them the table search.
-static FOLDS: [u64; 0x2_0000 / 64] = {
-    let mut bits = [0u64; 0x2_0000 / 64];
-    let mut i = 0;
-    while i < CASEFOLD.len() {
-        let cp = CASEFOLD[i].0 as usize;
-        if cp < 0x2_0000 {
-            bits[cp / 64] |= 1 << (cp % 64);
-        }
-        i += 1;
-    }
-    bits
-};
+/// Bit `cp` set when `cp` has a case folding: most characters have none, and this spares them
+/// the table search.
+static FOLDS: PlaneBits = bitmap::from_points(CASEFOLD);
 
 fn push_casefolded(c: char, out: &mut String) {
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
         return;
     }
-    let cp = c as usize;
-    if FOLDS
-        .get(cp / 64)
-        .is_some_and(|bits| bits & (1 << (cp % 64)) == 0)
-    {
+    if bitmap::get(&FOLDS, c as usize) == Some(false) {
         out.push(c);
         return;
     }
@@ -202,7 +173,7 @@ fn push_casefolded(c: char, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::uniqueness_key as key;
-    use super::{FOLD_MAPPED, FOLD_TABLE_WORDS, fold_whole_into, folds_alone};
+    use super::{FOLD_MAPPED, PLANES_0_TO_2, fold_whole_into, folds_alone};
     use crate::unicode::harness_allows;
 
     #[test]
@@ -210,7 +181,7 @@ mod tests {
         assert!(
             FOLD_MAPPED
                 .iter()
-                .all(|&(cp, _)| (cp as usize) < FOLD_TABLE_WORDS * 64)
+                .all(|&(cp, _)| (cp as usize) < PLANES_0_TO_2)
         );
         assert!(FOLD_MAPPED.windows(2).all(|pair| pair[0].0 < pair[1].0));
     }

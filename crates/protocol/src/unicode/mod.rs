@@ -5,6 +5,7 @@
 //! rejects it, and so must askgate: otherwise it could hand back text a Python host refuses.
 //! The tables in [`tables`](self) are generated from CPython 3.11 by a committed script.
 
+mod bitmap;
 mod classes;
 mod fold;
 mod repr;
