@@ -211,8 +211,7 @@ pub(super) fn special_byte(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// The index of the first byte JSON strings cannot hold as is: `"`, `\\` or a control
-/// character. Sixteen bytes at a time in a vector register; the last few bytes are copied into
-/// a block padded with a byte that is none of these.
+/// character. Sixteen bytes at a time in a vector register, then byte by byte.
 pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
     let mut blocks = bytes.chunks_exact(16);
     let mut offset = 0;
@@ -224,10 +223,10 @@ pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
         }
         offset += 16;
     }
+    // Fewer than sixteen left: the strings written whole are mostly this short.
     let rest = blocks.remainder();
-    let mut lanes = [b' '; 16];
-    lanes[..rest.len()].copy_from_slice(rest);
-    first_special_in(lanes).map(|at| offset + at)
+    let special = |&b: &u8| b == b'"' || b == b'\\' || b < 0x20;
+    rest.iter().position(special).map(|at| offset + at)
 }
 
 /// The first special byte of one block of sixteen.
