@@ -2,9 +2,12 @@
 //! vector's tool arguments, and on mutations of each that break them in every way a byte can
 //! (dropped, doubled, replaced by punctuation, escapes, numbers, duplicate keys).
 
-use askgate_protocol::harness::{CheckedArgs, TopLevelExtras, check_args_json, validate_args};
+use askgate_protocol::harness::{
+    CheckedArgs, ResponseRef, TopLevelExtras, check_args_json, validate_args,
+};
 use askgate_protocol::json_mutate;
 use askgate_protocol::json_node::Node;
+use askgate_protocol::json_scan::Scanner;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -14,33 +17,35 @@ const VECTORS: &str = include_str!("../../../tests/data/conformance/vectors.json
 /// Keys and lax values the harness arguments use, so mutations repeat and misplace them.
 const KEYS: [&str; 3] = ["\"yes\"", "\"header\":\"X\",", "\"label\":\"Red\","];
 
-/// Every harness vector's `args`, as written, and mutations of each.
-fn args_and_mutations() -> Vec<String> {
+/// The inputs of the harness vectors, their values as written.
+#[derive(Deserialize)]
+struct Input<'a> {
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    response: Option<&'a RawValue>,
+}
+
+fn harness_inputs() -> impl Iterator<Item = Input<'static>> {
     #[derive(Deserialize)]
     struct Vector<'a> {
         dialect: &'a str,
         #[serde(borrow)]
         input: Input<'a>,
     }
-    #[derive(Deserialize)]
-    struct Input<'a> {
-        #[serde(borrow, default)]
-        args: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        request: Option<&'a RawValue>,
-    }
+    VECTORS.lines().filter_map(|line| {
+        let vector = serde_json::from_str::<Vector<'static>>(line).ok()?;
+        (vector.dialect == "harness").then_some(vector.input)
+    })
+}
+
+/// Every harness vector's `args`, as written, and mutations of each.
+fn args_and_mutations() -> Vec<String> {
     let mut texts = Vec::new();
-    for line in VECTORS.lines() {
-        let Ok(vector) = serde_json::from_str::<Vector<'_>>(line) else {
-            continue;
-        };
-        if vector.dialect != "harness" {
-            continue;
-        }
-        for args in [vector.input.args, vector.input.request]
-            .into_iter()
-            .flatten()
-        {
+    for input in harness_inputs() {
+        for args in [input.args, input.request].into_iter().flatten() {
             let args = args.get();
             texts.push(args.to_owned());
             let seed = texts.len() as u64 + 1;
@@ -83,5 +88,48 @@ fn borrowed_readers_judge_as_serde_json_values_do() {
     assert!(
         as_trees * 4 > compared,
         "only {as_trees} trees of {compared}"
+    );
+}
+
+/// The scanner's response reader reads what serde reads into `ResponseRef`, the same way, and
+/// gives up on whatever serde refuses: on every harness vector's `response` and mutations.
+#[test]
+fn responses_read_by_the_scanner_as_serde_reads_them() {
+    const RESPONSE_KEYS: [&str; 4] = [
+        "\"cancelled\":true,",
+        "\"selected\":[\"Red\"],",
+        "\"custom_answer\":null,",
+        "\"header\":\"Color\",",
+    ];
+    let mut texts = Vec::new();
+    for response in harness_inputs().filter_map(|input| input.response) {
+        let seed = texts.len() as u64 + 7;
+        texts.push(response.get().to_owned());
+        texts.extend(json_mutate::mutations(
+            response.get(),
+            80,
+            seed,
+            &RESPONSE_KEYS,
+        ));
+    }
+    let (mut read, mut refused, mut left_to_serde) = (0, 0, 0);
+    for text in &texts {
+        let by_serde = serde_json::from_str::<ResponseRef<'_>>(text);
+        let mut scanner = Scanner::new(text);
+        let by_scanner = ResponseRef::read_at(&mut scanner).filter(|_| scanner.end().is_some());
+        match (by_scanner, by_serde) {
+            (Some(ours), Ok(theirs)) => {
+                assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{text}");
+                read += 1;
+            }
+            (Some(ours), Err(e)) => panic!("{text}: read as {ours:?}, serde refuses: {e}"),
+            (None, Ok(_)) => left_to_serde += 1,
+            (None, Err(_)) => refused += 1,
+        }
+    }
+    // Most of what serde reads, the scanner reads too; most mutations break the response.
+    assert!(
+        read > 500 && refused > 1_000 && left_to_serde * 4 < read,
+        "{read} read, {refused} refused, {left_to_serde} left to serde"
     );
 }

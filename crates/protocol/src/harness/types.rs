@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::validate::validate_questions;
+use crate::json_scan::Scanner;
 
 /// One choice the user can pick (`QuestionOption`), as stored after validation: stripped,
 /// with `description: null` when it was omitted.
@@ -147,6 +148,65 @@ pub struct ResponseRef<'a> {
     pub(crate) answers: Vec<AnswerRef<'a>>,
     #[serde(default)]
     pub(crate) cancelled: bool,
+}
+
+impl<'a> ResponseRef<'a> {
+    /// Reads a response where `scanner` stands, as serde reads it into this type, with its
+    /// strings borrowed. `None` wherever serde could see it otherwise (a list for the object, a
+    /// repeated or unknown key, a value of another type), the scanner then left anywhere: the
+    /// caller then asks serde, which also words the error.
+    pub fn read_at(scanner: &mut Scanner<'a>) -> Option<Self> {
+        let (mut answers, mut cancelled) = (None, None);
+        scanner.object(|scanner, key| {
+            match key {
+                "answers" if answers.is_none() => answers = Some(list_of(scanner, read_answer)?),
+                "cancelled" if cancelled.is_none() => cancelled = Some(scanner.boolean()?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        Some(ResponseRef {
+            answers: answers.unwrap_or_default(),
+            cancelled: cancelled.unwrap_or(false),
+        })
+    }
+}
+
+fn read_answer<'a>(scanner: &mut Scanner<'a>) -> Option<AnswerRef<'a>> {
+    let (mut header, mut selected, mut custom_answer) = (None, None, None);
+    let text = |scanner: &mut Scanner<'a>| scanner.string().map(Text);
+    scanner.object(|scanner, key| {
+        match key {
+            "header" if header.is_none() => header = Some(text(scanner)?),
+            "selected" if selected.is_none() => selected = Some(list_of(scanner, text)?),
+            "custom_answer" if custom_answer.is_none() => {
+                custom_answer = Some(if scanner.null() {
+                    None
+                } else {
+                    Some(text(scanner)?)
+                });
+            }
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Some(AnswerRef {
+        header: header?,
+        selected: selected.unwrap_or_default(),
+        custom_answer: custom_answer.flatten(),
+    })
+}
+
+fn list_of<'a, T>(
+    scanner: &mut Scanner<'a>,
+    mut read: impl FnMut(&mut Scanner<'a>) -> Option<T>,
+) -> Option<Vec<T>> {
+    let mut items = Vec::new();
+    scanner.array(|scanner| {
+        items.push(read(scanner)?);
+        Some(())
+    })?;
+    Some(items)
 }
 
 /// One answer of a [`ResponseRef`].

@@ -19,6 +19,8 @@ pub(super) struct HarnessInput<'a> {
     args_json: Option<Cow<'a, str>>,
     request: Option<&'a str>,
     response: Option<&'a str>,
+    /// The response read on the way through the line, when the scanner could.
+    response_read: Option<ResponseRef<'a>>,
     timed_out: Option<Value>,
     /// What the fast path made of `args` and `request` on the way through the line.
     checked_args: FastArgs<'a>,
@@ -80,6 +82,7 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
         args_json: None,
         request: None,
         response: None,
+        response_read: None,
         timed_out: None,
         checked_args: FastArgs::NotTried,
         checked_request: FastArgs::NotTried,
@@ -97,7 +100,8 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
                 (input.request, input.checked_request) = (Some(text), checked);
             }
             "response" if input.response.is_none() => {
-                input.response = Some(scanner.value_span()?);
+                let (text, read) = read_response(scanner)?;
+                (input.response, input.response_read) = (Some(text), read);
             }
             "timed_out" if !timed_out_seen => {
                 timed_out_seen = true;
@@ -129,6 +133,18 @@ fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, FastArgs<'a>)> {
     Some((scanner.value_span()?, FastArgs::GaveUp))
 }
 
+/// A response inside the line: its text, and what it reads as when the scanner can read it
+/// (which spares serde reading it again).
+fn read_response<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, Option<ResponseRef<'a>>)> {
+    let start = scanner.mark();
+    let before = scanner.clone();
+    if let Some(response) = ResponseRef::read_at(scanner) {
+        return Some((scanner.text_from(start), Some(response)));
+    }
+    *scanner = before;
+    Some((scanner.value_span()?, None))
+}
+
 /// A `request` input: the tool call's arguments as an object or as JSON text.
 #[derive(Deserialize)]
 struct RequestInput<'a> {
@@ -147,6 +163,8 @@ struct ResultInput<'a> {
     request: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "present")]
     response: Option<&'a str>,
+    #[serde(skip)]
+    response_read: Option<ResponseRef<'a>>,
     #[serde(default)]
     timed_out: Option<Value>,
     #[serde(skip)]
@@ -168,6 +186,7 @@ pub(super) fn judge_into(kind: &str, input: HarnessInput<'_>, out: &mut Vec<u8>)
             let parsed = ResultInput {
                 request: input.request,
                 response: input.response,
+                response_read: input.response_read,
                 timed_out: input.timed_out,
                 checked: input.checked_request,
             };
@@ -207,14 +226,14 @@ fn unknown_kind(kind: &str) -> String {
 
 /// Appends a response or render line's answer to `out`; a result is written by hand, the
 /// bytes `serde_json` would write.
-fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
+fn result_into(kind: &str, mut parsed: ResultInput<'_>, out: &mut Vec<u8>) {
     if kind == "render" && parsed.timed_out == Some(Value::Bool(true)) {
         out.extend_from_slice(br#"{"ok":true,"normalized":"#);
         push_str(out, harness::TIMED_OUT);
         out.push(b'}');
         return;
     }
-    let verdict = match borrowed_result(&parsed) {
+    let verdict = match borrowed_result(&mut parsed) {
         Some(verdict) => verdict.map_err(ResultError::Answer),
         None => harness_result(parsed).map(|result| match result {
             harness::ToolResult::Text(sentence) => ResultText::Sentence(sentence),
@@ -254,11 +273,14 @@ fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
 
 /// The verdict on a response to questions the fast path read, the response read with its
 /// strings borrowed; `None` when [`harness_result`] must decide (and word any error).
-fn borrowed_result(parsed: &ResultInput<'_>) -> Option<Result<ResultText, ResponseError>> {
+fn borrowed_result(parsed: &mut ResultInput<'_>) -> Option<Result<ResultText, ResponseError>> {
     let FastArgs::Valid(questions) = &parsed.checked else {
         return None;
     };
-    let response = serde_json::from_str::<ResponseRef<'_>>(parsed.response?).ok()?;
+    let response = match parsed.response_read.take() {
+        Some(response) => response,
+        None => serde_json::from_str::<ResponseRef<'_>>(parsed.response?).ok()?,
+    };
     Some(questions.result_text(&response))
 }
 
