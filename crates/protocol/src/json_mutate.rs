@@ -12,13 +12,7 @@ pub const JSON_PIECES: [&str; 15] = [
 /// Up to `per_text` mutations of `text`, chosen by a xorshift generator seeded with `seed`;
 /// `extra_pieces` are inserted beside [`JSON_PIECES`].
 pub fn mutations(text: &str, per_text: usize, seed: u64, extra_pieces: &[&str]) -> Vec<String> {
-    let mut state = seed | 1;
-    let mut next = move |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        usize::try_from(state % bound.max(1) as u64).unwrap_or(0)
-    };
+    let mut next = xorshift(seed);
     let pieces: Vec<&str> = JSON_PIECES.iter().chain(extra_pieces).copied().collect();
     let mut mutated = Vec::with_capacity(per_text);
     for _ in 0..per_text {
@@ -45,4 +39,16 @@ pub fn mutations(text: &str, per_text: usize, seed: u64, extra_pieces: &[&str]) 
         }
     }
     mutated
+}
+
+/// A small deterministic generator for tests: each call gives a number below its bound (0 for
+/// a bound of 0), the same sequence for the same `seed`.
+pub fn xorshift(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed | 1;
+    move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound.max(1) as u64).unwrap_or(0)
+    }
 }

@@ -294,13 +294,7 @@ mod tests {
                 '\u{10ffff}',
             ])
             .collect();
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::json_mutate::xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let text: String = (0..next(40))
                 .map(|_| match next(3) {

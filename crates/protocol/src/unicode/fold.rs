@@ -200,13 +200,7 @@ mod tests {
             .copied()
             .filter(|&c| !folds_alone(c) || key(&c.to_string()) != c.to_string())
             .collect();
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::json_mutate::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut with_bound = 0;
         for _ in 0..200_000 {
             let len = 1 + next(6);
