@@ -119,30 +119,40 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
 /// Tool arguments inside the line: their text, and the valid questions when the fast path
 /// could read them there and then (which spares reading them twice).
 fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, FastArgs<'a>)> {
-    let start = scanner.mark();
-    let before = scanner.clone();
-    if let Some(checked) = harness::check_args_at(scanner) {
-        return Some((scanner.text_from(start), FastArgs::Valid(checked)));
+    if let Some((text, checked)) = read_whole(scanner, harness::check_args_at) {
+        return Some((text, FastArgs::Valid(checked)));
     }
     // Invalid arguments: read them again, as a tree the full validator can take.
-    *scanner = before.clone();
-    if let Some(tree) = Node::read_at(scanner) {
-        return Some((scanner.text_from(start), FastArgs::Tree(tree)));
+    if let Some((text, tree)) = read_whole(scanner, Node::read_at) {
+        return Some((text, FastArgs::Tree(tree)));
     }
-    *scanner = before;
     Some((scanner.value_span()?, FastArgs::GaveUp))
 }
 
 /// A response inside the line: its text, and what it reads as when the scanner can read it
 /// (which spares serde reading it again).
 fn read_response<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, Option<ResponseRef<'a>>)> {
+    if let Some((text, response)) = read_whole(scanner, ResponseRef::read_at) {
+        return Some((text, Some(response)));
+    }
+    Some((scanner.value_span()?, None))
+}
+
+/// The value where `scanner` stands as `read` reads it, and its text; when `read` gives up,
+/// `None` with the scanner put back where it stood, for another reader to try.
+fn read_whole<'a, T>(
+    scanner: &mut Scanner<'a>,
+    read: impl FnOnce(&mut Scanner<'a>) -> Option<T>,
+) -> Option<(&'a str, T)> {
     let start = scanner.mark();
     let before = scanner.clone();
-    if let Some(response) = ResponseRef::read_at(scanner) {
-        return Some((scanner.text_from(start), Some(response)));
+    match read(scanner) {
+        Some(value) => Some((scanner.text_from(start), value)),
+        None => {
+            *scanner = before;
+            None
+        }
     }
-    *scanner = before;
-    Some((scanner.value_span()?, None))
 }
 
 /// A `request` input: the tool call's arguments as an object or as JSON text.
