@@ -78,6 +78,34 @@ fn validate_answers_every_line_in_order() {
     }
 }
 
+/// Input poured through a pipe (read as it arrives, several reads to a block) and the same
+/// input in a file (read in whole blocks) get the same answers, byte for byte.
+#[test]
+fn validate_answers_a_pipe_and_a_file_alike() {
+    let vectors = data("conformance/vectors.jsonl");
+    // Several of the 2 MiB blocks, with an unfinished last line.
+    let mut input = vectors.repeat((8 << 20) / vectors.len() + 1).into_bytes();
+    input.extend_from_slice(br#"{"dialect":"harness","kind":"#);
+    let piped = askgate(&["validate"], &input);
+    assert!(piped.status.success());
+
+    let path = std::env::temp_dir().join(format!("askgate-cli-file-{}", std::process::id()));
+    std::fs::write(&path, &input).expect("write the input file");
+    let from_file = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .arg("validate")
+        .stdin(std::fs::File::open(&path).expect("open the input file"))
+        .output()
+        .expect("askgate runs");
+    std::fs::remove_file(&path).ok();
+    assert!(from_file.status.success());
+    let lines = input.iter().filter(|&&b| b == b'\n').count() + 1;
+    assert_eq!(piped.stdout.iter().filter(|&&b| b == b'\n').count(), lines);
+    assert!(
+        piped.stdout == from_file.stdout,
+        "the piped and the file answers differ"
+    );
+}
+
 /// `askgate schema --dialect deepagents` prints the function tool LangChain sends the model.
 #[test]
 fn deepagents_schema_equals_what_langchain_sends() {

@@ -52,7 +52,7 @@ use pipeline::{BLOCK_BYTES, Source};
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
-    judge_stream(input, output, false)
+    judge_stream(input, output, false, || false)
 }
 
 /// [`run`] on this process's stdin. When stdin is a regular file, which no read waits on, it
@@ -62,9 +62,45 @@ pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Res
 /// As [`run`].
 pub fn run_stdin(output: impl Write) -> anyhow::Result<()> {
     match stdin_file() {
-        Some(file) => judge_stream(file, output, true),
-        None => judge_stream(std::io::stdin(), output, false),
+        Some(file) => judge_stream(file, output, true, || false),
+        None => {
+            widen_stdin_pipe();
+            judge_stream(std::io::stdin(), output, false, stdin_has_more)
+        }
     }
+}
+
+/// The most a pipe on stdin is widened to: Linux lets any process have pipes this large by
+/// default (`/proc/sys/fs/pipe-max-size`), and a wider pipe lets a writer that is ahead hand
+/// over more per read than the default 64 KiB.
+#[cfg(target_os = "linux")]
+const STDIN_PIPE_BYTES: usize = 1 << 20;
+
+#[cfg(target_os = "linux")]
+fn widen_stdin_pipe() {
+    // Not a pipe, or a limit that forbids it: stdin is read as it is.
+    let _ = rustix::pipe::fcntl_setpipe_size(std::io::stdin(), STDIN_PIPE_BYTES);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn widen_stdin_pipe() {}
+
+/// Whether more of stdin has arrived (or it has ended), so reading it now would not wait.
+#[cfg(unix)]
+fn stdin_has_more() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let mut waiting = [PollFd::new(&stdin, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut waiting, Some(&now)).is_ok_and(|ready| ready > 0)
+}
+
+#[cfg(not(unix))]
+fn stdin_has_more() -> bool {
+    false
 }
 
 #[cfg(unix)]
@@ -84,12 +120,14 @@ fn judge_stream(
     input: impl Read + Send + 'static,
     output: impl Write,
     whole_reads: bool,
+    more_waiting: fn() -> bool,
 ) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let mut output = std::io::BufWriter::with_capacity(16 << 10, output);
     let source = Source {
         block_bytes: BLOCK_BYTES,
         whole_reads,
+        more_waiting,
     };
     pipeline::run(input, &mut output, source, workers, answer_block)
 }

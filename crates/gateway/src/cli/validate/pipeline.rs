@@ -19,11 +19,18 @@ use super::stream::{BlockReader, split_lines};
 /// Input read but not yet answered, at most (a single longer line is still taken whole).
 pub(super) const MAX_BYTES_IN_FLIGHT: usize = 3 * BLOCK_BYTES;
 
+/// Blocks read but not yet answered, at most: a stream that arrives in small blocks would
+/// otherwise keep many more buffers than [`MAX_BYTES_IN_FLIGHT`] needs.
+const MAX_BLOCKS_IN_FLIGHT: usize = 3;
+
 /// The most one read hands over as a block.
 pub(super) const BLOCK_BYTES: usize = 2 << 20;
 
 /// Runs a block is cut into per worker: small enough that workers finish together.
 const RUNS_PER_WORKER: usize = 4;
+
+/// The least a run is cut to hold: below it, handing a run over costs more than sharing it.
+const MIN_RUN_BYTES: usize = 16 << 10;
 
 /// How the input is read.
 #[derive(Clone, Copy)]
@@ -32,6 +39,8 @@ pub(super) struct Source {
     pub(super) block_bytes: usize,
     /// The input is a regular file: read whole blocks, nothing will keep a read waiting.
     pub(super) whole_reads: bool,
+    /// Whether more of the input has arrived and waits to be read (for other inputs).
+    pub(super) more_waiting: fn() -> bool,
 }
 
 /// Lines to judge: a range of a block.
@@ -56,6 +65,8 @@ struct State {
     made: u64,
     /// Input bytes read and not yet written out.
     in_flight: usize,
+    /// Blocks read and not yet written out.
+    blocks_in_flight: usize,
     /// The input ended (or failed: `error`).
     ended: bool,
     error: Option<anyhow::Error>,
@@ -106,6 +117,7 @@ pub(super) fn run(
     let Source {
         block_bytes,
         whole_reads,
+        more_waiting,
     } = source;
     let workers = workers.max(1);
     let shared = Arc::new(Shared {
@@ -118,7 +130,7 @@ pub(super) fn run(
     let reader = Arc::clone(&shared);
     let runs_per_block = workers * RUNS_PER_WORKER;
     std::thread::spawn(move || {
-        let blocks = BlockReader::new(block_bytes, whole_reads);
+        let blocks = BlockReader::new(block_bytes, whole_reads, more_waiting);
         read_all(&reader, input, blocks, block_bytes, runs_per_block);
     });
     std::thread::scope(|scope| {
@@ -148,7 +160,8 @@ fn read_all(
         let mut state = shared.lock();
         let arrived = block.as_ref().map_or(0, Vec::len);
         while state.in_flight > 0
-            && state.in_flight + arrived > MAX_BYTES_IN_FLIGHT.max(block_bytes)
+            && (state.in_flight + arrived > MAX_BYTES_IN_FLIGHT.max(block_bytes)
+                || state.blocks_in_flight >= MAX_BLOCKS_IN_FLIGHT)
             && !state.closed
         {
             state = shared.wait(&shared.room, state);
@@ -160,13 +173,15 @@ fn read_all(
             Ok(block) if block.is_empty() => state.ended = true,
             Ok(block) => {
                 let block = Arc::new(block);
-                for lines in split_lines(&block, runs_per_block) {
+                let runs = runs_per_block.min(block.len() / MIN_RUN_BYTES).max(1);
+                for lines in split_lines(&block, runs) {
                     let seq = state.made;
                     state.made += 1;
                     let block = Arc::clone(&block);
                     state.runs.push_back(Run { seq, block, lines });
                 }
                 state.in_flight += arrived;
+                state.blocks_in_flight += 1;
             }
             Err(e) => {
                 state.ended = true;
@@ -236,9 +251,12 @@ fn write_all(shared: &Shared, output: &mut impl Write, keep_bytes: usize) -> any
             if answers.capacity() <= keep_bytes {
                 state.spare_answers.push(answers);
             }
-            if let Some(mut block) = block.filter(|b| b.capacity() <= keep_bytes) {
-                block.clear();
-                state.spare_blocks.push(block);
+            if let Some(mut block) = block {
+                state.blocks_in_flight -= 1;
+                if block.capacity() <= keep_bytes {
+                    block.clear();
+                    state.spare_blocks.push(block);
+                }
             }
             state.in_flight -= bytes;
             shared.room.notify_all();

@@ -14,13 +14,16 @@ pub(super) struct BlockReader {
     carry: Vec<u8>,
     /// The source is a regular file: a read never waits for data to arrive.
     whole_reads: bool,
+    /// Whether more input is waiting, so a read now would not wait for it.
+    more_waiting: fn() -> bool,
     ended: bool,
 }
 
 impl BlockReader {
     /// A reader of blocks of up to `block_bytes` (more only to finish a line); `whole_reads`
     /// when the source is a regular file, which is then read straight into each block.
-    pub(super) fn new(block_bytes: usize, whole_reads: bool) -> Self {
+    /// `more_waiting` tells whether more of any other source has already arrived.
+    pub(super) fn new(block_bytes: usize, whole_reads: bool, more_waiting: fn() -> bool) -> Self {
         BlockReader {
             scratch: if whole_reads {
                 Vec::new()
@@ -29,13 +32,15 @@ impl BlockReader {
             },
             carry: Vec::new(),
             whole_reads,
+            more_waiting,
             ended: false,
         }
     }
 
-    /// The next block of whole lines: the whole lines one read brought (so lines that trickle
-    /// in through a pipe or a socket are answered without waiting for more), reading on only
-    /// to finish a line; empty once the stream has ended.
+    /// The next block of whole lines: the whole lines the reads brought while input kept
+    /// arriving (so lines that trickle in through a pipe or a socket are answered without
+    /// waiting for more, and a stream that pours in is cut in large blocks), reading on only to
+    /// finish a line; empty once the stream has ended.
     pub(super) fn next_block(
         &mut self,
         input: &mut impl Read,
@@ -44,6 +49,8 @@ impl BlockReader {
     ) -> anyhow::Result<Vec<u8>> {
         block.clear();
         block.append(&mut self.carry);
+        // Where the block's last whole line ends, once a read has brought a line end.
+        let mut whole_lines = None;
         while !self.ended {
             let start = block.len();
             let read = if self.whole_reads {
@@ -55,8 +62,12 @@ impl BlockReader {
                     .read_to_end(&mut block)
                     .context("reading stdin")?
             } else {
-                // One read: whatever has arrived, never waiting for a whole block.
-                let read = read_retrying(input, &mut self.scratch)?;
+                // One read: whatever has arrived, never waiting for a whole block, and no more
+                // than fits the block (so it is not reallocated) unless a line is unfinished.
+                let room = block_bytes.saturating_sub(block.len());
+                let want = if room > 0 { room } else { usize::MAX };
+                let want = want.min(self.scratch.len());
+                let read = read_retrying(input, &mut self.scratch[..want])?;
                 block.extend_from_slice(&self.scratch[..read]);
                 read
             };
@@ -65,8 +76,15 @@ impl BlockReader {
                 break;
             }
             if let Some(end) = memchr::memrchr(b'\n', &block[start..]) {
-                self.carry.extend_from_slice(&block[start + end + 1..]);
-                block.truncate(start + end + 1);
+                whole_lines = Some(start + end + 1);
+            }
+            let room = block.len() < block_bytes;
+            if !self.whole_reads && room && (self.more_waiting)() {
+                continue;
+            }
+            if let Some(end) = whole_lines {
+                self.carry.extend_from_slice(&block[end..]);
+                block.truncate(end);
                 return Ok(block);
             }
         }

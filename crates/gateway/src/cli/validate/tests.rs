@@ -24,11 +24,13 @@ fn sample() -> Vec<u8> {
 #[test]
 fn blocks_end_at_line_ends_and_lose_nothing() {
     let input = sample();
-    for (block_bytes, whole_reads) in [1, 2, 7, 64, 1000, 1 << 20]
+    // Each size read as a file, as a stream that trickles in, and as one that pours in.
+    let reads: [(bool, fn() -> bool); 3] = [(true, || false), (false, || false), (false, || true)];
+    for (block_bytes, (whole_reads, more_waiting)) in [1, 2, 7, 64, 1000, 1 << 20]
         .into_iter()
-        .flat_map(|bytes| [(bytes, false), (bytes, true)])
+        .flat_map(|bytes| reads.map(|read| (bytes, read)))
     {
-        let mut reader = BlockReader::new(block_bytes, whole_reads);
+        let mut reader = BlockReader::new(block_bytes, whole_reads, more_waiting);
         let mut stream = input.as_slice();
         let mut joined = Vec::new();
         loop {
@@ -82,12 +84,15 @@ fn small_reads_and_small_blocks_give_the_same_answers() {
     let input = sample();
     let mut whole = Vec::new();
     run(std::io::Cursor::new(input.clone()), &mut whole).unwrap();
-    for (block_bytes, workers) in [(1, 1), (7, 2), (64, 3)] {
+    // Block size, workers, and whether the stream pours in (more is always waiting).
+    let cases = [(1, 1, false), (7, 2, false), (64, 3, false), (64, 2, true)];
+    for (block_bytes, workers, pours) in cases {
         let mut trickled = Vec::new();
         let input = Trickle(input.clone(), 0);
         let source = Source {
             block_bytes,
             whole_reads: false,
+            more_waiting: if pours { || true } else { || false },
         };
         pipeline::run(input, &mut trickled, source, workers, answer_block).unwrap();
         assert_eq!(
@@ -145,6 +150,7 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
         let source = Source {
             block_bytes,
             whole_reads: false,
+            more_waiting: || false,
         };
         let input = Feed(received, Vec::new());
         pipeline::run(input, &mut output, source, 2, answer_block).ok();
@@ -195,6 +201,7 @@ fn a_closed_output_stops_every_thread_with_an_error() {
         let source = Source {
             block_bytes: 4096,
             whole_reads: true,
+            more_waiting: || false,
         };
         let input = std::io::Cursor::new(input);
         let ended = pipeline::run(input, &mut output, source, 2, answer_block);
