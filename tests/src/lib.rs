@@ -3,6 +3,7 @@
 //! - [`server`]: a real gateway on port 0 and a headless WebSocket client.
 //! - [`browser`]: headless Chromium through chromedriver, for the answer page.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
+//! - [`deepagents_gen`]: the same for the deepagents dialect.
 //! - [`oracle`]: the real Python packages as a subprocess.
 
 pub mod browser;
