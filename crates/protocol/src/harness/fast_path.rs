@@ -2,10 +2,13 @@
 //!
 //! Most calls a model makes are valid. Reading them into `serde_json::Value` costs a map per
 //! object and a string per field; reading them with the [`Scanner`] costs a few small lists,
-//! and strings written without escapes are never copied. Anything this path does not take as
-//! is (a lax boolean such as `"yes"`, a duplicate key, an unknown field, a rule broken) returns
-//! `None`, and the caller judges the input with the full validator, which also finds every
-//! error. Both apply the same [`rules`](super::rules).
+//! and strings written without escapes are never copied. Calls of the right shape whose text
+//! breaks the harness's rules (a length, a character, a count, a duplicate) are refused here
+//! too, with every error the full validator would list, in its order
+//! ([`refusals`](super::refusals)). Anything else this path does not take as is (a lax boolean
+//! such as `"yes"`, a duplicate key, an unknown or missing field, a wrong type) returns
+//! `None`, and the caller judges the input with the full validator. Both apply the same
+//! [`rules`](super::rules) and word errors alike ([`field_errors`](super::field_errors)).
 
 use std::borrow::Cow;
 
@@ -13,8 +16,10 @@ use serde::Serialize;
 
 use super::check::{QuestionFacts, ResponseError, check_answers};
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use super::refusals::{OptionText, QuestionText, Refusals};
 use super::render::{ResultText, answers_text};
-use super::rules::{TextRule, any_folded_duplicate, check_text, lax_bool_number, lax_bool_word};
+use super::rules::{TextProblem, TextRule, any_folded_duplicate, check_text};
+use super::rules::{lax_bool_number, lax_bool_word};
 use super::types::ResponseRef;
 use super::types::{HarnessQuestions, Question, QuestionOption};
 use super::validate::{TopLevelExtras, validate_args, validate_view};
@@ -130,10 +135,11 @@ pub fn check_args_json(
     text: &str,
     extras: TopLevelExtras,
 ) -> Result<CheckedArgs<'_>, ValidationErrors> {
-    if let Some(questions) = read(text, extras) {
-        return Ok(CheckedArgs(Checked::Borrowed(questions)));
+    match read(text, extras) {
+        Some(Ok(questions)) => Ok(CheckedArgs(Checked::Borrowed(questions))),
+        Some(Err(errors)) => Err(errors),
+        None => check_args_json_fully(text, extras),
     }
-    check_args_json_fully(text, extras)
 }
 
 /// [`check_args_json`] without the fast path, for text it already gave up on (through
@@ -195,30 +201,36 @@ impl QuestionRef<'_> {
     }
 }
 
-/// The valid questions of `text`, or `None` when the full validator must decide.
-fn read(text: &str, extras: TopLevelExtras) -> Option<Vec<QuestionRef<'_>>> {
+/// The valid questions of `text`, or the errors of arguments whose shape is right but whose
+/// rules are broken; `None` when the full validator must decide.
+fn read(text: &str, extras: TopLevelExtras) -> Option<Judged<'_>> {
     let mut scanner = Scanner::new(text);
-    let questions = read_args(&mut scanner, extras)?;
+    let judged = read_args(&mut scanner, extras)?;
     scanner.end()?;
-    Some(questions)
+    Some(judged)
 }
 
-/// Reads valid tool arguments (top-level keys other than `questions` refused) where `scanner`
-/// stands, inside a larger text; `None` when the full validator must decide, the scanner then
-/// left anywhere.
-pub fn check_args_at<'a>(scanner: &mut Scanner<'a>) -> Option<CheckedArgs<'a>> {
-    let questions = read_args(scanner, TopLevelExtras::Forbid)?;
-    Some(CheckedArgs(Checked::Borrowed(questions)))
-}
+/// Valid questions, or every error the full validator would list, in its order.
+type Judged<'a> = Result<Vec<QuestionRef<'a>>, ValidationErrors>;
 
-fn read_args<'a>(
+/// Reads tool arguments (top-level keys other than `questions` refused) where `scanner`
+/// stands, inside a larger text: the valid questions, or, when only the harness's rules are
+/// broken (lengths, characters, counts, duplicates), every error exactly as the full
+/// validator lists them. `None` when the full validator must decide (a missing or unknown
+/// field, a wrong type...), the scanner then left anywhere.
+pub fn check_args_at<'a>(
     scanner: &mut Scanner<'a>,
-    extras: TopLevelExtras,
-) -> Option<Vec<QuestionRef<'a>>> {
+) -> Option<Result<CheckedArgs<'a>, ValidationErrors>> {
+    let judged = read_args(scanner, TopLevelExtras::Forbid)?;
+    Some(judged.map(|questions| CheckedArgs(Checked::Borrowed(questions))))
+}
+
+fn read_args<'a>(scanner: &mut Scanner<'a>, extras: TopLevelExtras) -> Option<Judged<'a>> {
+    let mut refusals = Refusals::default();
     let mut questions = None;
     scanner.object(|scanner, key| match key {
         "questions" if questions.is_none() => {
-            questions = Some(read_questions(scanner)?);
+            questions = Some(read_questions(scanner, &mut refusals)?);
             Some(())
         }
         // Read, not skipped: a deferred call's extra keys are parsed into a `Value` by the
@@ -233,32 +245,62 @@ fn read_args<'a>(
     for (slot, question) in headers.iter_mut().zip(&questions) {
         *slot = &question.header;
     }
-    (!any_folded_duplicate(&headers[..questions.len()])).then_some(questions)
+    let headers = &headers[..questions.len()];
+    if refusals.is_empty() && !any_folded_duplicate(headers) {
+        return Some(Ok(questions));
+    }
+    refusals.duplicate_headers(&kept_texts(headers));
+    // No error after all (the two duplicate checks disagreeing): the full validator decides.
+    Some(Err(refusals.into_errors()?))
 }
 
-fn read_questions<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<QuestionRef<'a>>> {
+/// The texts that kept their rule, by index: a broken one was left empty, which a header or
+/// label that keeps its rule never is.
+fn kept_texts<'t>(texts: &[&'t str]) -> Vec<(usize, &'t str)> {
+    let kept = texts.iter().copied().enumerate();
+    kept.filter(|(_, text)| !text.is_empty()).collect()
+}
+
+fn read_questions<'a>(
+    scanner: &mut Scanner<'a>,
+    refusals: &mut Refusals,
+) -> Option<Vec<QuestionRef<'a>>> {
     let mut questions = Vec::with_capacity(MAX_QUESTIONS);
     scanner.array(|scanner| {
         if questions.len() == MAX_QUESTIONS {
             return None;
         }
-        questions.push(read_question(scanner)?);
+        let index = questions.len();
+        questions.push(read_question(scanner, index, refusals)?);
         Some(())
     })?;
-    (questions.len() >= MIN_QUESTIONS).then_some(questions)
+    if questions.len() < MIN_QUESTIONS {
+        refusals.no_questions();
+    }
+    Some(questions)
 }
 
-fn read_question<'a>(scanner: &mut Scanner<'a>) -> Option<QuestionRef<'a>> {
+fn read_question<'a>(
+    scanner: &mut Scanner<'a>,
+    index: usize,
+    refusals: &mut Refusals,
+) -> Option<QuestionRef<'a>> {
     let (mut header, mut question, mut options, mut multi_select) = (None, None, None, None);
     scanner.object(|scanner, key| {
         match key {
             "header" if header.is_none() => {
-                header = Some(checked(scanner.string()?, TextRule::HEADER)?);
+                header = Some(kept(scanner.string()?, TextRule::HEADER, |problem| {
+                    refusals.question_text(index, QuestionText::Header, problem);
+                }));
             }
             "question" if question.is_none() => {
-                question = Some(checked(scanner.string()?, TextRule::QUESTION)?);
+                question = Some(kept(scanner.string()?, TextRule::QUESTION, |problem| {
+                    refusals.question_text(index, QuestionText::Question, problem);
+                }));
             }
-            "options" if options.is_none() => options = Some(read_options(scanner)?),
+            "options" if options.is_none() => {
+                options = Some(read_options(scanner, index, refusals)?);
+            }
             "multi_select" if multi_select.is_none() => multi_select = Some(lax_bool(scanner)?),
             _ => return None,
         }
@@ -272,37 +314,55 @@ fn read_question<'a>(scanner: &mut Scanner<'a>) -> Option<QuestionRef<'a>> {
     })
 }
 
-fn read_options<'a>(scanner: &mut Scanner<'a>) -> Option<Vec<OptionRef<'a>>> {
+fn read_options<'a>(
+    scanner: &mut Scanner<'a>,
+    question: usize,
+    refusals: &mut Refusals,
+) -> Option<Vec<OptionRef<'a>>> {
     let mut options = Vec::with_capacity(MAX_OPTIONS);
     scanner.array(|scanner| {
         if options.len() == MAX_OPTIONS {
             return None;
         }
-        options.push(read_option(scanner)?);
+        let index = options.len();
+        options.push(read_option(scanner, question, index, refusals)?);
         Some(())
     })?;
     if options.len() < MIN_OPTIONS {
-        return None;
+        refusals.options_count(question, options.len());
     }
     let mut labels = [""; MAX_OPTIONS];
     for (slot, option) in labels.iter_mut().zip(&options) {
         *slot = &option.label;
     }
-    (!any_folded_duplicate(&labels[..options.len()])).then_some(options)
+    let labels = &labels[..options.len()];
+    if labels.contains(&"") || any_folded_duplicate(labels) {
+        refusals.duplicate_labels(question, &kept_texts(labels));
+    }
+    Some(options)
 }
 
-fn read_option<'a>(scanner: &mut Scanner<'a>) -> Option<OptionRef<'a>> {
+fn read_option<'a>(
+    scanner: &mut Scanner<'a>,
+    question: usize,
+    index: usize,
+    refusals: &mut Refusals,
+) -> Option<OptionRef<'a>> {
     let (mut label, mut description) = (None, None);
     scanner.object(|scanner, key| {
         match key {
             "label" if label.is_none() => {
-                label = Some(checked(scanner.string()?, TextRule::LABEL)?);
+                label = Some(kept(scanner.string()?, TextRule::LABEL, |problem| {
+                    refusals.option_text(question, index, OptionText::Label, problem);
+                }));
             }
             "description" if description.is_none() => {
                 description = Some(if scanner.null() {
                     None
                 } else {
-                    Some(checked(scanner.string()?, TextRule::DESCRIPTION)?)
+                    Some(kept(scanner.string()?, TextRule::DESCRIPTION, |problem| {
+                        refusals.option_text(question, index, OptionText::Description, problem);
+                    }))
                 });
             }
             _ => return None,
@@ -340,12 +400,15 @@ impl QuestionFacts for QuestionRef<'_> {
     }
 }
 
-/// The stripped text if it passes `rule`, still borrowed when it was.
-fn checked(raw: Cow<'_, str>, rule: TextRule) -> Option<Cow<'_, str>> {
-    match raw {
-        Cow::Borrowed(text) => check_text(text, rule).ok().map(Cow::Borrowed),
-        Cow::Owned(text) => check_text(&text, rule)
-            .ok()
-            .map(|stripped| Cow::Owned(stripped.to_owned())),
-    }
+/// The stripped text if it passes `rule`, still borrowed when it was; else `refuse` hears why
+/// and the text is left empty.
+fn kept<'a>(raw: Cow<'a, str>, rule: TextRule, refuse: impl FnOnce(TextProblem)) -> Cow<'a, str> {
+    let stripped = match raw {
+        Cow::Borrowed(text) => check_text(text, rule).map(Cow::Borrowed),
+        Cow::Owned(text) => check_text(&text, rule).map(|text| Cow::Owned(text.to_owned())),
+    };
+    stripped.unwrap_or_else(|problem| {
+        refuse(problem);
+        Cow::Borrowed("")
+    })
 }

@@ -4,14 +4,20 @@
 //! - [`types`]: questions, options, answers and responses; [`HarnessQuestions`] is the proof
 //!   that a question set passed validation.
 //! - [`validate`]: the tool arguments judged exactly as pydantic-ai judges a model's call.
-//! - `fast_path`: valid arguments read from JSON text without copying ([`check_args_json`]).
+//! - `fast_path`: arguments read from JSON text without copying ([`check_args_json`]); a
+//!   valid call's strings stay borrowed, and rules broken in a well-shaped call are reported
+//!   there and then.
+//! - `refusals`: the rules the fast path finds broken, put in the full validator's order.
+//! - `field_errors`: the errors both validators report, worded once.
 //! - [`check`]: `check_response`, with the harness's order of checks and its exact messages.
 //! - [`render`]: `ask_user_result` and what the model reads (`DECLINED`, `TIMED_OUT`, JSON).
 //! - [`schema`]: the tool definition pydantic-ai sends the model.
 
 pub mod check;
 mod fast_path;
+mod field_errors;
 pub mod limits;
+mod refusals;
 pub mod render;
 mod rules;
 pub mod schema;

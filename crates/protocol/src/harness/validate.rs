@@ -12,10 +12,14 @@
 use serde_json::Value;
 
 use super::fast_path::{CheckedArgs, check_args_json};
+use super::field_errors::{
+    duplicate_header, duplicate_label, missing, not_a_bool, options_count, text_error,
+    too_few_questions, unknown, wrong_type,
+};
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
-use super::rules::{TextProblem, TextRule, check_text, folded_duplicates, lax_bool};
+use super::rules::{TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
-use crate::error::{ErrorCode, FieldError, Path, ValidationErrors, json_quote};
+use crate::error::{ErrorCode, FieldError, Path, ValidationErrors};
 use crate::json_node::JsonView;
 
 /// What to do with top-level keys other than `questions`.
@@ -126,11 +130,7 @@ fn check_questions(
     };
     let mut ok = true;
     if items.len() < MIN_QUESTIONS {
-        errors.push(FieldError::new(
-            path.render(),
-            ErrorCode::TooFewItems,
-            format!("must hold at least {MIN_QUESTIONS} question, got none"),
-        ));
+        errors.push(too_few_questions(path));
         ok = false;
     } else if items.len() > MAX_QUESTIONS {
         errors.push(FieldError::new(
@@ -158,23 +158,9 @@ fn check_questions(
     }
     let duplicates = folded_duplicates(&headers);
     for &(later, earlier) in &duplicates {
-        errors.push(FieldError::new(
-            path.index(later).key("header").render(),
-            ErrorCode::DuplicateHeader,
-            format!(
-                "question headers must be unique: this header is the same as questions[{earlier}].header ({}) once case, width and spacing are folded",
-                json_quote(text_at(&headers, earlier)),
-            ),
-        ));
+        errors.push(duplicate_header(path, later, earlier, &headers));
     }
     (ok && duplicates.is_empty()).then_some(questions)
-}
-
-fn text_at<'a>(items: &[(usize, &'a str)], index: usize) -> &'a str {
-    items
-        .iter()
-        .find(|&&(i, _)| i == index)
-        .map_or("", |&(_, text)| text)
 }
 
 /// The question if it is valid, and its stripped header if that field alone is.
@@ -243,19 +229,7 @@ fn check_options(
         return None;
     };
     if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&items.len()) {
-        let code = if items.len() < MIN_OPTIONS {
-            ErrorCode::TooFewItems
-        } else {
-            ErrorCode::TooManyItems
-        };
-        errors.push(FieldError::new(
-            path.render(),
-            code,
-            format!(
-                "must offer {MIN_OPTIONS} to {MAX_OPTIONS} options, got {}",
-                items.len()
-            ),
-        ));
+        errors.push(options_count(path, items.len()));
     }
     let mut options = Vec::with_capacity(items.len());
     let mut labels: Vec<(usize, &str)> = Vec::with_capacity(items.len());
@@ -304,14 +278,7 @@ fn check_options(
     }
     let duplicates = folded_duplicates(&labels);
     for &(later, earlier) in &duplicates {
-        errors.push(FieldError::new(
-            path.index(later).key("label").render(),
-            ErrorCode::DuplicateLabel,
-            format!(
-                "option labels must be unique within a question: this label is the same as options[{earlier}].label ({}) once case, width and spacing are folded",
-                json_quote(text_at(&labels, earlier)),
-            ),
-        ));
+        errors.push(duplicate_label(path, later, earlier, &labels));
     }
     errors.is_empty().then_some(options)
 }
@@ -343,75 +310,4 @@ fn field_text<'v>(
             None
         }
     }
-}
-
-fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) -> FieldError {
-    match problem {
-        TextProblem::Blank => FieldError::new(
-            path.render(),
-            ErrorCode::Blank,
-            "must not be empty or only whitespace",
-        ),
-        TextProblem::TooLong(length) => FieldError::new(
-            path.render(),
-            ErrorCode::TooLong,
-            format!(
-                "at most {} characters (after trimming surrounding whitespace), got {length}",
-                rule.max_chars
-            ),
-        ),
-        TextProblem::Forbidden { at, found } => {
-            let what = if found == '\n' {
-                "a line break (only `question` and `description` may span lines)"
-            } else {
-                crate::unicode::classify(found).describe()
-            };
-            FieldError::new(
-                path.render(),
-                ErrorCode::ForbiddenCharacter,
-                format!(
-                    "must not contain control characters or invisible formatting: U+{:04X}, {what}, at character {}",
-                    found as u32,
-                    at + 1
-                ),
-            )
-        }
-    }
-}
-
-fn not_a_bool(path: &Path<'_>, value: &impl JsonView) -> FieldError {
-    let got = match value.scalar() {
-        Some(Value::String(s)) => format!("the string {}", json_quote(&s)),
-        Some(Value::Number(n)) => format!("the number {n}"),
-        _ => value.kind().to_owned(),
-    };
-    FieldError::new(
-        path.render(),
-        ErrorCode::InvalidValue,
-        format!("must be a boolean (true or false), got {got}"),
-    )
-}
-
-fn missing(path: &Path<'_>) -> FieldError {
-    FieldError::new(
-        path.render(),
-        ErrorCode::MissingField,
-        "required field is missing",
-    )
-}
-
-fn unknown(path: &Path<'_>, hint: &str) -> FieldError {
-    FieldError::new(
-        path.render(),
-        ErrorCode::UnknownField,
-        format!("unknown field; {hint}"),
-    )
-}
-
-fn wrong_type(path: &Path<'_>, expected: &str, value: &impl JsonView) -> FieldError {
-    FieldError::new(
-        path.render(),
-        ErrorCode::WrongType,
-        format!("must be {expected}, got {}", value.kind()),
-    )
 }

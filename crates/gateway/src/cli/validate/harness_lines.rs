@@ -35,6 +35,8 @@ enum FastArgs<'a> {
     NotTried,
     /// Valid, read where they stood.
     Valid(CheckedArgs<'a>),
+    /// Of the right shape but breaking the harness's rules: every error, read where they stood.
+    Refused(ValidationErrors),
     /// Given up on, but read as a tree for the full validator.
     Tree(Node<'a>),
     /// Given up on: only the full validator can judge them.
@@ -46,6 +48,7 @@ impl<'a> FastArgs<'a> {
     fn judge(self, text: &'a str) -> Result<CheckedArgs<'a>, ValidationErrors> {
         match self {
             FastArgs::Valid(checked) => Ok(checked),
+            FastArgs::Refused(errors) => Err(errors),
             FastArgs::NotTried => harness::check_args_json(text, TopLevelExtras::Forbid),
             FastArgs::Tree(args) => {
                 harness::validate_node(&args, TopLevelExtras::Forbid).map(CheckedArgs::from)
@@ -116,13 +119,15 @@ fn read_input<'a>(scanner: &mut Scanner<'a>) -> Option<HarnessInput<'a>> {
     Some(input)
 }
 
-/// Tool arguments inside the line: their text, and the valid questions when the fast path
-/// could read them there and then (which spares reading them twice).
+/// Tool arguments inside the line: their text, and the fast path's verdict when it could read
+/// them there and then (which spares reading them twice).
 fn read_args<'a>(scanner: &mut Scanner<'a>) -> Option<(&'a str, FastArgs<'a>)> {
-    if let Some((text, checked)) = read_whole(scanner, harness::check_args_at) {
-        return Some((text, FastArgs::Valid(checked)));
+    match read_whole(scanner, harness::check_args_at) {
+        Some((text, Ok(checked))) => return Some((text, FastArgs::Valid(checked))),
+        Some((text, Err(errors))) => return Some((text, FastArgs::Refused(errors))),
+        None => {}
     }
-    // Invalid arguments: read them again, as a tree the full validator can take.
+    // Arguments the fast path does not take: read them again, as a tree for the full validator.
     if let Some((text, tree)) = read_whole(scanner, Node::read_at) {
         return Some((text, FastArgs::Tree(tree)));
     }

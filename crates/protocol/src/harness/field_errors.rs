@@ -1,0 +1,147 @@
+//! The errors the harness validators report, worded once for both: the full validator over a
+//! tree and the fast path over the text.
+
+use serde_json::Value;
+
+use super::limits::{MAX_OPTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use super::rules::{TextProblem, TextRule};
+use crate::error::{ErrorCode, FieldError, Path, json_quote};
+use crate::json_node::JsonView;
+
+/// An empty list of questions.
+pub(super) fn too_few_questions(path: &Path<'_>) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::TooFewItems,
+        format!("must hold at least {MIN_QUESTIONS} question, got none"),
+    )
+}
+
+/// Question `later`'s header folds to question `earlier`'s; `headers` holds every header that
+/// validated, by question index.
+pub(super) fn duplicate_header(
+    questions: &Path<'_>,
+    later: usize,
+    earlier: usize,
+    headers: &[(usize, &str)],
+) -> FieldError {
+    FieldError::new(
+        questions.index(later).key("header").render(),
+        ErrorCode::DuplicateHeader,
+        format!(
+            "question headers must be unique: this header is the same as questions[{earlier}].header ({}) once case, width and spacing are folded",
+            json_quote(text_at(headers, earlier)),
+        ),
+    )
+}
+
+/// Option `later`'s label folds to option `earlier`'s; `labels` holds every label of the
+/// question that validated, by option index.
+pub(super) fn duplicate_label(
+    options: &Path<'_>,
+    later: usize,
+    earlier: usize,
+    labels: &[(usize, &str)],
+) -> FieldError {
+    FieldError::new(
+        options.index(later).key("label").render(),
+        ErrorCode::DuplicateLabel,
+        format!(
+            "option labels must be unique within a question: this label is the same as options[{earlier}].label ({}) once case, width and spacing are folded",
+            json_quote(text_at(labels, earlier)),
+        ),
+    )
+}
+
+/// A list of options shorter or longer than the harness allows.
+pub(super) fn options_count(path: &Path<'_>, count: usize) -> FieldError {
+    let code = if count < MIN_OPTIONS {
+        ErrorCode::TooFewItems
+    } else {
+        ErrorCode::TooManyItems
+    };
+    FieldError::new(
+        path.render(),
+        code,
+        format!("must offer {MIN_OPTIONS} to {MAX_OPTIONS} options, got {count}"),
+    )
+}
+
+pub(super) fn text_at<'a>(items: &[(usize, &'a str)], index: usize) -> &'a str {
+    items
+        .iter()
+        .find(|&&(i, _)| i == index)
+        .map_or("", |&(_, text)| text)
+}
+
+/// A string field that breaks its rule once stripped.
+pub(super) fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) -> FieldError {
+    match problem {
+        TextProblem::Blank => FieldError::new(
+            path.render(),
+            ErrorCode::Blank,
+            "must not be empty or only whitespace",
+        ),
+        TextProblem::TooLong(length) => FieldError::new(
+            path.render(),
+            ErrorCode::TooLong,
+            format!(
+                "at most {} characters (after trimming surrounding whitespace), got {length}",
+                rule.max_chars
+            ),
+        ),
+        TextProblem::Forbidden { at, found } => {
+            let what = if found == '\n' {
+                "a line break (only `question` and `description` may span lines)"
+            } else {
+                crate::unicode::classify(found).describe()
+            };
+            FieldError::new(
+                path.render(),
+                ErrorCode::ForbiddenCharacter,
+                format!(
+                    "must not contain control characters or invisible formatting: U+{:04X}, {what}, at character {}",
+                    found as u32,
+                    at + 1
+                ),
+            )
+        }
+    }
+}
+
+pub(super) fn not_a_bool(path: &Path<'_>, value: &impl JsonView) -> FieldError {
+    let got = match value.scalar() {
+        Some(Value::String(s)) => format!("the string {}", json_quote(&s)),
+        Some(Value::Number(n)) => format!("the number {n}"),
+        _ => value.kind().to_owned(),
+    };
+    FieldError::new(
+        path.render(),
+        ErrorCode::InvalidValue,
+        format!("must be a boolean (true or false), got {got}"),
+    )
+}
+
+pub(super) fn missing(path: &Path<'_>) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::MissingField,
+        "required field is missing",
+    )
+}
+
+pub(super) fn unknown(path: &Path<'_>, hint: &str) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::UnknownField,
+        format!("unknown field; {hint}"),
+    )
+}
+
+pub(super) fn wrong_type(path: &Path<'_>, expected: &str, value: &impl JsonView) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::WrongType,
+        format!("must be {expected}, got {}", value.kind()),
+    )
+}
