@@ -3,7 +3,7 @@
 //! differential generator's requests, which break every rule in many scripts, with look-alike
 //! headers and labels and keys in any order.
 
-use askgate_protocol::harness::{TopLevelExtras, check_args_json, validate_args};
+use askgate_protocol::harness::{CheckedArgs, TopLevelExtras, check_args_json, validate_args};
 use askgate_tests::harness_gen::mixed_lines;
 use serde_json::{Map, Value};
 
@@ -39,7 +39,7 @@ fn fast_path_refusals_list_what_the_full_validator_lists() {
             let text = args.to_string();
             for extras in [TopLevelExtras::Forbid, TopLevelExtras::Ignore] {
                 let full = validate_args(&args, extras);
-                let fast = check_args_json(&text, extras).map(|checked| checked.into_owned());
+                let fast = check_args_json(&text, extras).map(CheckedArgs::into_owned);
                 assert_eq!(fast, full, "{extras:?}: {text}");
                 compared += 1;
                 refused += usize::from(full.is_err());
