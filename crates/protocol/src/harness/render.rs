@@ -65,7 +65,18 @@ pub(crate) fn answers_text(cancelled: bool, answers: &[impl AnswerFacts]) -> Res
     if cancelled {
         return ResultText::Sentence(DECLINED);
     }
-    let mut json = Vec::new();
+    // Room for the text unescaped, so it is written without growing the buffer on the way.
+    let room: usize = answers
+        .iter()
+        .map(|answer| {
+            let picked = match answer.custom_answer() {
+                Some(custom) => custom.len() + 2,
+                None => answer.selected().iter().map(|l| l.as_ref().len() + 3).sum(),
+            };
+            answer.header().len() + 6 + picked
+        })
+        .sum();
+    let mut json = Vec::with_capacity(room + 2);
     json.push(b'{');
     for (i, answer) in answers.iter().enumerate() {
         if i > 0 {
@@ -81,7 +92,10 @@ pub(crate) fn answers_text(cancelled: bool, answers: &[impl AnswerFacts]) -> Res
         }
     }
     json.push(b'}');
-    ResultText::Json(String::from_utf8_lossy(&json).into_owned())
+    // Always UTF-8 (JSON punctuation around whole strings); the fallback only keeps this total.
+    let json = String::from_utf8(json)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    ResultText::Json(json)
 }
 
 /// What the model reads: a sentence, or the answers as compact JSON.
