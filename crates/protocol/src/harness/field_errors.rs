@@ -3,10 +3,31 @@
 
 use serde_json::Value;
 
-use super::limits::{MAX_OPTIONS, MIN_OPTIONS, MIN_QUESTIONS};
+use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule};
 use crate::error::{ErrorCode, FieldError, Path, json_quote};
 use crate::json_node::JsonView;
+
+/// Tool arguments that are not a JSON object.
+pub(super) fn arguments_not_an_object(args: &impl JsonView) -> FieldError {
+    FieldError::new(
+        "",
+        ErrorCode::WrongType,
+        format!(
+            "the arguments must be an object with `questions`, got {}",
+            args.kind()
+        ),
+    )
+}
+
+/// More questions than the harness takes.
+pub(super) fn too_many_questions(path: &Path<'_>, count: usize) -> FieldError {
+    FieldError::new(
+        path.render(),
+        ErrorCode::TooManyItems,
+        format!("must hold at most {MAX_QUESTIONS} questions, got {count}"),
+    )
+}
 
 /// An empty list of questions.
 pub(super) fn too_few_questions(path: &Path<'_>) -> FieldError {

@@ -4,10 +4,9 @@
 //! - [`types`]: questions, options, answers and responses; [`HarnessQuestions`] is the proof
 //!   that a question set passed validation.
 //! - [`validate`]: the tool arguments judged exactly as pydantic-ai judges a model's call.
-//! - `fast_path`: arguments read from JSON text without copying ([`check_args_json`]); a
-//!   valid call's strings stay borrowed, and rules broken in a well-shaped call are reported
-//!   there and then.
-//! - `refusals`: the rules the fast path finds broken, put in the full validator's order.
+//! - `fast_path`: arguments judged on one pass over the JSON text ([`check_args_json`]); a
+//!   valid call's strings stay borrowed, an invalid one's errors are listed there and then.
+//! - `refusals`: what the fast path finds wrong, put in the full validator's order.
 //! - `field_errors`: the errors both validators report, worded once.
 //! - [`check`]: `check_response`, with the harness's order of checks and its exact messages.
 //! - [`render`]: `ask_user_result` and what the model reads (`DECLINED`, `TIMED_OUT`, JSON).

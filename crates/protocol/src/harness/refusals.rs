@@ -1,19 +1,38 @@
-//! Rules broken in tool arguments whose shape is right, as the fast path comes upon them while
-//! it reads the text. Each error is kept with its place in the full validator's order of
-//! checks, so the list comes out exactly as the full validator would give it, whatever order
-//! the keys were written in.
+//! What is wrong with tool arguments, as the fast path comes upon it while it reads the text:
+//! broken rules, missing and unknown fields, values of the wrong type. Each error is kept with
+//! its place in the full validator's order of checks, so the list comes out exactly as the
+//! full validator would give it, whatever order the keys were written in.
 
 use super::field_errors::{
-    duplicate_header, duplicate_label, options_count, text_error, too_few_questions,
+    duplicate_header, duplicate_label, missing, not_a_bool, options_count, text_error,
+    too_few_questions, too_many_questions, unknown, wrong_type,
 };
 use super::rules::{TextProblem, TextRule, folded_duplicates};
 use crate::error::{FieldError, Path, ValidationErrors};
+use crate::json_node::Node;
 
 /// A question's string field.
 #[derive(Clone, Copy)]
 pub(super) enum QuestionText {
     Header,
     Question,
+}
+
+impl QuestionText {
+    fn key(self) -> &'static str {
+        match self {
+            QuestionText::Header => "header",
+            QuestionText::Question => "question",
+        }
+    }
+
+    /// Its check's place among a question's checks, and its rule.
+    fn check(self) -> (u8, TextRule) {
+        match self {
+            QuestionText::Header => (0, TextRule::HEADER),
+            QuestionText::Question => (1, TextRule::QUESTION),
+        }
+    }
 }
 
 /// An option's string field.
@@ -23,28 +42,120 @@ pub(super) enum OptionText {
     Description,
 }
 
-/// Where an error stands in the full validator's order: the count of questions first; then
-/// each question in turn (its header, its question, the count of its options, each option's
-/// label and description, the duplicates among its labels); then the duplicate headers.
-/// `(stage, question, check, option, field)`.
-type Place = (u8, usize, u8, usize, u8);
+impl OptionText {
+    fn key(self) -> &'static str {
+        match self {
+            OptionText::Label => "label",
+            OptionText::Description => "description",
+        }
+    }
+
+    /// Its check's place among an option's checks, and its rule.
+    fn check(self) -> (usize, TextRule) {
+        match self {
+            OptionText::Label => (0, TextRule::LABEL),
+            OptionText::Description => (1, TextRule::DESCRIPTION),
+        }
+    }
+}
+
+/// Where an error stands in the full validator's order, `(stage, question, check, option,
+/// field)`: the list of questions itself first (missing, not a list, its count); then each
+/// question in turn (header, question, the options' presence, type and count, each option's
+/// label, description and unknown keys, the duplicate labels, `multi_select`, the question's
+/// unknown keys); then the duplicate headers; then the unknown top-level keys.
+type Place = (u8, usize, u8, usize, usize);
+
+/// Checks of a question, in the full validator's order.
+const OPTIONS: u8 = 2;
+const OPTION_ITEMS: u8 = 3;
+const LABEL_DUPLICATES: u8 = 4;
+const MULTI_SELECT: u8 = 5;
+const QUESTION_KEYS: u8 = 6;
 
 /// The errors found so far, each with its place.
 #[derive(Default)]
 pub(super) struct Refusals(Vec<(Place, FieldError)>);
 
+/// Builds the path of question `question` and hands it to `make`.
+fn at_question<T>(question: usize, make: impl FnOnce(&Path<'_>) -> T) -> T {
+    let root = Path::Root;
+    let questions = root.key("questions");
+    make(&questions.index(question))
+}
+
+/// Builds the path of option `option` of question `question` and hands it to `make`.
+fn at_option<T>(question: usize, option: usize, make: impl FnOnce(&Path<'_>) -> T) -> T {
+    at_question(question, |at| make(&at.key("options").index(option)))
+}
+
 impl Refusals {
-    /// Whether no rule has been found broken.
+    /// Whether nothing has been found wrong.
     pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The list of questions is empty.
-    pub(super) fn no_questions(&mut self) {
+    fn push(&mut self, place: Place, error: FieldError) {
+        self.0.push((place, error));
+    }
+
+    /// The arguments have no `questions`.
+    pub(super) fn no_questions_field(&mut self) {
         let root = Path::Root;
-        let questions = root.key("questions");
-        self.0
-            .push(((0, 0, 0, 0, 0), too_few_questions(&questions)));
+        self.push((0, 0, 0, 0, 0), missing(&root.key("questions")));
+    }
+
+    /// `questions` is not a list.
+    pub(super) fn questions_not_a_list(&mut self, value: &Node<'_>) {
+        let root = Path::Root;
+        let path = root.key("questions");
+        let error = wrong_type(&path, "a list of questions", value);
+        self.push((0, 0, 0, 0, 0), error);
+    }
+
+    /// The list of questions is empty, or longer than the harness takes.
+    pub(super) fn questions_count(&mut self, count: usize) {
+        let root = Path::Root;
+        let path = root.key("questions");
+        let error = if count == 0 {
+            too_few_questions(&path)
+        } else {
+            too_many_questions(&path, count)
+        };
+        self.push((0, 0, 0, 0, 0), error);
+    }
+
+    /// A top-level key other than `questions` (the `seq`th such key).
+    pub(super) fn unknown_top_level(&mut self, seq: usize, key: &str) {
+        let root = Path::Root;
+        let error = unknown(&root.key(key), "the arguments take only `questions`");
+        self.push((3, seq, 0, 0, 0), error);
+    }
+
+    /// An item of the list of questions is not an object.
+    pub(super) fn question_not_an_object(&mut self, question: usize, value: &Node<'_>) {
+        let expected = "an object with header, question and options";
+        let error = at_question(question, |at| wrong_type(at, expected, value));
+        self.push((1, question, 0, 0, 0), error);
+    }
+
+    /// A question's header or question text is missing.
+    pub(super) fn question_text_missing(&mut self, question: usize, field: QuestionText) {
+        let error = at_question(question, |at| missing(&at.key(field.key())));
+        self.push((1, question, field.check().0, 0, 0), error);
+    }
+
+    /// A question's header or question text is not a string.
+    pub(super) fn question_text_type(
+        &mut self,
+        question: usize,
+        field: QuestionText,
+        value: &Node<'_>,
+    ) {
+        let error = at_question(question, |at| {
+            wrong_type(&at.key(field.key()), "a string", value)
+        });
+        self.push((1, question, field.check().0, 0, 0), error);
     }
 
     /// A question's header or question text breaks its rule.
@@ -54,61 +165,113 @@ impl Refusals {
         field: QuestionText,
         problem: TextProblem,
     ) {
-        let (key, check, rule) = match field {
-            QuestionText::Header => ("header", 0, TextRule::HEADER),
-            QuestionText::Question => ("question", 1, TextRule::QUESTION),
-        };
-        let root = Path::Root;
-        let questions = root.key("questions");
-        let at = questions.index(question);
-        let path = at.key(key);
-        let place = (1, question, check, 0, 0);
-        self.0.push((place, text_error(&path, rule, problem)));
+        let (check, rule) = field.check();
+        let error = at_question(question, |at| {
+            text_error(&at.key(field.key()), rule, problem)
+        });
+        self.push((1, question, check, 0, 0), error);
+    }
+
+    /// A question has no options.
+    pub(super) fn options_missing(&mut self, question: usize) {
+        let error = at_question(question, |at| missing(&at.key("options")));
+        self.push((1, question, OPTIONS, 0, 0), error);
+    }
+
+    /// A question's options are not a list.
+    pub(super) fn options_not_a_list(&mut self, question: usize, value: &Node<'_>) {
+        let error = at_question(question, |at| {
+            wrong_type(&at.key("options"), "a list of options", value)
+        });
+        self.push((1, question, OPTIONS, 0, 0), error);
+    }
+
+    /// A question offers too few or too many options.
+    pub(super) fn options_count(&mut self, question: usize, count: usize) {
+        let error = at_question(question, |at| options_count(&at.key("options"), count));
+        self.push((1, question, OPTIONS, 0, 0), error);
+    }
+
+    /// An item of a question's options is not an object.
+    pub(super) fn option_not_an_object(
+        &mut self,
+        question: usize,
+        option: usize,
+        value: &Node<'_>,
+    ) {
+        let expected = "an object with a label and an optional description";
+        let error = at_option(question, option, |at| wrong_type(at, expected, value));
+        self.push((1, question, OPTION_ITEMS, option, 0), error);
+    }
+
+    /// An option has no label.
+    pub(super) fn label_missing(&mut self, question: usize, option: usize) {
+        let error = at_option(question, option, |at| missing(&at.key("label")));
+        self.push((1, question, OPTION_ITEMS, option, 0), error);
+    }
+
+    /// An option's label or description is not a string (a description may also be null).
+    pub(super) fn option_text_type(
+        &mut self,
+        (question, option): (usize, usize),
+        field: OptionText,
+        value: &Node<'_>,
+    ) {
+        let error = at_option(question, option, |at| {
+            wrong_type(&at.key(field.key()), "a string", value)
+        });
+        let place = (1, question, OPTION_ITEMS, option, field.check().0);
+        self.push(place, error);
     }
 
     /// An option's label or description breaks its rule.
     pub(super) fn option_text(
         &mut self,
-        question: usize,
-        option: usize,
+        (question, option): (usize, usize),
         field: OptionText,
         problem: TextProblem,
     ) {
-        let (key, order, rule) = match field {
-            OptionText::Label => ("label", 0, TextRule::LABEL),
-            OptionText::Description => ("description", 1, TextRule::DESCRIPTION),
-        };
-        let root = Path::Root;
-        let questions = root.key("questions");
-        let at = questions.index(question);
-        let options = at.key("options");
-        let item = options.index(option);
-        let path = item.key(key);
-        let place = (1, question, 3, option, order);
-        self.0.push((place, text_error(&path, rule, problem)));
+        let (check, rule) = field.check();
+        let error = at_option(question, option, |at| {
+            text_error(&at.key(field.key()), rule, problem)
+        });
+        self.push((1, question, OPTION_ITEMS, option, check), error);
     }
 
-    /// A question offers too few options.
-    pub(super) fn options_count(&mut self, question: usize, count: usize) {
-        let root = Path::Root;
-        let questions = root.key("questions");
-        let at = questions.index(question);
-        let options = at.key("options");
-        self.0
-            .push(((1, question, 2, 0, 0), options_count(&options, count)));
+    /// An option's key other than label and description (the `seq`th such key).
+    pub(super) fn unknown_option_key(
+        &mut self,
+        (question, option): (usize, usize),
+        seq: usize,
+        key: &str,
+    ) {
+        let hint = "an option has only label and description";
+        let error = at_option(question, option, |at| unknown(&at.key(key), hint));
+        self.push((1, question, OPTION_ITEMS, option, 2 + seq), error);
     }
 
     /// The labels of a question (option index, stripped label) that fold to an earlier one;
     /// only labels that kept their rule are given.
     pub(super) fn duplicate_labels(&mut self, question: usize, labels: &[(usize, &str)]) {
-        let root = Path::Root;
-        let questions = root.key("questions");
-        let at = questions.index(question);
-        let options = at.key("options");
         for (later, earlier) in folded_duplicates(labels) {
-            let error = duplicate_label(&options, later, earlier, labels);
-            self.0.push(((1, question, 4, later, 0), error));
+            let error = at_question(question, |at| {
+                duplicate_label(&at.key("options"), later, earlier, labels)
+            });
+            self.push((1, question, LABEL_DUPLICATES, later, 0), error);
         }
+    }
+
+    /// A question's `multi_select` is not a boolean pydantic takes.
+    pub(super) fn multi_select(&mut self, question: usize, value: &Node<'_>) {
+        let error = at_question(question, |at| not_a_bool(&at.key("multi_select"), value));
+        self.push((1, question, MULTI_SELECT, 0, 0), error);
+    }
+
+    /// A question's key other than its four fields (the `seq`th such key).
+    pub(super) fn unknown_question_key(&mut self, question: usize, seq: usize, key: &str) {
+        let hint = "a question has only header, question, options and multi_select";
+        let error = at_question(question, |at| unknown(&at.key(key), hint));
+        self.push((1, question, QUESTION_KEYS, seq, 0), error);
     }
 
     /// The headers (question index, stripped header) that fold to an earlier one; only headers
@@ -118,7 +281,7 @@ impl Refusals {
         let questions = root.key("questions");
         for (later, earlier) in folded_duplicates(headers) {
             let error = duplicate_header(&questions, later, earlier, headers);
-            self.0.push(((2, later, 0, 0, 0), error));
+            self.push((2, later, 0, 0, 0), error);
         }
     }
 

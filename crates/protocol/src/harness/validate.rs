@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::fast_path::{CheckedArgs, check_args_json};
 use super::field_errors::{
-    duplicate_header, duplicate_label, missing, not_a_bool, options_count, text_error,
-    too_few_questions, unknown, wrong_type,
+    arguments_not_an_object, duplicate_header, duplicate_label, missing, not_a_bool, options_count,
+    text_error, too_few_questions, too_many_questions, unknown, wrong_type,
 };
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextRule, check_text, folded_duplicates, lax_bool};
@@ -49,14 +49,7 @@ pub(super) fn validate_view(
     extras: TopLevelExtras,
 ) -> Result<HarnessQuestions, ValidationErrors> {
     if !args.is_object() {
-        return Err(ValidationErrors::single(FieldError::new(
-            "",
-            ErrorCode::WrongType,
-            format!(
-                "the arguments must be an object with `questions`, got {}",
-                args.kind()
-            ),
-        )));
+        return Err(ValidationErrors::single(arguments_not_an_object(args)));
     }
     let mut errors = Vec::new();
     let root = Path::Root;
@@ -133,14 +126,7 @@ fn check_questions(
         errors.push(too_few_questions(path));
         ok = false;
     } else if items.len() > MAX_QUESTIONS {
-        errors.push(FieldError::new(
-            path.render(),
-            ErrorCode::TooManyItems,
-            format!(
-                "must hold at most {MAX_QUESTIONS} questions, got {}",
-                items.len()
-            ),
-        ));
+        errors.push(too_many_questions(path, items.len()));
         ok = false;
     }
     let mut questions = Vec::with_capacity(items.len());

@@ -35,7 +35,7 @@ enum FastArgs<'a> {
     NotTried,
     /// Valid, read where they stood.
     Valid(CheckedArgs<'a>),
-    /// Of the right shape but breaking the harness's rules: every error, read where they stood.
+    /// Invalid: every error, found where they stood.
     Refused(ValidationErrors),
     /// Given up on, but read as a tree for the full validator.
     Tree(Node<'a>),

@@ -2,12 +2,13 @@
 //!
 //! Most calls a model makes are valid. Reading them into `serde_json::Value` costs a map per
 //! object and a string per field; reading them with the [`Scanner`] costs a few small lists,
-//! and strings written without escapes are never copied. Calls of the right shape whose text
-//! breaks the harness's rules (a length, a character, a count, a duplicate) are refused here
-//! too, with every error the full validator would list, in its order
-//! ([`refusals`](super::refusals)). Anything else this path does not take as is (a lax boolean
-//! such as `"yes"`, a duplicate key, an unknown or missing field, a wrong type) returns
-//! `None`, and the caller judges the input with the full validator. Both apply the same
+//! and strings written without escapes are never copied. Invalid calls are judged on the same
+//! pass: a broken rule (a length, a character, a count, a duplicate), a missing or unknown
+//! field, a value of the wrong type are each noted where they are met, and the call refused
+//! with every error the full validator would list, in its order
+//! ([`refusals`](super::refusals)). Only what the tree would read differently (a repeated key,
+//! text serde_json refuses, a key written with escapes, deep nesting) returns `None`, and the
+//! caller judges the input with the full validator. Both apply the same
 //! [`rules`](super::rules) and word errors alike ([`field_errors`](super::field_errors)).
 //!
 //! - [`read`]: the readers, from the arguments down to an option, on the scanner.
@@ -202,8 +203,8 @@ impl QuestionRef<'_> {
     }
 }
 
-/// The valid questions of `text`, or the errors of arguments whose shape is right but whose
-/// rules are broken; `None` when the full validator must decide.
+/// The valid questions of `text`, or every error the full validator would list; `None` when
+/// the full validator must decide.
 fn read(text: &str, extras: TopLevelExtras) -> Option<Judged<'_>> {
     let mut scanner = Scanner::new(text);
     let judged = read_args(&mut scanner, extras)?;
@@ -215,10 +216,9 @@ fn read(text: &str, extras: TopLevelExtras) -> Option<Judged<'_>> {
 type Judged<'a> = Result<Vec<QuestionRef<'a>>, ValidationErrors>;
 
 /// Reads tool arguments (top-level keys other than `questions` refused) where `scanner`
-/// stands, inside a larger text: the valid questions, or, when only the harness's rules are
-/// broken (lengths, characters, counts, duplicates), every error exactly as the full
-/// validator lists them. `None` when the full validator must decide (a missing or unknown
-/// field, a wrong type...), the scanner then left anywhere.
+/// stands, inside a larger text: the valid questions, or every error exactly as the full
+/// validator lists them. `None` when the full validator must decide (a repeated key, text
+/// serde_json refuses...), the scanner then left anywhere.
 pub fn check_args_at<'a>(
     scanner: &mut Scanner<'a>,
 ) -> Option<Result<CheckedArgs<'a>, ValidationErrors>> {

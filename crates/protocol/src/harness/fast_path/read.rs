@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 
 use super::{Judged, OptionRef, QuestionRef};
+use crate::error::ValidationErrors;
+use crate::harness::field_errors::arguments_not_an_object;
 use crate::harness::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use crate::harness::refusals::{OptionText, QuestionText, Refusals};
 use crate::harness::rules::{TextProblem, TextRule, any_folded_duplicate, check_text};
@@ -16,36 +18,63 @@ pub(super) fn read_args<'a>(
     scanner: &mut Scanner<'a>,
     extras: TopLevelExtras,
 ) -> Option<Judged<'a>> {
+    if scanner.peek()? != b'{' {
+        let args = Node::read_at(scanner)?;
+        return Some(Err(ValidationErrors::single(arguments_not_an_object(
+            &args,
+        ))));
+    }
     let mut refusals = Refusals::default();
     let mut questions = None;
+    let mut unknown_keys = Vec::new();
     scanner.object(|scanner, key| match key {
         "questions" if questions.is_none() => {
             questions = Some(read_questions(scanner, &mut refusals)?);
             Some(())
         }
-        // Read, not skipped: a deferred call's extra keys are parsed into a `Value` by the
-        // full path, which refuses a number it cannot hold; the tree does too.
-        _ if extras == TopLevelExtras::Ignore && key != "questions" => {
-            Node::read_at(scanner).map(drop)
+        "questions" => None,
+        // Read, not skipped: the full path parses every value, and refuses a number it cannot
+        // hold; the tree does too.
+        _ => {
+            Node::read_at(scanner)?;
+            if extras == TopLevelExtras::Forbid {
+                unknown_key(&mut unknown_keys, key)?;
+                refusals.unknown_top_level(unknown_keys.len() - 1, key);
+            }
+            Some(())
         }
-        _ => None,
     })?;
-    let questions = questions?;
-    let mut headers = [""; MAX_QUESTIONS];
-    for (slot, question) in headers.iter_mut().zip(&questions) {
-        *slot = &question.header;
+    let questions = questions.unwrap_or_else(|| {
+        refusals.no_questions_field();
+        Vec::new()
+    });
+    if refusals.is_empty() && questions.len() <= MAX_QUESTIONS {
+        let mut headers = [""; MAX_QUESTIONS];
+        for (slot, question) in headers.iter_mut().zip(&questions) {
+            *slot = &question.header;
+        }
+        if !any_folded_duplicate(&headers[..questions.len()]) {
+            return Some(Ok(questions));
+        }
     }
-    let headers = &headers[..questions.len()];
-    if refusals.is_empty() && !any_folded_duplicate(headers) {
-        return Some(Ok(questions));
-    }
-    refusals.duplicate_headers(&kept_texts(headers));
+    let headers: Vec<&str> = questions.iter().map(|q| q.header.as_ref()).collect();
+    refusals.duplicate_headers(&kept_texts(&headers));
     // No error after all (the two duplicate checks disagreeing): the full validator decides.
     Some(Err(refusals.into_errors()?))
 }
 
-/// The texts that kept their rule, by index: a broken one was left empty, which a header or
-/// label that keeps its rule never is.
+/// Notes `key`, an object's unknown key; `None` when the object repeats it (the full path's
+/// tree keeps one entry for it: left to the full path).
+fn unknown_key<'a>(seen: &mut Vec<&'a str>, key: &'a str) -> Option<()> {
+    if seen.contains(&key) {
+        return None;
+    }
+    seen.push(key);
+    Some(())
+}
+
+/// The texts that kept their rule, by index: a broken or missing one was left empty, which a
+/// header or label that keeps its rule never is.
 fn kept_texts<'t>(texts: &[&'t str]) -> Vec<(usize, &'t str)> {
     let kept = texts.iter().copied().enumerate();
     kept.filter(|(_, text)| !text.is_empty()).collect()
@@ -55,19 +84,30 @@ fn read_questions<'a>(
     scanner: &mut Scanner<'a>,
     refusals: &mut Refusals,
 ) -> Option<Vec<QuestionRef<'a>>> {
+    if scanner.peek()? != b'[' {
+        refusals.questions_not_a_list(&Node::read_at(scanner)?);
+        return Some(Vec::new());
+    }
     let mut questions = Vec::with_capacity(MAX_QUESTIONS);
     scanner.array(|scanner| {
-        if questions.len() == MAX_QUESTIONS {
-            return None;
-        }
         let index = questions.len();
         questions.push(read_question(scanner, index, refusals)?);
         Some(())
     })?;
-    if questions.len() < MIN_QUESTIONS {
-        refusals.no_questions();
+    if !(MIN_QUESTIONS..=MAX_QUESTIONS).contains(&questions.len()) {
+        refusals.questions_count(questions.len());
     }
     Some(questions)
+}
+
+/// A question with nothing in it: stands for one that is not an object.
+fn no_question<'a>() -> QuestionRef<'a> {
+    QuestionRef {
+        header: Cow::Borrowed(""),
+        question: Cow::Borrowed(""),
+        options: Vec::new(),
+        multi_select: false,
+    }
 }
 
 fn read_question<'a>(
@@ -75,33 +115,94 @@ fn read_question<'a>(
     index: usize,
     refusals: &mut Refusals,
 ) -> Option<QuestionRef<'a>> {
+    if scanner.peek()? != b'{' {
+        refusals.question_not_an_object(index, &Node::read_at(scanner)?);
+        return Some(no_question());
+    }
     let (mut header, mut question, mut options, mut multi_select) = (None, None, None, None);
+    let mut unknown_keys = Vec::new();
     scanner.object(|scanner, key| {
         match key {
             "header" if header.is_none() => {
-                header = Some(kept(scanner.string()?, TextRule::HEADER, |problem| {
-                    refusals.question_text(index, QuestionText::Header, problem);
-                }));
+                header = Some(question_text(
+                    scanner,
+                    index,
+                    QuestionText::Header,
+                    refusals,
+                )?);
             }
             "question" if question.is_none() => {
-                question = Some(kept(scanner.string()?, TextRule::QUESTION, |problem| {
-                    refusals.question_text(index, QuestionText::Question, problem);
-                }));
+                let field = QuestionText::Question;
+                question = Some(question_text(scanner, index, field, refusals)?);
             }
             "options" if options.is_none() => {
                 options = Some(read_options(scanner, index, refusals)?);
             }
-            "multi_select" if multi_select.is_none() => multi_select = Some(lax_bool(scanner)?),
-            _ => return None,
+            "multi_select" if multi_select.is_none() => {
+                multi_select = Some(read_multi_select(scanner, index, refusals)?);
+            }
+            "header" | "question" | "options" | "multi_select" => return None,
+            _ => {
+                Node::read_at(scanner)?;
+                unknown_key(&mut unknown_keys, key)?;
+                refusals.unknown_question_key(index, unknown_keys.len() - 1, key);
+            }
         }
         Some(())
     })?;
+    let mut missing_text = |field| {
+        refusals.question_text_missing(index, field);
+        Cow::Borrowed("")
+    };
+    let header = header.unwrap_or_else(|| missing_text(QuestionText::Header));
+    let question = question.unwrap_or_else(|| missing_text(QuestionText::Question));
+    let options = options.unwrap_or_else(|| {
+        refusals.options_missing(index);
+        Vec::new()
+    });
     Some(QuestionRef {
-        header: header?,
-        question: question?,
-        options: options?,
+        header,
+        question,
+        options,
         multi_select: multi_select.unwrap_or(false),
     })
+}
+
+/// A question's header or question text: stripped if it keeps its rule, else left empty and
+/// the reason noted.
+fn question_text<'a>(
+    scanner: &mut Scanner<'a>,
+    index: usize,
+    field: QuestionText,
+    refusals: &mut Refusals,
+) -> Option<Cow<'a, str>> {
+    let rule = match field {
+        QuestionText::Header => TextRule::HEADER,
+        QuestionText::Question => TextRule::QUESTION,
+    };
+    if scanner.peek()? != b'"' {
+        refusals.question_text_type(index, field, &Node::read_at(scanner)?);
+        return Some(Cow::Borrowed(""));
+    }
+    Some(kept(scanner.string()?, rule, |problem| {
+        refusals.question_text(index, field, problem);
+    }))
+}
+
+/// `multi_select` as pydantic's lax boolean takes it; anything else noted (and read as
+/// `false`).
+fn read_multi_select(
+    scanner: &mut Scanner<'_>,
+    index: usize,
+    refusals: &mut Refusals,
+) -> Option<bool> {
+    let before = scanner.clone();
+    if let Some(value) = lax_bool(scanner) {
+        return Some(value);
+    }
+    *scanner = before;
+    refusals.multi_select(index, &Node::read_at(scanner)?);
+    Some(false)
 }
 
 fn read_options<'a>(
@@ -109,60 +210,101 @@ fn read_options<'a>(
     question: usize,
     refusals: &mut Refusals,
 ) -> Option<Vec<OptionRef<'a>>> {
+    if scanner.peek()? != b'[' {
+        refusals.options_not_a_list(question, &Node::read_at(scanner)?);
+        return Some(Vec::new());
+    }
     let mut options = Vec::with_capacity(MAX_OPTIONS);
     scanner.array(|scanner| {
-        if options.len() == MAX_OPTIONS {
-            return None;
-        }
         let index = options.len();
-        options.push(read_option(scanner, question, index, refusals)?);
+        options.push(read_option(scanner, (question, index), refusals)?);
         Some(())
     })?;
-    if options.len() < MIN_OPTIONS {
-        refusals.options_count(question, options.len());
+    let count = options.len();
+    if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&count) {
+        refusals.options_count(question, count);
     }
-    let mut labels = [""; MAX_OPTIONS];
-    for (slot, option) in labels.iter_mut().zip(&options) {
-        *slot = &option.label;
+    if count <= MAX_OPTIONS {
+        let mut labels = [""; MAX_OPTIONS];
+        for (slot, option) in labels.iter_mut().zip(&options) {
+            *slot = &option.label;
+        }
+        let labels = &labels[..count];
+        if !labels.contains(&"") && !any_folded_duplicate(labels) {
+            return Some(options);
+        }
     }
-    let labels = &labels[..options.len()];
-    if labels.contains(&"") || any_folded_duplicate(labels) {
-        refusals.duplicate_labels(question, &kept_texts(labels));
-    }
+    let labels: Vec<&str> = options.iter().map(|o| o.label.as_ref()).collect();
+    refusals.duplicate_labels(question, &kept_texts(&labels));
     Some(options)
 }
 
+/// An option of question `at.0`, its index `at.1`.
 fn read_option<'a>(
     scanner: &mut Scanner<'a>,
-    question: usize,
-    index: usize,
+    at: (usize, usize),
     refusals: &mut Refusals,
 ) -> Option<OptionRef<'a>> {
+    let no_option = || OptionRef {
+        label: Cow::Borrowed(""),
+        description: None,
+    };
+    if scanner.peek()? != b'{' {
+        refusals.option_not_an_object(at.0, at.1, &Node::read_at(scanner)?);
+        return Some(no_option());
+    }
     let (mut label, mut description) = (None, None);
+    let mut unknown_keys = Vec::new();
     scanner.object(|scanner, key| {
         match key {
             "label" if label.is_none() => {
-                label = Some(kept(scanner.string()?, TextRule::LABEL, |problem| {
-                    refusals.option_text(question, index, OptionText::Label, problem);
-                }));
+                label = Some(option_text(scanner, at, OptionText::Label, refusals)?);
             }
             "description" if description.is_none() => {
                 description = Some(if scanner.null() {
                     None
                 } else {
-                    Some(kept(scanner.string()?, TextRule::DESCRIPTION, |problem| {
-                        refusals.option_text(question, index, OptionText::Description, problem);
-                    }))
+                    Some(option_text(scanner, at, OptionText::Description, refusals)?)
                 });
             }
-            _ => return None,
+            "label" | "description" => return None,
+            _ => {
+                Node::read_at(scanner)?;
+                unknown_key(&mut unknown_keys, key)?;
+                refusals.unknown_option_key(at, unknown_keys.len() - 1, key);
+            }
         }
         Some(())
     })?;
+    let label = label.unwrap_or_else(|| {
+        refusals.label_missing(at.0, at.1);
+        Cow::Borrowed("")
+    });
     Some(OptionRef {
-        label: label?,
+        label,
         description: description.flatten(),
     })
+}
+
+/// An option's label or description: stripped if it keeps its rule, else left empty and the
+/// reason noted.
+fn option_text<'a>(
+    scanner: &mut Scanner<'a>,
+    at: (usize, usize),
+    field: OptionText,
+    refusals: &mut Refusals,
+) -> Option<Cow<'a, str>> {
+    let rule = match field {
+        OptionText::Label => TextRule::LABEL,
+        OptionText::Description => TextRule::DESCRIPTION,
+    };
+    if scanner.peek()? != b'"' {
+        refusals.option_text_type(at, field, &Node::read_at(scanner)?);
+        return Some(Cow::Borrowed(""));
+    }
+    Some(kept(scanner.string()?, rule, |problem| {
+        refusals.option_text(at, field, problem);
+    }))
 }
 
 /// pydantic's lax boolean (`true`, `"yes"`, `1.0`...), read from the text.
