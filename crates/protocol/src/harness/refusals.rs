@@ -26,11 +26,19 @@ impl QuestionText {
         }
     }
 
-    /// Its check's place among a question's checks, and its rule.
-    fn check(self) -> (u8, TextRule) {
+    /// Its check's place among a question's checks.
+    fn check(self) -> u8 {
         match self {
-            QuestionText::Header => (0, TextRule::HEADER),
-            QuestionText::Question => (1, TextRule::QUESTION),
+            QuestionText::Header => 0,
+            QuestionText::Question => 1,
+        }
+    }
+
+    /// The rule its text must keep.
+    pub(super) fn rule(self) -> TextRule {
+        match self {
+            QuestionText::Header => TextRule::HEADER,
+            QuestionText::Question => TextRule::QUESTION,
         }
     }
 }
@@ -50,11 +58,19 @@ impl OptionText {
         }
     }
 
-    /// Its check's place among an option's checks, and its rule.
-    fn check(self) -> (usize, TextRule) {
+    /// Its check's place among an option's checks.
+    fn check(self) -> usize {
         match self {
-            OptionText::Label => (0, TextRule::LABEL),
-            OptionText::Description => (1, TextRule::DESCRIPTION),
+            OptionText::Label => 0,
+            OptionText::Description => 1,
+        }
+    }
+
+    /// The rule its text must keep.
+    pub(super) fn rule(self) -> TextRule {
+        match self {
+            OptionText::Label => TextRule::LABEL,
+            OptionText::Description => TextRule::DESCRIPTION,
         }
     }
 }
@@ -142,7 +158,7 @@ impl Refusals {
     /// A question's header or question text is missing.
     pub(super) fn question_text_missing(&mut self, question: usize, field: QuestionText) {
         let error = at_question(question, |at| missing(&at.key(field.key())));
-        self.push((1, question, field.check().0, 0, 0), error);
+        self.push((1, question, field.check(), 0, 0), error);
     }
 
     /// A question's header or question text is not a string.
@@ -155,7 +171,7 @@ impl Refusals {
         let error = at_question(question, |at| {
             wrong_type(&at.key(field.key()), "a string", value)
         });
-        self.push((1, question, field.check().0, 0, 0), error);
+        self.push((1, question, field.check(), 0, 0), error);
     }
 
     /// A question's header or question text breaks its rule.
@@ -165,11 +181,10 @@ impl Refusals {
         field: QuestionText,
         problem: TextProblem,
     ) {
-        let (check, rule) = field.check();
         let error = at_question(question, |at| {
-            text_error(&at.key(field.key()), rule, problem)
+            text_error(&at.key(field.key()), field.rule(), problem)
         });
-        self.push((1, question, check, 0, 0), error);
+        self.push((1, question, field.check(), 0, 0), error);
     }
 
     /// A question has no options.
@@ -220,7 +235,7 @@ impl Refusals {
         let error = at_option(question, option, |at| {
             wrong_type(&at.key(field.key()), "a string", value)
         });
-        let place = (1, question, OPTION_ITEMS, option, field.check().0);
+        let place = (1, question, OPTION_ITEMS, option, field.check());
         self.push(place, error);
     }
 
@@ -231,11 +246,10 @@ impl Refusals {
         field: OptionText,
         problem: TextProblem,
     ) {
-        let (check, rule) = field.check();
         let error = at_option(question, option, |at| {
-            text_error(&at.key(field.key()), rule, problem)
+            text_error(&at.key(field.key()), field.rule(), problem)
         });
-        self.push((1, question, OPTION_ITEMS, option, check), error);
+        self.push((1, question, OPTION_ITEMS, option, field.check()), error);
     }
 
     /// An option's key other than label and description (the `seq`th such key).

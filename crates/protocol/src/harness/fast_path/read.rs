@@ -176,15 +176,11 @@ fn question_text<'a>(
     field: QuestionText,
     refusals: &mut Refusals,
 ) -> Option<Cow<'a, str>> {
-    let rule = match field {
-        QuestionText::Header => TextRule::HEADER,
-        QuestionText::Question => TextRule::QUESTION,
-    };
     if scanner.peek()? != b'"' {
         refusals.question_text_type(index, field, &Node::read_at(scanner)?);
         return Some(Cow::Borrowed(""));
     }
-    Some(kept(scanner.string()?, rule, |problem| {
+    Some(kept(scanner.string()?, field.rule(), |problem| {
         refusals.question_text(index, field, problem);
     }))
 }
@@ -294,15 +290,11 @@ fn option_text<'a>(
     field: OptionText,
     refusals: &mut Refusals,
 ) -> Option<Cow<'a, str>> {
-    let rule = match field {
-        OptionText::Label => TextRule::LABEL,
-        OptionText::Description => TextRule::DESCRIPTION,
-    };
     if scanner.peek()? != b'"' {
         refusals.option_text_type(at, field, &Node::read_at(scanner)?);
         return Some(Cow::Borrowed(""));
     }
-    Some(kept(scanner.string()?, rule, |problem| {
+    Some(kept(scanner.string()?, field.rule(), |problem| {
         refusals.option_text(at, field, problem);
     }))
 }
