@@ -11,66 +11,47 @@ use super::rules::{TextProblem, TextRule, folded_duplicates};
 use crate::error::{FieldError, Path, ValidationErrors};
 use crate::json_node::Node;
 
-/// A question's string field.
+/// A string field of the arguments, by the indexes of its question (and option).
 #[derive(Clone, Copy)]
-pub(super) enum QuestionText {
-    Header,
-    Question,
+pub(super) enum TextField {
+    Header(usize),
+    Question(usize),
+    Label(usize, usize),
+    Description(usize, usize),
 }
 
-impl QuestionText {
-    fn key(self) -> &'static str {
-        match self {
-            QuestionText::Header => "header",
-            QuestionText::Question => "question",
-        }
-    }
-
-    /// Its check's place among a question's checks.
-    fn check(self) -> u8 {
-        match self {
-            QuestionText::Header => 0,
-            QuestionText::Question => 1,
-        }
-    }
-
+impl TextField {
     /// The rule its text must keep.
     pub(super) fn rule(self) -> TextRule {
         match self {
-            QuestionText::Header => TextRule::HEADER,
-            QuestionText::Question => TextRule::QUESTION,
-        }
-    }
-}
-
-/// An option's string field.
-#[derive(Clone, Copy)]
-pub(super) enum OptionText {
-    Label,
-    Description,
-}
-
-impl OptionText {
-    fn key(self) -> &'static str {
-        match self {
-            OptionText::Label => "label",
-            OptionText::Description => "description",
+            TextField::Header(_) => TextRule::HEADER,
+            TextField::Question(_) => TextRule::QUESTION,
+            TextField::Label(..) => TextRule::LABEL,
+            TextField::Description(..) => TextRule::DESCRIPTION,
         }
     }
 
-    /// Its check's place among an option's checks.
-    fn check(self) -> usize {
+    /// Where its checks stand in the full validator's order.
+    fn place(self) -> Place {
         match self {
-            OptionText::Label => 0,
-            OptionText::Description => 1,
+            TextField::Header(question) => (1, question, 0, 0, 0),
+            TextField::Question(question) => (1, question, 1, 0, 0),
+            TextField::Label(question, option) => (1, question, OPTION_ITEMS, option, 0),
+            TextField::Description(question, option) => (1, question, OPTION_ITEMS, option, 1),
         }
     }
 
-    /// The rule its text must keep.
-    pub(super) fn rule(self) -> TextRule {
+    /// An error at this field's path, as `make` words it.
+    fn error(self, make: impl FnOnce(&Path<'_>) -> FieldError) -> FieldError {
         match self {
-            OptionText::Label => TextRule::LABEL,
-            OptionText::Description => TextRule::DESCRIPTION,
+            TextField::Header(question) => at_question(question, |at| make(&at.key("header"))),
+            TextField::Question(question) => at_question(question, |at| make(&at.key("question"))),
+            TextField::Label(question, option) => {
+                at_option(question, option, |at| make(&at.key("label")))
+            }
+            TextField::Description(question, option) => {
+                at_option(question, option, |at| make(&at.key("description")))
+            }
         }
     }
 }
@@ -155,36 +136,21 @@ impl Refusals {
         self.push((1, question, 0, 0, 0), error);
     }
 
-    /// A question's header or question text is missing.
-    pub(super) fn question_text_missing(&mut self, question: usize, field: QuestionText) {
-        let error = at_question(question, |at| missing(&at.key(field.key())));
-        self.push((1, question, field.check(), 0, 0), error);
+    /// A required string field is missing.
+    pub(super) fn text_missing(&mut self, field: TextField) {
+        self.push(field.place(), field.error(missing));
     }
 
-    /// A question's header or question text is not a string.
-    pub(super) fn question_text_type(
-        &mut self,
-        question: usize,
-        field: QuestionText,
-        value: &Node<'_>,
-    ) {
-        let error = at_question(question, |at| {
-            wrong_type(&at.key(field.key()), "a string", value)
-        });
-        self.push((1, question, field.check(), 0, 0), error);
+    /// A string field holds another kind of value (a description may also be null).
+    pub(super) fn text_type(&mut self, field: TextField, value: &Node<'_>) {
+        let error = field.error(|path| wrong_type(path, "a string", value));
+        self.push(field.place(), error);
     }
 
-    /// A question's header or question text breaks its rule.
-    pub(super) fn question_text(
-        &mut self,
-        question: usize,
-        field: QuestionText,
-        problem: TextProblem,
-    ) {
-        let error = at_question(question, |at| {
-            text_error(&at.key(field.key()), field.rule(), problem)
-        });
-        self.push((1, question, field.check(), 0, 0), error);
+    /// A string field breaks its rule.
+    pub(super) fn text_problem(&mut self, field: TextField, problem: TextProblem) {
+        let error = field.error(|path| text_error(path, field.rule(), problem));
+        self.push(field.place(), error);
     }
 
     /// A question has no options.
@@ -217,39 +183,6 @@ impl Refusals {
         let expected = "an object with a label and an optional description";
         let error = at_option(question, option, |at| wrong_type(at, expected, value));
         self.push((1, question, OPTION_ITEMS, option, 0), error);
-    }
-
-    /// An option has no label.
-    pub(super) fn label_missing(&mut self, question: usize, option: usize) {
-        let error = at_option(question, option, |at| missing(&at.key("label")));
-        self.push((1, question, OPTION_ITEMS, option, 0), error);
-    }
-
-    /// An option's label or description is not a string (a description may also be null).
-    pub(super) fn option_text_type(
-        &mut self,
-        (question, option): (usize, usize),
-        field: OptionText,
-        value: &Node<'_>,
-    ) {
-        let error = at_option(question, option, |at| {
-            wrong_type(&at.key(field.key()), "a string", value)
-        });
-        let place = (1, question, OPTION_ITEMS, option, field.check());
-        self.push(place, error);
-    }
-
-    /// An option's label or description breaks its rule.
-    pub(super) fn option_text(
-        &mut self,
-        (question, option): (usize, usize),
-        field: OptionText,
-        problem: TextProblem,
-    ) {
-        let error = at_option(question, option, |at| {
-            text_error(&at.key(field.key()), field.rule(), problem)
-        });
-        self.push((1, question, OPTION_ITEMS, option, field.check()), error);
     }
 
     /// An option's key other than label and description (the `seq`th such key).

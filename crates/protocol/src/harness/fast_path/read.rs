@@ -7,7 +7,7 @@ use super::{Judged, OptionRef, QuestionRef};
 use crate::error::ValidationErrors;
 use crate::harness::field_errors::arguments_not_an_object;
 use crate::harness::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
-use crate::harness::refusals::{OptionText, QuestionText, Refusals};
+use crate::harness::refusals::{Refusals, TextField};
 use crate::harness::rules::{TextProblem, TextRule, any_folded_duplicate, check_text};
 use crate::harness::rules::{lax_bool_number, lax_bool_word};
 use crate::harness::validate::TopLevelExtras;
@@ -124,16 +124,10 @@ fn read_question<'a>(
     scanner.object(|scanner, key| {
         match key {
             "header" if header.is_none() => {
-                header = Some(question_text(
-                    scanner,
-                    index,
-                    QuestionText::Header,
-                    refusals,
-                )?);
+                header = Some(text_field(scanner, TextField::Header(index), refusals)?);
             }
             "question" if question.is_none() => {
-                let field = QuestionText::Question;
-                question = Some(question_text(scanner, index, field, refusals)?);
+                question = Some(text_field(scanner, TextField::Question(index), refusals)?);
             }
             "options" if options.is_none() => {
                 options = Some(read_options(scanner, index, refusals)?);
@@ -151,11 +145,11 @@ fn read_question<'a>(
         Some(())
     })?;
     let mut missing_text = |field| {
-        refusals.question_text_missing(index, field);
+        refusals.text_missing(field);
         Cow::Borrowed("")
     };
-    let header = header.unwrap_or_else(|| missing_text(QuestionText::Header));
-    let question = question.unwrap_or_else(|| missing_text(QuestionText::Question));
+    let header = header.unwrap_or_else(|| missing_text(TextField::Header(index)));
+    let question = question.unwrap_or_else(|| missing_text(TextField::Question(index)));
     let options = options.unwrap_or_else(|| {
         refusals.options_missing(index);
         Vec::new()
@@ -168,20 +162,18 @@ fn read_question<'a>(
     })
 }
 
-/// A question's header or question text: stripped if it keeps its rule, else left empty and
-/// the reason noted.
-fn question_text<'a>(
+/// A string field: stripped if it keeps its rule, else left empty and the reason noted.
+fn text_field<'a>(
     scanner: &mut Scanner<'a>,
-    index: usize,
-    field: QuestionText,
+    field: TextField,
     refusals: &mut Refusals,
 ) -> Option<Cow<'a, str>> {
     if scanner.peek()? != b'"' {
-        refusals.question_text_type(index, field, &Node::read_at(scanner)?);
+        refusals.text_type(field, &Node::read_at(scanner)?);
         return Some(Cow::Borrowed(""));
     }
     Some(kept(scanner.string()?, field.rule(), |problem| {
-        refusals.question_text(index, field, problem);
+        refusals.text_problem(field, problem);
     }))
 }
 
@@ -254,13 +246,14 @@ fn read_option<'a>(
     scanner.object(|scanner, key| {
         match key {
             "label" if label.is_none() => {
-                label = Some(option_text(scanner, at, OptionText::Label, refusals)?);
+                label = Some(text_field(scanner, TextField::Label(at.0, at.1), refusals)?);
             }
             "description" if description.is_none() => {
                 description = Some(if scanner.null() {
                     None
                 } else {
-                    Some(option_text(scanner, at, OptionText::Description, refusals)?)
+                    let field = TextField::Description(at.0, at.1);
+                    Some(text_field(scanner, field, refusals)?)
                 });
             }
             "label" | "description" => return None,
@@ -273,30 +266,13 @@ fn read_option<'a>(
         Some(())
     })?;
     let label = label.unwrap_or_else(|| {
-        refusals.label_missing(at.0, at.1);
+        refusals.text_missing(TextField::Label(at.0, at.1));
         Cow::Borrowed("")
     });
     Some(OptionRef {
         label,
         description: description.flatten(),
     })
-}
-
-/// An option's label or description: stripped if it keeps its rule, else left empty and the
-/// reason noted.
-fn option_text<'a>(
-    scanner: &mut Scanner<'a>,
-    at: (usize, usize),
-    field: OptionText,
-    refusals: &mut Refusals,
-) -> Option<Cow<'a, str>> {
-    if scanner.peek()? != b'"' {
-        refusals.option_text_type(at, field, &Node::read_at(scanner)?);
-        return Some(Cow::Borrowed(""));
-    }
-    Some(kept(scanner.string()?, field.rule(), |problem| {
-        refusals.option_text(at, field, problem);
-    }))
 }
 
 /// pydantic's lax boolean (`true`, `"yes"`, `1.0`...), read from the text.
