@@ -27,6 +27,7 @@ use super::validate::{TopLevelExtras, validate_args, validate_view};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
 use crate::json_node::Node;
 use crate::json_scan::Scanner;
+use crate::json_scan::first_special;
 use crate::json_write::{push_list, push_str};
 use read::read_args;
 
@@ -94,16 +95,16 @@ impl CheckedArgs<'_> {
         };
         push_list(out, questions, |out, question| {
             out.extend_from_slice(br#"{"header":"#);
-            push_str(out, &question.header);
+            push_text(out, &question.header);
             out.extend_from_slice(br#","question":"#);
-            push_str(out, &question.question);
+            push_text(out, &question.question);
             out.extend_from_slice(br#","options":"#);
             push_list(out, &question.options, |out, option| {
                 out.extend_from_slice(br#"{"label":"#);
-                push_str(out, &option.label);
+                push_text(out, &option.label);
                 out.extend_from_slice(br#","description":"#);
                 match &option.description {
-                    Some(description) => push_str(out, description),
+                    Some(description) => push_text(out, description),
                     None => out.extend_from_slice(b"null"),
                 }
                 out.push(b'}');
@@ -169,7 +170,25 @@ pub fn check_args_json_fully(
     validate_args(&args, extras).map(|questions| CheckedArgs(Checked::Owned(questions)))
 }
 
-/// A valid question, its strings stripped and borrowed where they can be.
+/// Appends a string the fast path read as a JSON string. A borrowed one is a slice of JSON
+/// text written without escapes, so it holds nothing JSON escapes (no `"`, `\` or control
+/// character) and goes out as it came in, unscanned; a decoded one is escaped.
+#[expect(clippy::ptr_arg, reason = "whether the text is borrowed is what counts here")]
+fn push_text(out: &mut Vec<u8>, text: &Cow<'_, str>) {
+    match text {
+        Cow::Borrowed(plain) => {
+            debug_assert!(first_special(plain.as_bytes()).is_none(), "{plain:?}");
+            out.push(b'"');
+            out.extend_from_slice(plain.as_bytes());
+            out.push(b'"');
+        }
+        Cow::Owned(decoded) => push_str(out, decoded),
+    }
+}
+
+/// A valid question, its strings stripped and borrowed where they can be. A borrowed string
+/// is always a slice of a JSON string written without escapes ([`Scanner::string`]), which
+/// [`push_text`] relies on.
 #[derive(Serialize)]
 struct QuestionRef<'a> {
     header: Cow<'a, str>,
