@@ -214,8 +214,7 @@ fn work(shared: &Shared, judge: fn(&[u8], &mut Vec<u8>)) {
         let mut answers = state.spare_answers.pop().unwrap_or_default();
         drop(state);
         // Answers run to about 40 % of the input: room up front, so a buffer is seldom grown
-        // again, nor grown by another thread than the one that allocated it (which mimalloc
-        // pays for with fresh pages).
+        // (and copied) line by line.
         answers.reserve(run.lines.len() / 2 + (4 << 10));
         judge(&run.block[run.lines.clone()], &mut answers);
         state = shared.lock();
