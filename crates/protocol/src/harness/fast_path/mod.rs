@@ -173,7 +173,10 @@ pub fn check_args_json_fully(
 /// Appends a string the fast path read as a JSON string. A borrowed one is a slice of JSON
 /// text written without escapes, so it holds nothing JSON escapes (no `"`, `\` or control
 /// character) and goes out as it came in, unscanned; a decoded one is escaped.
-#[expect(clippy::ptr_arg, reason = "whether the text is borrowed is what counts here")]
+#[expect(
+    clippy::ptr_arg,
+    reason = "whether the text is borrowed is what counts here"
+)]
 fn push_text(out: &mut Vec<u8>, text: &Cow<'_, str>) {
     match text {
         Cow::Borrowed(plain) => {
