@@ -106,6 +106,63 @@ fn validate_answers_a_pipe_and_a_file_alike() {
     );
 }
 
+/// A line longer than `--max-line-bytes` is answered with an error naming its length, from a
+/// pipe and from a file alike, and the lines after it as usual; the limit must be a number
+/// of bytes of at least 1.
+#[test]
+fn validate_answers_a_line_over_the_limit_with_an_error() {
+    let short = r#"{"dialect":"harness","kind":"render","input":{"timed_out":true}}"#;
+    let long = format!(r#"{{"note":"{}"}}"#, "x".repeat(3 << 20));
+    let input = format!("{short}\n{long}\n{short}\n{long}");
+    let args = ["validate", "--max-line-bytes", "1000"];
+    let piped = askgate(&args, input.as_bytes());
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+
+    let path = std::env::temp_dir().join(format!("askgate-cli-long-{}", std::process::id()));
+    std::fs::write(&path, &input).expect("write the input file");
+    let from_file = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(args)
+        .stdin(std::fs::File::open(&path).expect("open the input file"))
+        .output()
+        .expect("askgate runs");
+    std::fs::remove_file(&path).ok();
+    assert!(
+        piped.stdout == from_file.stdout,
+        "the piped and the file answers differ"
+    );
+
+    let answers: Vec<Value> = String::from_utf8(piped.stdout)
+        .expect("output is UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each answer is JSON"))
+        .collect();
+    assert_eq!(answers.len(), 4);
+    let too_long = format!(
+        "the line is {} bytes long, over the limit of 1000 (--max-line-bytes): not read",
+        long.len()
+    );
+    for (i, answer) in answers.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(answer["ok"], true, "line {}: {answer}", i + 1);
+        } else {
+            assert_eq!(answer["error"], too_long.as_str(), "line {}", i + 1);
+            assert_eq!(answer["errors"][0]["code"], "too_long");
+        }
+    }
+
+    let refused = askgate(&["validate", "--max-line-bytes", "0"], b"");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--max-line-bytes") && stderr.contains("at least 1"),
+        "{stderr}"
+    );
+}
+
 /// `askgate schema --dialect deepagents` prints the function tool LangChain sends the model.
 #[test]
 fn deepagents_schema_equals_what_langchain_sends() {

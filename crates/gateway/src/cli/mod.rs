@@ -36,13 +36,30 @@ pub enum Command {
     /// (other keys are ignored). Each output line is `{"ok":true,"normalized":...}` or
     /// `{"ok":false,"error":"...","errors":[{"path","message","code"}]}`, one per input line,
     /// in order. A malformed line gets an error line and the stream goes on.
-    Validate,
+    Validate(ValidateArgs),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
         #[arg(long, value_enum, default_value_t = Dialect::Harness)]
         dialect: Dialect,
     },
+}
+
+/// `askgate validate`'s options.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// The longest input line read, in bytes. A longer line is read past without being kept
+    /// and answered with an error, so input without line ends cannot exhaust memory.
+    #[arg(long, default_value_t = validate::DEFAULT_MAX_LINE_BYTES, value_parser = at_least_one_byte)]
+    pub max_line_bytes: usize,
+}
+
+fn at_least_one_byte(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(bytes) => Ok(bytes),
+        Err(e) => Err(format!("{e} (expected a number of bytes)")),
+    }
 }
 
 /// The "ask the user" tools askgate serves.
@@ -83,7 +100,9 @@ pub fn main() -> ExitCode {
             init_tracing("warn");
             runtime().and_then(|rt| rt.block_on(demo::run(*args)))
         }
-        Command::Validate => run_validate_stdin(std::io::stdout().lock()),
+        Command::Validate(args) => {
+            run_validate_stdin(std::io::stdout().lock(), args.max_line_bytes)
+        }
         Command::Schema { dialect } => schema::run(dialect),
     };
     match outcome {

@@ -40,7 +40,11 @@ mod harness_lines;
 mod pipeline;
 mod stream;
 
-use pipeline::{BLOCK_BYTES, Source};
+use pipeline::{BLOCK_BYTES, Judge, Source};
+
+/// The longest line `validate` reads unless told otherwise: far beyond any tool call, and
+/// small enough that a stream without line ends cannot take all the memory.
+pub(super) const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
@@ -52,20 +56,27 @@ use pipeline::{BLOCK_BYTES, Source};
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
 pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
-    judge_stream(input, output, false, || false)
+    judge_stream(input, output, false, || false, DEFAULT_MAX_LINE_BYTES)
 }
 
 /// [`run`] on this process's stdin. When stdin is a regular file, which no read waits on, it
-/// is read in whole blocks straight from the file.
+/// is read in whole blocks straight from the file. A line longer than `max_line_bytes` is
+/// read past, not kept, and answered with an error.
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_stdin(output: impl Write) -> anyhow::Result<()> {
+pub fn run_stdin(output: impl Write, max_line_bytes: usize) -> anyhow::Result<()> {
     match stdin_file() {
-        Some(file) => judge_stream(file, output, true, || false),
+        Some(file) => judge_stream(file, output, true, || false, max_line_bytes),
         None => {
             widen_stdin_pipe();
-            judge_stream(std::io::stdin(), output, false, stdin_has_more)
+            judge_stream(
+                std::io::stdin(),
+                output,
+                false,
+                stdin_has_more,
+                max_line_bytes,
+            )
         }
     }
 }
@@ -121,6 +132,7 @@ fn judge_stream(
     output: impl Write,
     whole_reads: bool,
     more_waiting: fn() -> bool,
+    max_line_bytes: usize,
 ) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let mut output = std::io::BufWriter::with_capacity(16 << 10, output);
@@ -128,12 +140,35 @@ fn judge_stream(
         block_bytes: BLOCK_BYTES,
         whole_reads,
         more_waiting,
+        max_line_bytes,
     };
-    pipeline::run(input, &mut output, source, workers, answer_block)
+    pipeline::run(input, &mut output, source, workers, JUDGE)
 }
 
-/// Appends the answers to a run of lines, one line each, to `out`.
-fn answer_block(lines: &[u8], out: &mut Vec<u8>) {
+/// How `validate` answers lines.
+const JUDGE: Judge = Judge {
+    lines: answer_block,
+    too_long: answer_too_long,
+};
+
+/// Appends the answer to a line too long to read, and its newline, to `out`.
+fn answer_too_long(length: u64, max_line_bytes: usize, out: &mut Vec<u8>) {
+    let error = FieldError::new(
+        "",
+        ErrorCode::TooLong,
+        format!(
+            "the line is {length} bytes long, over the limit of {max_line_bytes} \
+             (--max-line-bytes): not read"
+        ),
+    );
+    out.extend_from_slice(failure(&error).as_bytes());
+    out.push(b'\n');
+}
+
+/// Appends the answers to a run of lines, one line each, to `out`; a line longer than
+/// `max_line_bytes` is answered as too long (the reader drops longer ones before their end,
+/// and whichever way a line was read, its answer must be the same).
+fn answer_block(lines: &[u8], max_line_bytes: usize, out: &mut Vec<u8>) {
     // Input is nearly always UTF-8 throughout: check the run at once, line by line only if not.
     if let Ok(text) = simdutf8::basic::from_utf8(lines) {
         let mut start = 0;
@@ -142,13 +177,21 @@ fn answer_block(lines: &[u8], out: &mut Vec<u8>) {
         for end in ends {
             // A newline is ASCII: the cut is on a character boundary.
             let line = text.get(start..end).unwrap_or_default();
-            answer_text(line.strip_suffix('\r').unwrap_or(line), out);
+            if line.len() > max_line_bytes {
+                answer_too_long(line.len() as u64, max_line_bytes, out);
+            } else {
+                answer_text(line.strip_suffix('\r').unwrap_or(line), out);
+            }
             start = end + 1;
         }
         return;
     }
     for line in lines.split_inclusive(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
+        if line.len() > max_line_bytes {
+            answer_too_long(line.len() as u64, max_line_bytes, out);
+            continue;
+        }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         match std::str::from_utf8(line) {
             Ok(text) => answer_text(text, out),

@@ -14,9 +14,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::Context as _;
 
-use super::stream::{BlockReader, split_lines};
+use super::stream::{Block, BlockReader, split_lines};
 
-/// Input read but not yet answered, at most (a single longer line is still taken whole).
+/// Input read but not yet answered, at most (a single longer line is still taken whole, up to
+/// the line limit).
 pub(super) const MAX_BYTES_IN_FLIGHT: usize = 3 * BLOCK_BYTES;
 
 /// Blocks read but not yet answered, at most: a stream that arrives in small blocks would
@@ -41,13 +42,26 @@ pub(super) struct Source {
     pub(super) whole_reads: bool,
     /// Whether more of the input has arrived and waits to be read (for other inputs).
     pub(super) more_waiting: fn() -> bool,
+    /// The longest line read; a longer one is dropped unread and answered with an error.
+    pub(super) max_line_bytes: usize,
 }
 
-/// Lines to judge: a range of a block.
+/// How lines are answered.
+#[derive(Clone, Copy)]
+pub(super) struct Judge {
+    /// Appends the answers to a run of lines, one line each; the limit on a line's length.
+    pub(super) lines: fn(&[u8], usize, &mut Vec<u8>),
+    /// Appends the answer to a line that was too long to read: its length and the limit.
+    pub(super) too_long: fn(u64, usize, &mut Vec<u8>),
+}
+
+/// Lines to judge: a range of a block, or the one line after it that was too long to read.
 struct Run {
     seq: u64,
     block: Arc<Vec<u8>>,
     lines: Range<usize>,
+    /// The too-long line's length (`lines` is then empty).
+    too_long: Option<u64>,
 }
 
 /// A judged run, waiting for its turn to be written.
@@ -112,12 +126,13 @@ pub(super) fn run(
     output: &mut impl Write,
     source: Source,
     workers: usize,
-    judge: fn(&[u8], &mut Vec<u8>),
+    judge: Judge,
 ) -> anyhow::Result<()> {
     let Source {
         block_bytes,
         whole_reads,
         more_waiting,
+        max_line_bytes,
     } = source;
     let workers = workers.max(1);
     let shared = Arc::new(Shared {
@@ -130,12 +145,12 @@ pub(super) fn run(
     let reader = Arc::clone(&shared);
     let runs_per_block = workers * RUNS_PER_WORKER;
     std::thread::spawn(move || {
-        let blocks = BlockReader::new(block_bytes, whole_reads, more_waiting);
+        let blocks = BlockReader::new(block_bytes, whole_reads, more_waiting, max_line_bytes);
         read_all(&reader, input, blocks, block_bytes, runs_per_block);
     });
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| work(&shared, judge));
+            scope.spawn(|| work(&shared, judge, max_line_bytes));
         }
         let written = write_all(&shared, output, 2 * block_bytes + (64 << 10));
         shared.lock().closed = true;
@@ -158,7 +173,7 @@ fn read_all(
         let buffer = spare.unwrap_or_else(|| Vec::with_capacity(block_bytes + (64 << 10)));
         let block = reader.next_block(&mut input, buffer, block_bytes);
         let mut state = shared.lock();
-        let arrived = block.as_ref().map_or(0, Vec::len);
+        let arrived = block.as_ref().map_or(0, |block| block.lines.len());
         while state.in_flight > 0
             && (state.in_flight + arrived > MAX_BYTES_IN_FLIGHT.max(block_bytes)
                 || state.blocks_in_flight >= MAX_BLOCKS_IN_FLIGHT)
@@ -170,15 +185,25 @@ fn read_all(
             return;
         }
         match block {
-            Ok(block) if block.is_empty() => state.ended = true,
-            Ok(block) => {
-                let block = Arc::new(block);
+            Ok(block) if block.lines.is_empty() && block.too_long.is_none() => state.ended = true,
+            Ok(Block { lines, too_long }) => {
+                let block = Arc::new(lines);
                 let runs = runs_per_block.min(block.len() / MIN_RUN_BYTES).max(1);
-                for lines in split_lines(&block, runs) {
+                let line_runs = split_lines(&block, runs)
+                    .into_iter()
+                    .map(|lines| (lines, None));
+                // A too-long line comes after the block's lines: its own run, last.
+                let too_long_run = too_long.map(|length| (block.len()..block.len(), Some(length)));
+                for (lines, too_long) in line_runs.chain(too_long_run) {
                     let seq = state.made;
                     state.made += 1;
                     let block = Arc::clone(&block);
-                    state.runs.push_back(Run { seq, block, lines });
+                    state.runs.push_back(Run {
+                        seq,
+                        block,
+                        lines,
+                        too_long,
+                    });
                 }
                 state.in_flight += arrived;
                 state.blocks_in_flight += 1;
@@ -198,7 +223,7 @@ fn read_all(
     }
 }
 
-fn work(shared: &Shared, judge: fn(&[u8], &mut Vec<u8>)) {
+fn work(shared: &Shared, judge: Judge, max_line_bytes: usize) {
     let mut state = shared.lock();
     loop {
         if state.closed {
@@ -216,7 +241,10 @@ fn work(shared: &Shared, judge: fn(&[u8], &mut Vec<u8>)) {
         // Answers run to about 40 % of the input: room up front, so a buffer is seldom grown
         // (and copied) line by line.
         answers.reserve(run.lines.len() / 2 + (4 << 10));
-        judge(&run.block[run.lines.clone()], &mut answers);
+        match run.too_long {
+            Some(length) => (judge.too_long)(length, max_line_bytes, &mut answers),
+            None => (judge.lines)(&run.block[run.lines.clone()], max_line_bytes, &mut answers),
+        }
         state = shared.lock();
         let bytes = run.lines.len();
         state.answered.insert(

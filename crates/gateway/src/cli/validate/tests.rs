@@ -30,13 +30,15 @@ fn blocks_end_at_line_ends_and_lose_nothing() {
         .into_iter()
         .flat_map(|bytes| reads.map(|read| (bytes, read)))
     {
-        let mut reader = BlockReader::new(block_bytes, whole_reads, more_waiting);
+        let mut reader = BlockReader::new(block_bytes, whole_reads, more_waiting, usize::MAX);
         let mut stream = input.as_slice();
         let mut joined = Vec::new();
         loop {
             let block = reader
                 .next_block(&mut stream, Vec::new(), block_bytes)
                 .unwrap();
+            assert_eq!(block.too_long, None);
+            let block = block.lines;
             if block.is_empty() {
                 break;
             }
@@ -93,11 +95,105 @@ fn small_reads_and_small_blocks_give_the_same_answers() {
             block_bytes,
             whole_reads: false,
             more_waiting: if pours { || true } else { || false },
+            max_line_bytes: usize::MAX,
         };
-        pipeline::run(input, &mut trickled, source, workers, answer_block).unwrap();
+        pipeline::run(input, &mut trickled, source, workers, JUDGE).unwrap();
         assert_eq!(
             trickled, whole,
             "block size {block_bytes}, {workers} workers"
+        );
+    }
+}
+
+/// Lines of 100 bytes (the limit in the test below), 101, far more, and short ones between,
+/// ending with an unfinished line over the limit.
+fn lines_around_a_limit() -> Vec<Vec<u8>> {
+    let line = |bytes: usize| {
+        let head = br#"{"dialect":"harness","kind":"render","input":{"timed_out":true},"note":""#;
+        let mut line = head.to_vec();
+        line.resize(bytes - 2, b'x');
+        line.extend_from_slice(b"\"}");
+        line
+    };
+    let mut lines = vec![line(100), line(101), line(90)];
+    lines.extend([line(5000), line(99), line(100_000), line(100), line(150)]);
+    lines
+}
+
+/// A line over `max_line_bytes` is answered with its length, the lines around it as usual,
+/// however the input is read: as a file, trickling in, or pouring in, in any block size.
+#[test]
+fn a_line_over_the_limit_is_answered_without_being_kept() {
+    let lines = lines_around_a_limit();
+    let input = lines.join(&b'\n');
+    let mut expected = Vec::new();
+    for line in &lines {
+        if line.len() > 100 {
+            answer_too_long(line.len() as u64, 100, &mut expected);
+        } else {
+            answer_text(std::str::from_utf8(line).unwrap(), &mut expected);
+        }
+    }
+    let expected_text = String::from_utf8_lossy(&expected).into_owned();
+    let too_long = expected_text
+        .lines()
+        .filter(|l| l.contains("over the limit of 100"));
+    assert_eq!(too_long.count(), 4);
+    assert_eq!(expected_text.lines().count(), lines.len());
+    let reads: [(bool, fn() -> bool); 3] = [(true, || false), (false, || false), (false, || true)];
+    for (block_bytes, (whole_reads, more_waiting)) in [1, 7, 64, 150, 4096, 1 << 20]
+        .into_iter()
+        .flat_map(|bytes| reads.map(|read| (bytes, read)))
+    {
+        let source = Source {
+            block_bytes,
+            whole_reads,
+            more_waiting,
+            max_line_bytes: 100,
+        };
+        let mut output = Vec::new();
+        let input = Trickle(input.clone(), 0);
+        pipeline::run(input, &mut output, source, 2, JUDGE).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output),
+            expected_text,
+            "block size {block_bytes}, whole reads {whole_reads}"
+        );
+    }
+}
+
+/// Bytes without a line end, as many as asked for, in whole reads.
+struct NoLineEnd(u64);
+
+impl Read for NoLineEnd {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let n = buffer
+            .len()
+            .min(usize::try_from(self.0).unwrap_or(usize::MAX));
+        buffer[..n].fill(b'x');
+        self.0 -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Input without line ends is read to its end in bounded memory, and counted.
+#[test]
+fn input_without_line_ends_takes_bounded_memory() {
+    for whole_reads in [true, false] {
+        let mut reader = BlockReader::new(4096, whole_reads, || true, 10_000);
+        let mut input = NoLineEnd(50_000_000);
+        let block = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
+        assert_eq!(block.too_long, Some(50_000_000));
+        assert!(block.lines.is_empty());
+        assert!(
+            block.lines.capacity() < 64 << 10,
+            "{}",
+            block.lines.capacity()
+        );
+        let next = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
+        assert!(
+            next.lines.is_empty() && next.too_long.is_none(),
+            "the input ended"
         );
     }
 }
@@ -151,9 +247,10 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
             block_bytes,
             whole_reads: false,
             more_waiting: || false,
+            max_line_bytes: usize::MAX,
         };
         let input = Feed(received, Vec::new());
-        pipeline::run(input, &mut output, source, 2, answer_block).ok();
+        pipeline::run(input, &mut output, source, 2, JUDGE).ok();
     });
     let lines = |count: usize| -> Vec<u8> {
         let mut chunk = Vec::new();
@@ -202,9 +299,10 @@ fn a_closed_output_stops_every_thread_with_an_error() {
             block_bytes: 4096,
             whole_reads: true,
             more_waiting: || false,
+            max_line_bytes: usize::MAX,
         };
         let input = std::io::Cursor::new(input);
-        let ended = pipeline::run(input, &mut output, source, 2, answer_block);
+        let ended = pipeline::run(input, &mut output, source, 2, JUDGE);
         done.send(ended.is_err()).ok();
     });
     let failed = finished
