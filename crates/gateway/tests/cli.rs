@@ -1,18 +1,23 @@
 //! The `askgate` binary's `validate` and `schema` commands, run as a user runs them.
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn askgate(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+/// `askgate args...` started, its three streams piped to the test.
+fn spawn_askgate(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_askgate"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("askgate starts");
+        .expect("askgate starts")
+}
+
+fn askgate(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = spawn_askgate(args);
     let mut input = child.stdin.take().expect("stdin");
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || input.write_all(&data));
@@ -163,6 +168,34 @@ fn validate_answers_a_line_over_the_limit_with_an_error() {
     );
 }
 
+/// A reader that stops reading (`askgate validate < lines | head -1`) ends askgate quietly
+/// and successfully, as it would end `cat`: no broken-pipe error on stderr.
+#[test]
+fn validate_ends_quietly_when_its_reader_stops_reading() {
+    use std::io::BufRead as _;
+    let vectors = data("conformance/vectors.jsonl");
+    // Far more answers than a pipe holds, so askgate is still writing when the reader leaves.
+    let input = vectors.repeat((16 << 20) / vectors.len() + 1).into_bytes();
+    let mut child = spawn_askgate(&["validate"]);
+    let mut stdin = child.stdin.take().expect("stdin");
+    // askgate may leave before reading everything: a failed write is expected then.
+    let writer = std::thread::spawn(move || stdin.write_all(&input).ok());
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("a first answer");
+    assert!(first.starts_with(r#"{"ok":"#), "{first}");
+    drop(stdout);
+    let (ended, exit) = std::sync::mpsc::channel();
+    std::thread::spawn(move || ended.send(child.wait_with_output()).ok());
+    let output = exit
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("askgate ends once its reader has gone")
+        .expect("askgate's exit");
+    writer.join().expect("writer");
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
 /// `askgate schema --dialect deepagents` prints the function tool LangChain sends the model.
 #[test]
 fn deepagents_schema_equals_what_langchain_sends() {
@@ -216,13 +249,7 @@ fn validate_answers_a_line_before_the_next_arrives() {
     use std::io::BufRead as _;
     use std::time::Duration;
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
-        .arg("validate")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("askgate starts");
+    let mut child = spawn_askgate(&["validate"]);
     let mut input = child.stdin.take().expect("stdin");
     let output = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let (answers, answer) = std::sync::mpsc::channel();

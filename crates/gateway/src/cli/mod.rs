@@ -102,8 +102,9 @@ pub fn main() -> ExitCode {
         }
         Command::Validate(args) => {
             run_validate_stdin(std::io::stdout().lock(), args.max_line_bytes)
+                .or_else(quiet_when_stdout_closed)
         }
-        Command::Schema { dialect } => schema::run(dialect),
+        Command::Schema { dialect } => schema::run(dialect).or_else(quiet_when_stdout_closed),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -112,4 +113,16 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A filter whose reader has stopped reading (`askgate validate < lines | head`) has done
+/// what was asked of it: it ends quietly, as the shell's own tools do, rather than report the
+/// broken pipe.
+fn quiet_when_stdout_closed(error: anyhow::Error) -> anyhow::Result<()> {
+    let broken_pipe = error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe { Ok(()) } else { Err(error) }
 }
