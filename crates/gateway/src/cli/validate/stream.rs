@@ -17,7 +17,8 @@ pub(super) struct Block {
 
 /// Cuts a stream into blocks that end at a line's end (or the stream's).
 pub(super) struct BlockReader {
-    /// Where each read lands (zeroed once, reused).
+    /// Where each read of a stream lands, and the rest of a dropped line from any source
+    /// (zeroed once, reused; a file reads straight into its blocks).
     scratch: Vec<u8>,
     /// Bytes read past the last complete line, carried into the next block.
     carry: Vec<u8>,
