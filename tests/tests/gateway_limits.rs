@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use askgate_protocol::close;
 use askgate_tests::server::{TestServer, WsClient, answer, ask, test_config};
-use futures_util::SinkExt as _;
+use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_tungstenite::tungstenite::Message;
@@ -97,6 +97,52 @@ async fn a_slow_tab_is_closed_and_the_others_get_everything() {
     assert_eq!(reader.recv_until("request").await["request"]["id"], "after");
 }
 
+/// A tab that keeps sending but never reads its replies cannot hold its connection: once
+/// its buffers are full and a write makes no progress for a ping interval, it is closed as
+/// too slow.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tab_that_sends_but_never_reads_is_closed() {
+    let mut config = test_config();
+    config.limits.tab_frames_per_second = 1_000_000;
+    config.limits.ping_interval = Duration::from_millis(300);
+    let server = TestServer::start_with(config).await;
+    let (mut tab, _) = server.tab("s").await;
+    // Each refusal echoes the unknown type: about 4 KB of reply per frame sent.
+    let flood = json!({"type": "x".repeat(4000)}).to_string();
+    let mut sent = 0;
+    loop {
+        let send = tab.stream().send(Message::text(flood.clone()));
+        match tokio::time::timeout(Duration::from_secs(2), send).await {
+            Ok(Ok(())) => sent += 1,
+            // Blocked: the gateway stopped reading, its writes to us being stuck. Or refused:
+            // it already gave up on us.
+            Err(_) | Ok(Err(_)) => break,
+        }
+        assert!(sent < 200_000, "the gateway never stopped reading");
+    }
+    // Now read: the replies already written, then the end of the connection.
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(Ok(message)) = tab.stream().next().await {
+            if message.is_close() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the connection stayed open after {sent} frames"
+    );
+    let too_slow = server
+        .state
+        .hub
+        .metrics()
+        .closed_too_slow
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(too_slow, 1);
+    assert_eq!(server.state.hub.census().1, 0, "the tab left its session");
+}
+
 /// A peer sending frames faster than its rate is closed with 4429.
 #[tokio::test(flavor = "multi_thread")]
 async fn too_many_frames_closes_with_4429() {
@@ -159,6 +205,39 @@ async fn capacity_limits_refuse_clearly() {
     tab.send(&json!({"type": "hello", "key": server.viewer_key("t4")}))
         .await;
     assert_eq!(tab.closed().await, close::TRY_AGAIN_LATER);
+}
+
+/// Outcomes kept for an agent that does not acknowledge them are bounded: at the limit a new
+/// ask is rejected, a repeat of a resolved one still gets its outcome, and an ack makes room.
+#[tokio::test(flavor = "multi_thread")]
+async fn unacknowledged_outcomes_are_bounded() {
+    let mut config = test_config();
+    config.limits.kept_outcomes_per_session = 2;
+    let server = TestServer::start_with(config).await;
+    let mut agent = server.agent().await;
+    for id in ["r1", "r2"] {
+        agent.send(&ask("s", id, &["Color"], None)).await;
+        agent.recv_type("accepted").await;
+        agent
+            .send(&json!({"type": "cancel", "session": "s", "id": id}))
+            .await;
+        assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
+    }
+    agent.send(&ask("s", "r3", &["Color"], None)).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["id"], "r3");
+    let message = rejected["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("2 outcomes") && message.contains("ack"),
+        "{message}"
+    );
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    assert_eq!(agent.recv_type("outcome").await["id"], "r2");
+    agent
+        .send(&json!({"type": "ack", "session": "s", "id": "r1"}))
+        .await;
+    agent.send(&ask("s", "r3", &["Color"], None)).await;
+    assert_eq!(agent.recv_type("accepted").await["id"], "r3");
 }
 
 /// With agent keys configured, a wrong key is closed with 4401 and a right one served.

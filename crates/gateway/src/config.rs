@@ -29,6 +29,10 @@ pub const DEFAULT_AGENT_FRAMES_PER_SECOND: u32 = 5_000;
 pub const DEFAULT_TABS_PER_SESSION: usize = 128;
 /// Open (unresolved) requests in one session. One more ask is rejected.
 pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
+/// Outcomes a session keeps that its agent has not acknowledged yet. One more ask is rejected
+/// until the agent acks some (or their retention runs out): memory stays bounded even for an
+/// agent that never acks.
+pub const DEFAULT_KEPT_OUTCOMES_PER_SESSION: usize = 4096;
 /// Sessions held at once. A new one is refused (ask rejected, tab closed with 1013).
 pub const DEFAULT_MAX_SESSIONS: usize = 100_000;
 /// Longest `timeout_s` an agent may ask for: one week.
@@ -61,6 +65,8 @@ pub struct Limits {
     pub tabs_per_session: usize,
     /// See [`DEFAULT_OPEN_REQUESTS_PER_SESSION`].
     pub open_requests_per_session: usize,
+    /// See [`DEFAULT_KEPT_OUTCOMES_PER_SESSION`].
+    pub kept_outcomes_per_session: usize,
     /// See [`DEFAULT_MAX_SESSIONS`].
     pub max_sessions: usize,
     /// See [`DEFAULT_MAX_TIMEOUT_S`].
@@ -85,6 +91,7 @@ impl Default for Limits {
             agent_frames_per_second: DEFAULT_AGENT_FRAMES_PER_SECOND,
             tabs_per_session: DEFAULT_TABS_PER_SESSION,
             open_requests_per_session: DEFAULT_OPEN_REQUESTS_PER_SESSION,
+            kept_outcomes_per_session: DEFAULT_KEPT_OUTCOMES_PER_SESSION,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_timeout_s: DEFAULT_MAX_TIMEOUT_S,
             retention: DEFAULT_RETENTION,

@@ -79,6 +79,9 @@ pub struct LimitArgs {
     /// Unresolved requests per session; one more ask is rejected.
     #[arg(long, env = "ASKGATE_OPEN_REQUESTS_PER_SESSION", default_value_t = config::DEFAULT_OPEN_REQUESTS_PER_SESSION)]
     pub open_requests_per_session: usize,
+    /// Outcomes per session not yet acknowledged by the agent; one more ask is rejected.
+    #[arg(long, env = "ASKGATE_KEPT_OUTCOMES_PER_SESSION", default_value_t = config::DEFAULT_KEPT_OUTCOMES_PER_SESSION)]
+    pub kept_outcomes_per_session: usize,
     /// Sessions held at once; a new one is refused.
     #[arg(long, env = "ASKGATE_MAX_SESSIONS", default_value_t = config::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
@@ -116,6 +119,7 @@ impl LimitArgs {
             agent_frames_per_second: self.agent_frames_per_second,
             tabs_per_session: self.tabs_per_session,
             open_requests_per_session: self.open_requests_per_session,
+            kept_outcomes_per_session: self.kept_outcomes_per_session,
             max_sessions: self.max_sessions,
             max_timeout_s: self.max_timeout_s,
             retention: seconds("retention-hours", self.retention_hours * 3600.0)?,

@@ -20,6 +20,11 @@ impl AgentHandle {
         });
     }
 
+    /// `error` `bad_frame` for a message that is not an agent frame, queued like every reply.
+    pub fn bad_frame(&self, message: impl Into<String>) {
+        self.error("bad_frame", message);
+    }
+
     /// `open`: creates the session if new and replies `opened` with the viewer link.
     pub fn open(&self, session: Option<&str>) {
         let id = match session {

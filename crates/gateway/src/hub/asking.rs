@@ -16,7 +16,7 @@ use super::resolving::Ending;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
-use crate::store::{StoreOp, StoredRequest, StoredResolution};
+use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -202,6 +202,17 @@ impl Hub {
                             );
                             return self.reject(asker, &session_id, Some(id), vec![error], false);
                         }
+                        let kept = session.requests.len().saturating_sub(session.unresolved);
+                        if kept >= self.limits.kept_outcomes_per_session {
+                            let error = FieldError::new(
+                                "",
+                                ErrorCode::TooManyItems,
+                                format!(
+                                    "this session keeps {kept} outcomes its agent has not acknowledged, the most allowed; ack them first"
+                                ),
+                            );
+                            return self.reject(asker, &session_id, Some(id), vec![error], false);
+                        }
                         let shown = Shown {
                             questions: &questions,
                             title: title.clone(),
@@ -214,33 +225,58 @@ impl Hub {
             waiter.await;
         };
         let deadline_ms = record.deadline_ms;
-        let committed = self.store.commit(vec![StoreOp::Put(record)]).await;
-        let mut sessions = self.lock();
-        let Some(session) = sessions.get_mut(&session_id) else {
-            return AskReply::Rejected {
-                id: Some(id),
-                errors: Vec::new(),
-                conflict: false,
-            };
+        let asker = asker.cloned();
+        let stored = Stored {
+            session: session_id,
+            id: id.clone(),
+            deadline_ms,
         };
-        let Some(entry) = session.requests.get_mut(&id) else {
-            return AskReply::Rejected {
+        let finished = self
+            .commit_then(vec![StoreOp::Put(record)], move |hub, committed| {
+                hub.finish_ask(&stored, asker.as_ref(), committed)
+            })
+            .await;
+        finished.unwrap_or_else(|error| {
+            tracing::error!(request = %id, %error, "storing a request failed");
+            AskReply::Rejected {
                 id: Some(id),
                 errors: Vec::new(),
                 conflict: false,
-            };
+            }
+        })
+    }
+
+    /// After the store took (or refused) a new request: opens it and shows it to every tab.
+    fn finish_ask(
+        self: &Arc<Self>,
+        stored: &Stored,
+        asker: Option<&Link>,
+        committed: Result<(), StoreError>,
+    ) -> AskReply {
+        let Stored {
+            session: session_id,
+            id,
+            deadline_ms,
+        } = stored;
+        let vanished = || AskReply::Rejected {
+            id: Some(id.clone()),
+            errors: Vec::new(),
+            conflict: false,
+        };
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return vanished();
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
         };
         let EntryState::Committing(notify) = &entry.state else {
-            return AskReply::Rejected {
-                id: Some(id),
-                errors: Vec::new(),
-                conflict: false,
-            };
+            return vanished();
         };
         let notify = Arc::clone(notify);
         if let Err(error) = committed {
             tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
-            session.requests.remove(&id);
+            session.requests.remove(id);
             session.unresolved -= 1;
             notify.notify_waiters();
             let error = FieldError::new(
@@ -248,21 +284,21 @@ impl Hub {
                 ErrorCode::Unavailable,
                 format!("the gateway could not store the request ({error}); try again"),
             );
-            return self.reject(asker, &session_id, Some(id), vec![error], false);
+            return self.reject(asker, session_id, Some(id.clone()), vec![error], false);
         }
         entry.state = EntryState::Open;
-        if let Some(deadline_ms) = deadline_ms {
-            entry.timer = Some(self.arm_timer(&session_id, &id, deadline_ms));
+        if let Some(deadline_ms) = *deadline_ms {
+            entry.timer = Some(self.arm_timer(session_id, id, deadline_ms));
         }
         gauge_add(&self.metrics.open_requests, 1);
         tracing::debug!(session = %session_id, request = %id, "accepted");
         let reply = AskReply::Accepted {
             id: id.clone(),
-            deadline_ms,
+            deadline_ms: *deadline_ms,
             created: true,
         };
         // Queued before any tab can see the request, so it precedes the request's outcome.
-        self.deliver(asker, &session_id, &reply);
+        self.deliver(asker, session_id, &reply);
         let request_frame = entry.request_frame.clone();
         session.broadcast(&request_frame, &self.metrics);
         notify.notify_waiters();
@@ -309,7 +345,7 @@ impl Hub {
 
     /// The agent has the outcome: forget it.
     pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
-        {
+        let deleted = {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {
                 return AckReply::Forgotten;
@@ -326,12 +362,14 @@ impl Hub {
                 None => return AckReply::Forgotten,
             }
             self.drop_if_idle(&mut sessions, session);
-        }
-        let delete = StoreOp::Delete {
-            session: session.clone(),
-            id: id.clone(),
+            // Handed to the store under the lock: the same id asked again right after is
+            // stored after this deletion, not deleted by it.
+            self.store.commit(vec![StoreOp::Delete {
+                session: session.clone(),
+                id: id.clone(),
+            }])
         };
-        if let Err(error) = self.store.commit(vec![delete]).await {
+        if let Err(error) = deleted.await {
             tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
         }
         AckReply::Forgotten
@@ -364,6 +402,13 @@ impl Hub {
             }
         }
     }
+}
+
+/// A new request whose store record is being committed.
+struct Stored {
+    session: SessionId,
+    id: RequestId,
+    deadline_ms: Option<u64>,
 }
 
 /// What a new request shows to tabs.

@@ -12,7 +12,7 @@ use crate::clock::now_ms;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
-use crate::store::{Store, StoreOp};
+use crate::store::{Store, StoreError, StoreOp};
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -233,12 +233,29 @@ impl Hub {
         }
     }
 
+    /// Commits `ops`, then runs `finish` with the result, in a task of its own, and waits for
+    /// it. The caller may be dropped meanwhile (axum drops a handler whose HTTP client hangs
+    /// up): the change is still finished, never left half-way between the store and the hub.
+    /// `Err` only if the task panicked or the runtime is shutting down.
+    pub(super) async fn commit_then<T: Send + 'static>(
+        self: &Arc<Self>,
+        ops: Vec<StoreOp>,
+        finish: impl FnOnce(&Arc<Hub>, Result<(), StoreError>) -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        let hub = Arc::clone(self);
+        tokio::spawn(async move {
+            let committed = hub.store.commit(ops).await;
+            finish(&hub, committed)
+        })
+        .await
+    }
+
     /// Forgets outcomes whose retention ran out; returns how many.
     pub async fn sweep(&self) -> usize {
         let now = now_ms();
         let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
         let mut ops = Vec::new();
-        {
+        let deleted = {
             let mut sessions = self.lock();
             let ids: Vec<SessionId> = sessions.keys().cloned().collect();
             for session_id in ids {
@@ -254,12 +271,15 @@ impl Hub {
                 }
                 self.drop_if_idle(&mut sessions, &session_id);
             }
-        }
-        let swept = ops.len();
-        if swept > 0 {
-            if let Err(error) = self.store.commit(ops).await {
-                tracing::warn!(%error, "could not delete expired outcomes; they stay in the store");
-            }
+            // Handed to the store under the lock, so a request asked again with a swept id
+            // is stored after the deletion, not deleted by it.
+            (!ops.is_empty()).then(|| (ops.len(), self.store.commit(ops)))
+        };
+        let Some((swept, deleted)) = deleted else {
+            return 0;
+        };
+        if let Err(error) = deleted.await {
+            tracing::warn!(%error, "could not delete expired outcomes; they stay in the store");
         }
         swept
     }

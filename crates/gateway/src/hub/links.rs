@@ -168,6 +168,18 @@ impl TabHandle {
     pub fn session(&self) -> &SessionId {
         &self.session
     }
+
+    /// Queues a reply to this tab, behind what the hub queued for it: a tab that sends but
+    /// does not read fills its queue and is closed with 4408, like any slow tab.
+    pub fn reply(&self, frame: Frame) {
+        let sessions = self.hub.lock();
+        let slot = sessions
+            .get(&self.session)
+            .and_then(|session| session.tabs.get(&self.link_id));
+        if let Some(slot) = slot {
+            slot.link.send(frame, &self.hub.metrics);
+        }
+    }
 }
 
 impl Drop for TabHandle {

@@ -20,7 +20,7 @@ use super::entry::EntryState;
 use super::links::{Frame, TabHandle};
 use crate::clock::{now_ms, until};
 use crate::metrics::{count, gauge_add};
-use crate::store::{StoreOp, StoredResolution};
+use crate::store::{StoreError, StoreOp, StoredResolution};
 
 /// How a request is ending.
 #[derive(Debug)]
@@ -33,6 +33,15 @@ pub(super) enum Ending {
     TimedOut,
     /// The agent withdrew it.
     Withdrawn,
+}
+
+/// A resolution being committed, and what announcing it needs.
+struct Resolution {
+    session: SessionId,
+    id: RequestId,
+    resolution: StoredResolution,
+    asked_at_ms: u64,
+    deadline_ms: Option<u64>,
 }
 
 /// Why an ending did not take.
@@ -186,14 +195,39 @@ impl Hub {
             };
             (resolution, entry.view.asked_at_ms, entry.view.deadline_ms)
         };
-        let committed = self
-            .store
-            .commit(vec![StoreOp::Resolve {
-                session: session.clone(),
-                id: id.clone(),
-                resolution: resolution.clone(),
-            }])
-            .await;
+        let ops = vec![StoreOp::Resolve {
+            session: session.clone(),
+            id: id.clone(),
+            resolution: resolution.clone(),
+        }];
+        let ending = Resolution {
+            session: session.clone(),
+            id: id.clone(),
+            resolution,
+            asked_at_ms,
+            deadline_ms,
+        };
+        self.commit_then(ops, move |hub, committed| {
+            hub.finish_resolve(ending, committed)
+        })
+        .await
+        .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())))
+    }
+
+    /// After the store took (or refused) a resolution: announces it, or reopens the request.
+    fn finish_resolve(
+        self: &Arc<Self>,
+        ending: Resolution,
+        committed: Result<(), StoreError>,
+    ) -> Result<(), Refusal> {
+        let Resolution {
+            session,
+            id,
+            resolution,
+            asked_at_ms,
+            deadline_ms,
+        } = ending;
+        let (session, id) = (&session, &id);
         let mut sessions = self.lock();
         let Some(state) = sessions.get_mut(session) else {
             return Err(Refusal::Unknown);

@@ -83,7 +83,9 @@ pub struct StoreError(pub String);
 
 /// Durable (or not) keeping of requests and outcomes.
 pub trait Store: Send + Sync + 'static {
-    /// Applies `ops` atomically; resolves once they are durable.
+    /// Applies `ops` atomically; resolves once they are durable. Commits are applied in the
+    /// order they are called, not the order their futures are first polled: the hub calls
+    /// `commit` under its lock where the order matters.
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()>;
 
     /// Every request kept, open and resolved, for a restart.

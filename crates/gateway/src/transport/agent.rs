@@ -1,12 +1,15 @@
 //! `GET /v1/agent`: an agent connection carrying any number of sessions.
 //!
-//! Frames are handled concurrently (up to [`IN_FLIGHT`] at once) so that many asks share the
-//! store's group commits; replies go through the connection's queue, in the hub's order.
+//! Frames take effect in the order they arrive, then wait concurrently (up to [`IN_FLIGHT`]
+//! at once) so that many asks share the store's group commits; replies go through the
+//! connection's queue, in the hub's order.
 
+use std::future::Future as _;
 use std::sync::Arc;
+use std::task::Poll;
 
 use askgate_protocol::close;
-use askgate_protocol::wire::{AgentFrame, ToAgent};
+use askgate_protocol::wire::AgentFrame;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
@@ -16,10 +19,10 @@ use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event, send_now,
-    write_frames,
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
+    send_ping, write_frames,
 };
-use crate::hub::{AgentHandle, Frame, Link};
+use crate::hub::{AgentHandle, Link};
 use crate::metrics::{count, gauge_add};
 use crate::server::AppState;
 
@@ -66,6 +69,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
         kick: &kick,
         shutdown: &state.shutdown,
         keepalive: &mut keepalive,
+        metrics: state.hub.metrics(),
     };
     let ending = loop {
         // Reap finished frames; wait for one when the limit is reached (backpressure).
@@ -83,8 +87,8 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
             Event::Outgoing(None) => break None,
             Event::Tick => match watch.keepalive.tick() {
                 Some(ping) => {
-                    if socket.send(ping).await.is_err() {
-                        break None;
+                    if let Err(code) = send_ping(socket, ping, &watch).await {
+                        break code.map(|c| (c, "closing"));
                     }
                 }
                 None => break None,
@@ -112,18 +116,19 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
                 match serde_json::from_str::<AgentFrame>(&text) {
                     Ok(frame) => {
                         let agent = Arc::clone(&agent);
-                        in_flight
-                            .spawn(async move { handle(&agent, frame).await }.in_current_span());
-                    }
-                    Err(e) => {
-                        let error = Frame::encode(&ToAgent::Error {
-                            code: "bad_frame".into(),
-                            message: format!("not an agent frame: {e}"),
-                        });
-                        if !send_now(socket, error).await {
-                            break None;
+                        let mut task =
+                            Box::pin(async move { handle(&agent, frame).await }.in_current_span());
+                        // Run up to its first wait here, in the order frames arrive: the hub
+                        // then sees a frame's change (an ask stored as pending, a cancel
+                        // withdrawing) before the next frame's, so a `cancel` sent right
+                        // behind its `ask` finds the request. Only the waiting is concurrent.
+                        let first_step =
+                            std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx))).await;
+                        if first_step.is_pending() {
+                            in_flight.spawn(task);
                         }
                     }
+                    Err(e) => agent.bad_frame(format!("not an agent frame: {e}")),
                 }
             }
         }

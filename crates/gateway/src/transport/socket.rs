@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Limits;
 use crate::hub::{Frame, Kick};
+use crate::metrics::{Metrics, count};
 
 /// Frames written per flush when a queue has several waiting.
 const BATCH_FRAMES: usize = 32;
@@ -48,6 +49,27 @@ pub(super) struct Watch<'a> {
     pub(super) kick: &'a Kick,
     pub(super) shutdown: &'a CancellationToken,
     pub(super) keepalive: &'a mut Keepalive,
+    pub(super) metrics: &'a Metrics,
+}
+
+impl Watch<'_> {
+    /// Races `write` against a kick, shutdown, and a peer that takes no data for a whole
+    /// ping interval (its buffers are full: it has stopped reading), which is closed as too
+    /// slow (4408) rather than left holding the connection.
+    async fn guard(
+        &self,
+        write: impl Future<Output = Result<(), axum::Error>>,
+    ) -> Result<(), Option<u16>> {
+        tokio::select! {
+            written = write => written.map_err(|_| None),
+            code = self.kick.kicked() => Err(Some(code)),
+            () = self.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
+            () = tokio::time::sleep(self.keepalive.period) => {
+                count(&self.metrics.closed_too_slow);
+                Err(Some(close::TOO_SLOW))
+            }
+        }
+    }
 }
 
 /// Waits for the next event.
@@ -75,28 +97,28 @@ async fn latest_presence(slot: Option<&mut watch::Receiver<Option<Frame>>>) -> O
     slot.borrow_and_update().clone()
 }
 
-/// Writes `first` and whatever else is queued (up to a batch), then flushes. Gives up with
-/// a close code if the peer is kicked or the server shuts down meanwhile.
+/// Writes `first` and whatever else is queued (up to a batch), then flushes, guarded by
+/// [`Watch::guard`].
 pub(super) async fn write_frames(
     socket: &mut WebSocket,
     first: Frame,
     watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
+    let mut batch = Vec::with_capacity(BATCH_FRAMES);
+    batch.push(first);
+    while batch.len() < BATCH_FRAMES {
+        match watch.queue.try_recv() {
+            Ok(frame) => batch.push(frame),
+            Err(_) => break,
+        }
+    }
     let write = async {
-        socket.feed(text(first)).await?;
-        for _ in 1..BATCH_FRAMES {
-            match watch.queue.try_recv() {
-                Ok(frame) => socket.feed(text(frame)).await?,
-                Err(_) => break,
-            }
+        for frame in batch {
+            socket.feed(text(frame)).await?;
         }
         socket.flush().await
     };
-    tokio::select! {
-        written = write => written.map_err(|_| None),
-        code = watch.kick.kicked() => Err(Some(code)),
-        () = watch.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
-    }
+    watch.guard(write).await
 }
 
 fn text(frame: Frame) -> Message {
@@ -104,9 +126,13 @@ fn text(frame: Frame) -> Message {
     Message::Text(Utf8Bytes::try_from(frame.into_bytes()).unwrap_or_default())
 }
 
-/// Sends a text message now.
-pub(super) async fn send_now(socket: &mut WebSocket, frame: Frame) -> bool {
-    socket.send(text(frame)).await.is_ok()
+/// Sends a keepalive ping, guarded by [`Watch::guard`].
+pub(super) async fn send_ping(
+    socket: &mut WebSocket,
+    ping: Message,
+    watch: &Watch<'_>,
+) -> Result<(), Option<u16>> {
+    watch.guard(socket.send(ping)).await
 }
 
 /// Sends a close frame with `code`, waiting at most a second.
@@ -130,6 +156,7 @@ pub(super) fn code_for_read_error(error: axum::Error) -> Option<u16> {
 /// Pings on an interval; two pings without any sign of life end the connection.
 pub(super) struct Keepalive {
     interval: Interval,
+    period: Duration,
     unanswered: u8,
 }
 
@@ -139,6 +166,7 @@ impl Keepalive {
         interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
         Keepalive {
             interval,
+            period,
             unanswered: 0,
         }
     }

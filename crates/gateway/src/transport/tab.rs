@@ -14,8 +14,8 @@ use axum::response::Response;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event, send_now,
-    write_frames,
+    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
+    send_ping, write_frames,
 };
 use crate::hub::{Link, TabHandle};
 use crate::metrics::{count, gauge_add};
@@ -95,6 +95,7 @@ async fn serve(
         kick: &kick,
         shutdown: &state.shutdown,
         keepalive: &mut keepalive,
+        metrics: state.hub.metrics(),
     };
     loop {
         match next_event(socket, &mut watch).await {
@@ -107,8 +108,8 @@ async fn serve(
             Event::Outgoing(None) => return None,
             Event::Tick => match watch.keepalive.tick() {
                 Some(ping) => {
-                    if socket.send(ping).await.is_err() {
-                        return None;
+                    if let Err(code) = send_ping(socket, ping, &watch).await {
+                        return code.map(|c| (c, "closing"));
                     }
                 }
                 None => return None,
@@ -134,9 +135,7 @@ async fn serve(
                     return Some((close::TOO_MANY_FRAMES, "too many frames"));
                 }
                 if let Some(reply) = handle_frame(&handle, &text).await {
-                    if !send_now(socket, reply).await {
-                        return None;
-                    }
+                    handle.reply(reply);
                 }
             }
         }
