@@ -138,7 +138,9 @@ async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
     store.holding.store(true, Ordering::SeqCst);
     let hub = Arc::clone(&server.state.hub);
     let (session, id) = ids("s", "r1");
-    let withdrawing = tokio::spawn(async move { hub.withdraw(&session, &id, None).await });
+    let withdrawing = tokio::spawn(async move {
+        hub.withdraw(&session, &id, None).await;
+    });
     store.wait_for_a_held_commit().await;
     withdrawing.abort();
     assert!(

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
-use askgate_tests::server::{TestServer, answer, ask, test_config};
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, test_config};
 use serde_json::json;
 
 fn durable_config(dir: &std::path::Path) -> Config {
@@ -185,6 +185,57 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
     assert_eq!(
         agent.recv_type("outcome").await["result"],
         json!({"Color": ["Red"]})
+    );
+}
+
+/// A withdrawal the store cannot keep is refused at once, over HTTP (503) and the socket
+/// (`unavailable`), and the request stays open; once the store recovers it is withdrawn.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_open() {
+    let store = Arc::new(FlakyStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    store.failing.store(true, Ordering::SeqCst);
+    let delete = http(
+        server.addr,
+        "DELETE",
+        "/v1/sessions/s/requests/r",
+        None,
+        None,
+    );
+    let (status, body) = tokio::time::timeout(RECV_TIMEOUT, delete)
+        .await
+        .expect("refused at once");
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("No space left"),
+        "{body}"
+    );
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "r"}))
+        .await;
+    let refused = agent.recv_type("error").await;
+    assert_eq!(refused["code"], "unavailable", "{refused}");
+    let (_, state) = http(server.addr, "GET", "/v1/sessions/s/requests/r", None, None).await;
+    assert_eq!(state["state"], "pending");
+    store.failing.store(false, Ordering::SeqCst);
+    let (status, body) = http(
+        server.addr,
+        "DELETE",
+        "/v1/sessions/s/requests/r",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (200, Some("withdrawn")),
+        "{body}"
     );
 }
 

@@ -3,8 +3,8 @@
 use askgate_protocol::wire::{AskFrame, ToAgent};
 use askgate_protocol::{RequestId, SessionId};
 
-use super::asking::AckReply;
 use super::links::{AgentHandle, Frame};
+use super::outcomes::{AckReply, Withdrawal};
 use super::session::generated_session_id;
 use crate::metrics::count;
 
@@ -68,15 +68,20 @@ impl AgentHandle {
 
     /// `cancel`: withdraws; the outcome (`withdrawn`, or the earlier one) comes as a frame.
     pub async fn cancel(&self, session: &str, id: &str) {
-        let found = match (SessionId::parse(session), RequestId::parse(id)) {
+        let withdrawal = match (SessionId::parse(session), RequestId::parse(id)) {
             (Ok(session), Ok(id)) => self.hub.withdraw(&session, &id, Some(&self.link)).await,
-            _ => None,
+            _ => Withdrawal::Unknown,
         };
-        if found.is_none() {
-            self.error(
+        match withdrawal {
+            Withdrawal::Ended(_) => {}
+            Withdrawal::Unknown => self.error(
                 "not_found",
                 format!("no request {id:?} in session {session:?}"),
-            );
+            ),
+            Withdrawal::Failed(error) => self.error(
+                "unavailable",
+                format!("the gateway could not store the withdrawal of {id:?} ({error}); it stays open; try again"),
+            ),
         }
     }
 

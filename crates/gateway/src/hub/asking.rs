@@ -1,18 +1,18 @@
-//! The agent's side, for sockets and HTTP alike: ask (idempotently), withdraw, acknowledge,
-//! look up. A socket passes its [`Link`]: replies are then queued to it under the lock, in
-//! the order the hub decides (an `accepted` always before that request's `outcome`).
+//! Asking, for sockets and HTTP alike, idempotently: a new request is stored, then shown to
+//! every tab; a repeat is answered from what the hub holds. A socket passes its [`Link`]:
+//! replies are then queued to it under the lock, in the order the hub decides (an `accepted`
+//! always before that request's `outcome`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use askgate_protocol::wire::{CheckedAsk, OutcomeFrame, RequestView, ToAgent, ToTab};
+use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent, ToTab};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
 use super::entry::{Entry, EntryState};
 use super::links::{Frame, Link};
-use super::resolving::Ending;
+use super::outcomes::outcome_message;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
@@ -48,47 +48,9 @@ pub enum AskReply {
     },
 }
 
-/// What a lookup found.
-#[derive(Clone, Debug)]
-pub enum Lookup {
-    /// No such request (never asked, or acked and forgotten).
-    Unknown,
-    /// Still open.
-    Pending {
-        /// When it times out, if ever.
-        deadline_ms: Option<u64>,
-    },
-    /// Ended.
-    Resolved(StoredResolution),
-}
-
-/// What an `ack` found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AckReply {
-    /// The outcome was forgotten (or had been already).
-    Forgotten,
-    /// The request has not ended yet.
-    NotResolved,
-}
-
-/// The `outcome` frame of a resolved request.
-pub(super) fn outcome_message(
-    session: &SessionId,
-    id: &RequestId,
-    resolution: &StoredResolution,
-) -> ToAgent {
-    ToAgent::Outcome(OutcomeFrame {
-        session: session.to_string(),
-        id: id.to_string(),
-        settlement: resolution.settlement.clone(),
-        by: resolution.by.clone(),
-        at_ms: resolution.at_ms,
-    })
-}
-
 impl Hub {
     /// Queues the frame for `reply` to the asking socket, if there is one.
-    fn deliver(&self, asker: Option<&Link>, session: &SessionId, reply: &AskReply) {
+    pub(super) fn deliver(&self, asker: Option<&Link>, session: &SessionId, reply: &AskReply) {
         let Some(asker) = asker else { return };
         let message = match reply {
             AskReply::Accepted {
@@ -303,104 +265,6 @@ impl Hub {
         session.broadcast(&request_frame, &self.metrics);
         notify.notify_waiters();
         reply
-    }
-
-    /// Withdraws an open request. `None` if there is no such request; otherwise the outcome
-    /// (`withdrawn`, or how it had already ended). A socket's `asker` receives it as a frame.
-    pub async fn withdraw(
-        self: &Arc<Self>,
-        session: &SessionId,
-        id: &RequestId,
-        asker: Option<&Link>,
-    ) -> Option<StoredResolution> {
-        loop {
-            let waiter = {
-                let mut sessions = self.lock();
-                let entry = sessions.get_mut(session)?.requests.get_mut(id)?;
-                if let Some(asker) = asker {
-                    entry.asker = Some(asker.clone());
-                }
-                match &entry.state {
-                    EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
-                    EntryState::Resolved(resolution) => {
-                        let reply = AskReply::Resolved {
-                            id: id.clone(),
-                            resolution: resolution.clone(),
-                        };
-                        self.deliver(asker, session, &reply);
-                        return Some(resolution.clone());
-                    }
-                    EntryState::Open | EntryState::Resolving => break,
-                }
-            };
-            waiter.await;
-        }
-        // Withdraw; if another ending won meanwhile, that ending is the answer.
-        let _ = self.resolve(session, id, Ending::Withdrawn).await;
-        match self.wait_for(session, id, Duration::from_secs(30)).await {
-            Lookup::Resolved(resolution) => Some(resolution),
-            Lookup::Unknown | Lookup::Pending { .. } => None,
-        }
-    }
-
-    /// The agent has the outcome: forget it.
-    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
-        let deleted = {
-            let mut sessions = self.lock();
-            let Some(state) = sessions.get_mut(session) else {
-                return AckReply::Forgotten;
-            };
-            match state.requests.get(id).map(|e| &e.state) {
-                Some(EntryState::Resolved(_)) => {
-                    if let Some(entry) = state.requests.remove(id) {
-                        entry.resolved.notify_waiters();
-                    }
-                    gauge_add(&self.metrics.kept_outcomes, -1);
-                }
-                Some(_) => return AckReply::NotResolved,
-                // Already forgotten: acks are idempotent.
-                None => return AckReply::Forgotten,
-            }
-            self.drop_if_idle(&mut sessions, session);
-            // Handed to the store under the lock: the same id asked again right after is
-            // stored after this deletion, not deleted by it.
-            self.store.commit(vec![StoreOp::Delete {
-                session: session.clone(),
-                id: id.clone(),
-            }])
-        };
-        if let Err(error) = deleted.await {
-            tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
-        }
-        AckReply::Forgotten
-    }
-
-    /// The request's state, waiting up to `wait` for it to end.
-    pub async fn wait_for(&self, session: &SessionId, id: &RequestId, wait: Duration) -> Lookup {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let waiter = {
-                let sessions = self.lock();
-                let Some(entry) = sessions.get(session).and_then(|s| s.requests.get(id)) else {
-                    return Lookup::Unknown;
-                };
-                match &entry.state {
-                    EntryState::Resolved(resolution) => {
-                        return Lookup::Resolved(resolution.clone());
-                    }
-                    _ if tokio::time::Instant::now() >= deadline => {
-                        return Lookup::Pending {
-                            deadline_ms: entry.view.deadline_ms,
-                        };
-                    }
-                    _ => Arc::clone(&entry.resolved).notified_owned(),
-                }
-            };
-            if tokio::time::timeout_at(deadline, waiter).await.is_err() {
-                // One last look: it may have ended just as the wait ran out.
-                continue;
-            }
-        }
     }
 }
 

@@ -12,11 +12,13 @@ mod asking;
 mod entry;
 mod hub_core;
 mod links;
+mod outcomes;
 mod resolving;
 mod restore;
 mod session;
 
-pub use asking::{AckReply, AskReply, Lookup};
+pub use asking::AskReply;
 pub use hub_core::{Hub, JoinRefused};
 pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};
+pub use outcomes::{AckReply, Lookup, Withdrawal};
 pub use restore::Restored;

@@ -15,9 +15,9 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 
 use super::Hub;
-use super::asking::outcome_message;
 use super::entry::EntryState;
 use super::links::{Frame, TabHandle};
+use super::outcomes::outcome_message;
 use crate::clock::{now_ms, until};
 use crate::metrics::{count, gauge_add};
 use crate::store::{StoreError, StoreOp, StoredResolution};

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `POST /v1/sessions/{session}/requests` | 201 created, 200 repeat, 422 invalid, 409 id taken |
 //! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N ≤ 60 s), 404 |
-//! | `DELETE /v1/sessions/{session}/requests/{id}` | 200 with the outcome (withdrawn, or the earlier one), 404 |
+//! | `DELETE /v1/sessions/{session}/requests/{id}` | 200 with the outcome (withdrawn, or the earlier one), 404, 503 if the store failed |
 //! | `POST /v1/sessions/{session}/requests/{id}/ack` | 204, 409 if it has not ended |
 
 use std::time::Duration;
@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::hub::{AckReply, AskReply, Lookup};
+use crate::hub::{AckReply, AskReply, Lookup, Withdrawal};
 use crate::server::AppState;
 use crate::store::StoredResolution;
 
@@ -260,8 +260,16 @@ pub async fn delete_request(
     authorize(&state, &headers)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     match state.hub.withdraw(&session, &id, None).await {
-        Some(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
-        None => Err(not_found(&session, &id)),
+        Withdrawal::Ended(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
+        Withdrawal::Unknown => Err(not_found(&session, &id)),
+        Withdrawal::Failed(error) => Err(ApiError::one(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "",
+            ErrorCode::Unavailable,
+            format!(
+                "the gateway could not store the withdrawal ({error}); the request stays open; try again"
+            ),
+        )),
     }
 }
 

@@ -1,0 +1,174 @@
+//! A request's later life on the agent's side, for sockets and HTTP alike: withdrawing it,
+//! waiting for (or looking up) its outcome, and acknowledging the outcome so it is forgotten.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate_protocol::wire::{OutcomeFrame, ToAgent};
+use askgate_protocol::{RequestId, SessionId};
+
+use super::Hub;
+use super::asking::AskReply;
+use super::entry::EntryState;
+use super::links::Link;
+use super::resolving::{Ending, Refusal};
+use crate::metrics::gauge_add;
+use crate::store::{StoreOp, StoredResolution};
+
+/// What a lookup found.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    /// No such request (never asked, or acked and forgotten).
+    Unknown,
+    /// Still open.
+    Pending {
+        /// When it times out, if ever.
+        deadline_ms: Option<u64>,
+    },
+    /// Ended.
+    Resolved(StoredResolution),
+}
+
+/// What a withdrawal came to.
+#[derive(Clone, Debug)]
+pub enum Withdrawal {
+    /// No such request (never asked, or acked and forgotten).
+    Unknown,
+    /// It ended: withdrawn now, or how it had already ended.
+    Ended(StoredResolution),
+    /// The store could not keep the ending; the request stays open.
+    Failed(String),
+}
+
+/// What an `ack` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckReply {
+    /// The outcome was forgotten (or had been already).
+    Forgotten,
+    /// The request has not ended yet.
+    NotResolved,
+}
+
+/// The `outcome` frame of a resolved request.
+pub(super) fn outcome_message(
+    session: &SessionId,
+    id: &RequestId,
+    resolution: &StoredResolution,
+) -> ToAgent {
+    ToAgent::Outcome(OutcomeFrame {
+        session: session.to_string(),
+        id: id.to_string(),
+        settlement: resolution.settlement.clone(),
+        by: resolution.by.clone(),
+        at_ms: resolution.at_ms,
+    })
+}
+
+impl Hub {
+    /// Withdraws an open request: its outcome (`withdrawn`, or how it had already ended),
+    /// which a socket's `asker` also receives as a frame.
+    pub async fn withdraw(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        asker: Option<&Link>,
+    ) -> Withdrawal {
+        loop {
+            let waiter = {
+                let mut sessions = self.lock();
+                let entry = sessions
+                    .get_mut(session)
+                    .and_then(|session| session.requests.get_mut(id));
+                let Some(entry) = entry else {
+                    return Withdrawal::Unknown;
+                };
+                if let Some(asker) = asker {
+                    entry.asker = Some(asker.clone());
+                }
+                match &entry.state {
+                    EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
+                    EntryState::Resolved(resolution) => {
+                        let reply = AskReply::Resolved {
+                            id: id.clone(),
+                            resolution: resolution.clone(),
+                        };
+                        self.deliver(asker, session, &reply);
+                        return Withdrawal::Ended(resolution.clone());
+                    }
+                    EntryState::Open | EntryState::Resolving => break,
+                }
+            };
+            waiter.await;
+        }
+        // Withdraw; if another ending won meanwhile, that ending is the answer.
+        if let Err(Refusal::Store(error)) = self.resolve(session, id, Ending::Withdrawn).await {
+            return Withdrawal::Failed(error);
+        }
+        match self.wait_for(session, id, Duration::from_secs(30)).await {
+            Lookup::Resolved(resolution) => Withdrawal::Ended(resolution),
+            Lookup::Unknown => Withdrawal::Unknown,
+            // The ending that won could not be stored either: the request is open again.
+            Lookup::Pending { .. } => Withdrawal::Failed("the store did not keep it".into()),
+        }
+    }
+
+    /// The agent has the outcome: forget it.
+    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
+        let deleted = {
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(session) else {
+                return AckReply::Forgotten;
+            };
+            match state.requests.get(id).map(|e| &e.state) {
+                Some(EntryState::Resolved(_)) => {
+                    if let Some(entry) = state.requests.remove(id) {
+                        entry.resolved.notify_waiters();
+                    }
+                    gauge_add(&self.metrics.kept_outcomes, -1);
+                }
+                Some(_) => return AckReply::NotResolved,
+                // Already forgotten: acks are idempotent.
+                None => return AckReply::Forgotten,
+            }
+            self.drop_if_idle(&mut sessions, session);
+            // Handed to the store under the lock: the same id asked again right after is
+            // stored after this deletion, not deleted by it.
+            self.store.commit(vec![StoreOp::Delete {
+                session: session.clone(),
+                id: id.clone(),
+            }])
+        };
+        if let Err(error) = deleted.await {
+            tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
+        }
+        AckReply::Forgotten
+    }
+
+    /// The request's state, waiting up to `wait` for it to end.
+    pub async fn wait_for(&self, session: &SessionId, id: &RequestId, wait: Duration) -> Lookup {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let waiter = {
+                let sessions = self.lock();
+                let Some(entry) = sessions.get(session).and_then(|s| s.requests.get(id)) else {
+                    return Lookup::Unknown;
+                };
+                match &entry.state {
+                    EntryState::Resolved(resolution) => {
+                        return Lookup::Resolved(resolution.clone());
+                    }
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        return Lookup::Pending {
+                            deadline_ms: entry.view.deadline_ms,
+                        };
+                    }
+                    _ => Arc::clone(&entry.resolved).notified_owned(),
+                }
+            };
+            if tokio::time::timeout_at(deadline, waiter).await.is_err() {
+                // One last look: it may have ended just as the wait ran out.
+                continue;
+            }
+        }
+    }
+}
