@@ -14,25 +14,31 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 
 /// A memory store that, while `holding`, keeps every commit waiting at a gate until a
-/// permit is added; `arrived` is notified when one starts waiting.
+/// permit is added (the operations are applied then); `arrived` is notified when one starts
+/// waiting.
 struct GatedStore {
-    inner: MemoryStore,
+    inner: Arc<MemoryStore>,
     holding: AtomicBool,
-    arrived: Notify,
-    gate: Semaphore,
+    arrived: Arc<Notify>,
+    gate: Arc<Semaphore>,
 }
 
 impl Store for GatedStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         if !self.holding.load(Ordering::SeqCst) {
             return self.inner.commit(ops);
         }
+        let (inner, arrived, gate) = (
+            Arc::clone(&self.inner),
+            Arc::clone(&self.arrived),
+            Arc::clone(&self.gate),
+        );
         Box::pin(async move {
-            self.arrived.notify_one();
-            if let Ok(permit) = self.gate.acquire().await {
+            arrived.notify_one();
+            if let Ok(permit) = gate.acquire().await {
                 permit.forget();
             }
-            self.inner.commit(ops).await
+            inner.commit(ops).await
         })
     }
 
@@ -44,10 +50,10 @@ impl Store for GatedStore {
 impl GatedStore {
     fn new() -> Self {
         GatedStore {
-            inner: MemoryStore::new(),
+            inner: Arc::new(MemoryStore::new()),
             holding: AtomicBool::new(false),
-            arrived: Notify::new(),
-            gate: Semaphore::new(0),
+            arrived: Arc::new(Notify::new()),
+            gate: Arc::new(Semaphore::new(0)),
         }
     }
 

@@ -141,7 +141,7 @@ struct FlakyStore {
 }
 
 impl Store for FlakyStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         if self.failing.load(Ordering::SeqCst) {
             return Box::pin(async {
                 Err(StoreError("No space left on device (os error 28)".into()))

@@ -233,21 +233,19 @@ impl Hub {
         }
     }
 
-    /// Commits `ops`, then runs `finish` with the result, in a task of its own, and waits for
-    /// it. The caller may be dropped meanwhile (axum drops a handler whose HTTP client hangs
-    /// up): the change is still finished, never left half-way between the store and the hub.
-    /// `Err` only if the task panicked or the runtime is shutting down.
+    /// Hands `ops` to the store now; waits for them to be durable, then runs `finish` with
+    /// the result, in a task of its own, and waits for that. The caller may be dropped
+    /// meanwhile (axum drops a handler whose HTTP client hangs up): the change is still
+    /// finished, never left half-way between the store and the hub. `Err` only if the task
+    /// panicked or the runtime is shutting down.
     pub(super) async fn commit_then<T: Send + 'static>(
         self: &Arc<Self>,
         ops: Vec<StoreOp>,
         finish: impl FnOnce(&Arc<Hub>, Result<(), StoreError>) -> T + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {
+        let committing = self.store.commit(ops);
         let hub = Arc::clone(self);
-        tokio::spawn(async move {
-            let committed = hub.store.commit(ops).await;
-            finish(&hub, committed)
-        })
-        .await
+        tokio::spawn(async move { finish(&hub, committing.await) }).await
     }
 
     /// Forgets outcomes whose retention ran out; returns how many.

@@ -211,7 +211,7 @@ fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Resu
 }
 
 impl Store for DurableStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         let (done, committed) = oneshot::channel();
         let sent = match &self.jobs {
             Some(jobs) => jobs.send(Job { ops, done }).map_err(|_| ()),

@@ -32,7 +32,7 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()> {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         let result = self
             .requests
             .lock()

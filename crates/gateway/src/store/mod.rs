@@ -83,10 +83,11 @@ pub struct StoreError(pub String);
 
 /// Durable (or not) keeping of requests and outcomes.
 pub trait Store: Send + Sync + 'static {
-    /// Applies `ops` atomically; resolves once they are durable. Commits are applied in the
-    /// order they are called, not the order their futures are first polled: the hub calls
-    /// `commit` under its lock where the order matters.
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'_, ()>;
+    /// Applies `ops` atomically; resolves once they are durable. The operations are handed
+    /// over when `commit` is called, so commits apply in the order they are called, not the
+    /// order their futures are first polled, and the future borrows nothing: whoever awaits
+    /// it, the hub has already ordered the change.
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()>;
 
     /// Every request kept, open and resolved, for a restart.
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>>;
