@@ -189,7 +189,7 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
 }
 
 /// A withdrawal the store cannot keep is refused at once, over HTTP (503) and the socket
-/// (`unavailable`), and the request stays open; once the store recovers it is withdrawn.
+/// (`store_failed`), and the request stays open; once the store recovers it is withdrawn.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_open() {
     let store = Arc::new(FlakyStore::default());
@@ -220,7 +220,7 @@ async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_ope
         .send(&json!({"type": "cancel", "session": "s", "id": "r"}))
         .await;
     let refused = agent.recv_type("error").await;
-    assert_eq!(refused["code"], "unavailable", "{refused}");
+    assert_eq!(refused["code"], "store_failed", "{refused}");
     let (_, state) = http(server.addr, "GET", "/v1/sessions/s/requests/r", None, None).await;
     assert_eq!(state["state"], "pending");
     store.failing.store(false, Ordering::SeqCst);

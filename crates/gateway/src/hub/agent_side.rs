@@ -78,8 +78,9 @@ impl AgentHandle {
                 "not_found",
                 format!("no request {id:?} in session {session:?}"),
             ),
+            // Not `unavailable`: clients read that as a refused `open`.
             Withdrawal::Failed(error) => self.error(
-                "unavailable",
+                "store_failed",
                 format!("the gateway could not store the withdrawal of {id:?} ({error}); it stays open; try again"),
             ),
         }
