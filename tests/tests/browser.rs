@@ -271,6 +271,36 @@ async fn the_countdown_runs_out() {
     assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
 }
 
+/// An id asked again right after its outcome was acked shows as a new open card, even while
+/// the finished card of the first request is still folding away.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_asked_again_after_its_ack_shows_again() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    browser.wait_for(&question("r1", "Color")).await;
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "r1"}))
+        .await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
+    browser
+        .wait_for(&format!(r#"{}[data-state="withdrawn"]"#, card("r1")))
+        .await;
+    agent
+        .send(&json!({"type": "ack", "session": "s", "id": "r1"}))
+        .await;
+    agent.send(&ask("s", "r1", &["Size"], None)).await;
+    agent.recv_type("accepted").await;
+    browser.wait_for(&question("r1", "Size")).await;
+    let open = format!("{}:not(.is-final)", card("r1"));
+    browser.wait_for(&open).await;
+    browser.click(&option("r1", "Size", "Red")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["result"], json!({"Size": ["Red"]}));
+    assert_eq!(browser.console_errors().await, Vec::<String>::new());
+}
+
 /// Reloading the page while a question is open shows the same question again, still
 /// answerable.
 #[tokio::test(flavor = "multi_thread")]

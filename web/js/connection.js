@@ -158,7 +158,7 @@ function onSnapshot(f) {
   const fresh = [];
   let cursor = ui.list.firstElementChild;
   for (const view of views) {
-    let rec = state.cards.get(String(view.id));
+    let rec = liveCard(String(view.id));
     if (!rec) {
       rec = createCard(view);
       fresh.push(rec);
@@ -177,8 +177,19 @@ function onSnapshot(f) {
   tick();
 }
 
+// The card of an open request, if there is one. A finished card still folding away under the
+// same id belongs to an earlier request (the agent acked it and asked again): it goes now.
+function liveCard(id) {
+  const rec = state.cards.get(id);
+  if (rec && rec.phase === 'final') {
+    removeCard(rec);
+    return undefined;
+  }
+  return rec;
+}
+
 function onRequest(view) {
-  if (!view || !view.id || state.cards.has(String(view.id))) return;
+  if (!view || !view.id || liveCard(String(view.id))) return;
   const rec = createCard(view);
   ui.list.appendChild(rec.el);
   updateEmpty();
