@@ -11,9 +11,11 @@ agent was away), withdrawals and unsent acks are sent again.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
+import math
 import random
 import secrets
 import uuid
@@ -37,6 +39,29 @@ _RECONNECT_CODES = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 4408, 4429})
 
 _WITHDRAWAL_MEMORY_S = 300.0
 """How long a withdrawal whose outcome never came is retried across reconnects."""
+
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024
+"""The largest `ask` frame sent: the gateway's default `--max-frame-bytes`. A larger ask is
+refused here, instead of the gateway closing the whole connection with 4413."""
+
+_RESENT_DEADLINE_BYTES = 16
+"""Room left in a frame for its `timeout_s` to be written longer when it is sent again."""
+
+_RECENT_ACKS = 256
+"""Acks written lately, sent again after a reconnect: one written just before the socket
+dropped may never have arrived (acks are idempotent)."""
+
+_STORE_RETRY_S = 1.0
+"""The wait before withdrawals are sent again after the gateway's store failed on one."""
+
+
+def encode(frame: dict[str, Any]) -> str:
+    """A frame as the JSON text sent. `ValueError` for what JSON cannot carry (NaN, infinity,
+    objects that are not JSON data), so it is refused before it is queued."""
+    try:
+        return json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the ask cannot be sent as JSON: {error}") from None
 
 
 def is_fatal_close(code: int) -> bool:
@@ -141,8 +166,10 @@ class Client:
         backoff: Backoff = Backoff(),
         connect_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         self.url = agent_url(url)
+        self._max_frame_bytes = max_frame_bytes
         self._headers = authorization(key)
         self._backoff = backoff
         self._connect_timeout = connect_timeout
@@ -155,9 +182,14 @@ class Client:
         self._closed = False
 
     def _reset(self) -> None:
+        retry = getattr(self, "_store_retry", None)
+        if retry is not None:
+            retry.cancel()
         self._asks: dict[_Key, _Ask] = {}
         self._withdrawing: dict[_Key, _Withdrawal] = {}
         self._unacked: set[_Key] = set()
+        self._recent_acks: collections.deque[_Key] = collections.deque(maxlen=_RECENT_ACKS)
+        self._store_retry: asyncio.TimerHandle | None = None
         self._sessions: dict[str, None] = {}
         self._opens: dict[str, list[asyncio.Future[Opened]]] = {}
         self._viewer_urls: dict[str, str] = {}
@@ -220,13 +252,14 @@ class Client:
 
         `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
         idempotent. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
-        what is left of it). Raises `AskRejected` when the gateway refuses the ask. Cancelling
-        the call withdraws the request.
+        what is left of it). Raises `AskRejected` when the gateway refuses the ask, and
+        `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
+        or a frame larger than `max_frame_bytes`. Cancelling the call withdraws the request.
         """
         check_session_id(session)
         id = check_request_id(id) if id is not None else uuid.uuid4().hex
-        if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        if timeout_s is not None and not (timeout_s > 0 and math.isfinite(timeout_s)):
+            raise ValueError(f"timeout_s must be a positive number of seconds, or None, got {timeout_s!r}")
         self._start()
         assert self._loop is not None
         key = (session, id)
@@ -242,6 +275,12 @@ class Client:
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
         )
+        size = len(encode(ask.frame(now)).encode())
+        if size + _RESENT_DEADLINE_BYTES > self._max_frame_bytes:
+            raise ValueError(
+                f"the ask is {size} bytes as JSON; the gateway takes frames up to "
+                f"{self._max_frame_bytes} bytes (max_frame_bytes)"
+            )
         self._asks[key] = ask
         self._withdrawing.pop(key, None)
         self._send(ask.frame(now))
@@ -261,6 +300,9 @@ class Client:
     async def aclose(self) -> None:
         """Close the connection; asks in flight fail with `ClientClosed`."""
         self._closed = True
+        if self._store_retry is not None:
+            self._store_retry.cancel()
+            self._store_retry = None
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
@@ -319,7 +361,7 @@ class Client:
                 del self._withdrawing[key]
             else:
                 conn.queue.put_nowait({"type": "cancel", "session": key[0], "id": key[1]})
-        for session, id in self._unacked:
+        for session, id in self._unacked | set(self._recent_acks):
             conn.queue.put_nowait({"type": "ack", "session": session, "id": id})
 
     def _fail(self, error: AskgateError) -> None:
@@ -401,8 +443,20 @@ class Client:
                     for future in waiters:
                         if not future.done():
                             future.set_exception(error)
+            elif code == "store_failed":
+                # A withdrawal the gateway could not store: the request is still open. The
+                # frame does not say which, and cancels are idempotent: send them all again.
+                logger.warning("askgate: %s; retrying withdrawals", message)
+                if self._store_retry is None and self._loop is not None:
+                    self._store_retry = self._loop.call_later(_STORE_RETRY_S, self._resend_withdrawals)
             else:
                 logger.debug("askgate: the gateway reported %s: %s", code, message)
+
+    def _resend_withdrawals(self) -> None:
+        self._store_retry = None
+        for key, withdrawal in self._withdrawing.items():
+            if withdrawal.accepted:
+                self._send({"type": "cancel", "session": key[0], "id": key[1]})
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -470,9 +524,18 @@ class Client:
         async def write() -> None:
             while True:
                 frame = await conn.queue.get()
-                await socket.send(json.dumps(frame, ensure_ascii=False, separators=(",", ":")))
+                try:
+                    text = encode(frame)
+                except ValueError as error:
+                    # `ask` checks its frame first; anything else is a bug here, not a reason
+                    # to stop writing every frame behind it.
+                    logger.error("askgate: dropping a frame: %s", error)
+                    continue
+                await socket.send(text)
                 if frame["type"] == "ack":
-                    self._unacked.discard((frame["session"], frame["id"]))
+                    key = (frame["session"], frame["id"])
+                    self._unacked.discard(key)
+                    self._recent_acks.append(key)
 
         self._replay(conn)
         self._conn = conn

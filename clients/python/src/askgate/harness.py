@@ -163,8 +163,8 @@ class GatewayAnswerer:
         timeout: float | None = None,
         client: Client | None = None,
     ) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be positive, or None, got {timeout!r}")
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout must be a positive number of seconds, or None, got {timeout!r}")
         self.url = url
         self._session = check_session_id(session) if session is not None else "s-" + secrets.token_hex(8)
         self.title = title
