@@ -31,6 +31,8 @@ use crate::pending::{Key, Pending, Reply};
 /// How long the task keeps going after the last `Client` is dropped, to deliver withdrawals
 /// of asks dropped just before. Past it, their requests stay open until their deadline.
 pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// The wait before withdrawals are sent again after the gateway's store failed on one.
+const STORE_RETRY: Duration = Duration::from_secs(1);
 /// How long a closing handshake may take before the socket is simply dropped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -227,6 +229,7 @@ impl Connection {
         let mut ping = tokio::time::interval_at(Instant::now() + period, period);
         ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut last_heard = Instant::now();
+        let mut retry_withdrawals: Option<Instant> = None;
         loop {
             let reply = tokio::select! {
                 message = socket.next() => {
@@ -264,7 +267,22 @@ impl Connection {
                     tracing::debug!("gave up delivering withdrawals");
                     return finish(socket).await;
                 }
+                () = until(retry_withdrawals) => {
+                    retry_withdrawals = None;
+                    for text in self.pending.withdrawals_to_retry().unwrap_or_default() {
+                        if let Err(error) = socket.feed(Message::text(text)).await {
+                            return dropped(&error, heard);
+                        }
+                    }
+                    if let Err(error) = socket.flush().await {
+                        return dropped(&error, heard);
+                    }
+                    None
+                }
             };
+            if retry_withdrawals.is_none() && self.pending.withdrawal_failed() {
+                retry_withdrawals = Some(Instant::now() + STORE_RETRY);
+            }
             if let Some(text) = reply {
                 if let Err(error) = socket.send(Message::text(text)).await {
                     return dropped(&error, heard);

@@ -42,9 +42,9 @@ struct Entry {
     ticket: u64,
     /// The `ask` frame, encoded once so every re-send is byte-identical.
     text: String,
-    /// Whether the gateway confirmed it on the current socket; a `cancel` goes out only then,
-    /// since the gateway handles frames concurrently and a cancel overtaking its ask would
-    /// find nothing to withdraw.
+    /// Whether the gateway confirmed it on the current socket; a `cancel` goes out only then:
+    /// older gateways handled an agent's frames concurrently, and a cancel overtaking its ask
+    /// would find nothing to withdraw.
     accepted: bool,
     want: Want,
 }
@@ -58,6 +58,8 @@ pub(crate) struct Pending {
     opens: HashMap<String, Vec<Reply<Opened>>>,
     recent_acks: VecDeque<Key>,
     next_seq: u64,
+    /// The gateway's store failed on a `cancel` since the last [`Pending::withdrawals_to_retry`].
+    withdrawal_failed: bool,
 }
 
 impl Pending {
@@ -131,8 +133,36 @@ impl Pending {
         frames
     }
 
+    /// Whether the gateway's store failed on a `cancel` that is not retried yet.
+    pub(crate) fn withdrawal_failed(&self) -> bool {
+        self.withdrawal_failed
+    }
+
+    /// Whether a withdrawal failed in the gateway's store (`store_failed`) since last asked;
+    /// then the `cancel` of every withdrawal the gateway has accepted, to send again (the
+    /// error does not say which failed, and cancels are idempotent).
+    pub(crate) fn withdrawals_to_retry(&mut self) -> Option<Vec<String>> {
+        if !std::mem::take(&mut self.withdrawal_failed) {
+            return None;
+        }
+        let mut withdrawals: Vec<(&Key, &Entry)> = self
+            .asks
+            .iter()
+            .filter(|(_, e)| e.accepted && matches!(e.want, Want::Withdrawal))
+            .collect();
+        withdrawals.sort_by_key(|(_, e)| e.seq);
+        Some(
+            withdrawals
+                .into_iter()
+                .map(|(key, _)| cancel_frame(key))
+                .collect(),
+        )
+    }
+
     /// The socket is gone: nothing is confirmed on the next one yet.
     pub(crate) fn disconnected(&mut self) {
+        // The next socket asks every withdrawal again anyway.
+        self.withdrawal_failed = false;
         for entry in self.asks.values_mut() {
             entry.accepted = false;
         }
@@ -199,6 +229,9 @@ impl Pending {
             }
             ToAgent::Error { code, message } => {
                 tracing::warn!(%code, %message, "the gateway could not take a frame");
+                if code == "store_failed" {
+                    self.withdrawal_failed = true;
+                }
                 // `error` frames name no request; these two codes only answer an `open`.
                 if matches!(code.as_str(), "unavailable" | "bad_session") {
                     for (_, waiters) in self.opens.drain() {
@@ -308,6 +341,36 @@ mod tests {
             Some("ack")
         );
         assert!(pending.is_idle());
+    }
+
+    #[test]
+    fn withdrawals_are_sent_again_after_the_store_failed_on_one() {
+        let mut pending = Pending::default();
+        let (reply, _first) = oneshot::channel();
+        pending.ask(key("r1"), 1, "ask r1".into(), reply);
+        let (reply, _second) = oneshot::channel();
+        pending.ask(key("r2"), 2, "ask r2".into(), reply);
+        let (reply, _third) = oneshot::channel();
+        pending.ask(key("r3"), 3, "ask r3".into(), reply);
+        pending.receive(accepted("r1"));
+        pending.receive(accepted("r2"));
+        assert!(pending.withdraw(&key("r1"), 1).is_some());
+        assert!(
+            pending.withdraw(&key("r3"), 3).is_none(),
+            "not accepted yet"
+        );
+        assert_eq!(pending.withdrawals_to_retry(), None, "nothing failed");
+        let failed = ToAgent::Error {
+            code: "store_failed".into(),
+            message: "could not store".into(),
+        };
+        assert_eq!(pending.receive(failed), None);
+        // r1 only: r2 is still wanted, r3's cancel waits for its `accepted`.
+        assert_eq!(
+            pending.withdrawals_to_retry(),
+            Some(vec![cancel_frame(&key("r1"))])
+        );
+        assert_eq!(pending.withdrawals_to_retry(), None, "once per failure");
     }
 
     #[test]
