@@ -1,6 +1,7 @@
 //! Shared helpers for askgate's integration tests.
 //!
 //! - [`server`]: a real gateway on port 0 and a headless WebSocket client.
+//! - [`gated_store`]: a store that holds commits, to act while the gateway waits on it.
 //! - [`browser`]: headless Chromium through chromedriver, for the answer page.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
 //! - [`deepagents_gen`]: the same for the deepagents dialect.
@@ -8,6 +9,7 @@
 
 pub mod browser;
 pub mod deepagents_gen;
+pub mod gated_store;
 pub mod harness_gen;
 pub mod oracle;
 pub mod server;

@@ -1,75 +1,20 @@
-//! Callers that go away mid-change: an HTTP client that hangs up has its handler dropped by
-//! axum, possibly while the store is writing. The change must still be finished (the request
-//! shown, the resolution announced), never left half-way between the store and the hub.
-//! And frames of one agent connection take effect in the order they were sent.
+//! The gateway while its store is slow or failing: an HTTP client that hangs up has its
+//! handler dropped by axum, possibly while the store is writing, and the change must still
+//! be finished (the request shown, the resolution announced), never left half-way between
+//! the store and the hub; a rival answer waits for the winner's write rather than being
+//! refused for a request the store may leave open. And frames of one agent connection take
+//! effect in the order they were sent.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use askgate::store::{MemoryStore, Store, StoreFuture, StoreOp, StoredRequest};
 use askgate_protocol::wire::AskFrame;
 use askgate_protocol::{RequestId, SessionId};
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, ask, http, questions, test_config};
+use askgate_tests::gated_store::GatedStore;
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, questions, test_config};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, Semaphore};
-
-/// A memory store that, while `holding`, keeps every commit waiting at a gate until a
-/// permit is added (the operations are applied then); `arrived` is notified when one starts
-/// waiting.
-struct GatedStore {
-    inner: Arc<MemoryStore>,
-    holding: AtomicBool,
-    arrived: Arc<Notify>,
-    gate: Arc<Semaphore>,
-}
-
-impl Store for GatedStore {
-    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
-        if !self.holding.load(Ordering::SeqCst) {
-            return self.inner.commit(ops);
-        }
-        let (inner, arrived, gate) = (
-            Arc::clone(&self.inner),
-            Arc::clone(&self.arrived),
-            Arc::clone(&self.gate),
-        );
-        Box::pin(async move {
-            arrived.notify_one();
-            if let Ok(permit) = gate.acquire().await {
-                permit.forget();
-            }
-            inner.commit(ops).await
-        })
-    }
-
-    fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
-        self.inner.load()
-    }
-}
-
-impl GatedStore {
-    fn new() -> Self {
-        GatedStore {
-            inner: Arc::new(MemoryStore::new()),
-            holding: AtomicBool::new(false),
-            arrived: Arc::new(Notify::new()),
-            gate: Arc::new(Semaphore::new(0)),
-        }
-    }
-
-    async fn wait_for_a_held_commit(&self) {
-        tokio::time::timeout(RECV_TIMEOUT, self.arrived.notified())
-            .await
-            .expect("a commit reached the store in time");
-    }
-
-    fn release_one(&self) {
-        self.gate.add_permits(1);
-    }
-}
 
 async fn gated_server() -> (TestServer, Arc<GatedStore>) {
-    let store = Arc::new(GatedStore::new());
+    let store = Arc::new(GatedStore::default());
     let server = TestServer::start_with_store(test_config(), store.clone()).await;
     (server, store)
 }
@@ -105,13 +50,13 @@ async fn an_ask_dropped_while_stored_still_opens_the_request() {
     }))
     .expect("an ask frame");
     let checked = frame.check(3600.0).expect("a valid ask");
-    store.holding.store(true, Ordering::SeqCst);
+    store.hold(true);
     let hub = Arc::clone(&server.state.hub);
     let asking = tokio::spawn(async move { hub.ask(checked, None).await });
     store.wait_for_a_held_commit().await;
     asking.abort();
     assert!(asking.await.expect_err("dropped mid-commit").is_cancelled());
-    store.holding.store(false, Ordering::SeqCst);
+    store.hold(false);
     store.release_one();
     assert_eq!(tab.recv_until("request").await["request"]["id"], "r1");
     assert_eq!(request_state(&server, "r1").await["state"], "pending");
@@ -141,7 +86,7 @@ async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
     agent.send(&ask("s", "r1", &["Color"], None)).await;
     agent.recv_type("accepted").await;
     tab.recv_until("request").await;
-    store.holding.store(true, Ordering::SeqCst);
+    store.hold(true);
     let hub = Arc::clone(&server.state.hub);
     let (session, id) = ids("s", "r1");
     let withdrawing = tokio::spawn(async move {
@@ -155,7 +100,7 @@ async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
             .expect_err("dropped mid-commit")
             .is_cancelled()
     );
-    store.holding.store(false, Ordering::SeqCst);
+    store.hold(false);
     store.release_one();
     let resolved = tab.recv_until("resolved").await;
     assert_eq!(
@@ -203,4 +148,48 @@ async fn a_cancel_right_behind_its_ask_withdraws_it() {
             "{outcome}"
         );
     }
+}
+
+/// A rival answer that arrives while the winner's resolution is being stored waits for it:
+/// when the store fails the winner, the request is open again and the rival takes it, instead
+/// of being told "already resolved" about a request that stayed open.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rival_takes_the_request_when_the_store_fails_the_winner() {
+    let (server, store) = gated_server().await;
+    let (mut first, _) = server.tab("s").await;
+    let (mut second, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r1", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    first.recv_until("request").await;
+    second.recv_until("request").await;
+    store.hold(true);
+    store.fail_held(true);
+    first.send(&answer("r1", &["Color"], "Red")).await;
+    store.wait_for_a_held_commit().await;
+    second.send(&answer("r1", &["Color"], "Blue")).await;
+    // The rival is not refused while the winner is pending.
+    second
+        .silent_for(std::time::Duration::from_millis(200))
+        .await;
+    store.hold(false);
+    store.release_one();
+    let refused = first.recv_until("answer_rejected").await;
+    assert!(
+        refused["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not save"),
+        "{refused}"
+    );
+    let resolved = second.recv_until("resolved").await;
+    assert_eq!(
+        resolved["response"]["answers"][0]["selected"],
+        json!(["Blue"]),
+        "{resolved}"
+    );
+    assert_eq!(
+        agent.recv_type("outcome").await["result"],
+        json!({"Color": ["Blue"]})
+    );
 }

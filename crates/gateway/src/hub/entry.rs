@@ -2,7 +2,8 @@
 //!
 //! `Committing` → (store has it) → `Open` → (a winner is chosen) → `Resolving` → (store has
 //! the resolution) → `Resolved` → (acked or expired) → gone. Only `Open` can be won; a rival
-//! arriving in `Resolving` or later is told "already resolved".
+//! arriving in `Resolved` is told "already resolved", one arriving in `Resolving` waits to
+//! learn whether the store kept the winner (`Resolved`) or not (`Open` again).
 
 use std::sync::Arc;
 
@@ -45,7 +46,8 @@ pub(super) struct Entry {
     pub(super) state: EntryState,
     /// The deadline timer, aborted when the request ends another way.
     pub(super) timer: Option<AbortHandle>,
-    /// Woken when the request ends (or is forgotten), for long-polling lookups.
+    /// Woken when the request ends, is forgotten, or opens again after its resolution could
+    /// not be stored: for long-polling lookups and rival endings.
     pub(super) resolved: Arc<Notify>,
 }
 

@@ -1,9 +1,10 @@
 //! How a request ends: a tab answers or declines, the deadline passes, or the agent withdraws.
 //!
 //! Every ending takes the same path. Under the lock, the first ending to find the request
-//! `Open` wins and moves it to `Resolving` (rivals now get "already resolved"); with the lock
-//! released, the resolution is committed to the store; under the lock again, it becomes
-//! `Resolved` and is announced: `resolved` to every tab, `outcome` to the waiting agent.
+//! `Open` wins and moves it to `Resolving` (rivals wait); with the lock released, the
+//! resolution is committed to the store; under the lock again, it becomes `Resolved` and is
+//! announced: `resolved` to every tab, `outcome` to the waiting agent, "already resolved" to
+//! the rivals. Should the store fail, the request is `Open` again and a rival may take it.
 
 use std::sync::Arc;
 
@@ -33,6 +34,14 @@ pub(super) enum Ending {
     TimedOut,
     /// The agent withdrew it.
     Withdrawn,
+}
+
+/// What trying to end a request came to.
+enum Begun {
+    /// This ending won: its resolution, when the request was asked, its deadline.
+    Won((StoredResolution, u64, Option<u64>)),
+    /// Another ending is being stored: wait until it is kept or fails.
+    Wait(tokio::sync::futures::OwnedNotified),
 }
 
 /// A resolution being committed, and what announcing it needs.
@@ -147,53 +156,11 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<(), Refusal> {
-        let (resolution, asked_at_ms, deadline_ms) = {
-            let mut sessions = self.lock();
-            let entry = sessions
-                .get_mut(session)
-                .and_then(|s| s.requests.get_mut(id))
-                .ok_or(Refusal::Unknown)?;
-            match entry.state {
-                EntryState::Open => {}
-                EntryState::Committing(_) => return Err(Refusal::Unknown),
-                EntryState::Resolving | EntryState::Resolved(_) => {
-                    return Err(Refusal::AlreadyResolved);
-                }
+        let (resolution, asked_at_ms, deadline_ms) = loop {
+            match self.begin_ending(session, id, &ending)? {
+                Begun::Won(won) => break won,
+                Begun::Wait(settled) => settled.await,
             }
-            let (settlement, by) = match &ending {
-                Ending::Answer { tab, response } => (
-                    entry
-                        .questions
-                        .settle_answer(response)
-                        .map_err(Refusal::DoesNotFit)?,
-                    Some(tab.to_string()),
-                ),
-                Ending::Decline { tab } => (
-                    entry.questions.settle_without_answer(Outcome::Declined),
-                    Some(tab.to_string()),
-                ),
-                Ending::TimedOut => (
-                    entry.questions.settle_without_answer(Outcome::TimedOut),
-                    None,
-                ),
-                Ending::Withdrawn => (
-                    entry.questions.settle_without_answer(Outcome::Withdrawn),
-                    None,
-                ),
-            };
-            entry.state = EntryState::Resolving;
-            if let Some(timer) = entry.timer.take() {
-                // The timer's own task must not abort itself mid-resolution.
-                if !matches!(ending, Ending::TimedOut) {
-                    timer.abort();
-                }
-            }
-            let resolution = StoredResolution {
-                settlement,
-                by,
-                at_ms: now_ms(),
-            };
-            (resolution, entry.view.asked_at_ms, entry.view.deadline_ms)
         };
         let ops = vec![StoreOp::Resolve {
             session: session.clone(),
@@ -212,6 +179,69 @@ impl Hub {
         })
         .await
         .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())))
+    }
+
+    /// Under the lock: wins the request for `ending` if it is open, or says what to wait for.
+    fn begin_ending(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        ending: &Ending,
+    ) -> Result<Begun, Refusal> {
+        let mut sessions = self.lock();
+        let entry = sessions
+            .get_mut(session)
+            .and_then(|s| s.requests.get_mut(id))
+            .ok_or(Refusal::Unknown)?;
+        match entry.state {
+            EntryState::Open => {}
+            EntryState::Committing(_) => return Err(Refusal::Unknown),
+            EntryState::Resolved(_) => return Err(Refusal::AlreadyResolved),
+            // Another ending is being stored. It wins, unless the store fails it and the
+            // request opens again: wait to know which, rather than tell this one "already
+            // resolved" for a request that may yet stay open.
+            EntryState::Resolving => {
+                return Ok(Begun::Wait(Arc::clone(&entry.resolved).notified_owned()));
+            }
+        }
+        let (settlement, by) = match ending {
+            Ending::Answer { tab, response } => (
+                entry
+                    .questions
+                    .settle_answer(response)
+                    .map_err(Refusal::DoesNotFit)?,
+                Some(tab.to_string()),
+            ),
+            Ending::Decline { tab } => (
+                entry.questions.settle_without_answer(Outcome::Declined),
+                Some(tab.to_string()),
+            ),
+            Ending::TimedOut => (
+                entry.questions.settle_without_answer(Outcome::TimedOut),
+                None,
+            ),
+            Ending::Withdrawn => (
+                entry.questions.settle_without_answer(Outcome::Withdrawn),
+                None,
+            ),
+        };
+        entry.state = EntryState::Resolving;
+        if let Some(timer) = entry.timer.take() {
+            // The timer's own task must not abort itself mid-resolution.
+            if !matches!(ending, Ending::TimedOut) {
+                timer.abort();
+            }
+        }
+        let resolution = StoredResolution {
+            settlement,
+            by,
+            at_ms: now_ms(),
+        };
+        Ok(Begun::Won((
+            resolution,
+            entry.view.asked_at_ms,
+            entry.view.deadline_ms,
+        )))
     }
 
     /// After the store took (or refused) a resolution: announces it, or reopens the request.
@@ -241,6 +271,8 @@ impl Hub {
             if let Some(deadline_ms) = deadline_ms {
                 entry.timer = Some(self.arm_timer(session, id, deadline_ms));
             }
+            // Rival endings waiting on this one may now take the request.
+            entry.resolved.notify_waiters();
             return Err(Refusal::Store(error.to_string()));
         }
         let outcome = resolution.settlement.outcome;

@@ -1,0 +1,87 @@
+//! A store that holds commits at a gate, so a test can act while the gateway waits on the
+//! store: drop the caller, send a rival answer, or make the held commit fail.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::server::RECV_TIMEOUT;
+
+/// A memory store that, while holding, keeps every commit waiting until a permit is added
+/// (its operations are applied then, or refused if it was told to fail them).
+pub struct GatedStore {
+    inner: Arc<MemoryStore>,
+    holding: AtomicBool,
+    failing: Arc<AtomicBool>,
+    arrived: Arc<Notify>,
+    gate: Arc<Semaphore>,
+}
+
+impl Default for GatedStore {
+    fn default() -> Self {
+        GatedStore {
+            inner: Arc::new(MemoryStore::new()),
+            holding: AtomicBool::new(false),
+            failing: Arc::new(AtomicBool::new(false)),
+            arrived: Arc::new(Notify::new()),
+            gate: Arc::new(Semaphore::new(0)),
+        }
+    }
+}
+
+impl GatedStore {
+    /// Whether commits from now on wait at the gate.
+    pub fn hold(&self, holding: bool) {
+        self.holding.store(holding, Ordering::SeqCst);
+    }
+
+    /// Whether held commits, once released, fail instead of being applied.
+    pub fn fail_held(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Waits (up to [`RECV_TIMEOUT`]) until a commit is waiting at the gate.
+    ///
+    /// # Panics
+    /// When none arrives in time.
+    pub async fn wait_for_a_held_commit(&self) {
+        tokio::time::timeout(RECV_TIMEOUT, self.arrived.notified())
+            .await
+            .expect("a commit reached the store in time");
+    }
+
+    /// Lets one held commit through.
+    pub fn release_one(&self) {
+        self.gate.add_permits(1);
+    }
+}
+
+impl Store for GatedStore {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
+        if !self.holding.load(Ordering::SeqCst) {
+            return self.inner.commit(ops);
+        }
+        let (inner, failing, arrived, gate) = (
+            Arc::clone(&self.inner),
+            Arc::clone(&self.failing),
+            Arc::clone(&self.arrived),
+            Arc::clone(&self.gate),
+        );
+        Box::pin(async move {
+            arrived.notify_one();
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+            if failing.load(Ordering::SeqCst) {
+                return Err(StoreError("the disk is on fire (a test)".into()));
+            }
+            inner.commit(ops).await
+        })
+    }
+
+    fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
+        self.inner.load()
+    }
+}
