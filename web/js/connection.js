@@ -158,7 +158,7 @@ function onSnapshot(f) {
   const fresh = [];
   let cursor = ui.list.firstElementChild;
   for (const view of views) {
-    let rec = liveCard(String(view.id));
+    let rec = liveCard(view);
     if (!rec) {
       rec = createCard(view);
       fresh.push(rec);
@@ -177,11 +177,12 @@ function onSnapshot(f) {
   tick();
 }
 
-// The card of an open request, if there is one. A finished card still folding away under the
-// same id belongs to an earlier request (the agent acked it and asked again): it goes now.
-function liveCard(id) {
-  const rec = state.cards.get(id);
-  if (rec && rec.phase === 'final') {
+// The card of request `view`, if there is one. A finished card still folding away under the
+// same id but asked at another time belongs to an earlier request (the agent acked it and
+// asked again): it goes now. One that timed out here first is the same request: it stays.
+function liveCard(view) {
+  const rec = state.cards.get(String(view.id));
+  if (rec && rec.phase === 'final' && rec.view.asked_at_ms !== view.asked_at_ms) {
     removeCard(rec);
     return undefined;
   }
@@ -189,7 +190,7 @@ function liveCard(id) {
 }
 
 function onRequest(view) {
-  if (!view || !view.id || liveCard(String(view.id))) return;
+  if (!view || !view.id || liveCard(view)) return;
   const rec = createCard(view);
   ui.list.appendChild(rec.el);
   updateEmpty();

@@ -53,9 +53,9 @@ pub(super) struct Watch<'a> {
 }
 
 impl Watch<'_> {
-    /// Races `write` against a kick, shutdown, and a peer that takes no data for a whole
-    /// ping interval (its buffers are full: it has stopped reading), which is closed as too
-    /// slow (4408) rather than left holding the connection.
+    /// Races `write` (one frame, a flush or a ping) against a kick, shutdown, and a peer that
+    /// does not take it within a ping interval (its buffers are full: it has stopped
+    /// reading), which is closed as too slow (4408) rather than left holding the connection.
     async fn guard(
         &self,
         write: impl Future<Output = Result<(), axum::Error>>,
@@ -97,8 +97,8 @@ async fn latest_presence(slot: Option<&mut watch::Receiver<Option<Frame>>>) -> O
     slot.borrow_and_update().clone()
 }
 
-/// Writes `first` and whatever else is queued (up to a batch), then flushes, guarded by
-/// [`Watch::guard`].
+/// Writes `first` and whatever else is queued (up to a batch), then flushes, each step
+/// guarded by [`Watch::guard`].
 pub(super) async fn write_frames(
     socket: &mut WebSocket,
     first: Frame,
@@ -112,13 +112,12 @@ pub(super) async fn write_frames(
             Err(_) => break,
         }
     }
-    let write = async {
-        for frame in batch {
-            socket.feed(text(frame)).await?;
-        }
-        socket.flush().await
-    };
-    watch.guard(write).await
+    // Guarded frame by frame: a peer that reads slowly but steadily gets a whole batch
+    // however long it takes; one that takes nothing for a ping interval is closed.
+    for frame in batch {
+        watch.guard(socket.feed(text(frame))).await?;
+    }
+    watch.guard(socket.flush()).await
 }
 
 fn text(frame: Frame) -> Message {
