@@ -1,6 +1,7 @@
 //! What every socket connection shares: limits on the upgrade, the event loop's next event,
 //! writing queued frames in batches, keepalive, rate limiting, and closing with a code.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use askgate_protocol::close;
@@ -60,8 +61,15 @@ impl Watch<'_> {
         &self,
         write: impl Future<Output = Result<(), axum::Error>>,
     ) -> Result<(), Option<u16>> {
+        // Nearly every write goes through at once: then no timer is set up at all.
+        let mut write = std::pin::pin!(write);
+        let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+        if let Poll::Ready(written) = first {
+            return written.map_err(|_| None);
+        }
         tokio::select! {
-            written = write => written.map_err(|_| None),
+            biased;
+            written = &mut write => written.map_err(|_| None),
             code = self.kick.kicked() => Err(Some(code)),
             () = self.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
             () = tokio::time::sleep(self.keepalive.period) => {
