@@ -4,9 +4,7 @@
 //! at once) so that many asks share the store's group commits; replies go through the
 //! connection's queue, in the hub's order.
 
-use std::future::Future as _;
 use std::sync::Arc;
-use std::task::Poll;
 
 use askgate_protocol::close;
 use askgate_protocol::wire::AgentFrame;
@@ -20,7 +18,7 @@ use tracing::Instrument as _;
 
 use super::socket::{
     Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
-    send_ping, write_frames,
+    poll_once, send_ping, write_frames,
 };
 use crate::hub::{AgentHandle, Link};
 use crate::metrics::{count, gauge_add};
@@ -122,9 +120,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
                         // then sees a frame's change (an ask stored as pending, a cancel
                         // withdrawing) before the next frame's, so a `cancel` sent right
                         // behind its `ask` finds the request. Only the waiting is concurrent.
-                        let first_step =
-                            std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx))).await;
-                        if first_step.is_pending() {
+                        if poll_once(task.as_mut()).await.is_pending() {
                             in_flight.spawn(task);
                         }
                     }

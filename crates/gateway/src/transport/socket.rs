@@ -1,6 +1,7 @@
 //! What every socket connection shares: limits on the upgrade, the event loop's next event,
 //! writing queued frames in batches, keepalive, rate limiting, and closing with a code.
 
+use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -63,8 +64,7 @@ impl Watch<'_> {
     ) -> Result<(), Option<u16>> {
         // Nearly every write goes through at once: then no timer is set up at all.
         let mut write = std::pin::pin!(write);
-        let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
-        if let Poll::Ready(written) = first {
+        if let Poll::Ready(written) = poll_once(write.as_mut()).await {
             return written.map_err(|_| None);
         }
         tokio::select! {
@@ -78,6 +78,11 @@ impl Watch<'_> {
             }
         }
     }
+}
+
+/// Polls `future` once, in the calling task: what it does up to its first wait happens now.
+pub(super) async fn poll_once<F: Future>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// Waits for the next event.
