@@ -100,10 +100,8 @@ pub fn main() -> ExitCode {
             init_tracing("warn");
             runtime().and_then(|rt| rt.block_on(demo::run(*args)))
         }
-        Command::Validate(args) => {
-            run_validate_stdin(std::io::stdout().lock(), args.max_line_bytes)
-                .or_else(quiet_when_stdout_closed)
-        }
+        Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
+            .or_else(quiet_when_stdout_closed),
         Command::Schema { dialect } => schema::run(dialect).or_else(quiet_when_stdout_closed),
     };
     match outcome {

@@ -5,8 +5,8 @@
 //! answers compared. Input is read in blocks of whole lines, judged on every core while more
 //! is read, and answers come out in input order, one line each.
 //!
-//! - [`pipeline`]: the reader thread, one worker per core, the writer; [`stream`] cuts input
-//!   into blocks and runs of whole lines.
+//! - [`pipeline`]: one worker per core, each reading a block of whole lines in turn, judging
+//!   it and writing out what is due; [`stream`] cuts input into blocks of whole lines.
 //! - [`harness_lines`]: harness lines, read in one strict pass by the borrowed scanner
 //!   (`askgate_protocol::json_scan`), valid answers written by hand; any line the scanner
 //!   gives up on is read by serde_json instead, with the same answer (a test holds them to it
@@ -48,14 +48,17 @@ pub(super) const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Reads lines from `input` until it ends and writes one answer line per input line.
 ///
-/// A reader thread cuts the input into runs of whole lines, which every core judges while more
-/// is read. Each read takes what has arrived, and answers are flushed whenever every line read
+/// Every core takes its turn to read a block of whole lines and judges it while the others
+/// read theirs. Each read takes what has arrived, and answers are flushed whenever every line read
 /// so far is answered, so a host that writes a line and waits for its answer (a co-process)
 /// gets it at once.
 ///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
-pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Result<()> {
+pub fn run<W: Write + Send + 'static>(
+    input: impl Read + Send + 'static,
+    output: W,
+) -> anyhow::Result<W> {
     judge_stream(input, output, false, || false, DEFAULT_MAX_LINE_BYTES)
 }
 
@@ -65,9 +68,9 @@ pub fn run(input: impl Read + Send + 'static, output: impl Write) -> anyhow::Res
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_stdin(output: impl Write, max_line_bytes: usize) -> anyhow::Result<()> {
+pub fn run_stdin(output: impl Write + Send + 'static, max_line_bytes: usize) -> anyhow::Result<()> {
     match stdin_file() {
-        Some(file) => judge_stream(file, output, true, || false, max_line_bytes),
+        Some(file) => judge_stream(file, output, true, || false, max_line_bytes).map(drop),
         None => {
             widen_stdin_pipe();
             judge_stream(
@@ -77,6 +80,7 @@ pub fn run_stdin(output: impl Write, max_line_bytes: usize) -> anyhow::Result<()
                 stdin_has_more,
                 max_line_bytes,
             )
+            .map(drop)
         }
     }
 }
@@ -127,22 +131,25 @@ fn stdin_file() -> Option<std::fs::File> {
     None
 }
 
-fn judge_stream(
+fn judge_stream<W: Write + Send + 'static>(
     input: impl Read + Send + 'static,
-    output: impl Write,
+    output: W,
     whole_reads: bool,
     more_waiting: fn() -> bool,
     max_line_bytes: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<W> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut output = std::io::BufWriter::with_capacity(16 << 10, output);
+    let output = std::io::BufWriter::with_capacity(16 << 10, output);
     let source = Source {
         block_bytes: BLOCK_BYTES,
         whole_reads,
         more_waiting,
         max_line_bytes,
     };
-    pipeline::run(input, &mut output, source, workers, JUDGE)
+    let output = pipeline::run(input, output, source, workers, JUDGE)?;
+    output
+        .into_inner()
+        .map_err(|e| anyhow::Error::new(e.into_error()).context("writing stdout"))
 }
 
 /// How `validate` answers lines.

@@ -1,37 +1,29 @@
-//! The judging pipeline: a reader thread cuts stdin into blocks of whole lines and each block
-//! into runs; worker threads (one per core) judge runs as they come; the calling thread
-//! writes the answers out in input order.
+//! The judging pipeline: worker threads (one per core) take turns reading the next block of
+//! whole lines, judge it at once, while it is still in their core's cache, and write out the
+//! answers whose turn has come, in input order.
 //!
-//! Nothing waits for a whole block: a worker that finishes a run takes the next one, from
-//! this block or the next, so every core stays busy while the reader reads. Memory is
-//! bounded by [`MAX_BYTES_IN_FLIGHT`] of input read but not yet answered, and buffers go
-//! round instead of being reallocated.
+//! No thread reads or writes for the others: handing every block from a reader to a worker and
+//! on to a writer cost two wake-ups per block, and had every byte copied in on one core and
+//! judged on another. The input is locked only for a read, the output only for a write; a
+//! block answered before its turn waits for the worker that writes the one before it. Memory
+//! is bounded by [`MAX_BYTES_IN_FLIGHT`] of input read but not yet written, and buffers go round
+//! instead of being reallocated.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::Context as _;
 
-use super::stream::{Block, BlockReader, split_lines};
+use super::stream::{Block, BlockReader};
 
-/// Input read but not yet answered, at most (a single longer line is still taken whole, up to
+/// Input read but not yet written out, at most (a single longer line is still taken whole, up to
 /// the line limit).
-pub(super) const MAX_BYTES_IN_FLIGHT: usize = 3 * BLOCK_BYTES;
+const MAX_BYTES_IN_FLIGHT: usize = 8 * BLOCK_BYTES;
 
-/// Blocks read but not yet answered, at most: a stream that arrives in small blocks would
-/// otherwise keep many more buffers than [`MAX_BYTES_IN_FLIGHT`] needs.
-const MAX_BLOCKS_IN_FLIGHT: usize = 3;
-
-/// The most one read hands over as a block.
-pub(super) const BLOCK_BYTES: usize = 2 << 20;
-
-/// Runs a block is cut into per worker: small enough that workers finish together.
-const RUNS_PER_WORKER: usize = 4;
-
-/// The least a run is cut to hold: below it, handing a run over costs more than sharing it.
-const MIN_RUN_BYTES: usize = 16 << 10;
+/// The most one read hands over as a block: small enough that a worker judges it while it is
+/// still in the core's cache, large enough that reads and hand-overs are few.
+pub(super) const BLOCK_BYTES: usize = 256 << 10;
 
 /// How the input is read.
 #[derive(Clone, Copy)]
@@ -55,52 +47,63 @@ pub(super) struct Judge {
     pub(super) too_long: fn(u64, usize, &mut Vec<u8>),
 }
 
-/// Lines to judge: a range of a block, or the one line after it that was too long to read.
-struct Run {
-    seq: u64,
-    block: Arc<Vec<u8>>,
-    lines: Range<usize>,
-    /// The too-long line's length (`lines` is then empty).
-    too_long: Option<u64>,
+/// The input, read by one worker at a time.
+struct Input<R> {
+    stream: R,
+    blocks: BlockReader,
+    block_bytes: usize,
 }
 
-/// A judged run, waiting for its turn to be written.
+/// A judged block, waiting for its turn to be written.
 struct Answered {
     answers: Vec<u8>,
-    block: Arc<Vec<u8>>,
+    /// The input bytes it answers.
     bytes: usize,
 }
 
 #[derive(Default)]
 struct State {
-    runs: VecDeque<Run>,
     answered: BTreeMap<u64, Answered>,
-    /// Sequence number of the next run the reader makes.
+    /// Blocks read so far; the next block read gets this number.
     made: u64,
+    /// Blocks written so far; the next to write is the one with this number.
+    written: u64,
+    /// A worker is writing: others leave their answers to it.
+    writing: bool,
+    /// Answers were written since the last flush.
+    unflushed: bool,
     /// Input bytes read and not yet written out.
     in_flight: usize,
-    /// Blocks read and not yet written out.
-    blocks_in_flight: usize,
-    /// The input ended (or failed: `error`).
+    /// The input ended (or failed: `input_error`).
     ended: bool,
-    error: Option<anyhow::Error>,
-    /// The writer is gone (writing failed): everyone stops.
-    closed: bool,
+    input_error: Option<anyhow::Error>,
+    /// Writing failed, or a worker died: everyone stops.
+    failed: Option<anyhow::Error>,
     spare_blocks: Vec<Vec<u8>>,
     spare_answers: Vec<Vec<u8>>,
 }
 
-struct Shared {
-    state: Mutex<State>,
-    /// Runs were queued, the input ended or the writer left.
-    work: Condvar,
-    /// A run was answered or the input ended.
-    answered: Condvar,
-    /// Answers were written: room for more input.
-    room: Condvar,
+impl State {
+    /// Every block read is written and flushed, and no more will be read.
+    fn finished(&self) -> bool {
+        self.ended && self.written == self.made && !self.writing
+    }
 }
 
-impl Shared {
+struct Shared<R, W> {
+    input: Mutex<Input<R>>,
+    /// Taken back by the caller once everything is written.
+    output: Mutex<Option<W>>,
+    state: Mutex<State>,
+    /// Everything is written, or the pipeline failed.
+    done: Condvar,
+    /// Answers were written, or the pipeline failed: room for more input.
+    room: Condvar,
+    /// The largest buffer kept for reuse: one grown by a very long line is let go.
+    keep_bytes: usize,
+}
+
+impl<R, W> Shared<R, W> {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every update is one step under the lock: a panic cannot leave it half-made.
         self.state
@@ -112,201 +115,221 @@ impl Shared {
         on.wait(state)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Stops every thread with `error` (the first failure is the one reported).
+    fn fail(&self, error: anyhow::Error) {
+        self.lock().failed.get_or_insert(error);
+        self.done.notify_all();
+        self.room.notify_all();
+    }
 }
 
 /// Judges every line of `input` with `judge` (which appends one answer line per input line)
-/// on `workers` threads and writes the answers to `output` in input order. Answers are
-/// flushed whenever every line read so far is answered, so a host that writes a line and
-/// waits for its answer (a co-process) gets it at once.
+/// on `workers` threads and writes the answers to `output` in input order; hands `output`
+/// back once everything is written. Answers are flushed whenever every line read so far is
+/// answered, so a host that writes a line and waits for its answer (a co-process) gets it at
+/// once.
 ///
 /// # Errors
 /// I/O errors on the streams.
-pub(super) fn run(
+pub(super) fn run<W: Write + Send + 'static>(
     input: impl Read + Send + 'static,
-    output: &mut impl Write,
+    output: W,
     source: Source,
     workers: usize,
     judge: Judge,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<W> {
     let Source {
         block_bytes,
         whole_reads,
         more_waiting,
         max_line_bytes,
     } = source;
-    let workers = workers.max(1);
     let shared = Arc::new(Shared {
+        input: Mutex::new(Input {
+            stream: input,
+            blocks: BlockReader::new(block_bytes, whole_reads, more_waiting, max_line_bytes),
+            block_bytes,
+        }),
+        output: Mutex::new(Some(output)),
         state: Mutex::new(State::default()),
-        work: Condvar::new(),
-        answered: Condvar::new(),
+        done: Condvar::new(),
         room: Condvar::new(),
+        keep_bytes: 2 * block_bytes + (64 << 10),
     });
-    // Not joined: when writing fails it may be blocked reading, and it ends with the process.
-    let reader = Arc::clone(&shared);
-    let runs_per_block = workers * RUNS_PER_WORKER;
-    std::thread::spawn(move || {
-        let blocks = BlockReader::new(block_bytes, whole_reads, more_waiting, max_line_bytes);
-        read_all(&reader, input, blocks, block_bytes, runs_per_block);
-    });
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| work(&shared, judge, max_line_bytes));
-        }
-        let written = write_all(&shared, output, 2 * block_bytes + (64 << 10));
-        shared.lock().closed = true;
-        shared.work.notify_all();
-        shared.room.notify_all();
-        written
-    })
+    // Not joined: when writing fails, one may be blocked reading; it ends with the process.
+    for _ in 0..workers.max(1) {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("validate".to_owned())
+            .spawn(move || {
+                let _watch = DiesLoudly(&*shared);
+                work(&shared, judge, max_line_bytes);
+            })
+            .context("starting a validate worker thread")?;
+    }
+    let mut state = shared.lock();
+    while state.failed.is_none() && !state.finished() {
+        state = shared.wait(&shared.done, state);
+    }
+    if let Some(failed) = state.failed.take() {
+        return Err(failed);
+    }
+    if let Some(input_error) = state.input_error.take() {
+        return Err(input_error);
+    }
+    drop(state);
+    // Finished: every block is written, and nothing more will be read or written.
+    lock_output(&shared)
+        .take()
+        .context("the output was taken twice (a bug)")
 }
 
-fn read_all(
-    shared: &Shared,
-    mut input: impl Read,
-    mut reader: BlockReader,
-    block_bytes: usize,
-    runs_per_block: usize,
-) {
-    loop {
-        let spare = shared.lock().spare_blocks.pop();
-        // Room for a block and a carried line end, so filling it rarely reallocates.
-        let buffer = spare.unwrap_or_else(|| Vec::with_capacity(block_bytes + (64 << 10)));
-        let block = reader.next_block(&mut input, buffer, block_bytes);
-        let mut state = shared.lock();
-        let arrived = block.as_ref().map_or(0, |block| block.lines.len());
-        while state.in_flight > 0
-            && (state.in_flight + arrived > MAX_BYTES_IN_FLIGHT.max(block_bytes)
-                || state.blocks_in_flight >= MAX_BLOCKS_IN_FLIGHT)
-            && !state.closed
-        {
-            state = shared.wait(&shared.room, state);
-        }
-        if state.closed {
-            return;
-        }
-        match block {
-            Ok(block) if block.lines.is_empty() && block.too_long.is_none() => state.ended = true,
-            Ok(Block { lines, too_long }) => {
-                let block = Arc::new(lines);
-                let runs = runs_per_block.min(block.len() / MIN_RUN_BYTES).max(1);
-                let line_runs = split_lines(&block, runs)
-                    .into_iter()
-                    .map(|lines| (lines, None));
-                // A too-long line comes after the block's lines: its own run, last.
-                let too_long_run = too_long.map(|length| (block.len()..block.len(), Some(length)));
-                for (lines, too_long) in line_runs.chain(too_long_run) {
-                    let seq = state.made;
-                    state.made += 1;
-                    let block = Arc::clone(&block);
-                    state.runs.push_back(Run {
-                        seq,
-                        block,
-                        lines,
-                        too_long,
-                    });
-                }
-                state.in_flight += arrived;
-                state.blocks_in_flight += 1;
-            }
-            Err(e) => {
-                state.ended = true;
-                state.error = Some(e);
-            }
-        }
-        let ended = state.ended;
-        drop(state);
-        shared.work.notify_all();
-        if ended {
-            shared.answered.notify_all();
-            return;
+/// Fails the pipeline when a worker dies of a panic (a bug), so the caller is not left waiting
+/// for answers that will never come.
+struct DiesLoudly<'a, R, W>(&'a Shared<R, W>);
+
+impl<R, W> Drop for DiesLoudly<'_, R, W> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.fail(anyhow::anyhow!(
+                "a validate worker failed (a bug: please report it)"
+            ));
         }
     }
 }
 
-fn work(shared: &Shared, judge: Judge, max_line_bytes: usize) {
-    let mut state = shared.lock();
+/// One worker: reads a block, judges it, writes what is ready to be written, until the input
+/// ends or the pipeline fails.
+fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: usize) {
     loop {
-        if state.closed {
-            return;
-        }
-        let Some(run) = state.runs.pop_front() else {
-            if state.ended {
+        let (buffer, mut answers) = {
+            let mut state = shared.lock();
+            while state.in_flight > MAX_BYTES_IN_FLIGHT && state.failed.is_none() {
+                state = shared.wait(&shared.room, state);
+            }
+            if state.failed.is_some() || state.ended {
                 return;
             }
-            state = shared.wait(&shared.work, state);
-            continue;
+            (
+                state.spare_blocks.pop().unwrap_or_default(),
+                state.spare_answers.pop().unwrap_or_default(),
+            )
         };
-        let mut answers = state.spare_answers.pop().unwrap_or_default();
-        drop(state);
+        let Some((seq, block)) = read_block(shared, buffer) else {
+            return;
+        };
         // Answers run to about 40 % of the input: room up front, so a buffer is seldom grown
         // (and copied) line by line.
-        answers.reserve(run.lines.len() / 2 + (4 << 10));
-        match run.too_long {
-            Some(length) => (judge.too_long)(length, max_line_bytes, &mut answers),
-            None => (judge.lines)(&run.block[run.lines.clone()], max_line_bytes, &mut answers),
+        answers.reserve(block.lines.len() / 2 + (4 << 10));
+        (judge.lines)(&block.lines, max_line_bytes, &mut answers);
+        if let Some(length) = block.too_long {
+            (judge.too_long)(length, max_line_bytes, &mut answers);
         }
-        state = shared.lock();
-        let bytes = run.lines.len();
-        state.answered.insert(
-            run.seq,
-            Answered {
-                answers,
-                block: run.block,
-                bytes,
-            },
-        );
-        shared.answered.notify_all();
+        let bytes = block.lines.len();
+        let mut lines = block.lines;
+        let mut state = shared.lock();
+        if lines.capacity() <= shared.keep_bytes {
+            lines.clear();
+            state.spare_blocks.push(lines);
+        }
+        state.answered.insert(seq, Answered { answers, bytes });
+        if !state.writing && seq == state.written {
+            state.writing = true;
+            write_ready(shared, state);
+        }
     }
 }
 
-fn write_all(shared: &Shared, output: &mut impl Write, keep_bytes: usize) -> anyhow::Result<()> {
-    let mut next = 0;
-    let mut unflushed = false;
+/// Reads the next block and numbers it, or marks the input ended (or failed): `None`.
+fn read_block<R: Read, W>(shared: &Shared<R, W>, buffer: Vec<u8>) -> Option<(u64, Block)> {
+    let mut input = shared
+        .input
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Input {
+        stream,
+        blocks,
+        block_bytes,
+    } = &mut *input;
+    // Room for a block and a carried line end, so filling it rarely reallocates.
+    let mut buffer = buffer;
+    buffer.reserve(*block_bytes + (64 << 10));
+    let block = blocks.next_block(stream, buffer, *block_bytes);
+    // Numbered while the input is still held, so numbers follow the input's order.
     let mut state = shared.lock();
+    let block = match block {
+        Ok(block) if block.lines.is_empty() && block.too_long.is_none() => None,
+        Ok(block) => Some(block),
+        Err(e) => {
+            state.input_error.get_or_insert(e);
+            None
+        }
+    };
+    let Some(block) = block else {
+        state.ended = true;
+        let finished = state.finished();
+        drop(state);
+        if finished {
+            shared.done.notify_all();
+        }
+        return None;
+    };
+    let seq = state.made;
+    state.made += 1;
+    state.in_flight += block.lines.len();
+    Some((seq, block))
+}
+
+/// Writes answers in turn for as long as the next one is ready, then flushes if every block
+/// read is written. The caller has set `writing`: no one else writes meanwhile.
+fn write_ready<'a, R, W: Write>(shared: &'a Shared<R, W>, mut state: MutexGuard<'a, State>) {
     loop {
-        if let Some(Answered {
-            mut answers,
-            block,
-            bytes,
-        }) = state.answered.remove(&next)
-        {
+        let written = state.written;
+        if let Some(Answered { mut answers, bytes }) = state.answered.remove(&written) {
             drop(state);
-            output.write_all(&answers).context("writing stdout")?;
-            unflushed = true;
-            next += 1;
+            let wrote = lock_output(shared)
+                .as_mut()
+                .map_or(Ok(()), |output| output.write_all(&answers));
+            if let Err(e) = wrote {
+                return shared.fail(anyhow::Error::new(e).context("writing stdout"));
+            }
             answers.clear();
-            // The last run of a block to be written holds its only reference: reuse it.
-            let block = Arc::try_unwrap(block).ok();
             state = shared.lock();
-            // Buffers a very long line grew are let go rather than kept for good.
-            if answers.capacity() <= keep_bytes {
+            state.written += 1;
+            state.unflushed = true;
+            state.in_flight -= bytes;
+            if answers.capacity() <= shared.keep_bytes {
                 state.spare_answers.push(answers);
             }
-            if let Some(mut block) = block {
-                state.blocks_in_flight -= 1;
-                if block.capacity() <= keep_bytes {
-                    block.clear();
-                    state.spare_blocks.push(block);
-                }
-            }
-            state.in_flight -= bytes;
             shared.room.notify_all();
             continue;
         }
-        if next == state.made && state.ended {
-            let ended = state.error.take();
+        if state.unflushed && state.written == state.made {
+            // Every line read so far is answered: let the answers out.
+            state.unflushed = false;
             drop(state);
-            output.flush().context("writing stdout")?;
-            return ended.map_or(Ok(()), Err);
-        }
-        if unflushed && next == state.made {
-            // Every line read so far is answered: let the answers out before waiting.
-            drop(state);
-            output.flush().context("writing stdout")?;
-            unflushed = false;
+            let flushed = lock_output(shared).as_mut().map_or(Ok(()), Write::flush);
+            if let Err(e) = flushed {
+                return shared.fail(anyhow::Error::new(e).context("writing stdout"));
+            }
+            // Answers that became ready meanwhile were left to this writer.
             state = shared.lock();
             continue;
         }
-        state = shared.wait(&shared.answered, state);
+        state.writing = false;
+        let finished = state.finished();
+        drop(state);
+        if finished {
+            shared.done.notify_all();
+        }
+        return;
     }
+}
+
+fn lock_output<R, W>(shared: &Shared<R, W>) -> MutexGuard<'_, Option<W>> {
+    shared
+        .output
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

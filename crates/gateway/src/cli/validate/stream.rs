@@ -1,8 +1,6 @@
-//! Cutting input into whole lines: blocks as they are read, and runs of a block to share
-//! among the workers.
+//! Cutting input into blocks of whole lines as it is read.
 
 use std::io::Read;
-use std::ops::Range;
 
 use anyhow::Context as _;
 
@@ -164,25 +162,4 @@ fn read_retrying(input: &mut impl Read, buffer: &mut [u8]) -> anyhow::Result<usi
             Err(e) => return Err(e).context("reading stdin"),
         }
     }
-}
-
-/// Splits a block of lines into at most `parts` runs of whole lines of about equal size.
-pub(super) fn split_lines(block: &[u8], parts: usize) -> Vec<Range<usize>> {
-    let mut runs = Vec::with_capacity(parts);
-    let mut start = 0;
-    for left in (1..=parts).rev() {
-        let rest = &block[start..];
-        if rest.is_empty() {
-            break;
-        }
-        let cut = if left == 1 {
-            rest.len()
-        } else {
-            let aim = rest.len() / left;
-            memchr::memchr(b'\n', &rest[aim..]).map_or(rest.len(), |i| aim + i + 1)
-        };
-        runs.push(start..start + cut);
-        start += cut;
-    }
-    runs
 }

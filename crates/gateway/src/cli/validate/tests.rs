@@ -1,8 +1,8 @@
 //! The stream (blocks, runs, the pipeline) and the line readers, held to `answer_line` and
 //! to serde_json.
 
-use super::pipeline::Source;
-use super::stream::{BlockReader, split_lines};
+use super::pipeline::{Judge, Source};
+use super::stream::BlockReader;
 use super::*;
 use askgate_protocol::json_mutate;
 
@@ -51,24 +51,6 @@ fn blocks_end_at_line_ends_and_lose_nothing() {
     }
 }
 
-#[test]
-fn runs_split_at_line_ends_and_cover_the_block() {
-    let input = sample();
-    for parts in 1..6 {
-        let runs = split_lines(&input, parts);
-        assert!(runs.len() <= parts);
-        let joined: Vec<u8> = runs
-            .iter()
-            .flat_map(|r| &input[r.clone()])
-            .copied()
-            .collect();
-        assert_eq!(joined, input);
-        for run in &runs[..runs.len() - 1] {
-            assert_eq!(input[run.end - 1], b'\n');
-        }
-    }
-}
-
 /// Hands out its bytes a few at a time, as a pipe fed by a slow writer does.
 struct Trickle(Vec<u8>, usize);
 
@@ -84,12 +66,10 @@ impl Read for Trickle {
 #[test]
 fn small_reads_and_small_blocks_give_the_same_answers() {
     let input = sample();
-    let mut whole = Vec::new();
-    run(std::io::Cursor::new(input.clone()), &mut whole).unwrap();
+    let whole = run(std::io::Cursor::new(input.clone()), Vec::new()).unwrap();
     // Block size, workers, and whether the stream pours in (more is always waiting).
     let cases = [(1, 1, false), (7, 2, false), (64, 3, false), (64, 2, true)];
     for (block_bytes, workers, pours) in cases {
-        let mut trickled = Vec::new();
         let input = Trickle(input.clone(), 0);
         let source = Source {
             block_bytes,
@@ -97,7 +77,7 @@ fn small_reads_and_small_blocks_give_the_same_answers() {
             more_waiting: if pours { || true } else { || false },
             max_line_bytes: usize::MAX,
         };
-        pipeline::run(input, &mut trickled, source, workers, JUDGE).unwrap();
+        let trickled = pipeline::run(input, Vec::new(), source, workers, JUDGE).unwrap();
         assert_eq!(
             trickled, whole,
             "block size {block_bytes}, {workers} workers"
@@ -151,9 +131,8 @@ fn a_line_over_the_limit_is_answered_without_being_kept() {
             more_waiting,
             max_line_bytes: 100,
         };
-        let mut output = Vec::new();
         let input = Trickle(input.clone(), 0);
-        pipeline::run(input, &mut output, source, 2, JUDGE).unwrap();
+        let output = pipeline::run(input, Vec::new(), source, 2, JUDGE).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&output),
             expected_text,
@@ -242,7 +221,7 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
     let (send, received) = std::sync::mpsc::channel();
     let (flushed, answers) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut output = Flushed(flushed, Vec::new());
+        let output = Flushed(flushed, Vec::new());
         let source = Source {
             block_bytes,
             whole_reads: false,
@@ -250,7 +229,7 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
             max_line_bytes: usize::MAX,
         };
         let input = Feed(received, Vec::new());
-        pipeline::run(input, &mut output, source, 2, JUDGE).ok();
+        pipeline::run(input, output, source, 2, JUDGE).ok();
     });
     let lines = |count: usize| -> Vec<u8> {
         let mut chunk = Vec::new();
@@ -294,7 +273,7 @@ fn a_closed_output_stops_every_thread_with_an_error() {
     let input = sample().repeat(2000);
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut output = ClosesAfter(10_000);
+        let output = ClosesAfter(10_000);
         let source = Source {
             block_bytes: 4096,
             whole_reads: true,
@@ -302,7 +281,7 @@ fn a_closed_output_stops_every_thread_with_an_error() {
             max_line_bytes: usize::MAX,
         };
         let input = std::io::Cursor::new(input);
-        let ended = pipeline::run(input, &mut output, source, 2, JUDGE);
+        let ended = pipeline::run(input, output, source, 2, JUDGE);
         done.send(ended.is_err()).ok();
     });
     let failed = finished
@@ -311,11 +290,46 @@ fn a_closed_output_stops_every_thread_with_an_error() {
     assert!(failed, "a write error must be reported");
 }
 
+/// A worker that dies (a bug in the pipeline itself, outside the per-line guard) fails the
+/// run instead of leaving the caller waiting for answers that never come.
+#[test]
+fn a_worker_that_dies_fails_the_run() {
+    let input = sample().repeat(50);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let dies_on_the_third_block = Judge {
+            lines: |lines, max_line_bytes, out| {
+                static BLOCKS: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                assert!(
+                    BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) != 2,
+                    "the third block"
+                );
+                answer_block(lines, max_line_bytes, out);
+            },
+            too_long: answer_too_long,
+        };
+        let source = Source {
+            block_bytes: 256,
+            whole_reads: true,
+            more_waiting: || false,
+            max_line_bytes: usize::MAX,
+        };
+        let input = std::io::Cursor::new(input);
+        let ended = pipeline::run(input, Vec::new(), source, 2, dies_on_the_third_block);
+        done.send(ended.map_err(|e| e.to_string())).ok();
+    });
+    let ended = finished
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the pipeline did not stop");
+    let error = ended.expect_err("a dead worker must fail the run");
+    assert!(error.contains("worker failed"), "{error}");
+}
+
 #[test]
 fn the_stream_answers_each_line_as_answer_line_does() {
     let input = sample();
-    let mut output = Vec::new();
-    run(std::io::Cursor::new(input.clone()), &mut output).unwrap();
+    let output = run(std::io::Cursor::new(input.clone()), Vec::new()).unwrap();
     let expected: String = input
         .split(|&b| b == b'\n')
         .map(|line| {
