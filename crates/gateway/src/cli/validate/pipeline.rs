@@ -148,7 +148,7 @@ pub(super) fn run<W: Write + Send + 'static>(
     let shared = Arc::new(Shared {
         input: Mutex::new(Input {
             stream: input,
-            blocks: BlockReader::new(block_bytes, whole_reads, more_waiting, max_line_bytes),
+            blocks: BlockReader::new(whole_reads, more_waiting, max_line_bytes),
             block_bytes,
         }),
         output: Mutex::new(Some(output)),
@@ -221,17 +221,16 @@ fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: 
         };
         // Answers run to about 40 % of the input: room up front, so a buffer is seldom grown
         // (and copied) line by line.
-        answers.reserve(block.lines.len() / 2 + (4 << 10));
-        (judge.lines)(&block.lines, max_line_bytes, &mut answers);
+        let bytes = block.lines().len();
+        answers.reserve(bytes / 2 + (4 << 10));
+        (judge.lines)(block.lines(), max_line_bytes, &mut answers);
         if let Some(length) = block.too_long {
             (judge.too_long)(length, max_line_bytes, &mut answers);
         }
-        let bytes = block.lines.len();
-        let mut lines = block.lines;
+        let buffer = block.into_buffer();
         let mut state = shared.lock();
-        if lines.capacity() <= shared.keep_bytes {
-            lines.clear();
-            state.spare_blocks.push(lines);
+        if buffer.capacity() <= shared.keep_bytes {
+            state.spare_blocks.push(buffer);
         }
         state.answered.insert(seq, Answered { answers, bytes });
         if !state.writing && seq == state.written {
@@ -252,14 +251,11 @@ fn read_block<R: Read, W>(shared: &Shared<R, W>, buffer: Vec<u8>) -> Option<(u64
         blocks,
         block_bytes,
     } = &mut *input;
-    // Room for a block and a carried line end, so filling it rarely reallocates.
-    let mut buffer = buffer;
-    buffer.reserve(*block_bytes + (64 << 10));
     let block = blocks.next_block(stream, buffer, *block_bytes);
     // Numbered while the input is still held, so numbers follow the input's order.
     let mut state = shared.lock();
     let block = match block {
-        Ok(block) if block.lines.is_empty() && block.too_long.is_none() => None,
+        Ok(block) if block.lines().is_empty() && block.too_long.is_none() => None,
         Ok(block) => Some(block),
         Err(e) => {
             state.input_error.get_or_insert(e);
@@ -277,7 +273,7 @@ fn read_block<R: Read, W>(shared: &Shared<R, W>, buffer: Vec<u8>) -> Option<(u64
     };
     let seq = state.made;
     state.made += 1;
-    state.in_flight += block.lines.len();
+    state.in_flight += block.lines().len();
     Some((seq, block))
 }
 

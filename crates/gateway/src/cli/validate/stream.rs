@@ -6,17 +6,30 @@ use anyhow::Context as _;
 
 /// Whole lines read, and the line after them when it was too long to keep.
 pub(super) struct Block {
-    /// Whole lines (the last one may lack its newline at the end of the stream).
-    pub(super) lines: Vec<u8>,
+    /// The buffer the lines were read into: they are its first `end` bytes; what follows is
+    /// left from earlier reads, kept so the buffer can be read into again without zeroing it.
+    buffer: Vec<u8>,
+    end: usize,
     /// The length of the line that came next, when it ran past the limit: it was read and
     /// dropped, not kept, and is answered with an error.
     pub(super) too_long: Option<u64>,
 }
 
+impl Block {
+    /// Whole lines (the last one may lack its newline at the end of the stream).
+    pub(super) fn lines(&self) -> &[u8] {
+        &self.buffer[..self.end]
+    }
+
+    /// The buffer, to read the next block into.
+    pub(super) fn into_buffer(self) -> Vec<u8> {
+        self.buffer
+    }
+}
+
 /// Cuts a stream into blocks that end at a line's end (or the stream's).
 pub(super) struct BlockReader {
-    /// Where each read of a stream lands, and the rest of a dropped line from any source
-    /// (zeroed once, reused; a file reads straight into its blocks).
+    /// Where the rest of a dropped line is read (made when first needed).
     scratch: Vec<u8>,
     /// Bytes read past the last complete line, carried into the next block.
     carry: Vec<u8>,
@@ -30,22 +43,17 @@ pub(super) struct BlockReader {
 }
 
 impl BlockReader {
-    /// A reader of blocks of up to `block_bytes` (more only to finish a line); `whole_reads`
-    /// when the source is a regular file, which is then read straight into each block.
-    /// `more_waiting` tells whether more of any other source has already arrived. A line
-    /// longer than `max_line_bytes` is not kept.
+    /// A reader of blocks; `whole_reads` when the source is a regular file, whose blocks are
+    /// read whole. `more_waiting` tells
+    /// whether more of any other source has already arrived. A line longer than
+    /// `max_line_bytes` is not kept.
     pub(super) fn new(
-        block_bytes: usize,
         whole_reads: bool,
         more_waiting: fn() -> bool,
         max_line_bytes: usize,
     ) -> Self {
         BlockReader {
-            scratch: if whole_reads {
-                Vec::new()
-            } else {
-                vec![0; block_bytes.max(1)]
-            },
+            scratch: Vec::new(),
             carry: Vec::new(),
             whole_reads,
             more_waiting,
@@ -62,67 +70,58 @@ impl BlockReader {
     pub(super) fn next_block(
         &mut self,
         input: &mut impl Read,
-        mut block: Vec<u8>,
+        mut buffer: Vec<u8>,
         block_bytes: usize,
     ) -> anyhow::Result<Block> {
-        block.clear();
-        block.append(&mut self.carry);
+        let block_bytes = block_bytes.max(1);
+        let mut filled = self.carry.len();
+        fill_to(&mut buffer, filled);
+        buffer[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
         // Where the block's last whole line ends, once the block holds a line end (what is
         // carried after a dropped line may hold several).
-        let mut whole_lines = memchr::memrchr(b'\n', &block).map(|end| end + 1);
+        let mut whole_lines = memchr::memrchr(b'\n', &buffer[..filled]).map(|end| end + 1);
         loop {
             let line_start = whole_lines.unwrap_or(0);
-            if block.len() - line_start > self.max_line_bytes {
-                let kept = block.len() - line_start;
-                block.truncate(line_start);
-                let too_long = self.drop_rest_of_line(input, kept)?;
+            if filled - line_start > self.max_line_bytes {
+                let too_long = self.drop_rest_of_line(input, filled - line_start)?;
                 return Ok(Block {
-                    lines: block,
+                    buffer,
+                    end: line_start,
                     too_long: Some(too_long),
                 });
             }
             if self.ended {
                 break;
             }
-            let start = block.len();
-            let read = if self.whole_reads {
-                // A file has nothing to wait for: `read_to_end` on a `take` fills the block
-                // without a scratch copy and stops at the end.
-                input
-                    .by_ref()
-                    .take(block_bytes.max(1) as u64)
-                    .read_to_end(&mut block)
-                    .context("reading stdin")?
-            } else {
-                // One read: whatever has arrived, never waiting for a whole block, and no more
-                // than fits the block (so it is not reallocated) unless a line is unfinished.
-                let room = block_bytes.saturating_sub(block.len());
-                let want = if room > 0 { room } else { usize::MAX };
-                let want = want.min(self.scratch.len());
-                let read = read_retrying(input, &mut self.scratch[..want])?;
-                block.extend_from_slice(&self.scratch[..read]);
-                read
-            };
+            // Straight into the block (no copy through a scratch buffer), no more than fits
+            // it, unless a line is unfinished. A file is read until the block is full; any
+            // other stream once, taking whatever has arrived and never waiting for a block.
+            let room = block_bytes.saturating_sub(filled);
+            let want = if room > 0 { room } else { block_bytes };
+            fill_to(&mut buffer, filled + want);
+            let read = read_retrying(input, &mut buffer[filled..filled + want])?;
             if read == 0 {
                 // Ended: the last line, unfinished, is still held to the limit.
                 self.ended = true;
                 continue;
             }
-            if let Some(end) = memchr::memrchr(b'\n', &block[start..]) {
-                whole_lines = Some(start + end + 1);
+            if let Some(end) = memchr::memrchr(b'\n', &buffer[filled..filled + read]) {
+                whole_lines = Some(filled + end + 1);
             }
-            let room = block.len() < block_bytes;
-            if !self.whole_reads && room && (self.more_waiting)() {
+            filled += read;
+            if filled < block_bytes && (self.whole_reads || (self.more_waiting)()) {
                 continue;
             }
             if let Some(end) = whole_lines {
-                self.carry.extend_from_slice(&block[end..]);
-                block.truncate(end);
+                self.carry.extend_from_slice(&buffer[end..filled]);
+                filled = end;
                 break;
             }
         }
         Ok(Block {
-            lines: block,
+            buffer,
+            end: filled,
             too_long: None,
         })
     }
@@ -150,6 +149,14 @@ impl BlockReader {
         }
         self.scratch = buffer;
         Ok(length)
+    }
+}
+
+/// Makes `buffer` at least `len` bytes long. Only bytes never written before are zeroed: a
+/// buffer that goes round keeps its length, so reading into it again costs nothing extra.
+fn fill_to(buffer: &mut Vec<u8>, len: usize) {
+    if buffer.len() < len {
+        buffer.resize(len, 0);
     }
 }
 

@@ -30,7 +30,7 @@ fn blocks_end_at_line_ends_and_lose_nothing() {
         .into_iter()
         .flat_map(|bytes| reads.map(|read| (bytes, read)))
     {
-        let mut reader = BlockReader::new(block_bytes, whole_reads, more_waiting, usize::MAX);
+        let mut reader = BlockReader::new(whole_reads, more_waiting, usize::MAX);
         let mut stream = input.as_slice();
         let mut joined = Vec::new();
         loop {
@@ -38,11 +38,11 @@ fn blocks_end_at_line_ends_and_lose_nothing() {
                 .next_block(&mut stream, Vec::new(), block_bytes)
                 .unwrap();
             assert_eq!(block.too_long, None);
-            let block = block.lines;
+            let block = block.lines();
             if block.is_empty() {
                 break;
             }
-            joined.extend_from_slice(&block);
+            joined.extend_from_slice(block);
             if joined.len() < input.len() {
                 assert_eq!(block.last(), Some(&b'\n'), "block size {block_bytes}");
             }
@@ -159,19 +159,16 @@ impl Read for NoLineEnd {
 #[test]
 fn input_without_line_ends_takes_bounded_memory() {
     for whole_reads in [true, false] {
-        let mut reader = BlockReader::new(4096, whole_reads, || true, 10_000);
+        let mut reader = BlockReader::new(whole_reads, || true, 10_000);
         let mut input = NoLineEnd(50_000_000);
         let block = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
         assert_eq!(block.too_long, Some(50_000_000));
-        assert!(block.lines.is_empty());
-        assert!(
-            block.lines.capacity() < 64 << 10,
-            "{}",
-            block.lines.capacity()
-        );
+        assert!(block.lines().is_empty());
+        let kept = block.into_buffer().capacity();
+        assert!(kept < 64 << 10, "{kept}");
         let next = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
         assert!(
-            next.lines.is_empty() && next.too_long.is_none(),
+            next.lines().is_empty() && next.too_long.is_none(),
             "the input ended"
         );
     }
