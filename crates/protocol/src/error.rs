@@ -1,7 +1,6 @@
 //! Validation errors: where in the input, a stable code, and a message a person can act on.
 
 use std::fmt;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -158,7 +157,9 @@ impl<'a> Path<'a> {
 
     /// `questions[2].options[1].label`.
     pub(crate) fn render(&self) -> String {
-        let mut out = String::new();
+        // Room for the usual `questions[2].options[1].description` at once: a path is built
+        // for every error, and growing it piece by piece reallocated it three or four times.
+        let mut out = String::with_capacity(48);
         self.render_into(&mut out);
         out
     }
@@ -172,10 +173,29 @@ impl<'a> Path<'a> {
             }
             Path::Index(parent, index) => {
                 parent.render_into(out);
-                // Writing to a String cannot fail.
-                let _ = write!(out, "[{index}]");
+                out.push('[');
+                push_decimal(out, *index);
+                out.push(']');
             }
         }
+    }
+}
+
+/// Appends `n` in decimal, without the formatting machinery (paths are built per error).
+fn push_decimal(out: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
     }
 }
 
@@ -243,6 +263,9 @@ mod tests {
         let questions = root.key("questions");
         let second = questions.index(2);
         assert_eq!(second.key("header").render(), "questions[2].header");
+        for n in [0, 7, 10, 99, 1234, usize::MAX] {
+            assert_eq!(root.index(n).render(), format!("[{n}]"));
+        }
     }
 
     #[test]
