@@ -327,6 +327,15 @@ async fn health_and_metrics_over_http() {
     ] {
         assert!(metrics.contains(line), "missing {line:?} in:\n{metrics}");
     }
+    // The ask and its answer were each committed to the store, and timed.
+    let commits = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("askgate_store_commit_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(
+        commits.is_some_and(|n| n >= 2),
+        "store commits {commits:?} in:\n{metrics}"
+    );
 }
 
 async fn http_get(server: &TestServer, path: &str) -> String {

@@ -281,6 +281,7 @@ pub(crate) async fn run(
                 .copied()
                 .unwrap_or(f64::NAN);
             eprintln!("  server counted {} answered outcomes", thousands(answered));
+            eprintln!("  {}", store_commits(&metrics));
         }
     }
     Ok(FanoutReport {
@@ -414,4 +415,20 @@ impl FanoutReport {
             println!("  no outcome: {m:?}");
         }
     }
+}
+
+/// The server's store commits: how many, their mean, and how many were slow (a stalling disk
+/// shows here, not in the server's CPU).
+fn store_commits(metrics: &scrape::Metrics) -> String {
+    let name = "askgate_store_commit_seconds";
+    let value = |key: String| metrics.get(&key).copied().unwrap_or(f64::NAN);
+    let count = value(format!("{name}_count"));
+    let mean_ms = value(format!("{name}_sum")) / count * 1000.0;
+    let over = |bound: &str| count - value(format!("{name}_bucket{{le=\"{bound}\"}}"));
+    format!(
+        "store commits: {} (mean {mean_ms:.2} ms), over 10 ms: {}, over 100 ms: {}",
+        thousands(count),
+        over("0.01"),
+        over("0.1"),
+    )
 }

@@ -4,12 +4,19 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 
 use askgate_protocol::Outcome;
 
 /// Upper bounds (seconds) of the answer-latency histogram buckets.
 const LATENCY_BUCKETS_S: [f64; 14] = [
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0,
+];
+
+/// Upper bounds (seconds) of the store-commit histogram buckets: a durable commit takes a few
+/// hundred microseconds; the upper buckets are there to catch a disk that stalls.
+const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
 /// The gateway's instruments.
@@ -39,10 +46,11 @@ pub struct Metrics {
     pub rejected_asks: AtomicU64,
     /// Answers rejected (did not fit, or came too late).
     pub rejected_answers: AtomicU64,
-    /// Answer latency (asked → answered or declined by a tab), cumulative bucket counts.
-    latency_buckets: [AtomicU64; 14],
-    latency_count: AtomicU64,
-    latency_sum_ms: AtomicU64,
+    /// Answer latency: asked → answered or declined by a tab.
+    answer_latency: Histogram<14>,
+    /// Store commits, from handing the operations over to their being durable (queueing for
+    /// the writer included: that is what a request waits for).
+    store_commits: Histogram<12>,
 }
 
 impl Metrics {
@@ -51,15 +59,14 @@ impl Metrics {
         let index = Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
         self.outcomes[index].fetch_add(1, Ordering::Relaxed);
         if let Some(ms) = latency_ms {
-            let seconds = ms as f64 / 1000.0;
-            for (bound, bucket) in LATENCY_BUCKETS_S.iter().zip(&self.latency_buckets) {
-                if seconds <= *bound {
-                    bucket.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            self.latency_count.fetch_add(1, Ordering::Relaxed);
-            self.latency_sum_ms.fetch_add(ms, Ordering::Relaxed);
+            self.answer_latency
+                .observe(&LATENCY_BUCKETS_S, Duration::from_millis(ms));
         }
+    }
+
+    /// Counts a store commit that took `took`, failed or not.
+    pub fn store_committed(&self, took: Duration) {
+        self.store_commits.observe(&STORE_COMMIT_BUCKETS_S, took);
     }
 
     /// How many requests ended with `outcome`.
@@ -148,27 +155,68 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
-        let name = "askgate_answer_latency_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} From ask to a tab's answer or decline.\n# TYPE {name} histogram"
+        self.answer_latency.render(
+            &mut out,
+            &LATENCY_BUCKETS_S,
+            "askgate_answer_latency_seconds",
+            "From ask to a tab's answer or decline.",
         );
-        for (bound, bucket) in LATENCY_BUCKETS_S.iter().zip(&self.latency_buckets) {
+        self.store_commits.render(
+            &mut out,
+            &STORE_COMMIT_BUCKETS_S,
+            "askgate_store_commit_seconds",
+            "From handing operations to the store to their commit (waiting for the writer included).",
+        );
+        out
+    }
+}
+
+/// A Prometheus histogram: cumulative bucket counts over bounds its owner keeps, a count and a
+/// sum (kept in microseconds, so that sub-millisecond observations add up).
+#[derive(Debug)]
+struct Histogram<const N: usize> {
+    buckets: [AtomicU64; N],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl<const N: usize> Default for Histogram<N> {
+    fn default() -> Self {
+        Histogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            count: AtomicU64::new(0),
+            sum_us: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<const N: usize> Histogram<N> {
+    fn observe(&self, bounds: &[f64; N], value: Duration) {
+        let seconds = value.as_secs_f64();
+        for (bound, bucket) in bounds.iter().zip(&self.buckets) {
+            if seconds <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(value.as_micros()).unwrap_or(u64::MAX);
+        self.sum_us.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, bounds: &[f64; N], name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (bound, bucket) in bounds.iter().zip(&self.buckets) {
             let _ = writeln!(
                 out,
                 "{name}_bucket{{le=\"{bound}\"}} {}",
                 bucket.load(Ordering::Relaxed)
             );
         }
-        let count = self.latency_count.load(Ordering::Relaxed);
+        let count = self.count.load(Ordering::Relaxed);
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(
-            out,
-            "{name}_sum {}",
-            self.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0
-        );
+        let sum_s = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum_s}");
         let _ = writeln!(out, "{name}_count {count}");
-        out
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use askgate_protocol::{SessionId, TabId, close};
 
@@ -243,9 +244,25 @@ impl Hub {
         ops: Vec<StoreOp>,
         finish: impl FnOnce(&Arc<Hub>, Result<(), StoreError>) -> T + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {
-        let committing = self.store.commit(ops);
+        let committing = self.store_commit(ops);
         let hub = Arc::clone(self);
         tokio::spawn(async move { finish(&hub, committing.await) }).await
+    }
+
+    /// Hands `ops` to the store now (so commits keep the order of these calls); the future
+    /// waits for them to be durable, and the time that took is counted in the metrics.
+    pub(super) fn store_commit(
+        &self,
+        ops: Vec<StoreOp>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let started = Instant::now();
+        let committing = self.store.commit(ops);
+        let metrics = Arc::clone(&self.metrics);
+        async move {
+            let committed = committing.await;
+            metrics.store_committed(started.elapsed());
+            committed
+        }
     }
 
     /// Forgets outcomes whose retention ran out; returns how many.
@@ -271,7 +288,7 @@ impl Hub {
             }
             // Handed to the store under the lock, so a request asked again with a swept id
             // is stored after the deletion, not deleted by it.
-            (!ops.is_empty()).then(|| (ops.len(), self.store.commit(ops)))
+            (!ops.is_empty()).then(|| (ops.len(), self.store_commit(ops)))
         };
         let Some((swept, deleted)) = deleted else {
             return 0;

@@ -133,7 +133,7 @@ impl Hub {
             self.drop_if_idle(&mut sessions, session);
             // Handed to the store under the lock: the same id asked again right after is
             // stored after this deletion, not deleted by it.
-            self.store.commit(vec![StoreOp::Delete {
+            self.store_commit(vec![StoreOp::Delete {
                 session: session.clone(),
                 id: id.clone(),
             }])
