@@ -53,7 +53,7 @@ pub(crate) enum TextProblem {
 
 /// Strips by White_Space, measures in code points, applies the printable rule.
 pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem> {
-    let stripped = raw.trim();
+    let stripped = strip_white_space(raw);
     let TextMeasure { chars, forbidden } = measure_text(stripped, rule.newlines);
     if chars < rule.min_chars {
         return Err(TextProblem::Blank);
@@ -64,6 +64,15 @@ pub(crate) fn check_text(raw: &str, rule: TextRule) -> Result<&str, TextProblem>
     match forbidden {
         Some((at, found)) => Err(TextProblem::Forbidden { at, found }),
         None => Ok(stripped),
+    }
+}
+
+/// `raw` without leading and trailing White_Space (`str::trim`'s rule), settled at once for the
+/// usual text that starts and ends with a visible ASCII character, which nothing strips.
+fn strip_white_space(raw: &str) -> &str {
+    match (raw.as_bytes().first(), raw.as_bytes().last()) {
+        (Some(first), Some(last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => raw,
+        _ => raw.trim(),
     }
 }
 
@@ -137,4 +146,36 @@ pub(crate) fn folded_duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> 
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_white_space;
+
+    /// The quick case agrees with `str::trim` on every edge, ASCII or not.
+    #[test]
+    fn stripping_agrees_with_trim() {
+        let samples = [
+            "",
+            " ",
+            "a",
+            "ab",
+            " a",
+            "a ",
+            "\ta\n",
+            "\u{a0}a",
+            "a\u{3000}",
+            "\u{85}x\u{2028}",
+            "~",
+            "!x!",
+            "é",
+            "xé",
+            "éx",
+            "x\u{200b}",
+            "\u{1680}x\u{1680}",
+        ];
+        for sample in samples {
+            assert_eq!(strip_white_space(sample), sample.trim(), "{sample:?}");
+        }
+    }
 }
