@@ -4,10 +4,10 @@
 //!
 //! No thread reads or writes for the others: handing every block from a reader to a worker and
 //! on to a writer cost two wake-ups per block, and had every byte copied in on one core and
-//! judged on another. The input is locked only for a read, the output only for a write; a
-//! block answered before its turn waits for the worker that writes the one before it. Memory
-//! is bounded by [`MAX_BYTES_IN_FLIGHT`] of input read but not yet written, and buffers go round
-//! instead of being reallocated.
+//! judged on another. The input is locked only to wait for room and read, the output only for a
+//! write; a block answered before its turn waits for the worker that writes the one before it.
+//! Memory is bounded by [`MAX_BYTES_IN_FLIGHT`] of input read but not yet written, and one block;
+//! buffers go round instead of being reallocated.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -17,8 +17,8 @@ use anyhow::Context as _;
 
 use super::stream::{Block, BlockReader};
 
-/// Input read but not yet written out, at most (a single longer line is still taken whole, up to
-/// the line limit).
+/// Input read but not yet written out, at most, before a worker reads another block (so the
+/// bound is this and one block, which may run long to finish a line, up to the line limit).
 const MAX_BYTES_IN_FLIGHT: usize = 8 * BLOCK_BYTES;
 
 /// The most one read hands over as a block: small enough that a worker judges it while it is
@@ -32,7 +32,8 @@ pub(super) struct Source {
     pub(super) block_bytes: usize,
     /// The input is a regular file: read whole blocks, nothing will keep a read waiting.
     pub(super) whole_reads: bool,
-    /// Whether more of the input has arrived and waits to be read (for other inputs).
+    /// Whether more of the input has arrived and waits to be read (asked only when
+    /// `whole_reads` is false).
     pub(super) more_waiting: fn() -> bool,
     /// The longest line read; a longer one is dropped unread and answered with an error.
     pub(super) max_line_bytes: usize,
@@ -84,7 +85,8 @@ struct State {
 }
 
 impl State {
-    /// Every block read is written and flushed, and no more will be read.
+    /// Every block read is written, and no more will be read. (Flushed too: the writer that
+    /// wrote the last block flushed before it let go of `writing`.)
     fn finished(&self) -> bool {
         self.ended && self.written == self.made && !self.writing
     }
@@ -157,16 +159,21 @@ pub(super) fn run<W: Write + Send + 'static>(
         room: Condvar::new(),
         keep_bytes: 2 * block_bytes + (64 << 10),
     });
-    // Not joined: when writing fails, one may be blocked reading; it ends with the process.
+    // Not joined: they end on their own once the input has, but after a failure one may
+    // still be blocked reading stdin; it ends with the process.
     for _ in 0..workers.max(1) {
-        let shared = Arc::clone(&shared);
-        std::thread::Builder::new()
+        let worker = Arc::clone(&shared);
+        let started = std::thread::Builder::new()
             .name("validate".to_owned())
             .spawn(move || {
-                let _watch = DiesLoudly(&*shared);
-                work(&shared, judge, max_line_bytes);
-            })
-            .context("starting a validate worker thread")?;
+                let _watch = DiesLoudly(&*worker);
+                work(&worker, judge, max_line_bytes);
+            });
+        if let Err(e) = started {
+            // Those already started stop too, rather than run on for a caller that left.
+            shared.fail(anyhow::anyhow!("starting a validate worker thread: {e}"));
+            return Err(anyhow::Error::new(e).context("starting a validate worker thread"));
+        }
     }
     let mut state = shared.lock();
     while state.failed.is_none() && !state.finished() {
@@ -205,9 +212,6 @@ fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: 
     loop {
         let (buffer, mut answers) = {
             let mut state = shared.lock();
-            while state.in_flight > MAX_BYTES_IN_FLIGHT && state.failed.is_none() {
-                state = shared.wait(&shared.room, state);
-            }
             if state.failed.is_some() || state.ended {
                 return;
             }
@@ -246,6 +250,16 @@ fn read_block<R: Read, W>(shared: &Shared<R, W>, buffer: Vec<u8>) -> Option<(u64
         .input
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Waited for with the input held, so that only one worker at a time can be about to read:
+    // input in flight stays within the bound and one block.
+    let mut state = shared.lock();
+    while state.in_flight > MAX_BYTES_IN_FLIGHT && state.failed.is_none() {
+        state = shared.wait(&shared.room, state);
+    }
+    if state.failed.is_some() || state.ended {
+        return None;
+    }
+    drop(state);
     let Input {
         stream,
         blocks,

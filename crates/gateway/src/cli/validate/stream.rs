@@ -40,13 +40,14 @@ pub(super) struct BlockReader {
     /// The longest line kept; a longer one is dropped as it is read, so memory stays bounded.
     max_line_bytes: usize,
     ended: bool,
+    /// A read failed: the whole lines before it were handed out; this is reported next.
+    failed: Option<anyhow::Error>,
 }
 
 impl BlockReader {
     /// A reader of blocks; `whole_reads` when the source is a regular file, whose blocks are
-    /// read whole. `more_waiting` tells
-    /// whether more of any other source has already arrived. A line longer than
-    /// `max_line_bytes` is not kept.
+    /// read whole. `more_waiting` tells whether more of any other source has already arrived.
+    /// A line longer than `max_line_bytes` is not kept.
     pub(super) fn new(
         whole_reads: bool,
         more_waiting: fn() -> bool,
@@ -59,6 +60,7 @@ impl BlockReader {
             more_waiting,
             max_line_bytes,
             ended: false,
+            failed: None,
         }
     }
 
@@ -66,41 +68,72 @@ impl BlockReader {
     /// arriving (so lines that trickle in through a pipe or a socket are answered without
     /// waiting for more, and a stream that pours in is cut in large blocks), reading on only to
     /// finish a line; empty once the stream has ended. A line that runs past the limit ends
-    /// the block: it is read to its end and dropped, and only its length is kept.
+    /// the block: it is read to its end and dropped, and only its length is kept. When a read
+    /// fails, the whole lines before it still come out as a block, and the error on the next
+    /// call; nothing is read after it.
     pub(super) fn next_block(
         &mut self,
         input: &mut impl Read,
         mut buffer: Vec<u8>,
         block_bytes: usize,
     ) -> anyhow::Result<Block> {
+        if let Some(failed) = self.failed.take() {
+            return Err(failed);
+        }
         let block_bytes = block_bytes.max(1);
         let mut filled = self.carry.len();
         fill_to(&mut buffer, filled);
         buffer[..filled].copy_from_slice(&self.carry);
         self.carry.clear();
-        // Where the block's last whole line ends, once the block holds a line end (what is
-        // carried after a dropped line may hold several).
-        let mut whole_lines = memchr::memrchr(b'\n', &buffer[..filled]).map(|end| end + 1);
+        // What was read past a dropped line may hold whole lines: they go out now, without
+        // a read that could wait for input a co-process will only send once they are answered.
+        if let Some(end) = memchr::memrchr(b'\n', &buffer[..filled]).map(|end| end + 1) {
+            self.carry.extend_from_slice(&buffer[end..filled]);
+            return Ok(Block {
+                buffer,
+                end,
+                too_long: None,
+            });
+        }
+        let mut whole_lines = None;
         loop {
             let line_start = whole_lines.unwrap_or(0);
             if filled - line_start > self.max_line_bytes {
-                let too_long = self.drop_rest_of_line(input, filled - line_start)?;
+                let too_long = self.drop_rest_of_line(input, filled - line_start);
+                if too_long.is_none() && line_start == 0 {
+                    // Nothing before the broken line to hand out: the error now.
+                    if let Some(failed) = self.failed.take() {
+                        return Err(failed);
+                    }
+                }
                 return Ok(Block {
                     buffer,
                     end: line_start,
-                    too_long: Some(too_long),
+                    too_long,
                 });
             }
             if self.ended {
                 break;
             }
             // Straight into the block (no copy through a scratch buffer), no more than fits
-            // it, unless a line is unfinished. A file is read until the block is full; any
-            // other stream once, taking whatever has arrived and never waiting for a block.
+            // it, unless a line is unfinished. A file is read until the block is full; another
+            // stream only while more of it has arrived, or to finish a line.
             let room = block_bytes.saturating_sub(filled);
             let want = if room > 0 { room } else { block_bytes };
             fill_to(&mut buffer, filled + want);
-            let read = read_retrying(input, &mut buffer[filled..filled + want])?;
+            let read = match read_retrying(input, &mut buffer[filled..filled + want]) {
+                Ok(read) => read,
+                Err(failed) if line_start == 0 => {
+                    self.ended = true;
+                    return Err(failed);
+                }
+                Err(failed) => {
+                    // The whole lines read so far are answered; the broken one is not.
+                    self.fail(failed);
+                    filled = line_start;
+                    break;
+                }
+            };
             if read == 0 {
                 // Ended: the last line, unfinished, is still held to the limit.
                 self.ended = true;
@@ -126,16 +159,29 @@ impl BlockReader {
         })
     }
 
+    /// Notes a failed read: the stream is over, and the error is reported next.
+    fn fail(&mut self, failed: anyhow::Error) {
+        self.ended = true;
+        self.failed = Some(failed);
+    }
+
     /// Reads on to the end of a line too long to keep, of which `read` bytes are read, keeping
-    /// what follows it; the line's whole length.
-    fn drop_rest_of_line(&mut self, input: &mut impl Read, read: usize) -> anyhow::Result<u64> {
+    /// what follows it; the line's whole length (`None` when a read failed before its end).
+    fn drop_rest_of_line(&mut self, input: &mut impl Read, read: usize) -> Option<u64> {
         let mut length = read as u64;
         let mut buffer = std::mem::take(&mut self.scratch);
         if buffer.is_empty() {
             buffer = vec![0; 64 << 10];
         }
         while !self.ended {
-            let read = read_retrying(input, &mut buffer)?;
+            let read = match read_retrying(input, &mut buffer) {
+                Ok(read) => read,
+                Err(failed) => {
+                    self.fail(failed);
+                    self.scratch = buffer;
+                    return None;
+                }
+            };
             if read == 0 {
                 self.ended = true;
                 break;
@@ -148,7 +194,7 @@ impl BlockReader {
             length += read as u64;
         }
         self.scratch = buffer;
-        Ok(length)
+        Some(length)
     }
 }
 

@@ -249,6 +249,87 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
     }
 }
 
+/// A co-process that sends a line over the limit, then the end of it and a short line, then
+/// waits: both are answered without anything more arriving (the short line was read while the
+/// long one was being dropped).
+#[test]
+fn lines_read_past_a_dropped_line_are_answered_without_waiting() {
+    let (send, received) = std::sync::mpsc::channel();
+    let (flushed, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let source = Source {
+            block_bytes: 4096,
+            whole_reads: false,
+            more_waiting: || false,
+            max_line_bytes: 100,
+        };
+        let input = Feed(received, Vec::new());
+        pipeline::run(input, Flushed(flushed, Vec::new()), source, 2, JUDGE).ok();
+    });
+    send.send(vec![b'x'; 200]).unwrap();
+    send.send(b"xx\n{\"dialect\":\"harness\",\"kind\":\"nope\",\"input\":{}}\n".to_vec())
+        .unwrap();
+    let mut got = String::new();
+    while got.lines().count() < 2 {
+        let out = answers
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("2 lines sent, answered: {got:?}"));
+        got.push_str(&String::from_utf8_lossy(&out));
+    }
+    let lines: Vec<&str> = got.lines().collect();
+    assert!(lines[0].contains("over the limit of 100"), "{}", lines[0]);
+    assert!(lines[1].contains("nope"), "{}", lines[1]);
+    drop(send);
+}
+
+/// Hands out its lines one read each, then fails.
+struct FailsAfter(Vec<&'static [u8]>);
+
+impl Read for FailsAfter {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Err(std::io::Error::other("the disk went away"));
+        }
+        let next = self.0.remove(0);
+        buffer[..next.len()].copy_from_slice(next);
+        Ok(next.len())
+    }
+}
+
+/// A read that fails is reported, after the whole lines read before it are answered (not
+/// the unfinished one), whether the reads were for one block or several.
+#[test]
+fn a_failed_read_is_reported_after_the_lines_before_it() {
+    let reads: Vec<&'static [u8]> = vec![
+        br#"{"dialect":"harness","kind":"nope1","input":{}}"#,
+        b"\n{\"dialect\":\"harness\",\"kind\":\"nope2\",\"input\":{}}\n{\"unfin",
+    ];
+    for pours in [false, true] {
+        let (flushed, answers) = std::sync::mpsc::channel();
+        let source = Source {
+            block_bytes: 4096,
+            whole_reads: false,
+            more_waiting: if pours { || true } else { || false },
+            max_line_bytes: usize::MAX,
+        };
+        let output = Flushed(flushed, Vec::new());
+        let ended = pipeline::run(FailsAfter(reads.clone()), output, source, 2, JUDGE);
+        let error = ended.err().map(|e| format!("{e:#}")).unwrap_or_default();
+        assert!(
+            error.contains("the disk went away"),
+            "pours {pours}: {error:?}"
+        );
+        let written: Vec<u8> = answers.try_iter().flatten().collect();
+        let written = String::from_utf8_lossy(&written);
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 2, "pours {pours}: {written}");
+        assert!(
+            lines[0].contains("nope1") && lines[1].contains("nope2"),
+            "{written}"
+        );
+    }
+}
+
 /// Takes this many more bytes, then fails as a closed pipe does.
 struct ClosesAfter(usize);
 
