@@ -88,7 +88,7 @@ fn validate_answers_every_line_in_order() {
 #[test]
 fn validate_answers_a_pipe_and_a_file_alike() {
     let vectors = data("conformance/vectors.jsonl");
-    // Many blocks (of 256 KiB), with an unfinished last line.
+    // Many blocks (of 512 KiB), with an unfinished last line.
     let mut input = vectors.repeat((8 << 20) / vectors.len() + 1).into_bytes();
     input.extend_from_slice(br#"{"dialect":"harness","kind":"#);
     let piped = askgate(&["validate"], &input);
