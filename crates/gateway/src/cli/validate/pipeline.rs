@@ -214,9 +214,6 @@ fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: 
     loop {
         let (buffer, mut answers) = {
             let mut state = shared.lock();
-            if state.failed.is_some() || state.ended {
-                return;
-            }
             (
                 state.spare_blocks.pop().unwrap_or_default(),
                 state.spare_answers.pop().unwrap_or_default(),
