@@ -109,10 +109,7 @@ struct Shared<R, W> {
 
 impl<R, W> Shared<R, W> {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Every update is one step under the lock: a panic cannot leave it half-made.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        held(&self.state)
     }
 
     fn wait<'a>(&self, on: &Condvar, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
@@ -189,7 +186,7 @@ pub(super) fn run<W: Write + Send + 'static>(
     }
     drop(state);
     // Finished: every block is written, and nothing more will be read or written.
-    lock_output(&shared)
+    held(&shared.output)
         .take()
         .context("the output was taken twice (a bug)")
 }
@@ -245,10 +242,7 @@ fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: 
 
 /// Reads the next block and numbers it, or marks the input ended (or failed): `None`.
 fn read_block<R: Read, W>(shared: &Shared<R, W>, buffer: Vec<u8>) -> Option<(u64, Block)> {
-    let mut input = shared
-        .input
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut input = held(&shared.input);
     // Waited for with the input held, so that only one worker at a time can be about to read:
     // input in flight stays within the bound and one block.
     let mut state = shared.lock();
@@ -297,7 +291,7 @@ fn write_ready<'a, R, W: Write>(shared: &'a Shared<R, W>, mut state: MutexGuard<
         let written = state.written;
         if let Some(Answered { mut answers, bytes }) = state.answered.remove(&written) {
             drop(state);
-            let wrote = lock_output(shared)
+            let wrote = held(&shared.output)
                 .as_mut()
                 .map_or(Ok(()), |output| output.write_all(&answers));
             if let Err(e) = wrote {
@@ -318,7 +312,7 @@ fn write_ready<'a, R, W: Write>(shared: &'a Shared<R, W>, mut state: MutexGuard<
             // Every line read so far is answered: let the answers out.
             state.unflushed = false;
             drop(state);
-            let flushed = lock_output(shared).as_mut().map_or(Ok(()), Write::flush);
+            let flushed = held(&shared.output).as_mut().map_or(Ok(()), Write::flush);
             if let Err(e) = flushed {
                 return shared.fail(anyhow::Error::new(e).context("writing stdout"));
             }
@@ -336,9 +330,11 @@ fn write_ready<'a, R, W: Write>(shared: &'a Shared<R, W>, mut state: MutexGuard<
     }
 }
 
-fn lock_output<R, W>(shared: &Shared<R, W>) -> MutexGuard<'_, Option<W>> {
-    shared
-        .output
+/// Locks `mutex`, poisoned or not: a worker that panicked is reported through `failed`, and
+/// every update of what these locks guard is one step (a read, a write, a change of state),
+/// so a panic cannot leave it half-made.
+fn held<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
