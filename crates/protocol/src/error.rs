@@ -182,7 +182,7 @@ impl<'a> Path<'a> {
 }
 
 /// Appends `n` in decimal, without the formatting machinery (paths are built per error).
-fn push_decimal(out: &mut String, n: usize) {
+pub(crate) fn push_decimal(out: &mut String, n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut rest = n;
@@ -227,7 +227,12 @@ fn push_key(path: &mut String, key: &str) {
 
 /// `base[index]`.
 pub(crate) fn index_path(base: &str, index: usize) -> String {
-    format!("{base}[{index}]")
+    let mut path = String::with_capacity(base.len() + 8);
+    path.push_str(base);
+    path.push('[');
+    push_decimal(&mut path, index);
+    path.push(']');
+    path
 }
 
 /// A string as a JSON literal, for quoting user text inside messages.

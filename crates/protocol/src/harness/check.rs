@@ -2,8 +2,8 @@
 //! its exact messages, so a Python host reads the very text pydantic-ai-harness would raise.
 
 use super::types::{AnswerRef, AskUserAnswer, AskUserResponse, HarnessQuestions, Question};
-use crate::error::{ErrorCode, FieldError, field_path, index_path};
-use crate::unicode::{first_forbidden, py_is_blank, py_list_repr, py_repr};
+use crate::error::{ErrorCode, FieldError, Path};
+use crate::unicode::{first_forbidden, push_repr, py_is_blank, py_list_repr};
 
 /// The first way a response does not fit its request: the harness's `ValueError` text, and
 /// where in the response the problem is.
@@ -26,12 +26,28 @@ impl ResponseError {
 
     /// As a [`FieldError`] with code `invalid_answer`.
     pub fn to_field_error(&self) -> FieldError {
-        FieldError::new(
-            self.path.clone(),
-            ErrorCode::InvalidAnswer,
-            self.message.clone(),
-        )
+        self.clone().into_field_error()
     }
+
+    /// As a [`FieldError`] with code `invalid_answer`, without copying the texts.
+    pub fn into_field_error(self) -> FieldError {
+        FieldError::new(self.path, ErrorCode::InvalidAnswer, self.message)
+    }
+}
+
+/// `answers[answer].field`, written once, for an error.
+fn answer_path(answer: usize, field: &str) -> String {
+    Path::Root.key("answers").index(answer).key(field).render()
+}
+
+/// `start` then `repr(text)` then `end`, in one allocation and without the formatting
+/// machinery: these messages are built for every response that does not fit.
+fn with_repr(start: &str, text: &str, end: &str) -> String {
+    let mut message = String::with_capacity(start.len() + text.len() + end.len() + 2);
+    message.push_str(start);
+    push_repr(text, &mut message);
+    message.push_str(end);
+    message
 }
 
 /// What the check reads of a question, owned or borrowed.
@@ -115,10 +131,11 @@ pub(crate) fn check_answers(
     for (i, answer) in answers.iter().enumerate() {
         let Some(at) = pending.iter().position(|q| q.header() == answer.header()) else {
             return Err(ResponseError::at(
-                field_path(&index_path("answers", i), "header"),
-                format!(
-                    "answer for unknown or repeated question {}",
-                    py_repr(answer.header())
+                answer_path(i, "header"),
+                with_repr(
+                    "answer for unknown or repeated question ",
+                    answer.header(),
+                    "",
                 ),
             ));
         };
@@ -144,8 +161,10 @@ pub(crate) fn check_answers(
 
 fn check_custom(answer: usize, also_selected: bool, custom: &str) -> Result<(), ResponseError> {
     let error = |message: &str| {
-        let path = field_path(&index_path("answers", answer), "custom_answer");
-        Err(ResponseError::at(path, message))
+        Err(ResponseError::at(
+            answer_path(answer, "custom_answer"),
+            message,
+        ))
     };
     if also_selected {
         return error("a custom answer cannot also select options");
@@ -167,12 +186,8 @@ fn check_picks(
     selected: &[impl AsRef<str>],
 ) -> Result<(), ResponseError> {
     let error = |problem: &str| {
-        let path = field_path(&index_path("answers", answer), "selected");
-        let header = py_repr(question.header());
-        Err(ResponseError::at(
-            path,
-            format!("answer for {header} {problem}"),
-        ))
+        let message = with_repr("answer for ", question.header(), problem);
+        Err(ResponseError::at(answer_path(answer, "selected"), message))
     };
     let offered = |label: &str| question.labels().any(|offered| offered == label);
     if !selected.iter().all(|label| offered(label.as_ref())) {
@@ -182,10 +197,10 @@ fn check_picks(
             .filter(|label| !offered(label))
             .collect();
         let listed = py_list_repr(&unknown);
-        return error(&format!("picked options it does not offer: {listed}"));
+        return error(&format!(" picked options it does not offer: {listed}"));
     }
     if selected.is_empty() {
-        return error("picked nothing");
+        return error(" picked nothing");
     }
     // Every pick is one of at most six labels: more picks than labels repeat one.
     let repeated = selected.len() > question.labels().count()
@@ -196,10 +211,10 @@ fn check_picks(
                 .any(|earlier| earlier.as_ref() == label)
         });
     if repeated {
-        return error("picked the same option twice");
+        return error(" picked the same option twice");
     }
     if selected.len() > 1 && !question.multi_select() {
-        return error("picked several options but it is single-select");
+        return error(" picked several options but it is single-select");
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule};
-use crate::error::{ErrorCode, FieldError, Path, json_quote};
+use crate::error::{ErrorCode, FieldError, Path, json_quote, push_decimal};
 use crate::json_node::JsonView;
 
 /// Tool arguments that are not a JSON object.
@@ -95,7 +95,9 @@ pub(super) fn text_at<'a>(items: &[(usize, &'a str)], index: usize) -> &'a str {
         .map_or("", |&(_, text)| text)
 }
 
-/// A string field that breaks its rule once stripped.
+/// A string field that breaks its rule once stripped. The messages are written by hand, not
+/// with `format!`: one is built for most refused inputs, and the formatting machinery cost more
+/// than the rest of the error.
 pub(super) fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) -> FieldError {
     match problem {
         TextProblem::Blank => FieldError::new(
@@ -103,30 +105,39 @@ pub(super) fn text_error(path: &Path<'_>, rule: TextRule, problem: TextProblem) 
             ErrorCode::Blank,
             "must not be empty or only whitespace",
         ),
-        TextProblem::TooLong(length) => FieldError::new(
-            path.render(),
-            ErrorCode::TooLong,
-            format!(
-                "at most {} characters (after trimming surrounding whitespace), got {length}",
-                rule.max_chars
-            ),
-        ),
+        TextProblem::TooLong(length) => {
+            let mut message = String::with_capacity(80);
+            message.push_str("at most ");
+            push_decimal(&mut message, rule.max_chars);
+            message.push_str(" characters (after trimming surrounding whitespace), got ");
+            push_decimal(&mut message, length);
+            FieldError::new(path.render(), ErrorCode::TooLong, message)
+        }
         TextProblem::Forbidden { at, found } => {
             let what = if found == '\n' {
                 "a line break (only `question` and `description` may span lines)"
             } else {
                 crate::unicode::classify(found).describe()
             };
-            FieldError::new(
-                path.render(),
-                ErrorCode::ForbiddenCharacter,
-                format!(
-                    "must not contain control characters or invisible formatting: U+{:04X}, {what}, at character {}",
-                    found as u32,
-                    at + 1
-                ),
-            )
+            let mut message = String::with_capacity(160);
+            message.push_str("must not contain control characters or invisible formatting: U+");
+            push_code_point(&mut message, found);
+            message.push_str(", ");
+            message.push_str(what);
+            message.push_str(", at character ");
+            push_decimal(&mut message, at + 1);
+            FieldError::new(path.render(), ErrorCode::ForbiddenCharacter, message)
         }
+    }
+}
+
+/// Appends `c`'s code point as `{:04X}` writes it: upper-case hex, at least four digits.
+fn push_code_point(out: &mut String, c: char) {
+    let cp = c as u32;
+    let digits = (32 - cp.leading_zeros()).div_ceil(4).max(4);
+    for shift in (0..digits).rev() {
+        let digit = (cp >> (4 * shift)) & 0xF;
+        out.push(char::from_digit(digit, 16).map_or('0', |d| d.to_ascii_uppercase()));
     }
 }
 
@@ -165,4 +176,27 @@ pub(super) fn wrong_type(path: &Path<'_>, expected: &str, value: &impl JsonView)
         ErrorCode::WrongType,
         format!("must be {expected}, got {}", value.kind()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_code_point;
+
+    #[test]
+    fn code_points_read_as_format_writes_them() {
+        for c in [
+            '\0',
+            '\u{7}',
+            '\u{85}',
+            '\u{ad}',
+            '\u{200b}',
+            '\u{fffe}',
+            '\u{e0001}',
+            '\u{10ffff}',
+        ] {
+            let mut out = String::new();
+            push_code_point(&mut out, c);
+            assert_eq!(out, format!("{:04X}", c as u32));
+        }
+    }
 }

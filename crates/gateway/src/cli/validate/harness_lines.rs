@@ -280,8 +280,12 @@ fn result_into(kind: &str, mut parsed: ResultInput<'_>, out: &mut Vec<u8>) {
         Err(ResultError::Input(errors)) => push_refusal(out, &Summary::EachError, errors.errors()),
         // The harness's own text, byte for byte: what a Python host would see raised.
         Err(ResultError::Answer(error)) => {
-            let field_error = error.to_field_error();
-            push_refusal(out, &Summary::Message(&error.message), &[field_error]);
+            let field_error = error.into_field_error();
+            push_refusal(
+                out,
+                &Summary::Message(&field_error.message),
+                std::slice::from_ref(&field_error),
+            );
         }
     }
 }
