@@ -111,3 +111,20 @@ fn render_typical_result(bencher: divan::Bencher<'_, '_>) {
         ask_user_result(black_box(&questions), black_box(&response)).map(|r| r.model_text())
     });
 }
+
+/// Mixed-script text as the differential test's generator writes it: ASCII next to Latin,
+/// Greek, Cyrillic, Hebrew, Arabic, CJK, full-width forms and emoji, a script change at
+/// nearly every character. Per character: `measure_text` is the printable rule and the
+/// length, done for every string field.
+fn mixed_text(chars: usize) -> String {
+    let palette = "aZ7 é©ßΣςЖשع中ｱＡ😀ﬁ²'/<ı";
+    palette.chars().cycle().take(chars).collect()
+}
+
+#[divan::bench(args = [16, 200, 1000])]
+fn measure_mixed_text(bencher: divan::Bencher<'_, '_>, chars: usize) {
+    let text = mixed_text(chars);
+    bencher
+        .counter(divan::counter::ItemsCount::new(chars))
+        .bench(|| askgate_protocol::unicode::measure_text(black_box(&text), true));
+}

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::limits::{MAX_DESCRIPTION_CHARS, MAX_HEADER_CHARS, MAX_LABEL_CHARS, MAX_QUESTION_CHARS};
-use crate::unicode::{TextMeasure, measure_text, uniqueness_key};
+use crate::unicode::{TextMeasure, measure_text, push_uniqueness_key};
 
 /// The bounds of one string field.
 #[derive(Clone, Copy, Debug)]
@@ -119,8 +119,8 @@ pub(crate) fn any_folded_duplicate(texts: &[&str]) -> bool {
             .enumerate()
             .any(|(j, b)| texts[..j].iter().any(|a| a.eq_ignore_ascii_case(b)));
     }
-    let keys: Vec<_> = texts.iter().map(|t| uniqueness_key(t)).collect();
-    keys.iter().enumerate().any(|(j, b)| keys[..j].contains(b))
+    let keys = FoldedKeys::of(texts.iter().copied());
+    (1..texts.len()).any(|j| (0..j).any(|i| keys.get(i) == keys.get(j)))
 }
 
 /// `(later index, earlier index)` for every item whose fold equals an earlier item's.
@@ -139,13 +139,40 @@ pub(crate) fn folded_duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> 
         }
         return found;
     }
-    let keys: Vec<_> = items.iter().map(|(_, s)| uniqueness_key(s)).collect();
+    let keys = FoldedKeys::of(items.iter().map(|&(_, s)| s));
     for j in 1..items.len() {
-        if let Some(i) = (0..j).find(|&i| keys[i] == keys[j]) {
+        if let Some(i) = (0..j).find(|&i| keys.get(i) == keys.get(j)) {
             found.push((items[j].0, items[i].0));
         }
     }
     found
+}
+
+/// The uniqueness keys of a few texts, one after another in one string: two allocations for
+/// the lot instead of one per key.
+struct FoldedKeys {
+    keys: String,
+    /// Where each key ends in `keys`.
+    ends: Vec<usize>,
+}
+
+impl FoldedKeys {
+    fn of<'t>(texts: impl ExactSizeIterator<Item = &'t str>) -> Self {
+        let mut folded = FoldedKeys {
+            keys: String::new(),
+            ends: Vec::with_capacity(texts.len()),
+        };
+        for text in texts {
+            push_uniqueness_key(text, &mut folded.keys);
+            folded.ends.push(folded.keys.len());
+        }
+        folded
+    }
+
+    fn get(&self, index: usize) -> &str {
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.keys[start..self.ends[index]]
+    }
 }
 
 #[cfg(test)]

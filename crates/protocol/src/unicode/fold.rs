@@ -28,14 +28,36 @@ use super::tables::{CASEFOLD, FOLD_BOUND, FOLD_MAPPED};
 /// one such character takes its fold from the table; a longer one (`e` and a combining accent)
 /// is normalised on its own.
 pub fn uniqueness_key(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() {
-        return if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(text.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(text)
-        };
+    let mut key = String::new();
+    if push_changed_key(text, &mut key) {
+        Cow::Owned(key)
+    } else {
+        Cow::Borrowed(text)
     }
-    let mut key = Key { text, out: None };
+}
+
+/// Appends [`uniqueness_key`] of `text` to `out`: many keys can share one string.
+pub fn push_uniqueness_key(text: &str, out: &mut String) {
+    if !push_changed_key(text, out) {
+        out.push_str(text);
+    }
+}
+
+/// Appends the key of `text` to `out` and says `true` when it differs from `text`; appends
+/// nothing and says `false` when the key is the text itself.
+fn push_changed_key(text: &str, out: &mut String) -> bool {
+    if text.is_ascii() {
+        if !text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return false;
+        }
+        out.extend(text.chars().map(|c| c.to_ascii_lowercase()));
+        return true;
+    }
+    let mut key = Key {
+        text,
+        out,
+        changed: false,
+    };
     let mut segment = 0;
     // The segment's character while it is a lone character that folds alone.
     let mut lone = None;
@@ -50,31 +72,33 @@ pub fn uniqueness_key(text: &str) -> Cow<'_, str> {
         }
     }
     key.segment(segment, text.len(), lone);
-    key.out.map_or(Cow::Borrowed(text), Cow::Owned)
+    key.changed
 }
 
-/// A key being built: `out` is written only once the key differs from the text.
-struct Key<'a> {
+/// A key being built: written to `out` only once it differs from the text.
+struct Key<'a, 'o> {
     text: &'a str,
-    out: Option<String>,
+    out: &'o mut String,
+    /// The key differs from the text: `out` holds it so far.
+    changed: bool,
 }
 
-impl Key<'_> {
+impl Key<'_, '_> {
     /// Adds the fold of `text[start..end]`; `lone` is its only character when that character
     /// folds alone.
     fn segment(&mut self, start: usize, end: usize, lone: Option<char>) {
         match lone.map(|c| (c, mapped_fold(c))) {
             Some((c, None)) => {
-                if let Some(out) = &mut self.out {
-                    out.push(c);
+                if self.changed {
+                    self.out.push(c);
                 }
             }
             Some((_, Some(folded))) => self.written_up_to(start).push_str(folded),
             None => {
                 let segment = &self.text[start..end];
                 if folds_to_itself(segment) {
-                    if let Some(out) = &mut self.out {
-                        out.push_str(segment);
+                    if self.changed {
+                        self.out.push_str(segment);
                     }
                 } else {
                     fold_whole_into(segment, self.written_up_to(start));
@@ -85,12 +109,12 @@ impl Key<'_> {
 
     /// The key so far, the text before `start` copied in when this is the first change.
     fn written_up_to(&mut self, start: usize) -> &mut String {
-        let text = self.text;
-        self.out.get_or_insert_with(|| {
-            let mut out = String::with_capacity(text.len() + 8);
-            out.push_str(&text[..start]);
-            out
-        })
+        if !self.changed {
+            self.changed = true;
+            self.out.reserve(self.text.len() + 8);
+            self.out.push_str(&self.text[..start]);
+        }
+        self.out
     }
 }
 

@@ -293,7 +293,17 @@ fn lax_bool(scanner: &mut Scanner<'_>) -> Option<bool> {
 fn kept<'a>(raw: Cow<'a, str>, rule: TextRule, refuse: impl FnOnce(TextProblem)) -> Cow<'a, str> {
     let stripped = match raw {
         Cow::Borrowed(text) => check_text(text, rule).map(Cow::Borrowed),
-        Cow::Owned(text) => check_text(&text, rule).map(|text| Cow::Owned(text.to_owned())),
+        // Text that had escapes is already a string of its own: cut down in place, not copied.
+        Cow::Owned(mut text) => {
+            // The kept text lies within `text`: where it starts is how far apart the two are.
+            let kept = check_text(&text, rule)
+                .map(|kept| (kept.as_ptr() as usize - text.as_ptr() as usize, kept.len()));
+            kept.map(|(start, len)| {
+                text.truncate(start + len);
+                text.drain(..start);
+                Cow::Owned(text)
+            })
+        }
     };
     stripped.unwrap_or_else(|problem| {
         refuse(problem);
