@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, test_config};
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
 use serde_json::json;
 
 fn durable_config(dir: &std::path::Path) -> Config {
@@ -138,6 +138,8 @@ async fn an_unwritable_data_dir_is_a_clear_error() {
 struct FlakyStore {
     inner: MemoryStore,
     failing: AtomicBool,
+    /// Commits panic instead: a store with a bug.
+    panicking: AtomicBool,
 }
 
 impl Store for FlakyStore {
@@ -147,6 +149,9 @@ impl Store for FlakyStore {
                 Err(StoreError("No space left on device (os error 28)".into()))
             });
         }
+        if self.panicking.load(Ordering::SeqCst) {
+            return Box::pin(async { panic!("a bug in the store") });
+        }
         self.inner.commit(ops)
     }
 
@@ -155,9 +160,9 @@ impl Store for FlakyStore {
     }
 }
 
-/// When the store fails, the peer that asked or answered is told, and nothing is lost.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_failing_store_is_a_clear_error_to_the_peer() {
+/// A gateway on a [`FlakyStore`] (working, for now) with a tab on session `s` and an agent
+/// whose request `r` the tab has been shown.
+async fn one_open_request() -> (Arc<FlakyStore>, TestServer, WsClient, WsClient) {
     let store = Arc::new(FlakyStore::default());
     let server = TestServer::start_with_store(test_config(), store.clone()).await;
     let (mut tab, _) = server.tab("s").await;
@@ -165,6 +170,13 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
     agent.send(&ask("s", "r", &["Color"], None)).await;
     agent.recv_type("accepted").await;
     tab.recv_until("request").await;
+    (store, server, tab, agent)
+}
+
+/// When the store fails, the peer that asked or answered is told, and nothing is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_store_is_a_clear_error_to_the_peer() {
+    let (store, _server, mut tab, mut agent) = one_open_request().await;
     store.failing.store(true, Ordering::SeqCst);
     tab.send(&answer("r", &["Color"], "Red")).await;
     let rejected = tab.recv_until("answer_rejected").await;
@@ -186,6 +198,32 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
         agent.recv_type("outcome").await["result"],
         json!({"Color": ["Red"]})
     );
+}
+
+/// A store whose commit panics (a bug) is a failed commit like any other: the ask is refused
+/// as unavailable and can be made again, the answer is refused and its request stays open,
+/// and a second answer is not left waiting behind the first.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_that_panics_fails_the_commit_and_nothing_is_stuck() {
+    let (store, _server, mut tab, mut agent) = one_open_request().await;
+    store.panicking.store(true, Ordering::SeqCst);
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    let refused = agent.recv_type("rejected").await;
+    assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
+    for _ in 0..2 {
+        tab.send(&answer("r", &["Color"], "Red")).await;
+        let rejected = tab.recv_until("answer_rejected").await;
+        let message = rejected["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("panicked"), "{rejected}");
+    }
+    store.panicking.store(false, Ordering::SeqCst);
+    // Nothing was left half-done: the refused ask can be made again, and the open request
+    // is answered.
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    assert_eq!(tab.recv_until("resolved").await["outcome"], "answered");
+    assert_eq!(agent.recv_type("outcome").await["id"], "r");
 }
 
 /// A withdrawal the store cannot keep is refused at once, over HTTP (503) and the socket

@@ -1,9 +1,12 @@
 //! The hub itself: construction, the lock, peers arriving and leaving, and housekeeping.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+
+use futures_util::FutureExt as _;
 
 use askgate_protocol::{SessionId, TabId, close};
 
@@ -259,7 +262,14 @@ impl Hub {
         let committing = self.store.commit(ops);
         let metrics = Arc::clone(&self.metrics);
         async move {
-            let committed = committing.await;
+            // A store that panics (a bug) has failed this commit like any other failure: the
+            // callers' error paths put the request back as it was. Left to unwind, the panic
+            // would skip them and leave the request half-changed, with everyone behind it
+            // waiting for good.
+            let committed = AssertUnwindSafe(committing)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| Err(StoreError(panic_message(panic.as_ref()))));
             metrics.store_committed(started.elapsed());
             committed
         }
@@ -307,4 +317,14 @@ impl Hub {
         let requests = sessions.values().map(|s| s.requests.len()).sum();
         (sessions.len(), tabs, requests)
     }
+}
+
+/// What a panic said, as the error of the commit it broke.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let said = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    format!("the store panicked ({said}); the change was not kept")
 }
