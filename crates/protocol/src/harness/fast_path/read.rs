@@ -48,17 +48,15 @@ pub(super) fn read_args<'a>(
         refusals.no_questions_field();
         Vec::new()
     });
-    if refusals.is_empty() && questions.len() <= MAX_QUESTIONS {
-        let mut headers = [""; MAX_QUESTIONS];
-        for (slot, question) in headers.iter_mut().zip(&questions) {
-            *slot = &question.header;
-        }
-        if !any_folded_duplicate(&headers[..questions.len()]) {
-            return Some(Ok(questions));
-        }
+    let headers_unique =
+        no_folded_duplicate(questions.iter().map(|question| question.header.as_ref()));
+    if headers_unique && refusals.is_empty() {
+        return Some(Ok(questions));
     }
-    let headers: Vec<&str> = questions.iter().map(|q| q.header.as_ref()).collect();
-    refusals.duplicate_headers(&kept_texts(&headers));
+    if !headers_unique {
+        let headers: Vec<&str> = questions.iter().map(|q| q.header.as_ref()).collect();
+        refusals.duplicate_headers(&kept_texts(&headers));
+    }
     // No error after all (the two duplicate checks disagreeing): the full validator decides.
     Some(Err(refusals.into_errors()?))
 }
@@ -71,6 +69,27 @@ fn unknown_key<'a>(seen: &mut Vec<&'a str>, key: &'a str) -> Option<()> {
     }
     seen.push(key);
     Some(())
+}
+
+/// Whether no two of `texts` that kept their rule (a broken or missing one was left empty)
+/// fold to the same key, settled on the stack for as many texts as a valid call can have: most
+/// refused calls have no duplicates, and need not list their texts to learn it.
+fn no_folded_duplicate<'t>(texts: impl ExactSizeIterator<Item = &'t str>) -> bool {
+    const MOST: usize = if MAX_QUESTIONS > MAX_OPTIONS {
+        MAX_QUESTIONS
+    } else {
+        MAX_OPTIONS
+    };
+    if texts.len() > MOST {
+        return false;
+    }
+    let mut kept = [""; MOST];
+    let mut count = 0;
+    for text in texts.filter(|text| !text.is_empty()) {
+        kept[count] = text;
+        count += 1;
+    }
+    !any_folded_duplicate(&kept[..count])
 }
 
 /// The texts that kept their rule, by index: a broken or missing one was left empty, which a
@@ -212,18 +231,10 @@ fn read_options<'a>(
     if !(MIN_OPTIONS..=MAX_OPTIONS).contains(&count) {
         refusals.options_count(question, count);
     }
-    if count <= MAX_OPTIONS {
-        let mut labels = [""; MAX_OPTIONS];
-        for (slot, option) in labels.iter_mut().zip(&options) {
-            *slot = &option.label;
-        }
-        let labels = &labels[..count];
-        if !labels.contains(&"") && !any_folded_duplicate(labels) {
-            return Some(options);
-        }
+    if !no_folded_duplicate(options.iter().map(|option| option.label.as_ref())) {
+        let labels: Vec<&str> = options.iter().map(|o| o.label.as_ref()).collect();
+        refusals.duplicate_labels(question, &kept_texts(&labels));
     }
-    let labels: Vec<&str> = options.iter().map(|o| o.label.as_ref()).collect();
-    refusals.duplicate_labels(question, &kept_texts(&labels));
     Some(options)
 }
 
