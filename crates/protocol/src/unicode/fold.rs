@@ -57,6 +57,7 @@ fn push_changed_key(text: &str, out: &mut String) -> bool {
         text,
         out,
         changed: false,
+        copied_to: 0,
     };
     let mut segment = 0;
     // The segment's character while it is a lone character that folds alone.
@@ -72,49 +73,57 @@ fn push_changed_key(text: &str, out: &mut String) -> bool {
         }
     }
     key.segment(segment, text.len(), lone);
-    key.changed
+    key.finish()
 }
 
-/// A key being built: written to `out` only once it differs from the text.
+/// A key being built: written to `out` only once it differs from the text, and then the text
+/// that folds to itself is copied a run at a time, not a character at a time.
 struct Key<'a, 'o> {
     text: &'a str,
     out: &'o mut String,
-    /// The key differs from the text: `out` holds it so far.
+    /// The key differs from the text: `out` holds it up to `copied_to`.
     changed: bool,
+    /// Where the text not yet copied to `out` starts.
+    copied_to: usize,
 }
 
 impl Key<'_, '_> {
     /// Adds the fold of `text[start..end]`; `lone` is its only character when that character
     /// folds alone.
     fn segment(&mut self, start: usize, end: usize, lone: Option<char>) {
-        match lone.map(|c| (c, mapped_fold(c))) {
-            Some((c, None)) => {
-                if self.changed {
-                    self.out.push(c);
-                }
+        match lone.map(mapped_fold) {
+            // The segment is its own key: it joins the run still to be copied.
+            Some(None) => {}
+            Some(Some(folded)) => {
+                self.copy_up_to(start).push_str(folded);
+                self.copied_to = end;
             }
-            Some((_, Some(folded))) => self.written_up_to(start).push_str(folded),
             None => {
                 let segment = &self.text[start..end];
-                if folds_to_itself(segment) {
-                    if self.changed {
-                        self.out.push_str(segment);
-                    }
-                } else {
-                    fold_whole_into(segment, self.written_up_to(start));
+                if !folds_to_itself(segment) {
+                    fold_whole_into(segment, self.copy_up_to(start));
+                    self.copied_to = end;
                 }
             }
         }
     }
 
-    /// The key so far, the text before `start` copied in when this is the first change.
-    fn written_up_to(&mut self, start: usize) -> &mut String {
+    /// The key so far, the text from `copied_to` up to `start` copied in.
+    fn copy_up_to(&mut self, start: usize) -> &mut String {
         if !self.changed {
             self.changed = true;
             self.out.reserve(self.text.len() + 8);
-            self.out.push_str(&self.text[..start]);
         }
+        self.out.push_str(&self.text[self.copied_to..start]);
         self.out
+    }
+
+    /// Copies the rest of the text if the key differs from it; says whether it does.
+    fn finish(mut self) -> bool {
+        if self.changed {
+            self.copy_up_to(self.text.len());
+        }
+        self.changed
     }
 }
 
