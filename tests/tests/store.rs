@@ -1,7 +1,7 @@
 //! Nothing lost across a restart, and clear errors when storage fails.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
@@ -138,8 +138,9 @@ async fn an_unwritable_data_dir_is_a_clear_error() {
 struct FlakyStore {
     inner: MemoryStore,
     failing: AtomicBool,
-    /// Commits panic instead: a store with a bug.
-    panicking: AtomicBool,
+    /// Commits panic instead, a store with a bug: [`PANICS_AS_IT_TAKES`] or
+    /// [`PANICS_WHILE_IT_COMMITS`].
+    panicking: AtomicU8,
 }
 
 impl Store for FlakyStore {
@@ -149,8 +150,10 @@ impl Store for FlakyStore {
                 Err(StoreError("No space left on device (os error 28)".into()))
             });
         }
-        if self.panicking.load(Ordering::SeqCst) {
-            return Box::pin(async { panic!("a bug in the store") });
+        match self.panicking.load(Ordering::SeqCst) {
+            PANICS_AS_IT_TAKES => panic!("a bug in the store"),
+            PANICS_WHILE_IT_COMMITS => return Box::pin(async { panic!("a bug in the store") }),
+            _ => {}
         }
         self.inner.commit(ops)
     }
@@ -159,6 +162,11 @@ impl Store for FlakyStore {
         self.inner.load()
     }
 }
+
+/// [`FlakyStore::panicking`]: `commit` panics before it returns its future.
+const PANICS_AS_IT_TAKES: u8 = 1;
+/// [`FlakyStore::panicking`]: the future `commit` returns panics.
+const PANICS_WHILE_IT_COMMITS: u8 = 2;
 
 /// A gateway on a [`FlakyStore`] (working, for now) with a tab on session `s` and an agent
 /// whose request `r` the tab has been shown.
@@ -200,13 +208,20 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
     );
 }
 
-/// A store whose commit panics (a bug) is a failed commit like any other: the ask is refused
-/// as unavailable and can be made again, the answer is refused and its request stays open,
-/// and a second answer is not left waiting behind the first.
+/// A store whose commit panics (a bug), as it takes the commit or while it carries it out, is
+/// a failed commit like any other: the ask is refused as unavailable and can be made again,
+/// the answer is refused and its request stays open, and a second answer is not left waiting
+/// behind the first.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_that_panics_fails_the_commit_and_nothing_is_stuck() {
+    for mode in [PANICS_AS_IT_TAKES, PANICS_WHILE_IT_COMMITS] {
+        a_store_that_panics(mode).await;
+    }
+}
+
+async fn a_store_that_panics(mode: u8) {
     let (store, _server, mut tab, mut agent) = one_open_request().await;
-    store.panicking.store(true, Ordering::SeqCst);
+    store.panicking.store(mode, Ordering::SeqCst);
     agent.send(&ask("s", "r2", &["Color"], None)).await;
     let refused = agent.recv_type("rejected").await;
     assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
@@ -216,7 +231,7 @@ async fn a_store_that_panics_fails_the_commit_and_nothing_is_stuck() {
         let message = rejected["errors"][0]["message"].as_str().unwrap();
         assert!(message.contains("panicked"), "{rejected}");
     }
-    store.panicking.store(false, Ordering::SeqCst);
+    store.panicking.store(0, Ordering::SeqCst);
     // Nothing was left half-done: the refused ask can be made again, and the open request
     // is answered.
     agent.send(&ask("s", "r2", &["Color"], None)).await;

@@ -259,13 +259,17 @@ impl Hub {
         ops: Vec<StoreOp>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let started = Instant::now();
-        let committing = self.store.commit(ops);
+        // A store that panics (a bug), whether as it takes the commit or while it carries it
+        // out, has failed this commit like any other failure: the callers' error paths put the
+        // request back as it was. Left to unwind, the panic would skip them and leave the
+        // request half-changed, with everyone behind it waiting for good.
+        let committing = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.commit(ops)))
+            .unwrap_or_else(|panic| {
+                let failed = Err(StoreError(panic_message(panic.as_ref())));
+                Box::pin(std::future::ready(failed))
+            });
         let metrics = Arc::clone(&self.metrics);
         async move {
-            // A store that panics (a bug) has failed this commit like any other failure: the
-            // callers' error paths put the request back as it was. Left to unwind, the panic
-            // would skip them and leave the request half-changed, with everyone behind it
-            // waiting for good.
             let committed = AssertUnwindSafe(committing)
                 .catch_unwind()
                 .await
@@ -326,5 +330,5 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("no message");
-    format!("the store panicked ({said}); the change was not kept")
+    format!("the store panicked ({said}); the change may not have been kept")
 }

@@ -57,7 +57,8 @@ pub(super) fn read_args<'a>(
         let headers: Vec<&str> = questions.iter().map(|q| q.header.as_ref()).collect();
         refusals.duplicate_headers(&kept_texts(&headers));
     }
-    // No error after all (the two duplicate checks disagreeing): the full validator decides.
+    // Not empty here (a refusal, or a duplicate found); were it empty, the full validator would
+    // decide.
     Some(Err(refusals.into_errors()?))
 }
 
@@ -73,7 +74,8 @@ fn unknown_key<'a>(seen: &mut Vec<&'a str>, key: &'a str) -> Option<()> {
 
 /// Whether no two of `texts` that kept their rule (a broken or missing one was left empty)
 /// fold to the same key, settled on the stack for as many texts as a valid call can have: most
-/// refused calls have no duplicates, and need not list their texts to learn it.
+/// refused calls have no duplicates, and need not list their texts to learn it. More texts than
+/// that say `false` unchecked: the caller then lists them and looks for the duplicates itself.
 fn no_folded_duplicate<'t>(texts: impl ExactSizeIterator<Item = &'t str>) -> bool {
     const MOST: usize = if MAX_QUESTIONS > MAX_OPTIONS {
         MAX_QUESTIONS
