@@ -67,9 +67,19 @@ impl Watch<'_> {
         if let Poll::Ready(written) = poll_once(write.as_mut()).await {
             return written.map_err(|_| None);
         }
+        // Boxed, like a tab's frame handling: every connection's task would otherwise carry
+        // room for this rare wait (a timer and two watches) while it sits idle.
+        Box::pin(self.wait_for(write)).await
+    }
+
+    /// The rest of [`Watch::guard`], for a write that did not go through at once.
+    async fn wait_for(
+        &self,
+        write: Pin<&mut impl Future<Output = Result<(), axum::Error>>>,
+    ) -> Result<(), Option<u16>> {
         tokio::select! {
             biased;
-            written = &mut write => written.map_err(|_| None),
+            written = write => written.map_err(|_| None),
             code = self.kick.kicked() => Err(Some(code)),
             () = self.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
             () = tokio::time::sleep(self.keepalive.period) => {

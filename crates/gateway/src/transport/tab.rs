@@ -134,7 +134,10 @@ async fn serve(
                     count(&state.hub.metrics().closed_too_many_frames);
                     return Some((close::TOO_MANY_FRAMES, "too many frames"));
                 }
-                if let Some(reply) = handle_frame(&handle, &text).await {
+                // Boxed: a connection's task is as large as its largest wait, and handling a
+                // frame (an answer waits on the hub and the store) would make every idle tab
+                // carry room for it.
+                if let Some(reply) = Box::pin(handle_frame(&handle, &text)).await {
                     handle.reply(reply);
                 }
             }
