@@ -120,7 +120,7 @@ pub(crate) fn any_folded_duplicate(texts: &[&str]) -> bool {
             .any(|(j, b)| texts[..j].iter().any(|a| a.eq_ignore_ascii_case(b)));
     }
     let keys = FoldedKeys::of(texts.iter().copied());
-    (1..texts.len()).any(|j| (0..j).any(|i| keys.get(i) == keys.get(j)))
+    (1..texts.len()).any(|j| keys.earlier_same_as(j).is_some())
 }
 
 /// `(later index, earlier index)` for every item whose fold equals an earlier item's.
@@ -141,7 +141,7 @@ pub(crate) fn folded_duplicates(items: &[(usize, &str)]) -> Vec<(usize, usize)> 
     }
     let keys = FoldedKeys::of(items.iter().map(|&(_, s)| s));
     for j in 1..items.len() {
-        if let Some(i) = (0..j).find(|&i| keys.get(i) == keys.get(j)) {
+        if let Some(i) = keys.earlier_same_as(j) {
             found.push((items[j].0, items[i].0));
         }
     }
@@ -172,6 +172,11 @@ impl FoldedKeys {
     fn get(&self, index: usize) -> &str {
         let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
         &self.keys[start..self.ends[index]]
+    }
+
+    /// The first key before key `index` that equals it.
+    fn earlier_same_as(&self, index: usize) -> Option<usize> {
+        (0..index).find(|&i| self.get(i) == self.get(index))
     }
 }
 

@@ -108,11 +108,7 @@ pub fn measure_text(text: &str, newlines: bool) -> TextMeasure {
     // the rule: a rejected character is rare, so it is only noted, and found again after.
     // Each character's position waits on the width of the one before, so one such chain leaves
     // most of the core idle: the two halves of the text are decoded side by side.
-    let rejected_bits = if newlines {
-        &NOT_ALLOWED_IN_LINES_BITS
-    } else {
-        &NOT_ALLOWED_BITS
-    };
+    let rejected_bits = rule_bits(newlines);
     // Short text is not worth splitting.
     let half = if bytes.len() < 64 {
         bytes.len()
@@ -184,22 +180,22 @@ fn code_point_at(bytes: &[u8], at: usize) -> (u32, usize) {
     (full >> (6 * (4 - width)), width)
 }
 
-/// Whether the printable rule `bits` stands for (one of the two `NOT_ALLOWED` bitmaps) rejects
-/// `cp`, a code point of a `str`: one load for planes 0-2, a search beyond.
+/// The bitmap of what the printable rule rejects, with `\n` let through or not.
+fn rule_bits(newlines: bool) -> &'static PlaneBits {
+    if newlines {
+        &NOT_ALLOWED_IN_LINES_BITS
+    } else {
+        &NOT_ALLOWED_BITS
+    }
+}
+
+/// Whether the printable rule `bits` stands for (from [`rule_bits`]) rejects `cp`, a code point
+/// of a `str`: one load for planes 0-2, without a branch on ASCII (mixed text would mispredict
+/// it), a search beyond.
 fn rejected(bits: &PlaneBits, cp: u32) -> bool {
     match bitmap::get(bits, cp as usize) {
         Some(rejected) => rejected,
         None => !char::from_u32(cp).is_some_and(|c| is_py_printable(c) || is_space_separator(c)),
-    }
-}
-
-/// [`harness_allows`] for a code point of a `str`, without a branch on ASCII (mixed text
-/// would mispredict it).
-fn allowed_code_point(cp: u32, newlines: bool) -> bool {
-    match bitmap::get(&NOT_ALLOWED_BITS, cp as usize) {
-        // `\n` is a control character like the others, unless `newlines` lets it through.
-        Some(rejected) => !rejected | (newlines & (cp == u32::from(b'\n'))),
-        None => char::from_u32(cp).is_some_and(|c| is_py_printable(c) || is_space_separator(c)),
     }
 }
 
@@ -262,7 +258,7 @@ pub fn classify(c: char) -> CharClass {
 /// The harness's printable rule for one character: printable, any Zs space, or `\n` where
 /// `newlines` allows it.
 pub fn harness_allows(c: char, newlines: bool) -> bool {
-    allowed_code_point(c as u32, newlines)
+    !rejected(rule_bits(newlines), c as u32)
 }
 
 /// The first character the harness's printable rule rejects: its index in characters and
