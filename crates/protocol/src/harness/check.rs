@@ -25,11 +25,6 @@ impl ResponseError {
     }
 
     /// As a [`FieldError`] with code `invalid_answer`.
-    pub fn to_field_error(&self) -> FieldError {
-        self.clone().into_field_error()
-    }
-
-    /// As a [`FieldError`] with code `invalid_answer`, without copying the texts.
     pub fn into_field_error(self) -> FieldError {
         FieldError::new(self.path, ErrorCode::InvalidAnswer, self.message)
     }
@@ -186,7 +181,8 @@ fn check_picks(
     selected: &[impl AsRef<str>],
 ) -> Result<(), ResponseError> {
     let error = |problem: &str| {
-        let message = with_repr("answer for ", question.header(), problem);
+        let mut message = with_repr("answer for ", question.header(), " ");
+        message.push_str(problem);
         Err(ResponseError::at(answer_path(answer, "selected"), message))
     };
     let offered = |label: &str| question.labels().any(|offered| offered == label);
@@ -197,10 +193,10 @@ fn check_picks(
             .filter(|label| !offered(label))
             .collect();
         let listed = py_list_repr(&unknown);
-        return error(&format!(" picked options it does not offer: {listed}"));
+        return error(&format!("picked options it does not offer: {listed}"));
     }
     if selected.is_empty() {
-        return error(" picked nothing");
+        return error("picked nothing");
     }
     // Every pick is one of at most six labels: more picks than labels repeat one.
     let repeated = selected.len() > question.labels().count()
@@ -211,10 +207,10 @@ fn check_picks(
                 .any(|earlier| earlier.as_ref() == label)
         });
     if repeated {
-        return error(" picked the same option twice");
+        return error("picked the same option twice");
     }
     if selected.len() > 1 && !question.multi_select() {
-        return error(" picked several options but it is single-select");
+        return error("picked several options but it is single-select");
     }
     Ok(())
 }
