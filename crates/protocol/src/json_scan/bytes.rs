@@ -141,7 +141,7 @@ pub(super) fn skip_literal_at(bytes: &[u8], at: usize, word: &[u8]) -> Option<us
 
 /// Where the string whose text starts at `at` (after its opening quote) ends, checked but not
 /// decoded.
-pub(super) fn skip_string_at(bytes: &[u8], mut at: usize) -> Option<usize> {
+fn skip_string_at(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
         let stop = special_byte(bytes, at)?;
         if bytes[stop] == b'"' {

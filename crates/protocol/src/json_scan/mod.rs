@@ -11,10 +11,7 @@ use std::borrow::Cow;
 mod bytes;
 
 pub(crate) use bytes::first_special;
-use bytes::{
-    skip_literal_at, skip_string_at, skip_value_at, skip_whitespace, special_byte,
-    unicode_escape_at,
-};
+use bytes::{skip_literal_at, skip_value_at, skip_whitespace, special_byte, unicode_escape_at};
 
 /// Deepest nesting read; serde_json refuses text nested 128 deep, this stops well before.
 pub const MAX_DEPTH: usize = 100;
@@ -143,10 +140,9 @@ impl<'a> Scanner<'a> {
         if bytes[stop] == b'"' {
             return Some(Cow::Borrowed(&self.text[start..stop]));
         }
-        // Escapes only shorten the text: find its end first, and the decoded string never has
-        // to grow (text with many escapes was copied over and over as it grew).
-        let end = skip_string_at(bytes, stop)?;
-        let mut decoded = String::with_capacity(end - 1 - start);
+        // Decoded as the text is searched, in one pass: the decoded string grows as it must
+        // (its growth copies less than searching the text twice to learn its size would).
+        let mut decoded = String::with_capacity(stop - start + 64);
         decoded.push_str(&self.text[start..stop]);
         self.at = stop;
         loop {
