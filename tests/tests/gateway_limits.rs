@@ -382,3 +382,57 @@ async fn a_burst_of_joins_coalesces_presence() {
     );
     assert_eq!(server.state.hub.census().1, 100);
 }
+
+/// Frames the gateway builds may be far larger than any frame it takes in: a snapshot carries
+/// every open request, and an outcome carries a long custom answer three times over (the
+/// response, the result, and the model's text, escaped once more). Both go out whole, to a
+/// tab joining late and to the agent, instead of the socket being dropped mid-write.
+#[tokio::test(flavor = "multi_thread")]
+async fn frames_larger_than_the_write_buffer_go_out_whole() {
+    let server = TestServer::start().await;
+    let mut agent = server.agent().await;
+    let long_question = |i: usize| {
+        json!({
+            "header": format!("Topic {i}"),
+            "question": format!("{i} {}", "q".repeat(490)),
+            "options": (0..6)
+                .map(|o| json!({"label": format!("Option {o}"), "description": "d".repeat(200)}))
+                .collect::<Vec<_>>(),
+        })
+    };
+    let ids: Vec<String> = (0..16).map(|i| format!("big-{i}")).collect();
+    for id in &ids {
+        let questions: Vec<Value> = (0..10).map(long_question).collect();
+        agent
+            .send(&json!({"type": "ask", "session": "s", "id": id, "questions": questions}))
+            .await;
+        agent.recv_type("accepted").await;
+    }
+    let (mut tab, snapshot) = server.tab("s").await;
+    let snapshot_bytes = snapshot.to_string().len();
+    assert!(snapshot_bytes > 192 * 1024, "{snapshot_bytes} bytes");
+    let listed: Vec<&str> = snapshot["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|request| request["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(listed, ids);
+    // A custom answer of 48,000 characters, a quarter of them quotes, in a frame under 64 KiB.
+    let custom = "ab\"c".repeat(12_000);
+    let mut answers = vec![json!({"header": "Topic 0", "custom_answer": custom})];
+    answers
+        .extend((1..10).map(|i| json!({"header": format!("Topic {i}"), "selected": ["Option 0"]})));
+    tab.send(&json!({"type": "answer", "id": "big-0", "response": {"answers": answers}}))
+        .await;
+    assert_eq!(tab.recv_until("resolved").await["id"], "big-0");
+    let outcome = agent.recv_type("outcome").await;
+    // Over the write buffer (4 KiB) and twice the frame limit (64 KiB) together.
+    let outcome_bytes = outcome.to_string().len();
+    assert!(outcome_bytes > 192 * 1024, "{outcome_bytes} bytes");
+    assert_eq!(outcome["result"]["Topic 0"][0], custom.as_str());
+    assert_eq!(
+        outcome["response"]["answers"][0]["custom_answer"],
+        custom.as_str()
+    );
+}

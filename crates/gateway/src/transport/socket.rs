@@ -22,11 +22,18 @@ const BATCH_FRAMES: usize = 32;
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Applies the buffer and size limits to an upgrade.
+///
+/// The frame limit is on what peers send. What the gateway sends is not capped by it: a
+/// snapshot carries every open request, and an outcome carries a custom answer three times
+/// over, so either can be many times larger, and a cap on the write buffer would drop the
+/// socket mid-write, again on every reconnect. The write buffer still stays bounded: a frame
+/// is only queued once the buffer has been written out below `write_buffer_bytes`, so it holds
+/// at most that plus one frame, and a frame's size follows from the hub's limits.
 pub(super) fn limited(upgrade: WebSocketUpgrade, limits: &Limits) -> WebSocketUpgrade {
     upgrade
         .read_buffer_size(limits.read_buffer_bytes)
         .write_buffer_size(limits.write_buffer_bytes)
-        .max_write_buffer_size(limits.write_buffer_bytes + 2 * limits.max_frame_bytes)
+        .max_write_buffer_size(usize::MAX)
         .max_message_size(limits.max_frame_bytes)
         .max_frame_size(limits.max_frame_bytes)
 }
