@@ -1,7 +1,8 @@
 //! Nothing lost across a restart, and clear errors when storage fails.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
@@ -79,7 +80,7 @@ async fn deadlines_that_passed_while_down_time_out_at_start() {
     server.shutdown().await.unwrap();
     let deadline = accepted["deadline_ms"].as_u64().unwrap();
     while askgate::clock::now_ms() <= deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let server = TestServer::start_with(durable_config(&dir)).await;
     let mut agent = server.agent().await;
@@ -138,6 +139,10 @@ async fn an_unwritable_data_dir_is_a_clear_error() {
 struct FlakyStore {
     inner: MemoryStore,
     failing: AtomicBool,
+    /// Commits refused because `failing` was set.
+    refused: AtomicUsize,
+    /// Woken at each refused commit.
+    refusing: tokio::sync::Notify,
     /// Commits panic instead, a store with a bug: [`PANICS_AS_IT_TAKES`] or
     /// [`PANICS_WHILE_IT_COMMITS`].
     panicking: AtomicU8,
@@ -146,6 +151,8 @@ struct FlakyStore {
 impl Store for FlakyStore {
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         if self.failing.load(Ordering::SeqCst) {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            self.refusing.notify_waiters();
             return Box::pin(async {
                 Err(StoreError("No space left on device (os error 28)".into()))
             });
@@ -206,6 +213,32 @@ async fn a_failing_store_is_a_clear_error_to_the_peer() {
         agent.recv_type("outcome").await["result"],
         json!({"Color": ["Red"]})
     );
+}
+
+/// A timing out the store cannot keep leaves the request open and is tried again after a
+/// pause, not in a loop that hammers the failing store; once the store recovers, the request
+/// times out for the tabs and the agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timing_out_the_store_cannot_keep_is_retried_after_a_pause() {
+    let store = Arc::new(FlakyStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    let refused = store.refusing.notified();
+    agent.send(&ask("s", "r", &["Color"], Some(0.3))).await;
+    agent.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    store.failing.store(true, Ordering::SeqCst);
+    tokio::time::timeout(RECV_TIMEOUT, refused)
+        .await
+        .expect("the deadline's commit was tried");
+    // While the store fails, the request stays open and nothing reaches the tab.
+    tab.silent_for(Duration::from_millis(1500)).await;
+    let tries = store.refused.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&tries), "{tries} commits in 1.5 s");
+    store.failing.store(false, Ordering::SeqCst);
+    assert_eq!(tab.recv_until("resolved").await["outcome"], "timed_out");
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "timed_out");
 }
 
 /// A store whose commit panics (a bug), as it takes the commit or while it carries it out, is
@@ -298,7 +331,7 @@ async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_ope
 async fn outcomes_past_their_retention_are_swept() {
     let dir = temp_dir("retention");
     let mut config = durable_config(&dir);
-    config.limits.retention = std::time::Duration::from_millis(200);
+    config.limits.retention = Duration::from_millis(200);
     let server = TestServer::start_with(config.clone()).await;
     let (mut tab, _) = server.tab("s").await;
     let mut agent = server.agent().await;
@@ -312,7 +345,7 @@ async fn outcomes_past_their_retention_are_swept() {
         0,
         "kept within the retention period"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
     assert_eq!(server.state.hub.sweep().await, 1);
     assert_eq!(server.state.hub.census().2, 0);
     drop((tab, agent));

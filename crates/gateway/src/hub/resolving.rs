@@ -7,6 +7,7 @@
 //! the rivals. Should the store fail, the request is `Open` again and a rival may take it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{
@@ -22,6 +23,10 @@ use super::outcomes::outcome_message;
 use crate::clock::{now_ms, until};
 use crate::metrics::{count, gauge_add};
 use crate::store::{StoreError, StoreOp, StoredResolution};
+
+/// How long a request whose deadline passed waits before timing out again, when the store
+/// could not keep its timing out.
+const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// How a request is ending.
 #[derive(Debug)]
@@ -269,7 +274,10 @@ impl Hub {
             tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
             entry.state = EntryState::Open;
             if let Some(deadline_ms) = deadline_ms {
-                entry.timer = Some(self.arm_timer(session, id, deadline_ms));
+                // A deadline already past (its timing out is what failed) is tried again after
+                // a pause, not at once: the store would fail it again in a loop.
+                let retry_ms = deadline_ms.max(now_ms() + STORE_RETRY.as_millis() as u64);
+                entry.timer = Some(self.arm_timer(session, id, retry_ms));
             }
             // Rival endings waiting on this one may now take the request.
             entry.resolved.notify_waiters();
