@@ -189,6 +189,13 @@ async fn capacity_limits_refuse_clearly() {
             .unwrap()
             .contains("open requests")
     );
+    assert_eq!(rejected["id"], "r3");
+    // An ask without an id is rejected with none, not with one the gateway made up for it.
+    let mut without_id = ask("s", "", &["Color"], None);
+    without_id.as_object_mut().unwrap().remove("id");
+    agent.send(&without_id).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["id"], Value::Null, "{rejected}");
     for s in ["t1", "t2"] {
         agent.send(&json!({"type": "open", "session": s})).await;
         agent.recv_type("opened").await;

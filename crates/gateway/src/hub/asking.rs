@@ -39,7 +39,8 @@ pub enum AskReply {
     },
     /// Refused; nothing was stored.
     Rejected {
-        /// The request id, when one was known.
+        /// The request id as the agent sent it (`None`: it sent none, and the id the gateway
+        /// would have given it means nothing to it).
         id: Option<RequestId>,
         /// Why, with paths.
         errors: Vec<FieldError>,
@@ -100,7 +101,9 @@ impl Hub {
             timeout_ms,
             title,
         } = ask;
+        let id_sent = id.is_some();
         let id = id.unwrap_or_else(generated_request_id);
+        let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
         let questions = Arc::new(questions);
         let record = loop {
             let waiter = {
@@ -111,7 +114,7 @@ impl Hub {
                         ErrorCode::InvalidValue,
                         "the gateway holds the most sessions allowed; try again later",
                     );
-                    return self.reject(asker, &session_id, Some(id), vec![error], false);
+                    return self.reject(asker, &session_id, as_sent(&id), vec![error], false);
                 };
                 if let Some(asker) = asker {
                     self.attach_agent_to(session, asker);
@@ -123,7 +126,7 @@ impl Hub {
                             ErrorCode::InvalidValue,
                             "this request id is already used in this session by different questions",
                         );
-                        return self.reject(asker, &session_id, Some(id), vec![error], true);
+                        return self.reject(asker, &session_id, as_sent(&id), vec![error], true);
                     }
                     Some(entry) => {
                         if let Some(asker) = asker {
@@ -162,7 +165,13 @@ impl Hub {
                                     self.limits.open_requests_per_session
                                 ),
                             );
-                            return self.reject(asker, &session_id, Some(id), vec![error], false);
+                            return self.reject(
+                                asker,
+                                &session_id,
+                                as_sent(&id),
+                                vec![error],
+                                false,
+                            );
                         }
                         let kept = session.requests.len().saturating_sub(session.unresolved);
                         if kept >= self.limits.kept_outcomes_per_session {
@@ -173,7 +182,13 @@ impl Hub {
                                     "this session keeps {kept} outcomes its agent has not acknowledged, the most allowed; ack them first"
                                 ),
                             );
-                            return self.reject(asker, &session_id, Some(id), vec![error], false);
+                            return self.reject(
+                                asker,
+                                &session_id,
+                                as_sent(&id),
+                                vec![error],
+                                false,
+                            );
                         }
                         let shown = Shown {
                             questions: &questions,
@@ -191,6 +206,7 @@ impl Hub {
         let stored = Stored {
             session: session_id,
             id: id.clone(),
+            id_sent,
             deadline_ms,
         };
         let finished = self
@@ -201,7 +217,7 @@ impl Hub {
         finished.unwrap_or_else(|error| {
             tracing::error!(request = %id, %error, "storing a request failed");
             AskReply::Rejected {
-                id: Some(id),
+                id: as_sent(&id),
                 errors: Vec::new(),
                 conflict: false,
             }
@@ -218,10 +234,12 @@ impl Hub {
         let Stored {
             session: session_id,
             id,
+            id_sent,
             deadline_ms,
         } = stored;
+        let as_sent = id_sent.then(|| id.clone());
         let vanished = || AskReply::Rejected {
-            id: Some(id.clone()),
+            id: as_sent.clone(),
             errors: Vec::new(),
             conflict: false,
         };
@@ -246,7 +264,7 @@ impl Hub {
                 ErrorCode::Unavailable,
                 format!("the gateway could not store the request ({error}); try again"),
             );
-            return self.reject(asker, session_id, Some(id.clone()), vec![error], false);
+            return self.reject(asker, session_id, as_sent, vec![error], false);
         }
         entry.state = EntryState::Open;
         if let Some(deadline_ms) = *deadline_ms {
@@ -272,6 +290,8 @@ impl Hub {
 struct Stored {
     session: SessionId,
     id: RequestId,
+    /// Whether the agent sent `id` (else the gateway made it up).
+    id_sent: bool,
     deadline_ms: Option<u64>,
 }
 
