@@ -90,6 +90,31 @@ impl Hub {
         reply
     }
 
+    /// Why `session` can take no new request, if it cannot: it holds the most open requests,
+    /// or the most outcomes its agent has not acknowledged, allowed.
+    fn session_full(&self, session: &Session) -> Option<FieldError> {
+        if session.unresolved >= self.limits.open_requests_per_session {
+            return Some(FieldError::new(
+                "",
+                ErrorCode::TooManyItems,
+                format!(
+                    "this session already has {} open requests, the most allowed",
+                    self.limits.open_requests_per_session
+                ),
+            ));
+        }
+        let kept = session.requests.len().saturating_sub(session.unresolved);
+        (kept >= self.limits.kept_outcomes_per_session).then(|| {
+            FieldError::new(
+                "",
+                ErrorCode::TooManyItems,
+                format!(
+                    "this session keeps {kept} outcomes its agent has not acknowledged, the most allowed; ack them first"
+                ),
+            )
+        })
+    }
+
     /// Asks: stores the request, then shows it to every tab. A repeat of a known request
     /// (same questions) is answered from what the hub holds; `asker` becomes the socket its
     /// outcome goes to.
@@ -156,39 +181,9 @@ impl Hub {
                         }
                     }
                     None => {
-                        if session.unresolved >= self.limits.open_requests_per_session {
-                            let error = FieldError::new(
-                                "",
-                                ErrorCode::TooManyItems,
-                                format!(
-                                    "this session already has {} open requests, the most allowed",
-                                    self.limits.open_requests_per_session
-                                ),
-                            );
-                            return self.reject(
-                                asker,
-                                &session_id,
-                                as_sent(&id),
-                                vec![error],
-                                false,
-                            );
-                        }
-                        let kept = session.requests.len().saturating_sub(session.unresolved);
-                        if kept >= self.limits.kept_outcomes_per_session {
-                            let error = FieldError::new(
-                                "",
-                                ErrorCode::TooManyItems,
-                                format!(
-                                    "this session keeps {kept} outcomes its agent has not acknowledged, the most allowed; ack them first"
-                                ),
-                            );
-                            return self.reject(
-                                asker,
-                                &session_id,
-                                as_sent(&id),
-                                vec![error],
-                                false,
-                            );
+                        if let Some(error) = self.session_full(session) {
+                            let id = as_sent(&id);
+                            return self.reject(asker, &session_id, id, vec![error], false);
                         }
                         let shown = Shown {
                             questions: &questions,
