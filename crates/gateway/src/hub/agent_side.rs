@@ -73,7 +73,8 @@ impl AgentHandle {
             _ => Withdrawal::Unknown,
         };
         match withdrawal {
-            Withdrawal::Ended(_) => {}
+            // The outcome has come (or comes) as a frame of its own.
+            Withdrawal::Ended(_) | Withdrawal::Forgotten => {}
             Withdrawal::Unknown => self.error(
                 "not_found",
                 format!("no request {id:?} in session {session:?}"),

@@ -36,6 +36,9 @@ pub enum Withdrawal {
     Unknown,
     /// It ended: withdrawn now, or how it had already ended.
     Ended(StoredResolution),
+    /// Another ending won while it was being withdrawn, and its outcome, sent to the asker,
+    /// was acknowledged (so forgotten) before it could be looked up.
+    Forgotten,
     /// The store could not keep the ending; the request stays open.
     Failed(String),
 }
@@ -100,13 +103,18 @@ impl Hub {
             };
             waiter.await;
         }
-        // Withdraw; if another ending won meanwhile, that ending is the answer.
-        if let Err(Refusal::Store(error)) = self.resolve(session, id, Ending::Withdrawn).await {
-            return Withdrawal::Failed(error);
+        // Withdraw; if another ending won meanwhile, that ending is the answer. A withdrawal
+        // that won is answered as it was stored, not looked up again: its outcome has already
+        // gone to the asker, which may have acknowledged it (and the hub forgotten it) first.
+        match self.resolve(session, id, Ending::Withdrawn).await {
+            Ok(resolution) => return Withdrawal::Ended(resolution),
+            Err(Refusal::Store(error)) => return Withdrawal::Failed(error),
+            Err(_) => {}
         }
         match self.wait_for(session, id, Duration::from_secs(30)).await {
             Lookup::Resolved(resolution) => Withdrawal::Ended(resolution),
-            Lookup::Unknown => Withdrawal::Unknown,
+            // Another ending won, its outcome went to the asker, and was acknowledged.
+            Lookup::Unknown => Withdrawal::Forgotten,
             // The ending that won could not be stored either: the request is open again.
             Lookup::Pending { .. } => Withdrawal::Failed("the store did not keep it".into()),
         }

@@ -154,13 +154,13 @@ impl Hub {
         .abort_handle()
     }
 
-    /// Ends a request, if it is still open.
+    /// Ends a request, if it is still open: how it ended, as stored.
     pub(super) async fn resolve(
         self: &Arc<Self>,
         session: &SessionId,
         id: &RequestId,
         ending: Ending,
-    ) -> Result<(), Refusal> {
+    ) -> Result<StoredResolution, Refusal> {
         let (resolution, asked_at_ms, deadline_ms) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break won,
@@ -254,7 +254,7 @@ impl Hub {
         self: &Arc<Self>,
         ending: Resolution,
         committed: Result<(), StoreError>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<StoredResolution, Refusal> {
         let Resolution {
             session,
             id,
@@ -303,9 +303,9 @@ impl Hub {
                 &self.metrics,
             );
         }
-        entry.state = EntryState::Resolved(resolution);
+        entry.state = EntryState::Resolved(resolution.clone());
         entry.resolved.notify_waiters();
         state.broadcast(&resolved, &self.metrics);
-        Ok(())
+        Ok(resolution)
     }
 }

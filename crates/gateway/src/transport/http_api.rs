@@ -261,7 +261,8 @@ pub async fn delete_request(
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     match state.hub.withdraw(&session, &id, None).await {
         Withdrawal::Ended(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
-        Withdrawal::Unknown => Err(not_found(&session, &id)),
+        // Ended and forgotten meanwhile: gone, as a later call would find it.
+        Withdrawal::Unknown | Withdrawal::Forgotten => Err(not_found(&session, &id)),
         Withdrawal::Failed(error) => Err(ApiError::one(
             StatusCode::SERVICE_UNAVAILABLE,
             "",
