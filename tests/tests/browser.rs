@@ -3,7 +3,7 @@
 
 use askgate_tests::browser::Browser;
 use askgate_tests::oracle::repo_root;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, ask};
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, ask, test_config};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -607,4 +607,39 @@ async fn screenshot_for_the_docs() {
     } else {
         std::fs::remove_file(&target).expect("remove the screenshot");
     }
+}
+
+/// An answer too long for one frame is not sent: the page says why and keeps the text, the
+/// socket stays open (sending it would have closed it with 4413), and the shortened answer
+/// goes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_too_long_to_send_is_kept_and_explained() {
+    let mut config = test_config();
+    config.limits.max_frame_bytes = 4096;
+    let server = TestServer::start_with(config).await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+
+    let other = format!("{} .other-input", question("r1", "Color"));
+    browser.wait_for(&other).await;
+    let fill = "const box = document.querySelector(arguments[0]); box.value = arguments[1]; \
+                box.dispatchEvent(new Event('input', { bubbles: true }));";
+    let long = "x".repeat(5000);
+    browser.execute(fill, json!([other, long])).await;
+    let submit = format!("{} .submit", card("r1"));
+    browser.click(&submit).await;
+    browser
+        .wait_for_text(&format!("{} .card-error", card("r1")), "too long to send")
+        .await;
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Not sent")
+        .await;
+    let kept = "return document.querySelector(arguments[0]).value.length;";
+    assert_eq!(browser.execute(kept, json!([other])).await, json!(5000));
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+
+    browser.execute(fill, json!([other, "Teal"])).await;
+    browser.click(&submit).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["result"], json!({"Color": ["Teal"]}));
 }

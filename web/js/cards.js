@@ -137,7 +137,14 @@ function declineCard(rec) {
 }
 
 function sendFor(rec, frame) {
-  if (!send(frame)) return setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
+  const sent = send(frame);
+  if (sent === 'offline') return setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
+  if (sent === 'too-large') {
+    const limit = Math.floor(state.maxFrameBytes / 1024);
+    rec.cardErrors.push(`This answer is too long to send (the gateway takes at most ${limit} KB). Please shorten it.`);
+    renderErrors(rec);
+    return setStatus(rec, 'Not sent: too long.');
+  }
   rec.phase = 'sending';
   rec.el.classList.add('is-sending');
   setStatus(rec, 'Sending…');
@@ -172,7 +179,7 @@ const OUTCOME_TEXT = {
 
 export function finalize(rec, outcome, by, response) {
   const texts = OUTCOME_TEXT[outcome] || ['Closed', 'Closed'];
-  const self = by != null && by === state.tab;
+  const self = by != null && (by === state.tab || state.pastTabs.has(by));
   const text = self ? texts[0] : texts[1];
   markFinal(rec, outcome, text, FOLD_DELAY_MS);
   rec.el.dataset.by = self ? 'self' : 'other';
@@ -180,6 +187,13 @@ export function finalize(rec, outcome, by, response) {
     rec.dialect.summarize(rec, response);
   if (summary) rec.statusEl.appendChild(summary);
   announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
+}
+
+// A card the snapshot no longer lists: it ended while the page was disconnected, how is
+// unknown.
+export function closedWhileAway(rec, text) {
+  markFinal(rec, 'closed', text, FOLD_DELAY_MS);
+  announce(text);
 }
 
 function markFinal(rec, outcome, text, foldDelay) {

@@ -5,15 +5,18 @@
 
 import { state, ui } from './page.js';
 import {
-  createCard, disableCard, finalize, removeCard, renderErrors, reopen, setStatus, tick,
-  updateEmpty,
+  closedWhileAway, createCard, disableCard, finalize, removeCard, renderErrors, reopen, setStatus,
+  tick, updateEmpty,
 } from './cards.js';
 import { announce, noteNew, renderPresence, setConnection, showNotice, toast } from './status.js';
 
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_SLOW_MS = 5000; // after "try later" / "too many frames": back off harder
 const BACKOFF_MAX_MS = 15000;
-const LOST_REASONS = { 1001: 'server restarting', 1013: 'server busy', 4408: 'connection too slow', 4429: 'too many messages' };
+const LOST_REASONS = {
+  1001: 'server restarting', 1013: 'server busy', 4408: 'connection too slow',
+  4413: 'a message was too large', 4429: 'too many messages',
+};
 const TAB_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
 
 // Closes that must not be retried: retrying would fail the same way.
@@ -21,7 +24,6 @@ const FATAL_CLOSES = {
   4400: ['protocol error', 'The page and the server disagree about the protocol. Reloading the page may help.'],
   4401: ['key not valid', "This link's key is not valid. Ask your agent for a fresh session link."],
   4404: ['unknown session', 'This session link is not valid. Check that you copied the whole link.'],
-  4413: ['message too large', 'That answer was too large to send. Reload the page and try a shorter one.'],
 };
 
 export function readLocation() {
@@ -78,10 +80,14 @@ export function connect() {
   ws.addEventListener('close', (event) => onClose(ws, event));
 }
 
+// Sends `frame`: 'sent', 'offline', or 'too-large' (over the gateway's frame limit, which
+// would close the socket: not sent, so the person can shorten it).
 export function send(frame) {
-  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return false;
-  state.ws.send(JSON.stringify(frame));
-  return true;
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return 'offline';
+  const text = JSON.stringify(frame);
+  if (new TextEncoder().encode(text).length > state.maxFrameBytes) return 'too-large';
+  state.ws.send(text);
+  return 'sent';
 }
 
 function onClose(ws, event) {
@@ -141,9 +147,14 @@ function onMessage(data) {
 function onSnapshot(f) {
   if (typeof f.now_ms === 'number') state.offset = f.now_ms - Date.now();
   if (typeof f.tab === 'string' && TAB_ID_RE.test(f.tab)) {
-    // The gateway may have replaced an id it did not like; answers are matched against its.
+    // The gateway may have replaced an id it did not like, or one it still thought in use;
+    // answers are matched against its, and against the ones this page had before.
+    if (f.tab !== state.tab) state.pastTabs.add(state.tab);
     state.tab = f.tab;
     storeTabId(f.tab);
+  }
+  if (Number.isSafeInteger(f.max_frame_bytes) && f.max_frame_bytes > 0) {
+    state.maxFrameBytes = f.max_frame_bytes;
   }
   state.attempt = 0;
   state.synced = true;
@@ -152,8 +163,12 @@ function onSnapshot(f) {
   renderPresence(f.tabs, f.agent_online);
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
   const ids = new Set(views.map((v) => String(v.id)));
+  // A card that ended while the page was away stays a moment to say so, like any other.
   for (const rec of [...state.cards.values()]) {
-    if (!ids.has(rec.id) && rec.phase !== 'final') removeCard(rec);
+    if (ids.has(rec.id) || rec.phase === 'final') continue;
+    closedWhileAway(rec, rec.phase === 'sending'
+      ? 'Closed while the connection was down. Your answer may be the one that counted.'
+      : 'Closed while the connection was down.');
   }
   const fresh = [];
   let cursor = ui.list.firstElementChild;
@@ -163,7 +178,7 @@ function onSnapshot(f) {
       rec = createCard(view);
       fresh.push(rec);
     } else if (rec.phase === 'sending') {
-      reopen(rec, "Your answer didn't arrive before the connection dropped. Please send it again.");
+      reopen(rec, 'Your answer may not have arrived before the connection dropped. Please send it again.');
     }
     // Only move nodes that are out of place, so focus and typing survive a resync.
     while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {

@@ -4,6 +4,8 @@
 
 export const state = {
   session: '', key: '', tab: '',
+  pastTabs: new Set(), // ids this page had before the gateway gave it another
+  maxFrameBytes: 64 * 1024, // the gateway's limit on a tab's frame, from the snapshot
   ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
   offset: 0, // server clock minus local clock, from the last snapshot
   synced: false, // a snapshot has arrived, so "no cards" really means no questions

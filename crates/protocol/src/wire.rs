@@ -288,6 +288,9 @@ pub enum ToTab {
         agent_online: bool,
         /// Every open request, oldest first.
         requests: Vec<RequestView>,
+        /// The largest frame the gateway takes from a tab, in bytes: a page checks an answer
+        /// against it before sending, rather than have the socket closed with 4413.
+        max_frame_bytes: usize,
     },
     /// A new open request.
     Request {

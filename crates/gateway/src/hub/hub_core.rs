@@ -199,7 +199,10 @@ impl Hub {
         );
         gauge_add(&self.metrics.tabs, 1);
         // The snapshot first, so the tab's view starts complete; then everyone hears of it.
-        link.send(entry.snapshot(&tab), &self.metrics);
+        link.send(
+            entry.snapshot(&tab, self.limits.max_frame_bytes),
+            &self.metrics,
+        );
         entry.announce_presence_except(Some(link_id), &self.metrics);
         Ok(TabHandle {
             hub: Arc::clone(self),

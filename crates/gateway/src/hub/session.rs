@@ -86,8 +86,8 @@ impl Session {
         open.into_iter().map(|e| e.view.clone()).collect()
     }
 
-    /// The `snapshot` frame for `tab`.
-    pub(super) fn snapshot(&self, tab: &TabId) -> Frame {
+    /// The `snapshot` frame for `tab`, which may send frames of `max_frame_bytes`.
+    pub(super) fn snapshot(&self, tab: &TabId, max_frame_bytes: usize) -> Frame {
         Frame::encode(&ToTab::Snapshot {
             session: self.id.to_string(),
             tab: tab.to_string(),
@@ -95,6 +95,7 @@ impl Session {
             tabs: self.tabs.len(),
             agent_online: self.agent_online(),
             requests: self.open_views(),
+            max_frame_bytes,
         })
     }
 
