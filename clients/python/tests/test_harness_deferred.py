@@ -198,3 +198,45 @@ async def test_invalid_args_fail_before_posting(gateway: Gateway, session: str) 
     bad = DeferredToolRequests(calls=[ask_call([{"header": "X", "question": "?", "options": []}], "call_bad")])
     with pytest.raises(ValidationError):
         await post_deferred(gateway.url, session, bad)
+
+
+class _FailingSecondAck(httpx.AsyncBaseTransport):
+    """Passes every call through to the gateway, except the second acknowledgement, which
+    fails as a dropped connection would."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.acks = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/ack"):
+            self.acks += 1
+            if self.acks == 2:
+                raise httpx.ConnectError("connection reset", request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_an_ack_that_fails_after_collecting_loses_no_answer(
+    gateway: Gateway, session: str, tabs: Tabs
+) -> None:
+    script = Scripted([ask_call(COLOR, "call_a"), ask_call(COLOR, "call_b")])
+    paused = await paused_agent(script).run("go")
+    assert isinstance(paused.output, DeferredToolRequests)
+    posted = await post_deferred(gateway.url, session, paused.output)
+    tab = await tabs(posted[0].viewer_url)
+    for _ in posted:
+        shown = await tab.next_request()
+        await tab.answer(shown["id"], [{"header": "Color", "selected": ["Red"]}])
+
+    transport = _FailingSecondAck()
+    async with httpx.AsyncClient(transport=transport) as client:
+        results = await collect_results(gateway.url, session, posted, wait=10, client=client)
+    # The first was acknowledged, the second's failed: both answers are returned all the same,
+    # and the unacknowledged one can still be collected.
+    assert results.calls == {"call_a": {"Color": ["Red"]}, "call_b": {"Color": ["Red"]}}
+    assert transport.acks == 2
+    again = await collect_results(gateway.url, session, [posted[1]], wait=0)
+    assert again.calls == {"call_b": {"Color": ["Red"]}}

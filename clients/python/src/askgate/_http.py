@@ -9,6 +9,7 @@ that crashed between posting and saving can simply post again.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,13 @@ MAX_WAIT_S = 60.0
 """The longest long-poll the gateway serves in one call."""
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger("askgate")
+
+_ACK_AFTER_COLLECTING = (
+    "askgate: could not acknowledge %s in session %s (%s); the answer was collected and is kept "
+    "until its retention runs out: acknowledge it later with ack_posted"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +185,15 @@ class SyncApi:
         for id in ids:
             self.ack(id)
 
+    def ack_collected(self, ids: Sequence[str]) -> None:
+        """Acknowledge outcomes already collected, each on its own. A failure is logged, not
+        raised: raising would throw away answers the gateway may already have forgotten."""
+        for id in ids:
+            try:
+                self.ack(id)
+            except (httpx.HTTPError, ApiError) as error:
+                logger.warning(_ACK_AFTER_COLLECTING, id, self.session, error)
+
     def delete(self, id: str) -> Outcome:
         def run(client: httpx.Client) -> Outcome:
             response = client.delete(
@@ -250,6 +267,14 @@ class AsyncApi:
         """Acknowledge each of `ids` (idempotent), so the gateway forgets their outcomes."""
         for id in ids:
             await self.ack(id)
+
+    async def ack_collected(self, ids: Sequence[str]) -> None:
+        """`SyncApi.ack_collected`: each acknowledged on its own, a failure logged, not raised."""
+        for id in ids:
+            try:
+                await self.ack(id)
+            except (httpx.HTTPError, ApiError) as error:
+                logger.warning(_ACK_AFTER_COLLECTING, id, self.session, error)
 
     async def delete(self, id: str) -> Outcome:
         response = await self._request("DELETE", requests_path(self.session, id))

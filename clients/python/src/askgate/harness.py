@@ -306,7 +306,8 @@ async def collect_results(
     Long-polls the gateway (at most 60 s a call). `wait` bounds the whole wait in seconds
     (`None`: no bound); when it runs out, `NotAnswered` is raised and nothing is acknowledged,
     so the host may simply collect again later. With `ack=True` (the default) the outcomes are
-    acknowledged before returning, and the gateway forgets them; pass `ack=False` to
+    acknowledged before returning, and the gateway forgets them (an acknowledgement that fails
+    is logged, not raised: the answers are returned all the same); pass `ack=False` to
     acknowledge with `ack_posted` only after the resumed run is safely stored.
     A withdrawn request raises `RequestWithdrawn`.
     """
@@ -318,7 +319,7 @@ async def collect_results(
     outcomes = await api.collect(ids, wait)
     results = DeferredToolResults(calls={id: result_from_outcome(outcomes[id]) for id in ids})
     if ack:
-        await api.ack_all(ids)
+        await api.ack_collected(ids)
     return results
 
 
@@ -341,7 +342,7 @@ def collect_results_sync(
     outcomes = api.collect(ids, wait)
     results = DeferredToolResults(calls={id: result_from_outcome(outcomes[id]) for id in ids})
     if ack:
-        api.ack_all(ids)
+        api.ack_collected(ids)
     return results
 
 

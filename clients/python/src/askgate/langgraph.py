@@ -139,7 +139,7 @@ async def collect_resume(
 
     `wait` bounds the whole wait in seconds (`None`: no bound); when it runs out, `NotAnswered`
     is raised and nothing is acknowledged. With `ack=True` the outcomes are acknowledged before
-    returning."""
+    returning (an acknowledgement that fails is logged, not raised)."""
     ids = request_ids(posted)
     if client is None:
         async with httpx.AsyncClient() as own:
@@ -148,7 +148,7 @@ async def collect_resume(
     outcomes = await api.collect(ids, wait)
     command: Command[Any] = Command(resume={id: resume_payload(outcomes[id]) for id in ids})
     if ack:
-        await api.ack_all(ids)
+        await api.ack_collected(ids)
     return command
 
 
@@ -171,7 +171,7 @@ def collect_resume_sync(
     outcomes = api.collect(ids, wait)
     command: Command[Any] = Command(resume={id: resume_payload(outcomes[id]) for id in ids})
     if ack:
-        api.ack_all(ids)
+        api.ack_collected(ids)
     return command
 
 
