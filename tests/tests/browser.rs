@@ -643,3 +643,33 @@ async fn an_answer_too_long_to_send_is_kept_and_explained() {
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["result"], json!({"Color": ["Teal"]}));
 }
+
+/// A question that ends while the page is disconnected does not just vanish on reconnect: its
+/// card says it closed meanwhile, and typing in it is over.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_that_ended_while_disconnected_says_so() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    let other = format!("{} .other-input", question("r1", "Color"));
+    browser.type_into(&other, "half a tho").await;
+
+    // "Server busy": the page waits seconds before it reconnects, time enough to withdraw.
+    server.state.hub.kick_tabs(1013);
+    browser
+        .wait_for(r#"#connection[data-state="reconnecting"]"#)
+        .await;
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "r1"}))
+        .await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
+
+    let closed = format!(r#"{}[data-state="closed"]"#, card("r1"));
+    browser
+        .wait_for_text(
+            &format!("{closed} .card-status"),
+            "Closed while the connection was down.",
+        )
+        .await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+}
