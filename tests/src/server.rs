@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::{Message, http};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// How long any receive waits before the test fails.
@@ -193,12 +193,21 @@ pub struct WsClient {
 impl WsClient {
     /// Connects to `url`, with `Authorization: Bearer key` if given.
     pub async fn connect(url: &str, key: Option<&str>) -> Self {
+        let bearer = key.map(|key| format!("Bearer {key}"));
+        let headers: Vec<(&'static str, &str)> = bearer
+            .iter()
+            .map(|b| ("authorization", b.as_str()))
+            .collect();
+        Self::connect_with_headers(url, &headers).await
+    }
+
+    /// Connects to `url` with these headers (a `host` among them replaces the URL's).
+    pub async fn connect_with_headers(url: &str, headers: &[(&'static str, &str)]) -> Self {
         let mut request = url.into_client_request().expect("request");
-        if let Some(key) = key {
-            request.headers_mut().insert(
-                http::header::AUTHORIZATION,
-                format!("Bearer {key}").parse().expect("header"),
-            );
+        for (name, value) in headers {
+            request
+                .headers_mut()
+                .insert(*name, value.parse().expect("header"));
         }
         let (stream, _) = tokio::time::timeout(
             RECV_TIMEOUT,
@@ -327,14 +336,26 @@ pub async fn http(
     body: Option<&Value>,
     key: Option<&str>,
 ) -> (u16, Value) {
+    let mut headers = format!("Host: {addr}\r\n");
+    if let Some(key) = key {
+        headers.push_str(&format!("Authorization: Bearer {key}\r\n"));
+    }
+    http_with_headers(addr, method, path, body, &headers).await
+}
+
+/// [`http`] with `headers` (each line ending in `\r\n`, `Host` among them) as they are.
+pub async fn http_with_headers(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    headers: &str,
+) -> (u16, Value) {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let body = body.map(Value::to_string).unwrap_or_default();
-    let auth = key
-        .map(|k| format!("Authorization: Bearer {k}\r\n"))
-        .unwrap_or_default();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\n{headers}Connection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.expect("write");

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use askgate_protocol::close;
-use askgate_tests::server::{TestServer, WsClient, answer, ask, test_config};
+use askgate_tests::server::{
+    TestServer, WsClient, answer, ask, http, http_with_headers, questions, test_config,
+};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -266,6 +268,40 @@ async fn agent_keys_are_enforced() {
             .unwrap()
             .ends_with(&format!("/s/s#k={}", server.viewer_key("s")))
     );
+}
+
+/// In local mode (no agent keys) a web page may not act as an agent: any site the person
+/// visits could otherwise open the agent socket on their machine, `open` a session and read its
+/// viewer key. A socket or request with an `Origin`, or naming another host (DNS rebinding), is
+/// refused; local programs are served.
+#[tokio::test(flavor = "multi_thread")]
+async fn local_mode_refuses_web_pages_as_agents() {
+    let server = TestServer::start().await;
+    let url = server.ws_url("/v1/agent");
+    let mut page =
+        WsClient::connect_with_headers(&url, &[("origin", "https://evil.example")]).await;
+    assert_eq!(page.closed().await, close::BAD_KEY);
+    let mut rebound = WsClient::connect_with_headers(&url, &[("host", "evil.example")]).await;
+    assert_eq!(rebound.closed().await, close::BAD_KEY);
+
+    let body = json!({"questions": questions(&["Color"])});
+    let path = "/v1/sessions/s/requests";
+    let from_page = format!("Host: {}\r\nOrigin: https://evil.example\r\n", server.addr);
+    let (status, refused) =
+        http_with_headers(server.addr, "POST", path, Some(&body), &from_page).await;
+    assert_eq!(status, 403, "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("web page"), "{refused}");
+    let rebound = "Host: evil.example:8080\r\n";
+    let (status, refused) =
+        http_with_headers(server.addr, "POST", path, Some(&body), rebound).await;
+    assert_eq!(status, 403, "{refused}");
+
+    let (status, posted) = http(server.addr, "POST", path, Some(&body), None).await;
+    assert_eq!(status, 201, "{posted}");
+    let mut agent = server.agent().await;
+    agent.send(&json!({"type": "open", "session": "s"})).await;
+    agent.recv_type("opened").await;
 }
 
 /// A peer that stops answering pings is dropped after two missed pongs.

@@ -113,7 +113,7 @@ pub async fn build_with_store(
     }
     Ok(AppState {
         hub,
-        agent_keys: AgentKeys::new(&config.agent_keys),
+        agent_keys: AgentKeys::new(&config.agent_keys, public_url),
         shutdown: CancellationToken::new(),
         tracker: TaskTracker::new(),
         web: WebAssets {

@@ -11,7 +11,6 @@ use askgate_protocol::wire::AgentFrame;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
-use axum::http::header::AUTHORIZATION;
 use axum::response::Response;
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
@@ -21,6 +20,7 @@ use super::socket::{
     poll_once, send_ping, write_frames,
 };
 use crate::hub::{AgentHandle, Link};
+use crate::keys::AgentRefusal;
 use crate::metrics::{count, gauge_add};
 use crate::server::AppState;
 
@@ -33,18 +33,17 @@ pub async fn agent_endpoint(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let allowed = state.agent_keys.allows(authorization);
+    let admitted = state.agent_keys.admit(&headers);
     let tracker = state.tracker.clone();
     limited(upgrade, &state.hub.limits().clone()).on_upgrade(move |socket| {
         let span = tracing::info_span!("agent");
-        tracker.track_future(run(socket, state, allowed).instrument(span))
+        tracker.track_future(run(socket, state, admitted).instrument(span))
     })
 }
 
-async fn run(mut socket: WebSocket, state: AppState, allowed: bool) {
-    if !allowed {
-        close_with(&mut socket, close::BAD_KEY, "wrong agent key").await;
+async fn run(mut socket: WebSocket, state: AppState, admitted: Result<(), AgentRefusal>) {
+    if let Err(refusal) = admitted {
+        close_with(&mut socket, close::BAD_KEY, refusal.message()).await;
         return;
     }
     gauge_add(&state.hub.metrics().connection_tasks, 1);

@@ -17,13 +17,13 @@ use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::hub::{AckReply, AskReply, Lookup, Withdrawal};
+use crate::keys::AgentRefusal;
 use crate::server::AppState;
 use crate::store::StoredResolution;
 
@@ -47,17 +47,13 @@ impl IntoResponse for ApiError {
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if state.agent_keys.allows(authorization) {
-        Ok(())
-    } else {
-        Err(ApiError::one(
-            StatusCode::UNAUTHORIZED,
-            "",
-            ErrorCode::InvalidValue,
-            "missing or wrong agent key (Authorization: Bearer <key>)",
-        ))
-    }
+    state.agent_keys.admit(headers).map_err(|refusal| {
+        let status = match refusal {
+            AgentRefusal::WrongKey => StatusCode::UNAUTHORIZED,
+            AgentRefusal::FromWebPage | AgentRefusal::ForeignHost => StatusCode::FORBIDDEN,
+        };
+        ApiError::one(status, "", ErrorCode::InvalidValue, refusal.message())
+    })
 }
 
 fn session_id(text: &str) -> Result<SessionId, ApiError> {
