@@ -36,6 +36,8 @@ pub struct DemoArgs {
 /// The gateway cannot start, or the demo agent cannot reach it.
 pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let config = args.serve.to_config()?;
+    // The demo agent presents the first key, as the gateway reads them (trimmed, none empty).
+    let key = config.agent_keys.first().cloned();
     config
         .check_bind(&args.serve.listen)
         .map_err(anyhow::Error::msg)?;
@@ -55,7 +57,6 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             server::serve(listener, state, &config, stop.cancelled_owned()).await
         })
     };
-    let key = config_key(&args.serve.agent_keys);
     let agent = async {
         let client = Client::connect(&format!("http://{addr}"), key)
             .await
@@ -92,10 +93,6 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     stop.cancel();
     gateway.await.context("the gateway task failed")?
-}
-
-fn config_key(keys: &[String]) -> Option<String> {
-    keys.first().cloned()
 }
 
 /// What the demo agent asks: a single choice, a multi-select with descriptions, and one

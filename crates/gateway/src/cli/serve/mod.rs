@@ -1,10 +1,11 @@
 //! `askgate serve`: run the gateway.
 
+use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 
 use crate::config::{self, Config, Limits, StoreKind};
@@ -99,59 +100,133 @@ pub struct LimitArgs {
     pub shutdown_grace_s: f64,
 }
 
+/// The smallest `--max-frame-bytes`: a tab's `hello` (viewer key, tab id and the JSON around
+/// them) must fit with room to spare, or every tab is closed as soon as it says hello.
+const MIN_FRAME_BYTES: usize = 1024;
+
+/// The longest `--ping-interval-s` and `--shutdown-grace-s`: sockets add these to
+/// `Instant::now()`, which panics past its range, and neither has a use beyond a day.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 impl LimitArgs {
     fn to_limits(&self) -> anyhow::Result<Limits> {
-        let seconds = |name: &str, value: f64| -> anyhow::Result<Duration> {
-            Duration::try_from_secs_f64(value)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .with_context(|| {
-                    format!("--{name} must be a positive number of seconds, got {value}")
-                })
+        let within_a_day = |flag: &str, value: f64| -> anyhow::Result<Duration> {
+            let seconds = positive(flag, value, "seconds")?;
+            if seconds > MAX_WAIT.as_secs_f64() {
+                bail!(
+                    "--{flag} must be at most {} seconds (one day), got {value}",
+                    MAX_WAIT.as_secs()
+                );
+            }
+            Ok(positive_duration(seconds))
         };
         Ok(Limits {
-            max_frame_bytes: self.max_frame_bytes,
-            read_buffer_bytes: self.read_buffer_bytes,
-            write_buffer_bytes: self.write_buffer_bytes,
-            tab_queue: self.tab_queue,
-            agent_queue: self.agent_queue,
-            tab_frames_per_second: self.tab_frames_per_second,
-            agent_frames_per_second: self.agent_frames_per_second,
-            tabs_per_session: self.tabs_per_session,
-            open_requests_per_session: self.open_requests_per_session,
-            kept_outcomes_per_session: self.kept_outcomes_per_session,
-            max_sessions: self.max_sessions,
-            max_timeout_s: self.max_timeout_s,
-            retention: seconds("retention-hours", self.retention_hours * 3600.0)?,
-            ping_interval: seconds("ping-interval-s", self.ping_interval_s)?,
-            shutdown_grace: seconds("shutdown-grace-s", self.shutdown_grace_s)?,
+            max_frame_bytes: at_least("max-frame-bytes", self.max_frame_bytes, MIN_FRAME_BYTES)
+                .map_err(|e| anyhow!("{e}: a smaller frame cannot carry a tab's hello"))?,
+            read_buffer_bytes: at_least("read-buffer-bytes", self.read_buffer_bytes, 1)?,
+            write_buffer_bytes: at_least("write-buffer-bytes", self.write_buffer_bytes, 1)?,
+            tab_queue: at_least("tab-queue", self.tab_queue, 1)?,
+            agent_queue: at_least("agent-queue", self.agent_queue, 1)?,
+            tab_frames_per_second: at_least(
+                "tab-frames-per-second",
+                self.tab_frames_per_second,
+                1,
+            )?,
+            agent_frames_per_second: at_least(
+                "agent-frames-per-second",
+                self.agent_frames_per_second,
+                1,
+            )?,
+            tabs_per_session: at_least("tabs-per-session", self.tabs_per_session, 1)?,
+            open_requests_per_session: at_least(
+                "open-requests-per-session",
+                self.open_requests_per_session,
+                1,
+            )?,
+            kept_outcomes_per_session: at_least(
+                "kept-outcomes-per-session",
+                self.kept_outcomes_per_session,
+                1,
+            )?,
+            max_sessions: at_least("max-sessions", self.max_sessions, 1)?,
+            max_timeout_s: positive("max-timeout-s", self.max_timeout_s, "seconds")?,
+            retention: positive_duration(
+                positive("retention-hours", self.retention_hours, "hours")? * 3600.0,
+            ),
+            ping_interval: within_a_day("ping-interval-s", self.ping_interval_s)?,
+            shutdown_grace: within_a_day("shutdown-grace-s", self.shutdown_grace_s)?,
         })
     }
+}
+
+fn at_least<T: PartialOrd + Display + Copy>(flag: &str, value: T, min: T) -> anyhow::Result<T> {
+    if value < min {
+        bail!("--{flag} must be at least {min}, got {value}");
+    }
+    Ok(value)
+}
+
+/// `value` if it is a finite number above zero (NaN and infinity are refused too).
+fn positive(flag: &str, value: f64, unit: &str) -> anyhow::Result<f64> {
+    if !(value.is_finite() && value > 0.0) {
+        bail!("--{flag} must be a positive number of {unit}, got {value}");
+    }
+    Ok(value)
+}
+
+/// `seconds` (finite and above zero) as a duration. Less than a nanosecond rounds up to
+/// one, since a zero keepalive period panics tokio; more than `Duration` holds saturates,
+/// which for retention means "keep until acknowledged", as the sweeper reads it anyway.
+fn positive_duration(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds)
+        .unwrap_or(Duration::MAX)
+        .max(Duration::from_nanos(1))
+}
+
+/// The agent keys as configured, trimmed and without empty ones: `ASKGATE_AGENT_KEYS="k1, k2"`
+/// splits into "k1" and " k2", while a presented key is trimmed before it is compared.
+///
+/// # Errors
+/// A key has whitespace inside it. The error gives its position, not the key, which is a
+/// secret and would end up in logs.
+fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut keys = Vec::with_capacity(configured.len());
+    for (position, key) in (1..).zip(configured.iter().map(|key| key.trim())) {
+        if key.contains(char::is_whitespace) {
+            bail!(
+                "--agent-key number {position} contains whitespace; a bearer key must be one \
+                 word (separate several keys with commas)"
+            );
+        }
+        if !key.is_empty() {
+            keys.push(key.to_owned());
+        }
+    }
+    Ok(keys)
 }
 
 impl ServeArgs {
     /// The configuration these flags describe (reads or creates the secret).
     ///
     /// # Errors
-    /// A limit is out of range, or the secret cannot be read or created.
+    /// A limit is out of range, an agent key is malformed, or the secret cannot be read or
+    /// created.
     pub fn to_config(&self) -> anyhow::Result<Config> {
+        // Flags first, so a typo does not leave a fresh data directory and secret behind.
+        let limits = self.limits.to_limits()?;
+        let agent_keys = agent_keys(&self.agent_keys)?;
         let secret_file = self
             .secret_file
             .clone()
             .unwrap_or_else(|| self.data_dir.join("secret"));
         Ok(Config {
             public_url: self.public_url.clone(),
-            agent_keys: self
-                .agent_keys
-                .iter()
-                .filter(|k| !k.is_empty())
-                .cloned()
-                .collect(),
+            agent_keys,
             secret: load_or_create_secret(&secret_file)?,
             data_dir: self.data_dir.clone(),
             store: self.store,
             web_dir: self.web_dir.clone(),
-            limits: self.limits.to_limits()?,
+            limits,
         })
     }
 }
@@ -233,3 +308,6 @@ pub async fn shutdown_signal() {
     }
     tracing::info!("shutting down");
 }
+
+#[cfg(test)]
+mod tests;

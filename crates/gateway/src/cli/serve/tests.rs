@@ -1,0 +1,177 @@
+//! `askgate serve`'s flags: each bad value refused, naming its flag, before anything is created.
+
+use clap::Parser;
+
+use super::*;
+
+#[derive(Debug, Parser)]
+struct Serve {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+fn parse(flags: &[&str]) -> ServeArgs {
+    let argv = std::iter::once("serve").chain(flags.iter().copied());
+    Serve::try_parse_from(argv)
+        .unwrap_or_else(|e| panic!("{flags:?} should parse: {e}"))
+        .args
+}
+
+fn refusal(flags: &[&str]) -> String {
+    match parse(flags).limits.to_limits() {
+        Ok(limits) => panic!("{flags:?} should be refused, got {limits:?}"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn the_defaults_pass_and_are_configs_defaults() {
+    let limits = parse(&[])
+        .limits
+        .to_limits()
+        .expect("the defaults are valid");
+    assert_eq!(format!("{limits:?}"), format!("{:?}", Limits::default()));
+}
+
+#[test]
+fn each_count_below_one_is_refused_naming_the_flag() {
+    for flag in [
+        "read-buffer-bytes",
+        "write-buffer-bytes",
+        "tab-queue",
+        "agent-queue",
+        "tab-frames-per-second",
+        "agent-frames-per-second",
+        "tabs-per-session",
+        "open-requests-per-session",
+        "kept-outcomes-per-session",
+        "max-sessions",
+    ] {
+        let message = refusal(&[&format!("--{flag}=0")]);
+        assert_eq!(message, format!("--{flag} must be at least 1, got 0"));
+    }
+}
+
+#[test]
+fn a_frame_limit_too_small_for_a_hello_is_refused_saying_why() {
+    for given in ["0", "1023"] {
+        let message = refusal(&[&format!("--max-frame-bytes={given}")]);
+        assert_eq!(
+            message,
+            format!(
+                "--max-frame-bytes must be at least 1024, got {given}: \
+                 a smaller frame cannot carry a tab's hello"
+            )
+        );
+    }
+    let limits = parse(&["--max-frame-bytes=1024"]).limits.to_limits();
+    assert_eq!(limits.expect("1024 is enough").max_frame_bytes, 1024);
+}
+
+#[test]
+fn a_max_timeout_that_is_not_finite_and_positive_is_refused() {
+    for (given, shown) in [("NaN", "NaN"), ("inf", "inf"), ("0", "0"), ("-1", "-1")] {
+        let message = refusal(&[&format!("--max-timeout-s={given}")]);
+        assert_eq!(
+            message,
+            format!("--max-timeout-s must be a positive number of seconds, got {shown}")
+        );
+    }
+}
+
+#[test]
+fn a_bad_retention_is_reported_in_the_hours_given() {
+    for given in ["-1", "0", "NaN", "inf"] {
+        let message = refusal(&[&format!("--retention-hours={given}")]);
+        assert!(
+            message.starts_with("--retention-hours must be a positive number of hours, got "),
+            "{message}"
+        );
+        assert!(!message.contains("seconds"), "{message}");
+    }
+    assert!(refusal(&["--retention-hours=-1"]).ends_with("got -1"));
+    let limits = parse(&["--retention-hours=1.5"]).limits.to_limits();
+    assert_eq!(limits.expect("valid").retention, Duration::from_secs(5400));
+}
+
+#[test]
+fn waits_must_be_positive_and_at_most_a_day() {
+    for flag in ["ping-interval-s", "shutdown-grace-s"] {
+        for given in ["0", "-5", "NaN", "inf"] {
+            let message = refusal(&[&format!("--{flag}={given}")]);
+            assert!(
+                message.starts_with(&format!(
+                    "--{flag} must be a positive number of seconds, got "
+                )),
+                "{message}"
+            );
+        }
+        // Used to pass, then panic every socket adding it to an Instant.
+        let message = refusal(&[&format!("--{flag}=1e19")]);
+        assert_eq!(
+            message,
+            format!("--{flag} must be at most 86400 seconds (one day), got 10000000000000000000")
+        );
+        assert!(refusal(&[&format!("--{flag}=86400.5")]).contains("at most 86400"));
+        assert!(
+            parse(&[&format!("--{flag}=86400")])
+                .limits
+                .to_limits()
+                .is_ok()
+        );
+    }
+}
+
+#[test]
+fn a_wait_below_a_nanosecond_is_not_zero() {
+    // tokio's interval panics on a zero period.
+    let limits = parse(&["--ping-interval-s=1e-12"]).limits.to_limits();
+    assert_eq!(
+        limits.expect("positive").ping_interval,
+        Duration::from_nanos(1)
+    );
+}
+
+#[test]
+fn agent_keys_are_trimmed_and_empty_ones_dropped() {
+    // Same splitting as ASKGATE_AGENT_KEYS="k1, k2".
+    let args = parse(&["--agent-key", "k1, k2"]);
+    assert_eq!(agent_keys(&args.agent_keys).unwrap(), ["k1", "k2"]);
+    let args = parse(&["--agent-key", " , k1,,", "--agent-key", "\tk2 "]);
+    assert_eq!(agent_keys(&args.agent_keys).unwrap(), ["k1", "k2"]);
+    assert!(
+        agent_keys(&parse(&["--agent-key", " ,"]).agent_keys)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_agent_key_with_whitespace_inside_is_refused_without_echoing_it() {
+    let args = parse(&["--agent-key", "k1,secret key"]);
+    let message = format!("{:#}", agent_keys(&args.agent_keys).unwrap_err());
+    assert!(
+        message.starts_with("--agent-key number 2 contains whitespace"),
+        "{message}"
+    );
+    assert!(!message.contains("secret"), "{message}");
+}
+
+#[test]
+fn a_bad_flag_is_refused_before_the_data_directory_is_created() {
+    let data_dir = std::env::temp_dir().join(format!(
+        "askgate-serve-flags-{}-{}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let data_dir_flag = format!("--data-dir={}", data_dir.display());
+    for bad in ["--tab-queue=0", "--agent-key=a b"] {
+        let error = parse(&[&data_dir_flag, bad]).to_config().unwrap_err();
+        let exists = data_dir.exists();
+        let _ = std::fs::remove_dir_all(&data_dir);
+        assert!(
+            !exists,
+            "{bad} was refused ({error:#}) only after creating the data dir"
+        );
+    }
+}
