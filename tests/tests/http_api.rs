@@ -1,7 +1,7 @@
 //! The HTTP API for paused runs: post, poll and long-poll, withdraw, acknowledge.
 
 use askgate_tests::server::{TestServer, answer, http, questions, test_config};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";
 
@@ -322,4 +322,83 @@ async fn a_deferred_tool_call_comes_back_as_ask_user_result() {
         assert_eq!(ours["result"], real["normalized"]["result"]);
         assert_eq!(ours["model_text"], real["normalized"]["model_text"]);
     }
+}
+
+/// Every refusal of the HTTP API is a JSON `errors` list that names the field: a value of the
+/// wrong type, a body that is not an object, a bad session id, a `wait_s` that is not a
+/// number, a body over the frame limit; a capacity limit is 503 (try again), not "invalid".
+#[tokio::test(flavor = "multi_thread")]
+async fn every_refusal_names_its_field_in_json() {
+    let mut config = test_config();
+    config.limits.open_requests_per_session = 1;
+    config.limits.max_frame_bytes = 4096;
+    let server = TestServer::start_with(config).await;
+    let post = |body: Value, session: &'static str| {
+        let path = format!("/v1/sessions/{session}/requests");
+        let addr = server.addr;
+        async move { http(addr, "POST", &path, Some(&body), None).await }
+    };
+    let refused = |(status, body): (u16, Value)| {
+        let error = &body["errors"][0];
+        (
+            status,
+            error["path"].as_str().unwrap_or("?").to_owned(),
+            error["code"].as_str().unwrap_or("?").to_owned(),
+        )
+    };
+    let color = questions(&["Color"]);
+    let cases = [
+        (
+            json!({"id": 5, "questions": color}),
+            "s",
+            (422, "id", "wrong_type"),
+        ),
+        (
+            json!({"dialect": ["harness"], "questions": color}),
+            "s",
+            (422, "dialect", "wrong_type"),
+        ),
+        (json!(["not", "an", "object"]), "s", (422, "", "wrong_type")),
+        (
+            json!({"questions": color}),
+            "bad%20id",
+            (422, "session", "invalid_value"),
+        ),
+        (
+            json!({"questions": color, "title": "t".repeat(5000)}),
+            "s",
+            (413, "", "invalid_value"),
+        ),
+    ];
+    for (body, session, (status, path, code)) in cases {
+        let answer = refused(post(body.clone(), session).await);
+        assert_eq!(answer, (status, path.to_owned(), code.to_owned()), "{body}");
+    }
+
+    let (status, _) = post(json!({"id": "r1", "questions": color}), "s").await;
+    assert_eq!(status, 201);
+    let full = post(json!({"id": "r2", "questions": color}), "s").await;
+    assert_eq!(
+        refused(full),
+        (503, String::new(), "unavailable".to_owned())
+    );
+
+    for wait in ["abc", "", "-1", "61", "nan"] {
+        let path = format!("/v1/sessions/s/requests/r1?wait_s={wait}");
+        let answer = refused(http(server.addr, "GET", &path, None, None).await);
+        assert_eq!(
+            answer,
+            (400, "wait_s".to_owned(), "invalid_value".to_owned()),
+            "{wait:?}"
+        );
+    }
+    let (status, pending) = http(
+        server.addr,
+        "GET",
+        "/v1/sessions/s/requests/r1?wait_s=0.05",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!((status, pending["state"].as_str()), (200, Some("pending")));
 }

@@ -91,12 +91,13 @@ impl Hub {
     }
 
     /// Why `session` can take no new request, if it cannot: it holds the most open requests,
-    /// or the most outcomes its agent has not acknowledged, allowed.
+    /// or the most outcomes its agent has not acknowledged, allowed. Not the request's fault,
+    /// so `unavailable` (HTTP 503): it may be asked again once requests end or are acked.
     fn session_full(&self, session: &Session) -> Option<FieldError> {
         if session.unresolved >= self.limits.open_requests_per_session {
             return Some(FieldError::new(
                 "",
-                ErrorCode::TooManyItems,
+                ErrorCode::Unavailable,
                 format!(
                     "this session already has {} open requests, the most allowed",
                     self.limits.open_requests_per_session
@@ -107,7 +108,7 @@ impl Hub {
         (kept >= self.limits.kept_outcomes_per_session).then(|| {
             FieldError::new(
                 "",
-                ErrorCode::TooManyItems,
+                ErrorCode::Unavailable,
                 format!(
                     "this session keeps {kept} outcomes its agent has not acknowledged, the most allowed; ack them first"
                 ),
@@ -136,7 +137,7 @@ impl Hub {
                 let Some(session) = self.session_entry(&mut sessions, &session_id) else {
                     let error = FieldError::new(
                         "session",
-                        ErrorCode::InvalidValue,
+                        ErrorCode::Unavailable,
                         "the gateway holds the most sessions allowed; try again later",
                     );
                     return self.reject(asker, &session_id, as_sent(&id), vec![error], false);

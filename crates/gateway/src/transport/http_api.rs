@@ -4,8 +4,8 @@
 //!
 //! | call | result |
 //! |---|---|
-//! | `POST /v1/sessions/{session}/requests` | 201 created, 200 repeat, 422 invalid, 409 id taken |
-//! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N ≤ 60 s), 404 |
+//! | `POST /v1/sessions/{session}/requests` | 201 created, 200 repeat, 422 invalid, 400 not JSON, 413 too large, 409 id taken, 503 store failed or a limit reached |
+//! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N ≤ 60 s), 400 bad `wait_s`, 404 |
 //! | `DELETE /v1/sessions/{session}/requests/{id}` | 200 with the outcome (withdrawn, or the earlier one), 404, 503 if the store failed |
 //! | `POST /v1/sessions/{session}/requests/{id}/ack` | 204, 409 if it has not ended |
 
@@ -16,6 +16,7 @@ use askgate_protocol::wire::AskFrame;
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -67,15 +68,62 @@ fn request_id(text: &str) -> Result<RequestId, ApiError> {
 }
 
 /// The body of a POST: an ask, with `questions`, or with a tool call's `args` (an object or
-/// JSON text, read as `AskUserRequest.from_tool_call` reads them: other keys ignored).
+/// JSON text, read as `AskUserRequest.from_tool_call` reads them: other keys ignored). Every
+/// field is read as any JSON, so a value of the wrong type is refused with its path, not as a
+/// body that does not parse.
 #[derive(Deserialize)]
 struct PostBody {
-    id: Option<String>,
-    dialect: Option<String>,
+    id: Option<Value>,
+    dialect: Option<Value>,
     questions: Option<Value>,
     args: Option<Value>,
     timeout_s: Option<Value>,
     title: Option<Value>,
+}
+
+impl PostBody {
+    /// Reads a POST's body: 400 when it is not JSON, 422 when it is not an object.
+    fn read(body: &[u8]) -> Result<PostBody, ApiError> {
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::one(
+                StatusCode::BAD_REQUEST,
+                "",
+                ErrorCode::InvalidJson,
+                format!("the body is not JSON: {e}"),
+            )
+        })?;
+        if !value.is_object() {
+            return Err(ApiError::one(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "",
+                ErrorCode::WrongType,
+                "the body must be a JSON object with `questions` (or a tool call's `args`)",
+            ));
+        }
+        // Every field is optional and of any type: an object always reads.
+        serde_json::from_value(value).map_err(|e| {
+            ApiError::one(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "",
+                ErrorCode::InvalidValue,
+                e.to_string(),
+            )
+        })
+    }
+}
+
+/// An optional string field of a POST's body (`null` counts as absent).
+fn optional_string(value: Option<&Value>, path: &str) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(ApiError::one(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            path,
+            ErrorCode::WrongType,
+            format!("must be a string, got {other}"),
+        )),
+    }
 }
 
 fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
@@ -97,7 +145,7 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
             };
             // Only the harness's tool calls carry `args` this way; check the shape here so the
             // error names `args`, then let the ask's own validation judge the questions.
-            if body.dialect.as_deref().unwrap_or("harness") == "harness" {
+            if body.dialect.as_ref().is_none_or(|d| d == "harness") {
                 if let Err(errors) = validate_args(&args, TopLevelExtras::Ignore) {
                     let errors = errors
                         .into_vec()
@@ -145,22 +193,31 @@ pub async fn post_request(
     State(state): State<AppState>,
     Path(session): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     authorize(&state, &headers)?;
-    let session = session_id(&session)?;
-    let body: PostBody = serde_json::from_slice(&body).map_err(|e| {
+    // The session names what to create: a bad one is an invalid request, not a missing one.
+    let session = SessionId::parse(&session).map_err(|m| {
         ApiError::one(
-            StatusCode::BAD_REQUEST,
-            "",
-            ErrorCode::InvalidJson,
-            format!("the body is not a request: {e}"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "session",
+            ErrorCode::InvalidValue,
+            m,
         )
     })?;
+    let body = body.map_err(|rejection| {
+        ApiError::one(
+            rejection.status(),
+            "",
+            ErrorCode::InvalidValue,
+            format!("the body could not be read: {}", rejection.body_text()),
+        )
+    })?;
+    let body = PostBody::read(&body)?;
     let frame = AskFrame {
         session: session.to_string(),
-        id: body.id.clone(),
-        dialect: body.dialect.clone(),
+        id: optional_string(body.id.as_ref(), "id")?,
+        dialect: optional_string(body.dialect.as_ref(), "dialect")?,
         questions: questions_of(&body)?,
         timeout_s: body.timeout_s.clone(),
         title: body.title.clone(),
@@ -204,10 +261,31 @@ pub async fn post_request(
     }
 }
 
-/// `?wait_s=N`.
+/// `?wait_s=N`, read as text so that one that is not a number is refused in JSON like every
+/// other error.
 #[derive(Deserialize)]
 pub struct WaitQuery {
-    wait_s: Option<f64>,
+    wait_s: Option<String>,
+}
+
+impl WaitQuery {
+    /// How long to wait: `wait_s` seconds, 0 to [`MAX_WAIT_S`], 0 when absent.
+    fn wait(&self) -> Result<Duration, ApiError> {
+        let Some(text) = &self.wait_s else {
+            return Ok(Duration::ZERO);
+        };
+        match text.trim().parse::<f64>() {
+            Ok(seconds) if (0.0..=MAX_WAIT_S).contains(&seconds) => {
+                Ok(Duration::from_secs_f64(seconds))
+            }
+            _ => Err(ApiError::one(
+                StatusCode::BAD_REQUEST,
+                "wait_s",
+                ErrorCode::InvalidValue,
+                format!("must be a number of seconds from 0 to {MAX_WAIT_S}, got {text:?}"),
+            )),
+        }
+    }
 }
 
 /// `GET /v1/sessions/{session}/requests/{id}?wait_s=N`.
@@ -219,16 +297,7 @@ pub async fn get_request(
 ) -> Result<Response, ApiError> {
     authorize(&state, &headers)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
-    let wait_s = query.wait_s.unwrap_or(0.0);
-    if !(0.0..=MAX_WAIT_S).contains(&wait_s) {
-        return Err(ApiError::one(
-            StatusCode::BAD_REQUEST,
-            "wait_s",
-            ErrorCode::InvalidValue,
-            format!("must be between 0 and {MAX_WAIT_S} seconds, got {wait_s}"),
-        ));
-    }
-    let wait = Duration::from_secs_f64(wait_s);
+    let wait = query.wait()?;
     let lookup = tokio::select! {
         lookup = state.hub.wait_for(&session, &id, wait) => lookup,
         // A shutdown ends the poll early with the current state; the host polls again.
