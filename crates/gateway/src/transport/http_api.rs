@@ -5,7 +5,7 @@
 //! | call | result |
 //! |---|---|
 //! | `POST /v1/sessions/{session}/requests` | 201 created, 200 repeat, 422 invalid, 400 not JSON, 413 too large, 409 id taken, 503 store failed or a limit reached |
-//! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N ≤ 60 s), 400 bad `wait_s`, 404 |
+//! | `GET /v1/sessions/{session}/requests/{id}?wait_s=N` | 200 pending or resolved (waits up to N s, at most 60), 400 bad `wait_s`, 404 |
 //! | `DELETE /v1/sessions/{session}/requests/{id}` | 200 with the outcome (withdrawn, or the earlier one), 404, 503 if the store failed |
 //! | `POST /v1/sessions/{session}/requests/{id}/ack` | 204, 409 if it has not ended |
 
@@ -269,20 +269,20 @@ pub struct WaitQuery {
 }
 
 impl WaitQuery {
-    /// How long to wait: `wait_s` seconds, 0 to [`MAX_WAIT_S`], 0 when absent.
+    /// How long to wait: `wait_s` seconds, 0 when absent. The design lets a poll last 60 s at
+    /// most; a longer `wait_s` waits that long rather than being refused, so a host that asks
+    /// for more still gets the written behaviour.
     fn wait(&self) -> Result<Duration, ApiError> {
         let Some(text) = &self.wait_s else {
             return Ok(Duration::ZERO);
         };
         match text.trim().parse::<f64>() {
-            Ok(seconds) if (0.0..=MAX_WAIT_S).contains(&seconds) => {
-                Ok(Duration::from_secs_f64(seconds))
-            }
+            Ok(seconds) if seconds >= 0.0 => Ok(Duration::from_secs_f64(seconds.min(MAX_WAIT_S))),
             _ => Err(ApiError::one(
                 StatusCode::BAD_REQUEST,
                 "wait_s",
                 ErrorCode::InvalidValue,
-                format!("must be a number of seconds from 0 to {MAX_WAIT_S}, got {text:?}"),
+                format!("must be a number of seconds, 0 or more, got {text:?}"),
             )),
         }
     }
