@@ -242,10 +242,15 @@ fn read_all(db: &Database) -> Result<Vec<StoredRequest>, StoreError> {
         .map_err(|e| err("opening the requests table", e))?;
     let mut out = Vec::new();
     for row in table.iter().map_err(|e| err("reading requests", e))? {
-        let (_, value) = row.map_err(|e| err("reading a request", e))?;
+        let (key, value) = row.map_err(|e| err("reading a request", e))?;
         match serde_json::from_slice::<StoredRequest>(value.value()) {
             Ok(request) => out.push(request),
-            Err(e) => return Err(err("decoding a stored request", e)),
+            // One damaged record must not keep every other one from coming back: it is left
+            // in the store, for a person to look at, and the rest load.
+            Err(error) => {
+                let (session, request) = key.value();
+                tracing::error!(%session, %request, %error, "a stored request could not be decoded; left in the store");
+            }
         }
     }
     Ok(out)
