@@ -3,8 +3,9 @@
 use askgate_protocol::wire::{AskFrame, ToAgent};
 use askgate_protocol::{RequestId, SessionId};
 
+use super::forgetting::AckReply;
 use super::links::{AgentHandle, Frame};
-use super::outcomes::{AckReply, Withdrawal};
+use super::outcomes::Withdrawal;
 use super::session::generated_session_id;
 use crate::metrics::count;
 

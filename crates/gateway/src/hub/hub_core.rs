@@ -8,11 +8,10 @@ use std::time::Instant;
 
 use futures_util::FutureExt as _;
 
-use askgate_protocol::{SessionId, TabId, close};
+use askgate_protocol::{RequestId, SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::session::{Session, TabSlot};
-use crate::clock::now_ms;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
@@ -48,6 +47,8 @@ pub struct Hub {
     next_link: AtomicU64,
     /// Every agent connection, so it can be closed from outside (tests, operators).
     agents: Mutex<HashMap<u64, Link>>,
+    /// Forgotten requests whose deletion the store failed: tried again at the next sweep.
+    pub(super) undeleted: Mutex<Vec<(SessionId, RequestId)>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -72,6 +73,7 @@ impl Hub {
             metrics,
             next_link: AtomicU64::new(1),
             agents: Mutex::new(HashMap::new()),
+            undeleted: Mutex::new(Vec::new()),
         })
     }
 
@@ -280,40 +282,6 @@ impl Hub {
             metrics.store_committed(started.elapsed());
             committed
         }
-    }
-
-    /// Forgets outcomes whose retention ran out; returns how many.
-    pub async fn sweep(&self) -> usize {
-        let now = now_ms();
-        let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
-        let mut ops = Vec::new();
-        let deleted = {
-            let mut sessions = self.lock();
-            let ids: Vec<SessionId> = sessions.keys().cloned().collect();
-            for session_id in ids {
-                if let Some(session) = sessions.get_mut(&session_id) {
-                    for id in session.expired(now, retention_ms) {
-                        session.requests.remove(&id);
-                        gauge_add(&self.metrics.kept_outcomes, -1);
-                        ops.push(StoreOp::Delete {
-                            session: session_id.clone(),
-                            id,
-                        });
-                    }
-                }
-                self.drop_if_idle(&mut sessions, &session_id);
-            }
-            // Handed to the store under the lock, so a request asked again with a swept id
-            // is stored after the deletion, not deleted by it.
-            (!ops.is_empty()).then(|| (ops.len(), self.store_commit(ops)))
-        };
-        let Some((swept, deleted)) = deleted else {
-            return 0;
-        };
-        if let Err(error) = deleted.await {
-            tracing::warn!(%error, "could not delete expired outcomes; they stay in the store");
-        }
-        swept
     }
 
     /// How many sessions, tabs and requests (any state) the hub holds: for tests and leak

@@ -10,6 +10,7 @@
 mod agent_side;
 mod asking;
 mod entry;
+mod forgetting;
 mod hub_core;
 mod links;
 mod outcomes;
@@ -18,7 +19,8 @@ mod restore;
 mod session;
 
 pub use asking::AskReply;
+pub use forgetting::AckReply;
 pub use hub_core::{Hub, JoinRefused};
 pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};
-pub use outcomes::{AckReply, Lookup, Withdrawal};
+pub use outcomes::{Lookup, Withdrawal};
 pub use restore::Restored;

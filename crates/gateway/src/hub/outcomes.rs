@@ -1,5 +1,5 @@
-//! A request's later life on the agent's side, for sockets and HTTP alike: withdrawing it,
-//! waiting for (or looking up) its outcome, and acknowledging the outcome so it is forgotten.
+//! A request's later life on the agent's side, for sockets and HTTP alike: withdrawing it, and
+//! waiting for (or looking up) its outcome. Acknowledging it is [`forgetting`](super::forgetting).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +12,7 @@ use super::asking::AskReply;
 use super::entry::EntryState;
 use super::links::Link;
 use super::resolving::{Ending, Refusal};
-use crate::metrics::gauge_add;
-use crate::store::{StoreOp, StoredResolution};
+use crate::store::StoredResolution;
 
 /// What a lookup found.
 #[derive(Clone, Debug)]
@@ -41,15 +40,6 @@ pub enum Withdrawal {
     Forgotten,
     /// The store could not keep the ending; the request stays open.
     Failed(String),
-}
-
-/// What an `ack` found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AckReply {
-    /// The outcome was forgotten (or had been already).
-    Forgotten,
-    /// The request has not ended yet.
-    NotResolved,
 }
 
 /// The `outcome` frame of a resolved request.
@@ -118,38 +108,6 @@ impl Hub {
             // The ending that won could not be stored either: the request is open again.
             Lookup::Pending { .. } => Withdrawal::Failed("the store did not keep it".into()),
         }
-    }
-
-    /// The agent has the outcome: forget it.
-    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
-        let deleted = {
-            let mut sessions = self.lock();
-            let Some(state) = sessions.get_mut(session) else {
-                return AckReply::Forgotten;
-            };
-            match state.requests.get(id).map(|e| &e.state) {
-                Some(EntryState::Resolved(_)) => {
-                    if let Some(entry) = state.requests.remove(id) {
-                        entry.resolved.notify_waiters();
-                    }
-                    gauge_add(&self.metrics.kept_outcomes, -1);
-                }
-                Some(_) => return AckReply::NotResolved,
-                // Already forgotten: acks are idempotent.
-                None => return AckReply::Forgotten,
-            }
-            self.drop_if_idle(&mut sessions, session);
-            // Handed to the store under the lock: the same id asked again right after is
-            // stored after this deletion, not deleted by it.
-            self.store_commit(vec![StoreOp::Delete {
-                session: session.clone(),
-                id: id.clone(),
-            }])
-        };
-        if let Err(error) = deleted.await {
-            tracing::warn!(%error, "could not delete an acked outcome; it stays in the store");
-        }
-        AckReply::Forgotten
     }
 
     /// The request's state, waiting up to `wait` for it to end.

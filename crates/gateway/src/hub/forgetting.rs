@@ -1,0 +1,124 @@
+//! Forgetting ended requests: an outcome its agent acknowledged, or one kept past its
+//! retention, leaves the hub, and its record is deleted from the store.
+//!
+//! Each deletion is handed to the store under the hub's lock, so a request asked again with the
+//! same id is stored after the deletion, not deleted by it. A deletion the store fails is not
+//! dropped: the record would come back at the next restart as an outcome nobody is waiting
+//! for, and a re-ask of its id would get that stale outcome instead of asking anew. It is kept
+//! and tried again at each sweep, unless a request has taken its id meanwhile (whose record
+//! has replaced the old one).
+
+use std::collections::HashMap;
+use std::sync::MutexGuard;
+
+use askgate_protocol::{RequestId, SessionId};
+
+use super::Hub;
+use super::entry::EntryState;
+use super::session::Session;
+use crate::clock::now_ms;
+use crate::metrics::gauge_add;
+use crate::store::StoreOp;
+
+/// What an `ack` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckReply {
+    /// The outcome was forgotten (or had been already).
+    Forgotten,
+    /// The request has not ended yet.
+    NotResolved,
+}
+
+impl Hub {
+    /// The agent has the outcome: forget it.
+    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
+        let deleted = {
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(session) else {
+                return AckReply::Forgotten;
+            };
+            match state.requests.get(id).map(|e| &e.state) {
+                Some(EntryState::Resolved(_)) => {
+                    if let Some(entry) = state.requests.remove(id) {
+                        entry.resolved.notify_waiters();
+                    }
+                    gauge_add(&self.metrics.kept_outcomes, -1);
+                }
+                Some(_) => return AckReply::NotResolved,
+                // Already forgotten: acks are idempotent.
+                None => return AckReply::Forgotten,
+            }
+            self.drop_if_idle(&mut sessions, session);
+            self.delete_forgotten(&sessions, vec![(session.clone(), id.clone())])
+        };
+        deleted.await;
+        AckReply::Forgotten
+    }
+
+    /// Forgets outcomes whose retention ran out; returns how many. Deletions an earlier
+    /// commit failed to make are tried again.
+    pub async fn sweep(&self) -> usize {
+        let now = now_ms();
+        let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
+        let mut forgotten = Vec::new();
+        let deleted = {
+            let mut sessions = self.lock();
+            let ids: Vec<SessionId> = sessions.keys().cloned().collect();
+            for session_id in ids {
+                if let Some(session) = sessions.get_mut(&session_id) {
+                    for id in session.expired(now, retention_ms) {
+                        session.requests.remove(&id);
+                        gauge_add(&self.metrics.kept_outcomes, -1);
+                        forgotten.push((session_id.clone(), id));
+                    }
+                }
+                self.drop_if_idle(&mut sessions, &session_id);
+            }
+            let swept = forgotten.len();
+            (swept, self.delete_forgotten(&sessions, forgotten))
+        };
+        let (swept, deleted) = deleted;
+        deleted.await;
+        swept
+    }
+
+    /// Hands the store the deletion of `forgotten` and of every earlier one it failed to make
+    /// whose id no request has taken since, under the lock held as `sessions`; the future
+    /// waits for it, and keeps what it could not delete for the next sweep.
+    fn delete_forgotten(
+        &self,
+        sessions: &MutexGuard<'_, HashMap<SessionId, Session>>,
+        mut forgotten: Vec<(SessionId, RequestId)>,
+    ) -> impl Future<Output = ()> + use<'_> {
+        let in_use = |(session, id): &(SessionId, RequestId)| {
+            sessions
+                .get(session)
+                .is_some_and(|s| s.requests.contains_key(id))
+        };
+        forgotten.extend(self.undeleted().drain(..).filter(|pair| !in_use(pair)));
+        let ops: Vec<StoreOp> = forgotten
+            .iter()
+            .map(|(session, id)| StoreOp::Delete {
+                session: session.clone(),
+                id: id.clone(),
+            })
+            .collect();
+        let deleted = (!ops.is_empty()).then(|| self.store_commit(ops));
+        async move {
+            let Some(deleted) = deleted else {
+                return;
+            };
+            if let Err(error) = deleted.await {
+                let count = forgotten.len();
+                tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
+                self.undeleted().extend(forgotten);
+            }
+        }
+    }
+
+    fn undeleted(&self) -> MutexGuard<'_, Vec<(SessionId, RequestId)>> {
+        self.undeleted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
