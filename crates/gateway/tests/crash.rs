@@ -72,6 +72,15 @@ struct Gateway {
     addr: String,
 }
 
+impl Drop for Gateway {
+    /// A test that fails midway must not leave its gateway serving: a dropped `Child` is
+    /// not killed.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn start(data_dir: &std::path::Path) -> Gateway {
     let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
         .args([
@@ -298,7 +307,7 @@ async fn nothing_announced_is_lost_across_sigkill() {
         load(&gateway, round, &mut ledger).await;
         let _ = gateway.child.wait();
     }
-    let mut gateway = start(&data_dir);
+    let gateway = start(&data_dir);
     verify(&gateway, &mut ledger).await;
     eprintln!(
         "{} rounds: {} requests accepted, {} resolutions announced, all intact",
@@ -310,7 +319,6 @@ async fn nothing_announced_is_lost_across_sigkill() {
         ledger.resolved.len() > 10,
         "the load resolved too little to prove anything"
     );
-    let _ = gateway.child.kill();
-    let _ = gateway.child.wait();
+    drop(gateway);
     let _ = std::fs::remove_dir_all(&data_dir);
 }

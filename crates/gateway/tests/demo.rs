@@ -17,15 +17,17 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 #[tokio::test(flavor = "multi_thread")]
 async fn the_demo_asks_and_prints_what_the_model_reads() {
     let data_dir = std::env::temp_dir().join(format!("askgate-demo-test-{}", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
-        .args(["demo", "--once", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(&data_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("askgate demo starts");
+    let mut demo = Demo(
+        Command::new(env!("CARGO_BIN_EXE_askgate"))
+            .args(["demo", "--once", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("askgate demo starts"),
+    );
     let (lines_tx, lines) = mpsc::channel::<String>();
-    let stdout = child.stdout.take().expect("stdout");
+    let stdout = demo.0.stdout.take().expect("stdout");
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if lines_tx.send(line).is_err() {
@@ -87,9 +89,19 @@ async fn the_demo_asks_and_prints_what_the_model_reads() {
         assert!(printed.ends_with(expected), "{printed}");
     }
     next_line_with("done");
-    let status = child.wait().expect("the demo exits");
+    let status = demo.0.wait().expect("the demo exits");
     assert!(status.success());
     let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// The demo's process, killed if the test ends early: a dropped `Child` is left running.
+struct Demo(std::process::Child);
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 async fn next_frame(

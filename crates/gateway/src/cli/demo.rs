@@ -97,6 +97,10 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
 /// What the demo agent asks: a single choice, a multi-select with descriptions, and one
 /// with a 60-second deadline.
+///
+/// The first two have no deadline, so a demo stopped while one is open leaves it open in the
+/// store. They have fixed ids: the next run asks the same request again and picks it up,
+/// instead of showing it next to a fresh copy. The third ends by its deadline anyway.
 fn sequence(session: &str) -> Vec<Ask> {
     vec![
         Ask::new(
@@ -111,6 +115,7 @@ fn sequence(session: &str) -> Vec<Ask> {
                 ]
             }]),
         )
+        .with_id("demo-database")
         .with_title("Setting up the billing service"),
         Ask::new(
             session,
@@ -130,6 +135,7 @@ fn sequence(session: &str) -> Vec<Ask> {
                 "options": [{"label": "EUR"}, {"label": "USD"}]
             }]),
         )
+        .with_id("demo-first-release")
         .with_title("Scoping the first release"),
         Ask::new(
             session,
