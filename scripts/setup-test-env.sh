@@ -28,9 +28,13 @@ find_python() {
 }
 
 # make_venv DIR PYTHON_VERSION MARKER_MODULE PACKAGES...
+# Reused only when it was built for exactly these pins (a stamp records them), so changing a
+# pin here rebuilds it rather than testing against the old version.
 make_venv() {
   local dir=$1 version=$2 marker=$3; shift 3
-  if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import $marker" 2>/dev/null; then
+  local stamp="$dir/.askgate-pins" pins="python$version $*"
+  if [ -x "$dir/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$pins" ] &&
+     "$dir/bin/python" -c "import $marker" 2>/dev/null; then
     return 0
   fi
   echo "setup-test-env: building $dir (Python $version: $*)"
@@ -39,8 +43,10 @@ make_venv() {
   "$python" -m venv "$dir"
   "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
   "$dir/bin/python" -c "import $marker"
+  echo "$pins" > "$stamp"
 }
 
+# Needs root: run as root, or with sudo (which may ask for a password once).
 install_debian_packages() {
   local run=()
   if [ "$(id -u)" -ne 0 ]; then run=(sudo); fi
