@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use askgate_tests::server::{TestServer, answer, ask};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const TIMED_OUT: &str = "The user did not answer in time. Continue without the answer: make a reasonable choice and say which one you made.";
 const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";
@@ -216,4 +216,26 @@ async fn a_bad_ask_is_rejected_with_paths() {
         ]
     );
     assert_eq!(rejected["id"], "r");
+
+    // A field of the wrong type is rejected at its path too, not the whole frame refused.
+    let mut frame = ask("s", "r", &["Color"], None);
+    frame["id"] = json!(7);
+    frame["dialect"] = json!(["harness"]);
+    agent.send(&frame).await;
+    let rejected = agent.recv_type("rejected").await;
+    let errors: Vec<(&str, &str)> = rejected["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(errors, [("id", "wrong_type"), ("dialect", "wrong_type")]);
+    assert_eq!(rejected["session"], "s");
+    assert_eq!(rejected["id"], Value::Null);
+    let mut frame = ask("s", "r", &["Color"], None);
+    frame.as_object_mut().unwrap().remove("session");
+    agent.send(&frame).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["errors"][0]["path"], "session", "{rejected}");
+    assert_eq!(rejected["errors"][0]["code"], "missing_field", "{rejected}");
 }

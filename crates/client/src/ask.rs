@@ -90,9 +90,9 @@ impl Ask {
     pub(crate) fn into_frame(mut self) -> AskFrame {
         let id = self.request_id().to_owned();
         AskFrame {
-            session: self.session,
-            id: Some(id),
-            dialect: self.dialect.map(|d| d.as_str().to_owned()),
+            session: Value::String(self.session),
+            id: Some(Value::String(id)),
+            dialect: self.dialect.map(|d| Value::from(d.as_str())),
             questions: self.questions,
             timeout_s: self.timeout.map(|t| Value::from(t.as_secs_f64())),
             title: self.title.map(Value::String),
@@ -213,10 +213,10 @@ mod tests {
         let mut ask = Ask::new("s", json!([])).with_timeout(Duration::from_millis(1500));
         let id = ask.request_id().to_owned();
         let frame = ask.clone().into_frame();
-        assert_eq!(frame.id.as_deref(), Some(id.as_str()));
+        assert_eq!(frame.id, Some(json!(id)));
         assert_eq!(frame.timeout_s, Some(json!(1.5)));
         assert_eq!(frame.dialect, None);
-        assert_eq!(ask.into_frame().id.as_deref(), Some(id.as_str()));
+        assert_eq!(ask.into_frame().id, Some(json!(id)));
     }
 
     #[test]
@@ -239,7 +239,7 @@ mod tests {
         let frame = Ask::harness("s", vec![question])
             .with_title("Pick")
             .into_frame();
-        assert_eq!(frame.dialect.as_deref(), Some("harness"));
+        assert_eq!(frame.dialect, Some(json!("harness")));
         assert_eq!(frame.questions[0]["options"][1]["description"], "calm");
         assert_eq!(frame.title, Some(json!("Pick")));
     }

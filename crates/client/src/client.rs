@@ -140,10 +140,9 @@ impl Client {
     /// not pass the gateway's validation; [`ClientError::TooLarge`];
     /// [`ClientError::Duplicate`] when this client already waits on the same id;
     /// [`ClientError::Fatal`] once the client has stopped.
-    pub async fn ask(&self, ask: Ask) -> Result<Answered, ClientError> {
+    pub async fn ask(&self, mut ask: Ask) -> Result<Answered, ClientError> {
+        let key: Key = (ask.session.clone(), ask.request_id().to_owned());
         let frame = ask.into_frame();
-        let id = frame.id.clone().unwrap_or_default();
-        let key: Key = (frame.session.clone(), id);
         let text = serde_json::to_string(&AgentFrame::Ask(Box::new(frame)))
             .map_err(|e| ClientError::Protocol(format!("could not encode the ask: {e}")))?;
         let limit = self.shared.settings.max_frame_bytes;

@@ -64,6 +64,17 @@ pub(crate) enum DialError {
     Fatal(ClientError),
 }
 
+/// What this client takes from the gateway. Its outcome frames repeat a custom answer three
+/// times over (one escaped twice), and go out as one frame: a frame limit below the message
+/// limit (tungstenite's defaults are 16 and 64 MiB) would refuse a large one, and the
+/// reconnect that follows would get the same outcome again, for ever.
+fn limits() -> tungstenite::protocol::WebSocketConfig {
+    let limit = 64 << 20;
+    tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit))
+}
+
 /// Makes one connection attempt.
 pub(crate) async fn dial(settings: &Settings) -> Result<Socket, DialError> {
     let mut request = settings.url.as_str().into_client_request().map_err(|e| {
@@ -78,7 +89,7 @@ pub(crate) async fn dial(settings: &Settings) -> Result<Socket, DialError> {
             .insert(AUTHORIZATION, authorization.clone());
     }
     // TCP_NODELAY: asks and acks are small frames; Nagle would hold one behind another.
-    let connecting = tokio_tungstenite::connect_async_with_config(request, None, true);
+    let connecting = tokio_tungstenite::connect_async_with_config(request, Some(limits()), true);
     match tokio::time::timeout(settings.connect_timeout, connecting).await {
         Ok(Ok((socket, _))) => Ok(socket),
         Err(_) => Err(DialError::Retry("timed out".to_owned())),

@@ -37,6 +37,10 @@ pub enum ErrorCode {
     InvalidAnswer,
     /// The gateway could not do it now (storage failed, a limit was reached); try again.
     Unavailable,
+    /// A code this build does not know, read from a newer peer (whose error still stands, with
+    /// its path and message). Never written by askgate itself.
+    #[serde(other)]
+    Other,
 }
 
 impl ErrorCode {
@@ -57,6 +61,7 @@ impl ErrorCode {
             ErrorCode::DuplicateLabel => "duplicate_label",
             ErrorCode::InvalidAnswer => "invalid_answer",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Other => "other",
         }
     }
 }
@@ -282,5 +287,15 @@ mod tests {
         .unwrap();
         assert_eq!(errors.to_string(), "a: must not be empty; not JSON");
         assert!(ValidationErrors::from_vec(vec![]).is_none());
+    }
+
+    /// A newer gateway's code still reads, so the error it comes with is not lost.
+    #[test]
+    fn an_unknown_code_reads_as_other() {
+        let error: FieldError =
+            serde_json::from_str(r#"{"path":"id","message":"m","code":"brand_new"}"#).unwrap();
+        assert_eq!((error.code, error.path.as_str()), (ErrorCode::Other, "id"));
+        let known: ErrorCode = serde_json::from_str(r#""too_long""#).unwrap();
+        assert_eq!(known, ErrorCode::TooLong);
     }
 }

@@ -80,19 +80,21 @@ checked_id!(
     check_tab_id
 );
 
+// The characters are checked before the length: they are ASCII once they pass, so the
+// length in bytes is the length in characters the message names.
 fn check_name(text: &str, what: &str, max: usize) -> Result<(), String> {
-    if text.is_empty() || text.len() > max {
-        return Err(format!(
-            "a {what} has 1 to {max} characters, got {}",
-            text.chars().count()
-        ));
-    }
     if let Some(bad) = text
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')))
     {
         return Err(format!(
             "a {what} may hold only letters, digits and . _ : -, not {bad:?}"
+        ));
+    }
+    if text.is_empty() || text.len() > max {
+        return Err(format!(
+            "a {what} has 1 to {max} characters, got {}",
+            text.len()
         ));
     }
     Ok(())
@@ -107,15 +109,15 @@ fn check_tab_id(text: &str) -> Result<(), String> {
 }
 
 fn check_request_id(text: &str) -> Result<(), String> {
-    if text.is_empty() || text.len() > MAX_REQUEST_ID_CHARS {
-        return Err(format!(
-            "a request id has 1 to {MAX_REQUEST_ID_CHARS} characters, got {}",
-            text.chars().count()
-        ));
-    }
     if let Some(bad) = text.chars().find(|c| !('!'..='~').contains(c)) {
         return Err(format!(
             "a request id may hold only printable ASCII without spaces, not {bad:?}"
+        ));
+    }
+    if text.is_empty() || text.len() > MAX_REQUEST_ID_CHARS {
+        return Err(format!(
+            "a request id has 1 to {MAX_REQUEST_ID_CHARS} characters, got {}",
+            text.len()
         ));
     }
     Ok(())
@@ -153,5 +155,17 @@ mod tests {
         assert!(RequestId::parse("x".repeat(257)).is_err());
         let id: Result<RequestId, _> = serde_json::from_str("\"\"");
         assert!(id.is_err());
+    }
+
+    /// A long id of characters it may not hold is refused for the characters, not for a
+    /// length counted in bytes that its message would misstate.
+    #[test]
+    fn a_long_id_of_wrong_characters_names_the_character() {
+        let session = SessionId::parse("é".repeat(65)).unwrap_err().to_string();
+        assert!(session.contains("not 'é'"), "{session}");
+        let request = RequestId::parse("é".repeat(200)).unwrap_err().to_string();
+        assert!(request.contains("not 'é'"), "{request}");
+        let long = SessionId::parse("x".repeat(129)).unwrap_err().to_string();
+        assert!(long.ends_with("got 129"), "{long}");
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
-use crate::error::{ErrorCode, FieldError};
+use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::ids::{RequestId, SessionId, TabId, parse_field};
 use crate::unicode::first_forbidden;
 
@@ -43,17 +43,19 @@ pub enum AgentFrame {
     },
 }
 
-/// The `ask` frame, fields as sent.
+/// The `ask` frame, fields as sent: each of any JSON type, so that one of the wrong type is
+/// refused by [`AskFrame::check`] at its path rather than failing the whole frame.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AskFrame {
-    /// The session.
-    pub session: String,
-    /// The request id; generated (uuid4 hex) when absent.
+    /// The session (a string).
+    #[serde(default)]
+    pub session: Value,
+    /// The request id (a string); generated (uuid4 hex) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub id: Option<Value>,
     /// `"harness"` (default) or `"deepagents"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialect: Option<String>,
+    pub dialect: Option<Value>,
     /// The dialect's questions list.
     #[serde(default)]
     pub questions: Value,
@@ -87,19 +89,25 @@ impl AskFrame {
     /// Every problem found, each with its path (`session`, `timeout_s`, `questions[0].header`...).
     pub fn check(&self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let session = parse_field("session", &self.session, SessionId::parse)
+        let session = string_field("session", &self.session)
+            .and_then(|session| parse_field("session", session, SessionId::parse))
             .map_err(|e| errors.push(e))
             .ok();
         let id = match &self.id {
             None => None,
-            Some(id) => parse_field("id", id, RequestId::parse)
+            Some(id) => string_field("id", id)
+                .and_then(|id| parse_field("id", id, RequestId::parse))
                 .map_err(|e| errors.push(e))
                 .ok(),
         };
-        let dialect = match self.dialect.as_deref() {
+        let dialect = match &self.dialect {
             None => Some(Dialect::Harness),
-            Some(name) => Dialect::parse(name)
-                .map_err(|m| errors.push(FieldError::new("dialect", ErrorCode::InvalidValue, m)))
+            Some(name) => string_field("dialect", name)
+                .and_then(|name| {
+                    Dialect::parse(name)
+                        .map_err(|m| FieldError::new("dialect", ErrorCode::InvalidValue, m))
+                })
+                .map_err(|e| errors.push(e))
                 .ok(),
         };
         let timeout_ms = check_timeout(self.timeout_s.as_ref(), max_timeout_s)
@@ -128,6 +136,23 @@ impl AskFrame {
             }
             _ => Err(errors),
         }
+    }
+}
+
+/// A field that must be a string.
+fn string_field<'v>(path: &str, value: &'v Value) -> Result<&'v str, FieldError> {
+    match value {
+        Value::String(text) => Ok(text),
+        Value::Null => Err(FieldError::new(
+            path,
+            ErrorCode::MissingField,
+            "required: a string",
+        )),
+        other => Err(FieldError::new(
+            path,
+            ErrorCode::WrongType,
+            format!("must be a string, got {}", json_kind(other)),
+        )),
     }
 }
 

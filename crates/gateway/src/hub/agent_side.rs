@@ -2,6 +2,7 @@
 
 use askgate_protocol::wire::{AskFrame, ToAgent};
 use askgate_protocol::{RequestId, SessionId};
+use serde_json::Value;
 
 use super::forgetting::AckReply;
 use super::links::{AgentHandle, Frame};
@@ -58,9 +59,12 @@ impl AgentHandle {
             }
             Err(errors) => {
                 count(&self.hub.metrics.rejected_asks);
+                // As sent, where they were strings.
+                let as_sent =
+                    |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
                 self.reply(&ToAgent::Rejected {
-                    session: frame.session.clone(),
-                    id: frame.id.clone(),
+                    session: as_sent(Some(&frame.session)).unwrap_or_default(),
+                    id: as_sent(frame.id.as_ref()),
                     errors,
                 });
             }

@@ -112,20 +112,6 @@ impl PostBody {
     }
 }
 
-/// An optional string field of a POST's body (`null` counts as absent).
-fn optional_string(value: Option<&Value>, path: &str) -> Result<Option<String>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(other) => Err(ApiError::one(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            path,
-            ErrorCode::WrongType,
-            format!("must be a string, got {other}"),
-        )),
-    }
-}
-
 fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
     let unprocessable = |path: &str, message: String| {
         ApiError::one(
@@ -215,9 +201,9 @@ pub async fn post_request(
     })?;
     let body = PostBody::read(&body)?;
     let frame = AskFrame {
-        session: session.to_string(),
-        id: optional_string(body.id.as_ref(), "id")?,
-        dialect: optional_string(body.dialect.as_ref(), "dialect")?,
+        session: Value::String(session.to_string()),
+        id: body.id.clone(),
+        dialect: body.dialect.clone(),
         questions: questions_of(&body)?,
         timeout_s: body.timeout_s.clone(),
         title: body.title.clone(),
