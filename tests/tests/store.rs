@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate_tests::gated_store::GatedStore;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
 use serde_json::json;
 
@@ -315,6 +316,43 @@ async fn a_deletion_the_store_fails_is_made_at_the_next_sweep() {
     agent.recv_type("accepted").await;
     server.state.hub.sweep().await;
     assert_eq!(stored().await, [("r2".into(), false)]);
+}
+
+/// A deletion the store failed waits while its id is asked anew and that ask is still being
+/// stored: should the store refuse the new record too, the old one is still deleted later.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_deletion_waits_while_its_id_is_asked_again() {
+    let store = Arc::new(GatedStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    tab.send(&answer("r", &["Color"], "Red")).await;
+    agent.recv_type("outcome").await;
+
+    // The ack's deletion fails.
+    store.hold(true);
+    store.fail_held(true);
+    let ack = "/v1/sessions/s/requests/r/ack";
+    let acking = tokio::spawn(http(server.addr, "POST", ack, None, None));
+    store.wait_for_a_held_commit().await;
+    store.release_one();
+    assert_eq!(acking.await.unwrap().0, 204);
+    // `r` is asked anew; its record waits at the gate while a sweep runs, then is refused.
+    agent.send(&ask("s", "r", &["Color"], None)).await;
+    store.wait_for_a_held_commit().await;
+    server.state.hub.sweep().await;
+    store.release_one();
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["errors"][0]["code"], "unavailable", "{rejected}");
+
+    store.hold(false);
+    store.fail_held(false);
+    server.state.hub.sweep().await;
+    let left = store.load().await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A store whose commit panics (a bug), as it takes the commit or while it carries it out, is

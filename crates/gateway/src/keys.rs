@@ -139,11 +139,8 @@ impl AgentKeys {
         }
     }
 
-    /// Whether an `Authorization` header value presents one of the keys (local mode: always).
+    /// Whether an `Authorization` header value presents one of the keys.
     fn allows(&self, authorization: Option<&str>) -> bool {
-        if self.keys.is_empty() {
-            return true;
-        }
         let Some(presented) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
             return false;
         };

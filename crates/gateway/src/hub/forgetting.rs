@@ -90,12 +90,21 @@ impl Hub {
         sessions: &MutexGuard<'_, HashMap<SessionId, Session>>,
         mut forgotten: Vec<(SessionId, RequestId)>,
     ) -> impl Future<Output = ()> + use<'_> {
-        let in_use = |(session, id): &(SessionId, RequestId)| {
-            sessions
-                .get(session)
-                .is_some_and(|s| s.requests.contains_key(id))
-        };
-        forgotten.extend(self.undeleted().drain(..).filter(|pair| !in_use(pair)));
+        // An earlier deletion is due again unless its id has been asked anew: once that ask is
+        // stored, its record replaced the old one (nothing left to delete); while it is still
+        // being stored, the deletion waits, since the store may yet refuse the new record.
+        let mut waiting = Vec::new();
+        for pair in self.undeleted().drain(..) {
+            let (session, id) = &pair;
+            match sessions.get(session).and_then(|s| s.requests.get(id)) {
+                None => forgotten.push(pair),
+                Some(entry) if matches!(entry.state, EntryState::Committing(_)) => {
+                    waiting.push(pair);
+                }
+                Some(_) => {}
+            }
+        }
+        self.undeleted().extend(waiting);
         let ops: Vec<StoreOp> = forgotten
             .iter()
             .map(|(session, id)| StoreOp::Delete {

@@ -97,9 +97,9 @@ impl Hub {
         // that won is answered as it was stored, not looked up again: its outcome has already
         // gone to the asker, which may have acknowledged it (and the hub forgotten it) first.
         match self.resolve(session, id, Ending::Withdrawn).await {
-            Ok(resolution) => return Withdrawal::Ended(resolution),
+            Ok(Some(resolution)) => return Withdrawal::Ended(resolution),
             Err(Refusal::Store(error)) => return Withdrawal::Failed(error),
-            Err(_) => {}
+            Ok(None) | Err(_) => {}
         }
         match self.wait_for(session, id, Duration::from_secs(30)).await {
             Lookup::Resolved(resolution) => Withdrawal::Ended(resolution),

@@ -154,13 +154,15 @@ impl Hub {
         .abort_handle()
     }
 
-    /// Ends a request, if it is still open: how it ended, as stored.
+    /// Ends a request, if it is still open. A withdrawal is answered with how it ended, as
+    /// stored (the agent's `cancel` and `DELETE` return it); other endings with nothing, so
+    /// no copy of a long answer is made for it under the lock.
     pub(super) async fn resolve(
         self: &Arc<Self>,
         session: &SessionId,
         id: &RequestId,
         ending: Ending,
-    ) -> Result<StoredResolution, Refusal> {
+    ) -> Result<Option<StoredResolution>, Refusal> {
         let (resolution, asked_at_ms, deadline_ms) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break won,
@@ -254,7 +256,7 @@ impl Hub {
         self: &Arc<Self>,
         ending: Resolution,
         committed: Result<(), StoreError>,
-    ) -> Result<StoredResolution, Refusal> {
+    ) -> Result<Option<StoredResolution>, Refusal> {
         let Resolution {
             session,
             id,
@@ -303,9 +305,10 @@ impl Hub {
                 &self.metrics,
             );
         }
-        entry.state = EntryState::Resolved(resolution.clone());
+        let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
+        entry.state = EntryState::Resolved(resolution);
         entry.resolved.notify_waiters();
         state.broadcast(&resolved, &self.metrics);
-        Ok(resolution)
+        Ok(withdrawn)
     }
 }

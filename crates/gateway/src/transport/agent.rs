@@ -137,7 +137,15 @@ async fn handle(agent: &AgentHandle, frame: AgentFrame) {
     match frame {
         AgentFrame::Open { session } => agent.open(session.as_deref()),
         AgentFrame::Ask(ask) => {
-            let span = tracing::debug_span!("ask", session = %ask.session, request = ask.id.as_ref().and_then(serde_json::Value::as_str).unwrap_or("-"));
+            let span = tracing::debug_span!(
+                "ask",
+                session = ask.session.as_str().unwrap_or("-"),
+                request = ask
+                    .id
+                    .as_ref()
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("-")
+            );
             agent.ask(&ask).instrument(span).await;
         }
         AgentFrame::Cancel { session, id } => agent.cancel(&session, &id).await,

@@ -69,9 +69,8 @@ fn request_id(text: &str) -> Result<RequestId, ApiError> {
 
 /// The body of a POST: an ask, with `questions`, or with a tool call's `args` (an object or
 /// JSON text, read as `AskUserRequest.from_tool_call` reads them: other keys ignored). Every
-/// field is read as any JSON, so a value of the wrong type is refused with its path, not as a
+/// field is kept as any JSON, so a value of the wrong type is refused with its path, not as a
 /// body that does not parse.
-#[derive(Deserialize)]
 struct PostBody {
     id: Option<Value>,
     dialect: Option<Value>,
@@ -92,22 +91,23 @@ impl PostBody {
                 format!("the body is not JSON: {e}"),
             )
         })?;
-        if !value.is_object() {
+        let Value::Object(mut fields) = value else {
             return Err(ApiError::one(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "",
                 ErrorCode::WrongType,
                 "the body must be a JSON object with `questions` (or a tool call's `args`)",
             ));
-        }
-        // Every field is optional and of any type: an object always reads.
-        serde_json::from_value(value).map_err(|e| {
-            ApiError::one(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "",
-                ErrorCode::InvalidValue,
-                e.to_string(),
-            )
+        };
+        // As serde reads an `Option`: `null` is absent.
+        let mut take = |key: &str| fields.remove(key).filter(|v| !v.is_null());
+        Ok(PostBody {
+            id: take("id"),
+            dialect: take("dialect"),
+            questions: take("questions"),
+            args: take("args"),
+            timeout_s: take("timeout_s"),
+            title: take("title"),
         })
     }
 }
@@ -182,15 +182,6 @@ pub async fn post_request(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     authorize(&state, &headers)?;
-    // The session names what to create: a bad one is an invalid request, not a missing one.
-    let session = SessionId::parse(&session).map_err(|m| {
-        ApiError::one(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "session",
-            ErrorCode::InvalidValue,
-            m,
-        )
-    })?;
     let body = body.map_err(|rejection| {
         ApiError::one(
             rejection.status(),
@@ -200,8 +191,10 @@ pub async fn post_request(
         )
     })?;
     let body = PostBody::read(&body)?;
+    // The session in the path is checked with the rest of the ask: a bad one is an invalid
+    // request (422 at `session`), not a missing one.
     let frame = AskFrame {
-        session: Value::String(session.to_string()),
+        session: Value::String(session),
         id: body.id.clone(),
         dialect: body.dialect.clone(),
         questions: questions_of(&body)?,
@@ -211,7 +204,7 @@ pub async fn post_request(
     let checked = frame
         .check(state.hub.limits().max_timeout_s)
         .map_err(|errors| ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors))?;
-    let viewer_url = state.hub.keys().viewer_url(&session);
+    let viewer_url = state.hub.keys().viewer_url(&checked.session);
     match state.hub.ask(checked, None).await {
         AskReply::Accepted {
             id,
