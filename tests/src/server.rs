@@ -127,6 +127,19 @@ impl TestServer {
         (client, snapshot)
     }
 
+    /// A tab on `session` and an agent whose request `id` (one question, Color) the tab has
+    /// answered Red: the agent has its outcome, not yet acknowledged.
+    pub async fn answered_request(&self, session: &str, id: &str) -> (WsClient, WsClient) {
+        let (mut tab, _) = self.tab(session).await;
+        let mut agent = self.agent().await;
+        agent.send(&ask(session, id, &["Color"], None)).await;
+        agent.recv_type("accepted").await;
+        tab.recv_until("request").await;
+        tab.send(&answer(id, &["Color"], "Red")).await;
+        agent.recv_type("outcome").await;
+        (tab, agent)
+    }
+
     /// A tab socket on `session` that has not said hello.
     pub async fn raw_tab(&self, session: &str) -> WsClient {
         WsClient::connect(&self.ws_url(&format!("/v1/sessions/{session}/live")), None).await

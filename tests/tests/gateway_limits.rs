@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use askgate_protocol::close;
 use askgate_tests::server::{
-    TestServer, WsClient, answer, ask, http, http_with_headers, questions, test_config,
+    TestServer, WsClient, ask, http, http_with_headers, questions, test_config,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -353,13 +353,7 @@ async fn health_and_metrics_over_http() {
             .await
             .starts_with("HTTP/1.1 200")
     );
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
-    tab.send(&answer("r", &["Color"], "Red")).await;
-    agent.recv_type("outcome").await;
+    let (_tab, _agent) = server.answered_request("s", "r").await;
     let metrics = http_get(&server, "/metrics").await;
     for line in [
         "askgate_tabs 1",

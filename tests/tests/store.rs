@@ -324,13 +324,7 @@ async fn a_deletion_the_store_fails_is_made_at_the_next_sweep() {
 async fn a_failed_deletion_waits_while_its_id_is_asked_again() {
     let store = Arc::new(GatedStore::default());
     let server = TestServer::start_with_store(test_config(), store.clone()).await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
-    tab.send(&answer("r", &["Color"], "Red")).await;
-    agent.recv_type("outcome").await;
+    let (_tab, mut agent) = server.answered_request("s", "r").await;
 
     // The ack's deletion fails.
     store.hold(true);
