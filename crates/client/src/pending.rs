@@ -56,6 +56,10 @@ pub(crate) struct Pending {
     /// Callers waiting for `opened`, by session (the client always names the session, so the
     /// reply can be matched).
     opens: HashMap<String, Vec<Reply<Opened>>>,
+    /// The sessions of the `open` frames on this connection not yet answered, in the order
+    /// they were sent. The gateway answers opens in order, and its refusal (an `error`) names
+    /// no session: it answers the oldest.
+    open_order: VecDeque<String>,
     recent_acks: VecDeque<Key>,
     next_seq: u64,
     /// The gateway's store failed on a `cancel` since the last [`Pending::withdrawals_to_retry`].
@@ -72,7 +76,11 @@ impl Pending {
     pub(crate) fn open(&mut self, session: &str, reply: Reply<Opened>) -> Option<String> {
         let waiters = self.opens.entry(session.to_owned()).or_default();
         waiters.push(reply);
-        (waiters.len() == 1).then(|| open_frame(session))
+        let first = waiters.len() == 1;
+        if first {
+            self.open_order.push_back(session.to_owned());
+        }
+        first.then(|| open_frame(session))
     }
 
     /// A caller asks; returns the frame to send, or answers the caller at once if the key is
@@ -126,7 +134,8 @@ impl Pending {
             .filter(|key| !self.asks.contains_key(*key))
             .map(ack_frame)
             .collect();
-        frames.extend(self.opens.keys().map(|session| open_frame(session)));
+        self.open_order = self.opens.keys().cloned().collect();
+        frames.extend(self.open_order.iter().map(|session| open_frame(session)));
         let mut asks: Vec<&Entry> = self.asks.values().collect();
         asks.sort_by_key(|e| e.seq);
         frames.extend(asks.into_iter().map(|e| e.text.clone()));
@@ -177,6 +186,7 @@ impl Pending {
                 viewer_url,
             } => {
                 tracing::debug!(%session, "opened");
+                self.open_order.retain(|sent| *sent != session);
                 for reply in self.opens.remove(&session).unwrap_or_default() {
                     let _ = reply.send(Ok(Opened {
                         session: session.clone(),
@@ -232,15 +242,17 @@ impl Pending {
                 if code == "store_failed" {
                     self.withdrawal_failed = true;
                 }
-                // `error` frames name no request; these two codes only answer an `open`.
-                if matches!(code.as_str(), "unavailable" | "bad_session") {
-                    for (_, waiters) in self.opens.drain() {
-                        for reply in waiters {
-                            let _ = reply.send(Err(ClientError::Gateway {
-                                code: code.clone(),
-                                message: message.clone(),
-                            }));
-                        }
+                // `error` frames name no request; these two codes only answer an `open`, the
+                // oldest one not yet answered.
+                let refused_open = matches!(code.as_str(), "unavailable" | "bad_session")
+                    .then(|| self.open_order.pop_front())
+                    .flatten();
+                if let Some(session) = refused_open {
+                    for reply in self.opens.remove(&session).unwrap_or_default() {
+                        let _ = reply.send(Err(ClientError::Gateway {
+                            code: code.clone(),
+                            message: message.clone(),
+                        }));
                     }
                 }
                 None
@@ -250,6 +262,7 @@ impl Pending {
 
     /// The client has stopped for good: every waiting caller gets `error`.
     pub(crate) fn fail(&mut self, error: &ClientError) {
+        self.open_order.clear();
         for (_, waiters) in self.opens.drain() {
             for reply in waiters {
                 let _ = reply.send(Err(error.clone()));
@@ -340,6 +353,34 @@ mod tests {
             pending.receive(outcome("r")).map(|t| kind(&t)).as_deref(),
             Some("ack")
         );
+        assert!(pending.is_idle());
+    }
+
+    /// The gateway refuses an `open` with an `error` that names no session: it answers the
+    /// oldest open in flight, and the others still get their `opened`.
+    #[test]
+    fn a_refused_open_fails_only_the_oldest_in_flight() {
+        let mut pending = Pending::default();
+        let (first, mut refused) = oneshot::channel();
+        let (second, mut opened) = oneshot::channel();
+        assert!(pending.open("new", first).is_some());
+        assert!(pending.open("known", second).is_some());
+        let error = ToAgent::Error {
+            code: "unavailable".into(),
+            message: "the gateway holds the most sessions allowed".into(),
+        };
+        assert!(pending.receive(error).is_none());
+        assert!(matches!(
+            refused.try_recv(),
+            Ok(Err(ClientError::Gateway { code, .. })) if code == "unavailable"
+        ));
+        assert!(opened.try_recv().is_err(), "still waiting");
+        let reply = ToAgent::Opened {
+            session: "known".into(),
+            viewer_url: "u".into(),
+        };
+        pending.receive(reply);
+        assert_eq!(opened.try_recv().unwrap().unwrap().session, "known");
         assert!(pending.is_idle());
     }
 
