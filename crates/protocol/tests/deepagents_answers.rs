@@ -271,3 +271,27 @@ fn settlements_agree_with_parse_resume() {
         assert_eq!(Some(message.content), settlement.model_text);
     }
 }
+
+/// Typed text is bounded, one value at a time; offered choices are bounded by the ask, so ticking
+/// several long ones is never refused for their combined length.
+#[test]
+fn a_multi_select_of_long_offered_choices_is_accepted() {
+    let long = |c: char| c.to_string().repeat(4000);
+    let questions = json!([{"question": "Which?", "type": "multi_select",
+        "choices": [{"value": long('a')}, {"value": long('b')}, {"value": long('c')}]}]);
+    let set = set(&questions);
+    let all = json!({"answers": [[long('a'), long('b'), long('c')]]});
+    assert!(set.settle_answer(&all).is_ok());
+    let custom = "x".repeat(10_001);
+    let too_long = json!({"answers": [[long('a'), custom]]});
+    let errors = set
+        .settle_answer(&too_long)
+        .expect_err("refused")
+        .into_vec();
+    assert_eq!(errors[0].path, "response.answers[0][1]");
+    assert!(
+        errors[0].message.contains("at most 10000 characters"),
+        "{}",
+        errors[0].message
+    );
+}

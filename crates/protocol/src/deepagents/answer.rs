@@ -24,7 +24,9 @@
 //!   behind their back; refusing tells them why, and they can rephrase.
 //! - **Placeholders are refused too**: an answer that is, once stripped, `(cancelled)`,
 //!   `(no answer)` or `(error: ...)` would read like deepagents' own markers.
-//! - Each answer is at most [`MAX_ANSWER_CHARS`] code points on the wire.
+//! - What a person types is at most [`MAX_ANSWER_CHARS`] code points: a text answer, an "Other"
+//!   text, each custom value of a `multi_select`. Offered choices are bounded by the ask, so a
+//!   `multi_select` of several long choices is never refused for their combined length.
 
 use serde_json::Value;
 
@@ -109,6 +111,18 @@ pub fn check_tab_answer(
     }
 }
 
+/// Refuses typed text longer than [`MAX_ANSWER_CHARS`].
+fn too_long(text: &str, path: &str) -> Result<(), FieldError> {
+    let length = text.chars().count();
+    if length > MAX_ANSWER_CHARS {
+        return Err(invalid(
+            path,
+            format!("an answer may hold at most {MAX_ANSWER_CHARS} characters, got {length}"),
+        ));
+    }
+    Ok(())
+}
+
 fn invalid(path: &str, message: impl Into<String>) -> FieldError {
     FieldError::new(path, ErrorCode::InvalidAnswer, message)
 }
@@ -142,12 +156,9 @@ fn check_one(question: &Question, item: &Value, path: &str) -> Result<String, Fi
         }
         return Ok(answer);
     }
-    let length = answer.chars().count();
-    if length > MAX_ANSWER_CHARS {
-        return Err(invalid(
-            path,
-            format!("an answer may hold at most {MAX_ANSWER_CHARS} characters, got {length}"),
-        ));
+    // A `multi_select`'s custom values were measured one by one; its offered ones need not be.
+    if question.kind != QuestionType::MultiSelect {
+        too_long(&answer, path)?;
     }
     if forges_a_block(&answer) {
         return Err(invalid(
@@ -220,6 +231,7 @@ fn multi_select(question: &Question, item: &Value, path: &str) -> Result<String,
                 if custom.is_empty() {
                     return Err(invalid(&at(), "a custom value must not be blank"));
                 }
+                too_long(custom, &at())?;
                 let seen = customs.iter().any(|c| c == custom);
                 customs.push(custom.to_owned());
                 seen

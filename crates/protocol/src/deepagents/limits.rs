@@ -39,9 +39,10 @@ pub const MAX_CHOICES: usize = 50;
 /// unbounded). Beyond it the `ask` is rejected at that field with `too_long`.
 pub const MAX_TEXT_CHARS: usize = 10_000;
 
-/// Longest answer a tab may send for one question, in code points of the wire string (a
-/// `multi_select` answer is measured encoded). Beyond it the answer is rejected with
-/// `invalid_answer` and the request stays open.
+/// Longest text a person may type for one question, in code points: a text answer, an "Other"
+/// text, each custom value of a `multi_select` (offered choices are bounded by the ask, however
+/// many are ticked). Beyond it the answer is rejected with `invalid_answer` and the request
+/// stays open.
 pub const MAX_ANSWER_CHARS: usize = 10_000;
 
 /// Most custom "Other" values one `multi_select` answer may carry: the TUI's
