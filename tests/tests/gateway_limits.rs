@@ -51,6 +51,17 @@ async fn a_frame_too_large_closes_with_4413() {
     let mut agent = server.agent().await;
     let _ = agent.send_text("x".repeat(64 * 1024)).await;
     assert_eq!(agent.closed().await, close::TOO_LARGE);
+    // A first frame too large, before any hello, the same.
+    let mut early = server.raw_tab("s").await;
+    let _ = early.send_text("x".repeat(5000)).await;
+    assert_eq!(early.closed().await, close::TOO_LARGE);
+    let closed = server
+        .state
+        .hub
+        .metrics()
+        .closed_too_large
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(closed, 3, "each closing counted");
 }
 
 /// A tab that stops reading is closed with 4408 once its queue overflows, while another tab

@@ -66,6 +66,7 @@ async fn serve(
         },
         Ok(Some(Err(error))) => {
             let code = code_for_read_error(error)?;
+            count(&state.hub.metrics().closed_too_large);
             return Some((code, "frame too large"));
         }
         Ok(None | Some(Ok(Message::Close(_)))) => return None,
