@@ -275,16 +275,18 @@ pub fn answer_line_into(line: &str, out: &mut Vec<u8>) {
 
 /// The answer to a line read with serde_json (and, failing that, as Python's JSON).
 fn answer_read_by_serde(line: &str) -> String {
-    if line.trim().is_empty() {
+    // JSON's own whitespace: a line of some other space is not empty, but not JSON either.
+    if line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
         return failure(&FieldError::new(
             "",
             ErrorCode::InvalidJson,
             "the line is empty; expected a JSON object with dialect, kind and input",
         ));
     }
-    if let Ok(parsed) = serde_json::from_str::<Line<'_>>(line) {
-        return judge(&parsed);
-    }
+    let line_error = match serde_json::from_str::<Line<'_>>(line) {
+        Ok(parsed) => return judge(&parsed),
+        Err(e) => e,
+    };
     // Not strict JSON: perhaps lone surrogates, which Python hosts write. Map them to
     // stand-ins, judge the re-encoded line, and write them back as `\udXXX` escapes.
     match lenient_json::parse(line) {
@@ -299,9 +301,11 @@ fn answer_read_by_serde(line: &str) -> String {
                 Err(_) => answer,
             }
         }
-        Ok((_, false)) => failure(&not_a_line(
+        Ok((value, false)) if !value.is_object() => failure(&not_a_line(
             "expected an object with dialect, kind and input",
         )),
+        // An object, but not a line: serde_json's own words say what is wrong and where.
+        Ok((_, false)) => failure(&not_a_line(&line_error.to_string())),
         Err(e) => failure(&FieldError::new(
             "",
             ErrorCode::InvalidJson,

@@ -6,8 +6,10 @@
 //! on to a writer cost two wake-ups per block, and had every byte copied in on one core and
 //! judged on another. The input is locked only to wait for room and read, the output only for a
 //! write; a block answered before its turn waits for the worker that writes the one before it.
-//! Memory is bounded by [`MAX_BYTES_IN_FLIGHT`] of input read but not yet written, and one block;
-//! buffers go round instead of being reallocated.
+//! Memory is bounded by [`MAX_BYTES_IN_FLIGHT`] of input and answers not yet written, and the
+//! blocks being judged with their answers (an answer is a few times its line at most, but a
+//! line of a few bytes gets an error of a couple of hundred: a block of empty lines is answered
+//! in about 200 times its size); buffers go round instead of being reallocated.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -60,7 +62,7 @@ struct Input<R> {
 /// A judged block, waiting for its turn to be written.
 struct Answered {
     answers: Vec<u8>,
-    /// The input bytes it answers.
+    /// The bytes it holds in flight: the input it answers, and the answers.
     bytes: usize,
 }
 
@@ -232,6 +234,10 @@ fn work<R: Read, W: Write>(shared: &Shared<R, W>, judge: Judge, max_line_bytes: 
         if buffer.capacity() <= shared.keep_bytes {
             state.spare_blocks.push(buffer);
         }
+        // The answers wait to be written too: counted, so that lines whose answers run far
+        // longer than they do (empty lines, stray bytes) hold up reading as their size says.
+        state.in_flight += answers.len();
+        let bytes = bytes + answers.len();
         state.answered.insert(seq, Answered { answers, bytes });
         if !state.writing && seq == state.written {
             state.writing = true;

@@ -456,3 +456,28 @@ fn the_scanner_and_serde_json_give_the_same_answers() {
     );
     assert!(scanned < lines.len(), "the scanner refused no line");
 }
+
+/// A line that is JSON but not a line says what serde_json found wrong, and where; a line of
+/// a space JSON does not count as whitespace is not called empty.
+#[test]
+fn a_line_that_is_not_a_line_says_why() {
+    let answer = |line: &str| -> String {
+        let answer: serde_json::Value = serde_json::from_str(&answer_line(line)).unwrap();
+        answer["error"].as_str().unwrap().to_owned()
+    };
+    let wrong_type = answer(r#"{"dialect":5,"kind":"request","input":{}}"#);
+    assert!(
+        wrong_type.contains("invalid type: integer `5`"),
+        "{wrong_type}"
+    );
+    let repeated = answer(r#"{"dialect":"harness","kind":"request","kind":"render","input":{}}"#);
+    assert!(repeated.contains("duplicate field `kind`"), "{repeated}");
+    let list = answer("[1, 2]");
+    assert!(
+        list.ends_with("expected an object with dialect, kind and input"),
+        "{list}"
+    );
+    let form_feed = answer("\u{c}");
+    assert!(form_feed.contains("not valid JSON"), "{form_feed}");
+    assert!(answer(" \t\r").contains("the line is empty"));
+}
