@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent, ToTab};
+use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
-use super::entry::{Entry, EntryState};
+use super::entry::{EncodedRequest, Entry, EntryState};
 use super::links::{Frame, Link};
 use super::outcomes::outcome_message;
 use super::session::{Session, generated_request_id};
@@ -164,7 +164,7 @@ impl Hub {
                             }
                             EntryState::Open | EntryState::Resolving => Ok(AskReply::Accepted {
                                 id: id.clone(),
-                                deadline_ms: entry.view.deadline_ms,
+                                deadline_ms: entry.deadline_ms,
                                 created: false,
                             }),
                             EntryState::Resolved(resolution) => Ok(AskReply::Resolved {
@@ -275,7 +275,7 @@ impl Hub {
         };
         // Queued before any tab can see the request, so it precedes the request's outcome.
         self.deliver(asker, session_id, &reply);
-        let request_frame = entry.request_frame.clone();
+        let request_frame = entry.encoded.frame.clone();
         session.broadcast(&request_frame, &self.metrics);
         notify.notify_waiters();
         reply
@@ -334,10 +334,9 @@ fn insert_committing(
             id: id.clone(),
             seq,
             questions: Arc::clone(questions),
-            request_frame: Frame::encode(&ToTab::Request {
-                request: view.clone(),
-            }),
-            view,
+            asked_at_ms,
+            deadline_ms: view.deadline_ms,
+            encoded: EncodedRequest::new(&view),
             asker: asker.cloned(),
             state: EntryState::Committing(Arc::new(Notify::new())),
             timer: None,

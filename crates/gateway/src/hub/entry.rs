@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use askgate_protocol::wire::RequestView;
 use askgate_protocol::{QuestionSet, RequestId};
+use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
@@ -37,10 +38,12 @@ pub(super) struct Entry {
     pub(super) seq: u64,
     /// The validated questions, for checking answers.
     pub(super) questions: Arc<QuestionSet>,
-    /// The request as tabs see it.
-    pub(super) view: RequestView,
-    /// The `request` frame, encoded once for every tab.
-    pub(super) request_frame: Frame,
+    /// When it was asked (Unix ms).
+    pub(super) asked_at_ms: u64,
+    /// When it times out (Unix ms), if it does.
+    pub(super) deadline_ms: Option<u64>,
+    /// The request as tabs see it, encoded once.
+    pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
     pub(super) asker: Option<Link>,
     pub(super) state: EntryState,
@@ -55,5 +58,61 @@ impl Entry {
     /// Whether tabs can still answer it (or are about to learn it ended).
     pub(super) fn is_open(&self) -> bool {
         matches!(self.state, EntryState::Open | EntryState::Resolving)
+    }
+}
+
+/// A request as tabs see it, encoded once: the `request` frame every tab gets when it is asked,
+/// and the view inside that frame (the same bytes), which snapshots copy in as they are. A
+/// joining tab then costs a copy of each open request, not a clone and a re-encoding of its
+/// questions under the hub's lock.
+#[derive(Debug)]
+pub(super) struct EncodedRequest {
+    pub(super) frame: Frame,
+    /// The `RequestView` as JSON: a slice of `frame`.
+    pub(super) view: Bytes,
+}
+
+impl EncodedRequest {
+    /// What the `request` frame starts with; the view follows, then `}`.
+    const FRAME_HEAD: &[u8] = br#"{"type":"request","request":"#;
+
+    pub(super) fn new(view: &RequestView) -> EncodedRequest {
+        let mut bytes = Self::FRAME_HEAD.to_vec();
+        // Wire types are plain data: serialising them cannot fail.
+        let _ = serde_json::to_writer(&mut bytes, view);
+        bytes.push(b'}');
+        let bytes = Bytes::from(bytes);
+        EncodedRequest {
+            view: bytes.slice(Self::FRAME_HEAD.len()..bytes.len() - 1),
+            frame: Frame::from_json(bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use askgate_protocol::Dialect;
+    use askgate_protocol::wire::ToTab;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_shown_request_is_the_request_frame_and_its_view() {
+        let view = RequestView {
+            id: "r-1".into(),
+            dialect: Dialect::Harness,
+            title: Some("a \"title\" ✓".into()),
+            questions: json!([{"header": "H", "question": "Q?\nnext", "options": []}]),
+            asked_at_ms: 5,
+            deadline_ms: Some(7),
+        };
+        let encoded = EncodedRequest::new(&view);
+        let frame = Frame::encode(&ToTab::Request {
+            request: view.clone(),
+        });
+        assert_eq!(encoded.frame.as_str(), frame.as_str());
+        let decoded: RequestView = serde_json::from_slice(&encoded.view).unwrap();
+        assert_eq!(decoded, view);
     }
 }

@@ -23,6 +23,12 @@ impl Frame {
         Frame(Bytes::from(serde_json::to_vec(message).unwrap_or_default()))
     }
 
+    /// A frame from JSON text already encoded (by serde_json, or pieced together from its
+    /// output).
+    pub(super) fn from_json(json: Bytes) -> Frame {
+        Frame(json)
+    }
+
     /// The UTF-8 JSON bytes.
     pub fn into_bytes(self) -> Bytes {
         self.0

@@ -125,7 +125,7 @@ impl Hub {
                     }
                     _ if tokio::time::Instant::now() >= deadline => {
                         return Lookup::Pending {
-                            deadline_ms: entry.view.deadline_ms,
+                            deadline_ms: entry.deadline_ms,
                         };
                     }
                     _ => Arc::clone(&entry.resolved).notified_owned(),

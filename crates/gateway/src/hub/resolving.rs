@@ -246,8 +246,8 @@ impl Hub {
         };
         Ok(Begun::Won((
             resolution,
-            entry.view.asked_at_ms,
-            entry.view.deadline_ms,
+            entry.asked_at_ms,
+            entry.deadline_ms,
         )))
     }
 

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use askgate_protocol::QuestionSet;
-use askgate_protocol::wire::{RequestView, ToTab};
+use askgate_protocol::wire::RequestView;
 use tokio::sync::Notify;
 
 use super::Hub;
-use super::entry::{Entry, EntryState};
-use super::links::Frame;
+use super::entry::{EncodedRequest, Entry, EntryState};
 use super::resolving::Ending;
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
@@ -75,10 +74,9 @@ impl Hub {
                     id: record.id.clone(),
                     seq,
                     questions,
-                    request_frame: Frame::encode(&ToTab::Request {
-                        request: view.clone(),
-                    }),
-                    view,
+                    asked_at_ms: record.asked_at_ms,
+                    deadline_ms: record.deadline_ms,
+                    encoded: EncodedRequest::new(&view),
                     asker: None,
                     state,
                     timer: None,

@@ -1,9 +1,11 @@
 //! One session: its tabs, its agent connections, its requests; fan-out and presence.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write as _;
 
-use askgate_protocol::wire::{RequestView, ToTab};
+use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
+use bytes::Bytes;
 
 use super::entry::{Entry, EntryState};
 use super::links::{Frame, Link};
@@ -79,24 +81,20 @@ impl Session {
         }
     }
 
-    /// Every open request, oldest first.
-    pub(super) fn open_views(&self) -> Vec<RequestView> {
+    /// The `snapshot` frame for `tab`, which may send frames of `max_frame_bytes`: every open
+    /// request, oldest first, its view copied in as it was encoded when it was asked.
+    pub(super) fn snapshot(&self, tab: &TabId, max_frame_bytes: usize) -> Frame {
         let mut open: Vec<&Entry> = self.requests.values().filter(|e| e.is_open()).collect();
         open.sort_by_key(|e| e.seq);
-        open.into_iter().map(|e| e.view.clone()).collect()
-    }
-
-    /// The `snapshot` frame for `tab`, which may send frames of `max_frame_bytes`.
-    pub(super) fn snapshot(&self, tab: &TabId, max_frame_bytes: usize) -> Frame {
-        Frame::encode(&ToTab::Snapshot {
-            session: self.id.to_string(),
-            tab: tab.to_string(),
+        let head = SnapshotHead {
+            session: self.id.as_str(),
+            tab: tab.as_str(),
             now_ms: now_ms(),
             tabs: self.tabs.len(),
             agent_online: self.agent_online(),
-            requests: self.open_views(),
             max_frame_bytes,
-        })
+        };
+        snapshot_frame(&head, open.iter().map(|e| &e.encoded.view))
     }
 
     /// A tab id for a joining tab: the one it asked for unless another live tab has it
@@ -130,6 +128,42 @@ impl Session {
     }
 }
 
+/// A snapshot's fields but its requests.
+struct SnapshotHead<'a> {
+    session: &'a str,
+    tab: &'a str,
+    now_ms: u64,
+    tabs: usize,
+    agent_online: bool,
+    max_frame_bytes: usize,
+}
+
+/// The `snapshot` frame, byte for byte what serde_json writes for [`ToTab::Snapshot`] with
+/// these views as its requests (the views are serde_json's output too).
+fn snapshot_frame<'v>(head: &SnapshotHead<'_>, views: impl Iterator<Item = &'v Bytes>) -> Frame {
+    let views: Vec<&Bytes> = views.collect();
+    let views_bytes: usize = views.iter().map(|view| view.len() + 1).sum();
+    let mut out = Vec::with_capacity(256 + views_bytes);
+    // Writing into a `Vec` cannot fail.
+    out.extend_from_slice(br#"{"type":"snapshot","session":"#);
+    let _ = serde_json::to_writer(&mut out, head.session);
+    out.extend_from_slice(br#","tab":"#);
+    let _ = serde_json::to_writer(&mut out, head.tab);
+    let _ = write!(
+        out,
+        r#","now_ms":{},"tabs":{},"agent_online":{},"requests":["#,
+        head.now_ms, head.tabs, head.agent_online
+    );
+    for (i, view) in views.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(view);
+    }
+    let _ = write!(out, r#"],"max_frame_bytes":{}}}"#, head.max_frame_bytes);
+    Frame::from_json(Bytes::from(out))
+}
+
 /// A fresh tab id: `t-` and 16 random hex digits.
 fn generated_tab_id() -> TabId {
     let n: u64 = rand::random();
@@ -149,4 +183,55 @@ pub(super) fn generated_request_id() -> RequestId {
 pub(super) fn generated_session_id() -> SessionId {
     let n: u64 = rand::random();
     SessionId::parse(format!("s-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use askgate_protocol::Dialect;
+    use askgate_protocol::wire::RequestView;
+    use serde_json::json;
+
+    use super::super::entry::EncodedRequest;
+    use super::*;
+
+    fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
+        RequestView {
+            id: id.into(),
+            dialect: Dialect::Deepagents,
+            title: None,
+            questions: json!([{"question": "Why \"so\"?\u{1}", "type": "text"}]),
+            asked_at_ms: 3,
+            deadline_ms,
+        }
+    }
+
+    #[test]
+    fn a_pieced_snapshot_is_what_serde_json_writes() {
+        let head = SnapshotHead {
+            session: "s-1",
+            tab: "t-\"x\"",
+            now_ms: 1_700_000_000_123,
+            tabs: 2,
+            agent_online: true,
+            max_frame_bytes: 65_536,
+        };
+        for views in [
+            vec![],
+            vec![view("r-1", None)],
+            vec![view("r-1", Some(9)), view("r-2", None)],
+        ] {
+            let encoded: Vec<EncodedRequest> = views.iter().map(EncodedRequest::new).collect();
+            let pieced = snapshot_frame(&head, encoded.iter().map(|e| &e.view));
+            let encoded = Frame::encode(&ToTab::Snapshot {
+                session: head.session.into(),
+                tab: head.tab.into(),
+                now_ms: head.now_ms,
+                tabs: head.tabs,
+                agent_online: head.agent_online,
+                requests: views,
+                max_frame_bytes: head.max_frame_bytes,
+            });
+            assert_eq!(pieced.as_str(), encoded.as_str());
+        }
+    }
 }
