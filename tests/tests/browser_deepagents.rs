@@ -436,27 +436,30 @@ async fn another_tabs_answer_is_summarised() {
 
     tab.recv_until("request").await;
     tab.send(&json!({"type": "answer", "id": "r1",
-                     "response": {"answers": [["B", "own"], "XL", ""]}}))
+                     "response": {"answers": [["B", "own, mine"], "XL", ""]}}))
         .await;
     assert_eq!(
         outcome(&mut agent).await["response"],
-        json!({"answers": [r#"["B", "own"]"#, "XL", ""]})
+        json!({"answers": [r#"["B", "own, mine"]"#, "XL", ""]})
     );
 
     let other = format!(r#"{}[data-state="answered"][data-by="other"]"#, card("r1"));
     browser.wait_for(&other).await;
     let rows = browser
         .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);",
+            "return [...document.querySelectorAll(arguments[0])].map((li) => \
+             [...li.querySelectorAll('.chip, .pick, .summary-value:not(.picks)')] \
+             .map((part) => part.textContent));",
             json!([format!("{other} .summary li")]),
         )
         .await;
+    // Each pick on its own, so one holding a comma does not read as two.
     assert_eq!(
         rows,
         json!([
-            "Question 1B, own",
-            "Question 2“XL”",
-            "Question 3(no answer)"
+            ["Question 1", "B", "own, mine"],
+            ["Question 2", "“XL”"],
+            ["Question 3", "(no answer)"]
         ])
     );
     assert!(submit_disabled(&browser, "r1").await);

@@ -3,7 +3,7 @@
 // 10 custom "Other" texts. The tab sends one entry per question, in order; the gateway checks
 // them and encodes `multi_select` exactly as the TUI does.
 
-import { growTextarea, make } from './page.js';
+import { growTextarea, make, pickList } from './page.js';
 import { updateReadiness } from './cards.js';
 
 const DEEP_OTHER = 'Other (type your answer)';
@@ -189,14 +189,17 @@ export function summarizeDeep(rec, response) {
     const answer = String(answers[i] ?? '');
     let shown = qr.values.includes(answer) ? answer : '“' + answer + '”';
     if (!pyStrip(answer)) shown = '(no answer)';
+    let picks = null;
     if (qr.kind === 'multi_select') {
       let values = null;
       try { values = JSON.parse(answer); } catch (_) { /* shown as sent */ }
       const ok = Array.isArray(values) && values.every((v) => typeof v === 'string');
-      shown = !ok ? answer : values.length ? values.join(', ') : '(nothing selected)';
+      if (!ok) shown = answer;
+      else if (values.length) picks = pickList(values);
+      else shown = '(nothing selected)';
     }
     list.appendChild(make('li')).append(
-      make('span', 'chip', 'Question ' + (i + 1)), make('span', 'summary-value', shown));
+      make('span', 'chip', 'Question ' + (i + 1)), picks || make('span', 'summary-value', shown));
   });
   return list;
 }

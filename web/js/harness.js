@@ -1,6 +1,6 @@
 /* pydantic-ai-harness questions: options, multi-select, one "Other…" text. */
 
-import { growTextarea, make } from './page.js';
+import { growTextarea, make, pickList } from './page.js';
 import { updateReadiness } from './cards.js';
 
 // The harness rejects control, format, private-use and unassigned characters and the
@@ -94,10 +94,9 @@ export function summarizeResponse(rec, response) {
     if (!a) continue;
     const item = make('li');
     item.appendChild(make('span', 'chip', a.header));
-    const chosen = Array.isArray(a.selected) && a.selected.length
-      ? a.selected.join(', ')
-      : '“' + String(a.custom_answer ?? '') + '”';
-    item.appendChild(make('span', 'summary-value', chosen));
+    item.appendChild(Array.isArray(a.selected) && a.selected.length
+      ? pickList(a.selected.map(String))
+      : make('span', 'summary-value', '“' + String(a.custom_answer ?? '') + '”'));
     list.appendChild(item);
   }
   return list;

@@ -25,6 +25,14 @@ export function make(tag, className, text, props) {
   return node;
 }
 
+// Picked labels, each in its own box: joined with commas, a label that holds a comma would
+// read as two picks.
+export function pickList(values) {
+  const list = make('span', 'summary-value picks');
+  for (const value of values) list.appendChild(make('span', 'pick', value));
+  return list;
+}
+
 export function serverNow() {
   return Date.now() + state.offset;
 }
