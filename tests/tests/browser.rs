@@ -271,6 +271,25 @@ async fn the_countdown_runs_out() {
     assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
 }
 
+/// A title is shown as sent, emoji sequences and direction marks included, and a deadline
+/// weeks away counts down in days.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_deadline_counts_in_days_under_any_title() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut frame = ask("s", "r1", &["Color"], Some(30.0 * 24.0 * 3600.0));
+    let title = "👩\u{200d}💻 Review\nthe \u{202e}plan\u{202c} 🫨";
+    frame["title"] = json!(title);
+    let _agent = agent_asking(&server, &frame).await;
+    let shown = format!("{} .card-title", card("r1"));
+    browser.wait_for_text(&shown, title).await;
+    let days_left = "const text = document.querySelector(arguments[0])?.textContent ?? ''; \
+                     return /^(30 d|29 d 23 h) left$/.test(text) ? text : null;";
+    browser
+        .wait_until(days_left, json!([format!("{} .countdown", card("r1"))]))
+        .await;
+}
+
 /// An id asked again right after its outcome was acked shows as a new open card, even while
 /// the finished card of the first request is still folding away.
 #[tokio::test(flavor = "multi_thread")]

@@ -250,6 +250,8 @@ function formatLeft(ms) {
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
   const s = total % 60;
+  // Deadlines may be weeks away: count those in days.
+  if (h >= 48) return Math.floor(h / 24) + ' d' + (h % 24 ? ' ' + (h % 24) + ' h' : '') + ' left';
   if (h) return h + ' h ' + m + ' min left';
   return m + ' min' + (s ? ' ' + s + ' s' : '') + ' left';
 }

@@ -35,8 +35,9 @@ pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
 pub const DEFAULT_KEPT_OUTCOMES_PER_SESSION: usize = 4096;
 /// Sessions held at once. A new one is refused (ask rejected, tab closed with 1013).
 pub const DEFAULT_MAX_SESSIONS: usize = 100_000;
-/// Longest `timeout_s` an agent may ask for: one week.
-pub const DEFAULT_MAX_TIMEOUT_S: f64 = 7.0 * 24.0 * 3600.0;
+/// Longest `timeout_s` an agent may ask for: none by default, as the protocol sets none (a
+/// request without a deadline may stay open for ever anyway); an operator may set one.
+pub const DEFAULT_MAX_TIMEOUT_S: f64 = f64::INFINITY;
 /// How long an unacknowledged outcome is kept for its agent.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
 /// How often the gateway pings each socket; two pings without a pong close it.

@@ -10,7 +10,6 @@ use serde_json::Value;
 use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
 use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::ids::{RequestId, SessionId, TabId, parse_field};
-use crate::unicode::first_forbidden;
 
 /// Longest `title`, in characters after stripping.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -156,6 +155,10 @@ fn string_field<'v>(path: &str, value: &'v Value) -> Result<&'v str, FieldError>
     }
 }
 
+/// The longest timeout held: a thousand years, in milliseconds. A longer one means the same to
+/// anyone waiting, and is held as this.
+const MAX_TIMEOUT_MS: u64 = 1000 * 365 * 24 * 3600 * 1000;
+
 fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64>, FieldError> {
     let seconds = match value {
         None | Some(Value::Null) => return Ok(None),
@@ -182,10 +185,16 @@ fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64
             format!("at most {max_timeout_s} seconds, got {seconds}"),
         ));
     }
-    // At least one millisecond, so a tiny positive timeout still means "a deadline".
-    Ok(Some(((seconds * 1000.0).ceil() as u64).max(1)))
+    // At least one millisecond, so a tiny positive timeout still means "a deadline"; at most
+    // a thousand years, so a deadline stays an integer every client reads exactly (a
+    // JavaScript number holds integers exactly up to 2^53 ms, about the year 287,000).
+    let millis = (seconds * 1000.0).ceil().min(MAX_TIMEOUT_MS as f64) as u64;
+    Ok(Some(millis.max(1)))
 }
 
+/// A title is askgate's own, shown above the questions and never handed to a framework: any
+/// text the contract allows (at most 200 characters), emoji sequences and line breaks
+/// included. The page shows it as text, isolated from the text around it.
 fn check_title(value: Option<&Value>) -> Result<Option<String>, FieldError> {
     let text = match value {
         None | Some(Value::Null) => return Ok(None),
@@ -204,17 +213,6 @@ fn check_title(value: Option<&Value>) -> Result<Option<String>, FieldError> {
             "title",
             ErrorCode::TooLong,
             format!("at most {MAX_TITLE_CHARS} characters, got {length}"),
-        ));
-    }
-    if let Some((at, c)) = first_forbidden(text, false) {
-        return Err(FieldError::new(
-            "title",
-            ErrorCode::ForbiddenCharacter,
-            format!(
-                "must be one line without control characters or invisible formatting: U+{:04X} at character {}",
-                c as u32,
-                at + 1
-            ),
         ));
     }
     Ok((!text.is_empty()).then(|| text.to_owned()))
@@ -414,6 +412,42 @@ mod tests {
         assert_eq!(checked.session.as_str(), "s1");
         assert_eq!(checked.timeout_ms, Some(1500));
         assert_eq!(checked.title.as_deref(), Some("Deploy"));
+    }
+
+    #[test]
+    fn any_positive_timeout_is_taken_when_no_limit_is_set() {
+        let timeout = |seconds: Value| {
+            let frame = ask(
+                json!({"type": "ask", "session": "s", "questions": questions(), "timeout_s": seconds}),
+            );
+            frame.check(f64::INFINITY).map(|checked| checked.timeout_ms)
+        };
+        assert_eq!(timeout(json!(30 * 24 * 3600)), Ok(Some(2_592_000_000)));
+        assert_eq!(timeout(json!(1e-9)), Ok(Some(1)));
+        assert_eq!(timeout(json!(1e300)), Ok(Some(MAX_TIMEOUT_MS)));
+        assert_eq!(timeout(json!(u64::MAX)), Ok(Some(MAX_TIMEOUT_MS)));
+        let frame =
+            ask(json!({"type": "ask", "session": "s", "questions": questions(), "timeout_s": 61}));
+        let errors = frame.check(60.0).unwrap_err();
+        assert_eq!(errors[0].message, "at most 60 seconds, got 61");
+    }
+
+    #[test]
+    fn a_title_may_hold_any_text_up_to_200_characters() {
+        let title = "👩\u{200d}💻 Review\nsecond line \u{1FAE8}\u{ad}";
+        let frame =
+            ask(json!({"type": "ask", "session": "s", "questions": questions(), "title": title}));
+        assert_eq!(frame.check(60.0).unwrap().title.as_deref(), Some(title));
+        let longest = "é".repeat(200);
+        let frame =
+            ask(json!({"type": "ask", "session": "s", "questions": questions(), "title": longest}));
+        assert!(frame.check(60.0).is_ok());
+        let frame = ask(
+            json!({"type": "ask", "session": "s", "questions": questions(), "title": longest + "x"}),
+        );
+        let errors = frame.check(60.0).unwrap_err();
+        assert_eq!(errors[0].path, "title");
+        assert_eq!(errors[0].message, "at most 200 characters, got 201");
     }
 
     #[test]

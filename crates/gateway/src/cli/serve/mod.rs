@@ -86,9 +86,9 @@ pub struct LimitArgs {
     /// Sessions held at once; a new one is refused.
     #[arg(long, env = "ASKGATE_MAX_SESSIONS", default_value_t = config::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
-    /// Longest timeout an agent may ask for, in seconds.
-    #[arg(long, env = "ASKGATE_MAX_TIMEOUT_S", default_value_t = config::DEFAULT_MAX_TIMEOUT_S)]
-    pub max_timeout_s: f64,
+    /// Longest timeout an agent may ask for, in seconds [default: no limit].
+    #[arg(long, env = "ASKGATE_MAX_TIMEOUT_S")]
+    pub max_timeout_s: Option<f64>,
     /// Hours an unacknowledged outcome is kept for its agent.
     #[arg(long, env = "ASKGATE_RETENTION_HOURS", default_value_t = 24.0)]
     pub retention_hours: f64,
@@ -149,7 +149,10 @@ impl LimitArgs {
                 1,
             )?,
             max_sessions: at_least("max-sessions", self.max_sessions, 1)?,
-            max_timeout_s: positive("max-timeout-s", self.max_timeout_s, "seconds")?,
+            max_timeout_s: match self.max_timeout_s {
+                Some(seconds) => positive("max-timeout-s", seconds, "seconds")?,
+                None => config::DEFAULT_MAX_TIMEOUT_S,
+            },
             retention: positive_duration(
                 positive("retention-hours", self.retention_hours, "hours")? * 3600.0,
             ),
