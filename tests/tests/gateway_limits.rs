@@ -34,6 +34,20 @@ async fn no_hello_or_a_bad_session_id_is_refused() {
     assert_eq!(tab.closed().await, close::UNKNOWN_SESSION);
 }
 
+/// A tab that says nothing within the hello timeout is closed with 4408, a code the page
+/// reconnects after (a stalled network, not a broken page).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tab_silent_past_the_hello_timeout_may_come_back() {
+    let mut config = test_config();
+    config.limits.hello_timeout = std::time::Duration::from_millis(200);
+    let server = TestServer::start_with(config).await;
+    let mut tab = server.raw_tab("s").await;
+    assert_eq!(tab.closed().await, close::TOO_SLOW);
+    assert!(close::should_reconnect(close::TOO_SLOW));
+    let (_tab, snapshot) = server.tab("s").await;
+    assert_eq!(snapshot["type"], "snapshot");
+}
+
 /// A frame over the size limit closes the socket with 4413, for tabs and agents alike.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_frame_too_large_closes_with_4413() {

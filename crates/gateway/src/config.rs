@@ -42,6 +42,9 @@ pub const DEFAULT_MAX_TIMEOUT_S: f64 = f64::INFINITY;
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
 /// How often the gateway pings each socket; two pings without a pong close it.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(25);
+/// How long a tab has to send `hello` after its socket opens. One that does not is closed
+/// with 4408, as a connection too slow to keep up: the page reconnects.
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for sockets to close before giving up on them.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -78,6 +81,8 @@ pub struct Limits {
     pub ping_interval: Duration,
     /// See [`DEFAULT_SHUTDOWN_GRACE`].
     pub shutdown_grace: Duration,
+    /// See [`DEFAULT_HELLO_TIMEOUT`].
+    pub hello_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -98,6 +103,7 @@ impl Default for Limits {
             retention: DEFAULT_RETENTION,
             ping_interval: DEFAULT_PING_INTERVAL,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
         }
     }
 }

@@ -1,10 +1,8 @@
 //! `GET /v1/sessions/{session}/live`: a browser tab watching a session.
 //!
-//! The first frame must be `hello` with the session's viewer key (within
-//! [`HELLO_TIMEOUT`]); then the tab receives `snapshot` and live updates, and may send
+//! The first frame must be `hello` with the session's viewer key (within the hello timeout,
+//! else the socket closes with 4408 and the page reconnects); then the tab receives `snapshot` and live updates, and may send
 //! `answer` and `decline`.
-
-use std::time::Duration;
 
 use askgate_protocol::wire::FromTab;
 use askgate_protocol::{SessionId, close};
@@ -20,9 +18,6 @@ use super::socket::{
 use crate::hub::{Link, TabHandle};
 use crate::metrics::{count, gauge_add};
 use crate::server::AppState;
-
-/// How long a new socket has to say `hello`.
-pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The upgrade handler.
 pub async fn tab_endpoint(
@@ -56,7 +51,7 @@ async fn serve(
         return Some((close::UNKNOWN_SESSION, "not a session id"));
     };
     let hello = tokio::select! {
-        hello = tokio::time::timeout(HELLO_TIMEOUT, socket.recv()) => hello,
+        hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.recv()) => hello,
         () = state.shutdown.cancelled() => return Some((close::GOING_AWAY, "shutting down")),
     };
     let (key, requested_tab) = match hello {
@@ -70,9 +65,9 @@ async fn serve(
             return Some((code, "frame too large"));
         }
         Ok(None | Some(Ok(Message::Close(_)))) => return None,
-        Ok(Some(Ok(_))) | Err(_) => {
-            return Some((close::MALFORMED, "the first frame must be hello"));
-        }
+        Ok(Some(Ok(_))) => return Some((close::MALFORMED, "the first frame must be hello")),
+        // Not a broken page, most likely a stalled network: the page may reconnect.
+        Err(_) => return Some((close::TOO_SLOW, "no hello in time")),
     };
     if !state.hub.keys().verify(&session, &key) {
         return Some((close::BAD_KEY, "wrong viewer key"));

@@ -158,6 +158,7 @@ impl LimitArgs {
             ),
             ping_interval: within_a_day("ping-interval-s", self.ping_interval_s)?,
             shutdown_grace: within_a_day("shutdown-grace-s", self.shutdown_grace_s)?,
+            hello_timeout: config::DEFAULT_HELLO_TIMEOUT,
         })
     }
 }
