@@ -39,7 +39,7 @@ async fn no_hello_or_a_bad_session_id_is_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tab_silent_past_the_hello_timeout_may_come_back() {
     let mut config = test_config();
-    config.limits.hello_timeout = std::time::Duration::from_millis(200);
+    config.limits.hello_timeout = Duration::from_millis(200);
     let server = TestServer::start_with(config).await;
     let mut tab = server.raw_tab("s").await;
     assert_eq!(tab.closed().await, close::TOO_SLOW);
