@@ -157,6 +157,70 @@ async fn another_window_sees_the_answer_land() {
     assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
 }
 
+/// A duplicated browser tab copies the original's `sessionStorage`, so it asks for the
+/// original's tab id; the gateway gives it another, and the original's answer stays another
+/// tab's answer to it (not "Sent ✓").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_duplicated_tab_does_not_claim_the_originals_answer() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let first = browser.window().await;
+    let tab_id = "return sessionStorage.getItem('askgate.tab');";
+    let original = browser.execute(tab_id, json!([])).await;
+    let copy = browser.new_window().await;
+    browser.goto(&page_url(&server, "s")).await;
+    browser
+        .execute(
+            "sessionStorage.setItem('askgate.tab', arguments[0]); location.reload();",
+            json!([original]),
+        )
+        .await;
+    browser
+        .wait_until(
+            "return performance.getEntriesByType('navigation')[0]?.type === 'reload' && \
+             (document.querySelector('#presence')?.textContent ?? '').includes('2 tabs watching');",
+            json!([]),
+        )
+        .await;
+    assert_ne!(browser.execute(tab_id, json!([])).await, original);
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    browser.wait_for(&card("r1")).await;
+
+    browser.switch_to(&first).await;
+    browser.click(&option("r1", "Color", "Green")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    agent.recv_type("outcome").await;
+
+    browser.switch_to(&copy).await;
+    let other = format!(r#"{}[data-state="answered"][data-by="other"]"#, card("r1"));
+    browser.wait_for(&other).await;
+    browser
+        .wait_for_text(&format!("{other} .card-status"), "Answered in another tab")
+        .await;
+}
+
+/// Focus stays with a keyboard user through a card's end: on the words saying how it ended,
+/// then, once the card folds away, on the next open card (not the top of the page).
+#[tokio::test(flavor = "multi_thread")]
+async fn focus_moves_on_to_the_next_card_when_one_ends() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    agent.send(&ask("s", "r2", &["Size"], None)).await;
+    agent.recv_type("accepted").await;
+    browser.wait_for(&card("r2")).await;
+
+    browser.click(&option("r1", "Color", "Red")).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    agent.recv_type("outcome").await;
+    let focused_in = "const focused = document.activeElement; \
+                      return focused?.closest(arguments[0]) ? focused.className || focused.tagName : null;";
+    let on_status = browser.wait_until(focused_in, json!([card("r1")])).await;
+    assert_eq!(on_status, "card-status");
+    browser.wait_gone(&card("r1")).await;
+    browser.wait_until(focused_in, json!([card("r2")])).await;
+}
+
 /// A multi-select question sends every ticked option, in the order the options are listed.
 #[tokio::test(flavor = "multi_thread")]
 async fn multi_select_sends_every_tick_in_option_order() {
@@ -441,13 +505,13 @@ async fn hostile_text_is_shown_as_text_and_never_widens_the_page() {
     }
 }
 
-/// An answer the page lets through but the gateway refuses is shown beside its question, and
-/// the card stays open for a corrected answer.
+/// A character the harness would refuse is caught before sending and named beside its
+/// question, and the card stays open for a corrected answer: a format character, and one
+/// the browser knows but the harness (Unicode 14.0) does not.
 ///
-/// U+2FFC was assigned in Unicode 15.1: the browser knows it as a printable character, while
-/// the harness (Unicode 14.0) counts it as unassigned and rejects it.
+/// U+2FFC was assigned in Unicode 15.1: the browser's own `\p{C}` lets it through.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_rejected_answer_is_shown_beside_its_question() {
+async fn a_character_the_harness_refuses_is_named_before_sending() {
     let server = TestServer::start().await;
     let browser = open_page(&server, "s").await;
     let mut agent = agent_asking(&server, &ask("s", "r1", &["Color", "Size"], None)).await;
@@ -462,14 +526,24 @@ async fn a_rejected_answer_is_shown_beside_its_question() {
     let size = question("r1", "Size");
     browser.click(&option("r1", "Color", "Red")).await;
     browser
-        .type_into(&format!("{size} .other-input"), "Tall \u{2FFC}")
+        .type_into(&format!("{size} .other-input"), "a\u{200D}b")
         .await;
-    browser.click(&format!("{} .submit", card("r1"))).await;
-
     browser
         .wait_for_text(
             &format!("{size} .question-error"),
-            "must not contain control characters or invisible formatting",
+            "an invisible or control character (U+200D) at character 2",
+        )
+        .await;
+    browser
+        .type_into(
+            &format!("{size} .other-input"),
+            "\u{E003}\u{E003}\u{E003}Tall \u{2FFC}",
+        )
+        .await;
+    browser
+        .wait_for_text(
+            &format!("{size} .question-error"),
+            "(U+2FFC) at character 6, which is newer than the agent's framework knows",
         )
         .await;
     browser.wait_for(&format!("{size}.has-error")).await;
@@ -480,10 +554,13 @@ async fn a_rejected_answer_is_shown_beside_its_question() {
             .as_deref(),
         Some("")
     );
-    browser
-        .wait_for_text(&format!("{} .card-status", card("r1")), "Not accepted")
-        .await;
-    assert_eq!(browser.attr(&card("r1"), "data-state").await, None);
+    assert_eq!(
+        browser
+            .attr(&format!("{} .submit", card("r1")), "disabled")
+            .await
+            .as_deref(),
+        Some("")
+    );
 
     // Backspace twice takes the character and its space away; the error goes with it.
     browser

@@ -145,11 +145,20 @@ function sendFor(rec, frame) {
     renderErrors(rec);
     return setStatus(rec, 'Not sent: too long.');
   }
+  const hadFocus = rec.el.contains(document.activeElement);
   rec.phase = 'sending';
   rec.el.classList.add('is-sending');
   setStatus(rec, 'Sending…');
   if (rec.submitBtn) rec.submitBtn.disabled = true;
   rec.declineBtn.disabled = true;
+  if (hadFocus) focusStatus(rec);
+}
+
+// Focus on a control being disabled would fall to the page's top: it moves to the words
+// saying what happens to the card instead.
+function focusStatus(rec) {
+  rec.statusEl.tabIndex = -1;
+  rec.statusEl.focus({ preventScroll: true });
 }
 
 export function reopen(rec, message) {
@@ -197,12 +206,15 @@ export function closedWhileAway(rec, text) {
 }
 
 function markFinal(rec, outcome, text, foldDelay) {
+  const hadFocus = rec.el.contains(document.activeElement);
   rec.phase = 'final';
   rec.el.classList.remove('is-sending');
   rec.el.classList.add('is-final');
   rec.el.dataset.state = outcome;
   disableCard(rec);
   setStatus(rec, text);
+  if (hadFocus) focusStatus(rec);
+  if (rec.notification) rec.notification.close();
   state.unseen.delete(rec.id);
   updateTitle();
   updateEmpty();
@@ -232,9 +244,31 @@ export function removeCard(rec) {
   clearTimeout(rec.foldTimer);
   if (state.cards.get(rec.id) === rec) state.cards.delete(rec.id);
   state.unseen.delete(rec.id);
+  const hadFocus = rec.el.contains(document.activeElement);
+  const next = hadFocus && nearestOpenCard(rec.el);
   rec.el.remove();
+  if (rec.notification) rec.notification.close();
   updateTitle();
   updateEmpty();
+  // A keyboard or screen-reader user goes on from where the card was, not from the top.
+  if (hadFocus) focusCard(next);
+}
+
+function nearestOpenCard(el) {
+  for (const direction of ['nextElementSibling', 'previousElementSibling']) {
+    for (let other = el[direction]; other; other = other[direction]) {
+      if (!other.classList.contains('is-final')) return other;
+    }
+  }
+  return null;
+}
+
+function focusCard(el) {
+  const target = el
+    ? el.querySelector('input:not(:disabled), textarea:not(:disabled), button:not(:disabled)') || el
+    : ui.empty.hidden ? ui.list : ui.empty;
+  if (!target.matches('input, textarea, button')) target.tabIndex = -1;
+  target.focus({ preventScroll: !el });
 }
 
 export function updateEmpty() {

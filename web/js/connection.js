@@ -148,9 +148,12 @@ function onSnapshot(f) {
   if (typeof f.now_ms === 'number') state.offset = f.now_ms - Date.now();
   if (typeof f.tab === 'string' && TAB_ID_RE.test(f.tab)) {
     // The gateway may have replaced an id it did not like, or one it still thought in use;
-    // answers are matched against its, and against the ones this page had before.
-    if (f.tab !== state.tab) state.pastTabs.add(state.tab);
+    // answers are matched against its, and against the ones this page was given before. An id
+    // only asked for is not one of them: a duplicated browser tab asks for the id of the tab
+    // it copied, whose answers are not its own.
+    if (f.tab !== state.tab && state.tabGranted) state.pastTabs.add(state.tab);
     state.tab = f.tab;
+    state.tabGranted = true;
     storeTabId(f.tab);
   }
   if (Number.isSafeInteger(f.max_frame_bytes) && f.max_frame_bytes > 0) {

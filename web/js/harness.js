@@ -2,10 +2,31 @@
 
 import { growTextarea, make, pickList } from './page.js';
 import { updateReadiness } from './cards.js';
+import { unassignedInUnicode14 } from './unicode14.js';
 
 // The harness rejects control, format, private-use and unassigned characters and the
-// line/paragraph separators; only `\n` is allowed. The server has the final word.
+// line/paragraph separators; only `\n` is allowed. Unassigned means in Unicode 14, which is
+// older than the browser's. The server has the final word.
 const FORBIDDEN_RE = /(?!\n)[\p{C}\u2028\u2029]/u;
+
+// What is wrong with typed text, naming the character a person must take out; or null.
+function forbiddenCharacter(text) {
+  let position = 0;
+  for (const c of text) {
+    position += 1;
+    const cp = c.codePointAt(0);
+    const hex = 'U+' + cp.toString(16).toUpperCase().padStart(4, '0');
+    if (FORBIDDEN_RE.test(c)) {
+      const what = c === '\t' ? 'a tab' : 'an invisible or control character';
+      return `Your answer contains ${what} (${hex}) at character ${position}; please remove it.`;
+    }
+    if (unassignedInUnicode14(cp)) {
+      return `Your answer contains ${c} (${hex}) at character ${position}, which is newer than ` +
+        "the agent's framework knows (Unicode 14); please remove it.";
+    }
+  }
+  return null;
+}
 
 export function buildQuestion(rec, q, qi) {
   const id = rec.prefix + '-q' + qi;
@@ -80,9 +101,8 @@ export function readAnswer(qr) {
   if (picks.length) return { answer: { header, selected: picks } };
   const text = qr.other.value;
   if (!text.trim()) return {};
-  if (FORBIDDEN_RE.test(text)) {
-    return { problem: 'Your answer contains a tab or another invisible or control character; please remove it.' };
-  }
+  const problem = forbiddenCharacter(text);
+  if (problem) return { problem };
   return { answer: { header, custom_answer: text } };
 }
 

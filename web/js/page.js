@@ -4,7 +4,8 @@
 
 export const state = {
   session: '', key: '', tab: '',
-  pastTabs: new Set(), // ids this page had before the gateway gave it another
+  pastTabs: new Set(), // ids this page was given before the gateway gave it another
+  tabGranted: false, // whether `tab` is the gateway's answer, not only the id asked for
   maxFrameBytes: 64 * 1024, // the gateway's limit on a tab's frame, from the snapshot
   ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
   offset: 0, // server clock minus local clock, from the last snapshot
@@ -20,6 +21,8 @@ export const ui = {};
 export function make(tag, className, text, props) {
   const node = document.createElement(tag);
   if (className) node.className = className;
+  // What a person types runs in its own direction: Hebrew or Arabic reads right to left.
+  if (tag === 'textarea') node.dir = 'auto';
   if (text !== undefined && text !== null) node.textContent = String(text);
   if (props) Object.assign(node, props);
   return node;

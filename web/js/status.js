@@ -31,10 +31,18 @@ export function toast(text) {
   toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 8000);
 }
 
+// Messages said within one moment are said together: each write to the live region replaces
+// the one before, so a reconnect's "closed while away" would be lost under its "new question".
+let pendingAnnouncements = [];
 export function announce(text) {
+  pendingAnnouncements.push(text);
+  if (pendingAnnouncements.length > 1) return;
   // Clearing first makes screen readers repeat a message identical to the last one.
   ui.live.textContent = '';
-  setTimeout(() => { ui.live.textContent = text; }, 50);
+  setTimeout(() => {
+    ui.live.textContent = pendingAnnouncements.join(' ');
+    pendingAnnouncements = [];
+  }, 50);
 }
 
 export function noteNew(recs) {
@@ -62,6 +70,7 @@ function notify(rec) {
   try {
     const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
     n.onclick = () => { window.focus(); n.close(); };
+    rec.notification = n;
   } catch (_) {
     // Some platforms only allow notifications from a service worker; the title still counts.
   }

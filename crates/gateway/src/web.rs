@@ -59,6 +59,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/status.js"),
     ),
     (
+        "js/unicode14.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/unicode14.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),
