@@ -53,6 +53,7 @@ async fn a_tab_silent_past_the_hello_timeout_may_come_back() {
 async fn a_frame_too_large_closes_with_4413() {
     let mut config = test_config();
     config.limits.max_frame_bytes = 4096;
+    config.limits.max_agent_frame_bytes = 6144;
     let server = TestServer::start_with(config).await;
     let (mut tab, _) = server.tab("s").await;
     let _ = tab
@@ -63,7 +64,7 @@ async fn a_frame_too_large_closes_with_4413() {
         .await;
     assert_eq!(tab.closed().await, close::TOO_LARGE);
     let mut agent = server.agent().await;
-    let _ = agent.send_text("x".repeat(64 * 1024)).await;
+    let _ = agent.send_text("x".repeat(8 * 1024)).await;
     assert_eq!(agent.closed().await, close::TOO_LARGE);
     // A first frame too large, before any hello, the same.
     let mut early = server.raw_tab("s").await;
@@ -76,6 +77,53 @@ async fn a_frame_too_large_closes_with_4413() {
         .closed_too_large
         .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(closed, 3, "each closing counted");
+}
+
+/// The largest question set pydantic-ai-harness accepts is taken whole: over a socket with
+/// every character outside ASCII escaped, as Python's `json.dumps` writes it by default
+/// (about 243 KB), and as an HTTP body in UTF-8 (about 81 KB); both over the 64 KiB a tab may
+/// send.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_largest_harness_question_set_is_taken_in_any_encoding() {
+    let server = TestServer::start().await;
+    let text = |n: usize| "😀".repeat(n);
+    let questions: Vec<Value> = (0..10)
+        .map(|q| {
+            let options: Vec<Value> = (0..6)
+                .map(|o| json!({"label": format!("{o}{}", text(49)), "description": text(200)}))
+                .collect();
+            json!({"header": format!("{q}{}", text(24)), "question": text(500), "options": options})
+        })
+        .collect();
+    let frame = json!({"type": "ask", "session": "s", "id": "big", "questions": questions});
+    let escaped: String = frame
+        .to_string()
+        .chars()
+        .map(|c| match c {
+            ' '..='~' => c.to_string(),
+            _ => c
+                .encode_utf16(&mut [0; 2])
+                .iter()
+                .map(|unit| format!("\\u{unit:04x}"))
+                .collect(),
+        })
+        .collect();
+    assert!(escaped.len() > 240_000, "{} bytes", escaped.len());
+    let mut agent = server.agent().await;
+    agent.send_text(escaped).await.expect("sent");
+    assert_eq!(agent.recv_type("accepted").await["id"], "big");
+
+    let body = json!({"id": "big-http", "questions": questions});
+    assert!(body.to_string().len() > 80_000);
+    let (status, reply) = http(
+        server.addr,
+        "POST",
+        "/v1/sessions/s/requests",
+        Some(&body),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201, "{reply}");
 }
 
 /// A tab that stops reading is closed with 4408 once its queue overflows, while another tab

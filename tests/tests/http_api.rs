@@ -331,7 +331,7 @@ async fn a_deferred_tool_call_comes_back_as_ask_user_result() {
 async fn every_refusal_names_its_field_in_json() {
     let mut config = test_config();
     config.limits.open_requests_per_session = 1;
-    config.limits.max_frame_bytes = 4096;
+    config.limits.max_agent_frame_bytes = 4096;
     let server = TestServer::start_with(config).await;
     let post = |body: Value, session: &'static str| {
         let path = format!("/v1/sessions/{session}/requests");

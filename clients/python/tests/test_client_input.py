@@ -37,7 +37,7 @@ async def answered_after(client: askgate.Client, tab: Tab, session: str, id: str
         ([{"header": float("nan")}], None, "cannot be sent as JSON"),
         (QUESTIONS, math.inf, "timeout_s"),
         (QUESTIONS, math.nan, "timeout_s"),
-        ([{"header": "x", "question": "y" * 70_000}], None, "max_frame_bytes"),
+        ([{"header": "x", "question": "y" * 1_100_000}], None, "max_frame_bytes"),
     ],
 )
 async def test_an_ask_that_cannot_be_sent_is_refused_and_the_client_goes_on(

@@ -23,9 +23,10 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(20);
 pub const MIN_PING_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest ping period honoured; longer ones are lowered to it.
 pub const MAX_PING_INTERVAL: Duration = Duration::from_secs(3600);
-/// The largest `ask` frame sent, in bytes: the gateway's default limit. A larger ask fails
-/// with [`ClientError::TooLarge`] instead of getting the whole connection closed with 4413.
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
+/// The largest `ask` frame sent, in bytes: the gateway's default limit on what an agent sends
+/// (`--max-agent-frame-bytes`). A larger ask fails with [`ClientError::TooLarge`] instead of
+/// getting the whole connection closed with 4413.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 1024 * 1024;
 
 /// The settings the connection task runs with, fixed at connect time.
 pub(crate) struct Settings {
@@ -134,7 +135,7 @@ impl ClientBuilder {
         self
     }
 
-    /// See [`DEFAULT_MAX_FRAME_BYTES`]; match the gateway's `max_frame_bytes`.
+    /// See [`DEFAULT_MAX_FRAME_BYTES`]; match the gateway's `--max-agent-frame-bytes`.
     #[must_use]
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.max_frame_bytes = bytes;

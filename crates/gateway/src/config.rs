@@ -7,8 +7,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Largest WebSocket message accepted, in bytes. A larger one closes the socket with 4413.
+/// Largest WebSocket message accepted from a tab, in bytes. A larger one closes the socket
+/// with 4413.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
+/// Largest WebSocket message or HTTP body accepted from an agent, in bytes. A larger socket
+/// message closes the socket with 4413; a larger body is refused with 413. The largest
+/// question set pydantic-ai-harness accepts is 20,250 characters after trimming: about 81 KB
+/// of UTF-8, and 243 KB when a host escapes every character outside ASCII as Python's
+/// `json.dumps` does by default (12 bytes for one outside the Basic Multilingual Plane). This
+/// takes it in any encoding, with room to spare.
+pub const DEFAULT_MAX_AGENT_FRAME_BYTES: usize = 1024 * 1024;
 /// tungstenite's read buffer per connection, in bytes, allocated up front for every socket.
 /// Its 128 KiB default would cost that much per idle tab; tab frames are a few hundred bytes,
 /// and a larger message still arrives whole (the buffer grows to fit it, up to the frame
@@ -53,6 +61,8 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct Limits {
     /// See [`DEFAULT_MAX_FRAME_BYTES`].
     pub max_frame_bytes: usize,
+    /// See [`DEFAULT_MAX_AGENT_FRAME_BYTES`].
+    pub max_agent_frame_bytes: usize,
     /// See [`DEFAULT_READ_BUFFER_BYTES`].
     pub read_buffer_bytes: usize,
     /// See [`DEFAULT_WRITE_BUFFER_BYTES`].
@@ -89,6 +99,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_agent_frame_bytes: DEFAULT_MAX_AGENT_FRAME_BYTES,
             read_buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
             write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
             tab_queue: DEFAULT_TAB_QUEUE,

@@ -46,7 +46,8 @@ pub struct AppState {
 
 /// The router, for a given state.
 pub fn router(state: AppState) -> Router {
-    let body_limit = state.hub.limits().max_frame_bytes;
+    // Only agents send bodies (the HTTP API): their limit.
+    let body_limit = state.hub.limits().max_agent_frame_bytes;
     Router::new()
         .route("/", get(web::landing))
         .route("/s/{session}", get(web::session_page))

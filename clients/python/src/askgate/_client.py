@@ -40,9 +40,9 @@ _RECONNECT_CODES = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 4408, 4429})
 _WITHDRAWAL_MEMORY_S = 300.0
 """How long a withdrawal whose outcome never came is retried across reconnects."""
 
-DEFAULT_MAX_FRAME_BYTES = 64 * 1024
-"""The largest `ask` frame sent: the gateway's default `--max-frame-bytes`. A larger ask is
-refused here, instead of the gateway closing the whole connection with 4413."""
+DEFAULT_MAX_FRAME_BYTES = 1024 * 1024
+"""The largest `ask` frame sent: the gateway's default `--max-agent-frame-bytes`. A larger ask
+is refused here, instead of the gateway closing the whole connection with 4413."""
 
 _RESENT_DEADLINE_BYTES = 16
 """Room left in a frame for its `timeout_s` to be written longer when it is sent again."""

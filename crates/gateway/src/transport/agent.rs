@@ -35,7 +35,8 @@ pub async fn agent_endpoint(
 ) -> Response {
     let admitted = state.agent_keys.admit(&headers);
     let tracker = state.tracker.clone();
-    limited(upgrade, &state.hub.limits().clone()).on_upgrade(move |socket| {
+    let limits = state.hub.limits();
+    limited(upgrade, limits, limits.max_agent_frame_bytes).on_upgrade(move |socket| {
         let span = tracing::info_span!("agent");
         tracker.track_future(run(socket, state, admitted).instrument(span))
     })

@@ -29,13 +29,17 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// socket mid-write, again on every reconnect. The write buffer still stays bounded: a frame
 /// is only queued once the buffer has been written out below `write_buffer_bytes`, so it holds
 /// at most that plus one frame, and a frame's size follows from the hub's limits.
-pub(super) fn limited(upgrade: WebSocketUpgrade, limits: &Limits) -> WebSocketUpgrade {
+pub(super) fn limited(
+    upgrade: WebSocketUpgrade,
+    limits: &Limits,
+    max_message_bytes: usize,
+) -> WebSocketUpgrade {
     upgrade
         .read_buffer_size(limits.read_buffer_bytes)
         .write_buffer_size(limits.write_buffer_bytes)
         .max_write_buffer_size(usize::MAX)
-        .max_message_size(limits.max_frame_bytes)
-        .max_frame_size(limits.max_frame_bytes)
+        .max_message_size(max_message_bytes)
+        .max_frame_size(max_message_bytes)
 }
 
 /// What happened next on a connection.

@@ -26,7 +26,8 @@ pub async fn tab_endpoint(
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let tracker = state.tracker.clone();
-    limited(upgrade, &state.hub.limits().clone()).on_upgrade(move |socket| {
+    let limits = state.hub.limits();
+    limited(upgrade, limits, limits.max_frame_bytes).on_upgrade(move |socket| {
         let span = tracing::info_span!("tab", %session);
         tracker.track_future(run(socket, state, session).instrument(span))
     })

@@ -53,9 +53,14 @@ pub struct ServeArgs {
 /// The limits, each defaulting to the named constant in `config`.
 #[derive(Debug, Args)]
 pub struct LimitArgs {
-    /// Largest WebSocket message accepted, in bytes; a larger one closes the socket (4413).
+    /// Largest WebSocket message accepted from a tab, in bytes; a larger one closes the
+    /// socket (4413).
     #[arg(long, env = "ASKGATE_MAX_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_FRAME_BYTES)]
     pub max_frame_bytes: usize,
+    /// Largest WebSocket message or HTTP body accepted from an agent, in bytes; a larger
+    /// message closes the socket (4413), a larger body is refused (413).
+    #[arg(long, env = "ASKGATE_MAX_AGENT_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_AGENT_FRAME_BYTES)]
+    pub max_agent_frame_bytes: usize,
     /// Read buffer per socket, in bytes.
     #[arg(long, env = "ASKGATE_READ_BUFFER_BYTES", default_value_t = config::DEFAULT_READ_BUFFER_BYTES)]
     pub read_buffer_bytes: usize,
@@ -123,6 +128,11 @@ impl LimitArgs {
         Ok(Limits {
             max_frame_bytes: at_least("max-frame-bytes", self.max_frame_bytes, MIN_FRAME_BYTES)
                 .map_err(|e| anyhow!("{e}: a smaller frame cannot carry a tab's hello"))?,
+            max_agent_frame_bytes: at_least(
+                "max-agent-frame-bytes",
+                self.max_agent_frame_bytes,
+                MIN_FRAME_BYTES,
+            )?,
             read_buffer_bytes: at_least("read-buffer-bytes", self.read_buffer_bytes, 1)?,
             write_buffer_bytes: at_least("write-buffer-bytes", self.write_buffer_bytes, 1)?,
             tab_queue: at_least("tab-queue", self.tab_queue, 1)?,
