@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use askgate_tests::server::{TestServer, answer, ask};
+use askgate_tests::server::{TestServer, answer, ask, http};
 use serde_json::{Value, json};
 
 const TIMED_OUT: &str = "The user did not answer in time. Continue without the answer: make a reasonable choice and say which one you made.";
@@ -80,6 +80,27 @@ async fn an_answer_resolves_for_every_tab_and_the_agent() {
     b.send(&answer("r", &["Color", "Size"], "Red")).await;
     let rejected = b.recv_until("answer_rejected").await;
     assert_eq!(rejected["errors"][0]["message"], "already resolved");
+}
+
+/// A late answer is "already resolved" even once the agent has acked the outcome and the
+/// gateway forgot it; an answer to an id never asked is told there is no such request.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_answer_after_the_ack_is_already_resolved() {
+    let server = TestServer::start().await;
+    let (mut tab, _agent) = server.answered_request("s", "r").await;
+    let ack = "/v1/sessions/s/requests/r/ack";
+    assert_eq!(http(server.addr, "POST", ack, None, None).await.0, 204);
+    let (status, _) = http(server.addr, "GET", "/v1/sessions/s/requests/r", None, None).await;
+    assert_eq!(status, 404, "forgotten");
+    tab.send(&answer("r", &["Color"], "Blue")).await;
+    let rejected = tab.recv_until("answer_rejected").await;
+    assert_eq!(rejected["errors"][0]["message"], "already resolved");
+    tab.send(&answer("never-asked", &["Color"], "Blue")).await;
+    let rejected = tab.recv_until("answer_rejected").await;
+    assert_eq!(
+        rejected["errors"][0]["message"],
+        "no open request with this id"
+    );
 }
 
 /// An answer that does not fit is rejected with the harness's message; the request stays open.

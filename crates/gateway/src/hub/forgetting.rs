@@ -39,7 +39,7 @@ impl Hub {
             };
             match state.requests.get(id).map(|e| &e.state) {
                 Some(EntryState::Resolved(_)) => {
-                    if let Some(entry) = state.requests.remove(id) {
+                    if let Some(entry) = state.forget(id) {
                         entry.resolved.notify_waiters();
                     }
                     gauge_add(&self.metrics.kept_outcomes, -1);
@@ -67,7 +67,7 @@ impl Hub {
             for session_id in ids {
                 if let Some(session) = sessions.get_mut(&session_id) {
                     for id in session.expired(now, retention_ms) {
-                        session.requests.remove(&id);
+                        session.forget(&id);
                         gauge_add(&self.metrics.kept_outcomes, -1);
                         forgotten.push((session_id.clone(), id));
                     }

@@ -196,10 +196,12 @@ impl Hub {
         ending: &Ending,
     ) -> Result<Begun, Refusal> {
         let mut sessions = self.lock();
-        let entry = sessions
-            .get_mut(session)
-            .and_then(|s| s.requests.get_mut(id))
-            .ok_or(Refusal::Unknown)?;
+        let state = sessions.get_mut(session).ok_or(Refusal::Unknown)?;
+        let tab_ending = matches!(ending, Ending::Answer { .. } | Ending::Decline { .. });
+        if tab_ending && !state.requests.contains_key(id) && state.forgot_lately(id) {
+            return Err(Refusal::AlreadyResolved);
+        }
+        let entry = state.requests.get_mut(id).ok_or(Refusal::Unknown)?;
         match entry.state {
             EntryState::Open => {}
             EntryState::Committing(_) => return Err(Refusal::Unknown),

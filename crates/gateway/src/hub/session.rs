@@ -1,6 +1,6 @@
 //! One session: its tabs, its agent connections, its requests; fan-out and presence.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write as _;
 
 use askgate_protocol::wire::ToTab;
@@ -33,7 +33,15 @@ pub(super) struct Session {
     pub(super) unresolved: usize,
     /// The next request's sequence number.
     pub(super) next_seq: u64,
+    /// Requests forgotten lately (acked, or kept past their retention), newest last: a tab's
+    /// late answer to one is told "already resolved", as the design says, rather than that
+    /// there is no such request. At most [`FORGOTTEN_REMEMBERED`].
+    forgotten: VecDeque<RequestId>,
 }
+
+/// How many forgotten request ids a session remembers. A tab learns a request ended the
+/// moment it does; this covers answers already on their way, not days-old ones.
+const FORGOTTEN_REMEMBERED: usize = 64;
 
 impl Session {
     pub(super) fn new(id: SessionId) -> Self {
@@ -44,7 +52,23 @@ impl Session {
             requests: HashMap::new(),
             unresolved: 0,
             next_seq: 0,
+            forgotten: VecDeque::new(),
         }
+    }
+
+    /// Forgets request `id`, which has ended; notes it among the lately forgotten.
+    pub(super) fn forget(&mut self, id: &RequestId) -> Option<Entry> {
+        let entry = self.requests.remove(id)?;
+        if self.forgotten.len() == FORGOTTEN_REMEMBERED {
+            self.forgotten.pop_front();
+        }
+        self.forgotten.push_back(id.clone());
+        Some(entry)
+    }
+
+    /// Whether request `id` ended and was forgotten lately.
+    pub(super) fn forgot_lately(&self, id: &RequestId) -> bool {
+        self.forgotten.contains(id)
     }
 
     /// Nothing and no one left: the session can be dropped.
