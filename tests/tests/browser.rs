@@ -221,6 +221,38 @@ async fn focus_moves_on_to_the_next_card_when_one_ends() {
     browser.wait_until(focused_in, json!([card("r2")])).await;
 }
 
+/// Leaving the page (a reload, a closed tab) asks first while an open card holds typed text,
+/// and only then.
+#[tokio::test(flavor = "multi_thread")]
+async fn leaving_asks_first_while_typed_text_is_unsent() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let _agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    let leaving_is_held = "const leaving = new Event('beforeunload', {cancelable: true}); \
+                           window.dispatchEvent(leaving); return leaving.defaultPrevented;";
+    let other = format!("{} .other-input", question("r1", "Color"));
+    browser.wait_for(&other).await;
+    assert_eq!(
+        browser.execute(leaving_is_held, json!([])).await,
+        json!(false)
+    );
+    browser.type_into(&other, "Teal, with a note").await;
+    assert_eq!(
+        browser.execute(leaving_is_held, json!([])).await,
+        json!(true)
+    );
+    browser
+        .execute(
+            "document.querySelector(arguments[0]).value = '';",
+            json!([other]),
+        )
+        .await;
+    assert_eq!(
+        browser.execute(leaving_is_held, json!([])).await,
+        json!(false)
+    );
+}
+
 /// A multi-select question sends every ticked option, in the order the options are listed.
 #[tokio::test(flavor = "multi_thread")]
 async fn multi_select_sends_every_tick_in_option_order() {

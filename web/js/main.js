@@ -23,6 +23,17 @@ import { connect, loadTabId, readLocation } from './connection.js';
 import { tick } from './cards.js';
 import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
 
+// Whether an open card holds text a person typed and has not sent.
+function hasUnsentText() {
+  for (const rec of state.cards.values()) {
+    if (rec.phase !== 'open') continue;
+    for (const area of rec.el.querySelectorAll('textarea')) {
+      if (area.value.trim()) return true;
+    }
+  }
+  return false;
+}
+
 function init() {
   for (const id of ['connection', 'presence', 'notify', 'notice', 'toast', 'requests', 'empty', 'live', 'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
@@ -48,6 +59,12 @@ function init() {
         'it ends with #k= followed by the viewer key.');
     return;
   }
+  // Typed text lives only in the page: ask before a reload or a closed tab throws it away.
+  window.addEventListener('beforeunload', (event) => {
+    if (!hasUnsentText()) return;
+    event.preventDefault();
+    event.returnValue = '';
+  });
   state.tab = loadTabId();
   window.addEventListener('online', () => { if (state.retryAt) connect(); });
   setInterval(tick, 250);
