@@ -73,6 +73,7 @@ export function connect() {
   }
   state.ws = ws;
   ws.addEventListener('open', () => {
+    state.helloSentAt = Date.now();
     send({ type: 'hello', key: state.key, tab: state.tab });
     setConnection('connecting', 'Joining the session…');
   });
@@ -145,7 +146,14 @@ function onMessage(data) {
 }
 
 function onSnapshot(f) {
-  if (typeof f.now_ms === 'number') state.offset = f.now_ms - Date.now();
+  if (typeof f.now_ms === 'number') {
+    // The gateway read its clock between our hello and the snapshot's arrival, which for a
+    // large snapshot on a slow link can be seconds apart: take the middle, not the arrival,
+    // so countdowns do not show more time than is left.
+    const arrived = Date.now();
+    const sent = Math.min(state.helloSentAt || arrived, arrived);
+    state.offset = f.now_ms - (sent + arrived) / 2;
+  }
   if (typeof f.tab === 'string' && TAB_ID_RE.test(f.tab)) {
     // The gateway may have replaced an id it did not like, or one it still thought in use;
     // answers are matched against its, and against the ones this page was given before. An id

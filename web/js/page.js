@@ -9,6 +9,7 @@ export const state = {
   maxFrameBytes: 64 * 1024, // the gateway's limit on a tab's frame, from the snapshot
   ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
   offset: 0, // server clock minus local clock, from the last snapshot
+  helloSentAt: 0, // when this page last said hello (local clock)
   synced: false, // a snapshot has arrived, so "no cards" really means no questions
   seq: 0, // numbers cards, for element ids that never contain request ids
   cards: new Map(), // request id -> card record
