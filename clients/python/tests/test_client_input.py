@@ -5,11 +5,12 @@ again."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
 import pytest
-from gateway import Gateway
+from gateway import Gateway, free_port
 from tab import Tab
 
 import askgate
@@ -74,10 +75,75 @@ async def test_a_withdrawal_the_store_failed_on_is_sent_again(monkeypatch: pytes
     client._loop = asyncio.get_running_loop()
     conn = _client._Connection()
     client._conn = conn
-    client._withdrawing[("s", "r1")] = _client._Withdrawal(accepted=True, since=0.0)
-    client._withdrawing[("s", "r2")] = _client._Withdrawal(accepted=False, since=0.0)
+    client._withdrawing[("s", "r1")] = _client._Withdrawal(accepted=True)
+    client._withdrawing[("s", "r2")] = _client._Withdrawal(accepted=False)
     client._receive('{"type":"error","code":"store_failed","message":"could not store"}')
     frame = await asyncio.wait_for(conn.queue.get(), 5)
     assert frame == {"type": "cancel", "session": "s", "id": "r1"}
     # Only withdrawals the gateway accepted are cancelled; the other waits for `accepted`.
     assert conn.queue.empty()
+
+
+class _Later:
+    """Stands in for the client's event loop, its clock `ahead` seconds on."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ahead: float) -> None:
+        self.loop = loop
+        self.ahead = ahead
+
+    def time(self) -> float:
+        return self.loop.time() + self.ahead
+
+
+def withdrawn(session: str, id: str) -> str:
+    return json.dumps(
+        {"type": "outcome", "session": session, "id": id, "outcome": "withdrawn", "response": None,
+         "result": None, "model_text": None, "by": None, "at_ms": 1}
+    )
+
+
+async def cancelled_after_accepted(client: askgate.Client, session: str, id: str) -> None:
+    """An ask the gateway accepted, then cancelled while no connection is up."""
+    asking = asyncio.ensure_future(client.ask(session, QUESTIONS, id=id))
+    await asyncio.sleep(0)  # let it queue its ask
+    client._receive(json.dumps({"type": "accepted", "session": session, "id": id, "deadline_ms": None}))
+    asking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+
+
+async def test_a_withdrawal_is_sent_until_the_gateway_confirms_it_however_long_offline() -> None:
+    client = askgate.Client(f"http://127.0.0.1:{free_port()}")
+    try:
+        await cancelled_after_accepted(client, "s", "r1")
+        loop = client._loop
+        assert loop is not None
+        # A day offline: the next connection still withdraws it (on a durable gateway the
+        # question would otherwise stay open for ever).
+        client._loop = _Later(loop, 86_400.0)  # type: ignore[assignment]
+        conn = _client._Connection()
+        try:
+            client._replay(conn)
+        finally:
+            client._loop = loop
+        frames = [conn.queue.get_nowait() for _ in range(conn.queue.qsize())]
+        assert {"type": "cancel", "session": "s", "id": "r1"} in frames
+        # Its outcome confirms it: only then is it forgotten.
+        client._receive(withdrawn("s", "r1"))
+        assert not client._withdrawing
+    finally:
+        await client.aclose()
+
+
+async def test_past_the_bound_the_oldest_withdrawal_is_forgotten_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_client, "_WITHDRAWALS_KEPT", 2)
+    client = askgate.Client(f"http://127.0.0.1:{free_port()}")
+    try:
+        for id in ("r1", "r2", "r3"):
+            await cancelled_after_accepted(client, "s", id)
+        assert list(client._withdrawing) == [("s", "r2"), ("s", "r3")]
+        assert "forgetting the oldest, request 'r1'" in caplog.text
+    finally:
+        await client.aclose()

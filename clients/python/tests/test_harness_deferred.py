@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -240,3 +241,120 @@ async def test_an_ack_that_fails_after_collecting_loses_no_answer(
     assert transport.acks == 2
     again = await collect_results(gateway.url, session, [posted[1]], wait=0)
     assert again.calls == {"call_b": {"Color": ["Red"]}}
+
+
+class _Watched(httpx.AsyncBaseTransport):
+    """Passes every call through to the gateway, counting the calls still in flight."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.in_flight = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.in_flight += 1
+        try:
+            return await self.inner.handle_async_request(request)
+        finally:
+            self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("helper", ["collect_results", "collect_resume"])
+async def test_a_collect_that_fails_stops_its_other_long_polls(gateway: Gateway, session: str, helper: str) -> None:
+    from askgate.langgraph import collect_resume
+
+    collect = collect_results if helper == "collect_results" else collect_resume
+    requests = DeferredToolRequests(calls=[ask_call(COLOR, "call_open")])
+    posted = await post_deferred(gateway.url, session, requests)
+    transport = _Watched()
+    async with httpx.AsyncClient(transport=transport) as client:
+        with pytest.raises(ApiError) as missing:
+            await collect(gateway.url, session, [posted[0], "call_never_posted"], wait=10, client=client)
+        assert missing.value.status == 404
+        # The long-poll for the open question was cancelled, not left running on its own.
+        assert transport.in_flight == 0
+
+
+_TRANSIENT = [
+    httpx.ConnectError("connection refused"),
+    httpx.ReadError("connection reset by peer"),
+    httpx.RemoteProtocolError("server disconnected without sending a response"),
+]
+
+
+class _Flaky(httpx.AsyncBaseTransport):
+    """Fails the first `failures` long-polls as a gateway restart or a proxy reset would, then
+    passes every call through to the gateway."""
+
+    def __init__(self, failures: int) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.failures = failures
+        self.polls = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            self.polls += 1
+            if self.polls <= self.failures:
+                error = _TRANSIENT[(self.polls - 1) % len(_TRANSIENT)]
+                raise type(error)(str(error), request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _FlakySync(httpx.BaseTransport):
+    """`_Flaky` for the blocking client."""
+
+    def __init__(self, failures: int) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.failures = failures
+        self.polls = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            self.polls += 1
+            if self.polls <= self.failures:
+                error = _TRANSIENT[(self.polls - 1) % len(_TRANSIENT)]
+                raise type(error)(str(error), request=request)
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def test_a_long_poll_outlasts_transient_transport_errors(gateway: Gateway, session: str, tabs: Tabs) -> None:
+    requests = DeferredToolRequests(calls=[ask_call(COLOR, "call_flaky")])
+    posted = await post_deferred(gateway.url, session, requests)
+    tab = await tabs(posted[0].viewer_url)
+    await tab.next_request()
+    await tab.answer("call_flaky", [{"header": "Color", "selected": ["Red"]}])
+
+    transport = _Flaky(failures=3)
+    async with httpx.AsyncClient(transport=transport) as client:
+        results = await collect_results(gateway.url, session, posted, wait=10, ack=False, client=client)
+    assert results.calls == {"call_flaky": {"Color": ["Red"]}}
+    assert transport.polls == 4
+
+    sync_transport = _FlakySync(failures=3)
+    with httpx.Client(transport=sync_transport) as sync_client:
+        results = await anyio.to_thread.run_sync(
+            lambda: collect_results_sync(gateway.url, session, posted, wait=10, client=sync_client)
+        )
+    assert results.calls == {"call_flaky": {"Color": ["Red"]}}
+    assert sync_transport.polls == 4
+
+
+async def test_a_long_poll_that_keeps_failing_gives_up_at_the_deadline(gateway: Gateway, session: str) -> None:
+    requests = DeferredToolRequests(calls=[ask_call(COLOR, "call_unreachable")])
+    posted = await post_deferred(gateway.url, session, requests)
+    transport = _Flaky(failures=1_000_000)
+    async with httpx.AsyncClient(transport=transport) as client:
+        started = time.monotonic()
+        with pytest.raises(httpx.TransportError):
+            await collect_results(gateway.url, session, posted, wait=1.0, client=client)
+        elapsed = time.monotonic() - started
+    assert transport.polls > 1  # retried ...
+    assert 0.9 <= elapsed < 5  # ... until the caller's deadline, no longer

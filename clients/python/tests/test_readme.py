@@ -1,16 +1,24 @@
 """The repository README's "Use it from pydantic-ai" and "Use it from LangGraph" examples run as
-written (against the test gateway instead of 127.0.0.1:8080), answered by a headless tab."""
+written (against the test gateway instead of 127.0.0.1:8080), answered by a headless tab; the
+package README's snippets import what they use, and the signatures it shows are the code's."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import builtins
+import inspect
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from gateway import REPO, Gateway
 from tab import Tab, first_choices
+
+import askgate
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +77,75 @@ async def test_readme_example_runs(gateway: Gateway, tabs: Tabs, heading: str, e
     text = "".join(output)
     assert process.returncode == 0, text
     assert text.rstrip().endswith(expected), text
+
+
+PACKAGE_README = Path(__file__).resolve().parents[1] / "README.md"
+
+PLACEHOLDERS = {"model", "URL", "graph", "inputs", "config"}
+"""What the package README's snippets leave to the reader."""
+
+
+def unbound_names(code: str) -> set[str]:
+    """Names `code` reads that it neither imports nor binds, builtins aside."""
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, "README.md", "exec", flags=flags, dont_inherit=True)
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.alias):
+            bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+    return read - bound - set(dir(builtins))
+
+
+def test_package_readme_snippets_import_what_they_use() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", PACKAGE_README.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) >= 3
+    for block in blocks:
+        assert unbound_names(block) <= PLACEHOLDERS, block
+
+
+def documented(name: str) -> Any:
+    """The askgate callable a README span names, or None for anything else."""
+    owner, _, attribute = name.rpartition(".")
+    instances = {"client": askgate.Client("http://h"), "answerer": askgate.GatewayAnswerer("http://h")}
+    if owner in instances:
+        return getattr(instances[owner], attribute, None)
+    if owner in ("", "askgate") and attribute in askgate.__all__:
+        return getattr(askgate, attribute)
+    return None
+
+
+def test_package_readme_signatures_are_the_codes() -> None:
+    spans = re.findall(r"`(?:await )?([\w.]+)\(([^`]*)\)`", PACKAGE_README.read_text(encoding="utf-8"))
+    checked = 0
+    for name, params in spans:
+        target = documented(name)
+        if target is None:
+            continue
+        try:
+            shown = ast.parse(f"def f({params}): pass").body[0]
+        except SyntaxError:
+            continue  # a call with arguments, not a signature
+        assert isinstance(shown, ast.FunctionDef)
+        defaults = [ast.literal_eval(d) for d in shown.args.defaults + [d for d in shown.args.kw_defaults if d]]
+        if Ellipsis in defaults:
+            continue  # a call with its arguments elided
+        real = inspect.signature(target).parameters
+        positional = [p for p in real.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for index, arg in enumerate(shown.args.args):
+            assert index < len(positional) and positional[index].name == arg.arg, (
+                f"`{name}({params})`: {arg.arg!r} cannot be passed as argument {index + 1}"
+            )
+        for arg in shown.args.kwonlyargs:
+            assert arg.arg in real and real[arg.arg].kind != real[arg.arg].POSITIONAL_ONLY, f"`{name}({params})`"
+        given = shown.args.args[len(shown.args.args) - len(shown.args.defaults) :] + [
+            a for a, d in zip(shown.args.kwonlyargs, shown.args.kw_defaults, strict=True) if d is not None
+        ]
+        for arg, default in zip(given, defaults, strict=True):
+            assert real[arg.arg].default == default, f"`{name}({params})`: {arg.arg} defaults to {real[arg.arg].default!r}"
+        checked += 1
+    assert checked >= 4

@@ -10,11 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 from gateway import Gateway, free_port
+from pydantic_ai import DeferredToolRequests
 from pydantic_ai_harness.ask_user import AskUserAnswer, AskUserRequest, AskUserResponse
 from scripted import ask_call
 from tab import Tab
 
-from askgate import Client, GatewayAnswerer, GatewayClosed
+from askgate import Client, ClientClosed, GatewayAnswerer, GatewayClosed, collect_results, post_deferred
 
 pytestmark = pytest.mark.anyio
 
@@ -291,3 +292,70 @@ async def test_open_times_out_when_no_gateway_listens() -> None:
         assert not answerer.client.connected
     finally:
         await answerer.aclose()
+
+
+async def test_a_failed_async_with_leaves_no_connection_task(session: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    answerer = GatewayAnswerer(url, session)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            async with answerer:
+                pytest.fail("nothing listens, so the answerer cannot have opened")
+    # Without `__aexit__`, only `__aenter__` can have stopped the client that kept reconnecting.
+    reconnecting = [t for t in asyncio.all_tasks() if t.get_name() == f"askgate client {Client(url).url}"]
+    assert reconnecting == []
+
+
+class _Announcing(httpx.AsyncBaseTransport):
+    """Passes every call through, and says when a long-poll has been sent."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.polling = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            self.polling.set()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_paused_run_collects_its_answer_across_a_gateway_crash(durable_gateway: Gateway, session: str) -> None:
+    gw = durable_gateway
+    posted = await post_deferred(gw.url, session, DeferredToolRequests(calls=[ask_call(PICK, "call-crash")]))
+    transport = _Announcing()
+    async with httpx.AsyncClient(transport=transport) as client:
+        collecting = asyncio.ensure_future(collect_results(gw.url, session, posted, wait=30, client=client))
+        try:
+            await asyncio.wait_for(transport.polling.wait(), 10)
+            await asyncio.to_thread(gw.kill)  # the long-poll's connection is reset
+            await asyncio.to_thread(gw.start)  # same port, same data directory
+            tab = await Tab.connect(posted[0].viewer_url)
+            try:
+                shown = await tab.next_request()
+                await tab.answer(shown["id"], [{"header": "Pick", "selected": ["B"]}])
+            finally:
+                await tab.close()
+            results = await asyncio.wait_for(collecting, 15)
+        finally:
+            collecting.cancel()
+    assert results.calls == {"call-crash": {"Pick": ["B"]}}
+
+
+async def test_aclose_leaves_asks_open_for_a_later_ask_of_the_same_id(
+    gateway: Gateway, session: str, tabs: Tabs
+) -> None:
+    """What the README says of `aclose()`: it withdraws nothing."""
+    tab = await tabs(gateway.viewer_url(session))
+    first = Client(gateway.url)
+    asking = asyncio.ensure_future(first.ask(session, PICK, id="kept"))
+    assert (await tab.next_request())["id"] == "kept"
+    await first.aclose()
+    with pytest.raises(ClientClosed):
+        await asyncio.wait_for(asking, 10)
+    assert (await tab.answer("kept", [{"header": "Pick", "selected": ["A"]}]))["outcome"] == "answered"
+    async with Client(gateway.url) as second:
+        outcome = await asyncio.wait_for(second.ask(session, PICK, id="kept"), 10)
+    assert (outcome.outcome, outcome.model_text) == ("answered", '{"Pick":["A"]}')

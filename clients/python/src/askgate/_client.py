@@ -18,6 +18,7 @@ import logging
 import math
 import random
 import secrets
+import threading
 import uuid
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -37,8 +38,11 @@ _Key = tuple[str, str]
 # Close codes after which reconnecting helps (askgate's `close::should_reconnect`).
 _RECONNECT_CODES = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 4408, 4429})
 
-_WITHDRAWAL_MEMORY_S = 300.0
-"""How long a withdrawal whose outcome never came is retried across reconnects."""
+_WITHDRAWALS_KEPT = 10_000
+"""The most withdrawals kept waiting for their outcome (the gateway's confirmation); they are
+sent again after every reconnect, however long the client was offline. Past this many the
+oldest is forgotten, with a warning: its request stays open on the gateway until its deadline,
+or until it is withdrawn over HTTP (`DELETE /v1/sessions/{session}/requests/{id}`)."""
 
 DEFAULT_MAX_FRAME_BYTES = 1024 * 1024
 """The largest `ask` frame sent: the gateway's default `--max-agent-frame-bytes`. A larger ask
@@ -53,6 +57,10 @@ dropped may never have arrived (acks are idempotent)."""
 
 _STORE_RETRY_S = 1.0
 """The wait before withdrawals are sent again after the gateway's store failed on one."""
+
+_FOREIGN_CLOSE_S = 10.0
+"""How long `aclose` waits for a client's connection to close on an event loop running in
+another thread."""
 
 
 def encode(frame: dict[str, Any]) -> str:
@@ -121,7 +129,6 @@ class _Ask:
 @dataclass(kw_only=True)
 class _Withdrawal:
     accepted: bool
-    since: float
 
 
 @dataclass(kw_only=True)
@@ -154,8 +161,11 @@ class Client:
       (4400/4413), or an upgrade refused with an HTTP client error fail every ask in flight with
       `GatewayClosed` instead of reconnecting forever.
 
-    The client belongs to one event loop at a time. Used from a new loop (a second
-    `asyncio.run`), it starts over there; asks left on the old loop are dropped.
+    The client belongs to one event loop at a time. Used from a new loop once the old one has
+    ended (a second `asyncio.run`), it starts over there; asks left on the old loop are
+    dropped. Used from a second loop while the first still runs its connection (two threads,
+    each with its own loop), it raises `RuntimeError`: use one client per event loop
+    (`GatewayAnswerer` keeps one per loop on its own).
     """
 
     def __init__(
@@ -175,6 +185,9 @@ class Client:
         self._connect_timeout = connect_timeout
         self._ping_interval = ping_interval
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        """The thread `_loop` was first used in: once it has ended, nothing runs that loop."""
+        self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._conn: _Connection | None = None
         self._connected: asyncio.Event | None = None
@@ -187,6 +200,7 @@ class Client:
             retry.cancel()
         self._asks: dict[_Key, _Ask] = {}
         self._withdrawing: dict[_Key, _Withdrawal] = {}
+        """Oldest first, so the oldest is the one forgotten past `_WITHDRAWALS_KEPT`."""
         self._unacked: set[_Key] = set()
         self._recent_acks: collections.deque[_Key] = collections.deque(maxlen=_RECENT_ACKS)
         self._store_retry: asyncio.TimerHandle | None = None
@@ -292,14 +306,54 @@ class Client:
             if self._asks.get(key) is ask:
                 del self._asks[key]
                 if self._fatal is None and not self._closed:
-                    self._withdrawing[key] = _Withdrawal(accepted=ask.accepted, since=self._loop.time())
-                    if ask.accepted:
-                        self._send({"type": "cancel", "session": session, "id": id})
+                    self._withdraw(key, accepted=ask.accepted)
             raise
 
     async def aclose(self) -> None:
-        """Close the connection; asks in flight fail with `ClientClosed`."""
+        """Close the connection; asks in flight fail with `ClientClosed`.
+
+        Closing withdraws nothing: asks still in flight stay open on the gateway, and a later
+        `ask` of the same id (from any client) collects their outcome. To withdraw them,
+        cancel those `ask` calls and let them finish first; a withdrawal not yet sent when the
+        client closes (while disconnected, or before the gateway accepted the ask) is lost.
+
+        Called from another event loop than the client's: a loop that is running (in another
+        thread) closes the connection there; one that is not running closes it when it runs
+        again, or here, once the thread that ran it has ended."""
         self._closed = True
+        loop = asyncio.get_running_loop()
+        home, thread = self._loop, self._thread
+        if home is None or home is loop:
+            await self._shutdown()
+        elif home.is_closed():
+            self._reset()  # nothing on a closed loop runs again, or can be woken
+        elif thread is not None and thread.is_alive():
+            # Only the thread running that loop may touch what runs on it.
+            try:
+                closing = asyncio.run_coroutine_threadsafe(self._shutdown(), home)
+            except RuntimeError:  # closed meanwhile
+                self._reset()
+                return
+            if home.is_running():
+                done, _ = await asyncio.wait({asyncio.wrap_future(closing)}, timeout=_FOREIGN_CLOSE_S)
+                if not done:
+                    logger.warning(
+                        "askgate: the connection on the event loop of thread %s did not close within %s s",
+                        thread.name,
+                        _FOREIGN_CLOSE_S,
+                    )
+        else:
+            # The thread is gone, so nothing else runs that loop: run it here until the
+            # connection is closed, rather than leave the socket open until garbage collection.
+            await asyncio.to_thread(self._shutdown_on, home)
+
+    def _shutdown_on(self, home: asyncio.AbstractEventLoop) -> None:
+        if home.is_running() or home.is_closed():
+            self._reset()
+            return
+        home.run_until_complete(self._shutdown())
+
+    async def _shutdown(self) -> None:
         if self._store_retry is not None:
             self._store_retry.cancel()
             self._store_retry = None
@@ -330,14 +384,54 @@ class Client:
     def _start(self) -> None:
         self._raise_if_dead()
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            if self._loop is not None:
-                logger.debug("askgate client moved to a new event loop; starting over")
-                self._reset()
-            self._loop = loop
-        if self._task is None or self._task.done():
-            self._connected = asyncio.Event()
-            self._task = loop.create_task(self._run(), name=f"askgate client {self.url}")
+        with self._lock:
+            if self._loop is not loop:
+                if self._loop is not None:
+                    if self._serving_elsewhere():
+                        raise RuntimeError(
+                            "this askgate.Client is in use on another event loop (in thread "
+                            f"{self._thread.name if self._thread else '?'}), which still runs its "
+                            "connection; a Client serves one event loop at a time: use one Client "
+                            "per event loop (a GatewayAnswerer made without `client=` keeps one per loop)"
+                        )
+                    logger.debug("askgate client moved to a new event loop; starting over")
+                    self._reset()
+                self._loop = loop
+                self._thread = threading.current_thread()
+            if self._task is None or self._task.done():
+                self._connected = asyncio.Event()
+                self._task = loop.create_task(self._run(), name=f"askgate client {self.url}")
+
+    def _serving_elsewhere(self) -> bool:
+        """Whether the connection task of the client's loop may still run: handing the ledger
+        to another loop then would let it touch the new loop's state from its thread. A loop
+        that is closed, or whose thread has ended, runs nothing again."""
+        home, task, thread = self._loop, self._task, self._thread
+        return (
+            home is not None
+            and not home.is_closed()
+            and task is not None
+            and not task.done()
+            and (thread is None or thread.is_alive())
+        )
+
+    def _withdraw(self, key: _Key, *, accepted: bool) -> None:
+        """Withdraw `key`, now if the gateway accepted it, else once it does; the withdrawal
+        is kept until its outcome arrives, and sent again after every reconnect."""
+        self._withdrawing.pop(key, None)
+        while len(self._withdrawing) >= _WITHDRAWALS_KEPT:
+            old = next(iter(self._withdrawing))
+            del self._withdrawing[old]
+            logger.warning(
+                "askgate: more than %d withdrawals await the gateway's confirmation; forgetting the "
+                "oldest, request %r in session %r: it stays open on the gateway until its deadline",
+                _WITHDRAWALS_KEPT,
+                old[1],
+                old[0],
+            )
+        self._withdrawing[key] = _Withdrawal(accepted=accepted)
+        if accepted:
+            self._send({"type": "cancel", "session": key[0], "id": key[1]})
 
     def _send(self, frame: dict[str, Any]) -> None:
         """Queue a frame on the current connection; without one, the replay after the next
@@ -356,11 +450,8 @@ class Client:
             conn.queue.put_nowait({"type": "open", "session": session})
         for ask in self._asks.values():
             conn.queue.put_nowait(ask.frame(now))
-        for key, withdrawal in list(self._withdrawing.items()):
-            if now - withdrawal.since > _WITHDRAWAL_MEMORY_S:
-                del self._withdrawing[key]
-            else:
-                conn.queue.put_nowait({"type": "cancel", "session": key[0], "id": key[1]})
+        for session, id in self._withdrawing:
+            conn.queue.put_nowait({"type": "cancel", "session": session, "id": id})
         for session, id in self._unacked | set(self._recent_acks):
             conn.queue.put_nowait({"type": "ack", "session": session, "id": id})
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from ._client import Backoff
 from ._errors import ApiError, NotAnswered, field_errors
 from ._wire import Outcome, authorization, check_session_id, http_base, requests_path
 
@@ -26,6 +27,13 @@ MAX_WAIT_S = 60.0
 _T = TypeVar("_T")
 
 logger = logging.getLogger("askgate")
+
+_TRANSIENT = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.TimeoutException)
+"""Transport errors a long-poll is tried again after: the gateway restarting, or a proxy
+resetting the connection. An HTTP error status is an answer, and is never retried."""
+
+_RETRY = Backoff(initial=0.1, max=2.0)
+"""The pause before a long-poll is tried again after a transport error."""
 
 _ACK_AFTER_COLLECTING = (
     "askgate: could not acknowledge %s in session %s (%s); the answer was collected and is kept "
@@ -122,6 +130,32 @@ class _Plan:
             return None
         return min(MAX_WAIT_S, left)
 
+    def retry_pause(self, failures: int) -> float | None:
+        """Seconds to pause before trying a poll again after `failures` transport errors in a
+        row, or None when the overall wait is used up (the error is then raised)."""
+        pause = _RETRY.delay(failures - 1)
+        if self.deadline is None:
+            return pause
+        left = self.deadline - time.monotonic()
+        return min(pause, left) if left > 0 else None
+
+
+def _pause_after(id: str, plan: _Plan, failures: int, error: httpx.TransportError) -> float:
+    """The pause before a long-poll of `id` is tried again after `failures` transport errors in
+    a row; raises `error` once the plan's wait is used up."""
+    pause = plan.retry_pause(failures)
+    if pause is None:
+        raise error
+    # The first failure of a streak is worth a warning; the retries that follow are not.
+    logger.log(
+        logging.WARNING if failures == 1 else logging.DEBUG,
+        "askgate: waiting for request %s failed (%s: %s); retrying",
+        id,
+        type(error).__name__,
+        error,
+    )
+    return pause
+
 
 class SyncApi:
     """The HTTP API of one session, with a blocking `httpx.Client`."""
@@ -164,10 +198,18 @@ class SyncApi:
         return self._call(run)
 
     def wait(self, id: str, plan: _Plan) -> Outcome | None:
-        """Long-poll until resolved, or None when the plan's wait is used up."""
+        """Long-poll until resolved, or None when the plan's wait is used up. Transport errors
+        are retried until then."""
+        failures = 0
         while True:
             wait_s = plan.next_wait()
-            outcome = self.get(id, 0.0 if wait_s is None else wait_s)
+            try:
+                outcome = self.get(id, 0.0 if wait_s is None else wait_s)
+            except _TRANSIENT as error:
+                failures += 1
+                time.sleep(_pause_after(id, plan, failures, error))
+                continue
+            failures = 0
             if outcome is not None or wait_s is None:
                 return outcome
 
@@ -254,9 +296,17 @@ class AsyncApi:
         return _outcome(response.json(), self.session)
 
     async def wait(self, id: str, plan: _Plan) -> Outcome | None:
+        """`SyncApi.wait`."""
+        failures = 0
         while True:
             wait_s = plan.next_wait()
-            outcome = await self.get(id, 0.0 if wait_s is None else wait_s)
+            try:
+                outcome = await self.get(id, 0.0 if wait_s is None else wait_s)
+            except _TRANSIENT as error:
+                failures += 1
+                await asyncio.sleep(_pause_after(id, plan, failures, error))
+                continue
+            failures = 0
             if outcome is not None or wait_s is None:
                 return outcome
 
@@ -284,7 +334,16 @@ class AsyncApi:
 
     async def collect(self, ids: Sequence[str], wait: float | None) -> dict[str, Outcome]:
         plan = _Plan(wait)
-        found = await asyncio.gather(*(self.wait(id, plan) for id in ids))
+        polls = [asyncio.ensure_future(self.wait(id, plan)) for id in ids]
+        try:
+            found = await asyncio.gather(*polls)
+        except BaseException:
+            # `gather` leaves the other polls running: stop them before the caller closes the
+            # HTTP client under them.
+            for poll in polls:
+                poll.cancel()
+            await asyncio.gather(*polls, return_exceptions=True)
+            raise
         outcomes = {id: outcome for id, outcome in zip(ids, found, strict=True) if outcome is not None}
         pending = tuple(id for id in ids if id not in outcomes)
         if pending:

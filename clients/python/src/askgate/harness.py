@@ -5,8 +5,10 @@ Needs `pydantic-ai-harness` (`pip install 'askgate[pydantic-ai]'`).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
+import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, cast
@@ -24,9 +26,9 @@ from pydantic_ai_harness.ask_user import (
 )
 
 from ._client import Client
-from ._errors import AskgateError, RequestWithdrawn
+from ._errors import AskgateError, ClientClosed, RequestWithdrawn
 from ._http import AsyncApi, PostedRequest, SyncApi, ask_body, request_ids
-from ._wire import Outcome, check_session_id
+from ._wire import Outcome, agent_url, check_session_id
 
 __all__ = [
     "GatewayAnswerer",
@@ -131,9 +133,16 @@ class GatewayAnswerer:
     ```
 
     Each `AskUserRequest` goes over the agent WebSocket with the request's `id` as the request id
-    and its questions as `model_dump(mode="json")`. One answerer holds one connection, shared by
-    every concurrent ask; it reconnects on its own and re-sends what is still waiting, so an
-    answer given while the connection was down is not lost.
+    and its questions as `model_dump(mode="json")`. One answerer holds one connection per event
+    loop, shared by every concurrent ask on that loop; it reconnects on its own and re-sends what
+    is still waiting, so an answer given while the connection was down is not lost.
+
+    **Event loops.** Each event loop that uses the answerer gets its own `Client`, so threads
+    that each run their own loop (`agent.run_sync` in a thread pool) may share one answerer.
+    `aclose()` closes them all: one whose loop is running in another thread is closed there, one
+    whose loop is idle in a live thread when that loop next runs, one whose thread has ended at
+    once. A `client` passed in is used on every loop instead, and serves one loop at a time (see
+    `Client`).
 
     **Timeouts.** Give the deadline to `AskUser(timeout=...)`. The answerer reads it from the
     harness (`anyio.current_effective_deadline()`, the cancel scope the harness waits in) and
@@ -165,16 +174,44 @@ class GatewayAnswerer:
     ) -> None:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds, or None, got {timeout!r}")
+        agent_url(url)  # a malformed URL fails here, not at the first question
         self.url = url
         self._session = check_session_id(session) if session is not None else "s-" + secrets.token_hex(8)
         self.title = title
         self.timeout = timeout
-        self._client = client if client is not None else Client(url, key=key)
+        self._key = key
+        self._given = client
+        self._clients: dict[asyncio.AbstractEventLoop, Client] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._viewer_url: str | None = None
 
     @property
     def client(self) -> Client:
-        """The underlying `askgate.Client`."""
-        return self._client
+        """The `askgate.Client` serving the running event loop (made on its first use there), or
+        the `client` passed in."""
+        return self._client_here()
+
+    def _client_here(self) -> Client:
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                if self._closed:
+                    raise ClientClosed("the GatewayAnswerer was closed")
+                # asyncio.run stopped the connection of a loop it closed: forget its client.
+                for ended in [old for old in self._clients if old.is_closed()]:
+                    del self._clients[ended]
+                client = self._clients[loop] = Client(self.url, key=self._key)
+            return client
+
+    def _all_clients(self) -> list[Client]:
+        if self._given is not None:
+            return [self._given]
+        with self._lock:
+            return list(self._clients.values())
 
     @property
     def session(self) -> str:
@@ -184,19 +221,35 @@ class GatewayAnswerer:
     @property
     def viewer_url(self) -> str | None:
         """The link people answer at, once known (after `open()` or the first accepted ask)."""
-        return self._client.viewer_url(self._session)
+        if self._viewer_url is None:
+            for client in self._all_clients():
+                self._viewer_url = client.viewer_url(self._session)
+                if self._viewer_url is not None:
+                    break
+        return self._viewer_url
 
     async def open(self, *, timeout: float | None = 30.0) -> str:
         """Connect, open the session, and return the link people answer at. Raises
         `TimeoutError` when the gateway cannot be reached within `timeout` seconds."""
-        return (await self._client.open(self._session, timeout=timeout)).viewer_url
+        self._viewer_url = (await self._client_here().open(self._session, timeout=timeout)).viewer_url
+        return self._viewer_url
 
     async def aclose(self) -> None:
-        """Close the connection (questions still waiting fail with `ClientClosed`)."""
-        await self._client.aclose()
+        """Close every connection (questions still waiting fail with `ClientClosed`; they stay
+        open on the gateway)."""
+        with self._lock:
+            self._closed = True
+        for client in self._all_clients():
+            await client.aclose()
 
     async def __aenter__(self) -> GatewayAnswerer:
-        await self.open()
+        try:
+            await self.open()
+        except BaseException:
+            # `__aexit__` does not run for a failed `__aenter__`: without this, the client
+            # would go on reconnecting for ever.
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(
@@ -209,7 +262,7 @@ class GatewayAnswerer:
         deadline = anyio.current_effective_deadline()
         remaining = deadline - anyio.current_time() if math.isfinite(deadline) else None
         timeout_s, harness_deadline = gateway_timeout(remaining, self.timeout)
-        outcome = await self._client.ask(
+        outcome = await self._client_here().ask(
             self._session,
             [question.model_dump(mode="json") for question in request.questions],
             id=request.id,
@@ -309,7 +362,10 @@ async def collect_results(
     acknowledged before returning, and the gateway forgets them (an acknowledgement that fails
     is logged, not raised: the answers are returned all the same); pass `ack=False` to
     acknowledge with `ack_posted` only after the resumed run is safely stored.
-    A withdrawn request raises `RequestWithdrawn`.
+    A withdrawn request raises `RequestWithdrawn`. A long-poll cut by a transport error (the
+    gateway restarting, a proxy resetting the connection) is tried again until `wait` runs out,
+    then the error is raised; an HTTP error status (`ApiError`) is raised at once, after the
+    other questions' long-polls are stopped.
     """
     ids = request_ids(posted)
     if client is None:

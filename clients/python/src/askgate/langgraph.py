@@ -139,7 +139,8 @@ async def collect_resume(
 
     `wait` bounds the whole wait in seconds (`None`: no bound); when it runs out, `NotAnswered`
     is raised and nothing is acknowledged. With `ack=True` the outcomes are acknowledged before
-    returning (an acknowledgement that fails is logged, not raised)."""
+    returning (an acknowledgement that fails is logged, not raised). Transport errors are retried
+    until `wait` runs out, as `askgate.collect_results` does."""
     ids = request_ids(posted)
     if client is None:
         async with httpx.AsyncClient() as own:
