@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use askgate_protocol::close;
 use askgate_tests::server::{
-    TestServer, WsClient, ask, http, http_with_headers, questions, test_config,
+    TestServer, WsClient, answer, ask, http, http_with_headers, questions, test_config,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -287,6 +287,32 @@ async fn capacity_limits_refuse_clearly() {
     tab.send(&json!({"type": "hello", "key": server.viewer_key("t4")}))
         .await;
     assert_eq!(tab.closed().await, close::TRY_AGAIN_LATER);
+}
+
+/// The bytes a session's open requests hold are bounded (so is a joining tab's snapshot): past
+/// the limit a new ask is rejected as `unavailable`, and an answer makes room again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bytes_of_open_requests_are_bounded() {
+    let mut config = test_config();
+    config.limits.open_bytes_per_session = 1;
+    let server = TestServer::start_with(config).await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s", "r1", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["errors"][0]["code"], "unavailable", "{rejected}");
+    let message = rejected["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("bytes, the most allowed is 1"),
+        "{message}"
+    );
+    tab.recv_until("request").await;
+    tab.send(&answer("r1", &["Color"], "Red")).await;
+    agent.recv_type("outcome").await;
+    agent.send(&ask("s", "r2", &["Color"], None)).await;
+    agent.recv_type("accepted").await;
 }
 
 /// Outcomes kept for an agent that does not acknowledge them are bounded: at the limit a new

@@ -37,6 +37,10 @@ pub const DEFAULT_AGENT_FRAMES_PER_SECOND: u32 = 5_000;
 pub const DEFAULT_TABS_PER_SESSION: usize = 128;
 /// Open (unresolved) requests in one session. One more ask is rejected.
 pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
+/// Bytes the open requests of one session may hold, as tabs receive them. While a session
+/// holds more, a new ask is rejected (`unavailable`) until requests end. A joining tab's
+/// snapshot carries every open request, so this bounds it too (to this, plus one request).
+pub const DEFAULT_OPEN_BYTES_PER_SESSION: usize = 16 * 1024 * 1024;
 /// Outcomes a session keeps that its agent has not acknowledged yet. One more ask is rejected
 /// until the agent acks some (or their retention runs out): memory stays bounded even for an
 /// agent that never acks.
@@ -79,6 +83,8 @@ pub struct Limits {
     pub tabs_per_session: usize,
     /// See [`DEFAULT_OPEN_REQUESTS_PER_SESSION`].
     pub open_requests_per_session: usize,
+    /// See [`DEFAULT_OPEN_BYTES_PER_SESSION`].
+    pub open_bytes_per_session: usize,
     /// See [`DEFAULT_KEPT_OUTCOMES_PER_SESSION`].
     pub kept_outcomes_per_session: usize,
     /// See [`DEFAULT_MAX_SESSIONS`].
@@ -108,6 +114,7 @@ impl Default for Limits {
             agent_frames_per_second: DEFAULT_AGENT_FRAMES_PER_SECOND,
             tabs_per_session: DEFAULT_TABS_PER_SESSION,
             open_requests_per_session: DEFAULT_OPEN_REQUESTS_PER_SESSION,
+            open_bytes_per_session: DEFAULT_OPEN_BYTES_PER_SESSION,
             kept_outcomes_per_session: DEFAULT_KEPT_OUTCOMES_PER_SESSION,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_timeout_s: DEFAULT_MAX_TIMEOUT_S,

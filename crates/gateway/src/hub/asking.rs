@@ -90,8 +90,8 @@ impl Hub {
         reply
     }
 
-    /// Why `session` can take no new request, if it cannot: it holds the most open requests,
-    /// or the most outcomes its agent has not acknowledged, allowed. Not the request's fault,
+    /// Why `session` can take no new request, if it cannot: it holds the most open requests
+    /// (by count, or by bytes), or the most outcomes its agent has not acknowledged, allowed. Not the request's fault,
     /// so `unavailable` (HTTP 503): it may be asked again once requests end or are acked.
     fn session_full(&self, session: &Session) -> Option<FieldError> {
         if session.unresolved >= self.limits.open_requests_per_session {
@@ -101,6 +101,17 @@ impl Hub {
                 format!(
                     "this session already has {} open requests, the most allowed",
                     self.limits.open_requests_per_session
+                ),
+            ));
+        }
+        if session.open_bytes >= self.limits.open_bytes_per_session {
+            return Some(FieldError::new(
+                "",
+                ErrorCode::Unavailable,
+                format!(
+                    "this session's open requests already hold {} bytes, the most allowed is {}; \
+                     wait for some to end",
+                    session.open_bytes, self.limits.open_bytes_per_session
                 ),
             ));
         }
@@ -252,8 +263,9 @@ impl Hub {
         let notify = Arc::clone(notify);
         if let Err(error) = committed {
             tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
-            session.requests.remove(id);
-            session.unresolved -= 1;
+            if let Some(entry) = session.requests.remove(id) {
+                session.uncount_open(entry.encoded.view.len());
+            }
             notify.notify_waiters();
             let error = FieldError::new(
                 "",
@@ -315,19 +327,21 @@ fn insert_committing(
         asked_at_ms,
         deadline_ms: shown.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
     };
+    let encoded = EncodedRequest::new(&view);
+    let deadline_ms = view.deadline_ms;
     let record = StoredRequest {
         session: session.id.clone(),
         id: id.clone(),
         dialect: view.dialect,
-        questions: view.questions.clone(),
-        title: view.title.clone(),
+        questions: view.questions,
+        title: view.title,
         asked_at_ms,
-        deadline_ms: view.deadline_ms,
+        deadline_ms,
         resolution: None,
     };
     let seq = session.next_seq;
     session.next_seq += 1;
-    session.unresolved += 1;
+    session.count_open(encoded.view.len());
     session.requests.insert(
         id.clone(),
         Entry {
@@ -335,8 +349,8 @@ fn insert_committing(
             seq,
             questions: Arc::clone(questions),
             asked_at_ms,
-            deadline_ms: view.deadline_ms,
-            encoded: EncodedRequest::new(&view),
+            deadline_ms,
+            encoded,
             asker: asker.cloned(),
             state: EntryState::Committing(Arc::new(Notify::new())),
             timer: None,

@@ -274,6 +274,7 @@ impl Hub {
         let Some(entry) = state.requests.get_mut(id) else {
             return Err(Refusal::Unknown);
         };
+        let open_bytes = entry.encoded.view.len();
         if let Err(error) = committed {
             tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
             entry.state = EntryState::Open;
@@ -293,7 +294,6 @@ impl Hub {
         self.metrics.resolved(outcome, latency);
         gauge_add(&self.metrics.open_requests, -1);
         gauge_add(&self.metrics.kept_outcomes, 1);
-        state.unresolved -= 1;
         tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
         let resolved = Frame::encode(&ToTab::Resolved {
             id: id.to_string(),
@@ -310,6 +310,7 @@ impl Hub {
         let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
         entry.state = EntryState::Resolved(resolution);
         entry.resolved.notify_waiters();
+        state.uncount_open(open_bytes);
         state.broadcast(&resolved, &self.metrics);
         Ok(withdrawn)
     }

@@ -51,11 +51,12 @@ impl Hub {
                 let view = RequestView {
                     id: record.id.to_string(),
                     dialect: record.dialect,
-                    title: record.title.clone(),
-                    questions: record.questions.clone(),
+                    title: record.title,
+                    questions: record.questions,
                     asked_at_ms: record.asked_at_ms,
                     deadline_ms: record.deadline_ms,
                 };
+                let encoded = EncodedRequest::new(&view);
                 let state = match record.resolution {
                     Some(resolution) => {
                         restored.resolved += 1;
@@ -63,7 +64,7 @@ impl Hub {
                         EntryState::Resolved(resolution)
                     }
                     None => {
-                        session.unresolved += 1;
+                        session.count_open(encoded.view.len());
                         gauge_add(&self.metrics.open_requests, 1);
                         EntryState::Open
                     }
@@ -76,7 +77,7 @@ impl Hub {
                     questions,
                     asked_at_ms: record.asked_at_ms,
                     deadline_ms: record.deadline_ms,
-                    encoded: EncodedRequest::new(&view),
+                    encoded,
                     asker: None,
                     state,
                     timer: None,

@@ -31,6 +31,9 @@ pub(super) struct Session {
     pub(super) requests: HashMap<RequestId, Entry>,
     /// Requests not yet resolved (committing, open or resolving), for the per-session limit.
     pub(super) unresolved: usize,
+    /// The bytes of those requests as tabs receive them, for the per-session limit that bounds
+    /// a snapshot.
+    pub(super) open_bytes: usize,
     /// The next request's sequence number.
     pub(super) next_seq: u64,
     /// Requests forgotten lately (acked, or kept past their retention), newest last: a tab's
@@ -51,9 +54,22 @@ impl Session {
             agents: HashSet::new(),
             requests: HashMap::new(),
             unresolved: 0,
+            open_bytes: 0,
             next_seq: 0,
             forgotten: VecDeque::new(),
         }
+    }
+
+    /// A request of `bytes` (as tabs receive it) is now unresolved.
+    pub(super) fn count_open(&mut self, bytes: usize) {
+        self.unresolved += 1;
+        self.open_bytes += bytes;
+    }
+
+    /// A request of `bytes` is no longer unresolved: it ended, or was never stored.
+    pub(super) fn uncount_open(&mut self, bytes: usize) {
+        self.unresolved -= 1;
+        self.open_bytes = self.open_bytes.saturating_sub(bytes);
     }
 
     /// Forgets request `id`, which has ended; notes it among the lately forgotten.

@@ -85,6 +85,10 @@ pub struct LimitArgs {
     /// Unresolved requests per session; one more ask is rejected.
     #[arg(long, env = "ASKGATE_OPEN_REQUESTS_PER_SESSION", default_value_t = config::DEFAULT_OPEN_REQUESTS_PER_SESSION)]
     pub open_requests_per_session: usize,
+    /// Bytes a session's open requests may hold (what a joining tab's snapshot carries); past
+    /// it a new ask is rejected until requests end.
+    #[arg(long, env = "ASKGATE_OPEN_BYTES_PER_SESSION", default_value_t = config::DEFAULT_OPEN_BYTES_PER_SESSION)]
+    pub open_bytes_per_session: usize,
     /// Outcomes per session not yet acknowledged by the agent; one more ask is rejected.
     #[arg(long, env = "ASKGATE_KEPT_OUTCOMES_PER_SESSION", default_value_t = config::DEFAULT_KEPT_OUTCOMES_PER_SESSION)]
     pub kept_outcomes_per_session: usize,
@@ -151,6 +155,11 @@ impl LimitArgs {
             open_requests_per_session: at_least(
                 "open-requests-per-session",
                 self.open_requests_per_session,
+                1,
+            )?,
+            open_bytes_per_session: at_least(
+                "open-bytes-per-session",
+                self.open_bytes_per_session,
                 1,
             )?,
             kept_outcomes_per_session: at_least(
