@@ -332,6 +332,20 @@ async fn declining_tells_the_agent() {
     browser
         .wait_for_text(&format!("{declined} .card-status"), "Declined")
         .await;
+    // The finished card's controls fade; the words saying how it ended do not (contrast).
+    let opacities = "const seen = (css) => { let el = document.querySelector(css); \
+                     if (!el) return null; let o = 1; \
+                     for (; el; el = el.parentElement) o *= Number(getComputedStyle(el).opacity); \
+                     return Math.round(o * 100) / 100; }; \
+                     const status = seen(arguments[0]), actions = seen(arguments[1]); \
+                     return status === 1 && actions === 0.85 ? [status, actions] : null;";
+    let within = |css: &str| format!("{declined}:not(.folding) {css}");
+    browser
+        .wait_until(
+            opacities,
+            json!([within(".card-status"), within(".card-actions")]),
+        )
+        .await;
 }
 
 /// A question with a deadline counts its seconds down, then shows "Timed out" while the agent

@@ -147,3 +147,14 @@ async def test_past_the_bound_the_oldest_withdrawal_is_forgotten_with_a_warning(
         assert "forgetting the oldest, request 'r1'" in caplog.text
     finally:
         await client.aclose()
+
+
+async def test_a_withdrawal_of_a_request_the_gateway_never_got_is_dropped(gateway: Gateway, session: str) -> None:
+    # An ask cancelled before it reached the gateway leaves a withdrawal that the gateway
+    # answers `not_found`, naming the request: the client drops it rather than re-send it for ever.
+    async with askgate.Client(gateway.url) as client:
+        await client.open(session)
+        client._withdraw((session, "never-asked"), accepted=True)
+        async with asyncio.timeout(10):
+            while client._withdrawing:
+                await asyncio.sleep(0.01)

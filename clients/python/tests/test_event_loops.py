@@ -120,3 +120,33 @@ async def test_closing_an_answerer_closes_the_client_of_a_loop_running_in_anothe
     await answerer.aclose()
     with pytest.raises(ClientClosed):
         await asyncio.wait_for(asking, 15)
+
+
+async def test_an_answerer_lets_go_of_the_client_of_a_thread_that_ended(gateway: Gateway, session: str) -> None:
+    # A worker thread that ran the agent on a loop of its own (as run_sync does) and then
+    # retired: its loop is never closed, so only the thread's end says nothing will run it again.
+    answerer = GatewayAnswerer(gateway.url, session)
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        loops.append(loop)
+        loop.run_until_complete(within(15, answerer.open()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    await asyncio.to_thread(thread.join, 15)
+    assert not thread.is_alive()
+    (ended,) = answerer._clients.values()
+    assert ended._task is not None and not ended._task.done()
+    try:
+        # The first use on another loop lets the ended thread's client go, and closes it.
+        await answerer.open()
+        assert list(answerer._clients) == [asyncio.get_running_loop()]
+        async with asyncio.timeout(10):
+            while ended._task is not None or ended.connected:
+                await asyncio.sleep(0.01)
+    finally:
+        await answerer.aclose()
+        for loop in loops:
+            loop.close()

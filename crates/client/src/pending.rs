@@ -237,7 +237,7 @@ impl Pending {
                 self.remember_ack(key);
                 Some(ack)
             }
-            ToAgent::Error { code, message } => {
+            ToAgent::Error { code, message, .. } => {
                 tracing::warn!(%code, %message, "the gateway could not take a frame");
                 if code == "store_failed" {
                     self.withdrawal_failed = true;
@@ -368,6 +368,8 @@ mod tests {
         let error = ToAgent::Error {
             code: "unavailable".into(),
             message: "the gateway holds the most sessions allowed".into(),
+            session: None,
+            id: None,
         };
         assert!(pending.receive(error).is_none());
         assert!(matches!(
@@ -404,6 +406,8 @@ mod tests {
         let failed = ToAgent::Error {
             code: "store_failed".into(),
             message: "could not store".into(),
+            session: Some("s".into()),
+            id: Some("r1".into()),
         };
         assert_eq!(pending.receive(failed), None);
         // r1 only: r2 is still wanted, r3's cancel waits for its `accepted`.

@@ -257,6 +257,13 @@ pub enum ToAgent {
         code: String,
         /// What was wrong, in words.
         message: String,
+        /// The session of the request the frame named, when it named one (a `cancel`):
+        /// askgate's addition, so a client can tell which of its withdrawals this answers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// The request the frame named, likewise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
 }
 

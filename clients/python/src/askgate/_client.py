@@ -534,6 +534,11 @@ class Client:
                     for future in waiters:
                         if not future.done():
                             future.set_exception(error)
+            elif code == "not_found" and key is not None and key in self._withdrawing:
+                # A withdrawal of a request the gateway does not hold (the ask never reached it,
+                # or it was forgotten): nothing is left to withdraw.
+                logger.debug("askgate: nothing to withdraw for request %r in session %r", key[1], key[0])
+                del self._withdrawing[key]
             elif code == "store_failed":
                 # A withdrawal the gateway could not store: the request is still open. The
                 # frame does not say which, and cancels are idempotent: send them all again.

@@ -182,6 +182,10 @@ class GatewayAnswerer:
         self._key = key
         self._given = client
         self._clients: dict[asyncio.AbstractEventLoop, Client] = {}
+        self._threads: dict[asyncio.AbstractEventLoop, threading.Thread] = {}
+        """The thread each loop in `_clients` was first used in."""
+        self._closing: set[asyncio.Task[None]] = set()
+        """Closings of clients whose thread has ended, kept until done."""
         self._lock = threading.Lock()
         self._closed = False
         self._viewer_url: str | None = None
@@ -201,11 +205,23 @@ class GatewayAnswerer:
             if client is None:
                 if self._closed:
                     raise ClientClosed("the GatewayAnswerer was closed")
-                # asyncio.run stopped the connection of a loop it closed: forget its client.
-                for ended in [old for old in self._clients if old.is_closed()]:
-                    del self._clients[ended]
+                self._forget_ended_loops()
                 client = self._clients[loop] = Client(self.url, key=self._key)
+                self._threads[loop] = threading.current_thread()
             return client
+
+    def _forget_ended_loops(self) -> None:
+        """Lets go of the clients of loops that will not run again: one `asyncio.run` closed
+        (it stopped the connection), or one whose thread has ended (a worker thread retired
+        after `run_sync`: its loop is never closed, and its socket would stay open). Called
+        with the lock held, on a running loop, which closes the latter."""
+        for ended in [old for old in self._clients if old.is_closed() or not self._threads[old].is_alive()]:
+            client = self._clients.pop(ended)
+            del self._threads[ended]
+            if not ended.is_closed():
+                closing = asyncio.get_running_loop().create_task(client.aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
 
     def _all_clients(self) -> list[Client]:
         if self._given is not None:

@@ -19,6 +19,18 @@ impl AgentHandle {
         self.reply(&ToAgent::Error {
             code: code.to_owned(),
             message: message.into(),
+            session: None,
+            id: None,
+        });
+    }
+
+    /// An `error` about the request `id` of `session`, named so the agent can match it.
+    fn error_about(&self, code: &str, message: String, session: &str, id: &str) {
+        self.reply(&ToAgent::Error {
+            code: code.to_owned(),
+            message,
+            session: Some(session.to_owned()),
+            id: Some(id.to_owned()),
         });
     }
 
@@ -80,14 +92,18 @@ impl AgentHandle {
         match withdrawal {
             // The outcome has come (or comes) as a frame of its own.
             Withdrawal::Ended(_) | Withdrawal::Forgotten => {}
-            Withdrawal::Unknown => self.error(
+            Withdrawal::Unknown => self.error_about(
                 "not_found",
                 format!("no request {id:?} in session {session:?}"),
+                session,
+                id,
             ),
             // Not `unavailable`: clients read that as a refused `open`.
-            Withdrawal::Failed(error) => self.error(
+            Withdrawal::Failed(error) => self.error_about(
                 "store_failed",
                 format!("the gateway could not store the withdrawal of {id:?} ({error}); it stays open; try again"),
+                session,
+                id,
             ),
         }
     }
