@@ -540,8 +540,8 @@ class Client:
                 logger.debug("askgate: nothing to withdraw for request %r in session %r", key[1], key[0])
                 del self._withdrawing[key]
             elif code == "store_failed":
-                # A withdrawal the gateway could not store: the request is still open. The
-                # frame does not say which, and cancels are idempotent: send them all again.
+                # A withdrawal the gateway could not store: the request is still open. Older
+                # gateways do not say which, and cancels are idempotent: send them all again.
                 logger.warning("askgate: %s; retrying withdrawals", message)
                 if self._store_retry is None and self._loop is not None:
                     self._store_retry = self._loop.call_later(_STORE_RETRY_S, self._resend_withdrawals)
