@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate_protocol::{RequestId, SessionId};
 use askgate_tests::gated_store::GatedStore;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
 use serde_json::json;
@@ -347,6 +348,40 @@ async fn a_failed_deletion_waits_while_its_id_is_asked_again() {
     server.state.hub.sweep().await;
     let left = store.load().await.unwrap();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A failed deletion is kept for the next sweep even when the acknowledgement that made it
+/// is no longer waited for (an HTTP client that hung up): else the acked outcome would come
+/// back at the next restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_deletion_is_kept_when_its_ack_is_dropped() {
+    let store = Arc::new(GatedStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let (_tab, _agent) = server.answered_request("s", "r").await;
+
+    store.hold(true);
+    store.fail_held(true);
+    let hub = Arc::clone(&server.state.hub);
+    let (session, id) = (
+        SessionId::parse("s").unwrap(),
+        RequestId::parse("r").unwrap(),
+    );
+    let acking = tokio::spawn(async move { hub.acknowledge(&session, &id).await });
+    store.wait_for_a_held_commit().await;
+    acking.abort();
+    assert!(acking.await.unwrap_err().is_cancelled());
+    store.release_one();
+
+    store.hold(false);
+    store.fail_held(false);
+    tokio::time::timeout(RECV_TIMEOUT, async {
+        while !store.load().await.unwrap().is_empty() {
+            server.state.hub.sweep().await;
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the failed deletion was made at a later sweep");
 }
 
 /// A store whose commit panics (a bug), as it takes the commit or while it carries it out, is

@@ -9,7 +9,7 @@
 //! has replaced the old one).
 
 use std::collections::HashMap;
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
 
@@ -31,7 +31,7 @@ pub enum AckReply {
 
 impl Hub {
     /// The agent has the outcome: forget it.
-    pub async fn acknowledge(&self, session: &SessionId, id: &RequestId) -> AckReply {
+    pub async fn acknowledge(self: &Arc<Self>, session: &SessionId, id: &RequestId) -> AckReply {
         let deleted = {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {
@@ -57,7 +57,7 @@ impl Hub {
 
     /// Forgets outcomes whose retention ran out; returns how many. Deletions an earlier
     /// commit failed to make are tried again.
-    pub async fn sweep(&self) -> usize {
+    pub async fn sweep(self: &Arc<Self>) -> usize {
         let now = now_ms();
         let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
         let mut forgotten = Vec::new();
@@ -86,10 +86,10 @@ impl Hub {
     /// whose id no request has taken since, under the lock held as `sessions`; the future
     /// waits for it, and keeps what it could not delete for the next sweep.
     fn delete_forgotten(
-        &self,
+        self: &Arc<Self>,
         sessions: &MutexGuard<'_, HashMap<SessionId, Session>>,
         mut forgotten: Vec<(SessionId, RequestId)>,
-    ) -> impl Future<Output = ()> + use<'_> {
+    ) -> impl Future<Output = ()> + use<> {
         // An earlier deletion is due again unless its id has been asked anew: once that ask is
         // stored, its record replaced the old one (nothing left to delete); while it is still
         // being stored, the deletion waits, since the store may yet refuse the new record.
@@ -113,14 +113,21 @@ impl Hub {
             })
             .collect();
         let deleted = (!ops.is_empty()).then(|| self.store_commit(ops));
+        let hub = Arc::clone(self);
+        // Spawned, so that a failed deletion is kept for the next sweep even when the caller
+        // stops waiting (an HTTP ack whose client hung up): these pairs left `undeleted` above.
+        let finishing = deleted.map(|deleted| {
+            tokio::spawn(async move {
+                if let Err(error) = deleted.await {
+                    let count = forgotten.len();
+                    tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
+                    hub.undeleted().extend(forgotten);
+                }
+            })
+        });
         async move {
-            let Some(deleted) = deleted else {
-                return;
-            };
-            if let Err(error) = deleted.await {
-                let count = forgotten.len();
-                tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
-                self.undeleted().extend(forgotten);
+            if let Some(finishing) = finishing {
+                let _ = finishing.await;
             }
         }
     }

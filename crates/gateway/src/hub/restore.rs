@@ -99,11 +99,13 @@ impl Hub {
                 session.requests.insert(record.id, entry);
             }
         }
-        for (session, id) in overdue {
-            if self.resolve(&session, &id, Ending::TimedOut).await.is_ok() {
-                restored.timed_out += 1;
-            }
-        }
+        // All at once, so their commits share the store's group commits: one at a time, each
+        // would wait for its own sync while the gateway is not serving yet.
+        let timing_out = overdue
+            .iter()
+            .map(|(session, id)| self.resolve(session, id, Ending::TimedOut));
+        let timed_out = futures_util::future::join_all(timing_out).await;
+        restored.timed_out += timed_out.iter().filter(|ended| ended.is_ok()).count();
         restored
     }
 }
