@@ -12,7 +12,9 @@ use rand::Rng as _;
 ///
 /// The count of attempts starts again once a connection has heard from the gateway, so a
 /// connection that served for a while reconnects quickly, while a gateway that closes every
-/// new connection (1013, try again later) is retried ever more slowly.
+/// new connection (1013, try again later) is retried ever more slowly. A close that asks the
+/// client to slow down (4429, 4408, 1013, 1011) does not start the count again, even after
+/// frames came: the waits keep growing.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Backoff {
     /// The wait before the first reconnect.

@@ -144,6 +144,8 @@ pub(crate) struct Connection {
     commands: mpsc::UnboundedReceiver<Command>,
     /// Every sender is gone: finish what is owed, then end.
     orphaned: bool,
+    /// A socket is up: a frame a command makes now goes out on it (else on the next one).
+    online: bool,
     /// When an orphaned task gives up on what is still owed.
     drain_until: Option<Instant>,
     pending: Pending,
@@ -160,6 +162,7 @@ impl Connection {
             shared,
             commands,
             orphaned: false,
+            online: false,
             drain_until: None,
             pending: Pending::default(),
         }
@@ -171,7 +174,10 @@ impl Connection {
         let mut attempt: u32 = 0;
         loop {
             if let Some(live) = socket.take() {
-                match self.serve(live).await {
+                self.online = true;
+                let ended = self.serve(live).await;
+                self.online = false;
+                match ended {
                     Ended::Finished => {
                         tracing::debug!("every client is gone; connection task done");
                         return;
@@ -314,7 +320,7 @@ impl Connection {
                 ticket,
                 text,
                 reply,
-            } => self.pending.ask(key, ticket, text, reply),
+            } => self.pending.ask(key, ticket, text, reply, self.online),
             Command::Withdraw { key, ticket } => self.pending.withdraw(&key, ticket),
         }
     }
@@ -383,8 +389,19 @@ fn closed(frame: Option<CloseFrame>, heard: bool) -> Ended {
     }
     Ended::Dropped {
         reason: format!("the gateway closed with {code} {reason}"),
-        heard,
+        // Told to slow down (too many frames, too slow, busy, failing): the waits go on
+        // growing though frames came first, or a re-send owed after every reconnect would
+        // bring the same close ten times a second.
+        heard: heard && !asks_to_back_off(code),
     }
+}
+
+/// Whether the gateway closed with `code` to have the client come back more slowly.
+fn asks_to_back_off(code: u16) -> bool {
+    matches!(
+        code,
+        close::TOO_MANY_FRAMES | close::TOO_SLOW | close::TRY_AGAIN_LATER | 1011
+    )
 }
 
 /// Closes a socket the client no longer needs.
@@ -400,6 +417,26 @@ async fn finish(mut socket: Socket) -> Ended {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_close_that_asks_to_back_off_keeps_the_waits_growing() {
+        let closed_with = |code: u16| {
+            let frame = CloseFrame {
+                code: code.into(),
+                reason: "".into(),
+            };
+            match closed(Some(frame), true) {
+                Ended::Dropped { heard, .. } => heard,
+                _ => panic!("{code} is not fatal"),
+            }
+        };
+        for code in [4429, 4408, 1013, 1011] {
+            assert!(!closed_with(code), "{code} resets the waits");
+        }
+        for code in [1001, 1006, 1012] {
+            assert!(closed_with(code), "{code} keeps them growing");
+        }
+    }
 
     #[test]
     fn only_hopeless_codes_are_fatal() {

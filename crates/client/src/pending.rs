@@ -46,6 +46,14 @@ struct Entry {
     /// older gateways handled an agent's frames concurrently, and a cancel overtaking its ask
     /// would find nothing to withdraw.
     accepted: bool,
+    /// Whether its frame went out on a socket: one withdrawn before that is simply dropped,
+    /// rather than asked on the next socket (shown to people) only to be cancelled.
+    sent: bool,
+    /// An ask of a key whose earlier outcome was acked, not yet confirmed by the gateway: the
+    /// ack may have been lost with its socket, and the gateway would answer this ask with that
+    /// outcome. Each socket sends the ack again, before the ask, until an `accepted` shows the
+    /// gateway took both.
+    ack_first: bool,
     want: Want,
 }
 
@@ -91,6 +99,7 @@ impl Pending {
         ticket: u64,
         text: String,
         reply: Reply<Answered>,
+        online: bool,
     ) -> Option<String> {
         if self.asks.contains_key(&key) {
             let (session, id) = key;
@@ -100,6 +109,7 @@ impl Pending {
         let seq = self.next_seq;
         self.next_seq += 1;
         tracing::debug!(session = %key.0, request = %key.1, "asking");
+        let ack_first = self.recent_acks.contains(&key);
         self.asks.insert(
             key,
             Entry {
@@ -107,6 +117,8 @@ impl Pending {
                 ticket,
                 text: text.clone(),
                 accepted: false,
+                sent: online,
+                ack_first,
                 want: Want::Outcome(reply),
             },
         );
@@ -119,6 +131,11 @@ impl Pending {
         if matches!(entry.want, Want::Withdrawal) {
             return None;
         }
+        if !entry.sent {
+            tracing::debug!(session = %key.0, request = %key.1, "withdrawn before it was sent");
+            self.asks.remove(key);
+            return None;
+        }
         tracing::debug!(session = %key.0, request = %key.1, accepted = entry.accepted, "withdrawing");
         entry.want = Want::Withdrawal;
         entry.accepted.then(|| cancel_frame(key))
@@ -128,17 +145,22 @@ impl Pending {
     /// Withdrawals are re-asked too: the reply (`accepted`, or the stored outcome) says
     /// whether the `cancel` is still needed.
     pub(crate) fn connected(&mut self) -> Vec<String> {
+        // An ask of an acked key goes after its ack until the gateway confirms it.
+        let ack_owed = |key: &Key| self.asks.get(key).is_none_or(|e| e.ack_first);
         let mut frames: Vec<String> = self
             .recent_acks
             .iter()
-            .filter(|key| !self.asks.contains_key(*key))
+            .filter(|key| ack_owed(key))
             .map(ack_frame)
             .collect();
         self.open_order = self.opens.keys().cloned().collect();
         frames.extend(self.open_order.iter().map(|session| open_frame(session)));
-        let mut asks: Vec<&Entry> = self.asks.values().collect();
+        let mut asks: Vec<&mut Entry> = self.asks.values_mut().collect();
         asks.sort_by_key(|e| e.seq);
-        frames.extend(asks.into_iter().map(|e| e.text.clone()));
+        for entry in asks {
+            entry.sent = true;
+            frames.push(entry.text.clone());
+        }
         frames
     }
 
@@ -205,6 +227,7 @@ impl Pending {
                 let key = (session, id);
                 let entry = self.asks.get_mut(&key)?;
                 entry.accepted = true;
+                entry.ack_first = false;
                 matches!(entry.want, Want::Withdrawal).then(|| cancel_frame(&key))
             }
             ToAgent::Rejected {
@@ -341,7 +364,9 @@ mod tests {
         let mut pending = Pending::default();
         let (reply, mut answer) = oneshot::channel();
         assert_eq!(
-            pending.ask(key("r"), 1, "ask".into(), reply).as_deref(),
+            pending
+                .ask(key("r"), 1, "ask".into(), reply, true)
+                .as_deref(),
             Some("ask")
         );
         assert_eq!(
@@ -390,11 +415,11 @@ mod tests {
     fn withdrawals_are_sent_again_after_the_store_failed_on_one() {
         let mut pending = Pending::default();
         let (reply, _first) = oneshot::channel();
-        pending.ask(key("r1"), 1, "ask r1".into(), reply);
+        pending.ask(key("r1"), 1, "ask r1".into(), reply, true);
         let (reply, _second) = oneshot::channel();
-        pending.ask(key("r2"), 2, "ask r2".into(), reply);
+        pending.ask(key("r2"), 2, "ask r2".into(), reply, true);
         let (reply, _third) = oneshot::channel();
-        pending.ask(key("r3"), 3, "ask r3".into(), reply);
+        pending.ask(key("r3"), 3, "ask r3".into(), reply, true);
         pending.receive(accepted("r1"));
         pending.receive(accepted("r2"));
         assert!(pending.withdraw(&key("r1"), 1).is_some());
@@ -422,7 +447,7 @@ mod tests {
     fn a_withdrawal_waits_for_accepted() {
         let mut pending = Pending::default();
         let (reply, _answer) = oneshot::channel();
-        pending.ask(key("r"), 7, "ask".into(), reply);
+        pending.ask(key("r"), 7, "ask".into(), reply, true);
         assert_eq!(
             pending.withdraw(&key("r"), 6),
             None,
@@ -451,9 +476,9 @@ mod tests {
         let (b, _b) = oneshot::channel();
         let (c, _c) = oneshot::channel();
         let (o, _o) = oneshot::channel();
-        pending.ask(key("done"), 1, "ask done".into(), a);
-        pending.ask(key("1"), 2, "ask 1".into(), b);
-        pending.ask(key("2"), 3, "ask 2".into(), c);
+        pending.ask(key("done"), 1, "ask done".into(), a, true);
+        pending.ask(key("1"), 2, "ask 1".into(), b, true);
+        pending.ask(key("2"), 3, "ask 2".into(), c, true);
         pending.open("s", o);
         pending.receive(outcome("done"));
         let frames = pending.connected();
@@ -461,5 +486,37 @@ mod tests {
         assert_eq!(kind(&frames[0]), "ack");
         assert_eq!(kind(&frames[1]), "open");
         assert_eq!(frames[2..], ["ask 1".to_owned(), "ask 2".to_owned()]);
+    }
+
+    #[test]
+    fn an_ask_withdrawn_before_it_was_sent_is_dropped_not_asked() {
+        let mut pending = Pending::default();
+        let (reply, _answer) = oneshot::channel();
+        pending.ask(key("r"), 1, "ask r".into(), reply, false);
+        assert_eq!(pending.withdraw(&key("r"), 1), None);
+        assert!(pending.is_idle());
+        assert!(pending.connected().is_empty(), "nothing to show people");
+    }
+
+    #[test]
+    fn a_re_ask_after_an_ack_sends_the_ack_first_until_accepted() {
+        let mut pending = Pending::default();
+        let (reply, _first) = oneshot::channel();
+        pending.ask(key("r"), 1, "ask r".into(), reply, true);
+        assert_eq!(pending.receive(outcome("r")), Some(ack_frame(&key("r"))));
+        // The ack may be lost with its socket: the re-ask goes after it on the next one,
+        // else the gateway would answer it with the outcome the ack was for.
+        let (reply, _second) = oneshot::channel();
+        pending.ask(key("r"), 2, "ask r again".into(), reply, false);
+        pending.disconnected();
+        assert_eq!(
+            pending.connected(),
+            [ack_frame(&key("r")), "ask r again".to_owned()]
+        );
+        assert_eq!(pending.receive(accepted("r")), None);
+        // Accepted after the ack on that socket: the gateway took both; an ack now would
+        // forget the new request's outcome.
+        pending.disconnected();
+        assert_eq!(pending.connected(), ["ask r again".to_owned()]);
     }
 }
