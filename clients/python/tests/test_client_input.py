@@ -158,3 +158,28 @@ async def test_a_withdrawal_of_a_request_the_gateway_never_got_is_dropped(gatewa
         async with asyncio.timeout(10):
             while client._withdrawing:
                 await asyncio.sleep(0.01)
+
+
+async def test_a_re_ask_of_an_acked_id_goes_after_its_ack_until_accepted() -> None:
+    # The ack of the first outcome may have been lost with its socket: were the re-ask sent
+    # first, the gateway would answer it with the outcome the ack was for.
+    client = askgate.Client(f"http://127.0.0.1:{free_port()}")
+    try:
+        client._recent_acks.append(("s", "r"))
+        asking = asyncio.ensure_future(client.ask("s", QUESTIONS, id="r"))
+        await asyncio.sleep(0)  # let it queue its ask
+
+        def replayed() -> list[tuple[str, str]]:
+            conn = _client._Connection()
+            client._replay(conn)
+            frames = [conn.queue.get_nowait() for _ in range(conn.queue.qsize())]
+            return [(frame["type"], frame["id"]) for frame in frames]
+
+        assert replayed() == [("ack", "r"), ("ask", "r")]
+        # Accepted after that ack: the gateway took both, and an ack now would forget the new
+        # request's outcome.
+        client._receive(json.dumps({"type": "accepted", "session": "s", "id": "r", "deadline_ms": None}))
+        assert replayed() == [("ask", "r")]
+        asking.cancel()
+    finally:
+        await client.aclose()

@@ -114,6 +114,10 @@ class _Ask:
     future: asyncio.Future[Outcome]
     accepted: bool = False
     deadline_ms: int | None = None
+    ack_first: bool = False
+    """An ask of an id whose earlier outcome was acked, not yet accepted: that ack may have been
+    lost with its socket, and the gateway would answer this ask with the old outcome. Each
+    reconnect sends the ack again before the ask, until `accepted` shows the gateway took both."""
 
     def frame(self, now: float) -> dict[str, Any]:
         frame: dict[str, Any] = {"type": "ask", "session": self.session, "id": self.id, "questions": self.questions}
@@ -288,6 +292,7 @@ class Client:
             title=title,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
+            ack_first=key in self._unacked or key in self._recent_acks,
         )
         size = len(encode(ask.frame(now)).encode())
         if size + _RESENT_DEADLINE_BYTES > self._max_frame_bytes:
@@ -446,14 +451,19 @@ class Client:
     def _replay(self, conn: _Connection) -> None:
         assert self._loop is not None
         now = self._loop.time()
+        # Acks first, so that a re-ask of an acked id asks anew instead of getting the outcome
+        # the ack was for; but not the ack of an id whose re-ask the gateway has accepted
+        # since, which would forget the new request's outcome.
+        for session, id in self._unacked | set(self._recent_acks):
+            ask = self._asks.get((session, id))
+            if ask is None or ask.ack_first:
+                conn.queue.put_nowait({"type": "ack", "session": session, "id": id})
         for session in self._sessions:
             conn.queue.put_nowait({"type": "open", "session": session})
         for ask in self._asks.values():
             conn.queue.put_nowait(ask.frame(now))
         for session, id in self._withdrawing:
             conn.queue.put_nowait({"type": "cancel", "session": session, "id": id})
-        for session, id in self._unacked | set(self._recent_acks):
-            conn.queue.put_nowait({"type": "ack", "session": session, "id": id})
 
     def _fail(self, error: AskgateError) -> None:
         asks, self._asks = self._asks, {}
@@ -502,6 +512,7 @@ class Client:
             ask = self._asks.get(key)
             if ask is not None:
                 ask.accepted = True
+                ask.ack_first = False
                 deadline_ms = frame.get("deadline_ms")
                 ask.deadline_ms = deadline_ms if isinstance(deadline_ms, int) else None
             withdrawal = self._withdrawing.get(key)
