@@ -173,6 +173,43 @@ async fn dropping_an_ask_withdraws_it() {
     no_requests_left(&server).await;
 }
 
+/// A request asked by someone else (an earlier run, say) is withdrawn by id and its outcome
+/// returned; one the gateway does not hold is `not_found`; an outcome collected over HTTP is
+/// acknowledged by id.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_is_withdrawn_and_acknowledged_by_id() {
+    let server = TestServer::start().await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut earlier_run = server.agent().await;
+    earlier_run
+        .send(&askgate_tests::server::ask("s", "r", &["Color"], None))
+        .await;
+    earlier_run.recv_type("accepted").await;
+    let client = client(&server).await;
+
+    let withdrawn = within(client.withdraw("s", "r")).await.expect("withdrawn");
+    assert_eq!(withdrawn.outcome(), Outcome::Withdrawn);
+    assert_eq!(tab.recv_until("resolved").await["outcome"], "withdrawn");
+
+    let error = within(client.withdraw("s", "never-asked"))
+        .await
+        .expect_err("not held");
+    assert!(
+        matches!(&error, ClientError::Gateway { code, .. } if code == "not_found"),
+        "{error}"
+    );
+
+    earlier_run
+        .send(&askgate_tests::server::ask("s", "r2", &["Color"], None))
+        .await;
+    earlier_run.recv_type("accepted").await;
+    tab.recv_until("request").await;
+    tab.send(&answer("r2", &["Color"], "Red")).await;
+    earlier_run.recv_type("outcome").await;
+    client.acknowledge("s", "r2").expect("sent");
+    no_requests_left(&server).await;
+}
+
 /// Questions the gateway refuses come back as `Rejected`, with the path of the problem.
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_questions_are_rejected_with_a_path() {

@@ -186,6 +186,39 @@ impl Client {
         self.ask(ask).await
     }
 
+    /// Withdraws request `id` of `session`, whoever asked it (an earlier run of this agent,
+    /// say), and returns how it ended: `withdrawn`, or the outcome it already had. The
+    /// outcome is acknowledged, as every outcome this client receives. The `cancel` is sent
+    /// again after a reconnect until the gateway answers.
+    ///
+    /// To withdraw an ask of this client, drop its future instead.
+    ///
+    /// # Errors
+    /// [`ClientError::Gateway`] `not_found` when the gateway holds no such request (never
+    /// asked, or its outcome was already acknowledged), or `store_failed` when it could not
+    /// store the withdrawal (the request stays open; try again);
+    /// [`ClientError::Duplicate`] when this client is asking that very request;
+    /// [`ClientError::Fatal`] once the client has stopped.
+    pub async fn withdraw(&self, session: &str, id: &str) -> Result<Answered, ClientError> {
+        let key: Key = (session.to_owned(), id.to_owned());
+        let ticket = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (reply, outcome) = oneshot::channel();
+        self.send(Command::WithdrawRequest { key, ticket, reply })?;
+        outcome.await.unwrap_or_else(|_| Err(self.shared.error()))
+    }
+
+    /// Acknowledges the outcome of request `id` of `session`, collected some other way (the
+    /// HTTP API, say): the gateway forgets it. Outcomes this client receives are acknowledged
+    /// on their own. Sent again after a reconnect, as acknowledgements are idempotent.
+    ///
+    /// # Errors
+    /// [`ClientError::Fatal`] once the client has stopped.
+    pub fn acknowledge(&self, session: &str, id: &str) -> Result<(), ClientError> {
+        self.send(Command::Ack {
+            key: (session.to_owned(), id.to_owned()),
+        })
+    }
+
     fn send(&self, command: Command) -> Result<(), ClientError> {
         self.commands.send(command).map_err(|_| self.shared.error())
     }

@@ -54,6 +54,14 @@ pub(crate) enum Command {
     },
     /// The ask of `ticket` was dropped: withdraw it.
     Withdraw { key: Key, ticket: u64 },
+    /// Withdraw `key`, whoever asked it, and reply with how it ended.
+    WithdrawRequest {
+        key: Key,
+        ticket: u64,
+        reply: Reply<Answered>,
+    },
+    /// Acknowledge the outcome of `key`.
+    Ack { key: Key },
 }
 
 /// Why a dial failed.
@@ -322,6 +330,11 @@ impl Connection {
                 reply,
             } => self.pending.ask(key, ticket, text, reply, self.online),
             Command::Withdraw { key, ticket } => self.pending.withdraw(&key, ticket),
+            Command::WithdrawRequest { key, ticket, reply } => {
+                self.pending
+                    .withdraw_request(key, ticket, reply, self.online)
+            }
+            Command::Ack { key } => Some(self.pending.acknowledge(key)),
         }
     }
 
@@ -357,8 +370,10 @@ impl Connection {
         while let Ok(command) = self.commands.try_recv() {
             match command {
                 Command::Open { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::Ask { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::Withdraw { .. } => {}
+                Command::Ask { reply, .. } | Command::WithdrawRequest { reply, .. } => {
+                    drop(reply.send(Err(error.clone())));
+                }
+                Command::Withdraw { .. } | Command::Ack { .. } => {}
             }
         }
     }

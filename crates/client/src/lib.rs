@@ -37,7 +37,10 @@
 //!   gateway sends it, and every outcome received is acknowledged so the gateway can forget
 //!   it.
 //! - **Cancellation withdraws.** Dropping an `ask` future withdraws its request (after the
-//!   next reconnect if the socket is down at that moment).
+//!   next reconnect if the socket is down at that moment; one dropped before it was ever sent
+//!   is simply not sent). A request asked elsewhere (by an earlier run) is withdrawn with
+//!   [`Client::withdraw`], and an outcome collected elsewhere acknowledged with
+//!   [`Client::acknowledge`].
 //! - **Fatal closes stop the client.** A wrong key (4401), malformed frames (4400) or a frame
 //!   too large (4413) end the client with [`ClientError::Fatal`] instead of a reconnect loop.
 //!

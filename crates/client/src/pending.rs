@@ -54,6 +54,8 @@ struct Entry {
     /// outcome. Each socket sends the ack again, before the ask, until an `accepted` shows the
     /// gateway took both.
     ack_first: bool,
+    /// Not an ask: a `cancel` of a request someone asked ([`Pending::withdraw_request`]).
+    cancel_only: bool,
     want: Want,
 }
 
@@ -101,27 +103,42 @@ impl Pending {
         reply: Reply<Answered>,
         online: bool,
     ) -> Option<String> {
+        tracing::debug!(session = %key.0, request = %key.1, "asking");
+        let ack_first = self.recent_acks.contains(&key);
+        self.insert(key, ticket, text, reply, online, |entry| {
+            entry.ack_first = ack_first;
+        })
+    }
+
+    /// A new entry for `key` sending `text`, adjusted by `adjust`; the frame to send now, or
+    /// `None` with the caller answered at once if the key is already in flight.
+    fn insert(
+        &mut self,
+        key: Key,
+        ticket: u64,
+        text: String,
+        reply: Reply<Answered>,
+        online: bool,
+        adjust: impl FnOnce(&mut Entry),
+    ) -> Option<String> {
         if self.asks.contains_key(&key) {
             let (session, id) = key;
             let _ = reply.send(Err(ClientError::Duplicate { session, id }));
             return None;
         }
-        let seq = self.next_seq;
+        let mut entry = Entry {
+            seq: self.next_seq,
+            ticket,
+            text: text.clone(),
+            accepted: false,
+            sent: online,
+            ack_first: false,
+            cancel_only: false,
+            want: Want::Outcome(reply),
+        };
         self.next_seq += 1;
-        tracing::debug!(session = %key.0, request = %key.1, "asking");
-        let ack_first = self.recent_acks.contains(&key);
-        self.asks.insert(
-            key,
-            Entry {
-                seq,
-                ticket,
-                text: text.clone(),
-                accepted: false,
-                sent: online,
-                ack_first,
-                want: Want::Outcome(reply),
-            },
-        );
+        adjust(&mut entry);
+        self.asks.insert(key, entry);
         Some(text)
     }
 
@@ -139,6 +156,29 @@ impl Pending {
         tracing::debug!(session = %key.0, request = %key.1, accepted = entry.accepted, "withdrawing");
         entry.want = Want::Withdrawal;
         entry.accepted.then(|| cancel_frame(key))
+    }
+
+    /// A caller withdraws `key`, whoever asked it; returns the `cancel` frame, or answers the
+    /// caller at once if this client is asking that request. The reply is the outcome the
+    /// `cancel` brings, or the gateway's error about it.
+    pub(crate) fn withdraw_request(
+        &mut self,
+        key: Key,
+        ticket: u64,
+        reply: Reply<Answered>,
+        online: bool,
+    ) -> Option<String> {
+        let text = cancel_frame(&key);
+        self.insert(key, ticket, text, reply, online, |entry| {
+            entry.cancel_only = true;
+        })
+    }
+
+    /// The caller acknowledges `key`'s outcome, collected some other way; returns the `ack`.
+    pub(crate) fn acknowledge(&mut self, key: Key) -> String {
+        let ack = ack_frame(&key);
+        self.remember_ack(key);
+        ack
     }
 
     /// A new socket is up: what to re-send, in order (acks, opens, asks as first asked).
@@ -260,6 +300,35 @@ impl Pending {
                 self.remember_ack(key);
                 Some(ack)
             }
+            ToAgent::Error {
+                code,
+                message,
+                session: Some(session),
+                id: Some(id),
+            } if code == "not_found" || code == "store_failed" => {
+                // About a `cancel`: one of this client's withdrawals by id gets its answer; a
+                // dropped ask's withdrawal the gateway never held is done with. The failed
+                // store of an ask's withdrawal is retried with the others.
+                tracing::debug!(%code, %session, request = %id, "cancel answered");
+                let key = (session, id);
+                let (cancel_only, withdrawing) = self.asks.get(&key).map_or((false, false), |e| {
+                    (e.cancel_only, matches!(e.want, Want::Withdrawal))
+                });
+                if cancel_only {
+                    if let Some(Entry {
+                        want: Want::Outcome(reply),
+                        ..
+                    }) = self.asks.remove(&key)
+                    {
+                        let _ = reply.send(Err(ClientError::Gateway { code, message }));
+                    }
+                } else if withdrawing && code == "not_found" {
+                    self.asks.remove(&key);
+                } else if code == "store_failed" {
+                    self.withdrawal_failed = true;
+                }
+                None
+            }
             ToAgent::Error { code, message, .. } => {
                 tracing::warn!(%code, %message, "the gateway could not take a frame");
                 if code == "store_failed" {
@@ -319,204 +388,4 @@ fn ack_frame((session, id): &Key) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use askgate_protocol::wire::AgentFrame;
-    use serde_json::Value;
-
-    fn key(id: &str) -> Key {
-        ("s".to_owned(), id.to_owned())
-    }
-
-    fn outcome(id: &str) -> ToAgent {
-        serde_json::from_value(json!({"type": "outcome", "session": "s", "id": id, "outcome": "answered",
-            "response": {"answers": [], "cancelled": false}, "result": {}, "model_text": "{}", "by": "t", "at_ms": 1}))
-        .unwrap()
-    }
-
-    fn accepted(id: &str) -> ToAgent {
-        ToAgent::Accepted {
-            session: "s".into(),
-            id: id.into(),
-            deadline_ms: None,
-            viewer_url: "u".into(),
-        }
-    }
-
-    fn kind(text: &str) -> String {
-        let value: Value = serde_json::from_str(text).unwrap();
-        value["type"].as_str().unwrap().to_owned()
-    }
-
-    #[test]
-    fn frames_are_agent_frames() {
-        for text in [
-            open_frame("s"),
-            cancel_frame(&key("r")),
-            ack_frame(&key("r")),
-        ] {
-            serde_json::from_str::<AgentFrame>(&text).unwrap();
-        }
-    }
-
-    #[test]
-    fn an_outcome_is_delivered_once_and_always_acked() {
-        let mut pending = Pending::default();
-        let (reply, mut answer) = oneshot::channel();
-        assert_eq!(
-            pending
-                .ask(key("r"), 1, "ask".into(), reply, true)
-                .as_deref(),
-            Some("ask")
-        );
-        assert_eq!(
-            pending.receive(outcome("r")).map(|t| kind(&t)).as_deref(),
-            Some("ack")
-        );
-        assert_eq!(answer.try_recv().unwrap().unwrap().id(), "r");
-        assert_eq!(
-            pending.receive(outcome("r")).map(|t| kind(&t)).as_deref(),
-            Some("ack")
-        );
-        assert!(pending.is_idle());
-    }
-
-    /// The gateway refuses an `open` with an `error` that names no session: it answers the
-    /// oldest open in flight, and the others still get their `opened`.
-    #[test]
-    fn a_refused_open_fails_only_the_oldest_in_flight() {
-        let mut pending = Pending::default();
-        let (first, mut refused) = oneshot::channel();
-        let (second, mut opened) = oneshot::channel();
-        assert!(pending.open("new", first).is_some());
-        assert!(pending.open("known", second).is_some());
-        let error = ToAgent::Error {
-            code: "unavailable".into(),
-            message: "the gateway holds the most sessions allowed".into(),
-            session: None,
-            id: None,
-        };
-        assert!(pending.receive(error).is_none());
-        assert!(matches!(
-            refused.try_recv(),
-            Ok(Err(ClientError::Gateway { code, .. })) if code == "unavailable"
-        ));
-        assert!(opened.try_recv().is_err(), "still waiting");
-        let reply = ToAgent::Opened {
-            session: "known".into(),
-            viewer_url: "u".into(),
-        };
-        pending.receive(reply);
-        assert_eq!(opened.try_recv().unwrap().unwrap().session, "known");
-        assert!(pending.is_idle());
-    }
-
-    #[test]
-    fn withdrawals_are_sent_again_after_the_store_failed_on_one() {
-        let mut pending = Pending::default();
-        let (reply, _first) = oneshot::channel();
-        pending.ask(key("r1"), 1, "ask r1".into(), reply, true);
-        let (reply, _second) = oneshot::channel();
-        pending.ask(key("r2"), 2, "ask r2".into(), reply, true);
-        let (reply, _third) = oneshot::channel();
-        pending.ask(key("r3"), 3, "ask r3".into(), reply, true);
-        pending.receive(accepted("r1"));
-        pending.receive(accepted("r2"));
-        assert!(pending.withdraw(&key("r1"), 1).is_some());
-        assert!(
-            pending.withdraw(&key("r3"), 3).is_none(),
-            "not accepted yet"
-        );
-        assert_eq!(pending.withdrawals_to_retry(), None, "nothing failed");
-        let failed = ToAgent::Error {
-            code: "store_failed".into(),
-            message: "could not store".into(),
-            session: Some("s".into()),
-            id: Some("r1".into()),
-        };
-        assert_eq!(pending.receive(failed), None);
-        // r1 only: r2 is still wanted, r3's cancel waits for its `accepted`.
-        assert_eq!(
-            pending.withdrawals_to_retry(),
-            Some(vec![cancel_frame(&key("r1"))])
-        );
-        assert_eq!(pending.withdrawals_to_retry(), None, "once per failure");
-    }
-
-    #[test]
-    fn a_withdrawal_waits_for_accepted() {
-        let mut pending = Pending::default();
-        let (reply, _answer) = oneshot::channel();
-        pending.ask(key("r"), 7, "ask".into(), reply, true);
-        assert_eq!(
-            pending.withdraw(&key("r"), 6),
-            None,
-            "another call's ticket"
-        );
-        assert_eq!(pending.withdraw(&key("r"), 7), None, "not accepted yet");
-        assert_eq!(
-            pending.receive(accepted("r")).map(|t| kind(&t)).as_deref(),
-            Some("cancel")
-        );
-        // After a reconnect the ask goes again, and the cancel after its `accepted`.
-        pending.disconnected();
-        assert_eq!(pending.connected(), vec!["ask".to_owned()]);
-        assert_eq!(
-            pending.receive(accepted("r")).map(|t| kind(&t)).as_deref(),
-            Some("cancel")
-        );
-        pending.receive(outcome("r"));
-        assert!(pending.is_idle());
-    }
-
-    #[test]
-    fn reconnect_resends_acks_opens_and_asks_in_order() {
-        let mut pending = Pending::default();
-        let (a, _a) = oneshot::channel();
-        let (b, _b) = oneshot::channel();
-        let (c, _c) = oneshot::channel();
-        let (o, _o) = oneshot::channel();
-        pending.ask(key("done"), 1, "ask done".into(), a, true);
-        pending.ask(key("1"), 2, "ask 1".into(), b, true);
-        pending.ask(key("2"), 3, "ask 2".into(), c, true);
-        pending.open("s", o);
-        pending.receive(outcome("done"));
-        let frames = pending.connected();
-        assert_eq!(frames.len(), 4);
-        assert_eq!(kind(&frames[0]), "ack");
-        assert_eq!(kind(&frames[1]), "open");
-        assert_eq!(frames[2..], ["ask 1".to_owned(), "ask 2".to_owned()]);
-    }
-
-    #[test]
-    fn an_ask_withdrawn_before_it_was_sent_is_dropped_not_asked() {
-        let mut pending = Pending::default();
-        let (reply, _answer) = oneshot::channel();
-        pending.ask(key("r"), 1, "ask r".into(), reply, false);
-        assert_eq!(pending.withdraw(&key("r"), 1), None);
-        assert!(pending.is_idle());
-        assert!(pending.connected().is_empty(), "nothing to show people");
-    }
-
-    #[test]
-    fn a_re_ask_after_an_ack_sends_the_ack_first_until_accepted() {
-        let mut pending = Pending::default();
-        let (reply, _first) = oneshot::channel();
-        pending.ask(key("r"), 1, "ask r".into(), reply, true);
-        assert_eq!(pending.receive(outcome("r")), Some(ack_frame(&key("r"))));
-        // The ack may be lost with its socket: the re-ask goes after it on the next one,
-        // else the gateway would answer it with the outcome the ack was for.
-        let (reply, _second) = oneshot::channel();
-        pending.ask(key("r"), 2, "ask r again".into(), reply, false);
-        pending.disconnected();
-        assert_eq!(
-            pending.connected(),
-            [ack_frame(&key("r")), "ask r again".to_owned()]
-        );
-        assert_eq!(pending.receive(accepted("r")), None);
-        // Accepted after the ack on that socket: the gateway took both; an ack now would
-        // forget the new request's outcome.
-        pending.disconnected();
-        assert_eq!(pending.connected(), ["ask r again".to_owned()]);
-    }
-}
+mod tests;
