@@ -5,12 +5,19 @@
 //! with `{question!r}`, and `_parse_answers` turns a non-string answer into `str(answer)`
 //! (`None`, `True`, `1.5`, `{'a': 1}`). This module writes those renderings byte for byte.
 //!
-//! Two limits, both documented where the inputs come from:
+//! Limits, each where the inputs come from:
 //! - printability follows the crate's frozen Unicode 14.0 tables, while deepagents runs on
 //!   CPython 3.14 (16.0) and the oracle on 3.13 (15.1): a code point assigned after 14.0 is
 //!   escaped here and written raw by Python. Only message text differs, never a verdict.
 //! - `serde_json` keeps integers only up to 64 bits and reads `-0` as `-0.0`; Python keeps
-//!   every integer. Such numbers render as floats here.
+//!   every integer. Such numbers render as floats here. (Floats are read exactly, with
+//!   serde_json's `float_roundtrip`, so they print with Python's digits.)
+//! - Characters U+10F800..U+10FFFF stand for lone surrogates
+//!   ([`lenient_json`](crate::lenient_json)), so a real one is rendered as the surrogate it
+//!   stands for. They are private-use and noncharacters, not text people type.
+//! - `NaN`, `Infinity` and numbers too large for a float, which Python's `json.loads` reads,
+//!   are not JSON to serde_json: `askgate validate` refuses such a line. So is one nested
+//!   deeper than serde_json's 128 levels (Python's limit is about 1,000).
 
 use std::fmt::Write as _;
 

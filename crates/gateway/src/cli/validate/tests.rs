@@ -481,3 +481,20 @@ fn a_line_that_is_not_a_line_says_why() {
     assert!(form_feed.contains("not valid JSON"), "{form_feed}");
     assert!(answer(" \t\r").contains("the line is empty"));
 }
+
+/// Numbers are read exactly, so they come out with the digits Python writes (the expected
+/// answers are deepagents-code 0.2.2's, through `tests/oracle/deepagents_oracle.py`): a float
+/// parsed a little off printed as `-3.7599014659885906e+50`.
+#[test]
+fn floats_keep_the_digits_python_writes() {
+    let line = r#"{"dialect":"deepagents","kind":"response","input":{"request":{"questions":[{"question":"q","type":"text"}]},"resume":{"answers":[-3.759901465988591e+50]}}}"#;
+    assert_eq!(
+        answer_line(line),
+        r#"{"ok":true,"normalized":{"content":"Q: q\nA: -3.759901465988591e+50","status":"success","receipt":null}}"#
+    );
+    let line = r#"{"dialect":"deepagents","kind":"render","input":{"op":"encode_multi_select","values":[0.483960306202786838]}}"#;
+    assert_eq!(
+        answer_line(line),
+        r#"{"ok":true,"normalized":"[0.48396030620278685]"}"#
+    );
+}
