@@ -494,7 +494,10 @@ async fn http_get(server: &TestServer, path: &str) -> String {
 /// the latest state, not one queued frame per join, and every tab ends up seeing all 100.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_burst_of_joins_coalesces_presence() {
-    let server = TestServer::start().await;
+    let mut config = test_config();
+    // A hundred at once: past the join rate, which is not what this is about.
+    config.limits.joins_per_session_per_second = 100;
+    let server = TestServer::start_with(config).await;
     let joins = (0..100).map(|_| server.tab("s"));
     let mut tabs: Vec<(WsClient, Value)> = futures_util::future::join_all(joins).await;
     for (tab, snapshot) in &mut tabs {

@@ -59,6 +59,29 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(25);
 pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for sockets to close before giving up on them.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Connections held from one client address (an IPv4 address, or an IPv6 /64). One more is
+/// answered 503 and closed. Behind a reverse proxy every client shares the proxy's address:
+/// raise it there, or lift it (`0`).
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+/// How long a request's headers may take to arrive, from their first byte. A request that
+/// trickles in slower is cut off.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an HTTP connection may wait for a request with nothing arriving: a new one that
+/// sends nothing, or a keep-alive one between requests. It is closed after that.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most one HTTP request may take, reading its body and handling it; a long-poll lasts
+/// up to 60 s, so this must be longer. Past it the client gets 408.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long an accepted WebSocket upgrade may take to hand over its connection.
+pub const DEFAULT_UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes queued to one session's tabs and not yet taken by them. A tab that is behind (it
+/// still holds frames it was given) when more would pass this is closed with 4408.
+pub const DEFAULT_QUEUED_BYTES_PER_SESSION: usize = 64 * 1024 * 1024;
+/// Bytes queued to every tab of the gateway and not yet taken; as above, gateway-wide.
+pub const DEFAULT_QUEUED_BYTES_TOTAL: usize = 512 * 1024 * 1024;
+/// Tabs that may join one session per second (bursts of twice as many); one more is closed
+/// with 1013 and comes back later.
+pub const DEFAULT_JOINS_PER_SESSION_PER_SECOND: u32 = 10;
 
 /// Every limit, in one place.
 #[derive(Clone, Debug)]
@@ -99,6 +122,25 @@ pub struct Limits {
     pub shutdown_grace: Duration,
     /// See [`DEFAULT_HELLO_TIMEOUT`].
     pub hello_timeout: Duration,
+    /// Connections held at once; `None`: as many as fit under the open-file limit, less a
+    /// reserve. One more is answered 503 and closed.
+    pub max_connections: Option<usize>,
+    /// See [`DEFAULT_MAX_CONNECTIONS_PER_ADDRESS`]; `None`: no cap.
+    pub max_connections_per_address: Option<usize>,
+    /// See [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// See [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// See [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
+    /// See [`DEFAULT_UPGRADE_TIMEOUT`].
+    pub upgrade_timeout: Duration,
+    /// See [`DEFAULT_QUEUED_BYTES_PER_SESSION`].
+    pub queued_bytes_per_session: usize,
+    /// See [`DEFAULT_QUEUED_BYTES_TOTAL`].
+    pub queued_bytes_total: usize,
+    /// See [`DEFAULT_JOINS_PER_SESSION_PER_SECOND`].
+    pub joins_per_session_per_second: u32,
 }
 
 impl Default for Limits {
@@ -122,6 +164,15 @@ impl Default for Limits {
             ping_interval: DEFAULT_PING_INTERVAL,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
+            max_connections: None,
+            max_connections_per_address: Some(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            upgrade_timeout: DEFAULT_UPGRADE_TIMEOUT,
+            queued_bytes_per_session: DEFAULT_QUEUED_BYTES_PER_SESSION,
+            queued_bytes_total: DEFAULT_QUEUED_BYTES_TOTAL,
+            joins_per_session_per_second: DEFAULT_JOINS_PER_SESSION_PER_SECOND,
         }
     }
 }

@@ -8,18 +8,22 @@
 //! - [`keys`]: agent keys and per-session viewer keys (HMAC of the session id).
 //! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
 //! - [`store`]: the `Store` seam the hub commits through, and its in-memory implementation.
+//! - [`connections`]: TCP connections: caps, timeouts, the HTTP/1 serving loop.
 //! - [`transport`]: the WebSocket endpoints for agents and tabs, and plain HTTP.
 //! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
 //! - [`metrics`]: counters and gauges, in Prometheus text format.
 //! - [`clock`]: Unix milliseconds.
+//! - [`pacer`]: a token bucket (frames per second, joins per second).
 //! - [`cli`]: the `askgate` command line.
 
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod connections;
 pub mod hub;
 pub mod keys;
 pub mod metrics;
+pub mod pacer;
 pub mod server;
 pub mod store;
 pub mod transport;

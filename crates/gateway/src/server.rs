@@ -13,12 +13,12 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, StoreKind};
+use crate::connections::{ConnectionCaps, HttpTimeouts, ServeSettings, accept_loop, fd_limit};
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
@@ -123,15 +123,12 @@ pub async fn build_with_store(
     })
 }
 
-/// Serves on `listener` until `shutdown` resolves, then closes every socket with 1001.
+/// The state to serve on `listener`: checks that `config` is safe for its address, then opens
+/// the store and restores from it. Viewer links use the public URL, or the bound address.
 ///
 /// # Errors
-/// The configuration is unsafe for the address, or the store or listener fails.
-pub async fn run(
-    listener: TcpListener,
-    config: Config,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+/// The configuration is unsafe for the address, or the store cannot be opened.
+pub async fn prepare(listener: &TcpListener, config: &Config) -> anyhow::Result<AppState> {
     let addr = listener
         .local_addr()
         .context("reading the listener's address")?;
@@ -140,8 +137,7 @@ pub async fn run(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let state = build(&config, &public_url).await?;
-    serve(listener, state, &config, shutdown).await
+    build(config, &public_url).await
 }
 
 /// Serves a prepared state (the demo and tests hold on to it).
@@ -162,28 +158,44 @@ pub async fn serve(
         shutdown.await;
         stop.cancel();
     });
-    // Frames are small and latency matters more than packet count: without TCP_NODELAY,
-    // Nagle's algorithm holds a frame that follows another until the peer's delayed ACK,
-    // adding up to 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(token.clone().cancelled_owned())
-        .await
-        .context("serving");
-    // Sockets saw the token too; wait for them to finish closing, within the grace period.
-    token.cancel();
+    let limits = &config.limits;
+    let caps = ConnectionCaps::new(
+        fd_limit::connection_cap(limits.max_connections, fd_limit::open_file_limit()),
+        limits.max_connections_per_address,
+    );
+    let settings = ServeSettings {
+        timeouts: HttpTimeouts {
+            header_read: limits.header_read_timeout,
+            idle: limits.idle_timeout,
+        },
+        request_timeout: limits.request_timeout,
+    };
+    tracing::debug!(
+        max_connections = caps.max_total(),
+        max_per_address = caps.max_per_address(),
+        "accepting connections"
+    );
+    accept_loop(
+        listener,
+        router(state),
+        caps,
+        settings,
+        token.clone(),
+        tracker.clone(),
+    )
+    .await;
+    // Connections and sockets saw the token too; wait for them to finish, within the grace
+    // period.
     tracker.close();
     if tokio::time::timeout(config.limits.shutdown_grace, tracker.wait())
         .await
         .is_err()
     {
-        tracing::warn!("some sockets did not close within the grace period");
+        tracing::warn!("some connections did not close within the grace period");
     }
     // The sweeper stops on the token; waiting for it releases its hold on the hub and store.
     let _ = sweeper.await;
-    served
+    Ok(())
 }
 
 async fn sweep(hub: Arc<Hub>, shutdown: CancellationToken) {

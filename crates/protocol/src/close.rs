@@ -2,6 +2,11 @@
 
 /// The server is going away (shutdown or restart): reconnect.
 pub const GOING_AWAY: u16 = 1001;
+/// The peer broke the WebSocket protocol (a bad frame, an unmasked client frame...): fix
+/// the client.
+pub const PROTOCOL_ERROR: u16 = 1002;
+/// A text message that is not UTF-8: fix the client.
+pub const INVALID_PAYLOAD: u16 = 1007;
 /// The server is at a capacity limit (sessions, tabs per session): reconnect later.
 pub const TRY_AGAIN_LATER: u16 = 1013;
 /// Malformed frames (not JSON, not a known type, no `hello` first): fix the client.

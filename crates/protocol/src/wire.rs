@@ -300,6 +300,23 @@ pub struct RequestView {
     pub deadline_ms: Option<u64>,
 }
 
+/// A request that has ended, as a tab that joins later sees it: the request and how it
+/// ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FinishedView {
+    /// The request as it was shown.
+    #[serde(flatten)]
+    pub request: RequestView,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The dialect's response (null when withdrawn).
+    pub response: Value,
+    /// The tab that answered or declined, if one did.
+    pub by: Option<String>,
+    /// When it ended (Unix ms).
+    pub at_ms: u64,
+}
+
 /// gateway → tab.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -321,6 +338,10 @@ pub enum ToTab {
         /// The largest frame the gateway takes from a tab, in bytes: a page checks an answer
         /// against it before sending, rather than have the socket closed with 4413.
         max_frame_bytes: usize,
+        /// The session's recent finished requests, oldest ending first: so a person who
+        /// looked away (or reloads) can see what was asked and how it ended.
+        #[serde(default)]
+        finished: Vec<FinishedView>,
     },
     /// A new open request.
     Request {

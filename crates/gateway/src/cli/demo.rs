@@ -41,15 +41,12 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     config
         .check_bind(&args.serve.listen)
         .map_err(anyhow::Error::msg)?;
+    super::serve::raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(args.serve.listen)
         .await
         .with_context(|| format!("listening on {}", args.serve.listen))?;
     let addr = listener.local_addr()?;
-    let public_url = config
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{addr}"));
-    let state = server::build(&config, &public_url).await?;
+    let state = server::prepare(&listener, &config).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     let gateway = {
         let stop = stop.clone();

@@ -82,8 +82,11 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only for a person at a terminal: in a file or a log collector the escape codes
+    // are noise.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -5,7 +5,8 @@ use askgate_protocol::{RequestId, SessionId};
 use serde_json::Value;
 
 use super::forgetting::AckReply;
-use super::links::{AgentHandle, Frame};
+use super::frame::Frame;
+use super::links::AgentHandle;
 use super::outcomes::Withdrawal;
 use super::session::generated_session_id;
 use crate::metrics::count;

@@ -11,7 +11,8 @@ use tokio::sync::Notify;
 
 use super::Hub;
 use super::entry::{EncodedRequest, Entry, EntryState};
-use super::links::{Frame, Link};
+use super::frame::Frame;
+use super::links::Link;
 use super::outcomes::outcome_message;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
@@ -342,6 +343,8 @@ fn insert_committing(
     let seq = session.next_seq;
     session.next_seq += 1;
     session.count_open(encoded.view.len());
+    // The id is asked anew: its earlier ending is no longer what a tab should show for it.
+    session.finished.remove(id);
     session.requests.insert(
         id.clone(),
         Entry {

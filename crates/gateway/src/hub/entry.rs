@@ -13,7 +13,8 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-use super::links::{Frame, Link};
+use super::frame::Frame;
+use super::links::Link;
 use crate::store::StoredResolution;
 
 /// Where a request is in its life.
@@ -111,7 +112,7 @@ mod tests {
         let frame = Frame::encode(&ToTab::Request {
             request: view.clone(),
         });
-        assert_eq!(encoded.frame.as_str(), frame.as_str());
+        assert_eq!(encoded.frame.text(), frame.text());
         let decoded: RequestView = serde_json::from_slice(&encoded.view).unwrap();
         assert_eq!(decoded, view);
     }

@@ -66,6 +66,7 @@ impl Hub {
             let ids: Vec<SessionId> = sessions.keys().cloned().collect();
             for session_id in ids {
                 if let Some(session) = sessions.get_mut(&session_id) {
+                    session.finished.prune(now);
                     for id in session.expired(now, retention_ms) {
                         session.forget(&id);
                         gauge_add(&self.metrics.kept_outcomes, -1);

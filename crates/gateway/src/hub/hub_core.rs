@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -11,6 +11,7 @@ use futures_util::FutureExt as _;
 use askgate_protocol::{RequestId, SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
+use super::queued::{Budgets, TabBudget};
 use super::session::{Session, TabSlot};
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
@@ -26,12 +27,26 @@ pub enum JoinRefused {
     /// The gateway holds as many sessions as allowed.
     #[error("the gateway holds the most sessions allowed")]
     TooManySessions,
+    /// Tabs are joining the session faster than allowed.
+    #[error("tabs are joining this session too fast")]
+    TooManyJoins,
 }
 
 impl JoinRefused {
     /// The close code to send.
     pub fn close_code(self) -> u16 {
         close::TRY_AGAIN_LATER
+    }
+
+    /// The close frame's reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            JoinRefused::TooManyTabs => "this session has the most tabs allowed; try again later",
+            JoinRefused::TooManySessions => "the gateway holds the most sessions allowed",
+            JoinRefused::TooManyJoins => {
+                "tabs are joining this session too fast; try again shortly"
+            }
+        }
     }
 }
 
@@ -49,6 +64,8 @@ pub struct Hub {
     agents: Mutex<HashMap<u64, Link>>,
     /// Forgotten requests whose deletion the store failed: tried again at the next sweep.
     pub(super) undeleted: Mutex<Vec<(SessionId, RequestId)>>,
+    /// Bytes queued to every tab and not yet written out.
+    queued_total: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -74,6 +91,7 @@ impl Hub {
             next_link: AtomicU64::new(1),
             agents: Mutex::new(HashMap::new()),
             undeleted: Mutex::new(Vec::new()),
+            queued_total: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -115,7 +133,8 @@ impl Hub {
             if sessions.len() >= self.limits.max_sessions {
                 return None;
             }
-            sessions.insert(id.clone(), Session::new(id.clone()));
+            let session = Session::new(id.clone(), self.limits.joins_per_session_per_second);
+            sessions.insert(id.clone(), session);
             gauge_add(&self.metrics.sessions, 1);
         }
         sessions.get_mut(id)
@@ -142,8 +161,8 @@ impl Hub {
 
     /// Marks `agent` as present in `session` (tabs see it online).
     pub(super) fn attach_agent_to(&self, session: &mut Session, agent: &Link) {
-        if session.agents.insert(agent.id) && session.agents.len() == 1 {
-            session.announce_presence(&self.metrics);
+        if session.agents.insert(agent.id) {
+            session.refresh_presence(&self.metrics);
         }
     }
 
@@ -161,9 +180,7 @@ impl Hub {
         for session in sessions.values_mut() {
             session.forget_asker(agent.id);
             if session.agents.remove(&agent.id) {
-                if session.agents.is_empty() {
-                    session.announce_presence(&self.metrics);
-                }
+                session.refresh_presence(&self.metrics);
                 idle.push(session.id.clone());
             }
         }
@@ -175,14 +192,14 @@ impl Hub {
     /// A tab joins `session`: it gets the snapshot, the others a presence update.
     ///
     /// # Errors
-    /// The session or the gateway is full.
+    /// The session or the gateway is full, or tabs join the session too fast.
     pub fn join_tab(
         self: &Arc<Self>,
         session: SessionId,
         requested: Option<TabId>,
         link: Link,
     ) -> Result<TabHandle, JoinRefused> {
-        let link = self.assign_id(link);
+        let mut link = self.assign_id(link);
         let mut sessions = self.lock();
         let entry = self
             .session_entry(&mut sessions, &session)
@@ -190,6 +207,17 @@ impl Hub {
         if entry.tabs.len() >= self.limits.tabs_per_session {
             return Err(JoinRefused::TooManyTabs);
         }
+        if !entry.joins.admit() {
+            return Err(JoinRefused::TooManyJoins);
+        }
+        link.budget = Some(TabBudget::new(
+            Arc::clone(&entry.queued_bytes),
+            Arc::clone(&self.queued_total),
+            Budgets {
+                per_session: self.limits.queued_bytes_per_session,
+                total: self.limits.queued_bytes_total,
+            },
+        ));
         let tab = entry.tab_id_for(requested);
         let link_id = link.id;
         entry.tabs.insert(

@@ -4,41 +4,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use askgate_protocol::{SessionId, TabId};
-use bytes::Bytes;
-use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::Hub;
+use super::frame::Frame;
+use super::queued::{Queued, TabBudget};
 use crate::metrics;
-
-/// One JSON text frame, encoded once and shared by every queue it is put on.
-#[derive(Clone, Debug)]
-pub struct Frame(Bytes);
-
-impl Frame {
-    /// Encodes `message` as JSON.
-    pub fn encode<T: Serialize>(message: &T) -> Frame {
-        // Wire types are plain data: serialising them cannot fail.
-        Frame(Bytes::from(serde_json::to_vec(message).unwrap_or_default()))
-    }
-
-    /// A frame from JSON text already encoded (by serde_json, or pieced together from its
-    /// output).
-    pub(super) fn from_json(json: Bytes) -> Frame {
-        Frame(json)
-    }
-
-    /// The UTF-8 JSON bytes.
-    pub fn into_bytes(self) -> Bytes {
-        self.0
-    }
-
-    /// The JSON text.
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
-}
 
 /// Closes one connection with a WebSocket close code, from outside its task.
 #[derive(Debug, Default)]
@@ -69,7 +41,10 @@ pub struct Link {
     pub(super) id: u64,
     /// Frames for the peer; the connection task drains it. Bounded: a peer that cannot keep
     /// up is closed with 4408 rather than allowed to grow memory.
-    tx: mpsc::Sender<Frame>,
+    tx: mpsc::Sender<Queued>,
+    /// A tab's share of the queued-bytes budgets, set when it joins a session (agents and
+    /// tabs not yet joined: none).
+    pub(super) budget: Option<TabBudget>,
     /// The latest `presence` for a tab. Presence is state, not an event: a burst of joins
     /// replaces it rather than queueing one frame per join (which would overflow the queue
     /// of every tab already there). Agents have none.
@@ -80,13 +55,14 @@ pub struct Link {
 
 impl Link {
     /// A link and the receiving end of its queue (`capacity` frames).
-    pub fn new(capacity: usize) -> (Link, mpsc::Receiver<Frame>, Arc<Kick>) {
+    pub fn new(capacity: usize) -> (Link, mpsc::Receiver<Queued>, Arc<Kick>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let kick = Arc::new(Kick::default());
         (
             Link {
                 id: 0,
                 tx,
+                budget: None,
                 presence: None,
                 kick: Arc::clone(&kick),
             },
@@ -100,7 +76,7 @@ impl Link {
         capacity: usize,
     ) -> (
         Link,
-        mpsc::Receiver<Frame>,
+        mpsc::Receiver<Queued>,
         watch::Receiver<Option<Frame>>,
         Arc<Kick>,
     ) {
@@ -122,10 +98,22 @@ impl Link {
         }
     }
 
-    /// Queues `frame`. A full queue closes the peer with 4408 (too slow); `false` if the frame
-    /// was not queued.
+    /// Queues `frame`. A full queue, or a tab that is behind when the frame would take its
+    /// session or the gateway past the queued-bytes budget, closes the peer with 4408 (too
+    /// slow); `false` if the frame was not queued.
     pub(super) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
-        match self.tx.try_send(frame) {
+        let queued = match &self.budget {
+            None => Queued::uncounted(frame),
+            Some(budget) => match budget.charge(frame) {
+                Some(queued) => queued,
+                None => {
+                    metrics::count(&metrics.closed_too_slow);
+                    self.kick.kick(askgate_protocol::close::TOO_SLOW);
+                    return false;
+                }
+            },
+        };
+        match self.tx.try_send(queued) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 metrics::count(&metrics.closed_too_slow);

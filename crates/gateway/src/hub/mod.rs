@@ -10,17 +10,22 @@
 mod agent_side;
 mod asking;
 mod entry;
+mod finished;
 mod forgetting;
+mod frame;
 mod hub_core;
 mod links;
 mod outcomes;
+mod queued;
 mod resolving;
 mod restore;
 mod session;
 
 pub use asking::AskReply;
 pub use forgetting::AckReply;
+pub use frame::{FRAGMENT_BYTES, Frame};
 pub use hub_core::{Hub, JoinRefused};
-pub use links::{AgentHandle, Frame, Kick, Link, TabHandle};
+pub use links::{AgentHandle, Kick, Link, TabHandle};
 pub use outcomes::{Lookup, Withdrawal};
+pub use queued::Queued;
 pub use restore::Restored;

@@ -12,6 +12,7 @@ use super::asking::AskReply;
 use super::entry::EntryState;
 use super::links::Link;
 use super::resolving::{Ending, Refusal};
+use super::session::POLL_GRACE;
 use crate::store::StoredResolution;
 
 /// What a lookup found.
@@ -110,9 +111,18 @@ impl Hub {
         }
     }
 
-    /// The request's state, waiting up to `wait` for it to end.
-    pub async fn wait_for(&self, session: &SessionId, id: &RequestId, wait: Duration) -> Lookup {
+    /// The request's state, waiting up to `wait` for it to end. While it waits, tabs of the
+    /// session see an agent waiting.
+    pub async fn wait_for(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        wait: Duration,
+    ) -> Lookup {
         let deadline = tokio::time::Instant::now() + wait;
+        let _poll = (!wait.is_zero())
+            .then(|| Poll::begin(self, session))
+            .flatten();
         loop {
             let waiter = {
                 let sessions = self.lock();
@@ -135,6 +145,48 @@ impl Hub {
                 // One last look: it may have ended just as the wait ran out.
                 continue;
             }
+        }
+    }
+}
+
+/// An HTTP long-poll waiting on a session, counted as an agent waiting there until dropped.
+struct Poll {
+    hub: Arc<Hub>,
+    session: SessionId,
+}
+
+impl Poll {
+    /// Counts a poll on `session`, if the session is held.
+    fn begin(hub: &Arc<Hub>, session: &SessionId) -> Option<Poll> {
+        let mut sessions = hub.lock();
+        sessions.get_mut(session)?.begin_poll(&hub.metrics);
+        Some(Poll {
+            hub: Arc::clone(hub),
+            session: session.clone(),
+        })
+    }
+}
+
+impl Drop for Poll {
+    fn drop(&mut self) {
+        let mut sessions = self.hub.lock();
+        let Some(state) = sessions.get_mut(&self.session) else {
+            return;
+        };
+        state.end_poll();
+        drop(sessions);
+        // Tabs hear the agent left only if no poll follows within the grace.
+        let hub = Arc::clone(&self.hub);
+        let session = self.session.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tokio::time::sleep(POLL_GRACE).await;
+                let mut sessions = hub.lock();
+                if let Some(state) = sessions.get_mut(&session) {
+                    state.refresh_presence(&hub.metrics);
+                }
+                hub.drop_if_idle(&mut sessions, &session);
+            });
         }
     }
 }

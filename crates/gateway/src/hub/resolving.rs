@@ -18,7 +18,8 @@ use tokio::task::AbortHandle;
 
 use super::Hub;
 use super::entry::EntryState;
-use super::links::{Frame, TabHandle};
+use super::frame::Frame;
+use super::links::TabHandle;
 use super::outcomes::outcome_message;
 use crate::clock::{now_ms, until};
 use crate::metrics::{count, gauge_add};
@@ -308,6 +309,7 @@ impl Hub {
             );
         }
         let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
+        state.finished.push(id, &entry.encoded.view, &resolution);
         entry.state = EntryState::Resolved(resolution);
         entry.resolved.notify_waiters();
         state.uncount_open(open_bytes);

@@ -46,7 +46,10 @@ impl Hub {
                 };
                 let session = sessions.entry(record.session.clone()).or_insert_with(|| {
                     gauge_add(&self.metrics.sessions, 1);
-                    super::session::Session::new(record.session.clone())
+                    super::session::Session::new(
+                        record.session.clone(),
+                        self.limits.joins_per_session_per_second,
+                    )
                 });
                 let view = RequestView {
                     id: record.id.to_string(),
@@ -59,6 +62,9 @@ impl Hub {
                 let encoded = EncodedRequest::new(&view);
                 let state = match record.resolution {
                     Some(resolution) => {
+                        session
+                            .finished
+                            .push(&record.id, &encoded.view, &resolution);
                         restored.resolved += 1;
                         gauge_add(&self.metrics.kept_outcomes, 1);
                         EntryState::Resolved(resolution)

@@ -2,15 +2,26 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::entry::{Entry, EntryState};
-use super::links::{Frame, Link};
+use super::finished::Finished;
+use super::frame::Frame;
+use super::links::Link;
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
+use crate::pacer::Pacer;
+
+/// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
+/// again right away, and tabs should not see it leave and come back between two polls.
+pub(super) const POLL_GRACE: Duration = Duration::from_secs(5);
 
 /// A tab watching the session.
 #[derive(Debug)]
@@ -40,6 +51,28 @@ pub(super) struct Session {
     /// late answer to one is told "already resolved", as the design says, rather than that
     /// there is no such request. At most [`FORGOTTEN_REMEMBERED`].
     forgotten: VecDeque<RequestId>,
+    /// Recent finished requests, for tabs that join later.
+    pub(super) finished: Finished,
+    /// Bytes queued to this session's tabs and not yet written out.
+    pub(super) queued_bytes: Arc<AtomicUsize>,
+    /// Paces tabs joining.
+    pub(super) joins: Pacer,
+    /// The shared part of the last snapshot, reused while the session shows the same.
+    snapshot_body: Option<(SnapshotKey, Bytes)>,
+    /// HTTP long-polls waiting on this session's requests now.
+    pollers: usize,
+    /// Until when the last long-poll to end still counts its agent as waiting.
+    poll_grace_until: Option<Instant>,
+    /// Whether tabs were last told an agent is waiting.
+    announced_online: bool,
+}
+
+/// What a snapshot's shared part is made of: the open requests (a request's view never
+/// changes, so its sequence number names it) and the finished list's generation.
+#[derive(Debug, PartialEq, Eq)]
+struct SnapshotKey {
+    open: Vec<u64>,
+    finished: u64,
 }
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
@@ -47,7 +80,8 @@ pub(super) struct Session {
 const FORGOTTEN_REMEMBERED: usize = 64;
 
 impl Session {
-    pub(super) fn new(id: SessionId) -> Self {
+    /// A session that lets `joins_per_second` tabs join a second.
+    pub(super) fn new(id: SessionId, joins_per_second: u32) -> Self {
         Session {
             id,
             tabs: HashMap::new(),
@@ -57,6 +91,13 @@ impl Session {
             open_bytes: 0,
             next_seq: 0,
             forgotten: VecDeque::new(),
+            finished: Finished::default(),
+            queued_bytes: Arc::new(AtomicUsize::new(0)),
+            joins: Pacer::new(joins_per_second),
+            snapshot_body: None,
+            pollers: 0,
+            poll_grace_until: None,
+            announced_online: false,
         }
     }
 
@@ -75,6 +116,7 @@ impl Session {
     /// Forgets request `id`, which has ended; notes it among the lately forgotten.
     pub(super) fn forget(&mut self, id: &RequestId) -> Option<Entry> {
         let entry = self.requests.remove(id)?;
+        self.finished.forgotten(id, now_ms());
         if self.forgotten.len() == FORGOTTEN_REMEMBERED {
             self.forgotten.pop_front();
         }
@@ -89,11 +131,43 @@ impl Session {
 
     /// Nothing and no one left: the session can be dropped.
     pub(super) fn is_idle(&self) -> bool {
-        self.tabs.is_empty() && self.agents.is_empty() && self.requests.is_empty()
+        self.tabs.is_empty()
+            && self.agents.is_empty()
+            && self.requests.is_empty()
+            && self.pollers == 0
+            && self.finished.is_empty()
     }
 
+    /// Whether an agent is waiting on the session: a socket that opened or asked in it, or an
+    /// HTTP long-poll on one of its requests (or one that ended within [`POLL_GRACE`]).
     pub(super) fn agent_online(&self) -> bool {
         !self.agents.is_empty()
+            || self.pollers > 0
+            || self
+                .poll_grace_until
+                .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// A long-poll starts waiting.
+    pub(super) fn begin_poll(&mut self, metrics: &Metrics) {
+        self.pollers += 1;
+        self.refresh_presence(metrics);
+    }
+
+    /// A long-poll stops waiting; tabs hear of it only once the grace has passed (see
+    /// [`Session::refresh_presence`]).
+    pub(super) fn end_poll(&mut self) {
+        self.pollers -= 1;
+        if self.pollers == 0 {
+            self.poll_grace_until = Some(Instant::now() + POLL_GRACE);
+        }
+    }
+
+    /// Tells the tabs if whether an agent is waiting has changed since they were last told.
+    pub(super) fn refresh_presence(&mut self, metrics: &Metrics) {
+        if self.agent_online() != self.announced_online {
+            self.announce_presence(metrics);
+        }
     }
 
     /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408.
@@ -104,15 +178,16 @@ impl Session {
     }
 
     /// Tells every tab who is here.
-    pub(super) fn announce_presence(&self, metrics: &Metrics) {
+    pub(super) fn announce_presence(&mut self, metrics: &Metrics) {
         self.announce_presence_except(None, metrics);
     }
 
     /// Tells every tab but `skip` (a newcomer, whose snapshot already says it) who is here.
-    pub(super) fn announce_presence_except(&self, skip: Option<u64>, metrics: &Metrics) {
+    pub(super) fn announce_presence_except(&mut self, skip: Option<u64>, metrics: &Metrics) {
+        self.announced_online = self.agent_online();
         let frame = Frame::encode(&ToTab::Presence {
             tabs: self.tabs.len(),
-            agent_online: self.agent_online(),
+            agent_online: self.announced_online,
         });
         for (id, slot) in &self.tabs {
             if Some(*id) != skip {
@@ -122,19 +197,37 @@ impl Session {
     }
 
     /// The `snapshot` frame for `tab`, which may send frames of `max_frame_bytes`: every open
-    /// request, oldest first, its view copied in as it was encoded when it was asked.
-    pub(super) fn snapshot(&self, tab: &TabId, max_frame_bytes: usize) -> Frame {
+    /// request, oldest first, and the recent finished ones. Everything after the tab's own
+    /// fields is shared by every tab that joins while the session shows the same (a joining
+    /// tab costs its head, not a copy of every open request).
+    pub(super) fn snapshot(&mut self, tab: &TabId, max_frame_bytes: usize) -> Frame {
+        self.finished.prune(now_ms());
         let mut open: Vec<&Entry> = self.requests.values().filter(|e| e.is_open()).collect();
         open.sort_by_key(|e| e.seq);
+        let key = SnapshotKey {
+            open: open.iter().map(|e| e.seq).collect(),
+            finished: self.finished.generation(),
+        };
+        let body = match &self.snapshot_body {
+            Some((cached, body)) if *cached == key => body.clone(),
+            _ => {
+                let body = snapshot_body(
+                    open.iter().map(|e| &e.encoded.view),
+                    max_frame_bytes,
+                    self.finished.views(),
+                );
+                self.snapshot_body = Some((key, body.clone()));
+                body
+            }
+        };
         let head = SnapshotHead {
             session: self.id.as_str(),
             tab: tab.as_str(),
             now_ms: now_ms(),
             tabs: self.tabs.len(),
             agent_online: self.agent_online(),
-            max_frame_bytes,
         };
-        snapshot_frame(&head, open.iter().map(|e| &e.encoded.view))
+        Frame::joined(snapshot_head(&head), body)
     }
 
     /// A tab id for a joining tab: the one it asked for unless another live tab has it
@@ -168,22 +261,18 @@ impl Session {
     }
 }
 
-/// A snapshot's fields but its requests.
+/// A snapshot's own fields, which differ from tab to tab.
 struct SnapshotHead<'a> {
     session: &'a str,
     tab: &'a str,
     now_ms: u64,
     tabs: usize,
     agent_online: bool,
-    max_frame_bytes: usize,
 }
 
-/// The `snapshot` frame, byte for byte what serde_json writes for [`ToTab::Snapshot`] with
-/// these views as its requests (the views are serde_json's output too).
-fn snapshot_frame<'v>(head: &SnapshotHead<'_>, views: impl Iterator<Item = &'v Bytes>) -> Frame {
-    let views: Vec<&Bytes> = views.collect();
-    let views_bytes: usize = views.iter().map(|view| view.len() + 1).sum();
-    let mut out = Vec::with_capacity(256 + views_bytes);
+/// The `snapshot` frame up to its requests, as serde_json writes [`ToTab::Snapshot`].
+fn snapshot_head(head: &SnapshotHead<'_>) -> Bytes {
+    let mut out = Vec::with_capacity(160 + head.session.len() + head.tab.len());
     // Writing into a `Vec` cannot fail.
     out.extend_from_slice(br#"{"type":"snapshot","session":"#);
     let _ = serde_json::to_writer(&mut out, head.session);
@@ -191,17 +280,39 @@ fn snapshot_frame<'v>(head: &SnapshotHead<'_>, views: impl Iterator<Item = &'v B
     let _ = serde_json::to_writer(&mut out, head.tab);
     let _ = write!(
         out,
-        r#","now_ms":{},"tabs":{},"agent_online":{},"requests":["#,
+        r#","now_ms":{},"tabs":{},"agent_online":{},"#,
         head.now_ms, head.tabs, head.agent_online
     );
-    for (i, view) in views.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    Bytes::from(out)
+}
+
+/// The rest of the `snapshot` frame, from its requests to the end: byte for byte what
+/// serde_json writes, given views that are serde_json's output too.
+fn snapshot_body<'v>(
+    views: impl Iterator<Item = &'v Bytes>,
+    max_frame_bytes: usize,
+    finished: impl Iterator<Item = &'v Bytes>,
+) -> Bytes {
+    let views: Vec<&Bytes> = views.collect();
+    let finished: Vec<&Bytes> = finished.collect();
+    let bytes: usize = views.iter().chain(&finished).map(|v| v.len() + 1).sum();
+    let mut out = Vec::with_capacity(64 + bytes);
+    let list = |out: &mut Vec<u8>, items: &[&Bytes]| {
+        out.push(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item);
         }
-        out.extend_from_slice(view);
-    }
-    let _ = write!(out, r#"],"max_frame_bytes":{}}}"#, head.max_frame_bytes);
-    Frame::from_json(Bytes::from(out))
+        out.push(b']');
+    };
+    out.extend_from_slice(br#""requests":"#);
+    list(&mut out, &views);
+    let _ = write!(out, r#","max_frame_bytes":{max_frame_bytes},"finished":"#);
+    list(&mut out, &finished);
+    out.push(b'}');
+    Bytes::from(out)
 }
 
 /// A fresh tab id: `t-` and 16 random hex digits.
@@ -227,12 +338,13 @@ pub(super) fn generated_session_id() -> SessionId {
 
 #[cfg(test)]
 mod tests {
-    use askgate_protocol::Dialect;
-    use askgate_protocol::wire::RequestView;
+    use askgate_protocol::wire::{FinishedView, RequestView};
+    use askgate_protocol::{Dialect, Outcome, Settlement};
     use serde_json::json;
 
     use super::super::entry::EncodedRequest;
     use super::*;
+    use crate::store::StoredResolution;
 
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
@@ -253,15 +365,49 @@ mod tests {
             now_ms: 1_700_000_000_123,
             tabs: 2,
             agent_online: true,
-            max_frame_bytes: 65_536,
         };
-        for views in [
-            vec![],
-            vec![view("r-1", None)],
-            vec![view("r-1", Some(9)), view("r-2", None)],
+        let finished = FinishedView {
+            request: view("r-0", Some(4)),
+            outcome: Outcome::Answered,
+            response: json!({"answers": ["ok"]}),
+            by: Some("t-1".into()),
+            at_ms: 8,
+        };
+        let resolution = StoredResolution {
+            settlement: Settlement {
+                outcome: Outcome::Answered,
+                response: finished.response.clone(),
+                result: json!("Q: a\nA: ok"),
+                model_text: Some("Q: a\nA: ok".into()),
+            },
+            by: finished.by.clone(),
+            at_ms: finished.at_ms,
+        };
+        let mut ended = Finished::default();
+        ended.push(
+            &RequestId::parse("r-0").unwrap(),
+            &EncodedRequest::new(&finished.request).view,
+            &resolution,
+        );
+        for (views, finished) in [
+            (vec![], vec![]),
+            (vec![view("r-1", None)], vec![finished.clone()]),
+            (
+                vec![view("r-1", Some(9)), view("r-2", None)],
+                vec![finished],
+            ),
         ] {
             let encoded: Vec<EncodedRequest> = views.iter().map(EncodedRequest::new).collect();
-            let pieced = snapshot_frame(&head, encoded.iter().map(|e| &e.view));
+            let no_finished = Finished::default();
+            let listed = if finished.is_empty() {
+                &no_finished
+            } else {
+                &ended
+            };
+            let pieced = Frame::joined(
+                snapshot_head(&head),
+                snapshot_body(encoded.iter().map(|e| &e.view), 65_536, listed.views()),
+            );
             let encoded = Frame::encode(&ToTab::Snapshot {
                 session: head.session.into(),
                 tab: head.tab.into(),
@@ -269,9 +415,42 @@ mod tests {
                 tabs: head.tabs,
                 agent_online: head.agent_online,
                 requests: views,
-                max_frame_bytes: head.max_frame_bytes,
+                max_frame_bytes: 65_536,
+                finished,
             });
-            assert_eq!(pieced.as_str(), encoded.as_str());
+            assert_eq!(pieced.text(), encoded.text());
         }
+    }
+
+    #[test]
+    fn a_snapshot_shares_its_body_until_the_session_changes() {
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10);
+        let tab = TabId::parse("t-1").unwrap();
+        let first = session.snapshot(&tab, 1024);
+        let second = session.snapshot(&TabId::parse("t-2").unwrap(), 1024);
+        assert!(first.shares_body_with(&second));
+        let resolution = StoredResolution {
+            settlement: Settlement {
+                outcome: Outcome::Withdrawn,
+                response: serde_json::Value::Null,
+                result: serde_json::Value::Null,
+                model_text: None,
+            },
+            by: None,
+            at_ms: 1,
+        };
+        let id = RequestId::parse("r").unwrap();
+        session.finished.push(
+            &id,
+            &EncodedRequest::new(&view("r", None)).view,
+            &resolution,
+        );
+        let third = session.snapshot(&tab, 1024);
+        assert!(!third.shares_body_with(&second));
+        assert!(
+            third.text().contains(r#""finished":[{"id":"r""#),
+            "{}",
+            third.text()
+        );
     }
 }

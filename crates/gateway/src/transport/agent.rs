@@ -9,19 +9,19 @@ use std::sync::Arc;
 use askgate_protocol::close;
 use askgate_protocol::wire::AgentFrame;
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
-    poll_once, send_ping, write_frames,
+    Keepalive, Step, Watch, WebSocket, close_with, next_event, poll_once, socket_config, step,
 };
+use super::upgrade::Upgrade;
 use crate::hub::{AgentHandle, Link};
 use crate::keys::AgentRefusal;
-use crate::metrics::{count, gauge_add};
+use crate::metrics::gauge_add;
+use crate::pacer::Pacer;
 use crate::server::AppState;
 
 /// Frames of one connection being handled at once; beyond it, reading pauses.
@@ -31,12 +31,13 @@ pub(super) const IN_FLIGHT: usize = 256;
 pub async fn agent_endpoint(
     State(state): State<AppState>,
     headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
+    upgrade: Upgrade,
 ) -> Response {
     let admitted = state.agent_keys.admit(&headers);
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
-    limited(upgrade, limits, limits.max_agent_frame_bytes).on_upgrade(move |socket| {
+    let config = socket_config(limits, limits.max_agent_frame_bytes);
+    upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("agent");
         tracker.track_future(run(socket, state, admitted).instrument(span))
     })
@@ -75,58 +76,26 @@ async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'stati
         if in_flight.len() >= IN_FLIGHT {
             let _ = in_flight.join_next().await;
         }
-        match next_event(socket, &mut watch).await {
-            Event::Close(code) => break Some((code, "closing")),
-            Event::Outgoing(Some(frame)) => {
-                if let Err(code) = write_frames(socket, frame, &mut watch).await {
-                    break code.map(|c| (c, "closing"));
+        let event = next_event(socket, &mut watch).await;
+        let text = match step(socket, &mut watch, &mut pacer, event).await {
+            Step::Continue => continue,
+            Step::End(code) => break code,
+            Step::Text(text) => text,
+        };
+        match serde_json::from_str::<AgentFrame>(&text) {
+            Ok(frame) => {
+                let agent = Arc::clone(&agent);
+                let mut task =
+                    Box::pin(async move { handle(&agent, frame).await }.in_current_span());
+                // Run up to its first wait here, in the order frames arrive: the hub then
+                // sees a frame's change (an ask stored as pending, a cancel withdrawing)
+                // before the next frame's, so a `cancel` sent right behind its `ask` finds the
+                // request. Only the waiting is concurrent.
+                if poll_once(task.as_mut()).await.is_pending() {
+                    in_flight.spawn(task);
                 }
             }
-            Event::Outgoing(None) => break None,
-            Event::Tick => match watch.keepalive.tick() {
-                Some(ping) => {
-                    if let Err(code) = send_ping(socket, ping, &watch).await {
-                        break code.map(|c| (c, "closing"));
-                    }
-                }
-                None => break None,
-            },
-            Event::Incoming(None | Some(Ok(Message::Close(_)))) => break None,
-            Event::Incoming(Some(Err(error))) => {
-                if code_for_read_error(error).is_some() {
-                    count(&state.hub.metrics().closed_too_large);
-                    break Some((close::TOO_LARGE, "frame too large"));
-                }
-                break None;
-            }
-            Event::Incoming(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {
-                watch.keepalive.alive();
-            }
-            Event::Incoming(Some(Ok(Message::Binary(_)))) => {
-                break Some((close::MALFORMED, "frames are JSON text"));
-            }
-            Event::Incoming(Some(Ok(Message::Text(text)))) => {
-                watch.keepalive.alive();
-                if !pacer.admit() {
-                    count(&state.hub.metrics().closed_too_many_frames);
-                    break Some((close::TOO_MANY_FRAMES, "too many frames"));
-                }
-                match serde_json::from_str::<AgentFrame>(&text) {
-                    Ok(frame) => {
-                        let agent = Arc::clone(&agent);
-                        let mut task =
-                            Box::pin(async move { handle(&agent, frame).await }.in_current_span());
-                        // Run up to its first wait here, in the order frames arrive: the hub
-                        // then sees a frame's change (an ask stored as pending, a cancel
-                        // withdrawing) before the next frame's, so a `cancel` sent right
-                        // behind its `ask` finds the request. Only the waiting is concurrent.
-                        if poll_once(task.as_mut()).await.is_pending() {
-                            in_flight.spawn(task);
-                        }
-                    }
-                    Err(e) => agent.bad_frame(format!("not an agent frame: {e}")),
-                }
-            }
+            Err(e) => agent.bad_frame(format!("not an agent frame: {e}")),
         }
     };
     // Frames already taken are finished (an ask half-stored must not be dropped midway).

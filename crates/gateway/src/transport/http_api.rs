@@ -29,7 +29,7 @@ use crate::server::AppState;
 use crate::store::StoredResolution;
 
 /// Longest long-poll, in seconds.
-pub(super) const MAX_WAIT_S: f64 = 60.0;
+pub const MAX_WAIT_S: f64 = 60.0;
 
 /// An error response: a status and `{"errors":[{path, message, code}]}`.
 #[derive(Debug)]

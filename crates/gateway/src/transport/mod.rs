@@ -1,13 +1,15 @@
 //! The ways peers reach the hub: WebSocket endpoints for agents and tabs, and plain HTTP.
-//! The only modules that import `axum::extract::ws`.
+//! The only modules that speak WebSocket (tungstenite, after [`upgrade`]'s handshake).
 
 mod agent;
 mod http;
 mod http_api;
 mod socket;
 mod tab;
+mod upgrade;
 
 pub use agent::agent_endpoint;
 pub use http::{healthz, metrics};
-pub use http_api::{ack_request, delete_request, get_request, post_request};
+pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
 pub use tab::tab_endpoint;
+pub use upgrade::{NotAnUpgrade, Upgrade};

@@ -1,53 +1,61 @@
-//! What every socket connection shares: limits on the upgrade, the event loop's next event,
-//! writing queued frames in batches, keepalive, rate limiting, and closing with a code.
+//! What every socket connection shares: its configuration, the event loop's next event,
+//! writing queued frames (in fragments when large), keepalive, rate limiting, and closing
+//! with a code that the peer gets to read.
 
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
 use askgate_protocol::close;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use futures_util::SinkExt as _;
+use bytes::Bytes;
+use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::{CloseFrame, Frame as WireFrame, Utf8Bytes};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
 
+pub(super) use super::upgrade::WebSocket;
 use crate::config::Limits;
-use crate::hub::{Frame, Kick};
+use crate::hub::{FRAGMENT_BYTES, Frame, Kick, Queued};
 use crate::metrics::{Metrics, count};
+use crate::pacer::Pacer;
 
 /// Frames written per flush when a queue has several waiting.
 const BATCH_FRAMES: usize = 32;
-/// How long a close frame may take to go out before the socket is dropped anyway.
+/// How long a close frame may take to go out.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long, after the close frame, the peer's remaining input is read (and dropped) while
+/// waiting for its own close frame. Closing a socket with unread input makes the kernel reset
+/// the connection, and a reset can discard the close frame before the peer reads it.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Applies the buffer and size limits to an upgrade.
+/// The socket configuration for a peer that may send messages of `max_message_bytes`.
 ///
-/// The frame limit is on what peers send. What the gateway sends is not capped by it: a
+/// The message limit is on what peers send. What the gateway sends is not capped by it: a
 /// snapshot carries every open request, and an outcome carries a custom answer three times
-/// over, so either can be many times larger, and a cap on the write buffer would drop the
-/// socket mid-write, again on every reconnect. The write buffer still stays bounded: a frame
-/// is only queued once the buffer has been written out below `write_buffer_bytes`, so it holds
-/// at most that plus one frame, and a frame's size follows from the hub's limits.
-pub(super) fn limited(
-    upgrade: WebSocketUpgrade,
-    limits: &Limits,
-    max_message_bytes: usize,
-) -> WebSocketUpgrade {
-    upgrade
+/// over, so either can be many times larger. The write buffer stays bounded anyway: a frame
+/// is written in fragments of [`FRAGMENT_BYTES`], each queued only once the buffer has been
+/// written out below `write_buffer_bytes`.
+pub(super) fn socket_config(limits: &Limits, max_message_bytes: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
         .read_buffer_size(limits.read_buffer_bytes)
         .write_buffer_size(limits.write_buffer_bytes)
         .max_write_buffer_size(usize::MAX)
-        .max_message_size(max_message_bytes)
-        .max_frame_size(max_message_bytes)
+        .max_message_size(Some(max_message_bytes))
+        .max_frame_size(Some(max_message_bytes))
 }
 
 /// What happened next on a connection.
 pub(super) enum Event {
     /// A message from the peer (`None`: the stream ended).
-    Incoming(Option<Result<Message, axum::Error>>),
+    Incoming(Option<Result<Message, WsError>>),
     /// A frame the hub queued (`None`: the hub let go of the connection).
-    Outgoing(Option<Frame>),
+    Outgoing(Option<Queued>),
+    /// A tab's latest presence.
+    Presence(Frame),
     /// Time to ping.
     Tick,
     /// Close with this code (kicked by the hub, or shutdown).
@@ -56,7 +64,7 @@ pub(super) enum Event {
 
 /// The parts of a connection the event loop watches besides the socket.
 pub(super) struct Watch<'a> {
-    pub(super) queue: &'a mut mpsc::Receiver<Frame>,
+    pub(super) queue: &'a mut mpsc::Receiver<Queued>,
     /// A tab's latest `presence` (agents: none).
     pub(super) presence: Option<&'a mut watch::Receiver<Option<Frame>>>,
     pub(super) kick: &'a Kick,
@@ -66,12 +74,12 @@ pub(super) struct Watch<'a> {
 }
 
 impl Watch<'_> {
-    /// Races `write` (one frame, a flush or a ping) against a kick, shutdown, and a peer that
-    /// does not take it within a ping interval (its buffers are full: it has stopped
+    /// Races `write` (one fragment, a flush or a ping) against a kick, shutdown, and a peer
+    /// that does not take it within a ping interval (its buffers are full: it has stopped
     /// reading), which is closed as too slow (4408) rather than left holding the connection.
     async fn guard(
         &self,
-        write: impl Future<Output = Result<(), axum::Error>>,
+        write: impl Future<Output = Result<(), WsError>>,
     ) -> Result<(), Option<u16>> {
         // Nearly every write goes through at once: then no timer is set up at all.
         let mut write = std::pin::pin!(write);
@@ -86,7 +94,7 @@ impl Watch<'_> {
     /// The rest of [`Watch::guard`], for a write that did not go through at once.
     async fn wait_for(
         &self,
-        write: Pin<&mut impl Future<Output = Result<(), axum::Error>>>,
+        write: Pin<&mut impl Future<Output = Result<(), WsError>>>,
     ) -> Result<(), Option<u16>> {
         tokio::select! {
             biased;
@@ -112,10 +120,10 @@ pub(super) async fn next_event(socket: &mut WebSocket, watch: &mut Watch<'_>) ->
         biased;
         code = watch.kick.kicked() => Event::Close(code),
         () = watch.shutdown.cancelled() => Event::Close(close::GOING_AWAY),
-        frame = watch.queue.recv() => Event::Outgoing(frame),
+        queued = watch.queue.recv() => Event::Outgoing(queued),
         // Queued frames first (a tab's snapshot precedes any presence), then presence.
-        Some(frame) = latest_presence(watch.presence.as_deref_mut()) => Event::Outgoing(Some(frame)),
-        message = socket.recv() => Event::Incoming(message),
+        Some(frame) = latest_presence(watch.presence.as_deref_mut()) => Event::Presence(frame),
+        message = socket.next() => Event::Incoming(message),
         _ = watch.keepalive.interval.tick() => Event::Tick,
     }
 }
@@ -131,32 +139,113 @@ async fn latest_presence(slot: Option<&mut watch::Receiver<Option<Frame>>>) -> O
     slot.borrow_and_update().clone()
 }
 
+/// What an event comes to, for the connection's own loop.
+pub(super) enum Step {
+    /// Handled; wait for the next event.
+    Continue,
+    /// A text message from the peer, admitted by its pacer: the connection's to handle.
+    Text(Utf8Bytes),
+    /// The connection ends, with this close code and reason if any.
+    End(Option<(u16, &'static str)>),
+}
+
+/// Handles `event` as every connection does: writes what the hub queued, keeps the peer
+/// alive, paces what it sends (pings included), and turns failures into close codes.
+pub(super) async fn step(
+    socket: &mut WebSocket,
+    watch: &mut Watch<'_>,
+    pacer: &mut Pacer,
+    event: Event,
+) -> Step {
+    let ended = |code: Option<u16>| Step::End(code.map(|c| (c, "closing")));
+    match event {
+        Event::Close(code) => ended(Some(code)),
+        Event::Outgoing(Some(queued)) => match write_frames(socket, queued, watch).await {
+            Ok(()) => Step::Continue,
+            Err(code) => ended(code),
+        },
+        Event::Outgoing(None) => Step::End(None),
+        Event::Presence(frame) => {
+            let written = match write_frame(socket, &frame, watch).await {
+                Ok(()) => watch.guard(socket.flush()).await,
+                Err(code) => Err(code),
+            };
+            written.map_or_else(ended, |()| Step::Continue)
+        }
+        Event::Tick => match watch.keepalive.tick() {
+            Some(ping) => match send_ping(socket, ping, watch).await {
+                Ok(()) => Step::Continue,
+                Err(code) => ended(code),
+            },
+            None => Step::End(None),
+        },
+        Event::Incoming(None | Some(Ok(Message::Close(_)))) => Step::End(None),
+        Event::Incoming(Some(Err(error))) => Step::End(code_for_read_error(&error, watch.metrics)),
+        Event::Incoming(Some(Ok(message))) => {
+            watch.keepalive.alive();
+            // Every frame counts, pings too: answering a flood of pings is work as well.
+            if !pacer.admit() {
+                count(&watch.metrics.closed_too_many_frames);
+                return Step::End(Some((close::TOO_MANY_FRAMES, "too many frames")));
+            }
+            match message {
+                Message::Text(text) => Step::Text(text),
+                Message::Binary(_) => Step::End(Some((close::MALFORMED, "frames are JSON text"))),
+                // Pongs are answered by tungstenite; raw frames are never read.
+                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
+                    Step::Continue
+                }
+            }
+        }
+    }
+}
+
 /// Writes `first` and whatever else is queued (up to a batch), then flushes, each step
-/// guarded by [`Watch::guard`].
+/// guarded by [`Watch::guard`]. A frame's queued bytes are given back once it is written.
 pub(super) async fn write_frames(
     socket: &mut WebSocket,
-    first: Frame,
+    first: Queued,
     watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
     let mut batch = Vec::with_capacity(BATCH_FRAMES);
     batch.push(first);
     while batch.len() < BATCH_FRAMES {
         match watch.queue.try_recv() {
-            Ok(frame) => batch.push(frame),
+            Ok(queued) => batch.push(queued),
             Err(_) => break,
         }
     }
-    // Guarded frame by frame: a peer that reads slowly but steadily gets a whole batch
+    // Guarded fragment by fragment: a peer that reads slowly but steadily gets a whole batch
     // however long it takes; one that takes nothing for a ping interval is closed.
-    for frame in batch {
-        watch.guard(socket.feed(text(frame))).await?;
+    for queued in batch {
+        write_frame(socket, &queued.frame, watch).await?;
     }
     watch.guard(socket.flush()).await
 }
 
-fn text(frame: Frame) -> Message {
-    // Frames are encoded from serde_json, always valid UTF-8.
-    Message::Text(Utf8Bytes::try_from(frame.into_bytes()).unwrap_or_default())
+/// Writes one frame (without a final flush), in fragments when it is larger than one.
+pub(super) async fn write_frame(
+    socket: &mut WebSocket,
+    frame: &Frame,
+    watch: &Watch<'_>,
+) -> Result<(), Option<u16>> {
+    let fragments = frame.len().div_ceil(FRAGMENT_BYTES).max(1);
+    let mut pieces = frame.fragments(FRAGMENT_BYTES).peekable();
+    let mut first = true;
+    while let Some(piece) = pieces.next() {
+        let last = pieces.peek().is_none();
+        let opcode = if first { Data::Text } else { Data::Continue };
+        first = false;
+        // Frames are encoded by serde_json (valid UTF-8) and cut between characters, so they
+        // go out as they are, without being checked again for every tab.
+        let wire = WireFrame::message(piece, OpCode::Data(opcode), last);
+        watch.guard(socket.feed(Message::Frame(wire))).await?;
+        // A large frame is flushed fragment by fragment, so the write buffer holds one.
+        if fragments > 1 && !last {
+            watch.guard(socket.flush()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Sends a keepalive ping, guarded by [`Watch::guard`].
@@ -168,20 +257,38 @@ pub(super) async fn send_ping(
     watch.guard(socket.send(ping)).await
 }
 
-/// Sends a close frame with `code`, waiting at most a second.
+/// Sends a close frame with `code` (within [`CLOSE_TIMEOUT`]), then reads and drops what the
+/// peer still sends until its own close frame arrives or [`DRAIN_TIMEOUT`] passes.
 pub(super) async fn close_with(socket: &mut WebSocket, code: u16, reason: &str) {
     let frame = CloseFrame {
-        code,
+        code: CloseCode::from(code),
         reason: Utf8Bytes::from(reason),
     };
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.send(Message::Close(Some(frame)))).await;
+    let sent = tokio::time::timeout(CLOSE_TIMEOUT, socket.send(Message::Close(Some(frame)))).await;
+    if !matches!(sent, Ok(Ok(()))) {
+        return;
+    }
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while let Some(Ok(_)) = socket.next().await {}
+    })
+    .await;
 }
 
-/// The close code for a failed read: 4413 for a message over the size limit.
-pub(super) fn code_for_read_error(error: axum::Error) -> Option<u16> {
-    let inner = error.into_inner();
-    match inner.downcast_ref::<tokio_tungstenite::tungstenite::Error>() {
-        Some(tokio_tungstenite::tungstenite::Error::Capacity(_)) => Some(close::TOO_LARGE),
+/// The close code and reason for a failed read, or `None` when the connection just ended.
+pub(super) fn code_for_read_error(
+    error: &WsError,
+    metrics: &Metrics,
+) -> Option<(u16, &'static str)> {
+    match error {
+        WsError::Capacity(_) => {
+            count(&metrics.closed_too_large);
+            Some((close::TOO_LARGE, "frame too large"))
+        }
+        WsError::Utf8(_) => Some((close::INVALID_PAYLOAD, "a text frame that is not UTF-8")),
+        WsError::Protocol(
+            tokio_tungstenite::tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+        ) => None,
+        WsError::Protocol(_) => Some((close::PROTOCOL_ERROR, "a WebSocket protocol violation")),
         _ => None,
     }
 }
@@ -215,40 +322,6 @@ impl Keepalive {
             return None;
         }
         self.unanswered += 1;
-        Some(Message::Ping(bytes::Bytes::new()))
-    }
-}
-
-/// A token bucket: `rate` frames a second, bursts up to twice that.
-pub(super) struct Pacer {
-    tokens: f64,
-    capacity: f64,
-    rate: f64,
-    last: Instant,
-}
-
-impl Pacer {
-    pub(super) fn new(rate: u32) -> Self {
-        let rate = f64::from(rate.max(1));
-        Pacer {
-            tokens: rate * 2.0,
-            capacity: rate * 2.0,
-            rate,
-            last: Instant::now(),
-        }
-    }
-
-    /// Takes a token; `false` when the peer is over its rate.
-    pub(super) fn admit(&mut self) -> bool {
-        let now = Instant::now();
-        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
-        self.tokens = (self.tokens + refill).min(self.capacity);
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+        Some(Message::Ping(Bytes::new()))
     }
 }

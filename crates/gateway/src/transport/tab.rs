@@ -6,28 +6,32 @@
 
 use askgate_protocol::wire::FromTab;
 use askgate_protocol::{SessionId, close};
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
+use futures_util::StreamExt as _;
+use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Event, Keepalive, Pacer, Watch, close_with, code_for_read_error, limited, next_event,
-    send_ping, write_frames,
+    Keepalive, Step, Watch, WebSocket, close_with, code_for_read_error, next_event, socket_config,
+    step,
 };
+use super::upgrade::Upgrade;
 use crate::hub::{Link, TabHandle};
-use crate::metrics::{count, gauge_add};
+use crate::metrics::gauge_add;
+use crate::pacer::Pacer;
 use crate::server::AppState;
 
 /// The upgrade handler.
 pub async fn tab_endpoint(
     State(state): State<AppState>,
     Path(session): Path<String>,
-    upgrade: WebSocketUpgrade,
+    upgrade: Upgrade,
 ) -> Response {
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
-    limited(upgrade, limits, limits.max_frame_bytes).on_upgrade(move |socket| {
+    let config = socket_config(limits, limits.max_frame_bytes);
+    upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("tab", %session);
         tracker.track_future(run(socket, state, session).instrument(span))
     })
@@ -52,7 +56,7 @@ async fn serve(
         return Some((close::UNKNOWN_SESSION, "not a session id"));
     };
     let hello = tokio::select! {
-        hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.recv()) => hello,
+        hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.next()) => hello,
         () = state.shutdown.cancelled() => return Some((close::GOING_AWAY, "shutting down")),
     };
     let (key, requested_tab) = match hello {
@@ -60,11 +64,7 @@ async fn serve(
             Ok(FromTab::Hello { key, tab }) => (key, tab),
             _ => return Some((close::MALFORMED, "the first frame must be hello")),
         },
-        Ok(Some(Err(error))) => {
-            let code = code_for_read_error(error)?;
-            count(&state.hub.metrics().closed_too_large);
-            return Some((code, "frame too large"));
-        }
+        Ok(Some(Err(error))) => return code_for_read_error(&error, state.hub.metrics()),
         Ok(None | Some(Ok(Message::Close(_)))) => return None,
         Ok(Some(Ok(_))) => return Some((close::MALFORMED, "the first frame must be hello")),
         // Not a broken page, most likely a stalled network: the page may reconnect.
@@ -81,7 +81,7 @@ async fn serve(
         link,
     ) {
         Ok(handle) => handle,
-        Err(refused) => return Some((refused.close_code(), "too many tabs or sessions")),
+        Err(refused) => return Some((refused.close_code(), refused.reason())),
     };
     tracing::debug!(tab = %handle.tab(), "tab joined");
     let mut keepalive = Keepalive::new(limits.ping_interval);
@@ -95,42 +95,11 @@ async fn serve(
         metrics: state.hub.metrics(),
     };
     loop {
-        match next_event(socket, &mut watch).await {
-            Event::Close(code) => return Some((code, "closing")),
-            Event::Outgoing(Some(frame)) => {
-                if let Err(code) = write_frames(socket, frame, &mut watch).await {
-                    return code.map(|c| (c, "closing"));
-                }
-            }
-            Event::Outgoing(None) => return None,
-            Event::Tick => match watch.keepalive.tick() {
-                Some(ping) => {
-                    if let Err(code) = send_ping(socket, ping, &watch).await {
-                        return code.map(|c| (c, "closing"));
-                    }
-                }
-                None => return None,
-            },
-            Event::Incoming(None | Some(Ok(Message::Close(_)))) => return None,
-            Event::Incoming(Some(Err(error))) => {
-                if code_for_read_error(error).is_some() {
-                    count(&state.hub.metrics().closed_too_large);
-                    return Some((close::TOO_LARGE, "frame too large"));
-                }
-                return None;
-            }
-            Event::Incoming(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {
-                watch.keepalive.alive();
-            }
-            Event::Incoming(Some(Ok(Message::Binary(_)))) => {
-                return Some((close::MALFORMED, "frames are JSON text"));
-            }
-            Event::Incoming(Some(Ok(Message::Text(text)))) => {
-                watch.keepalive.alive();
-                if !pacer.admit() {
-                    count(&state.hub.metrics().closed_too_many_frames);
-                    return Some((close::TOO_MANY_FRAMES, "too many frames"));
-                }
+        let event = next_event(socket, &mut watch).await;
+        match step(socket, &mut watch, &mut pacer, event).await {
+            Step::Continue => {}
+            Step::End(code) => return code,
+            Step::Text(text) => {
                 // Boxed: a connection's task is as large as its largest wait, and handling a
                 // frame (an answer waits on the hub and the store) would make every idle tab
                 // carry room for it.

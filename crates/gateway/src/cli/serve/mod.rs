@@ -14,35 +14,50 @@ use crate::config::{self, Config, Limits, StoreKind};
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on. Without an agent key only loopback addresses are allowed.
-    #[arg(long, env = "ASKGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_LISTEN",
+        default_value = "127.0.0.1:8080"
+    )]
     pub listen: SocketAddr,
 
     /// Base URL people reach the gateway at, used in viewer links
     /// (default: http://<listen address>).
-    #[arg(long, env = "ASKGATE_PUBLIC_URL")]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
     /// A key agents must present as `Authorization: Bearer <key>`. Repeat for several; in
     /// the environment, separate them with commas. None: local mode (loopback only).
-    #[arg(long = "agent-key", env = "ASKGATE_AGENT_KEYS", value_delimiter = ',')]
+    #[arg(
+        long = "agent-key",
+        hide_env_values = true,
+        env = "ASKGATE_AGENT_KEYS",
+        value_delimiter = ','
+    )]
     pub agent_keys: Vec<String>,
 
     /// File holding the secret viewer keys are derived from. Default: <data-dir>/secret,
     /// created (mode 0600) on first start so links survive restarts.
-    #[arg(long, env = "ASKGATE_SECRET_FILE")]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_SECRET_FILE")]
     pub secret_file: Option<PathBuf>,
 
     /// Directory for durable state (the store and the secret).
-    #[arg(long, env = "ASKGATE_DATA_DIR", default_value = "askgate-data")]
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_DATA_DIR",
+        default_value = "askgate-data"
+    )]
     pub data_dir: PathBuf,
 
     /// Where requests and outcomes are kept: `embedded` (durable, in the data directory) or
     /// `memory` (lost on restart; for throwaway runs).
-    #[arg(long, env = "ASKGATE_STORE", value_enum, default_value_t = StoreKind::Embedded)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", value_enum, default_value_t = StoreKind::Embedded)]
     pub store: StoreKind,
 
     /// Serve the web UI from this directory instead of the embedded copy (development).
-    #[arg(long, env = "ASKGATE_WEB_DIR")]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
 
     /// The limits.
@@ -55,58 +70,100 @@ pub struct ServeArgs {
 pub struct LimitArgs {
     /// Largest WebSocket message accepted from a tab, in bytes; a larger one closes the
     /// socket (4413).
-    #[arg(long, env = "ASKGATE_MAX_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_FRAME_BYTES)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_FRAME_BYTES)]
     pub max_frame_bytes: usize,
     /// Largest WebSocket message or HTTP body accepted from an agent, in bytes; a larger
     /// message closes the socket (4413), a larger body is refused (413).
-    #[arg(long, env = "ASKGATE_MAX_AGENT_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_AGENT_FRAME_BYTES)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_AGENT_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_AGENT_FRAME_BYTES)]
     pub max_agent_frame_bytes: usize,
     /// Read buffer per socket, in bytes.
-    #[arg(long, env = "ASKGATE_READ_BUFFER_BYTES", default_value_t = config::DEFAULT_READ_BUFFER_BYTES)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_READ_BUFFER_BYTES", default_value_t = config::DEFAULT_READ_BUFFER_BYTES)]
     pub read_buffer_bytes: usize,
     /// Write buffer per socket, in bytes.
-    #[arg(long, env = "ASKGATE_WRITE_BUFFER_BYTES", default_value_t = config::DEFAULT_WRITE_BUFFER_BYTES)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_WRITE_BUFFER_BYTES", default_value_t = config::DEFAULT_WRITE_BUFFER_BYTES)]
     pub write_buffer_bytes: usize,
     /// Frames queued for a tab before it is closed as too slow (4408).
-    #[arg(long, env = "ASKGATE_TAB_QUEUE", default_value_t = config::DEFAULT_TAB_QUEUE)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_TAB_QUEUE", default_value_t = config::DEFAULT_TAB_QUEUE)]
     pub tab_queue: usize,
     /// Frames queued for an agent connection before it is closed as too slow (4408).
-    #[arg(long, env = "ASKGATE_AGENT_QUEUE", default_value_t = config::DEFAULT_AGENT_QUEUE)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AGENT_QUEUE", default_value_t = config::DEFAULT_AGENT_QUEUE)]
     pub agent_queue: usize,
     /// Frames per second a tab may send (bursts of twice that); beyond it: closed (4429).
-    #[arg(long, env = "ASKGATE_TAB_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_TAB_FRAMES_PER_SECOND)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_TAB_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_TAB_FRAMES_PER_SECOND)]
     pub tab_frames_per_second: u32,
     /// Frames per second an agent connection may send; beyond it: closed (4429).
-    #[arg(long, env = "ASKGATE_AGENT_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_AGENT_FRAMES_PER_SECOND)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AGENT_FRAMES_PER_SECOND", default_value_t = config::DEFAULT_AGENT_FRAMES_PER_SECOND)]
     pub agent_frames_per_second: u32,
     /// Tabs watching one session; one more is closed with 1013 (try again later).
-    #[arg(long, env = "ASKGATE_TABS_PER_SESSION", default_value_t = config::DEFAULT_TABS_PER_SESSION)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_TABS_PER_SESSION", default_value_t = config::DEFAULT_TABS_PER_SESSION)]
     pub tabs_per_session: usize,
     /// Unresolved requests per session; one more ask is rejected.
-    #[arg(long, env = "ASKGATE_OPEN_REQUESTS_PER_SESSION", default_value_t = config::DEFAULT_OPEN_REQUESTS_PER_SESSION)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_OPEN_REQUESTS_PER_SESSION", default_value_t = config::DEFAULT_OPEN_REQUESTS_PER_SESSION)]
     pub open_requests_per_session: usize,
     /// Bytes a session's open requests may hold (what a joining tab's snapshot carries); past
     /// it a new ask is rejected until requests end.
-    #[arg(long, env = "ASKGATE_OPEN_BYTES_PER_SESSION", default_value_t = config::DEFAULT_OPEN_BYTES_PER_SESSION)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_OPEN_BYTES_PER_SESSION", default_value_t = config::DEFAULT_OPEN_BYTES_PER_SESSION)]
     pub open_bytes_per_session: usize,
     /// Outcomes per session not yet acknowledged by the agent; one more ask is rejected.
-    #[arg(long, env = "ASKGATE_KEPT_OUTCOMES_PER_SESSION", default_value_t = config::DEFAULT_KEPT_OUTCOMES_PER_SESSION)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_KEPT_OUTCOMES_PER_SESSION", default_value_t = config::DEFAULT_KEPT_OUTCOMES_PER_SESSION)]
     pub kept_outcomes_per_session: usize,
     /// Sessions held at once; a new one is refused.
-    #[arg(long, env = "ASKGATE_MAX_SESSIONS", default_value_t = config::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_SESSIONS", default_value_t = config::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
     /// Longest timeout an agent may ask for, in seconds [default: no limit].
-    #[arg(long, env = "ASKGATE_MAX_TIMEOUT_S")]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_TIMEOUT_S")]
     pub max_timeout_s: Option<f64>,
     /// Hours an unacknowledged outcome is kept for its agent.
-    #[arg(long, env = "ASKGATE_RETENTION_HOURS", default_value_t = 24.0)]
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_RETENTION_HOURS",
+        default_value_t = 24.0
+    )]
     pub retention_hours: f64,
     /// Seconds between keepalive pings; two unanswered pings close the socket.
-    #[arg(long, env = "ASKGATE_PING_INTERVAL_S", default_value_t = config::DEFAULT_PING_INTERVAL.as_secs_f64())]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_PING_INTERVAL_S", default_value_t = config::DEFAULT_PING_INTERVAL.as_secs_f64())]
     pub ping_interval_s: f64,
     /// Seconds shutdown waits for sockets to close.
-    #[arg(long, env = "ASKGATE_SHUTDOWN_GRACE_S", default_value_t = config::DEFAULT_SHUTDOWN_GRACE.as_secs_f64())]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_SHUTDOWN_GRACE_S", default_value_t = config::DEFAULT_SHUTDOWN_GRACE.as_secs_f64())]
     pub shutdown_grace_s: f64,
+    /// Connections held at once; one more is answered 503 and closed [default: as many as
+    /// the open-file limit allows, less 128 kept for the store and refusals; the limit is
+    /// raised to its hard maximum at start].
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Connections held from one client address (IPv4, or an IPv6 /64); one more is answered
+    /// 503 and closed. Behind a reverse proxy every client has the proxy's address: raise it,
+    /// or set 0 for no per-address cap.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = config::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS)]
+    pub max_connections_per_address: usize,
+    /// Seconds a request's headers may take to arrive, from their first byte; a slower one is
+    /// cut off.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_HEADER_READ_TIMEOUT_S", default_value_t = config::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64())]
+    pub header_read_timeout_s: f64,
+    /// Seconds an HTTP connection may wait for a request with nothing arriving (a new one
+    /// that sends nothing, a keep-alive one between requests) before it is closed.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_IDLE_TIMEOUT_S", default_value_t = config::DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    pub idle_timeout_s: f64,
+    /// Seconds one HTTP request may take, body and handling; more than 60 (the longest
+    /// long-poll). Past it: 408.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_REQUEST_TIMEOUT_S", default_value_t = config::DEFAULT_REQUEST_TIMEOUT.as_secs_f64())]
+    pub request_timeout_s: f64,
+    /// Seconds an accepted WebSocket upgrade may take to hand over its connection.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_UPGRADE_TIMEOUT_S", default_value_t = config::DEFAULT_UPGRADE_TIMEOUT.as_secs_f64())]
+    pub upgrade_timeout_s: f64,
+    /// Bytes queued to one session's tabs and not yet taken; a tab that is behind when more
+    /// would pass it is closed (4408).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_QUEUED_BYTES_PER_SESSION", default_value_t = config::DEFAULT_QUEUED_BYTES_PER_SESSION)]
+    pub queued_bytes_per_session: usize,
+    /// Bytes queued to all tabs and not yet taken; a tab that is behind when more would pass
+    /// it is closed (4408).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_QUEUED_BYTES_TOTAL", default_value_t = config::DEFAULT_QUEUED_BYTES_TOTAL)]
+    pub queued_bytes_total: usize,
+    /// Tabs that may join one session per second (bursts of twice that); one more is closed
+    /// with 1013 and comes back later.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_JOINS_PER_SESSION_PER_SECOND", default_value_t = config::DEFAULT_JOINS_PER_SESSION_PER_SECOND)]
+    pub joins_per_session_per_second: u32,
 }
 
 /// The smallest `--max-frame-bytes`: a tab's `hello` (viewer key, tab id and the JSON around
@@ -178,6 +235,37 @@ impl LimitArgs {
             ping_interval: within_a_day("ping-interval-s", self.ping_interval_s)?,
             shutdown_grace: within_a_day("shutdown-grace-s", self.shutdown_grace_s)?,
             hello_timeout: config::DEFAULT_HELLO_TIMEOUT,
+            max_connections: match self.max_connections {
+                Some(cap) => Some(at_least("max-connections", cap, 1)?),
+                None => None,
+            },
+            max_connections_per_address: Some(self.max_connections_per_address)
+                .filter(|cap| *cap > 0),
+            header_read_timeout: within_a_day("header-read-timeout-s", self.header_read_timeout_s)?,
+            idle_timeout: within_a_day("idle-timeout-s", self.idle_timeout_s)?,
+            request_timeout: {
+                let timeout = within_a_day("request-timeout-s", self.request_timeout_s)?;
+                if timeout.as_secs_f64() <= crate::transport::MAX_WAIT_S {
+                    bail!(
+                        "--request-timeout-s must be more than {} seconds (the longest long-poll), got {}",
+                        crate::transport::MAX_WAIT_S,
+                        self.request_timeout_s
+                    );
+                }
+                timeout
+            },
+            upgrade_timeout: within_a_day("upgrade-timeout-s", self.upgrade_timeout_s)?,
+            queued_bytes_per_session: at_least(
+                "queued-bytes-per-session",
+                self.queued_bytes_per_session,
+                1,
+            )?,
+            queued_bytes_total: at_least("queued-bytes-total", self.queued_bytes_total, 1)?,
+            joins_per_session_per_second: at_least(
+                "joins-per-session-per-second",
+                self.joins_per_session_per_second,
+                1,
+            )?,
         })
     }
 }
@@ -300,36 +388,52 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     config
         .check_bind(&args.listen)
         .map_err(anyhow::Error::msg)?;
+    raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
+    let state = crate::server::prepare(&listener, &config).await?;
+    // Only now, with the store open and restored, is the gateway ready to serve.
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "askgate listening");
     eprintln!("askgate listening on http://{addr}");
-    crate::server::run(listener, config, shutdown_signal()).await
+    crate::server::serve(listener, state, &config, shutdown_signal()).await?;
+    eprintln!("askgate stopped");
+    Ok(())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+/// Raises the open-file limit as far as it goes: every connection is a descriptor.
+pub(super) fn raise_open_file_limit() {
+    if let Some(limit) = crate::connections::fd_limit::raise_open_file_limit() {
+        tracing::debug!(limit, "open-file limit");
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM, saying which.
 pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    {
-        let Ok(mut terminate) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            let _ = interrupt.await;
-            return;
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
+    let signal = {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => tokio::select! {
+                _ = interrupt => "interrupt (Ctrl-C)",
+                _ = terminate.recv() => "SIGTERM",
+            },
+            Err(_) => {
+                let _ = interrupt.await;
+                "interrupt (Ctrl-C)"
+            }
         }
-    }
+    };
     #[cfg(not(unix))]
-    {
+    let signal = {
         let _ = interrupt.await;
-    }
-    tracing::info!("shutting down");
+        "interrupt (Ctrl-C)"
+    };
+    tracing::info!(signal, "shutting down");
+    eprintln!(
+        "askgate: {signal}: stopping; open requests stay stored, sockets are closed with 1001"
+    );
 }
 
 #[cfg(test)]

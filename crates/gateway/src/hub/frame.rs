@@ -1,0 +1,122 @@
+//! Frames as the hub hands them to connections: JSON text encoded once and shared by every
+//! queue it is put on, and cut into fragments on the way out.
+
+use bytes::Bytes;
+use serde::Serialize;
+
+/// The largest fragment a frame is written in. A frame is copied into its socket's write
+/// buffer as it goes out; written whole, a 16 MiB snapshot would be copied whole into the
+/// buffer of every tab that joins, and stay there while a tab does not read.
+pub const FRAGMENT_BYTES: usize = 16 * 1024;
+
+/// One JSON text frame. Most are one piece; a snapshot is a head of its own (the tab's id,
+/// the time) and a body shared by every tab that joins while it is unchanged.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    head: Bytes,
+    body: Bytes,
+}
+
+impl Frame {
+    /// Encodes `message` as JSON.
+    pub fn encode<T: Serialize>(message: &T) -> Frame {
+        // Wire types are plain data: serialising them cannot fail.
+        Frame::from_json(Bytes::from(serde_json::to_vec(message).unwrap_or_default()))
+    }
+
+    /// A frame from JSON text already encoded (by serde_json, or pieced together from its
+    /// output).
+    pub(super) fn from_json(json: Bytes) -> Frame {
+        Frame {
+            head: json,
+            body: Bytes::new(),
+        }
+    }
+
+    /// A frame whose text is `head` followed by `body`.
+    pub(super) fn joined(head: Bytes, body: Bytes) -> Frame {
+        Frame { head, body }
+    }
+
+    /// Whether `other`'s shared part is this one's, not a copy (for tests of sharing).
+    pub fn shares_body_with(&self, other: &Frame) -> bool {
+        !self.body.is_empty() && self.body.as_ptr() == other.body.as_ptr()
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    /// Whether it is empty (never, for an encoded message).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The JSON text, copied into one string (for tests and logs; connections write the
+    /// pieces as they are).
+    pub fn text(&self) -> String {
+        let mut text = Vec::with_capacity(self.len());
+        text.extend_from_slice(&self.head);
+        text.extend_from_slice(&self.body);
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// The frame in fragments of at most `max` bytes (at least 4), each ending on a character
+    /// boundary, sharing the frame's bytes. Together they are the whole text, in order.
+    pub fn fragments(&self, max: usize) -> impl Iterator<Item = Bytes> + '_ {
+        let max = max.max(4);
+        [&self.head, &self.body]
+            .into_iter()
+            .flat_map(move |piece| Fragments {
+                rest: piece.clone(),
+                max,
+            })
+    }
+}
+
+/// One piece cut at character boundaries.
+struct Fragments {
+    rest: Bytes,
+    max: usize,
+}
+
+impl Iterator for Fragments {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let mut cut = self.rest.len().min(self.max);
+        // Back up over continuation bytes (10xxxxxx), so no character is split between two
+        // fragments; a piece is valid UTF-8, so at most three are passed.
+        while cut < self.rest.len() && cut > 0 && self.rest[cut] & 0xC0 == 0x80 {
+            cut -= 1;
+        }
+        Some(self.rest.split_to(cut))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_are_the_whole_text_cut_between_characters() {
+        let head = Bytes::from("{\"a\":\"é€😀\",");
+        let body = Bytes::from(format!("\"b\":\"{}\"}}", "x€".repeat(50)));
+        let frame = Frame::joined(head, body);
+        for max in [4, 5, 7, 16, 1000] {
+            let fragments: Vec<Bytes> = frame.fragments(max).collect();
+            assert!(fragments.iter().all(|f| !f.is_empty() && f.len() <= max));
+            for fragment in &fragments {
+                assert!(std::str::from_utf8(fragment).is_ok(), "max {max}");
+            }
+            let joined: Vec<u8> = fragments.concat();
+            assert_eq!(String::from_utf8(joined).unwrap(), frame.text());
+        }
+        let small = Frame::from_json(Bytes::from_static(b"{}"));
+        assert_eq!(small.fragments(FRAGMENT_BYTES).count(), 1);
+    }
+}
