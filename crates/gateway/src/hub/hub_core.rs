@@ -229,10 +229,8 @@ impl Hub {
         );
         gauge_add(&self.metrics.tabs, 1);
         // The snapshot first, so the tab's view starts complete; then everyone hears of it.
-        link.send(
-            entry.snapshot(&tab, self.limits.max_frame_bytes),
-            &self.metrics,
-        );
+        let snapshot = entry.snapshot(&tab, self.limits.max_frame_bytes);
+        entry.send_to(link_id, snapshot, &self.metrics);
         entry.announce_presence_except(Some(link_id), &self.metrics);
         Ok(TabHandle {
             hub: Arc::clone(self),

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use super::frame::Frame;
-use super::queued::{Queued, TabBudget};
+use super::queued::{OverBudget, Queued, TabBudget};
 use crate::metrics;
 
 /// Closes one connection with a WebSocket close code, from outside its task.
@@ -98,30 +98,45 @@ impl Link {
         }
     }
 
-    /// Queues `frame`. A full queue, or a tab that is behind when the frame would take its
-    /// session or the gateway past the queued-bytes budget, closes the peer with 4408 (too
+    /// Queues `frame` (counted, for a tab). A full queue closes the peer with 4408 (too
     /// slow); `false` if the frame was not queued.
     pub(super) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
         let queued = match &self.budget {
             None => Queued::uncounted(frame),
-            Some(budget) => match budget.charge(frame) {
-                Some(queued) => queued,
-                None => {
-                    metrics::count(&metrics.closed_too_slow);
-                    self.kick.kick(askgate_protocol::close::TOO_SLOW);
-                    return false;
-                }
-            },
+            Some(budget) => budget.charge(frame),
         };
         match self.tx.try_send(queued) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
-                metrics::count(&metrics.closed_too_slow);
-                self.kick.kick(askgate_protocol::close::TOO_SLOW);
+                self.close_too_slow(metrics);
                 false
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
         }
+    }
+
+    /// Queues `frame` as [`Link::send`] does, unless it would take the tab's session or the
+    /// gateway past its queued-bytes budget: then it comes back, with the budget it breaks.
+    pub(super) fn send_within_budget(
+        &self,
+        frame: Frame,
+        metrics: &metrics::Metrics,
+    ) -> Result<bool, (Frame, OverBudget)> {
+        if let Some(over) = self.budget.as_ref().and_then(|b| b.over(frame.len())) {
+            return Err((frame, over));
+        }
+        Ok(self.send(frame, metrics))
+    }
+
+    /// Bytes queued to this tab and not yet taken (agents: 0).
+    pub(super) fn waiting(&self) -> usize {
+        self.budget.as_ref().map_or(0, TabBudget::waiting)
+    }
+
+    /// Closes the peer as too slow (4408), counting it.
+    pub(super) fn close_too_slow(&self, metrics: &metrics::Metrics) {
+        metrics::count(&metrics.closed_too_slow);
+        self.kick.kick(askgate_protocol::close::TOO_SLOW);
     }
 
     /// Closes the peer with `code`.
@@ -167,11 +182,8 @@ impl TabHandle {
     /// does not read fills its queue and is closed with 4408, like any slow tab.
     pub fn reply(&self, frame: Frame) {
         let sessions = self.hub.lock();
-        let slot = sessions
-            .get(&self.session)
-            .and_then(|session| session.tabs.get(&self.link_id));
-        if let Some(slot) = slot {
-            slot.link.send(frame, &self.hub.metrics);
+        if let Some(session) = sessions.get(&self.session) {
+            session.send_to(self.link_id, frame, &self.hub.metrics);
         }
     }
 }

@@ -1,23 +1,25 @@
-//! Bytes queued to tabs and not yet written out, counted per tab, per session and for the
-//! whole gateway, so that tabs that stop reading cannot hold memory without bound.
+//! Bytes queued to tabs and not yet taken by their connections, counted per tab, per session
+//! and for the whole gateway, so that tabs that stop reading cannot hold memory without
+//! bound.
 //!
-//! Frames are shared, so a count of queued bytes overstates what a tab alone holds; it is
-//! still what the tab keeps alive. A tab that is behind (it holds frames it has not taken)
-//! is closed with 4408 when one more frame would take its session or the gateway past the
-//! budget. A tab that has taken everything always gets its next frame, so a tab that keeps
-//! up is never closed for the others.
+//! A frame counts from when it is queued until its connection takes it to write (a tab that
+//! keeps up holds next to nothing; one that has stopped reading holds everything sent since).
+//! Frames are shared, so the count can overstate what the tabs hold between them; it is still
+//! what they keep alive. When a frame would take a session past its budget, the session's tab
+//! holding the most is closed with 4408 (see `Session::send_to`); past the gateway's budget,
+//! the tab the frame is for is closed if it holds any. A tab that has taken everything always
+//! gets its next frame.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::frame::Frame;
 
-/// A queued frame and what it is counted as; the count is given back when it is dropped,
-/// that is once it has been written out, or with the queue of a connection that closed.
+/// A queued frame and what it is counted as; the count is given back when the connection
+/// takes the frame (or drops the queue, closing).
 #[derive(Debug)]
 pub struct Queued {
-    /// The frame.
-    pub frame: Frame,
+    frame: Frame,
     _charge: Option<Charge>,
 }
 
@@ -29,6 +31,11 @@ impl Queued {
             _charge: None,
         }
     }
+
+    /// The frame, to write out: it no longer counts as queued.
+    pub fn take(self) -> Frame {
+        self.frame
+    }
 }
 
 /// What the budgets allow.
@@ -36,6 +43,15 @@ impl Queued {
 pub(super) struct Budgets {
     pub(super) per_session: usize,
     pub(super) total: usize,
+}
+
+/// Which budget a frame would break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OverBudget {
+    /// The session's.
+    Session,
+    /// The gateway's.
+    Total,
 }
 
 /// One tab's place in the counts: its own, its session's and the gateway's.
@@ -61,34 +77,42 @@ impl TabBudget {
         }
     }
 
-    /// `frame` counted, or `None` when the tab is behind and the frame would take its session
-    /// or the gateway past the budget.
-    pub(super) fn charge(&self, frame: Frame) -> Option<Queued> {
-        let bytes = frame.len();
-        let behind = self.tab.load(Ordering::Acquire) > 0;
-        let over = |counter: &AtomicUsize, budget: usize| {
+    /// Bytes queued to this tab and not yet taken.
+    pub(super) fn waiting(&self) -> usize {
+        self.tab.load(Ordering::Acquire)
+    }
+
+    /// Which budget `bytes` more would break, if any.
+    pub(super) fn over(&self, bytes: usize) -> Option<OverBudget> {
+        let past = |counter: &AtomicUsize, budget: usize| {
             counter.load(Ordering::Acquire).saturating_add(bytes) > budget
         };
-        if behind
-            && (over(&self.session, self.budgets.per_session)
-                || over(&self.total, self.budgets.total))
-        {
-            return None;
+        if past(&self.session, self.budgets.per_session) {
+            Some(OverBudget::Session)
+        } else if past(&self.total, self.budgets.total) {
+            Some(OverBudget::Total)
+        } else {
+            None
         }
+    }
+
+    /// `frame`, counted while it waits.
+    pub(super) fn charge(&self, frame: Frame) -> Queued {
+        let bytes = frame.len();
         for counter in [&self.tab, &self.session, &self.total] {
             counter.fetch_add(bytes, Ordering::AcqRel);
         }
-        Some(Queued {
+        Queued {
             frame,
             _charge: Some(Charge {
                 bytes,
                 budget: self.clone(),
             }),
-        })
+        }
     }
 }
 
-/// Bytes counted while a frame is queued.
+/// Bytes counted while a frame waits.
 #[derive(Debug)]
 struct Charge {
     bytes: usize,
@@ -114,30 +138,25 @@ mod tests {
     }
 
     #[test]
-    fn a_tab_that_is_behind_is_refused_past_the_budget_and_one_up_to_date_is_not() {
+    fn counts_are_given_back_when_the_frame_is_taken() {
         let session = Arc::new(AtomicUsize::new(0));
         let total = Arc::new(AtomicUsize::new(0));
         let budgets = Budgets {
             per_session: 100,
-            total: 1000,
+            total: 150,
         };
-        let slow = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
-        let fresh = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
-        let first = slow
-            .charge(frame(80))
-            .expect("a tab with nothing queued gets it");
-        assert!(
-            slow.charge(frame(30)).is_none(),
-            "behind, and past the session's budget"
-        );
-        let other = fresh
-            .charge(frame(80))
-            .expect("up to date: never refused for others");
-        assert_eq!(session.load(Ordering::Relaxed), 160);
-        drop(first);
-        drop(other);
+        let a = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
+        let b = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
+        let first = a.charge(frame(80));
+        assert_eq!(a.over(30), Some(OverBudget::Session));
+        assert_eq!(b.over(20), None);
+        let other_session =
+            TabBudget::new(Arc::new(AtomicUsize::new(0)), Arc::clone(&total), budgets);
+        assert_eq!(other_session.over(80), Some(OverBudget::Total));
+        assert_eq!((a.waiting(), b.waiting()), (80, 0));
+        let _ = first.take();
         assert_eq!(session.load(Ordering::Relaxed), 0);
         assert_eq!(total.load(Ordering::Relaxed), 0);
-        assert_eq!(slow.tab.load(Ordering::Relaxed), 0);
+        assert_eq!(a.waiting(), 0);
     }
 }

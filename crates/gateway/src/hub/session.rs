@@ -15,6 +15,7 @@ use super::entry::{Entry, EntryState};
 use super::finished::Finished;
 use super::frame::Frame;
 use super::links::Link;
+use super::queued::OverBudget;
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
@@ -170,10 +171,40 @@ impl Session {
         }
     }
 
-    /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408.
+    /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408, and so is
+    /// one holding the most when the session goes past its queued-bytes budget.
     pub(super) fn broadcast(&self, frame: &Frame, metrics: &Metrics) {
-        for slot in self.tabs.values() {
-            slot.link.send(frame.clone(), metrics);
+        for link_id in self.tabs.keys() {
+            self.send_to(*link_id, frame.clone(), metrics);
+        }
+    }
+
+    /// Sends `frame` to tab `link_id`; `false` if it was not queued. When the frame would take
+    /// the session past its queued-bytes budget, the session's tab holding the most is closed
+    /// with 4408 (it is the one not reading); past the gateway's, this tab is, if it holds
+    /// any. A tab that holds nothing gets the frame either way.
+    pub(super) fn send_to(&self, link_id: u64, frame: Frame, metrics: &Metrics) -> bool {
+        let Some(slot) = self.tabs.get(&link_id) else {
+            return false;
+        };
+        let (frame, over) = match slot.link.send_within_budget(frame, metrics) {
+            Ok(sent) => return sent,
+            Err(refused) => refused,
+        };
+        let worst = match over {
+            OverBudget::Session => self
+                .tabs
+                .iter()
+                .max_by_key(|(_, slot)| slot.link.waiting())
+                .map(|(id, slot)| (*id, &slot.link)),
+            OverBudget::Total => Some((link_id, &slot.link)),
+        };
+        match worst {
+            Some((worst_id, worst)) if worst.waiting() > 0 => {
+                worst.close_too_slow(metrics);
+                worst_id != link_id && slot.link.send(frame, metrics)
+            }
+            _ => slot.link.send(frame, metrics),
         }
     }
 

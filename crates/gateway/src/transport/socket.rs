@@ -201,7 +201,7 @@ pub(super) async fn step(
 }
 
 /// Writes `first` and whatever else is queued (up to a batch), then flushes, each step
-/// guarded by [`Watch::guard`]. A frame's queued bytes are given back once it is written.
+/// guarded by [`Watch::guard`].
 pub(super) async fn write_frames(
     socket: &mut WebSocket,
     first: Queued,
@@ -218,7 +218,9 @@ pub(super) async fn write_frames(
     // Guarded fragment by fragment: a peer that reads slowly but steadily gets a whole batch
     // however long it takes; one that takes nothing for a ping interval is closed.
     for queued in batch {
-        write_frame(socket, &queued.frame, watch).await?;
+        // Taken now: from here the frame is being written, no longer waiting.
+        let frame = queued.take();
+        write_frame(socket, &frame, watch).await?;
     }
     watch.guard(socket.flush()).await
 }
