@@ -141,14 +141,24 @@ impl AgentKeys {
 
     /// Whether an `Authorization` header value presents one of the keys.
     fn allows(&self, authorization: Option<&str>) -> bool {
-        let Some(presented) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+        let Some(presented) = authorization.and_then(bearer_key) else {
             return false;
         };
         // Compare against every key without stopping early, so timing says nothing.
         self.keys.iter().fold(false, |found, key| {
-            found | constant_time_eq(key, presented.trim().as_bytes())
+            found | constant_time_eq(key, presented.as_bytes())
         })
     }
+}
+
+/// The key of a `Bearer` credential. RFC 7235 makes the scheme case-insensitive and lets
+/// any run of spaces or tabs follow it, and clients do write `bearer`.
+fn bearer_key(authorization: &str) -> Option<&str> {
+    const BLANK: [char; 2] = [' ', '\t'];
+    let (scheme, key) = authorization.trim_matches(BLANK).split_once(BLANK)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| key.trim_start_matches(BLANK))
 }
 
 /// The host of a `Host` header or URL authority, without its port or an IPv6 address's
@@ -211,6 +221,32 @@ mod tests {
             ("authorization", "Bearer k1"),
         ]);
         assert_eq!(keys.admit(&page), Ok(()));
+    }
+
+    /// RFC 7235: the scheme is read in any case, and spaces or tabs may run between it and
+    /// the key.
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let keys = AgentKeys::new(&["k1".into()], "http://127.0.0.1:8080");
+        let with = |auth| headers(&[("host", "gw.example"), ("authorization", auth)]);
+        for presented in [
+            "bearer k1",
+            "BEARER k1",
+            "BeArEr  k1",
+            "bearer\tk1",
+            "Bearer \t k1 ",
+        ] {
+            assert_eq!(keys.admit(&with(presented)), Ok(()), "{presented:?}");
+        }
+        for presented in [
+            "bearerk1", "Basic k1", "bearer", "bearer ", "Bearer k", "Bear k1",
+        ] {
+            assert_eq!(
+                keys.admit(&with(presented)),
+                Err(AgentRefusal::WrongKey),
+                "{presented:?}"
+            );
+        }
     }
 
     #[test]
