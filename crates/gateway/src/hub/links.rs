@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use crate::metrics;
+use crate::scope::SessionScope;
 
 /// One JSON text frame, encoded once and shared by every queue it is put on.
 #[derive(Clone, Debug)]
@@ -76,6 +77,9 @@ pub struct Link {
     presence: Option<Arc<watch::Sender<Option<Frame>>>>,
     /// Closes the connection; its task watches it.
     kick: Arc<Kick>,
+    /// The sessions an agent connection may act on, from the key that admitted it. (A tab
+    /// acts only on the session its viewer key opened, so it keeps the default.)
+    pub(super) scope: SessionScope,
 }
 
 impl Link {
@@ -89,6 +93,7 @@ impl Link {
                 tx,
                 presence: None,
                 kick: Arc::clone(&kick),
+                scope: SessionScope::everywhere(),
             },
             rx,
             kick,
@@ -139,6 +144,12 @@ impl Link {
     /// Closes the peer with `code`.
     pub(super) fn close(&self, code: u16) {
         self.kick.kick(code);
+    }
+
+    /// This link, acting on the sessions of `scope` only.
+    pub(super) fn within(mut self, scope: SessionScope) -> Link {
+        self.scope = scope;
+        self
     }
 }
 
