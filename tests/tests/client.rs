@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use askgate::keys::AgentKey;
 use askgate_client::{Answered, Ask, Backoff, Client, ClientError, Outcome};
 use askgate_protocol::close;
 use askgate_protocol::harness::TIMED_OUT;
@@ -244,7 +245,7 @@ async fn an_unanswered_ask_times_out() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_key_is_fatal() {
     let mut config = test_config();
-    config.agent_keys = vec!["k".into()];
+    config.agent_keys = vec![AgentKey::unscoped("k")];
     let server = TestServer::start_with(config).await;
     let url = server.ws_url("/v1/agent");
     // The gateway upgrades and then closes, so the error shows on connect or on the first call.
@@ -267,7 +268,7 @@ async fn a_wrong_key_is_fatal() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_right_key_opens_a_session() {
     let mut config = test_config();
-    config.agent_keys = vec!["k".into()];
+    config.agent_keys = vec![AgentKey::unscoped("k")];
     let server = TestServer::start_with(config).await;
     let client = within(Client::connect(
         &server.ws_url("/v1/agent"),

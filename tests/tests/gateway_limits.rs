@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use askgate::keys::AgentKey;
 use askgate_protocol::close;
 use askgate_tests::server::{
     TestServer, WsClient, answer, ask, http, http_with_headers, questions, test_config,
@@ -352,7 +353,7 @@ async fn unacknowledged_outcomes_are_bounded() {
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_keys_are_enforced() {
     let mut config = test_config();
-    config.agent_keys = vec!["k1".into(), "k2".into()];
+    config.agent_keys = vec![AgentKey::unscoped("k1"), AgentKey::unscoped("k2")];
     let server = TestServer::start_with(config).await;
     let mut wrong = server.agent_with_key("nope").await;
     assert_eq!(wrong.closed().await, close::BAD_KEY);

@@ -1,5 +1,6 @@
 //! The HTTP API for paused runs: post, poll and long-poll, withdraw, acknowledge.
 
+use askgate::keys::AgentKey;
 use askgate_tests::server::{TestServer, answer, http, questions, test_config};
 use serde_json::{Value, json};
 
@@ -211,7 +212,7 @@ async fn delete_withdraws_or_returns_the_outcome() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_api_takes_the_agent_keys() {
     let mut config = test_config();
-    config.agent_keys = vec!["k".into()];
+    config.agent_keys = vec![AgentKey::unscoped("k")];
     let server = TestServer::start_with(config).await;
     let post = json!({"questions": questions(&["Color"])});
     let (status, body) = http(

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::keys::AgentKey;
+
 /// Largest WebSocket message accepted from a tab, in bytes. A larger one closes the socket
 /// with 4413.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
@@ -193,9 +195,9 @@ pub struct Config {
     /// The base URL people reach the gateway at, for viewer links (`http://127.0.0.1:8080`).
     /// `None`: derived from the bound address.
     pub public_url: Option<String>,
-    /// Keys agents present as `Authorization: Bearer <key>`. Empty: local mode (loopback
-    /// only, no key needed).
-    pub agent_keys: Vec<String>,
+    /// Keys agents present as `Authorization: Bearer <key>`, each acting on every session or
+    /// on those of its scope. Empty: local mode (loopback only, no key needed).
+    pub agent_keys: Vec<AgentKey>,
     /// The secret viewer keys are derived from.
     pub secret: Vec<u8>,
     /// Where durable state lives.
@@ -254,7 +256,7 @@ mod tests {
             .check_bind(&"0.0.0.0:8080".parse().unwrap())
             .unwrap_err();
         assert!(error.contains("--agent-key"), "{error}");
-        config.agent_keys = vec!["k".into()];
+        config.agent_keys = vec![AgentKey::unscoped("k")];
         assert!(config.check_bind(&"0.0.0.0:8080".parse().unwrap()).is_ok());
     }
 }

@@ -1,5 +1,8 @@
 //! Keys: agents present a configured key; tabs present a viewer key derived from the session.
 //!
+//! An agent key may be bound to a [`SessionScope`]; the connection or call it admits carries
+//! that scope, and the hub refuses sessions outside it.
+//!
 //! Without agent keys (local mode) any local program may act as an agent, but not a web page:
 //! a browser lets any site the person visits open a socket or send a request to a port on
 //! their machine, and an agent's `open` hands back the viewer key. So in local mode a request
@@ -17,9 +20,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use std::fmt;
 use std::net::IpAddr;
 
 use askgate_protocol::SessionId;
+
+use crate::scope::SessionScope;
 
 /// Derives and checks viewer keys, and builds viewer URLs.
 #[derive(Clone)]
@@ -92,10 +98,68 @@ impl AgentRefusal {
     }
 }
 
+/// One configured agent key, and the sessions it may act on.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AgentKey {
+    secret: String,
+    scope: SessionScope,
+}
+
+impl AgentKey {
+    /// A key that acts on every session.
+    pub fn unscoped(secret: impl Into<String>) -> Self {
+        AgentKey::scoped(secret, SessionScope::everywhere())
+    }
+
+    /// A key that acts on the sessions of `scope` only.
+    pub fn scoped(secret: impl Into<String>, scope: SessionScope) -> Self {
+        AgentKey {
+            secret: secret.into(),
+            scope,
+        }
+    }
+
+    /// `KEY` (every session) or `KEY:PREFIX` (the sessions whose id starts with `PREFIX`),
+    /// split at the first `:`, so a key itself cannot hold one.
+    ///
+    /// # Errors
+    /// The key is empty, or the prefix is not one a session id can start with. The message
+    /// never repeats the text: it holds a secret.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let Some((secret, prefix)) = text.split_once(':') else {
+            return Ok(AgentKey::unscoped(text));
+        };
+        if secret.is_empty() {
+            return Err("the key before `:` is empty (the form is KEY or KEY:PREFIX)".to_owned());
+        }
+        Ok(AgentKey::scoped(secret, SessionScope::prefix(prefix)?))
+    }
+
+    /// The key as agents present it.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// The sessions it may act on.
+    pub fn scope(&self) -> &SessionScope {
+        &self.scope
+    }
+}
+
+/// Keys are secrets, and configurations get logged: only the scope is shown.
+impl fmt::Debug for AgentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentKey")
+            .field("secret", &"<redacted>")
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
 /// The configured agent keys, and in local mode the host names agents may use.
 #[derive(Clone, Debug, Default)]
 pub struct AgentKeys {
-    keys: Vec<Vec<u8>>,
+    keys: Vec<AgentKey>,
     /// The public URL's host, lowercase: agents may reach the gateway by it too.
     public_host: Option<String>,
 }
@@ -103,27 +167,26 @@ pub struct AgentKeys {
 impl AgentKeys {
     /// Accepts exactly these keys; none means local mode (every local agent accepted), where
     /// the gateway is also reached as `public_url`.
-    pub fn new(keys: &[String], public_url: &str) -> Self {
+    pub fn new(keys: &[AgentKey], public_url: &str) -> Self {
         let authority = public_url.split("://").nth(1).unwrap_or(public_url);
         let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
         AgentKeys {
-            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            keys: keys.to_vec(),
             public_host: Some(host_name(authority).to_ascii_lowercase()).filter(|h| !h.is_empty()),
         }
     }
 
-    /// Whether the request with `headers` may act as an agent.
+    /// Whether the request with `headers` may act as an agent, and if so on which sessions
+    /// (every one in local mode).
     ///
     /// # Errors
     /// Why not.
-    pub fn admit(&self, headers: &HeaderMap) -> Result<(), AgentRefusal> {
+    pub fn admit(&self, headers: &HeaderMap) -> Result<SessionScope, AgentRefusal> {
         let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
         if !self.keys.is_empty() {
-            return if self.allows(header(AUTHORIZATION)) {
-                Ok(())
-            } else {
-                Err(AgentRefusal::WrongKey)
-            };
+            return self
+                .scope_of(header(AUTHORIZATION))
+                .ok_or(AgentRefusal::WrongKey);
         }
         if headers.contains_key(ORIGIN) {
             return Err(AgentRefusal::FromWebPage);
@@ -133,22 +196,37 @@ impl AgentKeys {
             || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
             || self.public_host.as_deref() == Some(host.as_str());
         if local {
-            Ok(())
+            Ok(SessionScope::everywhere())
         } else {
             Err(AgentRefusal::ForeignHost)
         }
     }
 
-    /// Whether an `Authorization` header value presents one of the keys.
-    fn allows(&self, authorization: Option<&str>) -> bool {
-        let Some(presented) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
-            return false;
-        };
-        // Compare against every key without stopping early, so timing says nothing.
-        self.keys.iter().fold(false, |found, key| {
-            found | constant_time_eq(key, presented.trim().as_bytes())
-        })
+    /// The scope of the key an `Authorization` header value presents, if it presents one.
+    fn scope_of(&self, authorization: Option<&str>) -> Option<SessionScope> {
+        let presented = authorization.and_then(bearer_key)?.as_bytes();
+        // Every key is compared, with no early stop at a match, so the time taken says
+        // nothing about how close a guess came or which key it matched. The first match
+        // wins: the command line refuses a key given twice with different scopes.
+        let mut scope = None;
+        for key in &self.keys {
+            let matches = constant_time_eq(key.secret.as_bytes(), presented);
+            if matches && scope.is_none() {
+                scope = Some(key.scope.clone());
+            }
+        }
+        scope
     }
+}
+
+/// The key of a `Bearer` credential. RFC 7235 makes the scheme case-insensitive and lets
+/// any run of spaces or tabs follow it, and clients do write `bearer`.
+fn bearer_key(authorization: &str) -> Option<&str> {
+    const BLANK: [char; 2] = [' ', '\t'];
+    let (scheme, key) = authorization.trim_matches(BLANK).split_once(BLANK)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| key.trim_start_matches(BLANK))
 }
 
 /// The host of a `Host` header or URL authority, without its port or an IPv6 address's
@@ -196,9 +274,15 @@ mod tests {
 
     #[test]
     fn agent_keys() {
-        let keys = AgentKeys::new(&["k1".into(), "k2".into()], "http://127.0.0.1:8080");
+        let keys = AgentKeys::new(
+            &[AgentKey::unscoped("k1"), AgentKey::unscoped("k2")],
+            "http://127.0.0.1:8080",
+        );
         let with = |auth| headers(&[("host", "gw.example"), ("authorization", auth)]);
-        assert_eq!(keys.admit(&with("Bearer k2")), Ok(()));
+        assert_eq!(
+            keys.admit(&with("Bearer k2")),
+            Ok(SessionScope::everywhere())
+        );
         assert_eq!(keys.admit(&with("Bearer k3")), Err(AgentRefusal::WrongKey));
         assert_eq!(keys.admit(&with("k1")), Err(AgentRefusal::WrongKey));
         assert_eq!(
@@ -210,7 +294,84 @@ mod tests {
             ("origin", "https://app.example"),
             ("authorization", "Bearer k1"),
         ]);
-        assert_eq!(keys.admit(&page), Ok(()));
+        assert_eq!(keys.admit(&page), Ok(SessionScope::everywhere()));
+    }
+
+    /// The key presented picks the scope the request is admitted with; the first `:` splits
+    /// a configured key from its prefix.
+    #[test]
+    fn a_key_admits_with_its_own_scope() {
+        let team_a = SessionScope::prefix("team-a-").unwrap();
+        let keys = AgentKeys::new(
+            &[
+                AgentKey::parse("ka:team-a-").unwrap(),
+                AgentKey::parse("kall").unwrap(),
+            ],
+            "http://127.0.0.1:8080",
+        );
+        let with = |auth| headers(&[("host", "gw.example"), ("authorization", auth)]);
+        assert_eq!(keys.admit(&with("Bearer ka")), Ok(team_a));
+        assert_eq!(
+            keys.admit(&with("Bearer kall")),
+            Ok(SessionScope::everywhere())
+        );
+        assert_eq!(
+            keys.admit(&with("Bearer ka:team-a-")),
+            Err(AgentRefusal::WrongKey)
+        );
+
+        let colons = AgentKey::parse("k:a:b").unwrap();
+        assert_eq!(
+            (colons.secret(), colons.scope().allows("a:b1")),
+            ("k", true)
+        );
+        assert!(!colons.scope().allows("a1"));
+        assert!(
+            AgentKey::parse(":team-a-")
+                .unwrap_err()
+                .contains("key before `:` is empty")
+        );
+        assert!(
+            AgentKey::parse("k:")
+                .unwrap_err()
+                .contains("prefix after `:` is empty")
+        );
+        assert_eq!(AgentKey::parse("k").unwrap(), AgentKey::unscoped("k"));
+    }
+
+    /// A configuration printed with `{:?}` shows scopes, not keys.
+    #[test]
+    fn an_agent_keys_debug_form_hides_the_key() {
+        let shown = format!("{:?}", AgentKey::parse("hunter2:team-a-").unwrap());
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("team-a-"), "{shown}");
+    }
+
+    /// RFC 7235: the scheme is read in any case, and spaces or tabs may run between it and
+    /// the key.
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let keys = AgentKeys::new(&[AgentKey::unscoped("k1")], "http://127.0.0.1:8080");
+        let with = |auth| headers(&[("host", "gw.example"), ("authorization", auth)]);
+        for presented in [
+            "bearer k1",
+            "BEARER k1",
+            "BeArEr  k1",
+            "bearer\tk1",
+            "Bearer \t k1 ",
+        ] {
+            let admitted = keys.admit(&with(presented));
+            assert_eq!(admitted, Ok(SessionScope::everywhere()), "{presented:?}");
+        }
+        for presented in [
+            "bearerk1", "Basic k1", "bearer", "bearer ", "Bearer k", "Bear k1",
+        ] {
+            assert_eq!(
+                keys.admit(&with(presented)),
+                Err(AgentRefusal::WrongKey),
+                "{presented:?}"
+            );
+        }
     }
 
     #[test]
@@ -224,7 +385,8 @@ mod tests {
             "[::1]:8080",
             "askgate.lan:8080",
         ] {
-            assert_eq!(keys.admit(&headers(&[("host", host)])), Ok(()), "{host}");
+            let admitted = keys.admit(&headers(&[("host", host)]));
+            assert_eq!(admitted, Ok(SessionScope::everywhere()), "{host}");
         }
         for host in ["evil.example:8080", "10.0.0.2:8080", "[fe80::1]:8080", ""] {
             assert_eq!(

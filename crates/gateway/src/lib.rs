@@ -6,6 +6,7 @@
 //! # Layout
 //! - [`config`]: listen address, keys, every limit as a named default.
 //! - [`keys`]: agent keys and per-session viewer keys (HMAC of the session id).
+//! - [`scope`]: the sessions an agent key may act on (all, or those under a prefix).
 //! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
 //! - [`store`]: the `Store` seam the hub commits through, and its in-memory implementation.
 //! - [`connections`]: TCP connections: caps, timeouts, the HTTP/1 serving loop.
@@ -24,6 +25,7 @@ pub mod hub;
 pub mod keys;
 pub mod metrics;
 pub mod pacer;
+pub mod scope;
 pub mod server;
 pub mod store;
 pub mod transport;

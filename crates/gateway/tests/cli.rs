@@ -323,3 +323,43 @@ fn serve_without_a_key_refuses_a_public_address() {
     assert!(stderr.contains("without an agent key"), "{stderr}");
     let _ = std::fs::remove_dir_all(&data);
 }
+
+/// ASKGATE_AGENT_KEYS takes `KEY:PREFIX` in its comma list as `--agent-key` does, and a bad
+/// prefix stops the gateway before it listens, naming the key's position but not the key.
+#[test]
+fn serve_reads_scoped_keys_from_the_environment() {
+    let data = std::env::temp_dir().join(format!("askgate-cli-scopes-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("ASKGATE_AGENT_KEYS", "ka:team-a-, kb, ksecret:team/c")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("askgate starts");
+    // A gateway that took the keys would serve until stopped: give it ten seconds to refuse.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().expect("askgate's status").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&data);
+            panic!("askgate started serving with a malformed session prefix");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("askgate's output");
+    assert!(!output.status.success(), "it must not start");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--agent-key number 3: the session prefix after `:` may hold only"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secret"), "the key leaked: {stderr}");
+    assert!(
+        !data.exists(),
+        "the data directory was created before the keys were read"
+    );
+}

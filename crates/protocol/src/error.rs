@@ -37,6 +37,9 @@ pub enum ErrorCode {
     InvalidAnswer,
     /// The gateway could not do it now (storage failed, a limit was reached); try again.
     Unavailable,
+    /// The agent's key may not act on that session: it is bound to sessions under another
+    /// prefix. Asking again with the same key will not help.
+    Forbidden,
     /// A code this build does not know, read from a newer peer (whose error still stands, with
     /// its path and message). Never written by askgate itself.
     #[serde(other)]
@@ -61,6 +64,7 @@ impl ErrorCode {
             ErrorCode::DuplicateLabel => "duplicate_label",
             ErrorCode::InvalidAnswer => "invalid_answer",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Forbidden => "forbidden",
             ErrorCode::Other => "other",
         }
     }
@@ -297,5 +301,8 @@ mod tests {
         assert_eq!((error.code, error.path.as_str()), (ErrorCode::Other, "id"));
         let known: ErrorCode = serde_json::from_str(r#""too_long""#).unwrap();
         assert_eq!(known, ErrorCode::TooLong);
+        let forbidden: ErrorCode = serde_json::from_str(r#""forbidden""#).unwrap();
+        assert_eq!(forbidden.as_str(), "forbidden");
+        assert_eq!(serde_json::to_string(&forbidden).unwrap(), r#""forbidden""#);
     }
 }

@@ -65,7 +65,8 @@ macro_rules! checked_id {
 }
 
 checked_id!(
-    /// One agent conversation: 1–128 characters of `A-Z a-z 0-9 . _ : -`.
+    /// One agent conversation: 1–128 characters of `A-Z a-z 0-9 . _ : -`, other than `.`
+    /// and `..`.
     SessionId,
     check_session_id
 );
@@ -75,7 +76,7 @@ checked_id!(
     check_request_id
 );
 checked_id!(
-    /// One browser tab: 1–64 characters of `A-Z a-z 0-9 . _ : -`.
+    /// One browser tab: 1–64 characters of `A-Z a-z 0-9 . _ : -`, other than `.` and `..`.
     TabId,
     check_tab_id
 );
@@ -95,6 +96,17 @@ fn check_name(text: &str, what: &str, max: usize) -> Result<(), String> {
         return Err(format!(
             "a {what} has 1 to {max} characters, got {}",
             text.len()
+        ));
+    }
+    // A session id is a path segment of its viewer link and socket URL, and a URL path
+    // drops a segment that is `.` or `..` (RFC 3986 dot segments): the browser would ask
+    // for another page. Nothing else in this character set is rewritten or percent-encoded
+    // in a path, so these two are the only ids that do not survive a URL. Tab ids share the
+    // character set and so the rule, should one ever name a URL too.
+    if matches!(text, "." | "..") {
+        return Err(format!(
+            "a {what} may not be {text:?}: a URL path reads it as a directory step, so its \
+             links would lead elsewhere"
         ));
     }
     Ok(())
@@ -167,5 +179,26 @@ mod tests {
         assert!(request.contains("not 'é'"), "{request}");
         let long = SessionId::parse("x".repeat(129)).unwrap_err().to_string();
         assert!(long.ends_with("got 129"), "{long}");
+    }
+
+    /// A viewer link is `/s/{session}`: a browser resolves `/s/./` and `/s/../` away before
+    /// it asks for the page, so such a session could never be watched.
+    #[test]
+    fn dot_segments_are_not_ids() {
+        for dots in [".", ".."] {
+            let session = SessionId::parse(dots).unwrap_err();
+            assert!(
+                session.contains("session id") && session.contains("URL path"),
+                "{dots:?}: {session}"
+            );
+            let tab = TabId::parse(dots).unwrap_err();
+            assert!(tab.contains("tab id"), "{dots:?}: {tab}");
+            let frame: Result<SessionId, _> = serde_json::from_str(&format!("\"{dots}\""));
+            assert!(frame.is_err(), "{dots:?} read from JSON");
+        }
+        for fine in ["...", ".a", "a.", "..a", "a..", "-.", ".:."] {
+            assert!(SessionId::parse(fine).is_ok(), "{fine:?}");
+            assert!(TabId::parse(fine).is_ok(), "{fine:?}");
+        }
     }
 }

@@ -37,7 +37,16 @@ pub struct DemoArgs {
 pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let config = args.serve.to_config()?;
     // The demo agent presents the first key, as the gateway reads them (trimmed, none empty).
-    let key = config.agent_keys.first().cloned();
+    // A scoped one must hold the demo's session, or every ask would be refused.
+    let first = config.agent_keys.first();
+    if let Some(key) = first {
+        key.scope().permit(&args.session).map_err(|why| {
+            anyhow::anyhow!(
+                "the demo agent presents the first --agent-key: {why}; pass a --session it holds"
+            )
+        })?;
+    }
+    let key = first.map(|key| key.secret().to_owned());
     config
         .check_bind(&args.serve.listen)
         .map_err(anyhow::Error::msg)?;

@@ -1,7 +1,11 @@
 //! An agent socket's frames, turned into hub calls; replies go back through its queue.
+//!
+//! Each frame that names a session is first held to the connection's scope (its key's): a
+//! session outside it is refused `forbidden` before the hub is asked anything, so neither a
+//! viewer link nor an outcome of another scope reaches the agent.
 
 use askgate_protocol::wire::{AskFrame, ToAgent};
-use askgate_protocol::{RequestId, SessionId};
+use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use serde_json::Value;
 
 use super::forgetting::AckReply;
@@ -10,6 +14,7 @@ use super::links::AgentHandle;
 use super::outcomes::Withdrawal;
 use super::session::generated_session_id;
 use crate::metrics::count;
+use crate::scope::SessionScope;
 
 impl AgentHandle {
     fn reply(&self, message: &ToAgent) {
@@ -40,14 +45,26 @@ impl AgentHandle {
         self.error("bad_frame", message);
     }
 
-    /// `open`: creates the session if new and replies `opened` with the viewer link.
+    /// The sessions this connection may act on.
+    fn scope(&self) -> &SessionScope {
+        &self.scope
+    }
+
+    /// `open`: creates the session if new and replies `opened` with the viewer link. Without
+    /// a session, one is generated within the connection's scope.
     pub fn open(&self, session: Option<&str>) {
-        let id = match session {
-            None => generated_session_id(),
-            Some(text) => match SessionId::parse(text) {
-                Ok(id) => id,
-                Err(message) => return self.error("bad_session", message),
-            },
+        let parsed = match session {
+            None => self.scope().place(&generated_session_id()),
+            Some(text) => {
+                if let Err(message) = self.scope().permit(text) {
+                    return self.error("forbidden", message);
+                }
+                SessionId::parse(text)
+            }
+        };
+        let id = match parsed {
+            Ok(id) => id,
+            Err(message) => return self.error("bad_session", message),
         };
         let hub = &self.hub;
         let mut sessions = hub.lock();
@@ -66,7 +83,21 @@ impl AgentHandle {
 
     /// `ask`: replies `accepted`, the stored `outcome` of a repeat, or `rejected`.
     pub async fn ask(&self, frame: &AskFrame) {
-        match frame.check(self.hub.limits.max_timeout_s) {
+        // Before the questions are even read: the session is not this key's to ask in. A
+        // session that is not a string is left to the check below, which names its type.
+        let out_of_scope = frame
+            .session
+            .as_str()
+            .and_then(|session| self.scope().permit(session).err());
+        let checked = match out_of_scope {
+            Some(message) => Err(vec![FieldError::new(
+                "session",
+                ErrorCode::Forbidden,
+                message,
+            )]),
+            None => frame.check(self.hub.limits.max_timeout_s),
+        };
+        match checked {
             Ok(checked) => {
                 self.hub.ask(checked, Some(&self.link)).await;
             }
@@ -86,6 +117,9 @@ impl AgentHandle {
 
     /// `cancel`: withdraws; the outcome (`withdrawn`, or the earlier one) comes as a frame.
     pub async fn cancel(&self, session: &str, id: &str) {
+        if let Err(message) = self.scope().permit(session) {
+            return self.error_about("forbidden", message, session, id);
+        }
         let withdrawal = match (SessionId::parse(session), RequestId::parse(id)) {
             (Ok(session), Ok(id)) => self.hub.withdraw(&session, &id, Some(&self.link)).await,
             _ => Withdrawal::Unknown,
@@ -111,11 +145,27 @@ impl AgentHandle {
 
     /// `ack`: the agent has the outcome; the hub forgets it.
     pub async fn ack(&self, session: &str, id: &str) {
+        if let Err(message) = self.scope().permit(session) {
+            return self.error_about("forbidden", message, session, id);
+        }
         let (Ok(session), Ok(id)) = (SessionId::parse(session), RequestId::parse(id)) else {
             return;
         };
         if self.hub.acknowledge(&session, &id).await == AckReply::NotResolved {
             self.error("not_resolved", format!("request {id} has no outcome yet"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::GENERATED_SESSION_ID_CHARS;
+
+    /// Scoped keys' prefixes are limited so that one of these still fits after them.
+    #[test]
+    fn generated_session_ids_have_the_length_scopes_leave_room_for() {
+        let id = generated_session_id();
+        assert_eq!(id.as_str().len(), GENERATED_SESSION_ID_CHARS, "{id}");
     }
 }

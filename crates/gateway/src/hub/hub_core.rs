@@ -16,6 +16,7 @@ use super::session::{Session, TabSlot};
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
+use crate::scope::SessionScope;
 use crate::store::{Store, StoreError, StoreOp};
 
 /// Why a tab was turned away, as a close code.
@@ -148,14 +149,16 @@ impl Hub {
         }
     }
 
-    /// Attaches an agent connection; it detaches when the handle drops.
-    pub fn attach_agent(self: &Arc<Self>, link: Link) -> AgentHandle {
+    /// Attaches an agent connection admitted by a key of `scope`: its frames may name only the
+    /// sessions of that scope. It detaches when the handle drops.
+    pub fn attach_agent(self: &Arc<Self>, link: Link, scope: SessionScope) -> AgentHandle {
         gauge_add(&self.metrics.agents, 1);
         let link = self.assign_id(link);
         self.agent_links().insert(link.id, link.clone());
         AgentHandle {
             hub: Arc::clone(self),
             link,
+            scope,
         }
     }
 

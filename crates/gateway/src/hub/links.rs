@@ -11,6 +11,7 @@ use super::Hub;
 use super::frame::Frame;
 use super::queued::{OverBudget, Queued, TabBudget};
 use crate::metrics;
+use crate::scope::SessionScope;
 
 /// Closes one connection with a WebSocket close code, from outside its task.
 #[derive(Debug, Default)]
@@ -150,6 +151,8 @@ impl Link {
 pub struct AgentHandle {
     pub(super) hub: Arc<Hub>,
     pub(super) link: Link,
+    /// The sessions its key may act on.
+    pub(super) scope: SessionScope,
 }
 
 impl Drop for AgentHandle {

@@ -22,6 +22,7 @@ use crate::hub::{AgentHandle, Link};
 use crate::keys::AgentRefusal;
 use crate::metrics::gauge_add;
 use crate::pacer::Pacer;
+use crate::scope::SessionScope;
 use crate::server::AppState;
 
 /// Frames of one connection being handled at once; beyond it, reading pauses.
@@ -43,22 +44,29 @@ pub async fn agent_endpoint(
     })
 }
 
-async fn run(mut socket: WebSocket, state: AppState, admitted: Result<(), AgentRefusal>) {
-    if let Err(refusal) = admitted {
-        close_with(&mut socket, close::BAD_KEY, refusal.message()).await;
-        return;
-    }
+async fn run(mut socket: WebSocket, state: AppState, admitted: Result<SessionScope, AgentRefusal>) {
+    let scope = match admitted {
+        Ok(scope) => scope,
+        Err(refusal) => {
+            close_with(&mut socket, close::BAD_KEY, refusal.message()).await;
+            return;
+        }
+    };
     gauge_add(&state.hub.metrics().connection_tasks, 1);
-    if let Some((code, reason)) = serve(&mut socket, &state).await {
+    if let Some((code, reason)) = serve(&mut socket, &state, scope).await {
         close_with(&mut socket, code, reason).await;
     }
     gauge_add(&state.hub.metrics().connection_tasks, -1);
 }
 
-async fn serve(socket: &mut WebSocket, state: &AppState) -> Option<(u16, &'static str)> {
+async fn serve(
+    socket: &mut WebSocket,
+    state: &AppState,
+    scope: SessionScope,
+) -> Option<(u16, &'static str)> {
     let limits = state.hub.limits();
     let (link, mut queue, kick) = Link::new(limits.agent_queue);
-    let agent = Arc::new(state.hub.attach_agent(link));
+    let agent = Arc::new(state.hub.attach_agent(link, scope));
     let mut keepalive = Keepalive::new(limits.ping_interval);
     let mut pacer = Pacer::new(limits.agent_frames_per_second);
     let mut in_flight = JoinSet::new();

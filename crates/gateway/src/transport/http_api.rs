@@ -1,6 +1,8 @@
 //! The HTTP API for paused runs: hosts that cannot hold a socket (pydantic-ai's deferred
 //! tools, LangGraph interrupts) post a request, poll or long-poll for its outcome, withdraw it,
 //! and acknowledge it. Same validation, idempotency, keys and error bodies as the socket.
+//! A key bound to a scope is refused (403 `forbidden`, at `session`) on every call naming a
+//! session outside it, before the session is looked up.
 //!
 //! | call | result |
 //! |---|---|
@@ -25,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::hub::{AckReply, AskReply, Lookup, Withdrawal};
 use crate::keys::AgentRefusal;
+use crate::scope::SessionScope;
 use crate::server::AppState;
 use crate::store::StoredResolution;
 
@@ -47,7 +50,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+/// The sessions the call's key may act on, or why the call may not act as an agent.
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<SessionScope, ApiError> {
     state.agent_keys.admit(headers).map_err(|refusal| {
         let status = match refusal {
             AgentRefusal::WrongKey => StatusCode::UNAUTHORIZED,
@@ -55,6 +59,14 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         };
         ApiError::one(status, "", ErrorCode::InvalidValue, refusal.message())
     })
+}
+
+/// Refuses a session in the path that `scope` does not hold, before anything about it (or
+/// the body) is looked at.
+fn within(scope: &SessionScope, session: &str) -> Result<(), ApiError> {
+    scope
+        .permit(session)
+        .map_err(|m| ApiError::one(StatusCode::FORBIDDEN, "session", ErrorCode::Forbidden, m))
 }
 
 fn session_id(text: &str) -> Result<SessionId, ApiError> {
@@ -181,7 +193,7 @@ pub async fn post_request(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
+    within(&authorize(&state, &headers)?, &session)?;
     let body = body.map_err(|rejection| {
         ApiError::one(
             rejection.status(),
@@ -274,7 +286,7 @@ pub async fn get_request(
     Query(query): Query<WaitQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
+    within(&authorize(&state, &headers)?, &session)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     let wait = query.wait()?;
     let lookup = tokio::select! {
@@ -301,7 +313,7 @@ pub async fn delete_request(
     Path((session, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
+    within(&authorize(&state, &headers)?, &session)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     match state.hub.withdraw(&session, &id, None).await {
         Withdrawal::Ended(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
@@ -324,7 +336,7 @@ pub async fn ack_request(
     Path((session, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
+    within(&authorize(&state, &headers)?, &session)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     match state.hub.acknowledge(&session, &id).await {
         AckReply::Forgotten => Ok(StatusCode::NO_CONTENT.into_response()),

@@ -9,6 +9,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 
 use crate::config::{self, Config, Limits, StoreKind};
+use crate::keys::AgentKey;
 
 /// Flags of `askgate serve` (each also an environment variable).
 #[derive(Debug, Args)]
@@ -29,11 +30,18 @@ pub struct ServeArgs {
 
     /// A key agents must present as `Authorization: Bearer <key>`. Repeat for several; in
     /// the environment, separate them with commas. None: local mode (loopback only).
+    ///
+    /// `KEY` acts on every session. `KEY:PREFIX` (split at the first `:`, so a key cannot
+    /// hold one) acts only on sessions whose id starts with PREFIX: any other is refused with
+    /// `forbidden` (HTTP 403), and an `open` without a session gets one made of PREFIX and a
+    /// generated id. PREFIX takes the characters of a session id (letters, digits, . _ : -),
+    /// at most 110 of them.
     #[arg(
         long = "agent-key",
         hide_env_values = true,
         env = "ASKGATE_AGENT_KEYS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_name = "KEY[:PREFIX]"
     )]
     pub agent_keys: Vec<String>,
 
@@ -294,26 +302,42 @@ fn positive_duration(seconds: f64) -> Duration {
         .max(Duration::from_nanos(1))
 }
 
-/// The agent keys as configured, trimmed and without empty ones: `ASKGATE_AGENT_KEYS="k1, k2"`
-/// splits into "k1" and " k2", while a presented key is trimmed before it is compared.
+/// The agent keys as configured (`KEY` or `KEY:PREFIX`), trimmed and without empty ones:
+/// `ASKGATE_AGENT_KEYS="k1, k2"` splits into "k1" and " k2", while a presented key is
+/// trimmed before it is compared.
 ///
 /// # Errors
-/// A key has whitespace inside it. The error gives its position, not the key, which is a
-/// secret and would end up in logs.
-fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<String>> {
-    let mut keys = Vec::with_capacity(configured.len());
-    for (position, key) in (1..).zip(configured.iter().map(|key| key.trim())) {
-        if key.contains(char::is_whitespace) {
+/// A key has whitespace inside it, an empty key or a prefix no session id can start with, or
+/// is given again with another scope (which of the two would it act as?). The error gives
+/// its position, never the key, which is a secret and would end up in logs.
+fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
+    let mut keys: Vec<(usize, AgentKey)> = Vec::with_capacity(configured.len());
+    for (position, text) in (1..).zip(configured.iter().map(|key| key.trim())) {
+        if text.contains(char::is_whitespace) {
             bail!(
                 "--agent-key number {position} contains whitespace; a bearer key must be one \
                  word (separate several keys with commas)"
             );
         }
-        if !key.is_empty() {
-            keys.push(key.to_owned());
+        if text.is_empty() {
+            continue;
         }
+        let key =
+            AgentKey::parse(text).map_err(|why| anyhow!("--agent-key number {position}: {why}"))?;
+        let earlier = keys
+            .iter()
+            .find(|(_, earlier)| earlier.secret() == key.secret());
+        if let Some((first, earlier)) = earlier {
+            if earlier.scope() != key.scope() {
+                bail!(
+                    "--agent-key number {position} is the key of number {first} again, with \
+                     another session prefix; give each key one scope"
+                );
+            }
+        }
+        keys.push((position, key));
     }
-    Ok(keys)
+    Ok(keys.into_iter().map(|(_, key)| key).collect())
 }
 
 impl ServeArgs {

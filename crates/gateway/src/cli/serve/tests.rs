@@ -3,6 +3,7 @@
 use clap::Parser;
 
 use super::*;
+use crate::scope::SessionScope;
 
 #[derive(Debug, Parser)]
 struct Serve {
@@ -135,10 +136,11 @@ fn a_wait_below_a_nanosecond_is_not_zero() {
 #[test]
 fn agent_keys_are_trimmed_and_empty_ones_dropped() {
     // Same splitting as ASKGATE_AGENT_KEYS="k1, k2".
+    let unscoped = [AgentKey::unscoped("k1"), AgentKey::unscoped("k2")];
     let args = parse(&["--agent-key", "k1, k2"]);
-    assert_eq!(agent_keys(&args.agent_keys).unwrap(), ["k1", "k2"]);
+    assert_eq!(agent_keys(&args.agent_keys).unwrap(), unscoped);
     let args = parse(&["--agent-key", " , k1,,", "--agent-key", "\tk2 "]);
-    assert_eq!(agent_keys(&args.agent_keys).unwrap(), ["k1", "k2"]);
+    assert_eq!(agent_keys(&args.agent_keys).unwrap(), unscoped);
     assert!(
         agent_keys(&parse(&["--agent-key", " ,"]).agent_keys)
             .unwrap()
@@ -173,5 +175,74 @@ fn a_bad_flag_is_refused_before_the_data_directory_is_created() {
             !exists,
             "{bad} was refused ({error:#}) only after creating the data dir"
         );
+    }
+}
+
+fn scoped(key: &str, prefix: &str) -> AgentKey {
+    AgentKey::scoped(key, SessionScope::prefix(prefix).expect("a valid prefix"))
+}
+
+/// `KEY:PREFIX` splits at the first `:`, in flags and in ASKGATE_AGENT_KEYS's comma list
+/// alike; a key without `:` acts on every session, as before scopes.
+#[test]
+fn agent_keys_take_a_session_prefix_after_the_first_colon() {
+    // What clap makes of ASKGATE_AGENT_KEYS="ka:team-a-, kb:b:1., kc": the same as the flag.
+    let args = parse(&[
+        "--agent-key",
+        "ka:team-a-, kb:b:1., kc",
+        "--agent-key",
+        "kd:d",
+    ]);
+    assert_eq!(
+        agent_keys(&args.agent_keys).unwrap(),
+        [
+            scoped("ka", "team-a-"),
+            scoped("kb", "b:1."),
+            AgentKey::unscoped("kc"),
+            scoped("kd", "d"),
+        ]
+    );
+    // The same key twice with the same scope is harmless, as repeated keys always were.
+    let args = parse(&["--agent-key", "ka:a-,ka:a-,kc,kc"]);
+    assert_eq!(agent_keys(&args.agent_keys).unwrap().len(), 4);
+}
+
+/// Each malformed scope is refused naming the key's position and what is wrong, never the
+/// key (a secret) nor the prefix (with the key's own `:` in it, part of a secret).
+#[test]
+fn a_malformed_scope_is_refused_by_position_without_echoing_it() {
+    let too_long = format!("ksecret:{}", "p".repeat(crate::scope::MAX_PREFIX_CHARS + 1));
+    for (flag, expected) in [
+        (
+            "k1,ksecret:",
+            "--agent-key number 2: the session prefix after `:` is empty",
+        ),
+        (
+            ":psecret",
+            "--agent-key number 1: the key before `:` is empty",
+        ),
+        (
+            "k1,k2,ksecret:psecret/x",
+            "--agent-key number 3: the session prefix after `:` may hold only the characters of \
+             a session id",
+        ),
+        (
+            &too_long,
+            "--agent-key number 1: the session prefix after `:` has 111 characters, more than \
+             the 110",
+        ),
+        (
+            "ksecret:a-,ksecret:b-",
+            "--agent-key number 2 is the key of number 1 again, with another session prefix",
+        ),
+        (
+            "ksecret,ksecret:b-",
+            "--agent-key number 2 is the key of number 1 again, with another session prefix",
+        ),
+    ] {
+        let args = parse(&["--agent-key", flag]);
+        let message = format!("{:#}", agent_keys(&args.agent_keys).unwrap_err());
+        assert!(message.starts_with(expected), "{flag:?}: {message}");
+        assert!(!message.contains("secret"), "{flag:?}: {message}");
     }
 }
