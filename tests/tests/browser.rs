@@ -381,8 +381,8 @@ async fn the_countdown_runs_out() {
     assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
 }
 
-/// A title is shown as sent, emoji sequences and direction marks included, and a deadline
-/// weeks away counts down in days.
+/// A title is shown as sent, emoji sequences and line breaks included, its direction controls
+/// as marks, and a deadline weeks away counts down in days.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_long_deadline_counts_in_days_under_any_title() {
     let server = TestServer::start().await;
@@ -392,7 +392,9 @@ async fn a_long_deadline_counts_in_days_under_any_title() {
     frame["title"] = json!(title);
     let _agent = agent_asking(&server, &frame).await;
     let shown = format!("{} .card-title", card("r1"));
-    browser.wait_for_text(&shown, title).await;
+    browser
+        .wait_for_text(&shown, "👩\u{200d}💻 Review\nthe RLOplanPDF 🫨")
+        .await;
     let days_left = "const text = document.querySelector(arguments[0])?.textContent ?? ''; \
                      return /^(30 d|29 d 23 h) left$/.test(text) ? text : null;";
     browser
@@ -814,4 +816,125 @@ async fn a_card_that_ended_while_disconnected_says_so() {
         )
         .await;
     browser.wait_for(r#"#connection[data-state="open"]"#).await;
+}
+
+/// The characters of the element `css` matches, in the order they appear on screen from left
+/// to right (direction controls, which take no room, and the marks standing for them left out).
+const LEFT_TO_RIGHT: &str = "const root = document.querySelector(arguments[0]); \
+    const controls = /[\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C]/; \
+    const seen = []; \
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT); \
+    for (let node; (node = walk.nextNode());) { \
+      if (node.parentElement.closest('.bidi-mark')) continue; \
+      for (let i = 0; i < node.length; i++) { \
+        if (controls.test(node.data[i])) continue; \
+        const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1); \
+        seen.push([range.getBoundingClientRect().left, node.data[i]]); } } \
+    return seen.sort((a, b) => a[0] - b[0]).map((s) => s[1]).join('');";
+
+/// The child nodes of the element `css` matches: `["text", data]` or `[class, text, label]`.
+const PIECES: &str = "return [...document.querySelector(arguments[0]).childNodes].map((n) => \
+    n.nodeType === Node.TEXT_NODE ? ['text', n.data] \
+    : [n.className, n.textContent, n.getAttribute('aria-label')]);";
+
+/// Direction controls in the agent's text (an option, a title, another tab's answer) are
+/// shown as marks and take no effect, so "\u{202e}fdp.exe\u{202c}" cannot pass for
+/// "exe.pdf"; Arabic without controls still reads right to left.
+#[tokio::test(flavor = "multi_thread")]
+async fn direction_controls_are_shown_not_applied() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let (mut tab, _) = server.tab("s").await;
+    let disguised = "\u{202e}fdp.exe\u{202c}";
+    let arabic = "أي ملف أفتح؟";
+    let frame = json!({"type": "ask", "session": "s", "id": "r1", "dialect": "deepagents",
+        "title": format!("Open {disguised} now"),
+        "questions": [
+            {"question": "Which file?", "type": "multiple_choice",
+             "choices": [{"value": disguised}, {"value": "report.pdf"}]},
+            {"question": arabic, "type": "multi_select",
+             "choices": [{"value": disguised}, {"value": "\u{2067}RLI\u{2069} \u{200f}"}]}]});
+    let mut agent = agent_asking(&server, &frame).await;
+
+    let label = format!(r#"{} fieldset[data-index="0"] .option-label"#, card("r1"));
+    browser.wait_for(&label).await;
+    let mark = |name: &str, what: &str| json!(["bidi-mark", name, what]);
+    let rlo = mark("RLO", "right-to-left override (U+202E), not applied");
+    let pdf = mark("PDF", "pop directional formatting (U+202C), not applied");
+    assert_eq!(
+        browser.execute(LEFT_TO_RIGHT, json!([label])).await,
+        "fdp.exe"
+    );
+    assert_eq!(
+        browser.execute(PIECES, json!([label])).await,
+        json!([rlo, ["text", "fdp.exe"], pdf])
+    );
+    let title = format!("{} .card-title", card("r1"));
+    assert_eq!(
+        browser.text_of(&title).await.as_deref(),
+        Some("Open RLOfdp.exePDF now")
+    );
+    assert_eq!(
+        browser.execute(LEFT_TO_RIGHT, json!([title])).await,
+        "Open fdp.exe now"
+    );
+    let second = format!(r#"{} fieldset[data-index="1"]"#, card("r1"));
+    assert_eq!(
+        browser
+            .execute(
+                PIECES,
+                json!([format!("{second} .option:nth-child(2) .option-label")])
+            )
+            .await,
+        json!([
+            mark("RLI", "right-to-left isolate (U+2067), not applied"),
+            ["text", "RLI"],
+            mark("PDI", "pop directional isolate (U+2069), not applied"),
+            ["text", " "],
+            mark("RLM", "right-to-left mark (U+200F), not applied")
+        ])
+    );
+    // Arabic with no controls keeps its own direction: its first letter is the rightmost.
+    let question_text = format!("{second} .question-text");
+    assert_eq!(
+        browser.text_of(&question_text).await.as_deref(),
+        Some(arabic)
+    );
+    let reversed: String = arabic.chars().rev().collect();
+    assert_eq!(
+        browser.execute(LEFT_TO_RIGHT, json!([question_text])).await,
+        reversed
+    );
+    // Nowhere in the card does a control still act.
+    let acting = "return /[\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C]/\
+                  .test(document.querySelector(arguments[0]).textContent);";
+    assert_eq!(
+        browser.execute(acting, json!([card("r1")])).await,
+        json!(false)
+    );
+
+    // Another tab's answer, summarised here, is shown the same way.
+    tab.recv_until("request").await;
+    tab.send(&json!({"type": "answer", "id": "r1",
+                     "response": {"answers": [disguised, [disguised]]}}))
+        .await;
+    agent.recv_type("outcome").await;
+    let summary = format!(
+        r#"{}[data-by="other"] .summary li:first-child .summary-value"#,
+        card("r1")
+    );
+    browser.wait_for(&summary).await;
+    assert_eq!(
+        browser.execute(LEFT_TO_RIGHT, json!([summary])).await,
+        "fdp.exe"
+    );
+    assert_eq!(
+        browser.text_of(&summary).await.as_deref(),
+        Some("RLOfdp.exePDF")
+    );
+    let pick = format!(r#"{}[data-by="other"] .summary .pick"#, card("r1"));
+    assert_eq!(
+        browser.execute(PIECES, json!([pick])).await,
+        json!([rlo, ["text", "fdp.exe"], pdf])
+    );
 }

@@ -15,7 +15,8 @@
  *                  unseen-count title
  *
  * Question text comes from a model that may have been prompt-injected, so everything the
- * gateway sends is rendered with createElement + textContent only, never parsed as HTML.
+ * gateway sends is rendered as text only (page.js make / showText), never parsed as HTML,
+ * and any explicit direction control in it is shown as a mark instead of reordering it.
  */
 
 import { state, ui } from './page.js';

@@ -2,7 +2,7 @@
  * screen-reader announcements, the unseen-count title and desktop notifications.
  */
 
-import { make, state, ui } from './page.js';
+import { make, plainText, showText, state, ui } from './page.js';
 
 const BASE_TITLE = 'askgate';
 
@@ -25,7 +25,7 @@ export function showNotice(text) {
 
 let toastTimer = 0;
 export function toast(text) {
-  ui.toast.textContent = String(text);
+  showText(ui.toast, text);
   ui.toast.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 8000);
@@ -65,7 +65,7 @@ export function updateTitle() {
 function notify(rec) {
   if (!('Notification' in window) || Notification.permission !== 'granted') return;
   const first = rec.questions[0];
-  let body = first ? first.detail : '';
+  let body = first ? plainText(first.detail) : '';
   if (body.length > 140) body = body.slice(0, 139) + '…';
   try {
     const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });
