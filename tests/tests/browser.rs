@@ -938,3 +938,68 @@ async fn direction_controls_are_shown_not_applied() {
         json!([rlo, ["text", "fdp.exe"], pdf])
     );
 }
+
+/// Elements in `css` (itself included) drawn in the page's error colours: text, background or
+/// border in `--danger` or `--danger-soft`, as `tag.class: property`.
+async fn in_error_colours(browser: &Browser, css: &str) -> Value {
+    let script = "const probe = document.body.appendChild(document.createElement('span')); \
+        const resolve = (value) => { probe.style.color = value; \
+          return getComputedStyle(probe).color; }; \
+        const alarming = [resolve('var(--danger)'), resolve('var(--danger-soft)')]; \
+        probe.remove(); \
+        const root = document.querySelector(arguments[0]); \
+        return [root, ...root.querySelectorAll('*')].flatMap((el) => { \
+          const style = getComputedStyle(el); \
+          return ['color', 'background-color', 'border-top-color'] \
+            .filter((p) => alarming.includes(style.getPropertyValue(p)) && \
+              (p !== 'border-top-color' || style.borderTopStyle !== 'none')) \
+            .map((p) => `${el.tagName}.${el.className}: ${p}`); });";
+    browser.execute(script, json!([css])).await
+}
+
+/// Neither the header nor the agent's status is drawn in error colours, light or dark.
+async fn assert_calm(browser: &Browser, state: &str) {
+    for dark in [false, true] {
+        browser.set_color_scheme(dark).await;
+        for css in ["header", "#agent-status"] {
+            assert_eq!(
+                in_error_colours(browser, css).await,
+                json!([]),
+                "{css}, {state}, dark: {dark}"
+            );
+        }
+    }
+}
+
+/// The page says in calm words whether an agent is waiting on the session — never as an
+/// error, in either colour scheme; a socket agent arriving and leaving switches the two.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_status_is_said_calmly() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let absent = "No agent is connected right now. \
+                  Answers are kept and reach the agent when it returns.";
+    let waiting = "An agent is waiting for answers in this session.";
+    let status = "#agent-status:not([hidden])";
+    browser.wait_for_text(status, absent).await;
+    assert_eq!(browser.text_of(status).await.as_deref(), Some(absent));
+    assert_calm(&browser, "no agent").await;
+
+    let mut agent = server.agent().await;
+    agent.send(&json!({"type": "open", "session": "s"})).await;
+    agent.recv_type("opened").await;
+    browser.wait_for_text(status, waiting).await;
+    assert_eq!(browser.text_of(status).await.as_deref(), Some(waiting));
+    assert_calm(&browser, "agent waiting").await;
+
+    agent.close().await;
+    browser.wait_for_text(status, absent).await;
+    assert!(
+        browser
+            .text_of("#presence")
+            .await
+            .unwrap()
+            .contains("1 tab watching"),
+        "the tab count stays in the header"
+    );
+}

@@ -134,7 +134,7 @@ const HANDLERS = {
   request: (f) => onRequest(f.request),
   resolved: onResolved,
   answer_rejected: onAnswerRejected,
-  presence: (f) => renderPresence(f.tabs, f.agent_online),
+  presence: (f) => renderPresence(f.tabs, f.agent_online, true),
   error: (f) => toast(f.message || f.code || 'Something went wrong.'),
 };
 

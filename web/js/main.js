@@ -36,7 +36,8 @@ function hasUnsentText() {
 }
 
 function init() {
-  for (const id of ['connection', 'presence', 'notify', 'notice', 'toast', 'requests', 'empty', 'live', 'session-label']) {
+  for (const id of ['connection', 'presence', 'agent-status', 'notify', 'notice', 'toast', 'requests',
+    'empty', 'live', 'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
   ui.list = ui.requests;

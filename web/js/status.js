@@ -11,11 +11,29 @@ export function setConnection(name, text) {
   ui.connection.textContent = text;
 }
 
-export function renderPresence(tabs, agentOnline) {
-  if (typeof tabs !== 'number') return ui.presence.replaceChildren();
-  const parts = [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')];
-  if (agentOnline === false) parts.push(make('span', 'agent-offline', 'agent offline'));
-  ui.presence.replaceChildren(...parts);
+// No agent is not a fault: answers wait in the gateway for the agent to collect them (an
+// agent polling over HTTP counts as waiting too), so neither state is worded or coloured as
+// an error.
+const AGENT_WORDS = {
+  true: 'An agent is waiting for answers in this session.',
+  false: 'No agent is connected right now. Answers are kept and reach the agent when it returns.',
+};
+
+// `tabs` null: not connected, so who is there is unknown. `announceChange`: say a change
+// aloud (the agent came or went while the person waits), not what a snapshot first shows.
+export function renderPresence(tabs, agentOnline, announceChange = false) {
+  const known = typeof tabs === 'number';
+  ui.presence.replaceChildren(...(known
+    ? [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')]
+    : []));
+  const agent = ui.agentStatus;
+  const shown = known && typeof agentOnline === 'boolean';
+  const before = agent.hidden ? null : agent.dataset.online;
+  agent.hidden = !shown;
+  if (!shown) return;
+  agent.dataset.online = String(agentOnline);
+  agent.textContent = AGENT_WORDS[agentOnline];
+  if (announceChange && before !== null && before !== agent.dataset.online) announce(agent.textContent);
 }
 
 export function showNotice(text) {

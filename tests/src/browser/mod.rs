@@ -173,6 +173,19 @@ impl Browser {
         .await;
     }
 
+    /// Makes the page see `prefers-color-scheme: dark` (or light), as if the system had it.
+    pub async fn set_color_scheme(&self, dark: bool) {
+        let scheme = if dark { "dark" } else { "light" };
+        let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
+        let body = json!({"cmd": "Emulation.setEmulatedMedia", "params": params});
+        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+        self.wait_until(
+            "return matchMedia('(prefers-color-scheme: dark)').matches === arguments[0];",
+            json!([dark]),
+        )
+        .await;
+    }
+
     /// The current window.
     pub async fn window(&self) -> Window {
         let handle = self.command("GET", "/window", None).await;
