@@ -1,6 +1,8 @@
 //! The answer page in a real headless Chromium: an agent asks over its socket, the test
 //! clicks and types in the page, and checks both what the page shows and what the agent gets.
 
+use std::time::Duration;
+
 use askgate_tests::browser::Browser;
 use askgate_tests::oracle::repo_root;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, ask, test_config};
@@ -42,6 +44,14 @@ async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
     agent.send(frame).await;
     agent.recv_type("accepted").await;
     agent
+}
+
+/// Declines request `id` as a person does: Decline, then Confirm decline.
+async fn decline(browser: &Browser, id: &str) {
+    let button = format!("{} .decline", card(id));
+    browser.click(&button).await;
+    browser.wait_for_text(&button, "Confirm decline").await;
+    browser.click(&button).await;
 }
 
 /// This page's tab id, as it told the gateway.
@@ -320,7 +330,7 @@ async fn declining_tells_the_agent() {
     let browser = open_page(&server, "s").await;
     let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
 
-    browser.click(&format!("{} .decline", card("r1"))).await;
+    decline(&browser, "r1").await;
 
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["outcome"], "declined");
@@ -1002,4 +1012,55 @@ async fn the_agent_status_is_said_calmly() {
             .contains("1 tab watching"),
         "the tab count stays in the header"
     );
+}
+
+/// Decline cannot be taken back, so it asks to be confirmed: a first click alone sends the
+/// agent nothing and turns the button into "Confirm decline", which goes back to "Decline"
+/// after a few seconds, or at once on Escape; a double-click is one press; pressing it twice
+/// from the keyboard declines.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_decline_click_sends_nothing() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
+    let button = format!("{} .decline", card("r1"));
+
+    browser.click(&button).await;
+    agent.silent_for(Duration::from_secs(1)).await;
+    assert_eq!(
+        browser.text_of(&button).await.as_deref(),
+        Some("Confirm decline")
+    );
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Press again")
+        .await;
+    browser.wait_for_text("#live", "cannot be undone").await;
+    let open = format!("{}:not(.is-final):not(.is-sending)", card("r1"));
+    browser.find(&open).await;
+    let says_decline = "return document.querySelector(arguments[0]).textContent === 'Decline';";
+    browser.wait_until(says_decline, json!([button])).await;
+    agent.silent_for(Duration::from_millis(300)).await;
+    browser.find(&open).await;
+
+    // A double-click is one press: its second click confirms nothing.
+    let double_click = "const button = document.querySelector(arguments[0]); \
+        for (const detail of [1, 2]) button.dispatchEvent(new MouseEvent('click', \
+          {bubbles: true, cancelable: true, detail}));";
+    browser.execute(double_click, json!([button])).await;
+    agent.silent_for(Duration::from_millis(500)).await;
+    assert_eq!(
+        browser.text_of(&button).await.as_deref(),
+        Some("Confirm decline")
+    );
+
+    // Escape backs out of the confirmation.
+    browser.type_into(&button, "\u{E00C}").await;
+    browser.wait_until(says_decline, json!([button])).await;
+    agent.silent_for(Duration::from_millis(300)).await;
+
+    browser.find(&open).await;
+    browser.type_into(&button, "\u{E007}").await;
+    browser.wait_for_text(&button, "Confirm decline").await;
+    browser.type_into(&button, "\u{E007}").await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "declined");
 }

@@ -11,6 +11,9 @@ import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
 import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
 
 const FOLD_DELAY_MS = 4000;
+const DECLINE_CONFIRM_MS = 5000;
+const DECLINE_PROMPT = 'Press again within 5 seconds to decline. The agent is told you will ' +
+  'not answer, and this cannot be undone.';
 const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never reaches us
 const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords or keys; ' +
   "don't share secrets here.";
@@ -81,7 +84,7 @@ function buildActions(rec) {
     rec.submitBtn.addEventListener('click', () => submitCard(rec));
   }
   rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
-  rec.declineBtn.addEventListener('click', () => declineCard(rec));
+  rec.declineBtn.addEventListener('click', (event) => onDeclineClick(rec, event));
   const wrap = make('div', 'card-footer');
   rec.statusEl = make('p', 'card-status');
   wrap.append(actions, rec.statusEl);
@@ -129,14 +132,40 @@ function submitCard(rec) {
   sendFor(rec, { type: 'answer', id: rec.id, response: { answers } });
 }
 
-function declineCard(rec) {
+// A decline cannot be taken back and its button sits beside Submit, so the first press only
+// asks for a second within a few seconds. Keyboard presses are clicks too; Escape backs out.
+function onDeclineClick(rec, event) {
   if (rec.phase !== 'open') return;
+  if (!rec.declineArmed) return armDecline(rec);
+  // The second click of a double-click belongs to the first press: it confirms nothing.
+  if (event.detail > 1) return;
+  disarmDecline(rec);
   clearServerErrors(rec);
   renderErrors(rec);
   sendFor(rec, { type: 'decline', id: rec.id });
 }
 
+function armDecline(rec) {
+  rec.declineArmed = true;
+  rec.declineBtn.textContent = 'Confirm decline';
+  rec.declineBtn.classList.add('is-confirming');
+  setStatus(rec, DECLINE_PROMPT);
+  // The button's new name is not read out while it keeps focus; the prompt is.
+  announce(DECLINE_PROMPT);
+  rec.declineTimer = setTimeout(() => disarmDecline(rec), DECLINE_CONFIRM_MS);
+}
+
+function disarmDecline(rec) {
+  clearTimeout(rec.declineTimer);
+  if (!rec.declineArmed) return;
+  rec.declineArmed = false;
+  rec.declineBtn.textContent = 'Decline';
+  rec.declineBtn.classList.remove('is-confirming');
+  if (rec.statusEl.textContent === DECLINE_PROMPT) setStatus(rec, '');
+}
+
 function sendFor(rec, frame) {
+  disarmDecline(rec);
   const sent = send(frame);
   if (sent === 'offline') return setStatus(rec, 'Not connected — wait until the page reconnects, then try again.');
   if (sent === 'too-large') {
@@ -170,10 +199,11 @@ export function reopen(rec, message) {
 }
 
 export function setStatus(rec, text) {
-  rec.statusEl.replaceChildren(make('span', 'status-text', text));
+  rec.statusEl.replaceChildren(...(text ? [make('span', 'status-text', text)] : []));
 }
 
 export function disableCard(rec) {
+  disarmDecline(rec);
   rec.questions.forEach((qr) => { qr.fieldset.disabled = true; });
   if (rec.submitBtn) rec.submitBtn.disabled = true;
   rec.declineBtn.disabled = true;
@@ -317,6 +347,11 @@ export function tick() {
 function onCardKeydown(rec, event) {
   if (rec.phase !== 'open' || event.defaultPrevented || event.isComposing) return;
   const target = event.target;
+  if (event.key === 'Escape' && rec.declineArmed) {
+    event.preventDefault();
+    disarmDecline(rec);
+    return;
+  }
   if (event.key === 'Enter') {
     if (target.tagName === 'BUTTON' || event.altKey || event.shiftKey) return;
     const modifier = event.ctrlKey || event.metaKey;
