@@ -12,7 +12,8 @@ export const state = {
   helloSentAt: 0, // when this page last said hello (local clock)
   synced: false, // a snapshot has arrived, so "no cards" really means no questions
   seq: 0, // numbers cards, for element ids that never contain request ids
-  cards: new Map(), // request id -> card record
+  cards: new Map(), // request id -> card record, while open or just ended
+  finished: [], // folded card records, newest ending first
   unseen: new Set(), // request ids that arrived while the page was hidden
 };
 
