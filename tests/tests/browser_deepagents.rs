@@ -61,6 +61,14 @@ async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
     agent
 }
 
+/// Declines request `id` as a person does: Decline, then Confirm decline.
+async fn decline(browser: &Browser, id: &str) {
+    let button = format!("{} .decline", card(id));
+    browser.click(&button).await;
+    browser.wait_for_text(&button, "Confirm decline").await;
+    browser.click(&button).await;
+}
+
 /// The agent's outcome, after checking that `result` and `model_text` are the same transcript.
 async fn outcome(agent: &mut WsClient) -> Value {
     let outcome = agent.recv_type("outcome").await;
@@ -341,7 +349,7 @@ async fn declining_cancels_every_question() {
         {"question": "Why?", "type": "text"}]);
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
 
-    browser.click(&format!("{} .decline", card("r1"))).await;
+    decline(&browser, "r1").await;
 
     let outcome = outcome(&mut agent).await;
     assert_eq!(outcome["outcome"], "declined");

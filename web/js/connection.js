@@ -5,8 +5,8 @@
 
 import { state, ui } from './page.js';
 import {
-  closedWhileAway, createCard, disableCard, finalize, removeCard, renderErrors, reopen, setStatus,
-  tick, updateEmpty,
+  closedWhileAway, createCard, disableCard, dropFinished, endedWhileAway, finalize, fold,
+  listFinished, removeCard, renderErrors, reopen, setStatus, tick, updateEmpty,
 } from './cards.js';
 import { announce, noteNew, renderPresence, setConnection, showNotice, toast } from './status.js';
 
@@ -101,6 +101,7 @@ function onClose(ws, event) {
     setConnection('closed', 'Disconnected: ' + fatal[0]);
     showNotice(fatal[1]);
     for (const rec of [...state.cards.values()]) removeCard(rec);
+    dropFinished();
     state.synced = false;
     updateEmpty();
     announce(fatal[1]);
@@ -134,7 +135,7 @@ const HANDLERS = {
   request: (f) => onRequest(f.request),
   resolved: onResolved,
   answer_rejected: onAnswerRejected,
-  presence: (f) => renderPresence(f.tabs, f.agent_online),
+  presence: (f) => renderPresence(f.tabs, f.agent_online, true),
   error: (f) => toast(f.message || f.code || 'Something went wrong.'),
 };
 
@@ -174,13 +175,22 @@ function onSnapshot(f) {
   renderPresence(f.tabs, f.agent_online);
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
   const ids = new Set(views.map((v) => String(v.id)));
-  // A card that ended while the page was away stays a moment to say so, like any other.
+  // The session's recent endings, oldest first; a gateway from before `finished` sends none.
+  const endings = Array.isArray(f.finished) ? f.finished.filter((e) => e && e.id && e.outcome) : [];
+  const lastEnding = new Map(endings.map((e) => [String(e.id), e]));
+  // A card that ended while the page was away stays a moment to say so, like any other: how it
+  // ended when the snapshot says, else only that it did.
   for (const rec of [...state.cards.values()]) {
     if (ids.has(rec.id) || rec.phase === 'final') continue;
-    closedWhileAway(rec, rec.phase === 'sending'
-      ? 'Closed while the connection was down. Your answer may be the one that counted.'
-      : 'Closed while the connection was down.');
+    const ending = lastEnding.get(rec.id);
+    if (ending) endedWhileAway(rec, ending);
+    else {
+      closedWhileAway(rec, rec.phase === 'sending'
+        ? 'Closed while the connection was down. Your answer may be the one that counted.'
+        : 'Closed while the connection was down.');
+    }
   }
+  listFinished(endings);
   const fresh = [];
   let cursor = ui.list.firstElementChild;
   for (const view of views) {
@@ -203,13 +213,14 @@ function onSnapshot(f) {
   tick();
 }
 
-// The card of request `view`, if there is one. A finished card still folding away under the
-// same id but asked at another time belongs to an earlier request (the agent acked it and
-// asked again): it goes now. One that timed out here first is the same request: it stays.
+// The card of request `view`, if there is one. A card just finished under the same id but
+// asked at another time belongs to an earlier request (the agent acked it and asked again):
+// it folds into the finished list now, to make way. One that timed out here first is the
+// same request: it stays.
 function liveCard(view) {
   const rec = state.cards.get(String(view.id));
   if (rec && rec.phase === 'final' && rec.view.asked_at_ms !== view.asked_at_ms) {
-    removeCard(rec);
+    fold(rec);
     return undefined;
   }
   return rec;
@@ -226,7 +237,8 @@ function onRequest(view) {
 
 function onResolved(f) {
   const rec = state.cards.get(String(f.id));
-  if (rec) finalize(rec, f.outcome, f.by, f.response);
+  // `resolved` carries no time today; the page dates the ending itself until it does.
+  if (rec) finalize(rec, f.outcome, f.by, f.response, f.at_ms);
 }
 
 function onAnswerRejected(f) {

@@ -6,7 +6,8 @@
  *   connection.js  WebSocket, hello, close codes, reconnect with backoff, and the frame
  *                  handlers: snapshot / request / resolved / answer_rejected / presence / error
  *   cards.js       building the DOM for a request, reading answers, submit / decline,
- *                  final states and the fold-away, the countdown ticker, keyboard; each
+ *                  final states, the list of finished cards (folded until dismissed, the
+ *                  dismissals kept in sessionStorage), the countdown ticker, keyboard; each
  *                  dialect (DIALECTS) builds its own questions, reads their answers and
  *                  summarises an answer given in another tab:
  *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
@@ -15,12 +16,13 @@
  *                  unseen-count title
  *
  * Question text comes from a model that may have been prompt-injected, so everything the
- * gateway sends is rendered with createElement + textContent only, never parsed as HTML.
+ * gateway sends is rendered as text only (page.js make / showText), never parsed as HTML,
+ * and any explicit direction control in it is shown as a mark instead of reordering it.
  */
 
 import { state, ui } from './page.js';
 import { connect, loadTabId, readLocation } from './connection.js';
-import { tick } from './cards.js';
+import { clearFinished, tick } from './cards.js';
 import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
 
 // Whether an open card holds text a person typed and has not sent.
@@ -35,7 +37,9 @@ function hasUnsentText() {
 }
 
 function init() {
-  for (const id of ['connection', 'presence', 'notify', 'notice', 'toast', 'requests', 'empty', 'live', 'session-label']) {
+  for (const id of ['connection', 'presence', 'agent-status', 'notify', 'notice', 'toast', 'requests',
+    'empty', 'finished', 'finished-heading', 'finished-list', 'clear-finished', 'live',
+    'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
   ui.list = ui.requests;
@@ -45,6 +49,7 @@ function init() {
   ui.sessionLabel.textContent = session;
   ui.sessionLabel.title = session;
   setupNotifyButton();
+  ui.clearFinished.addEventListener('click', clearFinished);
   // The key lives in the fragment; a changed fragment is a different link, so start over.
   window.addEventListener('hashchange', () => location.reload());
   document.addEventListener('visibilitychange', () => {

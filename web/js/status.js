@@ -2,7 +2,7 @@
  * screen-reader announcements, the unseen-count title and desktop notifications.
  */
 
-import { make, state, ui } from './page.js';
+import { make, plainText, showText, state, ui } from './page.js';
 
 const BASE_TITLE = 'askgate';
 
@@ -11,11 +11,29 @@ export function setConnection(name, text) {
   ui.connection.textContent = text;
 }
 
-export function renderPresence(tabs, agentOnline) {
-  if (typeof tabs !== 'number') return ui.presence.replaceChildren();
-  const parts = [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')];
-  if (agentOnline === false) parts.push(make('span', 'agent-offline', 'agent offline'));
-  ui.presence.replaceChildren(...parts);
+// No agent is not a fault: answers wait in the gateway for the agent to collect them (an
+// agent polling over HTTP counts as waiting too), so neither state is worded or coloured as
+// an error.
+const AGENT_WORDS = {
+  true: 'An agent is waiting for answers in this session.',
+  false: 'No agent is connected right now. Answers are kept and reach the agent when it returns.',
+};
+
+// `tabs` null: not connected, so who is there is unknown. `announceChange`: say a change
+// aloud (the agent came or went while the person waits), not what a snapshot first shows.
+export function renderPresence(tabs, agentOnline, announceChange = false) {
+  const known = typeof tabs === 'number';
+  ui.presence.replaceChildren(...(known
+    ? [make('span', 'tabs-count', tabs === 1 ? '1 tab watching' : tabs + ' tabs watching')]
+    : []));
+  const agent = ui.agentStatus;
+  const shown = known && typeof agentOnline === 'boolean';
+  const before = agent.hidden ? null : agent.dataset.online;
+  agent.hidden = !shown;
+  if (!shown) return;
+  agent.dataset.online = String(agentOnline);
+  agent.textContent = AGENT_WORDS[agentOnline];
+  if (announceChange && before !== null && before !== agent.dataset.online) announce(agent.textContent);
 }
 
 export function showNotice(text) {
@@ -25,7 +43,7 @@ export function showNotice(text) {
 
 let toastTimer = 0;
 export function toast(text) {
-  ui.toast.textContent = String(text);
+  showText(ui.toast, text);
   ui.toast.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 8000);
@@ -65,7 +83,7 @@ export function updateTitle() {
 function notify(rec) {
   if (!('Notification' in window) || Notification.permission !== 'granted') return;
   const first = rec.questions[0];
-  let body = first ? first.detail : '';
+  let body = first ? plainText(first.detail) : '';
   if (body.length > 140) body = body.slice(0, 139) + '…';
   try {
     const n = new Notification('askgate: new question', { body, tag: 'askgate-' + rec.id });

@@ -173,6 +173,27 @@ impl Browser {
         .await;
     }
 
+    /// Runs `script` in every document this window loads from now on, before the page's own
+    /// scripts (to stand in for a gateway feature, e.g. by wrapping `WebSocket`).
+    pub async fn run_before_each_load(&self, script: &str) {
+        let body = json!({"cmd": "Page.addScriptToEvaluateOnNewDocument",
+                          "params": {"source": script}});
+        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+    }
+
+    /// Makes the page see `prefers-color-scheme: dark` (or light), as if the system had it.
+    pub async fn set_color_scheme(&self, dark: bool) {
+        let scheme = if dark { "dark" } else { "light" };
+        let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
+        let body = json!({"cmd": "Emulation.setEmulatedMedia", "params": params});
+        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+        self.wait_until(
+            "return matchMedia('(prefers-color-scheme: dark)').matches === arguments[0];",
+            json!([dark]),
+        )
+        .await;
+    }
+
     /// The current window.
     pub async fn window(&self) -> Window {
         let handle = self.command("GET", "/window", None).await;
@@ -271,6 +292,17 @@ impl Browser {
             }
             tokio::time::sleep(POLL_EVERY).await;
         }
+    }
+
+    /// How many elements match `css` now.
+    pub async fn find_all_count(&self, css: &str) -> u64 {
+        let count = self
+            .execute(
+                "return document.querySelectorAll(arguments[0]).length;",
+                json!([css]),
+            )
+            .await;
+        count.as_u64().expect("a count")
     }
 
     /// The `textContent` of the first element matching `css`, or `None` if there is none.

@@ -104,6 +104,9 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 /// What the demo agent asks: a single choice, a multi-select with descriptions, and one
 /// with a 60-second deadline.
 ///
+/// The questions say nothing about how to answer: the page puts its own hint ("Pick one or
+/// more") under every multi-select, and a second one in the text would repeat it.
+///
 /// The first two have no deadline, so a demo stopped while one is open leaves it open in the
 /// store. They have fixed ids: the next run asks the same request again and picks it up,
 /// instead of showing it next to a fresh copy. The third ends by its deadline anyway.
@@ -127,7 +130,7 @@ fn sequence(session: &str) -> Vec<Ask> {
             session,
             json!([{
                 "header": "Features",
-                "question": "Which features belong in the first release?\nPick as many as you like.",
+                "question": "Which features belong in the first release?",
                 "options": [
                     {"label": "Invoices", "description": "PDF invoices emailed each month"},
                     {"label": "Usage metering", "description": "Charge per API call"},
