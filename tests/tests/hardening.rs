@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use askgate_protocol::close;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
-use futures_util::{SinkExt as _, StreamExt as _};
+use futures_util::SinkExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;

@@ -26,10 +26,14 @@ use super::caps::{CapRefusal, ConnectionCaps};
 use super::watchdog::{Activity, HttpTimeouts, Overstay, WatchedStream};
 
 /// Refusals being written at once; past it a refused connection is simply closed. Each holds
-/// a descriptor for up to [`REFUSAL_TIME`], out of the reserve.
+/// a descriptor for a moment, out of the reserve.
 pub const REFUSALS_AT_ONCE: usize = 64;
-/// How long a refusal may take to be written and read.
+/// How long a refusal may take to be written.
 const REFUSAL_TIME: Duration = Duration::from_secs(2);
+/// How long a refused connection's request is waited for and read after the refusal, so that
+/// closing does not reset it before the client has read the 503 (a reset can discard it).
+/// Short: a client that sends nothing holds a descriptor this long.
+const REFUSAL_LINGER: Duration = Duration::from_millis(250);
 /// What a refused client's request may still send while its refusal is read, so that closing
 /// does not reset the connection before the client has read the 503.
 const REFUSAL_DRAIN_BYTES: usize = 64 * 1024;
@@ -184,20 +188,25 @@ async fn refuse(mut stream: TcpStream, refusal: CapRefusal) {
          retry-after: 10\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
-    let _ = tokio::time::timeout(REFUSAL_TIME, async {
+    let written = tokio::time::timeout(REFUSAL_TIME, async {
         stream.write_all(response.as_bytes()).await?;
-        stream.shutdown().await?;
-        // Closing with unread input resets the connection, and a reset can discard the
-        // response before the client reads it: read what it sends until it closes.
+        stream.shutdown().await
+    })
+    .await;
+    if !matches!(written, Ok(Ok(()))) {
+        return;
+    }
+    // Closing with unread input resets the connection, and a reset can discard the response
+    // before the client reads it: read what it sends, for a moment.
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
         let mut sink = [0u8; 4096];
         let mut drained = 0;
         while drained < REFUSAL_DRAIN_BYTES {
-            match stream.read(&mut sink).await? {
-                0 => break,
-                n => drained += n,
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
             }
         }
-        Ok::<_, std::io::Error>(())
     })
     .await;
 }

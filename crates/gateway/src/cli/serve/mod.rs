@@ -417,11 +417,12 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let state = crate::server::prepare(&listener, &config).await?;
+    let stopping = shutdown_signal();
     // Only now, with the store open and restored, is the gateway ready to serve.
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "askgate listening");
     eprintln!("askgate listening on http://{addr}");
-    crate::server::serve(listener, state, &config, shutdown_signal()).await?;
+    crate::server::serve(listener, state, &config, stopping).await?;
     eprintln!("askgate stopped");
     Ok(())
 }
@@ -433,31 +434,41 @@ pub(super) fn raise_open_file_limit() {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM, saying which.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM, saying which. The handlers are in place when
+/// this returns, not when the future is first polled: a signal that comes right after the
+/// gateway says it is listening must not find the default action (which ends the process
+/// without a word).
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let signal = {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut terminate) => tokio::select! {
-                _ = interrupt => "interrupt (Ctrl-C)",
-                _ = terminate.recv() => "SIGTERM",
-            },
-            Err(_) => {
-                let _ = interrupt.await;
-                "interrupt (Ctrl-C)"
+    let waiting = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+                    _ = interrupt.recv() => "interrupt (Ctrl-C)",
+                    _ = terminate.recv() => "SIGTERM",
+                },
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    "interrupt (Ctrl-C)"
+                }
             }
         }
     };
     #[cfg(not(unix))]
-    let signal = {
-        let _ = interrupt.await;
+    let waiting = async {
+        let _ = tokio::signal::ctrl_c().await;
         "interrupt (Ctrl-C)"
     };
-    tracing::info!(signal, "shutting down");
-    eprintln!(
-        "askgate: {signal}: stopping; open requests stay stored, sockets are closed with 1001"
-    );
+    async move {
+        let signal = waiting.await;
+        tracing::info!(signal, "shutting down");
+        eprintln!(
+            "askgate: {signal}: stopping; open requests stay stored, sockets are closed with 1001"
+        );
+    }
 }
 
 #[cfg(test)]

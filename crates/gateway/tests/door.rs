@@ -1,0 +1,384 @@
+//! The `askgate serve` process against whoever reaches its port: one address holding more
+//! connections than the open-file limit allows, tabs that join a heavy session and never read;
+//! and what a person starting it sees: "listening" once it is ready, a word on Ctrl-C, help
+//! that shows no environment values, logs without colour codes off a terminal.
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead as _, BufReader};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+/// How long anything the test waits for may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+/// What "served at once" allows.
+const AT_ONCE: Duration = Duration::from_secs(2);
+
+/// A gateway process, killed when dropped; every line of its standard error is kept.
+struct Gateway {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<Vec<String>>>,
+    /// Each line of standard error as it comes.
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gateway {
+    /// `askgate serve` on a free loopback port with `args`, run by `sh -c "{shell}; exec ..."`
+    /// (an open-file limit, say), once it says where it listens.
+    fn start(shell: &str, args: &[&str]) -> Gateway {
+        let data = tempdir("door");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{shell}\nexec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_askgate"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("askgate serve starts");
+        let (kept, lines) = collect_stderr(&mut child);
+        let mut gateway = Gateway {
+            child,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            stderr: kept,
+            lines,
+        };
+        let said = gateway.wait_for_line("askgate listening on http://");
+        gateway.addr = said
+            .trim_start_matches("askgate listening on http://")
+            .parse()
+            .expect("an address");
+        gateway
+    }
+
+    /// The first line from now on that contains `text` (within [`TIMEOUT`]).
+    fn wait_for_line(&self, text: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(_) => panic!(
+                    "the gateway did not say {text:?}: {:?}",
+                    self.stderr.lock().unwrap()
+                ),
+            }
+        }
+    }
+
+    fn logged(&self, text: &str) -> bool {
+        self.stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains(text))
+    }
+
+    /// The process's resident memory, in bytes.
+    fn resident_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/<pid>/status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS");
+        kb * 1024
+    }
+}
+
+/// Keeps every line `child` writes to standard error, and passes each on as it comes.
+fn collect_stderr(child: &mut Child) -> (Arc<Mutex<Vec<String>>>, mpsc::Receiver<String>) {
+    let stderr = child.stderr.take().expect("stderr");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    let kept = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            kept.lock().unwrap().push(line.clone());
+            let _ = tx.send(line);
+        }
+    });
+    (lines, rx)
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "askgate-{name}-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// A TCP connection to `addr` from the loopback address `from`.
+async fn connect_from(from: Ipv4Addr, addr: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind(SocketAddr::from((from, 0)))
+        .expect("bind a loopback address");
+    tokio::time::timeout(AT_ONCE, socket.connect(addr))
+        .await
+        .expect("connected at once")
+        .expect("connected")
+}
+
+/// `GET /healthz` from `from`; its status line.
+async fn healthz_from(from: Ipv4Addr, addr: SocketAddr) -> String {
+    let mut stream = connect_from(from, addr).await;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(AT_ONCE, stream.read_to_end(&mut response))
+        .await
+        .expect("answered at once")
+        .expect("read");
+    String::from_utf8_lossy(&response)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Sends `frame` on `socket` and reads the next JSON frame back (within `wait`).
+async fn exchange<S>(
+    socket: &mut tokio_tungstenite::WebSocketStream<S>,
+    frame: &Value,
+    wait: Duration,
+) -> Value
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+    loop {
+        match tokio::time::timeout(wait, socket.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no reply to {frame} in time: {other:?}"),
+        }
+    }
+}
+
+/// An agent from `from` presenting `key` opens `session`; the `opened` frame.
+async fn agent_opens_from(from: Ipv4Addr, addr: SocketAddr, key: &str, session: &str) -> Value {
+    let stream = connect_from(from, addr).await;
+    let mut request = format!("ws://{addr}/v1/agent")
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {key}").parse().unwrap());
+    let (mut socket, _) =
+        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+            .await
+            .expect("the upgrade is answered at once")
+            .expect("upgraded");
+    exchange(
+        &mut socket,
+        &json!({"type": "open", "session": session}),
+        AT_ONCE,
+    )
+    .await
+}
+
+/// At an open-file limit of 1,024, while one address holds 1,100 idle connections, a health
+/// check and a new agent from another address are served at once, and the refusals are
+/// logged. Before, the process ran out of descriptors and stopped accepting anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_lock_everyone_out() {
+    rlimit::increase_nofile_limit(4096).expect("room for the test's own connections");
+    let gateway = Gateway::start("ulimit -n 1024", &["--agent-key", "k", "--store", "memory"]);
+    let mut idle = Vec::new();
+    for _ in 0..1100 {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket
+            .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .unwrap();
+        // A full accept queue would stop answering new connections: that is the attack.
+        if let Ok(Ok(stream)) = tokio::time::timeout(AT_ONCE, socket.connect(gateway.addr)).await {
+            idle.push(stream);
+        }
+    }
+    assert!(
+        idle.len() > 1000,
+        "only {} connections were made",
+        idle.len()
+    );
+    eprintln!("{} idle connections held", idle.len());
+    let other = Ipv4Addr::new(127, 0, 0, 2);
+    let started = Instant::now();
+    assert_eq!(healthz_from(other, gateway.addr).await, "HTTP/1.1 200 OK");
+    let opened = agent_opens_from(other, gateway.addr, "k", "s").await;
+    assert_eq!(opened["type"], "opened", "{opened}");
+    assert!(started.elapsed() < AT_ONCE * 2);
+    // The crowding address is told why, in a response it can read, once the refusals of its
+    // first rush (a few at a time, each for a moment) are through.
+    let deadline = Instant::now() + TIMEOUT;
+    let response = loop {
+        let mut refused = connect_from(Ipv4Addr::LOCALHOST, gateway.addr).await;
+        let mut response = String::new();
+        let _ = tokio::time::timeout(TIMEOUT, refused.read_to_string(&mut response)).await;
+        if !response.is_empty() || Instant::now() > deadline {
+            break response;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(response.starts_with("HTTP/1.1 503"), "{response}");
+    assert!(
+        response.contains("--max-connections-per-address"),
+        "{response}"
+    );
+    assert!(gateway.logged("refused a connection"));
+    drop(idle);
+}
+
+/// The deepagents questions of one request about 450 KB long.
+fn bulky_questions() -> Value {
+    let questions: Vec<Value> = (0..50)
+        .map(|i| json!({"question": format!("{i}: {}", "x".repeat(9_000)), "type": "text"}))
+        .collect();
+    Value::Array(questions)
+}
+
+/// The scene that took a gateway from 59 MB to 2.16 GB: a session holding about 16 MiB of
+/// open requests, tabs joining it twenty times a second and never reading, 128 held at once.
+/// The gateway's memory grows by at most 300 MB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_that_never_read_cost_little_memory() {
+    let gateway = Gateway::start("", &["--store", "memory"]);
+    let addr = gateway.addr;
+    let (mut agent, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/agent"))
+        .await
+        .expect("agent connects");
+    let mut open_bytes = 0;
+    for i in 0.. {
+        let ask = json!({"type": "ask", "session": "heavy", "id": format!("r{i}"),
+                         "dialect": "deepagents", "questions": bulky_questions()});
+        let reply = exchange(&mut agent, &ask, TIMEOUT).await;
+        if reply["type"] != "accepted" {
+            // The session's open-bytes limit (16 MiB) is reached.
+            assert_eq!(reply["errors"][0]["code"], "unavailable", "{reply}");
+            break;
+        }
+        open_bytes += 450_000;
+    }
+    assert!(open_bytes > 15_000_000, "{open_bytes}");
+    let key = viewer_key(&mut agent, "heavy").await;
+    let before = gateway.resident_bytes();
+    let mut peak = before;
+    let mut held = std::collections::VecDeque::new();
+    let until = Instant::now() + Duration::from_secs(12);
+    while Instant::now() < until {
+        let (mut tab, _) =
+            tokio_tungstenite::connect_async(format!("ws://{addr}/v1/sessions/heavy/live"))
+                .await
+                .expect("tab connects");
+        tab.send(Message::text(
+            json!({"type": "hello", "key": key}).to_string(),
+        ))
+        .await
+        .unwrap();
+        held.push_back(tab);
+        if held.len() > 128 {
+            held.pop_front();
+        }
+        peak = peak.max(gateway.resident_bytes());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "resident before {} MB, peak {} MB",
+        before >> 20,
+        peak >> 20
+    );
+    assert!(grown < 300 << 20, "the gateway grew by {} MB", grown >> 20);
+}
+
+/// The viewer key of `session`, from the link an agent's `open` gets.
+async fn viewer_key(
+    agent: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    session: &str,
+) -> String {
+    let opened = exchange(agent, &json!({"type": "open", "session": session}), TIMEOUT).await;
+    let url = opened["viewer_url"].as_str().expect("a viewer link");
+    url.split("#k=").nth(1).expect("a key").to_owned()
+}
+
+/// "listening" is said only once the gateway is ready: a data directory whose store cannot be
+/// opened fails the start without it. The process says why and exits non-zero.
+#[test]
+fn listening_is_said_only_once_ready() {
+    let data = tempdir("unready");
+    std::fs::write(data.join("askgate.redb"), b"not a redb file at all").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("askgate runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+    assert!(stderr.contains("askgate:"), "{stderr}");
+}
+
+/// Ctrl-C (SIGINT) says the gateway is stopping, and then that it stopped; the log written
+/// to a pipe carries no colour codes.
+#[test]
+fn an_interrupt_is_acknowledged_and_logs_are_plain() {
+    let mut gateway = Gateway::start("", &["--store", "memory"]);
+    let killed = Command::new("kill")
+        .args(["-INT", &gateway.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    gateway.wait_for_line("askgate stopped");
+    let status = gateway.child.wait().expect("it exits");
+    assert!(status.success());
+    let lines = gateway.stderr.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("interrupt") && l.contains("stopping")),
+        "{lines:?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains('\u{1b}')), "{lines:?}");
+}
+
+/// `serve --help` names each variable without a value, even when one is set (a key would be
+/// shown to anyone looking over a shoulder).
+#[test]
+fn help_shows_no_environment_values() {
+    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(["serve", "--help"])
+        .env("ASKGATE_AGENT_KEYS", "secret-key-value")
+        .env_remove("ASKGATE_LISTEN")
+        .output()
+        .expect("askgate runs");
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("[env: ASKGATE_LISTEN]"), "{help}");
+    assert!(!help.contains("=]"), "{help}");
+    assert!(!help.contains("secret-key-value"), "{help}");
+}
