@@ -17,7 +17,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do serve_args+=("$1"); shift; done
 
 dir=$(mktemp -d /tmp/askgate-profile-XXXXXX)
 "$target/release/askgate" serve --listen 127.0.0.1:0 --data-dir "$dir/data" \
-  --tabs-per-session 128 "${serve_args[@]}" 2> "$dir/server.log" &
+  --tabs-per-session 128 --max-connections-per-address 0 --joins-per-session-per-second 1000000 \
+  "${serve_args[@]}" 2> "$dir/server.log" &
 pid=$!
 bench=""
 trap 'kill -TERM $pid ${bench} 2>/dev/null || true' EXIT

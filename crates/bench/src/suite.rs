@@ -51,10 +51,15 @@ impl Load {
 
     /// Flags the scenario needs the server started with.
     pub(crate) fn server_flags(&self) -> Vec<String> {
-        match self {
+        let mut flags = match self {
             Load::Fanout(a) => fanout::server_flags(a),
             _ => Vec::new(),
-        }
+        };
+        // Every tab of the generator comes from this one address, and joins in a crowd: the
+        // limits that protect a gateway from one client would stop the workload itself.
+        flags.push("--max-connections-per-address=0".into());
+        flags.push("--joins-per-session-per-second=1000000".into());
+        flags
     }
 }
 
