@@ -2,7 +2,10 @@
 //!
 //! The agent is an ordinary [`askgate_client::Client`] talking to the gateway over a real
 //! socket, exactly as a remote agent would. It opens session `demo`, prints the link, and asks
-//! a short, realistic sequence, printing each outcome as the model would read it.
+//! a short, realistic sequence, printing each outcome as the model would read it. Stopped and
+//! started again on the same data directory, it goes on where it stopped.
+
+mod progress;
 
 use std::time::Duration;
 
@@ -11,6 +14,7 @@ use askgate_client::{Ask, Client};
 use clap::Args;
 use serde_json::json;
 
+use self::progress::Progress;
 use super::serve::ServeArgs;
 use crate::server;
 
@@ -76,14 +80,23 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             "Open this link to answer them (any number of tabs):\n\n    {}\n",
             opened.viewer_url
         );
-        for (i, ask) in sequence(&opened.session).into_iter().enumerate() {
+        let sets = sequence(&opened.session);
+        let mut progress = Progress::load(&args.serve.data_dir, &opened.session, sets.len());
+        for (i, model_text) in progress.finished().iter().enumerate() {
+            println!(
+                "[agent] question set {} was answered before the restart; the model read: {model_text}",
+                i + 1
+            );
+        }
+        for (i, ask) in sets.into_iter().enumerate().skip(progress.finished().len()) {
             println!("[agent] asking question set {} ...", i + 1);
             let answered = client.ask(ask).await?;
+            let model_text = answered.model_text().unwrap_or("(nothing: withdrawn)");
             println!(
-                "[agent] {} -> the model reads: {}\n",
+                "[agent] {} -> the model reads: {model_text}\n",
                 answered.outcome().as_str(),
-                answered.model_text().unwrap_or("(nothing: withdrawn)")
             );
+            progress.finish(model_text.to_owned());
         }
         println!("[agent] done. The gateway keeps serving; press Ctrl-C to stop.");
         anyhow::Ok(())
@@ -107,9 +120,9 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 /// The questions say nothing about how to answer: the page puts its own hint ("Pick one or
 /// more") under every multi-select, and a second one in the text would repeat it.
 ///
-/// The first two have no deadline, so a demo stopped while one is open leaves it open in the
-/// store. They have fixed ids: the next run asks the same request again and picks it up,
-/// instead of showing it next to a fresh copy. The third ends by its deadline anyway.
+/// Each has a fixed id: a demo stopped while one is open leaves it open in the store (the
+/// third with its deadline running), and the next run asks the same request again and picks
+/// it up, instead of showing it next to a fresh copy.
 fn sequence(session: &str) -> Vec<Ask> {
     vec![
         Ask::new(
@@ -144,7 +157,7 @@ fn sequence(session: &str) -> Vec<Ask> {
                 "options": [{"label": "EUR"}, {"label": "USD"}]
             }]),
         )
-        .with_id("demo-first-release")
+        .with_id("demo-release-scope")
         .with_title("Scoping the first release"),
         Ask::new(
             session,
@@ -157,6 +170,7 @@ fn sequence(session: &str) -> Vec<Ask> {
                 ]
             }]),
         )
+        .with_id("demo-deploy")
         .with_title("You have 60 seconds: the deploy window is closing")
         .with_timeout(Duration::from_secs(60)),
     ]
