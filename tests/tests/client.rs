@@ -388,3 +388,21 @@ async fn a_withdrawal_outside_the_keys_scope_is_forbidden() {
         .await
         .expect("in scope");
 }
+
+/// The session ids a URL path would resolve away are refused before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn dot_session_ids_are_refused_locally() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    for dots in [".", ".."] {
+        let error = within(client.open(Some(dots)))
+            .await
+            .expect_err("not a session id");
+        let errors = error.field_errors().expect("refused by the client");
+        assert_eq!(errors[0].path, "session", "{dots}: {error}");
+        assert!(
+            errors[0].message.contains("directory step"),
+            "{dots}: {error}"
+        );
+    }
+}
