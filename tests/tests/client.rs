@@ -1,10 +1,11 @@
 //! The Rust agent client against a live gateway: ask, concurrency, reconnect, withdrawal,
-//! rejection, timeout and a wrong key.
+//! rejection, timeout, a wrong key and a key bound to other sessions.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use askgate::keys::AgentKey;
+use askgate::scope::SessionScope;
 use askgate_client::{Answered, Ask, Backoff, Client, ClientError, Outcome};
 use askgate_protocol::close;
 use askgate_protocol::harness::TIMED_OUT;
@@ -314,4 +315,94 @@ async fn an_unreachable_gateway_fails_connect() {
         .await
         .expect_err("nobody listens");
     assert!(matches!(error, ClientError::Connect { .. }), "{error}");
+}
+
+/// A client whose key `ka` may act only on sessions starting `team-a-`.
+async fn scoped_client() -> (TestServer, Client) {
+    let mut config = test_config();
+    let scope = SessionScope::prefix("team-a-").expect("a valid prefix");
+    config.agent_keys = vec![AgentKey::scoped("ka", scope)];
+    let server = TestServer::start_with(config).await;
+    let client = within(Client::connect(
+        &server.ws_url("/v1/agent"),
+        Some("ka".into()),
+    ))
+    .await
+    .expect("connect");
+    (server, client)
+}
+
+/// Asserts `error` is the refusal of `session` to a key bound to `team-a-`.
+fn assert_forbidden(error: &ClientError, session: &str) {
+    match error {
+        ClientError::Forbidden {
+            session: refused,
+            message,
+        } => {
+            assert_eq!(refused, session, "{error}");
+            assert!(message.contains("\"team-a-\""), "names the prefix: {error}");
+        }
+        other => panic!("expected Forbidden for {session}, got {other:?}"),
+    }
+    assert!(error.to_string().contains("forbidden"), "{error}");
+}
+
+/// An `open` outside the key's scope fails with `Forbidden` (its `error` names no session:
+/// it answers that open, not the ones around it), instead of waiting for an `opened`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_outside_the_keys_scope_is_forbidden() {
+    let (_server, client) = scoped_client().await;
+    let (before, refused, after) = within(async {
+        tokio::join!(
+            client.open(Some("team-a-1")),
+            client.open(Some("team-b-1")),
+            client.open(Some("team-a-2")),
+        )
+    })
+    .await;
+    assert_eq!(before.expect("in scope").session, "team-a-1");
+    assert_forbidden(&refused.expect_err("out of scope"), "team-b-1");
+    assert_eq!(after.expect("in scope").session, "team-a-2");
+}
+
+/// An ask outside the key's scope fails with `Forbidden`, not as questions to fix.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_outside_the_keys_scope_is_forbidden() {
+    let (server, client) = scoped_client().await;
+    let ask = Ask::new("team-b-1", questions(&["Color"])).with_id("r");
+    let error = within(client.ask(ask)).await.expect_err("out of scope");
+    assert_forbidden(&error, "team-b-1");
+    assert_eq!(server.state.hub.census().2, 0, "nothing was stored");
+}
+
+/// A withdrawal by id outside the key's scope fails with `Forbidden` instead of waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_withdrawal_outside_the_keys_scope_is_forbidden() {
+    let (_server, client) = scoped_client().await;
+    let error = within(client.withdraw("team-b-1", "r"))
+        .await
+        .expect_err("out of scope");
+    assert_forbidden(&error, "team-b-1");
+    // The client goes on.
+    within(client.open(Some("team-a-1")))
+        .await
+        .expect("in scope");
+}
+
+/// The session ids a URL path would resolve away are refused before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn dot_session_ids_are_refused_locally() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    for dots in [".", ".."] {
+        let error = within(client.open(Some(dots)))
+            .await
+            .expect_err("not a session id");
+        let errors = error.field_errors().expect("refused by the client");
+        assert_eq!(errors[0].path, "session", "{dots}: {error}");
+        assert!(
+            errors[0].message.contains("directory step"),
+            "{dots}: {error}"
+        );
+    }
 }

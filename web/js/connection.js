@@ -17,7 +17,8 @@ const LOST_REASONS = {
   1001: 'server restarting', 1013: 'server busy', 4408: 'connection too slow',
   4413: 'a message was too large', 4429: 'too many messages',
 };
-const TAB_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
+// Not `.` or `..`, which the gateway refuses as tab ids (as session ids, whose links they would break).
+const TAB_ID_RE = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,64}$/;
 
 // Closes that must not be retried: retrying would fail the same way.
 const FATAL_CLOSES = {

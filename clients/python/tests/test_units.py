@@ -65,7 +65,10 @@ def test_bad_urls(url: str) -> None:
 
 def test_ids() -> None:
     assert check_session_id("thread-42.a_b:c") == "thread-42.a_b:c"
-    for bad in ["", "a b", "x" * 129, "é"]:
+    # A URL path resolves `.` and `..` away, so their viewer links would lead elsewhere.
+    assert check_session_id("...") == "..."
+    assert check_session_id(".a") == ".a"
+    for bad in ["", "a b", "x" * 129, "é", ".", ".."]:
         with pytest.raises(ValueError):
             check_session_id(bad)
     assert check_request_id("call_abc/1?#") == "call_abc/1?#"

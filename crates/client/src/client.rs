@@ -108,8 +108,9 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::Rejected`] for an invalid session id (checked here, since the
-    /// gateway's `error` reply names no session); [`ClientError::Gateway`] when the gateway
-    /// holds the most sessions it allows; [`ClientError::Fatal`] once the client has stopped.
+    /// gateway's `error` reply names no session); [`ClientError::Forbidden`] when the agent
+    /// key may not act on the session; [`ClientError::Gateway`] when the gateway holds the
+    /// most sessions it allows; [`ClientError::Fatal`] once the client has stopped.
     pub async fn open(&self, session: Option<&str>) -> Result<Opened, ClientError> {
         let session = match session {
             None => new_id(),
@@ -137,7 +138,8 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::Rejected`] when the questions (or the session, id, timeout, title) do
-    /// not pass the gateway's validation; [`ClientError::TooLarge`];
+    /// not pass the gateway's validation; [`ClientError::Forbidden`] when the agent key may
+    /// not act on the session; [`ClientError::TooLarge`];
     /// [`ClientError::Duplicate`] when this client already waits on the same id;
     /// [`ClientError::Fatal`] once the client has stopped.
     pub async fn ask(&self, mut ask: Ask) -> Result<Answered, ClientError> {
@@ -196,8 +198,8 @@ impl Client {
     /// # Errors
     /// [`ClientError::Gateway`] `not_found` when the gateway holds no such request (never
     /// asked, or its outcome was already acknowledged), or `store_failed` when it could not
-    /// store the withdrawal (the request stays open; try again);
-    /// [`ClientError::Duplicate`] when this client is asking that very request;
+    /// store the withdrawal (the request stays open; try again); [`ClientError::Forbidden`]
+    /// when the agent key may not act on the session; [`ClientError::Duplicate`] when this client is asking that very request;
     /// [`ClientError::Fatal`] once the client has stopped.
     pub async fn withdraw(&self, session: &str, id: &str) -> Result<Answered, ClientError> {
         let key: Key = (session.to_owned(), id.to_owned());
@@ -209,7 +211,9 @@ impl Client {
 
     /// Acknowledges the outcome of request `id` of `session`, collected some other way (the
     /// HTTP API, say): the gateway forgets it. Outcomes this client receives are acknowledged
-    /// on their own. Sent again after a reconnect, as acknowledgements are idempotent.
+    /// on their own. Sent again after a reconnect, as acknowledgements are idempotent, unless
+    /// the gateway refused it as outside the agent key's scope (the gateway answers an
+    /// acknowledgement only when it refuses it, so that refusal is logged, not returned).
     ///
     /// # Errors
     /// [`ClientError::Fatal`] once the client has stopped.

@@ -11,7 +11,8 @@ use askgate_protocol::FieldError;
 #[non_exhaustive]
 pub enum ClientError {
     /// The gateway refused the ask (or the session id of an `open`); nothing was stored.
-    /// Every problem comes with its path, e.g. `questions[0].options[2].label`.
+    /// Every problem comes with its path, e.g. `questions[0].options[2].label`. A session
+    /// outside the agent key's scope is [`Forbidden`](ClientError::Forbidden) instead.
     #[error("the gateway rejected the request: {}", describe(.0))]
     Rejected(Vec<FieldError>),
     /// The gateway closed the connection with a code that says "do not come back" (4400 bad
@@ -68,6 +69,18 @@ pub enum ClientError {
         /// The gateway's stable code: `unavailable`, `bad_session`...
         code: String,
         /// What was wrong, in words.
+        message: String,
+    },
+    /// The agent key may not act on this session: the gateway binds the key to sessions
+    /// whose id starts with another prefix (`--agent-key KEY:PREFIX`). An `open`, `ask` or
+    /// [`withdraw`](crate::Client::withdraw) of it fails with this at once, and is not sent
+    /// again: the same key is refused every time, and nothing of the session was read or
+    /// changed.
+    #[error("the agent key may not act on session {session:?} (forbidden): {message}")]
+    Forbidden {
+        /// The session refused.
+        session: String,
+        /// The gateway's reason, naming the prefix the key is bound to.
         message: String,
     },
     /// Something the client could not encode or make sense of.

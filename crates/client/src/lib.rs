@@ -43,6 +43,9 @@
 //!   [`Client::acknowledge`].
 //! - **Fatal closes stop the client.** A wrong key (4401), malformed frames (4400) or a frame
 //!   too large (4413) end the client with [`ClientError::Fatal`] instead of a reconnect loop.
+//! - **Scope refusals end the call.** A session outside the agent key's scope
+//!   (`--agent-key KEY:PREFIX`) fails `open`, `ask` and `withdraw` with
+//!   [`ClientError::Forbidden`] at once; nothing about it is sent again.
 //!
 //! Plain `ws://` only: this build of the client has no TLS; put a `wss://` gateway behind a
 //! local proxy or build tokio-tungstenite with a TLS feature.

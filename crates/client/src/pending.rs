@@ -8,6 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use askgate_protocol::wire::ToAgent;
+use askgate_protocol::{ErrorCode, FieldError};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -277,9 +278,10 @@ impl Pending {
             } => {
                 tracing::debug!(%session, request = id.as_deref().unwrap_or("-"), ?errors, "rejected");
                 // The client names every request, so a rejection without an id is not ours.
-                let entry = self.asks.remove(&(session, id?))?;
+                let key = (session, id?);
+                let entry = self.asks.remove(&key)?;
                 if let Want::Outcome(reply) = entry.want {
-                    let _ = reply.send(Err(ClientError::Rejected(errors)));
+                    let _ = reply.send(Err(rejection(key.0, errors)));
                 }
                 None
             }
@@ -305,12 +307,18 @@ impl Pending {
                 message,
                 session: Some(session),
                 id: Some(id),
-            } if code == "not_found" || code == "store_failed" => {
-                // About a `cancel`: one of this client's withdrawals by id gets its answer; a
-                // dropped ask's withdrawal the gateway never held is done with. The failed
-                // store of an ask's withdrawal is retried with the others.
-                tracing::debug!(%code, %session, request = %id, "cancel answered");
+            } if matches!(code.as_str(), "not_found" | "store_failed" | "forbidden") => {
+                // About a `cancel` (or, `forbidden`, an `ack`): one of this client's
+                // withdrawals by id gets its answer; a dropped ask's withdrawal the gateway
+                // never held, or will never take from this key, is done with. The failed store
+                // of an ask's withdrawal is retried with the others.
+                tracing::debug!(%code, %session, request = %id, "cancel or ack answered");
                 let key = (session, id);
+                let forbidden = code == "forbidden";
+                if forbidden {
+                    // Re-sent after every reconnect, it would be refused every time.
+                    self.recent_acks.retain(|acked| *acked != key);
+                }
                 let (cancel_only, withdrawing) = self.asks.get(&key).map_or((false, false), |e| {
                     (e.cancel_only, matches!(e.want, Want::Withdrawal))
                 });
@@ -320,12 +328,19 @@ impl Pending {
                         ..
                     }) = self.asks.remove(&key)
                     {
-                        let _ = reply.send(Err(ClientError::Gateway { code, message }));
+                        let _ = reply.send(Err(refusal(code, key.0, message)));
                     }
-                } else if withdrawing && code == "not_found" {
+                } else if withdrawing && code != "store_failed" {
+                    if forbidden {
+                        tracing::warn!(session = %key.0, request = %key.1, %message,
+                            "the gateway refused to withdraw a dropped ask; it stays open until its deadline");
+                    }
                     self.asks.remove(&key);
                 } else if code == "store_failed" {
                     self.withdrawal_failed = true;
+                } else if forbidden && !self.asks.contains_key(&key) {
+                    tracing::warn!(session = %key.0, request = %key.1, %message,
+                        "the gateway refused the acknowledgement; it is not sent again");
                 }
                 None
             }
@@ -334,17 +349,16 @@ impl Pending {
                 if code == "store_failed" {
                     self.withdrawal_failed = true;
                 }
-                // `error` frames name no request; these two codes only answer an `open`, the
-                // oldest one not yet answered.
-                let refused_open = matches!(code.as_str(), "unavailable" | "bad_session")
-                    .then(|| self.open_order.pop_front())
-                    .flatten();
+                // Without a session, these codes only answer an `open`, the oldest one not yet
+                // answered.
+                let refused_open =
+                    matches!(code.as_str(), "unavailable" | "bad_session" | "forbidden")
+                        .then(|| self.open_order.pop_front())
+                        .flatten();
                 if let Some(session) = refused_open {
                     for reply in self.opens.remove(&session).unwrap_or_default() {
-                        let _ = reply.send(Err(ClientError::Gateway {
-                            code: code.clone(),
-                            message: message.clone(),
-                        }));
+                        let error = refusal(code.clone(), session.clone(), message.clone());
+                        let _ = reply.send(Err(error));
                     }
                 }
                 None
@@ -372,6 +386,28 @@ impl Pending {
             self.recent_acks.pop_front();
         }
         self.recent_acks.push_back(key);
+    }
+}
+
+/// The gateway's `error` about a frame naming `session`. Out of the key's scope is told apart
+/// from the rest: no retry can get it through.
+fn refusal(code: String, session: String, message: String) -> ClientError {
+    if code == "forbidden" {
+        ClientError::Forbidden { session, message }
+    } else {
+        ClientError::Gateway { code, message }
+    }
+}
+
+/// Why an ask of `session` was rejected. A session outside the key's scope is told apart:
+/// no change to the questions can get it through.
+fn rejection(session: String, errors: Vec<FieldError>) -> ClientError {
+    match errors.iter().find(|e| e.code == ErrorCode::Forbidden) {
+        Some(refusal) => ClientError::Forbidden {
+            session,
+            message: refusal.message.clone(),
+        },
+        None => ClientError::Rejected(errors),
     }
 }
 

@@ -28,7 +28,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI
 
-from ._errors import AskgateError, AskRejected, ClientClosed, GatewayClosed, field_errors
+from ._errors import AskgateError, ClientClosed, Forbidden, GatewayClosed, field_errors, rejection
 from ._wire import Opened, Outcome, agent_url, authorization, check_request_id, check_session_id
 
 logger = logging.getLogger("askgate")
@@ -138,6 +138,10 @@ class _Withdrawal:
 @dataclass(kw_only=True)
 class _Connection:
     queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue[dict[str, Any]]())
+    opens: collections.deque[str] = field(default_factory=collections.deque)
+    """The sessions of the `open` frames written on this connection and not yet answered, oldest
+    first. The gateway answers opens in order, and its refusal of one names no session: it is
+    the oldest's."""
 
 
 class Client:
@@ -164,6 +168,9 @@ class Client:
     - **Fatal closes stop the client.** A wrong key (4401), a malformed or too large frame
       (4400/4413), or an upgrade refused with an HTTP client error fail every ask in flight with
       `GatewayClosed` instead of reconnecting forever.
+    - **Scope refusals end the call.** A session outside the agent key's scope
+      (`--agent-key KEY:PREFIX`) fails `open` and `ask` with `Forbidden` at once; a withdrawal
+      or ack the gateway refuses as `forbidden` is logged and not sent again.
 
     The client belongs to one event loop at a time. Used from a new loop once the old one has
     ended (a second `asyncio.run`), it starts over there; asks left on the old loop are
@@ -240,7 +247,9 @@ class Client:
     async def open(self, session: str | None = None, *, timeout: float | None = None) -> Opened:
         """Open `session` (a generated one if `None`) and return its viewer link. The session
         is opened again after every reconnect, so its tabs see the agent online. `timeout`
-        bounds the wait (`TimeoutError`), e.g. for a gateway that is not running."""
+        bounds the wait (`TimeoutError`), e.g. for a gateway that is not running. Raises
+        `Forbidden` when the agent key may not act on the session, and `AskgateError` when the
+        gateway refuses the open otherwise (it holds the most sessions it allows)."""
         session = check_session_id(session) if session is not None else "s-" + secrets.token_hex(8)
         self._start()
         assert self._loop is not None
@@ -270,7 +279,8 @@ class Client:
 
         `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
         idempotent. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
-        what is left of it). Raises `AskRejected` when the gateway refuses the ask, and
+        what is left of it). Raises `AskRejected` when the gateway refuses the ask (as
+        `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
         or a frame larger than `max_frame_bytes`. Cancelling the call withdraws the request.
         """
@@ -527,24 +537,24 @@ class Client:
             self._withdrawing.pop(key, None)
             ask = self._asks.pop(key, None)
             if ask is not None and not ask.future.done():
-                ask.future.set_exception(AskRejected(key[0], key[1], errors))
+                ask.future.set_exception(rejection(key[0], key[1], errors))
         elif kind == "opened" and isinstance(session, str):
             viewer_url = frame.get("viewer_url")
             if not isinstance(viewer_url, str):
                 return
             self._viewer_urls[session] = viewer_url
+            if self._conn is not None and session in self._conn.opens:
+                self._conn.opens.remove(session)
             for future in self._opens.pop(session, []):
                 if not future.done():
                     future.set_result(Opened(session=session, viewer_url=viewer_url))
         elif kind == "error":
             code, message = frame.get("code"), frame.get("message")
-            if code == "unavailable" and self._opens:
-                error = AskgateError(f"the gateway refused to open a session: {message}")
-                opens, self._opens = self._opens, {}
-                for waiters in opens.values():
-                    for future in waiters:
-                        if not future.done():
-                            future.set_exception(error)
+            message = message if isinstance(message, str) else ""
+            if code in ("unavailable", "bad_session", "forbidden") and session is None:
+                self._refuse_open(code, message)
+            elif code == "forbidden" and key is not None:
+                self._forbidden(key, message)
             elif code == "not_found" and key is not None and key in self._withdrawing:
                 # A withdrawal of a request the gateway does not hold (the ask never reached it,
                 # or it was forgotten): nothing is left to withdraw.
@@ -558,6 +568,43 @@ class Client:
                     self._store_retry = self._loop.call_later(_STORE_RETRY_S, self._resend_withdrawals)
             else:
                 logger.debug("askgate: the gateway reported %s: %s", code, message)
+
+    def _refuse_open(self, code: str, message: str) -> None:
+        """The gateway refused the oldest `open` in flight on this connection."""
+        if self._conn is None or not self._conn.opens:
+            logger.warning("askgate: the gateway refused an open (%s): %s", code, message)
+            return
+        session = self._conn.opens.popleft()
+        error: AskgateError
+        if code == "forbidden":
+            error = Forbidden(session, message)
+            # Re-opened after every reconnect, it would be refused every time.
+            self._sessions.pop(session, None)
+        else:
+            error = AskgateError(f"the gateway refused to open session {session!r} ({code}): {message}")
+        waiters = self._opens.pop(session, [])
+        if not waiters:  # an open replayed after a reconnect: nobody else hears of it
+            logger.warning("askgate: %s", error)
+        for future in waiters:
+            if not future.done():
+                future.set_exception(error)
+
+    def _forbidden(self, key: _Key, message: str) -> None:
+        """The gateway refused a `cancel` or `ack` of `key`: the session is outside the key's
+        scope. Neither is sent again, as the same key is refused every time."""
+        withdrawn = self._withdrawing.pop(key, None) is not None
+        acked = key in self._unacked or key in self._recent_acks
+        self._unacked.discard(key)
+        if key in self._recent_acks:
+            self._recent_acks = collections.deque((k for k in self._recent_acks if k != key), maxlen=_RECENT_ACKS)
+        what = "withdraw" if withdrawn else "acknowledge" if acked else "act on"
+        logger.warning(
+            "askgate: the gateway refused to %s request %r in session %r (forbidden): %s",
+            what,
+            key[1],
+            key[0],
+            message,
+        )
 
     def _resend_withdrawals(self) -> None:
         self._store_retry = None
@@ -638,6 +685,9 @@ class Client:
                     # to stop writing every frame behind it.
                     logger.error("askgate: dropping a frame: %s", error)
                     continue
+                if frame["type"] == "open":
+                    # Before the send: its answer may be read before the send returns.
+                    conn.opens.append(frame["session"])
                 await socket.send(text)
                 if frame["type"] == "ack":
                     key = (frame["session"], frame["id"])

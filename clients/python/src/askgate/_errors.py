@@ -54,6 +54,29 @@ class AskRejected(AskgateError):
         super().__init__(f"the gateway rejected request {id!r} in session {session!r}: {detail}")
 
 
+class Forbidden(AskgateError):
+    """The agent key may not act on this session: the gateway binds the key to sessions whose id
+    starts with another prefix (`--agent-key KEY:PREFIX`). The same key is refused every time,
+    so nothing is sent again, and nothing of the session was read or changed.
+
+    A refused `open` raises this; a refused ask raises it as an `AskRejected` too, and a refused
+    HTTP call as an `ApiError` (status 403), so handlers of those still see it."""
+
+    def __init__(self, session: str, message: str) -> None:
+        self.session = session
+        self.message = message
+        super().__init__(_forbidden(session, message))
+
+
+def _forbidden(session: str, message: str) -> str:
+    return f"the agent key may not act on session {session!r} (forbidden): {message or 'no reason given'}"
+
+
+def _refusal(errors: tuple[FieldError, ...]) -> FieldError | None:
+    """The error that says the session is outside the key's scope, if one does."""
+    return next((e for e in errors if e.code == "forbidden"), None)
+
+
 class GatewayClosed(AskgateError):
     """The gateway closed the agent connection for good (a wrong key: 4401, a malformed or
     too large frame: 4400/4413) or refused the WebSocket upgrade with an HTTP client error.
@@ -87,6 +110,45 @@ class ApiError(AskgateError):
         self.errors = errors
         detail = "; ".join(str(e) for e in errors) or text.strip() or "no reason given"
         super().__init__(f"the gateway answered HTTP {status}: {detail}")
+
+
+class AskForbidden(AskRejected, Forbidden):
+    """An ask rejected because its session is outside the agent key's scope."""
+
+    def __init__(self, session: str, id: str | None, errors: tuple[FieldError, ...]) -> None:
+        refusal = _refusal(errors)
+        self.session = session
+        self.id = id
+        self.errors = errors
+        self.message = refusal.message if refusal is not None else ""
+        Exception.__init__(self, f"request {id!r}: " + _forbidden(session, self.message))
+
+
+class ApiForbidden(ApiError, Forbidden):
+    """An HTTP call refused (403) because its session is outside the agent key's scope."""
+
+    def __init__(self, session: str, errors: tuple[FieldError, ...]) -> None:
+        refusal = _refusal(errors)
+        self.status = 403
+        self.errors = errors
+        self.session = session
+        self.message = refusal.message if refusal is not None else ""
+        Exception.__init__(self, "the gateway answered HTTP 403: " + _forbidden(session, self.message))
+
+
+def rejection(session: str, id: str | None, errors: tuple[FieldError, ...]) -> AskRejected:
+    """The error for a `rejected` ask: `AskForbidden` when the session is outside the key's
+    scope, since no change to the questions gets it through."""
+    if _refusal(errors) is not None:
+        return AskForbidden(session, id, errors)
+    return AskRejected(session, id, errors)
+
+
+def api_error(status: int, errors: tuple[FieldError, ...], text: str, session: str) -> ApiError:
+    """The error for an HTTP error status of a call about `session`."""
+    if status == 403 and _refusal(errors) is not None:
+        return ApiForbidden(session, errors)
+    return ApiError(status, errors, text)
 
 
 class NotAnswered(AskgateError, TimeoutError):

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ._client import Backoff
-from ._errors import ApiError, NotAnswered, field_errors
+from ._errors import ApiError, NotAnswered, api_error, field_errors
 from ._wire import Outcome, authorization, check_session_id, http_base, requests_path
 
 MAX_WAIT_S = 60.0
@@ -70,14 +70,14 @@ def _timeout(read: float) -> httpx.Timeout:
     return httpx.Timeout(10.0, read=read + 15.0)
 
 
-def _raise_for(response: httpx.Response) -> None:
+def _raise_for(response: httpx.Response, session: str) -> None:
     if response.status_code < 400:
         return
     try:
         errors = field_errors(response.json().get("errors"))
     except (ValueError, AttributeError):
         errors = ()
-    raise ApiError(response.status_code, errors, response.text[:500])
+    raise api_error(response.status_code, errors, response.text[:500], session)
 
 
 def _posted(body: dict[str, Any]) -> PostedRequest:
@@ -177,7 +177,7 @@ class SyncApi:
             response = client.post(
                 self.base + requests_path(self.session), json=body, headers=self._headers, timeout=_timeout(0)
             )
-            _raise_for(response)
+            _raise_for(response, self.session)
             return _posted(response.json())
 
         return self._call(run)
@@ -192,7 +192,7 @@ class SyncApi:
                 headers=self._headers,
                 timeout=_timeout(wait_s),
             )
-            _raise_for(response)
+            _raise_for(response, self.session)
             return _outcome(response.json(), self.session)
 
         return self._call(run)
@@ -218,7 +218,7 @@ class SyncApi:
             response = client.post(
                 self.base + requests_path(self.session, id) + "/ack", headers=self._headers, timeout=_timeout(0)
             )
-            _raise_for(response)
+            _raise_for(response, self.session)
 
         self._call(run)
 
@@ -241,7 +241,7 @@ class SyncApi:
             response = client.delete(
                 self.base + requests_path(self.session, id), headers=self._headers, timeout=_timeout(0)
             )
-            _raise_for(response)
+            _raise_for(response, self.session)
             outcome = _outcome(response.json(), self.session)
             assert outcome is not None
             return outcome
@@ -282,7 +282,7 @@ class AsyncApi:
                 response = await client.request(
                     method, self.base + path, headers=self._headers, timeout=_timeout(read), **kwargs
                 )
-        _raise_for(response)
+        _raise_for(response, self.session)
         return response
 
     async def post(self, body: dict[str, Any]) -> PostedRequest:

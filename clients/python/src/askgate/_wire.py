@@ -17,14 +17,16 @@ _OUTCOMES: dict[Any, OutcomeKind] = {kind: kind for kind in OUTCOMES}
 AGENT_PATH = "/v1/agent"
 """The agent WebSocket endpoint under a gateway's base URL."""
 
-_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# Not `.` or `..`: a URL path resolves those away, so their viewer links would lead elsewhere.
+_SESSION_ID = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9._:-]{1,128}")
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,256}")
 
 
 def check_session_id(session: str) -> str:
-    """Return `session` if it is a valid session id (1-128 of `A-Z a-z 0-9 . _ : -`)."""
+    """Return `session` if it is a valid session id (1-128 of `A-Z a-z 0-9 . _ : -`, but not `.`
+    or `..`)."""
     if not _SESSION_ID.fullmatch(session):
-        raise ValueError(f"not a session id (1-128 of A-Z a-z 0-9 . _ : -): {session!r}")
+        raise ValueError(f"not a session id (1-128 of A-Z a-z 0-9 . _ : -, but not . or ..): {session!r}")
     return session
 
 

@@ -232,3 +232,67 @@ fn a_cancel_the_gateway_cannot_place_ends_its_withdrawal() {
     assert_eq!(pending.receive(not_found("q")), None);
     assert!(pending.is_idle());
 }
+
+/// The gateway's refusal of a frame about request `id` of session `s` to a key bound to
+/// other sessions.
+fn forbidden(id: &str) -> ToAgent {
+    ToAgent::Error {
+        code: "forbidden".into(),
+        message: "this agent key may act only on sessions whose id starts with \"team-a-\"".into(),
+        session: Some("s".into()),
+        id: Some(id.into()),
+    }
+}
+
+/// An ack the key may not send is not sent again after a reconnect: it would be refused
+/// every time. Other acks still are.
+#[test]
+fn a_forbidden_ack_is_not_sent_again() {
+    let mut pending = Pending::default();
+    assert_eq!(pending.acknowledge(key("r")), ack_frame(&key("r")));
+    pending.acknowledge(key("other"));
+    assert_eq!(pending.receive(forbidden("r")), None);
+    pending.disconnected();
+    assert_eq!(pending.connected(), [ack_frame(&key("other"))]);
+}
+
+/// A dropped ask's withdrawal the key may not send is given up rather than re-sent with
+/// every reconnect; so is nothing else.
+#[test]
+fn a_forbidden_withdrawal_of_a_dropped_ask_is_given_up() {
+    let mut pending = Pending::default();
+    let (reply, _dropped) = oneshot::channel();
+    pending.ask(key("q"), 1, "ask q".into(), reply, true);
+    pending.receive(accepted("q"));
+    assert_eq!(
+        pending.withdraw(&key("q"), 1),
+        Some(cancel_frame(&key("q")))
+    );
+    assert_eq!(pending.receive(forbidden("q")), None);
+    assert!(pending.is_idle());
+    pending.disconnected();
+    assert!(pending.connected().is_empty());
+}
+
+/// A refused `open` (no session named) fails the oldest open in flight with `Forbidden`,
+/// naming its session.
+#[test]
+fn a_forbidden_open_fails_the_oldest_in_flight() {
+    let mut pending = Pending::default();
+    let (first, mut refused) = oneshot::channel();
+    let (second, mut waiting) = oneshot::channel();
+    pending.open("team-b-1", first);
+    pending.open("team-a-1", second);
+    let error = ToAgent::Error {
+        code: "forbidden".into(),
+        message: "outside the key's scope".into(),
+        session: None,
+        id: None,
+    };
+    assert_eq!(pending.receive(error), None);
+    assert!(matches!(
+        refused.try_recv(),
+        Ok(Err(ClientError::Forbidden { session, .. })) if session == "team-b-1"
+    ));
+    assert!(waiting.try_recv().is_err(), "still waiting");
+}
