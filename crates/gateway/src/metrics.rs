@@ -34,6 +34,8 @@ pub struct Metrics {
     pub kept_outcomes: AtomicI64,
     /// Connection tasks running (agent and tab sockets).
     pub connection_tasks: AtomicI64,
+    /// TCP connections held (HTTP and upgraded to WebSocket alike).
+    pub connections: AtomicI64,
     /// Requests resolved, by outcome (indexed like [`Outcome::ALL`]).
     outcomes: [AtomicU64; 4],
     /// Sockets closed for a full queue (4408).
@@ -42,6 +44,10 @@ pub struct Metrics {
     pub closed_too_many_frames: AtomicU64,
     /// Sockets closed for a frame over the size limit (4413).
     pub closed_too_large: AtomicU64,
+    /// TCP connections refused at a connection cap (answered 503).
+    pub refused_connections: AtomicU64,
+    /// HTTP connections closed for sending nothing, or their headers too slowly.
+    pub closed_overstaying: AtomicU64,
     /// Asks rejected.
     pub rejected_asks: AtomicU64,
     /// Answers rejected (did not fit, or came too late).
@@ -101,6 +107,11 @@ impl Metrics {
                 "Socket tasks running.",
                 &self.connection_tasks,
             ),
+            (
+                "askgate_connections",
+                "TCP connections held.",
+                &self.connections,
+            ),
         ];
         for (name, help, value) in gauges {
             let _ = writeln!(
@@ -136,6 +147,16 @@ impl Metrics {
                 "askgate_closed_too_large_total",
                 "Sockets closed for a frame over the size limit (4413).",
                 &self.closed_too_large,
+            ),
+            (
+                "askgate_refused_connections_total",
+                "TCP connections refused at a connection cap (503).",
+                &self.refused_connections,
+            ),
+            (
+                "askgate_closed_overstaying_total",
+                "HTTP connections closed for sending nothing, or their headers too slowly.",
+                &self.closed_overstaying,
             ),
             (
                 "askgate_rejected_asks_total",

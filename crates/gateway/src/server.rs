@@ -169,6 +169,7 @@ pub async fn serve(
             idle: limits.idle_timeout,
         },
         request_timeout: limits.request_timeout,
+        metrics: state.hub.shared_metrics(),
     };
     tracing::debug!(
         max_connections = caps.max_total(),

@@ -144,23 +144,23 @@ async fn connect_from(from: Ipv4Addr, addr: SocketAddr) -> TcpStream {
         .expect("connected")
 }
 
-/// `GET /healthz` from `from`; its status line.
-async fn healthz_from(from: Ipv4Addr, addr: SocketAddr) -> String {
+/// `GET path` from `from`; the whole response.
+async fn get_from(from: Ipv4Addr, addr: SocketAddr, path: &str) -> String {
     let mut stream = connect_from(from, addr).await;
-    stream
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     tokio::time::timeout(AT_ONCE, stream.read_to_end(&mut response))
         .await
         .expect("answered at once")
         .expect("read");
-    String::from_utf8_lossy(&response)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// `GET /healthz` from `from`; its status line.
+async fn healthz_from(from: Ipv4Addr, addr: SocketAddr) -> String {
+    let response = get_from(from, addr, "/healthz").await;
+    response.lines().next().unwrap_or_default().to_owned()
 }
 
 /// Sends `frame` on `socket` and reads the next JSON frame back (within `wait`).
@@ -252,6 +252,13 @@ async fn one_address_cannot_lock_everyone_out() {
         "{response}"
     );
     assert!(gateway.logged("refused a connection"));
+    let metrics = get_from(other, gateway.addr, "/metrics").await;
+    let refused = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("askgate_refused_connections_total "))
+        .and_then(|count| count.parse::<u64>().ok())
+        .expect("the refusals are counted");
+    assert!(refused >= 99, "{refused} refusals counted");
     drop(idle);
 }
 

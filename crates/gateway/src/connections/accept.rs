@@ -24,6 +24,7 @@ use tower_service::Service as _;
 
 use super::caps::{CapRefusal, ConnectionCaps};
 use super::watchdog::{Activity, HttpTimeouts, Overstay, WatchedStream};
+use crate::metrics::{Metrics, count, gauge_add};
 
 /// Refusals being written at once; past it a refused connection is simply closed. Each holds
 /// a descriptor for a moment, out of the reserve.
@@ -49,6 +50,8 @@ pub struct ServeSettings {
     pub timeouts: HttpTimeouts,
     /// The most one request may take, body and handler (a long-poll included).
     pub request_timeout: Duration,
+    /// Where connections are counted.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Accepts on `listener` until `shutdown`; every connection task runs on `tracker`.
@@ -95,6 +98,7 @@ pub async fn accept_loop(
                 ));
             }
             Err(refusal) => {
+                count(&settings.metrics.refused_connections);
                 refusal_log.warn(|suppressed| {
                     tracing::warn!(
                         peer = %peer.ip(),
@@ -126,7 +130,22 @@ async fn serve_connection(
     settings: ServeSettings,
     shutdown: CancellationToken,
 ) {
-    let service_activity = Arc::clone(&activity);
+    gauge_add(&settings.metrics.connections, 1);
+    serve_http(stream, peer, &activity, router, &settings, &shutdown).await;
+    gauge_add(&settings.metrics.connections, -1);
+}
+
+/// The HTTP phase of a connection: until it ends, is upgraded, overstays, or finishes after
+/// shutdown.
+async fn serve_http(
+    stream: WatchedStream,
+    peer: SocketAddr,
+    activity: &Arc<Activity>,
+    router: Router,
+    settings: &ServeSettings,
+    shutdown: &CancellationToken,
+) {
+    let service_activity = Arc::clone(activity);
     let request_timeout = settings.request_timeout;
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let mut router = router.clone();
@@ -156,6 +175,7 @@ async fn serve_connection(
                 return;
             }
             why = activity.overstayed(settings.timeouts), if !finishing => {
+                count(&settings.metrics.closed_overstaying);
                 tracing::debug!(%peer, ?why, "closing an HTTP connection that overstayed");
                 if why == Overstay::HeadersTooSlow {
                     tracing::info!(%peer, "closed a connection whose request headers did not arrive in time");

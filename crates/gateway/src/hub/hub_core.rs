@@ -106,6 +106,11 @@ impl Hub {
         &self.metrics
     }
 
+    /// The metrics, shared (for the accept loop, which outlives no hub but holds its own).
+    pub fn shared_metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
     /// The limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
