@@ -317,3 +317,33 @@ async fn a_late_tab_gets_the_finished_requests() {
     assert_eq!(again.len(), 1, "{snapshot}");
     assert_eq!(again[0]["questions"][0]["header"], "Again");
 }
+
+/// A tab that closes its socket gets the gateway's close frame back before the connection
+/// ends, as the closing handshake asks (a browser otherwise reports an unclean close).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_close_from_the_tab_is_answered() {
+    let server = TestServer::start().await;
+    let (mut tab, _) = server.tab("s").await;
+    tab.stream().close(None).await.unwrap();
+    let reply = tokio::time::timeout(RECV_TIMEOUT, futures_util::StreamExt::next(tab.stream()))
+        .await
+        .expect("a reply in time");
+    assert!(
+        matches!(reply, Some(Ok(Message::Close(_)))),
+        "expected the close frame back, got {reply:?}"
+    );
+}
+
+/// A message far over the frame limit, still arriving when the gateway refuses it, is
+/// answered with 4413 that the peer reads, not a reset.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frame_too_large_still_arriving_reads_its_4413() {
+    let server = TestServer::start().await;
+    for _ in 0..3 {
+        let (mut tab, _) = server.tab("s").await;
+        let huge = format!(r#"{{"type":"decline","id":"{}"}}"#, "x".repeat(8 << 20));
+        // The send may fail once the gateway closes: what matters is what the tab reads.
+        let _ = tab.stream().send(Message::text(huge)).await;
+        assert_eq!(tab.closed().await, close::TOO_LARGE);
+    }
+}

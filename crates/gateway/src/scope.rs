@@ -27,6 +27,11 @@ pub struct SessionScope {
 }
 
 impl SessionScope {
+    /// How long the prefix is, in characters (`None`: every session).
+    pub fn prefix_chars(&self) -> Option<usize> {
+        self.prefix.as_deref().map(|prefix| prefix.chars().count())
+    }
+
     /// Every session: keys without a prefix, and local mode.
     pub fn everywhere() -> Self {
         SessionScope { prefix: None }

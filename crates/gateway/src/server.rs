@@ -162,6 +162,7 @@ pub async fn serve(
     let caps = ConnectionCaps::new(
         fd_limit::connection_cap(limits.max_connections, fd_limit::open_file_limit()),
         limits.max_connections_per_address,
+        state.hub.shared_metrics(),
     );
     let settings = ServeSettings {
         timeouts: HttpTimeouts {

@@ -24,7 +24,7 @@ use tower_service::Service as _;
 
 use super::caps::{CapRefusal, ConnectionCaps};
 use super::watchdog::{Activity, HttpTimeouts, Overstay, WatchedStream};
-use crate::metrics::{Metrics, count, gauge_add};
+use crate::metrics::{Metrics, count};
 
 /// Refusals being written at once; past it a refused connection is simply closed. Each holds
 /// a descriptor for a moment, out of the reserve.
@@ -121,7 +121,8 @@ pub async fn accept_loop(
     }
 }
 
-/// Serves one admitted connection until it closes, overstays, or finishes after shutdown.
+/// Serves one admitted connection's HTTP phase: until it ends, is upgraded (the WebSocket
+/// goes on in a task of its own), overstays, or finishes after shutdown.
 async fn serve_connection(
     stream: WatchedStream,
     peer: SocketAddr,
@@ -130,22 +131,7 @@ async fn serve_connection(
     settings: ServeSettings,
     shutdown: CancellationToken,
 ) {
-    gauge_add(&settings.metrics.connections, 1);
-    serve_http(stream, peer, &activity, router, &settings, &shutdown).await;
-    gauge_add(&settings.metrics.connections, -1);
-}
-
-/// The HTTP phase of a connection: until it ends, is upgraded, overstays, or finishes after
-/// shutdown.
-async fn serve_http(
-    stream: WatchedStream,
-    peer: SocketAddr,
-    activity: &Arc<Activity>,
-    router: Router,
-    settings: &ServeSettings,
-    shutdown: &CancellationToken,
-) {
-    let service_activity = Arc::clone(activity);
+    let service_activity = Arc::clone(&activity);
     let request_timeout = settings.request_timeout;
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let mut router = router.clone();
@@ -172,6 +158,8 @@ async fn serve_http(
                 if let Err(error) = served {
                     tracing::debug!(%peer, %error, "connection ended with an error");
                 }
+                // Ended, or handed over as a WebSocket, which is not watched.
+                activity.retire();
                 return;
             }
             why = activity.overstayed(settings.timeouts), if !finishing => {
@@ -183,8 +171,11 @@ async fn serve_http(
                 return;
             }
             () = shutdown.cancelled(), if !finishing => {
-                // Requests in flight finish (long-polls end early on shutdown); idle
-                // keep-alive connections close now.
+                // Requests in flight finish (long-polls end early on shutdown); a connection
+                // with none (idle, or still sending its headers) closes now.
+                if !activity.busy() {
+                    return;
+                }
                 connection.as_mut().graceful_shutdown();
                 finishing = true;
             }

@@ -12,6 +12,8 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::metrics::{Metrics, gauge_add};
+
 /// Why a connection was turned away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapRefusal {
@@ -39,6 +41,8 @@ impl CapRefusal {
 /// The counts, shared by the accept loop and every permit.
 #[derive(Debug)]
 pub struct ConnectionCaps {
+    /// Where the connections held are shown (`askgate_connections`).
+    metrics: Arc<Metrics>,
     max_total: usize,
     /// `None`: no per-address cap (behind a reverse proxy every client has its address).
     max_per_address: Option<usize>,
@@ -68,9 +72,15 @@ impl AddressKey {
 }
 
 impl ConnectionCaps {
-    /// Caps of `max_total` connections, and `max_per_address` per address (`None`: no cap).
-    pub fn new(max_total: usize, max_per_address: Option<usize>) -> Arc<Self> {
+    /// Caps of `max_total` connections, and `max_per_address` per address (`None`: no cap),
+    /// counted in `metrics`.
+    pub fn new(
+        max_total: usize,
+        max_per_address: Option<usize>,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
         Arc::new(ConnectionCaps {
+            metrics,
             max_total: max_total.max(1),
             max_per_address: max_per_address.map(|cap| cap.max(1)),
             total: AtomicUsize::new(0),
@@ -114,6 +124,7 @@ impl ConnectionCaps {
         }
         *per_address.entry(key).or_insert(0) += 1;
         self.total.fetch_add(1, Ordering::Relaxed);
+        gauge_add(&self.metrics.connections, 1);
         Ok(Permit {
             caps: Arc::clone(self),
             key,
@@ -132,6 +143,7 @@ impl ConnectionCaps {
             }
         }
         self.total.fetch_sub(1, Ordering::Relaxed);
+        gauge_add(&self.metrics.connections, -1);
     }
 }
 
@@ -158,7 +170,7 @@ mod tests {
 
     #[test]
     fn one_address_cannot_take_every_place() {
-        let caps = ConnectionCaps::new(4, Some(2));
+        let caps = ConnectionCaps::new(4, Some(2), Arc::default());
         let a1 = caps.admit(ip("10.0.0.1")).unwrap();
         let _a2 = caps.admit(ip("10.0.0.1")).unwrap();
         assert_eq!(
@@ -169,6 +181,7 @@ mod tests {
         let _b2 = caps.admit(ip("::ffff:10.0.0.2")).unwrap();
         assert_eq!(caps.admit(ip("10.0.0.3")).unwrap_err(), CapRefusal::Total);
         assert_eq!(caps.held(), 4);
+        assert_eq!(caps.metrics.connections.load(Ordering::Relaxed), 4);
         drop(a1);
         assert_eq!(caps.held(), 3);
         let _a3 = caps.admit(ip("10.0.0.1")).unwrap();
@@ -176,7 +189,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_network_counts_as_one_address() {
-        let caps = ConnectionCaps::new(100, Some(1));
+        let caps = ConnectionCaps::new(100, Some(1), Arc::default());
         let _one = caps.admit(ip("2001:db8:1:2::1")).unwrap();
         assert_eq!(
             caps.admit(ip("2001:db8:1:2:ffff::9")).unwrap_err(),
@@ -187,7 +200,7 @@ mod tests {
 
     #[test]
     fn without_a_per_address_cap_only_the_total_counts() {
-        let caps = ConnectionCaps::new(3, None);
+        let caps = ConnectionCaps::new(3, None, Arc::default());
         let permits: Vec<_> = (0..3)
             .map(|_| caps.admit(ip("127.0.0.1")).unwrap())
             .collect();

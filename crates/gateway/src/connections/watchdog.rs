@@ -9,7 +9,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -45,12 +45,16 @@ pub enum Overstay {
 #[derive(Debug)]
 pub struct Activity {
     opened: Instant,
-    /// When (ms after opening) the connection became ready for its next request.
+    /// When (ms after opening) the connection became ready for its next request, or last
+    /// wrote a byte after that (a response still going out to a slow reader is not idle).
     ready_since: AtomicU64,
     /// When (ms after opening) the first byte of the next request arrived, or [`NONE`].
     first_byte: AtomicU64,
     /// Requests being handled.
     in_flight: AtomicUsize,
+    /// The HTTP phase is over (the connection became a WebSocket): reads and writes are no
+    /// longer watched.
+    retired: AtomicBool,
 }
 
 impl Activity {
@@ -61,6 +65,7 @@ impl Activity {
             ready_since: AtomicU64::new(0),
             first_byte: AtomicU64::new(NONE),
             in_flight: AtomicUsize::new(0),
+            retired: AtomicBool::new(false),
         })
     }
 
@@ -68,9 +73,19 @@ impl Activity {
         u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(NONE - 1)
     }
 
+    /// The HTTP phase is over; the stream goes on (upgraded) unwatched.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+    }
+
     /// Bytes arrived: if no request is being handled, they start the next one.
     fn read_some(&self) {
-        if self.in_flight.load(Ordering::Acquire) == 0 {
+        if self.retired.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && self.first_byte.load(Ordering::Acquire) == NONE
+        {
             let _ = self.first_byte.compare_exchange(
                 NONE,
                 self.elapsed_ms(),
@@ -78,6 +93,19 @@ impl Activity {
                 Ordering::Relaxed,
             );
         }
+    }
+
+    /// Bytes went out: while no request is being handled, the idle clock starts again (a
+    /// response is still being written after its handler returned).
+    fn wrote_some(&self) {
+        if !self.retired.load(Ordering::Relaxed) && self.in_flight.load(Ordering::Acquire) == 0 {
+            self.ready_since.store(self.elapsed_ms(), Ordering::Release);
+        }
+    }
+
+    /// Whether a request is being handled.
+    pub fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
     }
 
     /// A request's headers are in and its handler starts; the guard marks its end.
@@ -174,7 +202,11 @@ impl AsyncWrite for WatchedStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let written = Pin::new(&mut self.stream).poll_write(cx, buf);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.wrote_some();
+        }
+        written
     }
 
     fn poll_write_vectored(
@@ -182,7 +214,11 @@ impl AsyncWrite for WatchedStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.wrote_some();
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -229,6 +265,20 @@ mod tests {
             Overstay::HeadersTooSlow
         );
         assert_eq!(started.elapsed(), TIMEOUTS.header_read);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_going_out_slowly_is_not_idle() {
+        let activity = Activity::new();
+        let guard = activity.begin_request();
+        drop(guard);
+        for _ in 0..3 {
+            tokio::time::advance(Duration::from_secs(20)).await;
+            activity.wrote_some();
+        }
+        let last_write = Instant::now();
+        assert_eq!(activity.overstayed(TIMEOUTS).await, Overstay::Idle);
+        assert_eq!(last_write.elapsed(), TIMEOUTS.idle);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,6 +1,7 @@
-//! A session's recent finished requests, for tabs that join late or reload: each encoded once
-//! as it ends, kept while its outcome awaits the agent's ack and for [`KEPT_AFTER_FORGOTTEN`]
-//! after, at most [`FINISHED_KEPT`] of them and [`FINISHED_BYTES`] in all (oldest go first).
+//! A session's recent finished requests, for tabs that join late or reload, kept while the
+//! outcome awaits the agent's ack and for [`KEPT_AFTER_FORGOTTEN`] after, at most
+//! [`FINISHED_KEPT`] of them and [`FINISHED_BYTES`] in all (oldest go first). Each is the
+//! request's view as tabs got it (the same bytes, not a copy) and its ending, encoded once.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -12,12 +13,12 @@ use crate::store::StoredResolution;
 
 /// How long a finished request stays listed once its outcome has been acknowledged (or
 /// expired) and forgotten.
-pub(super) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(15 * 60);
+pub(super) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(10 * 60);
 /// The most finished requests a session lists.
-pub(super) const FINISHED_KEPT: usize = 64;
+pub(super) const FINISHED_KEPT: usize = 32;
 /// The most bytes a session's finished list may hold (each entry carries its questions and
 /// the response).
-pub(super) const FINISHED_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const FINISHED_BYTES: usize = 1024 * 1024;
 
 /// One finished request.
 #[derive(Debug)]
@@ -26,7 +27,16 @@ struct FinishedEntry {
     at_ms: u64,
     /// When the hub forgot the request (acknowledged or expired); `None` while it is held.
     forgotten_at_ms: Option<u64>,
-    json: Bytes,
+    /// The request's view without its closing `}`.
+    view: Bytes,
+    /// `,"outcome":...,"at_ms":...}`.
+    ending: Bytes,
+}
+
+impl FinishedEntry {
+    fn bytes(&self) -> usize {
+        self.view.len() + self.ending.len()
+    }
 }
 
 /// The list, oldest ending first.
@@ -40,8 +50,14 @@ pub(super) struct Finished {
 
 impl Finished {
     /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended.
-    pub(super) fn push(&mut self, id: &RequestId, view: &[u8], resolution: &StoredResolution) {
-        let json = finished_json(view, resolution);
+    pub(super) fn push(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
+        let entry = FinishedEntry {
+            id: id.clone(),
+            at_ms: resolution.at_ms,
+            forgotten_at_ms: None,
+            view: view.slice(..view.len().saturating_sub(1)),
+            ending: ending_json(resolution),
+        };
         self.remove(id);
         // Usually the newest; restored ones may come in another order.
         let at = self
@@ -50,21 +66,13 @@ impl Finished {
             .rposition(|e| e.at_ms <= resolution.at_ms)
             .map_or(0, |i| i + 1);
         let at = at.min(self.entries.len());
-        self.bytes += json.len();
-        self.entries.insert(
-            at,
-            FinishedEntry {
-                id: id.clone(),
-                at_ms: resolution.at_ms,
-                forgotten_at_ms: None,
-                json,
-            },
-        );
+        self.bytes += entry.bytes();
+        self.entries.insert(at, entry);
         while self.entries.len() > FINISHED_KEPT
             || (self.bytes > FINISHED_BYTES && self.entries.len() > 1)
         {
             if let Some(oldest) = self.entries.pop_front() {
-                self.bytes -= oldest.json.len();
+                self.bytes -= oldest.bytes();
             }
         }
         self.generation += 1;
@@ -81,7 +89,7 @@ impl Finished {
     pub(super) fn remove(&mut self, id: &RequestId) {
         if let Some(at) = self.entries.iter().position(|e| e.id == *id) {
             if let Some(entry) = self.entries.remove(at) {
-                self.bytes -= entry.json.len();
+                self.bytes -= entry.bytes();
             }
             self.generation += 1;
         }
@@ -94,7 +102,7 @@ impl Finished {
         self.entries
             .retain(|e| e.forgotten_at_ms.is_none_or(|at| at + grace_ms > now_ms));
         if self.entries.len() != before {
-            self.bytes = self.entries.iter().map(|e| e.json.len()).sum();
+            self.bytes = self.entries.iter().map(FinishedEntry::bytes).sum();
             self.generation += 1;
         }
     }
@@ -107,18 +115,17 @@ impl Finished {
         self.generation
     }
 
-    /// The entries' JSON, oldest first.
-    pub(super) fn views(&self) -> impl Iterator<Item = &Bytes> {
-        self.entries.iter().map(|e| &e.json)
+    /// Each entry's JSON, in its two pieces (the view, then the ending), oldest first.
+    pub(super) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
+        self.entries.iter().map(|e| [&e.view, &e.ending])
     }
 }
 
-/// `view` with the ending added: `{...view fields, "outcome", "response", "by", "at_ms"}`,
-/// byte for byte what serde_json writes for a [`FinishedView`](askgate_protocol::wire::FinishedView).
-fn finished_json(view: &[u8], resolution: &StoredResolution) -> Bytes {
-    let open = view.strip_suffix(b"}").unwrap_or(view);
-    let mut out = Vec::with_capacity(view.len() + 128);
-    out.extend_from_slice(open);
+/// How a request ended, as the rest of its finished view: `,"outcome":...,"by":...,"at_ms":...}`,
+/// so that the view without its `}` and this are what serde_json writes for a
+/// [`FinishedView`](askgate_protocol::wire::FinishedView).
+fn ending_json(resolution: &StoredResolution) -> Bytes {
+    let mut out = Vec::with_capacity(96);
     // Writing into a `Vec` cannot fail.
     out.extend_from_slice(br#","outcome":"#);
     let _ = serde_json::to_writer(&mut out, &resolution.settlement.outcome);

@@ -1,6 +1,8 @@
 //! Frames as the hub hands them to connections: JSON text encoded once and shared by every
 //! queue it is put on, and cut into fragments on the way out.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde::Serialize;
 
@@ -10,11 +12,16 @@ use serde::Serialize;
 pub const FRAGMENT_BYTES: usize = 16 * 1024;
 
 /// One JSON text frame. Most are one piece; a snapshot is a head of its own (the tab's id,
-/// the time) and a body shared by every tab that joins while it is unchanged.
+/// the time) and a body shared by every tab that joins while it is unchanged. As small as one
+/// `Bytes`: every tab's queue has room for dozens of them from the start.
 #[derive(Clone, Debug)]
-pub struct Frame {
-    head: Bytes,
-    body: Bytes,
+pub struct Frame(Pieces);
+
+#[derive(Clone, Debug)]
+enum Pieces {
+    One(Bytes),
+    /// A head and a body, behind one pointer.
+    Joined(Arc<[Bytes; 2]>),
 }
 
 impl Frame {
@@ -27,25 +34,32 @@ impl Frame {
     /// A frame from JSON text already encoded (by serde_json, or pieced together from its
     /// output).
     pub(super) fn from_json(json: Bytes) -> Frame {
-        Frame {
-            head: json,
-            body: Bytes::new(),
-        }
+        Frame(Pieces::One(json))
     }
 
     /// A frame whose text is `head` followed by `body`.
     pub(super) fn joined(head: Bytes, body: Bytes) -> Frame {
-        Frame { head, body }
+        Frame(Pieces::Joined(Arc::new([head, body])))
+    }
+
+    fn pieces(&self) -> &[Bytes] {
+        match &self.0 {
+            Pieces::One(whole) => std::slice::from_ref(whole),
+            Pieces::Joined(pieces) => &pieces[..],
+        }
     }
 
     /// Whether `other`'s shared part is this one's, not a copy (for tests of sharing).
     pub fn shares_body_with(&self, other: &Frame) -> bool {
-        !self.body.is_empty() && self.body.as_ptr() == other.body.as_ptr()
+        match (self.pieces(), other.pieces()) {
+            ([_, body], [_, other]) => !body.is_empty() && body.as_ptr() == other.as_ptr(),
+            _ => false,
+        }
     }
 
     /// Its length in bytes.
     pub fn len(&self) -> usize {
-        self.head.len() + self.body.len()
+        self.pieces().iter().map(Bytes::len).sum()
     }
 
     /// Whether it is empty (never, for an encoded message).
@@ -56,22 +70,17 @@ impl Frame {
     /// The JSON text, copied into one string (for tests and logs; connections write the
     /// pieces as they are).
     pub fn text(&self) -> String {
-        let mut text = Vec::with_capacity(self.len());
-        text.extend_from_slice(&self.head);
-        text.extend_from_slice(&self.body);
-        String::from_utf8(text).unwrap_or_default()
+        String::from_utf8(self.pieces().concat()).unwrap_or_default()
     }
 
     /// The frame in fragments of at most `max` bytes (at least 4), each ending on a character
     /// boundary, sharing the frame's bytes. Together they are the whole text, in order.
     pub fn fragments(&self, max: usize) -> impl Iterator<Item = Bytes> + '_ {
         let max = max.max(4);
-        [&self.head, &self.body]
-            .into_iter()
-            .flat_map(move |piece| Fragments {
-                rest: piece.clone(),
-                max,
-            })
+        self.pieces().iter().flat_map(move |piece| Fragments {
+            rest: piece.clone(),
+            max,
+        })
     }
 }
 
@@ -93,6 +102,10 @@ impl Iterator for Fragments {
         // fragments; a piece is valid UTF-8, so at most three are passed.
         while cut < self.rest.len() && cut > 0 && self.rest[cut] & 0xC0 == 0x80 {
             cut -= 1;
+        }
+        // Never an empty fragment, whatever the bytes (a piece starting mid-character).
+        if cut == 0 {
+            cut = self.rest.len().min(self.max);
         }
         Some(self.rest.split_to(cut))
     }
@@ -118,5 +131,11 @@ mod tests {
         }
         let small = Frame::from_json(Bytes::from_static(b"{}"));
         assert_eq!(small.fragments(FRAGMENT_BYTES).count(), 1);
+    }
+
+    #[test]
+    fn a_frame_is_as_small_as_one_bytes() {
+        // Every tab's queue holds a block of frames from the start: the size is memory per tab.
+        assert_eq!(size_of::<Frame>(), size_of::<Bytes>());
     }
 }

@@ -207,7 +207,7 @@ impl Hub {
         requested: Option<TabId>,
         link: Link,
     ) -> Result<TabHandle, JoinRefused> {
-        let mut link = self.assign_id(link);
+        let link = self.assign_id(link);
         let mut sessions = self.lock();
         let entry = self
             .session_entry(&mut sessions, &session)
@@ -218,7 +218,7 @@ impl Hub {
         if !entry.joins.admit() {
             return Err(JoinRefused::TooManyJoins);
         }
-        link.budget = Some(TabBudget::new(
+        let _ = link.budget.set(TabBudget::new(
             Arc::clone(&entry.queued_bytes),
             Arc::clone(&self.queued_total),
             Budgets {

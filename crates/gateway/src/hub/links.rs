@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use super::frame::Frame;
-use super::queued::{OverBudget, Queued, TabBudget};
+use super::queued::{BudgetSlot, Queue, TabBudget};
 use crate::metrics;
 use crate::scope::SessionScope;
 
@@ -21,12 +21,20 @@ pub struct Kick {
 }
 
 impl Kick {
-    /// Asks the connection to close with `code`; the first code asked for wins.
-    pub fn kick(&self, code: u16) {
-        let _ = self
+    /// Asks the connection to close with `code`; the first code asked for wins. `true` if
+    /// this was the first ask.
+    pub fn kick(&self, code: u16) -> bool {
+        let first = self
             .code
-            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
         self.token.cancel();
+        first
+    }
+
+    /// Whether the connection has been asked to close.
+    pub fn is_kicked(&self) -> bool {
+        self.token.is_cancelled()
     }
 
     /// Resolves when the connection has been asked to close.
@@ -42,10 +50,10 @@ pub struct Link {
     pub(super) id: u64,
     /// Frames for the peer; the connection task drains it. Bounded: a peer that cannot keep
     /// up is closed with 4408 rather than allowed to grow memory.
-    tx: mpsc::Sender<Queued>,
+    tx: mpsc::Sender<Frame>,
     /// A tab's share of the queued-bytes budgets, set when it joins a session (agents and
-    /// tabs not yet joined: none).
-    pub(super) budget: Option<TabBudget>,
+    /// tabs not yet joined: none). Shared with the queue, which gives back what this charges.
+    pub(super) budget: BudgetSlot,
     /// The latest `presence` for a tab. Presence is state, not an event: a burst of joins
     /// replaces it rather than queueing one frame per join (which would overflow the queue
     /// of every tab already there). Agents have none.
@@ -56,31 +64,25 @@ pub struct Link {
 
 impl Link {
     /// A link and the receiving end of its queue (`capacity` frames).
-    pub fn new(capacity: usize) -> (Link, mpsc::Receiver<Queued>, Arc<Kick>) {
+    pub fn new(capacity: usize) -> (Link, Queue, Arc<Kick>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let kick = Arc::new(Kick::default());
+        let budget = BudgetSlot::default();
         (
             Link {
                 id: 0,
                 tx,
-                budget: None,
+                budget: Arc::clone(&budget),
                 presence: None,
                 kick: Arc::clone(&kick),
             },
-            rx,
+            Queue::new(rx, budget),
             kick,
         )
     }
 
     /// A tab's link: a queue, and a slot holding the latest `presence` frame.
-    pub fn new_tab(
-        capacity: usize,
-    ) -> (
-        Link,
-        mpsc::Receiver<Queued>,
-        watch::Receiver<Option<Frame>>,
-        Arc<Kick>,
-    ) {
+    pub fn new_tab(capacity: usize) -> (Link, Queue, watch::Receiver<Option<Frame>>, Arc<Kick>) {
         let (mut link, rx, kick) = Link::new(capacity);
         let (presence, presence_rx) = watch::channel(None);
         link.presence = Some(Arc::new(presence));
@@ -102,47 +104,58 @@ impl Link {
     /// Queues `frame` (counted, for a tab). A full queue closes the peer with 4408 (too
     /// slow); `false` if the frame was not queued.
     pub(super) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
-        let queued = match &self.budget {
-            None => Queued::uncounted(frame),
-            Some(budget) => budget.charge(frame),
-        };
-        match self.tx.try_send(queued) {
-            Ok(()) => true,
+        let budget = self.budget.get();
+        let bytes = frame.len();
+        if let Some(budget) = budget {
+            budget.charge(bytes);
+        }
+        let refused = match self.tx.try_send(frame) {
+            Ok(()) => return true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 self.close_too_slow(metrics);
-                false
+                true
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Closed(_)) => true,
+        };
+        if let (Some(budget), true) = (budget, refused) {
+            budget.release(bytes);
         }
+        false
     }
 
     /// Queues `frame` as [`Link::send`] does, unless it would take the tab's session or the
-    /// gateway past its queued-bytes budget: then it comes back, with the budget it breaks.
+    /// gateway past its queued-bytes budget: then it comes back.
     pub(super) fn send_within_budget(
         &self,
         frame: Frame,
         metrics: &metrics::Metrics,
-    ) -> Result<bool, (Frame, OverBudget)> {
-        if let Some(over) = self.budget.as_ref().and_then(|b| b.over(frame.len())) {
-            return Err((frame, over));
+    ) -> Result<bool, Frame> {
+        if self.budget.get().is_some_and(|b| b.over(frame.len())) {
+            return Err(frame);
         }
         Ok(self.send(frame, metrics))
     }
 
     /// Bytes queued to this tab and not yet taken (agents: 0).
     pub(super) fn waiting(&self) -> usize {
-        self.budget.as_ref().map_or(0, TabBudget::waiting)
+        self.budget.get().map_or(0, TabBudget::waiting)
     }
 
-    /// Closes the peer as too slow (4408), counting it.
+    /// Closes the peer as too slow (4408), counting it once.
     pub(super) fn close_too_slow(&self, metrics: &metrics::Metrics) {
-        metrics::count(&metrics.closed_too_slow);
-        self.kick.kick(askgate_protocol::close::TOO_SLOW);
+        if self.kick.kick(askgate_protocol::close::TOO_SLOW) {
+            metrics::count(&metrics.closed_too_slow);
+        }
+    }
+
+    /// Whether the peer has been asked to close.
+    pub(super) fn is_closing(&self) -> bool {
+        self.kick.is_kicked()
     }
 
     /// Closes the peer with `code`.
     pub(super) fn close(&self, code: u16) {
-        self.kick.kick(code);
+        let _ = self.kick.kick(code);
     }
 }
 

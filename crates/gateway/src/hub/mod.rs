@@ -27,5 +27,5 @@ pub use frame::{FRAGMENT_BYTES, Frame};
 pub use hub_core::{Hub, JoinRefused};
 pub use links::{AgentHandle, Kick, Link, TabHandle};
 pub use outcomes::{Lookup, Withdrawal};
-pub use queued::Queued;
+pub use queued::Queue;
 pub use restore::Restored;

@@ -1,7 +1,7 @@
 //! A request's later life on the agent's side, for sockets and HTTP alike: withdrawing it, and
 //! waiting for (or looking up) its outcome. Acknowledging it is [`forgetting`](super::forgetting).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use askgate_protocol::wire::{OutcomeFrame, ToAgent};
@@ -111,18 +111,23 @@ impl Hub {
         }
     }
 
-    /// The request's state, waiting up to `wait` for it to end. While it waits, tabs of the
-    /// session see an agent waiting.
-    pub async fn wait_for(
+    /// An agent's long-poll: the request's state, waiting up to `wait` for it to end. While
+    /// it waits on an open request, tabs of the session see an agent waiting.
+    pub async fn long_poll(
         self: &Arc<Self>,
         session: &SessionId,
         id: &RequestId,
         wait: Duration,
     ) -> Lookup {
-        let deadline = tokio::time::Instant::now() + wait;
         let _poll = (!wait.is_zero())
-            .then(|| Poll::begin(self, session))
+            .then(|| Poll::begin(self, session, id))
             .flatten();
+        self.wait_for(session, id, wait).await
+    }
+
+    /// The request's state, waiting up to `wait` for it to end.
+    pub async fn wait_for(&self, session: &SessionId, id: &RequestId, wait: Duration) -> Lookup {
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             let waiter = {
                 let sessions = self.lock();
@@ -156,10 +161,15 @@ struct Poll {
 }
 
 impl Poll {
-    /// Counts a poll on `session`, if the session is held.
-    fn begin(hub: &Arc<Hub>, session: &SessionId) -> Option<Poll> {
+    /// Counts a poll on `session`, if request `id` is held there and has not ended.
+    fn begin(hub: &Arc<Hub>, session: &SessionId, id: &RequestId) -> Option<Poll> {
         let mut sessions = hub.lock();
-        sessions.get_mut(session)?.begin_poll(&hub.metrics);
+        let state = sessions.get_mut(session)?;
+        let entry = state.requests.get(id)?;
+        if matches!(entry.state, EntryState::Resolved(_)) {
+            return None;
+        }
+        state.begin_poll(&hub.metrics);
         Some(Poll {
             hub: Arc::clone(hub),
             session: session.clone(),
@@ -173,20 +183,41 @@ impl Drop for Poll {
         let Some(state) = sessions.get_mut(&self.session) else {
             return;
         };
-        state.end_poll();
+        // Tabs hear the agent left only if no poll follows within the grace: one timer per
+        // session, however many polls end.
+        if !state.end_poll() {
+            return;
+        }
         drop(sessions);
-        // Tabs hear the agent left only if no poll follows within the grace.
-        let hub = Arc::clone(&self.hub);
+        let hub = Arc::downgrade(&self.hub);
         let session = self.session.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                tokio::time::sleep(POLL_GRACE).await;
-                let mut sessions = hub.lock();
-                if let Some(state) = sessions.get_mut(&session) {
-                    state.refresh_presence(&hub.metrics);
-                }
+            runtime.spawn(settle_presence_after_polls(hub, session));
+        }
+    }
+}
+
+/// Waits out the grace of the session's last long-poll (again, if another poll ended
+/// meanwhile), then tells its tabs whether an agent is still waiting. Holds the hub only while
+/// it looks: a gateway shutting down is not kept open by it.
+async fn settle_presence_after_polls(hub: Weak<Hub>, session: SessionId) {
+    let mut until = tokio::time::Instant::now() + POLL_GRACE;
+    loop {
+        tokio::time::sleep_until(until).await;
+        let Some(hub) = hub.upgrade() else {
+            return;
+        };
+        let mut sessions = hub.lock();
+        let Some(state) = sessions.get_mut(&session) else {
+            return;
+        };
+        match state.poll_grace_left() {
+            Some(left) => until = tokio::time::Instant::now() + left,
+            None => {
+                state.refresh_presence(&hub.metrics);
                 hub.drop_if_idle(&mut sessions, &session);
-            });
+                return;
+            }
         }
     }
 }

@@ -1,42 +1,21 @@
-//! Bytes queued to tabs and not yet taken by their connections, counted per tab, per session
-//! and for the whole gateway, so that tabs that stop reading cannot hold memory without
-//! bound.
+//! A connection's queue, and the bytes queued to tabs and not yet taken by their connections,
+//! counted per tab, per session and for the whole gateway, so that tabs that stop reading
+//! cannot hold memory without bound.
 //!
 //! A frame counts from when it is queued until its connection takes it to write (a tab that
 //! keeps up holds next to nothing; one that has stopped reading holds everything sent since).
 //! Frames are shared, so the count can overstate what the tabs hold between them; it is still
 //! what they keep alive. When a frame would take a session past its budget, the session's tab
-//! holding the most is closed with 4408 (see `Session::send_to`); past the gateway's budget,
-//! the tab the frame is for is closed if it holds any. A tab that has taken everything always
-//! gets its next frame.
+//! holding the most is closed with 4408 (see `Session::send_to`); past the gateway's, the tab
+//! in the session holding the most is too. A tab that has taken everything always gets its
+//! next frame.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::mpsc;
 
 use super::frame::Frame;
-
-/// A queued frame and what it is counted as; the count is given back when the connection
-/// takes the frame (or drops the queue, closing).
-#[derive(Debug)]
-pub struct Queued {
-    frame: Frame,
-    _charge: Option<Charge>,
-}
-
-impl Queued {
-    /// A frame counted against nothing (agents' frames, which their queue bounds).
-    pub(super) fn uncounted(frame: Frame) -> Self {
-        Queued {
-            frame,
-            _charge: None,
-        }
-    }
-
-    /// The frame, to write out: it no longer counts as queued.
-    pub fn take(self) -> Frame {
-        self.frame
-    }
-}
 
 /// What the budgets allow.
 #[derive(Clone, Copy, Debug)]
@@ -45,19 +24,10 @@ pub(super) struct Budgets {
     pub(super) total: usize,
 }
 
-/// Which budget a frame would break.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum OverBudget {
-    /// The session's.
-    Session,
-    /// The gateway's.
-    Total,
-}
-
 /// One tab's place in the counts: its own, its session's and the gateway's.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct TabBudget {
-    tab: Arc<AtomicUsize>,
+    tab: AtomicUsize,
     session: Arc<AtomicUsize>,
     total: Arc<AtomicUsize>,
     budgets: Budgets,
@@ -70,7 +40,7 @@ impl TabBudget {
         budgets: Budgets,
     ) -> Self {
         TabBudget {
-            tab: Arc::new(AtomicUsize::new(0)),
+            tab: AtomicUsize::new(0),
             session,
             total,
             budgets,
@@ -82,47 +52,73 @@ impl TabBudget {
         self.tab.load(Ordering::Acquire)
     }
 
-    /// Which budget `bytes` more would break, if any.
-    pub(super) fn over(&self, bytes: usize) -> Option<OverBudget> {
+    /// Whether `bytes` more would take the session or the gateway past its budget.
+    pub(super) fn over(&self, bytes: usize) -> bool {
         let past = |counter: &AtomicUsize, budget: usize| {
             counter.load(Ordering::Acquire).saturating_add(bytes) > budget
         };
-        if past(&self.session, self.budgets.per_session) {
-            Some(OverBudget::Session)
-        } else if past(&self.total, self.budgets.total) {
-            Some(OverBudget::Total)
-        } else {
-            None
-        }
+        past(&self.session, self.budgets.per_session) || past(&self.total, self.budgets.total)
     }
 
-    /// `frame`, counted while it waits.
-    pub(super) fn charge(&self, frame: Frame) -> Queued {
-        let bytes = frame.len();
-        for counter in [&self.tab, &self.session, &self.total] {
+    /// `bytes` are queued.
+    pub(super) fn charge(&self, bytes: usize) {
+        for counter in [&self.tab, &*self.session, &*self.total] {
             counter.fetch_add(bytes, Ordering::AcqRel);
         }
-        Queued {
-            frame,
-            _charge: Some(Charge {
-                bytes,
-                budget: self.clone(),
-            }),
+    }
+
+    /// `bytes` are taken (or were never queued after all).
+    pub(super) fn release(&self, bytes: usize) {
+        for counter in [&self.tab, &*self.session, &*self.total] {
+            counter.fetch_sub(bytes, Ordering::AcqRel);
         }
     }
 }
 
-/// Bytes counted while a frame waits.
+/// Where a link's budget goes once its tab has joined a session (agents never get one). The
+/// link and its queue share it, so that what one charges the other gives back.
+pub(super) type BudgetSlot = Arc<OnceLock<TabBudget>>;
+
+/// The receiving end of a connection's queue. A tab's frames are given back to the budgets as
+/// they are taken, and those still queued when it is dropped.
 #[derive(Debug)]
-struct Charge {
-    bytes: usize,
-    budget: TabBudget,
+pub struct Queue {
+    rx: mpsc::Receiver<Frame>,
+    budget: BudgetSlot,
 }
 
-impl Drop for Charge {
+impl Queue {
+    pub(super) fn new(rx: mpsc::Receiver<Frame>, budget: BudgetSlot) -> Self {
+        Queue { rx, budget }
+    }
+
+    /// The next frame (`None`: the hub let go of the connection). Cancel-safe.
+    pub async fn recv(&mut self) -> Option<Frame> {
+        let frame = self.rx.recv().await?;
+        self.taken(&frame);
+        Some(frame)
+    }
+
+    /// The next frame if one is queued now.
+    pub fn try_recv(&mut self) -> Option<Frame> {
+        let frame = self.rx.try_recv().ok()?;
+        self.taken(&frame);
+        Some(frame)
+    }
+
+    fn taken(&self, frame: &Frame) {
+        if let Some(budget) = self.budget.get() {
+            budget.release(frame.len());
+        }
+    }
+}
+
+impl Drop for Queue {
     fn drop(&mut self) {
-        for counter in [&self.budget.tab, &self.budget.session, &self.budget.total] {
-            counter.fetch_sub(self.bytes, Ordering::AcqRel);
+        // Closed first, so nothing is queued after the last frame is counted out.
+        self.rx.close();
+        while let Some(frame) = self.try_recv() {
+            drop(frame);
         }
     }
 }
@@ -138,25 +134,34 @@ mod tests {
     }
 
     #[test]
-    fn counts_are_given_back_when_the_frame_is_taken() {
+    fn counts_are_given_back_when_frames_are_taken_or_dropped_with_the_queue() {
         let session = Arc::new(AtomicUsize::new(0));
         let total = Arc::new(AtomicUsize::new(0));
         let budgets = Budgets {
             per_session: 100,
             total: 150,
         };
-        let a = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
-        let b = TabBudget::new(Arc::clone(&session), Arc::clone(&total), budgets);
-        let first = a.charge(frame(80));
-        assert_eq!(a.over(30), Some(OverBudget::Session));
-        assert_eq!(b.over(20), None);
-        let other_session =
-            TabBudget::new(Arc::new(AtomicUsize::new(0)), Arc::clone(&total), budgets);
-        assert_eq!(other_session.over(80), Some(OverBudget::Total));
-        assert_eq!((a.waiting(), b.waiting()), (80, 0));
-        let _ = first.take();
+        let slot: BudgetSlot = Arc::default();
+        let _ = slot.set(TabBudget::new(
+            Arc::clone(&session),
+            Arc::clone(&total),
+            budgets,
+        ));
+        let (tx, rx) = mpsc::channel(8);
+        let mut queue = Queue::new(rx, Arc::clone(&slot));
+        let a = slot.get().unwrap();
+        for bytes in [60, 20] {
+            a.charge(bytes);
+            tx.try_send(frame(bytes)).unwrap();
+        }
+        assert!(a.over(30), "past the session's budget");
+        let other = TabBudget::new(Arc::new(AtomicUsize::new(0)), Arc::clone(&total), budgets);
+        assert!(other.over(80), "past the gateway's budget");
+        assert!(!other.over(60));
+        assert_eq!(queue.try_recv().map(|f| f.len()), Some(60));
+        assert_eq!((a.waiting(), session.load(Ordering::Relaxed)), (20, 20));
+        drop(queue);
         assert_eq!(session.load(Ordering::Relaxed), 0);
         assert_eq!(total.load(Ordering::Relaxed), 0);
-        assert_eq!(a.waiting(), 0);
     }
 }

@@ -15,7 +15,6 @@ use super::entry::{Entry, EntryState};
 use super::finished::Finished;
 use super::frame::Frame;
 use super::links::Link;
-use super::queued::OverBudget;
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
@@ -66,6 +65,8 @@ pub(super) struct Session {
     poll_grace_until: Option<Instant>,
     /// Whether tabs were last told an agent is waiting.
     announced_online: bool,
+    /// Whether a timer will tell the tabs when the last long-poll's grace is over.
+    grace_timer_set: bool,
 }
 
 /// What a snapshot's shared part is made of: the open requests (a request's view never
@@ -99,6 +100,7 @@ impl Session {
             pollers: 0,
             poll_grace_until: None,
             announced_online: false,
+            grace_timer_set: false,
         }
     }
 
@@ -155,13 +157,28 @@ impl Session {
         self.refresh_presence(metrics);
     }
 
-    /// A long-poll stops waiting; tabs hear of it only once the grace has passed (see
-    /// [`Session::refresh_presence`]).
-    pub(super) fn end_poll(&mut self) {
+    /// A long-poll stops waiting; tabs hear of it only once the grace has passed. `true` if a
+    /// timer must be set to tell them then (none is set yet).
+    pub(super) fn end_poll(&mut self) -> bool {
         self.pollers -= 1;
-        if self.pollers == 0 {
-            self.poll_grace_until = Some(Instant::now() + POLL_GRACE);
+        if self.pollers > 0 {
+            return false;
         }
+        self.poll_grace_until = Some(Instant::now() + POLL_GRACE);
+        !std::mem::replace(&mut self.grace_timer_set, true)
+    }
+
+    /// How much of the last long-poll's grace is left, if any, with no poll waiting; `None`
+    /// ends the timer (it is set again by the next poll to end).
+    pub(super) fn poll_grace_left(&mut self) -> Option<Duration> {
+        let left = self
+            .poll_grace_until
+            .map(|until| until.saturating_duration_since(Instant::now()))
+            .filter(|left| !left.is_zero() && self.pollers == 0);
+        if left.is_none() {
+            self.grace_timer_set = false;
+        }
+        left
     }
 
     /// Tells the tabs if whether an agent is waiting has changed since they were last told.
@@ -180,29 +197,28 @@ impl Session {
     }
 
     /// Sends `frame` to tab `link_id`; `false` if it was not queued. When the frame would take
-    /// the session past its queued-bytes budget, the session's tab holding the most is closed
-    /// with 4408 (it is the one not reading); past the gateway's, this tab is, if it holds
-    /// any. A tab that holds nothing gets the frame either way.
+    /// the session or the gateway past its queued-bytes budget, the session's tab holding the
+    /// most (and not already closing) is closed with 4408: it is the one not reading. A tab
+    /// that holds nothing gets the frame either way.
     pub(super) fn send_to(&self, link_id: u64, frame: Frame, metrics: &Metrics) -> bool {
         let Some(slot) = self.tabs.get(&link_id) else {
             return false;
         };
-        let (frame, over) = match slot.link.send_within_budget(frame, metrics) {
+        let frame = match slot.link.send_within_budget(frame, metrics) {
             Ok(sent) => return sent,
             Err(refused) => refused,
         };
-        let worst = match over {
-            OverBudget::Session => self
-                .tabs
-                .iter()
-                .max_by_key(|(_, slot)| slot.link.waiting())
-                .map(|(id, slot)| (*id, &slot.link)),
-            OverBudget::Total => Some((link_id, &slot.link)),
-        };
+        // A tab already closing still holds its bytes until its task lets go of its queue:
+        // the next in line is the one to close.
+        let worst = self
+            .tabs
+            .iter()
+            .filter(|(_, slot)| !slot.link.is_closing())
+            .max_by_key(|(_, slot)| slot.link.waiting());
         match worst {
-            Some((worst_id, worst)) if worst.waiting() > 0 => {
-                worst.close_too_slow(metrics);
-                worst_id != link_id && slot.link.send(frame, metrics)
+            Some((worst_id, worst)) if worst.link.waiting() > 0 => {
+                worst.link.close_too_slow(metrics);
+                *worst_id != link_id && slot.link.send(frame, metrics)
             }
             _ => slot.link.send(frame, metrics),
         }
@@ -322,22 +338,27 @@ fn snapshot_head(head: &SnapshotHead<'_>) -> Bytes {
 fn snapshot_body<'v>(
     views: impl Iterator<Item = &'v Bytes>,
     max_frame_bytes: usize,
-    finished: impl Iterator<Item = &'v Bytes>,
+    finished: impl Iterator<Item = [&'v Bytes; 2]>,
 ) -> Bytes {
-    let views: Vec<&Bytes> = views.collect();
-    let finished: Vec<&Bytes> = finished.collect();
-    let bytes: usize = views.iter().chain(&finished).map(|v| v.len() + 1).sum();
+    let views: Vec<[&Bytes; 1]> = views.map(|view| [view]).collect();
+    let finished: Vec<[&Bytes; 2]> = finished.collect();
+    let pieces = |items: &[&Bytes]| items.iter().map(|piece| piece.len()).sum::<usize>() + 1;
+    let bytes: usize = views.iter().map(|v| pieces(v)).sum::<usize>()
+        + finished.iter().map(|f| pieces(f)).sum::<usize>();
     let mut out = Vec::with_capacity(64 + bytes);
-    let list = |out: &mut Vec<u8>, items: &[&Bytes]| {
+    // Each item is its pieces one after the other.
+    fn list<const N: usize>(out: &mut Vec<u8>, items: &[[&Bytes; N]]) {
         out.push(b'[');
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(item);
+            for piece in item {
+                out.extend_from_slice(piece);
+            }
         }
         out.push(b']');
-    };
+    }
     out.extend_from_slice(br#""requests":"#);
     list(&mut out, &views);
     let _ = write!(out, r#","max_frame_bytes":{max_frame_bytes},"finished":"#);

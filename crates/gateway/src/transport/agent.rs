@@ -15,7 +15,8 @@ use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Keepalive, Step, Watch, WebSocket, close_with, next_event, poll_once, socket_config, step,
+    Closing, Keepalive, Step, Watch, WebSocket, close_with, next_event, poll_once, socket_config,
+    step,
 };
 use super::upgrade::Upgrade;
 use crate::hub::{AgentHandle, Link};
@@ -48,22 +49,22 @@ async fn run(mut socket: WebSocket, state: AppState, admitted: Result<SessionSco
     let scope = match admitted {
         Ok(scope) => scope,
         Err(refusal) => {
-            close_with(&mut socket, close::BAD_KEY, refusal.message()).await;
+            close_with(
+                &mut socket,
+                Closing::with(close::BAD_KEY, refusal.message()),
+            )
+            .await;
             return;
         }
     };
     gauge_add(&state.hub.metrics().connection_tasks, 1);
-    if let Some((code, reason)) = serve(&mut socket, &state, scope).await {
-        close_with(&mut socket, code, reason).await;
+    if let Some(closing) = serve(&mut socket, &state, scope).await {
+        close_with(&mut socket, closing).await;
     }
     gauge_add(&state.hub.metrics().connection_tasks, -1);
 }
 
-async fn serve(
-    socket: &mut WebSocket,
-    state: &AppState,
-    scope: SessionScope,
-) -> Option<(u16, &'static str)> {
+async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) -> Option<Closing> {
     let limits = state.hub.limits();
     let (link, mut queue, kick) = Link::new(limits.agent_queue);
     let agent = Arc::new(state.hub.attach_agent(link, scope));
@@ -87,7 +88,8 @@ async fn serve(
         let event = next_event(socket, &mut watch).await;
         let text = match step(socket, &mut watch, &mut pacer, event).await {
             Step::Continue => continue,
-            Step::End(code) => break code,
+            Step::End(ending) => break ending.map(|(code, reason)| Closing::with(code, reason)),
+            Step::Failed(code, reason) => break Some(Closing::after_bad_input(code, reason)),
             Step::Text(text) => text,
         };
         match serde_json::from_str::<AgentFrame>(&text) {

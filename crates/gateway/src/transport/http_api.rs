@@ -290,7 +290,7 @@ pub async fn get_request(
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     let wait = query.wait()?;
     let lookup = tokio::select! {
-        lookup = state.hub.wait_for(&session, &id, wait) => lookup,
+        lookup = state.hub.long_poll(&session, &id, wait) => lookup,
         // A shutdown ends the poll early with the current state; the host polls again.
         () = state.shutdown.cancelled() => state.hub.wait_for(&session, &id, Duration::ZERO).await,
     };

@@ -9,7 +9,8 @@ use std::time::Duration;
 use askgate_protocol::close;
 use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
-use tokio::sync::{mpsc, watch};
+use tokio::io::AsyncReadExt as _;
+use tokio::sync::watch;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(super) use super::upgrade::WebSocket;
 use crate::config::Limits;
-use crate::hub::{FRAGMENT_BYTES, Frame, Kick, Queued};
+use crate::hub::{FRAGMENT_BYTES, Frame, Kick, Queue};
 use crate::metrics::{Metrics, count};
 use crate::pacer::Pacer;
 
@@ -31,6 +32,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// waiting for its own close frame. Closing a socket with unread input makes the kernel reset
 /// the connection, and a reset can discard the close frame before the peer reads it.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most of a peer's unread input read after its bad input, before closing anyway.
+const DRAIN_BYTES: usize = 4 * 1024 * 1024;
 
 /// The socket configuration for a peer that may send messages of `max_message_bytes`.
 ///
@@ -53,7 +56,7 @@ pub(super) enum Event {
     /// A message from the peer (`None`: the stream ended).
     Incoming(Option<Result<Message, WsError>>),
     /// A frame the hub queued (`None`: the hub let go of the connection).
-    Outgoing(Option<Queued>),
+    Outgoing(Option<Frame>),
     /// A tab's latest presence.
     Presence(Frame),
     /// Time to ping.
@@ -64,7 +67,7 @@ pub(super) enum Event {
 
 /// The parts of a connection the event loop watches besides the socket.
 pub(super) struct Watch<'a> {
-    pub(super) queue: &'a mut mpsc::Receiver<Queued>,
+    pub(super) queue: &'a mut Queue,
     /// A tab's latest `presence` (agents: none).
     pub(super) presence: Option<&'a mut watch::Receiver<Option<Frame>>>,
     pub(super) kick: &'a Kick,
@@ -147,6 +150,36 @@ pub(super) enum Step {
     Text(Utf8Bytes),
     /// The connection ends, with this close code and reason if any.
     End(Option<(u16, &'static str)>),
+    /// The peer's input could not be read (a frame too large, not UTF-8, against the
+    /// protocol): close with this code and reason, its unread input drained first.
+    Failed(u16, &'static str),
+}
+
+/// How a connection ends, as its task hands it to [`close_with`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Closing {
+    pub(super) code: u16,
+    pub(super) reason: &'static str,
+    /// The WebSocket stream failed on the peer's input, which may still be arriving.
+    pub(super) after_bad_input: bool,
+}
+
+impl Closing {
+    pub(super) fn with(code: u16, reason: &'static str) -> Self {
+        Closing {
+            code,
+            reason,
+            after_bad_input: false,
+        }
+    }
+
+    pub(super) fn after_bad_input(code: u16, reason: &'static str) -> Self {
+        Closing {
+            code,
+            reason,
+            after_bad_input: true,
+        }
+    }
 }
 
 /// Handles `event` as every connection does: writes what the hub queued, keeps the peer
@@ -160,7 +193,7 @@ pub(super) async fn step(
     let ended = |code: Option<u16>| Step::End(code.map(|c| (c, "closing")));
     match event {
         Event::Close(code) => ended(Some(code)),
-        Event::Outgoing(Some(queued)) => match write_frames(socket, queued, watch).await {
+        Event::Outgoing(Some(frame)) => match write_frames(socket, frame, watch).await {
             Ok(()) => Step::Continue,
             Err(code) => ended(code),
         },
@@ -179,8 +212,16 @@ pub(super) async fn step(
             },
             None => Step::End(None),
         },
-        Event::Incoming(None | Some(Ok(Message::Close(_)))) => Step::End(None),
-        Event::Incoming(Some(Err(error))) => Step::End(code_for_read_error(&error, watch.metrics)),
+        Event::Incoming(None) => Step::End(None),
+        Event::Incoming(Some(Ok(Message::Close(_)))) => {
+            // tungstenite has queued the reply to the peer's close; it goes out on a flush.
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.flush()).await;
+            Step::End(None)
+        }
+        Event::Incoming(Some(Err(error))) => match code_for_read_error(&error, watch.metrics) {
+            Some((code, reason)) => Step::Failed(code, reason),
+            None => Step::End(None),
+        },
         Event::Incoming(Some(Ok(message))) => {
             watch.keepalive.alive();
             // Every frame counts, pings too: answering a flood of pings is work as well.
@@ -204,22 +245,20 @@ pub(super) async fn step(
 /// guarded by [`Watch::guard`].
 pub(super) async fn write_frames(
     socket: &mut WebSocket,
-    first: Queued,
+    first: Frame,
     watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
     let mut batch = Vec::with_capacity(BATCH_FRAMES);
     batch.push(first);
     while batch.len() < BATCH_FRAMES {
         match watch.queue.try_recv() {
-            Ok(queued) => batch.push(queued),
-            Err(_) => break,
+            Some(frame) => batch.push(frame),
+            None => break,
         }
     }
     // Guarded fragment by fragment: a peer that reads slowly but steadily gets a whole batch
     // however long it takes; one that takes nothing for a ping interval is closed.
-    for queued in batch {
-        // Taken now: from here the frame is being written, no longer waiting.
-        let frame = queued.take();
+    for frame in batch {
         write_frame(socket, &frame, watch).await?;
     }
     watch.guard(socket.flush()).await
@@ -259,19 +298,33 @@ pub(super) async fn send_ping(
     watch.guard(socket.send(ping)).await
 }
 
-/// Sends a close frame with `code` (within [`CLOSE_TIMEOUT`]), then reads and drops what the
-/// peer still sends until its own close frame arrives or [`DRAIN_TIMEOUT`] passes.
-pub(super) async fn close_with(socket: &mut WebSocket, code: u16, reason: &str) {
+/// Sends the close frame (within [`CLOSE_TIMEOUT`]), then reads and drops what the peer
+/// still sends, until its own close frame arrives (or its input ends) or [`DRAIN_TIMEOUT`]
+/// passes. After bad input the WebSocket stream reads nothing more, so the raw connection is
+/// read instead, up to [`DRAIN_BYTES`].
+pub(super) async fn close_with(socket: &mut WebSocket, closing: Closing) {
     let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: Utf8Bytes::from(reason),
+        code: CloseCode::from(closing.code),
+        reason: Utf8Bytes::from(closing.reason),
     };
     let sent = tokio::time::timeout(CLOSE_TIMEOUT, socket.send(Message::Close(Some(frame)))).await;
     if !matches!(sent, Ok(Ok(()))) {
         return;
     }
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while let Some(Ok(_)) = socket.next().await {}
+        if closing.after_bad_input {
+            let raw = socket.get_mut();
+            let mut sink = [0u8; 8192];
+            let mut drained = 0;
+            while drained < DRAIN_BYTES {
+                match raw.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => drained += n,
+                }
+            }
+        } else {
+            while let Some(Ok(_)) = socket.next().await {}
+        }
     })
     .await;
 }

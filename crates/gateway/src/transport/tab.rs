@@ -13,8 +13,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument as _;
 
 use super::socket::{
-    Keepalive, Step, Watch, WebSocket, close_with, code_for_read_error, next_event, socket_config,
-    step,
+    Closing, Keepalive, Step, Watch, WebSocket, close_with, code_for_read_error, next_event,
+    socket_config, step,
 };
 use super::upgrade::Upgrade;
 use crate::hub::{Link, TabHandle};
@@ -39,39 +39,38 @@ pub async fn tab_endpoint(
 
 async fn run(mut socket: WebSocket, state: AppState, session: String) {
     gauge_add(&state.hub.metrics().connection_tasks, 1);
-    let code = serve(&mut socket, &state, &session).await;
-    if let Some((code, reason)) = code {
-        close_with(&mut socket, code, reason).await;
+    if let Some(closing) = serve(&mut socket, &state, &session).await {
+        close_with(&mut socket, closing).await;
     }
     gauge_add(&state.hub.metrics().connection_tasks, -1);
 }
 
-/// Runs the connection; the close code to end it with, if any.
-async fn serve(
-    socket: &mut WebSocket,
-    state: &AppState,
-    session: &str,
-) -> Option<(u16, &'static str)> {
+/// Runs the connection; how to close it, if with a code.
+async fn serve(socket: &mut WebSocket, state: &AppState, session: &str) -> Option<Closing> {
+    let with = |code, reason| Some(Closing::with(code, reason));
     let Ok(session) = SessionId::parse(session) else {
-        return Some((close::UNKNOWN_SESSION, "not a session id"));
+        return with(close::UNKNOWN_SESSION, "not a session id");
     };
     let hello = tokio::select! {
         hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.next()) => hello,
-        () = state.shutdown.cancelled() => return Some((close::GOING_AWAY, "shutting down")),
+        () = state.shutdown.cancelled() => return with(close::GOING_AWAY, "shutting down"),
     };
     let (key, requested_tab) = match hello {
         Ok(Some(Ok(Message::Text(text)))) => match serde_json::from_str::<FromTab>(&text) {
             Ok(FromTab::Hello { key, tab }) => (key, tab),
-            _ => return Some((close::MALFORMED, "the first frame must be hello")),
+            _ => return with(close::MALFORMED, "the first frame must be hello"),
         },
-        Ok(Some(Err(error))) => return code_for_read_error(&error, state.hub.metrics()),
+        Ok(Some(Err(error))) => {
+            let (code, reason) = code_for_read_error(&error, state.hub.metrics())?;
+            return Some(Closing::after_bad_input(code, reason));
+        }
         Ok(None | Some(Ok(Message::Close(_)))) => return None,
-        Ok(Some(Ok(_))) => return Some((close::MALFORMED, "the first frame must be hello")),
+        Ok(Some(Ok(_))) => return with(close::MALFORMED, "the first frame must be hello"),
         // Not a broken page, most likely a stalled network: the page may reconnect.
-        Err(_) => return Some((close::TOO_SLOW, "no hello in time")),
+        Err(_) => return with(close::TOO_SLOW, "no hello in time"),
     };
     if !state.hub.keys().verify(&session, &key) {
-        return Some((close::BAD_KEY, "wrong viewer key"));
+        return with(close::BAD_KEY, "wrong viewer key");
     }
     let limits = state.hub.limits();
     let (link, mut queue, mut presence, kick) = Link::new_tab(limits.tab_queue);
@@ -81,7 +80,7 @@ async fn serve(
         link,
     ) {
         Ok(handle) => handle,
-        Err(refused) => return Some((refused.close_code(), refused.reason())),
+        Err(refused) => return with(refused.close_code(), refused.reason()),
     };
     tracing::debug!(tab = %handle.tab(), "tab joined");
     let mut keepalive = Keepalive::new(limits.ping_interval);
@@ -98,7 +97,8 @@ async fn serve(
         let event = next_event(socket, &mut watch).await;
         match step(socket, &mut watch, &mut pacer, event).await {
             Step::Continue => {}
-            Step::End(code) => return code,
+            Step::End(ending) => return ending.map(|(code, reason)| Closing::with(code, reason)),
+            Step::Failed(code, reason) => return Some(Closing::after_bad_input(code, reason)),
             Step::Text(text) => {
                 // Boxed: a connection's task is as large as its largest wait, and handling a
                 // frame (an answer waits on the hub and the store) would make every idle tab

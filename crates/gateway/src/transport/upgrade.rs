@@ -9,6 +9,7 @@ use axum::http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UP
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
@@ -18,7 +19,9 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 /// An upgraded connection, spoken as WebSocket.
 pub(super) type WebSocket = WebSocketStream<TokioIo<Upgraded>>;
 
-/// A request asking to become a WebSocket, checked as RFC 6455 section 4.2.1 asks.
+/// A request asking to become a WebSocket: a GET with the upgrade headers of RFC 6455
+/// section 4.2.1 and a key of 16 bytes (what else a client sends, such as subprotocols or
+/// extensions, is not taken up).
 pub struct Upgrade {
     on_upgrade: OnUpgrade,
     accept: HeaderValue,
@@ -81,6 +84,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
         let Some(key) = parts.headers.get(SEC_WEBSOCKET_KEY) else {
             return refuse("Sec-WebSocket-Key is missing\n");
         };
+        let nonce = base64::engine::general_purpose::STANDARD.decode(key.as_bytes());
+        if nonce.map_or(true, |nonce| nonce.len() != 16) {
+            return refuse("Sec-WebSocket-Key must be 16 bytes in base64\n");
+        }
         let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) else {
             return refuse("Sec-WebSocket-Key is not a key\n");
         };

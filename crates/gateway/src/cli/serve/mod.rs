@@ -335,6 +335,14 @@ fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
                 );
             }
         }
+        // Said at start: a key that held a `:` before scopes existed is now split, and an
+        // operator should see it (by position and length only: both parts may be secret).
+        if let Some(chars) = key.scope().prefix_chars() {
+            tracing::info!(
+                "--agent-key number {position} acts only on sessions whose id starts with its \
+                 {chars}-character prefix (the part after its first `:`)"
+            );
+        }
         keys.push((position, key));
     }
     Ok(keys.into_iter().map(|(_, key)| key).collect())
