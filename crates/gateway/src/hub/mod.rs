@@ -20,6 +20,7 @@ mod queued;
 mod resolving;
 mod restore;
 mod session;
+mod snapshot;
 
 pub use asking::AskReply;
 pub use forgetting::AckReply;

@@ -1,20 +1,19 @@
 //! One session: its tabs, its agent connections, its requests; fan-out and presence.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
-use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::entry::{Entry, EntryState};
 use super::finished::Finished;
 use super::frame::Frame;
 use super::links::Link;
+use super::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
@@ -58,7 +57,7 @@ pub(super) struct Session {
     /// Paces tabs joining.
     pub(super) joins: Pacer,
     /// The shared part of the last snapshot, reused while the session shows the same.
-    snapshot_body: Option<(SnapshotKey, Bytes)>,
+    snapshot_body: SnapshotBody,
     /// HTTP long-polls waiting on this session's requests now.
     pollers: usize,
     /// Until when the last long-poll to end still counts its agent as waiting.
@@ -67,14 +66,6 @@ pub(super) struct Session {
     announced_online: bool,
     /// Whether a timer will tell the tabs when the last long-poll's grace is over.
     grace_timer_set: bool,
-}
-
-/// What a snapshot's shared part is made of: the open requests (a request's view never
-/// changes, so its sequence number names it) and the finished list's generation.
-#[derive(Debug, PartialEq, Eq)]
-struct SnapshotKey {
-    open: Vec<u64>,
-    finished: u64,
 }
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
@@ -96,7 +87,7 @@ impl Session {
             finished: Finished::default(),
             queued_bytes: Arc::new(AtomicUsize::new(0)),
             joins: Pacer::new(joins_per_second),
-            snapshot_body: None,
+            snapshot_body: SnapshotBody::default(),
             pollers: 0,
             poll_grace_until: None,
             announced_online: false,
@@ -251,22 +242,9 @@ impl Session {
         self.finished.prune(now_ms());
         let mut open: Vec<&Entry> = self.requests.values().filter(|e| e.is_open()).collect();
         open.sort_by_key(|e| e.seq);
-        let key = SnapshotKey {
-            open: open.iter().map(|e| e.seq).collect(),
-            finished: self.finished.generation(),
-        };
-        let body = match &self.snapshot_body {
-            Some((cached, body)) if *cached == key => body.clone(),
-            _ => {
-                let body = snapshot_body(
-                    open.iter().map(|e| &e.encoded.view),
-                    max_frame_bytes,
-                    self.finished.views(),
-                );
-                self.snapshot_body = Some((key, body.clone()));
-                body
-            }
-        };
+        let body = self
+            .snapshot_body
+            .body(&open, &self.finished, max_frame_bytes);
         let head = SnapshotHead {
             session: self.id.as_str(),
             tab: tab.as_str(),
@@ -274,7 +252,7 @@ impl Session {
             tabs: self.tabs.len(),
             agent_online: self.agent_online(),
         };
-        Frame::joined(snapshot_head(&head), body)
+        Frame::joined(head.encode(), body)
     }
 
     /// A tab id for a joining tab: the one it asked for unless another live tab has it
@@ -308,65 +286,6 @@ impl Session {
     }
 }
 
-/// A snapshot's own fields, which differ from tab to tab.
-struct SnapshotHead<'a> {
-    session: &'a str,
-    tab: &'a str,
-    now_ms: u64,
-    tabs: usize,
-    agent_online: bool,
-}
-
-/// The `snapshot` frame up to its requests, as serde_json writes [`ToTab::Snapshot`].
-fn snapshot_head(head: &SnapshotHead<'_>) -> Bytes {
-    let mut out = Vec::with_capacity(160 + head.session.len() + head.tab.len());
-    // Writing into a `Vec` cannot fail.
-    out.extend_from_slice(br#"{"type":"snapshot","session":"#);
-    let _ = serde_json::to_writer(&mut out, head.session);
-    out.extend_from_slice(br#","tab":"#);
-    let _ = serde_json::to_writer(&mut out, head.tab);
-    let _ = write!(
-        out,
-        r#","now_ms":{},"tabs":{},"agent_online":{},"#,
-        head.now_ms, head.tabs, head.agent_online
-    );
-    Bytes::from(out)
-}
-
-/// The rest of the `snapshot` frame, from its requests to the end: byte for byte what
-/// serde_json writes, given views that are serde_json's output too.
-fn snapshot_body<'v>(
-    views: impl Iterator<Item = &'v Bytes>,
-    max_frame_bytes: usize,
-    finished: impl Iterator<Item = [&'v Bytes; 2]>,
-) -> Bytes {
-    let views: Vec<[&Bytes; 1]> = views.map(|view| [view]).collect();
-    let finished: Vec<[&Bytes; 2]> = finished.collect();
-    let pieces = |items: &[&Bytes]| items.iter().map(|piece| piece.len()).sum::<usize>() + 1;
-    let bytes: usize = views.iter().map(|v| pieces(v)).sum::<usize>()
-        + finished.iter().map(|f| pieces(f)).sum::<usize>();
-    let mut out = Vec::with_capacity(64 + bytes);
-    // Each item is its pieces one after the other.
-    fn list<const N: usize>(out: &mut Vec<u8>, items: &[[&Bytes; N]]) {
-        out.push(b'[');
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            for piece in item {
-                out.extend_from_slice(piece);
-            }
-        }
-        out.push(b']');
-    }
-    out.extend_from_slice(br#""requests":"#);
-    list(&mut out, &views);
-    let _ = write!(out, r#","max_frame_bytes":{max_frame_bytes},"finished":"#);
-    list(&mut out, &finished);
-    out.push(b'}');
-    Bytes::from(out)
-}
-
 /// A fresh tab id: `t-` and 16 random hex digits.
 fn generated_tab_id() -> TabId {
     let n: u64 = rand::random();
@@ -386,123 +305,4 @@ pub(super) fn generated_request_id() -> RequestId {
 pub(super) fn generated_session_id() -> SessionId {
     let n: u64 = rand::random();
     SessionId::parse(format!("s-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
-}
-
-#[cfg(test)]
-mod tests {
-    use askgate_protocol::wire::{FinishedView, RequestView};
-    use askgate_protocol::{Dialect, Outcome, Settlement};
-    use serde_json::json;
-
-    use super::super::entry::EncodedRequest;
-    use super::*;
-    use crate::store::StoredResolution;
-
-    fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
-        RequestView {
-            id: id.into(),
-            dialect: Dialect::Deepagents,
-            title: None,
-            questions: json!([{"question": "Why \"so\"?\u{1}", "type": "text"}]),
-            asked_at_ms: 3,
-            deadline_ms,
-        }
-    }
-
-    #[test]
-    fn a_pieced_snapshot_is_what_serde_json_writes() {
-        let head = SnapshotHead {
-            session: "s-1",
-            tab: "t-\"x\"",
-            now_ms: 1_700_000_000_123,
-            tabs: 2,
-            agent_online: true,
-        };
-        let finished = FinishedView {
-            request: view("r-0", Some(4)),
-            outcome: Outcome::Answered,
-            response: json!({"answers": ["ok"]}),
-            by: Some("t-1".into()),
-            at_ms: 8,
-        };
-        let resolution = StoredResolution {
-            settlement: Settlement {
-                outcome: Outcome::Answered,
-                response: finished.response.clone(),
-                result: json!("Q: a\nA: ok"),
-                model_text: Some("Q: a\nA: ok".into()),
-            },
-            by: finished.by.clone(),
-            at_ms: finished.at_ms,
-        };
-        let mut ended = Finished::default();
-        ended.push(
-            &RequestId::parse("r-0").unwrap(),
-            &EncodedRequest::new(&finished.request).view,
-            &resolution,
-        );
-        for (views, finished) in [
-            (vec![], vec![]),
-            (vec![view("r-1", None)], vec![finished.clone()]),
-            (
-                vec![view("r-1", Some(9)), view("r-2", None)],
-                vec![finished],
-            ),
-        ] {
-            let encoded: Vec<EncodedRequest> = views.iter().map(EncodedRequest::new).collect();
-            let no_finished = Finished::default();
-            let listed = if finished.is_empty() {
-                &no_finished
-            } else {
-                &ended
-            };
-            let pieced = Frame::joined(
-                snapshot_head(&head),
-                snapshot_body(encoded.iter().map(|e| &e.view), 65_536, listed.views()),
-            );
-            let encoded = Frame::encode(&ToTab::Snapshot {
-                session: head.session.into(),
-                tab: head.tab.into(),
-                now_ms: head.now_ms,
-                tabs: head.tabs,
-                agent_online: head.agent_online,
-                requests: views,
-                max_frame_bytes: 65_536,
-                finished,
-            });
-            assert_eq!(pieced.text(), encoded.text());
-        }
-    }
-
-    #[test]
-    fn a_snapshot_shares_its_body_until_the_session_changes() {
-        let mut session = Session::new(SessionId::parse("s").unwrap(), 10);
-        let tab = TabId::parse("t-1").unwrap();
-        let first = session.snapshot(&tab, 1024);
-        let second = session.snapshot(&TabId::parse("t-2").unwrap(), 1024);
-        assert!(first.shares_body_with(&second));
-        let resolution = StoredResolution {
-            settlement: Settlement {
-                outcome: Outcome::Withdrawn,
-                response: serde_json::Value::Null,
-                result: serde_json::Value::Null,
-                model_text: None,
-            },
-            by: None,
-            at_ms: 1,
-        };
-        let id = RequestId::parse("r").unwrap();
-        session.finished.push(
-            &id,
-            &EncodedRequest::new(&view("r", None)).view,
-            &resolution,
-        );
-        let third = session.snapshot(&tab, 1024);
-        assert!(!third.shares_body_with(&second));
-        assert!(
-            third.text().contains(r#""finished":[{"id":"r""#),
-            "{}",
-            third.text()
-        );
-    }
 }

@@ -49,17 +49,15 @@ async fn run(mut socket: WebSocket, state: AppState, admitted: Result<SessionSco
     let scope = match admitted {
         Ok(scope) => scope,
         Err(refusal) => {
-            close_with(
-                &mut socket,
-                Closing::with(close::BAD_KEY, refusal.message()),
-            )
-            .await;
+            let closing = Closing::with(close::BAD_KEY, refusal.message());
+            Box::pin(close_with(&mut socket, closing)).await;
             return;
         }
     };
     gauge_add(&state.hub.metrics().connection_tasks, 1);
     if let Some(closing) = serve(&mut socket, &state, scope).await {
-        close_with(&mut socket, closing).await;
+        // Boxed, as every rare wait: a task is as large as its largest state, idle or not.
+        Box::pin(close_with(&mut socket, closing)).await;
     }
     gauge_add(&state.hub.metrics().connection_tasks, -1);
 }

@@ -314,7 +314,7 @@ pub(super) async fn close_with(socket: &mut WebSocket, closing: Closing) {
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
         if closing.after_bad_input {
             let raw = socket.get_mut();
-            let mut sink = [0u8; 8192];
+            let mut sink = vec![0u8; 8192];
             let mut drained = 0;
             while drained < DRAIN_BYTES {
                 match raw.read(&mut sink).await {

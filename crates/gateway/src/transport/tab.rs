@@ -40,7 +40,8 @@ pub async fn tab_endpoint(
 async fn run(mut socket: WebSocket, state: AppState, session: String) {
     gauge_add(&state.hub.metrics().connection_tasks, 1);
     if let Some(closing) = serve(&mut socket, &state, &session).await {
-        close_with(&mut socket, closing).await;
+        // Boxed, as every rare wait: a task is as large as its largest state, idle or not.
+        Box::pin(close_with(&mut socket, closing)).await;
     }
     gauge_add(&state.hub.metrics().connection_tasks, -1);
 }

@@ -112,7 +112,7 @@ impl Upgrade {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let on_upgrade = self.on_upgrade;
-        tokio::spawn(async move {
+        let task = async move {
             match tokio::time::timeout(timeout, on_upgrade).await {
                 Ok(Ok(upgraded)) => {
                     let socket = WebSocketStream::from_raw_socket(
@@ -126,7 +126,8 @@ impl Upgrade {
                 Ok(Err(error)) => tracing::debug!(%error, "the WebSocket upgrade failed"),
                 Err(_) => tracing::debug!("the WebSocket upgrade did not complete in time"),
             }
-        });
+        };
+        tokio::spawn(task);
         let mut response = StatusCode::SWITCHING_PROTOCOLS.into_response();
         let headers = response.headers_mut();
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));

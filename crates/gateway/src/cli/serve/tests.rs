@@ -1,8 +1,12 @@
 //! `askgate serve`'s flags: each bad value refused, naming its flag, before anything is created.
 
+use std::time::Duration;
+
 use clap::Parser;
 
 use super::*;
+
+use crate::config::Limits;
 use crate::scope::SessionScope;
 
 #[derive(Debug, Parser)]
