@@ -228,6 +228,54 @@ async fn a_tab_that_stops_reading_is_closed_past_the_sessions_budget() {
     drop(silent);
 }
 
+/// The gateway-wide budget holds across sessions: with each session's budget out of reach, a
+/// tab that stopped reading in one session is closed once the bytes queued to all tabs pass
+/// the gateway's budget, while tabs that read, in this session and another, get everything.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tab_that_stops_reading_is_closed_past_the_gateways_budget() {
+    let mut config = test_config();
+    config.limits.queued_bytes_per_session = usize::MAX;
+    config.limits.queued_bytes_total = 2 * 1024 * 1024;
+    config.limits.tab_queue = 1024;
+    let server = TestServer::start_with(config).await;
+    let (silent, _) = server.tab("a").await;
+    let (mut reading, _) = server.tab("a").await;
+    let (mut elsewhere, _) = server.tab("b").await;
+    let mut agent = server.agent().await;
+    for i in 0..80 {
+        for (session, tab) in [("a", &mut reading), ("b", &mut elsewhere)] {
+            let id = format!("{session}{i}");
+            agent
+                .send(&json!({"type": "ask", "session": session, "id": id,
+                              "dialect": "deepagents", "questions": bulky_questions(200_000)}))
+                .await;
+            assert_eq!(agent.recv().await["type"], "accepted");
+            assert_eq!(tab.recv_until("request").await["request"]["id"], id);
+            agent
+                .send(&json!({"type": "cancel", "session": session, "id": id}))
+                .await;
+            agent.recv_until("outcome").await;
+            agent
+                .send(&json!({"type": "ack", "session": session, "id": id}))
+                .await;
+            tab.recv_until("resolved").await;
+        }
+    }
+    let deadline = Instant::now() + RECV_TIMEOUT;
+    while server.state.hub.census().1 > 2 {
+        assert!(Instant::now() < deadline, "the silent tab was not closed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let metrics = server.state.hub.metrics();
+    assert_eq!(
+        metrics
+            .closed_too_slow
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    drop(silent);
+}
+
 /// An agent waiting on an HTTP long-poll counts as an agent waiting: tabs see it arrive, and
 /// leave once its polls stop (after a short grace, so back-to-back polls do not flicker).
 #[tokio::test(flavor = "multi_thread")]
