@@ -49,8 +49,9 @@ impl Frame {
         }
     }
 
-    /// Whether `other`'s shared part is this one's, not a copy (for tests of sharing).
-    pub fn shares_body_with(&self, other: &Frame) -> bool {
+    /// Whether `other`'s shared part is this one's, not a copy.
+    #[cfg(test)]
+    pub(super) fn shares_body_with(&self, other: &Frame) -> bool {
         match (self.pieces(), other.pieces()) {
             ([_, body], [_, other]) => !body.is_empty() && body.as_ptr() == other.as_ptr(),
             _ => false,

@@ -109,15 +109,13 @@ impl Link {
         if let Some(budget) = budget {
             budget.charge(bytes);
         }
-        let refused = match self.tx.try_send(frame) {
+        match self.tx.try_send(frame) {
             Ok(()) => return true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.close_too_slow(metrics);
-                true
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => true,
-        };
-        if let (Some(budget), true) = (budget, refused) {
+            Err(mpsc::error::TrySendError::Full(_)) => self.close_too_slow(metrics),
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+        // Not queued: it counts for nothing.
+        if let Some(budget) = budget {
             budget.release(bytes);
         }
         false

@@ -117,9 +117,7 @@ impl Drop for Queue {
     fn drop(&mut self) {
         // Closed first, so nothing is queued after the last frame is counted out.
         self.rx.close();
-        while let Some(frame) = self.try_recv() {
-            drop(frame);
-        }
+        while self.try_recv().is_some() {}
     }
 }
 

@@ -182,8 +182,8 @@ impl Session {
     /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408, and so is
     /// one holding the most when the session goes past its queued-bytes budget.
     pub(super) fn broadcast(&self, frame: &Frame, metrics: &Metrics) {
-        for link_id in self.tabs.keys() {
-            self.send_to(*link_id, frame.clone(), metrics);
+        for (link_id, slot) in &self.tabs {
+            self.send_to_slot(*link_id, slot, frame.clone(), metrics);
         }
     }
 
@@ -192,9 +192,14 @@ impl Session {
     /// most (and not already closing) is closed with 4408: it is the one not reading. A tab
     /// that holds nothing gets the frame either way.
     pub(super) fn send_to(&self, link_id: u64, frame: Frame, metrics: &Metrics) -> bool {
-        let Some(slot) = self.tabs.get(&link_id) else {
-            return false;
-        };
+        match self.tabs.get(&link_id) {
+            Some(slot) => self.send_to_slot(link_id, slot, frame, metrics),
+            None => false,
+        }
+    }
+
+    /// [`Session::send_to`] for the tab `slot` of `link_id`, already looked up.
+    fn send_to_slot(&self, link_id: u64, slot: &TabSlot, frame: Frame, metrics: &Metrics) -> bool {
         let frame = match slot.link.send_within_budget(frame, metrics) {
             Ok(sent) => return sent,
             Err(refused) => refused,
