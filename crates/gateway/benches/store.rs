@@ -31,6 +31,7 @@ fn resolution(i: usize) -> StoreOp {
     StoreOp::Resolve {
         session: r.session,
         id: r.id,
+        if_late: None,
         resolution: StoredResolution {
             settlement: Settlement {
                 outcome: Outcome::Answered,

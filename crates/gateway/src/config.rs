@@ -180,13 +180,87 @@ impl Default for Limits {
 }
 
 /// Which store keeps requests and outcomes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StoreKind {
     /// Embedded and durable (redb in the data directory): nothing accepted is lost.
     #[default]
     Embedded,
     /// In memory: lost on restart. For tests and throwaway runs.
     Memory,
+    /// Redis at this URL (`redis://` or `rediss://`), shared by every node that uses it.
+    Redis(String),
+}
+
+impl std::str::FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "embedded" => Ok(StoreKind::Embedded),
+            "memory" => Ok(StoreKind::Memory),
+            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+                Ok(StoreKind::Redis(url.to_owned()))
+            }
+            other => Err(format!(
+                "{:?} is not a store: use embedded, memory, redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]",
+                crate::store::redis::redact(other)
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreKind::Embedded => f.write_str("embedded"),
+            StoreKind::Memory => f.write_str("memory"),
+            StoreKind::Redis(url) => f.write_str(&crate::store::redis::redact(url)),
+        }
+    }
+}
+
+/// How a node uses a Redis store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisSettings {
+    /// What every key starts with, so several deployments can share one Redis.
+    pub prefix: String,
+    /// Refuse to start when Redis's settings allow losing what was accepted.
+    pub strict_durability: bool,
+    /// Take the viewer-link secret from Redis (created there by the first node): no secret
+    /// file was given, and every node must derive the same links.
+    pub secret_from_store: bool,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            prefix: DEFAULT_REDIS_PREFIX.to_owned(),
+            strict_durability: false,
+            secret_from_store: false,
+        }
+    }
+}
+
+/// What every key in Redis starts with, unless `--redis-prefix` says otherwise.
+pub const DEFAULT_REDIS_PREFIX: &str = "askgate:";
+
+/// Checks a key prefix: it may not hold a brace (that would move the hash tag).
+///
+/// # Errors
+/// The prefix holds `{` or `}`, or is longer than 64 bytes.
+pub fn check_redis_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.contains(['{', '}']) {
+        return Err(format!(
+            "--redis-prefix {prefix:?}: a prefix may not hold a brace, which would change which Redis Cluster slot each session's keys share"
+        ));
+    }
+    if prefix.len() > 64 {
+        return Err(format!(
+            "--redis-prefix: at most 64 bytes, got {}",
+            prefix.len()
+        ));
+    }
+    Ok(())
 }
 
 /// The whole configuration of one gateway.
@@ -204,6 +278,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Which store.
     pub store: StoreKind,
+    /// How a Redis store is used (ignored by the others).
+    pub redis: RedisSettings,
     /// Serve the web UI from this directory instead of the embedded copy (development).
     pub web_dir: Option<PathBuf>,
     /// Every limit.
@@ -219,6 +295,7 @@ impl Config {
             secret: secret.into(),
             data_dir: PathBuf::from("askgate-data"),
             store: StoreKind::Memory,
+            redis: RedisSettings::default(),
             web_dir: None,
             limits: Limits::default(),
         }

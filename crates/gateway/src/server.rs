@@ -5,6 +5,7 @@
 //! and `run` returns once they are done or the grace period has passed. (axum's own graceful
 //! shutdown does not wait for upgraded WebSockets: the tracker below does.)
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use crate::connections::{ConnectionCaps, HttpTimeouts, ServeSettings, accept_loo
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
+use crate::store::redis::{RedisOptions, RedisStore, check_durability};
 use crate::store::{DurableStore, MemoryStore, Store};
 use crate::transport;
 use crate::web::{self, WebAssets};
@@ -54,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/js/{file}", get(web::js))
         .route("/style.css", get(web::style))
         .route("/healthz", get(transport::healthz))
+        .route("/readyz", get(transport::readyz))
         .route("/metrics", get(transport::metrics))
         .route("/v1/agent", get(transport::agent_endpoint))
         .route("/v1/sessions/{session}/live", get(transport::tab_endpoint))
@@ -78,11 +81,41 @@ pub fn router(state: AppState) -> Router {
 /// # Errors
 /// The store cannot be opened.
 pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState> {
-    let store: Arc<dyn Store> = match config.store {
-        StoreKind::Memory => Arc::new(MemoryStore::new()),
-        StoreKind::Embedded => Arc::new(DurableStore::open(&config.data_dir)?),
+    let metrics = Arc::new(Metrics::default());
+    let (store, config): (Arc<dyn Store>, Cow<'_, Config>) = match &config.store {
+        StoreKind::Memory => (Arc::new(MemoryStore::new()), Cow::Borrowed(config)),
+        StoreKind::Embedded => (
+            Arc::new(DurableStore::open(&config.data_dir)?),
+            Cow::Borrowed(config),
+        ),
+        StoreKind::Redis(url) => {
+            let (store, config) = open_redis(config, url, Arc::clone(&metrics)).await?;
+            (store, Cow::Owned(config))
+        }
     };
-    build_with_store(config, public_url, store).await
+    build_with_parts(&config, public_url, store, metrics).await
+}
+
+/// Opens the Redis store: checks its durability settings, and takes the shared secret from it
+/// when no secret file was given.
+async fn open_redis(
+    config: &Config,
+    url: &str,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<(Arc<dyn Store>, Config)> {
+    let options = RedisOptions {
+        url: url.to_owned(),
+        prefix: config.redis.prefix.clone(),
+        retention: config.limits.retention,
+    };
+    let store = RedisStore::connect(&options, metrics).await?;
+    let durability = store.durability().await?;
+    check_durability(&durability, config.redis.strict_durability).map_err(anyhow::Error::msg)?;
+    let mut config = config.clone();
+    if config.redis.secret_from_store {
+        config.secret = store.shared_secret().await?;
+    }
+    Ok((store, config))
 }
 
 /// The hub and state over a given store (restored from it).
@@ -94,8 +127,17 @@ pub async fn build_with_store(
     public_url: &str,
     store: Arc<dyn Store>,
 ) -> anyhow::Result<AppState> {
+    build_with_parts(config, public_url, store, Arc::new(Metrics::default())).await
+}
+
+/// The hub and state over `store`, counting into `metrics` (which the store may share).
+async fn build_with_parts(
+    config: &Config,
+    public_url: &str,
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<AppState> {
     let records = store.load().await?;
-    let metrics = Arc::new(Metrics::default());
     let hub = Hub::new(
         store,
         config.limits.clone(),
@@ -103,6 +145,7 @@ pub async fn build_with_store(
         metrics,
     );
     let restored = hub.restore(records).await;
+    hub.start_shared();
     if restored != Restored::default() {
         tracing::info!(
             open = restored.open,

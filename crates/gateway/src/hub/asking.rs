@@ -17,7 +17,7 @@ use super::outcomes::outcome_message;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
-use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution};
+use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -139,6 +139,9 @@ impl Hub {
             timeout_ms,
             title,
         } = ask;
+        // On a shared store, this node's copy of the session first (a repeat is then answered
+        // from it); should the store be unreachable, the ask itself says so.
+        let _ = self.synced(&session_id).await;
         let id_sent = id.is_some();
         let id = id.unwrap_or_else(generated_request_id);
         let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
@@ -233,11 +236,13 @@ impl Hub {
     }
 
     /// After the store took (or refused) a new request: opens it and shows it to every tab.
+    /// A shared store may instead say the id was asked already (on another node): the request
+    /// is then answered as a repeat, as the store holds it.
     fn finish_ask(
         self: &Arc<Self>,
         stored: &Stored,
         asker: Option<&Link>,
-        committed: Result<(), StoreError>,
+        committed: Result<Vec<Verdict>, StoreError>,
     ) -> AskReply {
         let Stored {
             session: session_id,
@@ -251,6 +256,8 @@ impl Hub {
             errors: Vec::new(),
             conflict: false,
         };
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
         let mut sessions = self.lock();
         let Some(session) = sessions.get_mut(session_id) else {
             return vanished();
@@ -262,28 +269,69 @@ impl Hub {
             return vanished();
         };
         let notify = Arc::clone(notify);
-        if let Err(error) = committed {
-            tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+        let mut deadline_ms = *deadline_ms;
+        let failure = match verdict {
+            Ok(Verdict::Done) => None,
+            Ok(Verdict::Created {
+                asked_at_ms,
+                deadline_ms: kept,
+            }) => {
+                deadline_ms = kept;
+                retime(session, id, asked_at_ms, kept);
+                None
+            }
+            Ok(Verdict::Exists(record)) => {
+                let reply = self.adopt(session, record, asker);
+                notify.notify_waiters();
+                return reply;
+            }
+            Ok(Verdict::Conflict) => Some((
+                FieldError::new(
+                    "id",
+                    ErrorCode::InvalidValue,
+                    "this request id is already used in this session by different questions",
+                ),
+                true,
+            )),
+            Ok(other) => Some((
+                FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the store answered an ask with {other:?}; try again"),
+                ),
+                false,
+            )),
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                Some((
+                    FieldError::new(
+                        "",
+                        ErrorCode::Unavailable,
+                        format!("the gateway could not store the request ({error}); try again"),
+                    ),
+                    false,
+                ))
+            }
+        };
+        if let Some((error, conflict)) = failure {
             if let Some(entry) = session.requests.remove(id) {
                 session.uncount_open(entry.encoded.view.len());
             }
             notify.notify_waiters();
-            let error = FieldError::new(
-                "",
-                ErrorCode::Unavailable,
-                format!("the gateway could not store the request ({error}); try again"),
-            );
-            return self.reject(asker, session_id, as_sent, vec![error], false);
+            return self.reject(asker, session_id, as_sent, vec![error], conflict);
         }
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
+        };
         entry.state = EntryState::Open;
-        if let Some(deadline_ms) = *deadline_ms {
+        if let Some(deadline_ms) = deadline_ms {
             entry.timer = Some(self.arm_timer(session_id, id, deadline_ms));
         }
         gauge_add(&self.metrics.open_requests, 1);
         tracing::debug!(session = %session_id, request = %id, "accepted");
         let reply = AskReply::Accepted {
             id: id.clone(),
-            deadline_ms: *deadline_ms,
+            deadline_ms,
             created: true,
         };
         // Queued before any tab can see the request, so it precedes the request's outcome.
@@ -293,6 +341,72 @@ impl Hub {
         notify.notify_waiters();
         reply
     }
+
+    /// The id was asked already (another node holds it as `record`): this node's committing
+    /// entry becomes that request, and the ask is answered as a repeat of it.
+    fn adopt(
+        &self,
+        session: &mut Session,
+        record: StoredRequest,
+        asker: Option<&Link>,
+    ) -> AskReply {
+        let id = record.id.clone();
+        let deadline_ms = record.deadline_ms;
+        let resolution = record.resolution.clone();
+        retime(session, &id, record.asked_at_ms, record.deadline_ms);
+        let Some(entry) = session.requests.get_mut(&id) else {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        };
+        let reply = match resolution {
+            Some(resolution) => {
+                let bytes = entry.encoded.view.len();
+                session.finished.push(&id, &entry.encoded.view, &resolution);
+                entry.state = EntryState::Resolved(resolution.clone());
+                session.uncount_open(bytes);
+                gauge_add(&self.metrics.kept_outcomes, 1);
+                AskReply::Resolved { id, resolution }
+            }
+            None => {
+                entry.state = EntryState::Open;
+                gauge_add(&self.metrics.open_requests, 1);
+                let frame = entry.encoded.frame.clone();
+                session.broadcast(&frame, &self.metrics);
+                AskReply::Accepted {
+                    id,
+                    deadline_ms,
+                    created: false,
+                }
+            }
+        };
+        self.deliver(asker, &session.id.clone(), &reply);
+        reply
+    }
+}
+
+/// Gives request `id` of `session` the times the store set on its own clock, re-encoding what
+/// tabs are shown of it when they differ from this node's guess.
+fn retime(session: &mut Session, id: &RequestId, asked_at_ms: u64, deadline_ms: Option<u64>) {
+    let Some(entry) = session.requests.get_mut(id) else {
+        return;
+    };
+    if entry.asked_at_ms == asked_at_ms && entry.deadline_ms == deadline_ms {
+        return;
+    }
+    let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
+        return;
+    };
+    view.asked_at_ms = asked_at_ms;
+    view.deadline_ms = deadline_ms;
+    let before = entry.encoded.view.len();
+    entry.encoded = EncodedRequest::new(&view);
+    entry.asked_at_ms = asked_at_ms;
+    entry.deadline_ms = deadline_ms;
+    let after = entry.encoded.view.len();
+    session.open_bytes = (session.open_bytes + after).saturating_sub(before);
 }
 
 /// A new request whose store record is being committed.

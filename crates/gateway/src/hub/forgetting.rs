@@ -32,6 +32,9 @@ pub enum AckReply {
 impl Hub {
     /// The agent has the outcome: forget it.
     pub async fn acknowledge(self: &Arc<Self>, session: &SessionId, id: &RequestId) -> AckReply {
+        // Held as the shared store has it; if it cannot be reached, the deletion below fails
+        // and is tried again at the next sweep.
+        let _ = self.synced(session).await;
         let deleted = {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {

@@ -17,7 +17,7 @@ use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
 use crate::scope::SessionScope;
-use crate::store::{Store, StoreError, StoreOp};
+use crate::store::{Shared, Store, StoreError, StoreOp, Verdict};
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +57,9 @@ pub struct Hub {
     /// `.await`, so it is cheaper than an async one and cannot be held by a stalled task.
     sessions: Mutex<HashMap<SessionId, Session>>,
     pub(super) store: Arc<dyn Store>,
+    /// The shared side of the store, when several nodes use it: sessions are then loaded as
+    /// this node's peers come to them, and kept in step by notices.
+    pub(super) shared: Option<Arc<dyn Shared>>,
     pub(super) limits: Limits,
     pub(super) keys: ViewerKeys,
     pub(super) metrics: Arc<Metrics>,
@@ -83,8 +86,13 @@ impl Hub {
         keys: ViewerKeys,
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
+        let shared = store.shared();
+        if shared.is_some() {
+            metrics.shared.enabled.store(true, Ordering::Relaxed);
+        }
         Arc::new(Hub {
             sessions: Mutex::new(HashMap::new()),
+            shared,
             store,
             limits,
             keys,
@@ -109,6 +117,12 @@ impl Hub {
     /// The metrics, shared (for the accept loop, which outlives no hub but holds its own).
     pub fn shared_metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.metrics)
+    }
+
+    /// Whether the hub can decide asks and answers: its store is local, or the shared one
+    /// answers; why not, if not.
+    pub fn ready(&self) -> Result<(), String> {
+        self.shared.as_ref().map_or(Ok(()), |shared| shared.ready())
     }
 
     /// The limits.
@@ -149,8 +163,12 @@ impl Hub {
     /// Drops `id` if nothing is left in it.
     pub(super) fn drop_if_idle(&self, sessions: &mut HashMap<SessionId, Session>, id: &SessionId) {
         if sessions.get(id).is_some_and(Session::is_idle) {
-            sessions.remove(id);
-            gauge_add(&self.metrics.sessions, -1);
+            if self.shared.is_some() {
+                self.forget_session(sessions, id);
+            } else {
+                sessions.remove(id);
+                gauge_add(&self.metrics.sessions, -1);
+            }
         }
     }
 
@@ -284,7 +302,7 @@ impl Hub {
     pub(super) async fn commit_then<T: Send + 'static>(
         self: &Arc<Self>,
         ops: Vec<StoreOp>,
-        finish: impl FnOnce(&Arc<Hub>, Result<(), StoreError>) -> T + Send + 'static,
+        finish: impl FnOnce(&Arc<Hub>, Result<Vec<Verdict>, StoreError>) -> T + Send + 'static,
     ) -> Result<T, tokio::task::JoinError> {
         let committing = self.store_commit(ops);
         let hub = Arc::clone(self);
@@ -292,17 +310,18 @@ impl Hub {
     }
 
     /// Hands `ops` to the store now (so commits keep the order of these calls); the future
-    /// waits for them to be durable, and the time that took is counted in the metrics.
+    /// waits for them to be durable, says what the store decided of each, and the time that
+    /// took is counted in the metrics.
     pub(super) fn store_commit(
         &self,
         ops: Vec<StoreOp>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<Verdict>, StoreError>> + Send + 'static {
         let started = Instant::now();
         // A store that panics (a bug), whether as it takes the commit or while it carries it
         // out, has failed this commit like any other failure: the callers' error paths put the
         // request back as it was. Left to unwind, the panic would skip them and leave the
         // request half-changed, with everyone behind it waiting for good.
-        let committing = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.commit(ops)))
+        let committing = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.decide(ops)))
             .unwrap_or_else(|panic| {
                 let failed = Err(StoreError(panic_message(panic.as_ref())));
                 Box::pin(std::future::ready(failed))

@@ -20,7 +20,10 @@ mod queued;
 mod resolving;
 mod restore;
 mod session;
+mod settling;
 mod snapshot;
+mod sweeping;
+mod syncing;
 
 pub use asking::AskReply;
 pub use forgetting::AckReply;

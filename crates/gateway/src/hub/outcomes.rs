@@ -27,6 +27,8 @@ pub enum Lookup {
     },
     /// Ended.
     Resolved(StoredResolution),
+    /// The shared store could not be reached to find out.
+    Unavailable(String),
 }
 
 /// What a withdrawal came to.
@@ -67,6 +69,9 @@ impl Hub {
         id: &RequestId,
         asker: Option<&Link>,
     ) -> Withdrawal {
+        if let Err(error) = self.synced(session).await {
+            return Withdrawal::Failed(error.to_string());
+        }
         loop {
             let waiter = {
                 let mut sessions = self.lock();
@@ -108,6 +113,7 @@ impl Hub {
             Lookup::Unknown => Withdrawal::Forgotten,
             // The ending that won could not be stored either: the request is open again.
             Lookup::Pending { .. } => Withdrawal::Failed("the store did not keep it".into()),
+            Lookup::Unavailable(error) => Withdrawal::Failed(error),
         }
     }
 
@@ -119,6 +125,9 @@ impl Hub {
         id: &RequestId,
         wait: Duration,
     ) -> Lookup {
+        if let Err(error) = self.synced(session).await {
+            return Lookup::Unavailable(error.to_string());
+        }
         let _poll = (!wait.is_zero())
             .then(|| Poll::begin(self, session, id))
             .flatten();

@@ -2,16 +2,17 @@
 //!
 //! Every ending takes the same path. Under the lock, the first ending to find the request
 //! `Open` wins and moves it to `Resolving` (rivals wait); with the lock released, the
-//! resolution is committed to the store; under the lock again, it becomes `Resolved` and is
-//! announced: `resolved` to every tab, `outcome` to the waiting agent, "already resolved" to
-//! the rivals. Should the store fail, the request is `Open` again and a rival may take it.
+//! resolution is committed to the store; under the lock again ([`settling`](super::settling)),
+//! it becomes `Resolved` and is announced: `resolved` to every tab, `outcome` to the waiting
+//! agent, "already resolved" to the rivals. Should the store fail, the request is `Open` again
+//! and a rival may take it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{
-    ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors,
+    ErrorCode, FieldError, Outcome, RequestId, SessionId, Settlement, TabId, ValidationErrors,
 };
 use serde_json::Value;
 use tokio::task::AbortHandle;
@@ -20,14 +21,13 @@ use super::Hub;
 use super::entry::EntryState;
 use super::frame::Frame;
 use super::links::TabHandle;
-use super::outcomes::outcome_message;
 use crate::clock::{now_ms, until};
-use crate::metrics::{count, gauge_add};
-use crate::store::{StoreError, StoreOp, StoredResolution};
+use crate::metrics::count;
+use crate::store::{StoreOp, StoredResolution};
 
 /// How long a request whose deadline passed waits before timing out again, when the store
 /// could not keep its timing out.
-const STORE_RETRY: Duration = Duration::from_secs(1);
+pub(super) const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// How a request is ending.
 #[derive(Debug)]
@@ -44,19 +44,20 @@ pub(super) enum Ending {
 
 /// What trying to end a request came to.
 enum Begun {
-    /// This ending won: its resolution, when the request was asked, its deadline.
-    Won((StoredResolution, u64, Option<u64>)),
+    /// This ending won here: its resolution, when the request was asked, its deadline, and how
+    /// it ends instead should the store find it late.
+    Won((StoredResolution, u64, Option<u64>, Option<Settlement>)),
     /// Another ending is being stored: wait until it is kept or fails.
     Wait(tokio::sync::futures::OwnedNotified),
 }
 
 /// A resolution being committed, and what announcing it needs.
-struct Resolution {
-    session: SessionId,
-    id: RequestId,
-    resolution: StoredResolution,
-    asked_at_ms: u64,
-    deadline_ms: Option<u64>,
+pub(super) struct Resolution {
+    pub(super) session: SessionId,
+    pub(super) id: RequestId,
+    pub(super) resolution: StoredResolution,
+    pub(super) asked_at_ms: u64,
+    pub(super) deadline_ms: Option<u64>,
 }
 
 /// Why an ending did not take.
@@ -90,7 +91,7 @@ impl Refusal {
             Refusal::DoesNotFit(errors) => errors.into_vec(),
             Refusal::Store(error) => vec![FieldError::new(
                 "",
-                ErrorCode::InvalidValue,
+                ErrorCode::Unavailable,
                 format!("the gateway could not save the answer ({error}); try again"),
             )],
         }
@@ -164,7 +165,7 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
-        let (resolution, asked_at_ms, deadline_ms) = loop {
+        let (resolution, asked_at_ms, deadline_ms, if_late) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break won,
                 Begun::Wait(settled) => settled.await,
@@ -174,6 +175,7 @@ impl Hub {
             session: session.clone(),
             id: id.clone(),
             resolution: resolution.clone(),
+            if_late,
         }];
         let ending = Resolution {
             session: session.clone(),
@@ -247,73 +249,14 @@ impl Hub {
             by,
             at_ms: now_ms(),
         };
+        // A shared store judges lateness on its own clock: it needs the timeout to put instead.
+        let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
+            .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
         Ok(Begun::Won((
             resolution,
             entry.asked_at_ms,
             entry.deadline_ms,
+            if_late,
         )))
-    }
-
-    /// After the store took (or refused) a resolution: announces it, or reopens the request.
-    fn finish_resolve(
-        self: &Arc<Self>,
-        ending: Resolution,
-        committed: Result<(), StoreError>,
-    ) -> Result<Option<StoredResolution>, Refusal> {
-        let Resolution {
-            session,
-            id,
-            resolution,
-            asked_at_ms,
-            deadline_ms,
-        } = ending;
-        let (session, id) = (&session, &id);
-        let mut sessions = self.lock();
-        let Some(state) = sessions.get_mut(session) else {
-            return Err(Refusal::Unknown);
-        };
-        let Some(entry) = state.requests.get_mut(id) else {
-            return Err(Refusal::Unknown);
-        };
-        let open_bytes = entry.encoded.view.len();
-        if let Err(error) = committed {
-            tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
-            entry.state = EntryState::Open;
-            if let Some(deadline_ms) = deadline_ms {
-                // A deadline already past (its timing out is what failed) is tried again after
-                // a pause, not at once: the store would fail it again in a loop.
-                let retry_ms = deadline_ms.max(now_ms() + STORE_RETRY.as_millis() as u64);
-                entry.timer = Some(self.arm_timer(session, id, retry_ms));
-            }
-            // Rival endings waiting on this one may now take the request.
-            entry.resolved.notify_waiters();
-            return Err(Refusal::Store(error.to_string()));
-        }
-        let outcome = resolution.settlement.outcome;
-        let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
-            .then(|| resolution.at_ms.saturating_sub(asked_at_ms));
-        self.metrics.resolved(outcome, latency);
-        gauge_add(&self.metrics.open_requests, -1);
-        gauge_add(&self.metrics.kept_outcomes, 1);
-        tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
-        let resolved = Frame::encode(&ToTab::Resolved {
-            id: id.to_string(),
-            outcome,
-            by: resolution.by.clone(),
-            response: resolution.settlement.response.clone(),
-        });
-        if let Some(asker) = &entry.asker {
-            asker.send(
-                Frame::encode(&outcome_message(session, id, &resolution)),
-                &self.metrics,
-            );
-        }
-        let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
-        state.finished.push(id, &entry.encoded.view, &resolution);
-        entry.state = EntryState::Resolved(resolution);
-        entry.resolved.notify_waiters();
-        state.uncount_open(open_bytes);
-        state.broadcast(&resolved, &self.metrics);
-        Ok(withdrawn)
     }
 }

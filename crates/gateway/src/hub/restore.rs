@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use super::Hub;
 use super::entry::{EncodedRequest, Entry, EntryState};
 use super::resolving::Ending;
+use super::session::Session;
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
 use crate::store::StoredRequest;
@@ -46,63 +47,39 @@ impl Hub {
                 };
                 let session = sessions.entry(record.session.clone()).or_insert_with(|| {
                     gauge_add(&self.metrics.sessions, 1);
-                    super::session::Session::new(
+                    Session::new(
                         record.session.clone(),
                         self.limits.joins_per_session_per_second,
                     )
                 });
-                let view = RequestView {
-                    id: record.id.to_string(),
-                    dialect: record.dialect,
-                    title: record.title,
-                    questions: record.questions,
-                    asked_at_ms: record.asked_at_ms,
-                    deadline_ms: record.deadline_ms,
-                };
-                let encoded = EncodedRequest::new(&view);
-                let state = match record.resolution {
-                    Some(resolution) => {
-                        session
-                            .finished
-                            .push(&record.id, &encoded.view, &resolution);
-                        restored.resolved += 1;
-                        gauge_add(&self.metrics.kept_outcomes, 1);
-                        EntryState::Resolved(resolution)
-                    }
-                    None => {
-                        session.count_open(encoded.view.len());
-                        gauge_add(&self.metrics.open_requests, 1);
-                        EntryState::Open
-                    }
-                };
                 let seq = session.next_seq;
                 session.next_seq += 1;
-                let mut entry = Entry {
-                    id: record.id.clone(),
-                    seq,
-                    questions,
-                    asked_at_ms: record.asked_at_ms,
-                    deadline_ms: record.deadline_ms,
-                    encoded,
-                    asker: None,
-                    state,
-                    timer: None,
-                    resolved: Arc::new(Notify::new()),
-                };
+                let was_resolved = record.resolution.is_some();
+                let (session_id, id, deadline_ms) = (
+                    record.session.clone(),
+                    record.id.clone(),
+                    record.deadline_ms,
+                );
+                let mut entry = record_entry(session, record, questions, seq);
+                if was_resolved {
+                    restored.resolved += 1;
+                    gauge_add(&self.metrics.kept_outcomes, 1);
+                } else {
+                    gauge_add(&self.metrics.open_requests, 1);
+                }
                 if matches!(entry.state, EntryState::Open) {
-                    match record.deadline_ms {
+                    match deadline_ms {
                         Some(deadline) if deadline <= now_ms() => {
-                            overdue.push((record.session.clone(), record.id.clone()));
+                            overdue.push((session_id, id.clone()));
                         }
                         Some(deadline) => {
-                            entry.timer =
-                                Some(self.arm_timer(&record.session, &record.id, deadline));
+                            entry.timer = Some(self.arm_timer(&session_id, &id, deadline));
                             restored.open += 1;
                         }
                         None => restored.open += 1,
                     }
                 }
-                session.requests.insert(record.id, entry);
+                session.requests.insert(id, entry);
             }
         }
         // All at once, so their commits share the store's group commits: one at a time, each
@@ -113,5 +90,48 @@ impl Hub {
         let timed_out = futures_util::future::join_all(timing_out).await;
         restored.timed_out += timed_out.iter().filter(|ended| ended.is_ok()).count();
         restored
+    }
+}
+
+/// The hub's entry for a request the store holds, with the session's counts and its list of
+/// finished requests updated: open, or resolved (then listed as finished).
+pub(super) fn record_entry(
+    session: &mut Session,
+    record: StoredRequest,
+    questions: Arc<QuestionSet>,
+    seq: u64,
+) -> Entry {
+    let view = RequestView {
+        id: record.id.to_string(),
+        dialect: record.dialect,
+        title: record.title,
+        questions: record.questions,
+        asked_at_ms: record.asked_at_ms,
+        deadline_ms: record.deadline_ms,
+    };
+    let encoded = EncodedRequest::new(&view);
+    let state = match record.resolution {
+        Some(resolution) => {
+            session
+                .finished
+                .push(&record.id, &encoded.view, &resolution);
+            EntryState::Resolved(resolution)
+        }
+        None => {
+            session.count_open(encoded.view.len());
+            EntryState::Open
+        }
+    };
+    Entry {
+        id: record.id,
+        seq,
+        questions,
+        asked_at_ms: record.asked_at_ms,
+        deadline_ms: record.deadline_ms,
+        encoded,
+        asker: None,
+        state,
+        timer: None,
+        resolved: Arc::new(Notify::new()),
     }
 }

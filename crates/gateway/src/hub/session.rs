@@ -66,6 +66,24 @@ pub(super) struct Session {
     announced_online: bool,
     /// Whether a timer will tell the tabs when the last long-poll's grace is over.
     grace_timer_set: bool,
+    /// On a shared store: how far this node's copy has followed the store's.
+    pub(super) sync: Option<SessionSync>,
+}
+
+/// How far a node's copy of a session has followed the shared store's.
+#[derive(Debug, Default)]
+pub(super) struct SessionSync {
+    /// The sequence number of the last change applied.
+    pub(super) seq: u64,
+    /// Whether the session has been loaded at least once.
+    pub(super) loaded: bool,
+    /// A load under way, which notices wait behind (`buffered`), and callers may wait on.
+    pub(super) loading: Option<Arc<tokio::sync::Notify>>,
+    /// Notices that came while loading, applied after it if they are newer.
+    pub(super) buffered: Vec<(u64, crate::store::shared::Change)>,
+    /// The store's sequence number when a poll last found this copy behind it: behind it
+    /// still at the next poll, the copy has missed a notice.
+    pub(super) behind: Option<u64>,
 }
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
@@ -92,6 +110,7 @@ impl Session {
             poll_grace_until: None,
             announced_online: false,
             grace_timer_set: false,
+            sync: None,
         }
     }
 
@@ -123,13 +142,29 @@ impl Session {
         self.forgotten.contains(id)
     }
 
-    /// Nothing and no one left: the session can be dropped.
+    /// Nothing and no one left: the session can be dropped. A copy of a shared store's
+    /// session may be dropped with requests in it (the store has them), once no peer of this
+    /// node watches it and no change of this node's is in flight.
     pub(super) fn is_idle(&self) -> bool {
-        self.tabs.is_empty()
+        let unwatched = self.tabs.is_empty()
             && self.agents.is_empty()
-            && self.requests.is_empty()
             && self.pollers == 0
-            && self.finished.is_empty()
+            && self
+                .poll_grace_until
+                .is_none_or(|until| Instant::now() >= until);
+        match &self.sync {
+            None => unwatched && self.requests.is_empty() && self.finished.is_empty(),
+            Some(sync) => {
+                unwatched
+                    && sync.loading.is_none()
+                    && self.requests.values().all(|entry| {
+                        !matches!(
+                            entry.state,
+                            EntryState::Committing(_) | EntryState::Resolving
+                        )
+                    })
+            }
+        }
     }
 
     /// Whether an agent is waiting on the session: a socket that opened or asked in it, or an

@@ -185,6 +185,7 @@ fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Resu
             session,
             id,
             resolution,
+            ..
         } => {
             let key = (session.as_str(), id.as_str());
             let current = table

@@ -47,6 +47,7 @@ impl Store for MemoryStore {
                             session,
                             id,
                             resolution,
+                            ..
                         } => {
                             if let Some(request) = requests.get_mut(&(session, id)) {
                                 request.resolution = Some(resolution);

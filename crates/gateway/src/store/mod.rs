@@ -1,12 +1,19 @@
 //! Where requests and outcomes are kept: the seam between the hub and durable storage.
 //!
-//! The hub calls [`Store::commit`] and waits for it before it announces anything: a request
+//! The hub calls [`Store::decide`] and waits for it before it announces anything: a request
 //! is `accepted` only once the store has it, and a resolution is sent to tabs and the agent
-//! only once the store has it. A store may group the operations of concurrent commits into
-//! one transaction; each caller still learns whether its own operations are durable.
+//! only once the store has it. A local store (memory, redb) only keeps what the hub's lock
+//! already decided, and says [`Verdict::Done`]; a shared one (Redis) decides itself, between
+//! every node, and says what it decided. A store may group the operations of concurrent
+//! commits into one transaction; each caller still learns whether its own operations are kept.
+//!
+//! - [`memory`]: a map. [`durable`]: redb, group commits. [`redis`]: several nodes.
+//! - [`shared`]: what only a shared store has (sessions loaded one by one, notices, the sweep).
 
 mod durable;
 mod memory;
+pub mod redis;
+pub mod shared;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,6 +24,7 @@ use serde_json::Value;
 
 pub use durable::{DurableStore, FILE_NAME, FORMAT_VERSION};
 pub use memory::MemoryStore;
+pub use shared::Shared;
 
 /// A boxed future, so that `Store` can be used as a trait object.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -66,6 +74,10 @@ pub enum StoreOp {
         id: RequestId,
         /// How it ended.
         resolution: StoredResolution,
+        /// For an answer or a decline of a request with a deadline: how it ends instead if the
+        /// store's clock says the deadline has passed (a shared store judges this; a local
+        /// one, whose hub times requests out itself, ignores it).
+        if_late: Option<Settlement>,
     },
     /// Forget a request (acked, or its outcome expired).
     Delete {
@@ -74,6 +86,40 @@ pub enum StoreOp {
         /// The request.
         id: RequestId,
     },
+}
+
+/// What the store made of one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Done as asked (a local store, whose hub already decided, always says this).
+    Done,
+    /// `Put`: created now, at these times on the store's clock.
+    Created {
+        /// When it was asked.
+        asked_at_ms: u64,
+        /// When it times out, if ever.
+        deadline_ms: Option<u64>,
+    },
+    /// `Put`: the id was already asked with the same questions: the request as it stands.
+    Exists(StoredRequest),
+    /// `Put`: the id was already asked with other questions.
+    Conflict,
+    /// `Resolve`: this ending won, at this time on the store's clock.
+    Won {
+        /// When it ended.
+        at_ms: u64,
+    },
+    /// `Resolve`: another ending had won (or the deadline passed first): that one.
+    Lost(StoredResolution),
+    /// `Resolve` of a timeout: by the store's clock the deadline is this far off.
+    Early {
+        /// Milliseconds left.
+        left_ms: u64,
+    },
+    /// `Resolve` or `Delete`: no such request.
+    Unknown,
+    /// `Delete`: the request is open again (asked anew elsewhere); nothing was deleted.
+    StillOpen,
 }
 
 /// The store failed; the operation did not happen.
@@ -91,4 +137,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every request kept, open and resolved, for a restart.
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>>;
+
+    /// Applies `ops` as [`Store::commit`] does, and says what became of each, in order. A
+    /// store that decides nothing itself (the hub's lock did) keeps the default: all `Done`.
+    fn decide(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, Vec<Verdict>> {
+        let count = ops.len();
+        let committing = self.commit(ops);
+        Box::pin(async move {
+            committing.await?;
+            Ok(vec![Verdict::Done; count])
+        })
+    }
+
+    /// The shared side of a store several nodes use at once; `None` for a local one.
+    fn shared(&self) -> Option<std::sync::Arc<dyn Shared>> {
+        None
+    }
 }

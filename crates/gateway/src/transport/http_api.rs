@@ -304,6 +304,12 @@ pub async fn get_request(
         }))
         .into_response()),
         Lookup::Resolved(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
+        Lookup::Unavailable(error) => Err(ApiError::one(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "",
+            ErrorCode::Unavailable,
+            format!("the gateway could not reach its store ({error}); try again"),
+        )),
     }
 }
 

@@ -9,7 +9,7 @@ mod tab;
 mod upgrade;
 
 pub use agent::agent_endpoint;
-pub use http::{healthz, metrics};
+pub use http::{healthz, metrics, readyz};
 pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

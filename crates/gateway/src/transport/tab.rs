@@ -73,6 +73,11 @@ async fn serve(socket: &mut WebSocket, state: &AppState, session: &str) -> Optio
     if !state.hub.keys().verify(&session, &key) {
         return with(close::BAD_KEY, "wrong viewer key");
     }
+    // On a shared store, the session as the store has it, so the snapshot is whole. Should the
+    // store be unreachable the tab still joins, sees what this node holds, and catches up.
+    if let Err(error) = state.hub.synced(&session).await {
+        tracing::warn!(%session, %error, "a tab joined a session that could not be loaded");
+    }
     let limits = state.hub.limits();
     let (link, mut queue, mut presence, kick) = Link::new_tab(limits.tab_queue);
     let handle = match state.hub.join_tab(

@@ -7,7 +7,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 
 use self::limits::LimitArgs;
-use crate::config::{Config, StoreKind};
+use crate::config::{Config, DEFAULT_REDIS_PREFIX, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
 
 /// Flags of `askgate serve` (each also an environment variable).
@@ -58,10 +58,20 @@ pub struct ServeArgs {
     )]
     pub data_dir: PathBuf,
 
-    /// Where requests and outcomes are kept: `embedded` (durable, in the data directory) or
-    /// `memory` (lost on restart; for throwaway runs).
-    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", value_enum, default_value_t = StoreKind::Embedded)]
+    /// Where requests and outcomes are kept: `embedded` (durable, in the data directory),
+    /// `memory` (lost on restart; for throwaway runs), or `redis://HOST:PORT[/DB]` /
+    /// `rediss://...` (TLS): Redis, shared by any number of nodes.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", default_value_t = StoreKind::Embedded, value_name = "embedded|memory|redis://...")]
     pub store: StoreKind,
+
+    /// What every key in Redis starts with, so several deployments can share one Redis.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_REDIS_PREFIX", default_value = DEFAULT_REDIS_PREFIX)]
+    pub redis_prefix: String,
+
+    /// Refuse to start on a Redis whose settings can lose what was accepted (eviction, no
+    /// append-only file, or one not synced on every write).
+    #[arg(long, env = "ASKGATE_STRICT_DURABILITY")]
+    pub strict_durability: bool,
 
     /// Serve the web UI from this directory instead of the embedded copy (development).
     #[arg(long, hide_env_values = true, env = "ASKGATE_WEB_DIR")]
@@ -128,16 +138,27 @@ impl ServeArgs {
         // Flags first, so a typo does not leave a fresh data directory and secret behind.
         let limits = self.limits.to_limits()?;
         let agent_keys = agent_keys(&self.agent_keys)?;
-        let secret_file = self
-            .secret_file
-            .clone()
-            .unwrap_or_else(|| self.data_dir.join("secret"));
+        check_redis_prefix(&self.redis_prefix).map_err(anyhow::Error::msg)?;
+        let shared = matches!(self.store, StoreKind::Redis(_));
+        // Nodes on one Redis must derive the same links: without a secret file given, the
+        // secret is Redis's (the first node creates it), read once the store is open.
+        let secret_from_store = shared && self.secret_file.is_none();
+        let secret = match (&self.secret_file, secret_from_store) {
+            (_, true) => Vec::new(),
+            (Some(file), false) => load_or_create_secret(file)?,
+            (None, false) => load_or_create_secret(&self.data_dir.join("secret"))?,
+        };
         Ok(Config {
             public_url: self.public_url.clone(),
             agent_keys,
-            secret: load_or_create_secret(&secret_file)?,
+            secret,
             data_dir: self.data_dir.clone(),
-            store: self.store,
+            store: self.store.clone(),
+            redis: RedisSettings {
+                prefix: self.redis_prefix.clone(),
+                strict_durability: self.strict_durability,
+                secret_from_store,
+            },
             web_dir: self.web_dir.clone(),
             limits,
         })

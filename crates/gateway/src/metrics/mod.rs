@@ -1,6 +1,11 @@
 //! Counters and gauges, rendered in the Prometheus text format at `GET /metrics`.
 //!
 //! Plain atomics: every update is a single relaxed add, cheap enough for the fan-out path.
+//! [`shared`]: what only a node of several on Redis counts.
+
+mod shared;
+
+pub use shared::SharedMetrics;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -57,6 +62,8 @@ pub struct Metrics {
     /// Store commits, from handing the operations over to their being durable (queueing for
     /// the writer included: that is what a request waits for).
     store_commits: Histogram<12>,
+    /// Redis: round trips, script outcomes, resnapshots, subscriptions, sweeps.
+    pub shared: SharedMetrics,
 }
 
 impl Metrics {
@@ -188,6 +195,7 @@ impl Metrics {
             "askgate_store_commit_seconds",
             "From handing operations to the store to their commit (waiting for the writer included).",
         );
+        self.shared.render(&mut out);
         out
     }
 }
@@ -195,7 +203,7 @@ impl Metrics {
 /// A Prometheus histogram: cumulative bucket counts over bounds its owner keeps, a count and a
 /// sum (kept in microseconds, so that sub-millisecond observations add up).
 #[derive(Debug)]
-struct Histogram<const N: usize> {
+pub(crate) struct Histogram<const N: usize> {
     buckets: [AtomicU64; N],
     count: AtomicU64,
     sum_us: AtomicU64,
@@ -212,7 +220,7 @@ impl<const N: usize> Default for Histogram<N> {
 }
 
 impl<const N: usize> Histogram<N> {
-    fn observe(&self, bounds: &[f64; N], value: Duration) {
+    pub(crate) fn observe(&self, bounds: &[f64; N], value: Duration) {
         let seconds = value.as_secs_f64();
         for (bound, bucket) in bounds.iter().zip(&self.buckets) {
             if seconds <= *bound {
@@ -224,7 +232,7 @@ impl<const N: usize> Histogram<N> {
         self.sum_us.fetch_add(micros, Ordering::Relaxed);
     }
 
-    fn render(&self, out: &mut String, bounds: &[f64; N], name: &str, help: &str) {
+    pub(crate) fn render(&self, out: &mut String, bounds: &[f64; N], name: &str, help: &str) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
         for (bound, bucket) in bounds.iter().zip(&self.buckets) {
             let _ = writeln!(

@@ -1,0 +1,163 @@
+//! The second half of every ending: what the store decided, applied under the hub's lock.
+//!
+//! A local store always keeps the winner the hub chose. A shared store may say otherwise:
+//! another node's ending won first (`Lost`: that one is announced, and this one refused as
+//! "already resolved"), the deadline has not come by its clock (`Early`: the request opens
+//! again and its timer is set for what is left), or the request is gone (acknowledged
+//! elsewhere). A notice of another node's ending may also have been applied while this one was
+//! in flight; then the request is already `Resolved`, and nothing is announced twice.
+
+use std::sync::Arc;
+
+use askgate_protocol::wire::ToTab;
+use askgate_protocol::{Outcome, RequestId};
+
+use super::Hub;
+use super::entry::EntryState;
+use super::frame::Frame;
+use super::outcomes::outcome_message;
+use super::resolving::{Refusal, Resolution, STORE_RETRY};
+use super::session::Session;
+use crate::clock::now_ms;
+use crate::metrics::gauge_add;
+use crate::store::{StoreError, StoredResolution, Verdict};
+
+impl Hub {
+    /// After the store took (or refused) a resolution: announces what it decided, or reopens
+    /// the request.
+    pub(super) fn finish_resolve(
+        self: &Arc<Self>,
+        ending: Resolution,
+        committed: Result<Vec<Verdict>, StoreError>,
+    ) -> Result<Option<StoredResolution>, Refusal> {
+        let Resolution {
+            session,
+            id,
+            mut resolution,
+            asked_at_ms,
+            deadline_ms,
+        } = ending;
+        let (session, id) = (&session, &id);
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let mut sessions = self.lock();
+        let Some(state) = sessions.get_mut(session) else {
+            return Err(Refusal::Unknown);
+        };
+        let Some(entry) = state.requests.get_mut(id) else {
+            return Err(Refusal::Unknown);
+        };
+        // Another node's ending reached this node first, as a notice: it has been announced.
+        if let EntryState::Resolved(announced) = &entry.state {
+            let announced = announced.clone();
+            return match verdict {
+                Ok(Verdict::Won { .. } | Verdict::Done) => {
+                    Ok((announced.settlement.outcome == Outcome::Withdrawn).then_some(announced))
+                }
+                _ => Err(Refusal::AlreadyResolved),
+            };
+        }
+        match verdict {
+            Ok(Verdict::Done) => {}
+            Ok(Verdict::Won { at_ms }) => resolution.at_ms = at_ms,
+            Ok(Verdict::Lost(winner)) => {
+                tracing::debug!(%session, request = %id, "another node's ending won");
+                self.announce_resolution(state, id, winner);
+                return Err(Refusal::AlreadyResolved);
+            }
+            Ok(Verdict::Early { left_ms }) => {
+                entry.state = EntryState::Open;
+                if left_ms != u64::MAX {
+                    let at = now_ms().saturating_add(left_ms.max(1));
+                    entry.timer = Some(self.arm_timer(session, id, at));
+                }
+                entry.resolved.notify_waiters();
+                return Err(Refusal::Unknown);
+            }
+            Ok(Verdict::Unknown) => {
+                if let Some(entry) = state.requests.remove(id) {
+                    state.uncount_open(entry.encoded.view.len());
+                    gauge_add(&self.metrics.open_requests, -1);
+                    entry.resolved.notify_waiters();
+                }
+                return Err(Refusal::Unknown);
+            }
+            Ok(other) => {
+                let error = StoreError(format!("the store answered a resolution with {other:?}"));
+                return Err(self.reopen(state, id, deadline_ms, &error));
+            }
+            Err(error) => return Err(self.reopen(state, id, deadline_ms, &error)),
+        }
+        let outcome = resolution.settlement.outcome;
+        let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
+            .then(|| resolution.at_ms.saturating_sub(asked_at_ms));
+        self.metrics.resolved(outcome, latency);
+        tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
+        let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
+        self.announce_resolution(state, id, resolution);
+        Ok(withdrawn)
+    }
+
+    /// The store did not keep the ending: the request is open again, its timer set again.
+    fn reopen(
+        self: &Arc<Self>,
+        state: &mut Session,
+        id: &RequestId,
+        deadline_ms: Option<u64>,
+        error: &StoreError,
+    ) -> Refusal {
+        let session = &state.id;
+        tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
+        if let Some(entry) = state.requests.get_mut(id) {
+            entry.state = EntryState::Open;
+            if let Some(deadline_ms) = deadline_ms {
+                // A deadline already past (its timing out is what failed) is tried again after
+                // a pause, not at once: the store would fail it again in a loop.
+                let retry_ms = deadline_ms.max(now_ms() + STORE_RETRY.as_millis() as u64);
+                entry.timer = Some(self.arm_timer(session, id, retry_ms));
+            }
+            // Rival endings waiting on this one may now take the request.
+            entry.resolved.notify_waiters();
+        }
+        Refusal::Store(error.to_string())
+    }
+
+    /// Marks request `id` of `state` resolved by `resolution` and tells everyone here: its
+    /// tabs `resolved`, its waiting agent `outcome`. Does nothing to one already resolved.
+    pub(super) fn announce_resolution(
+        &self,
+        state: &mut Session,
+        id: &RequestId,
+        resolution: StoredResolution,
+    ) {
+        let Some(entry) = state.requests.get_mut(id) else {
+            return;
+        };
+        if matches!(entry.state, EntryState::Resolved(_)) {
+            return;
+        }
+        if let Some(timer) = entry.timer.take() {
+            timer.abort();
+        }
+        gauge_add(&self.metrics.open_requests, -1);
+        gauge_add(&self.metrics.kept_outcomes, 1);
+        let resolved = Frame::encode(&ToTab::Resolved {
+            id: id.to_string(),
+            outcome: resolution.settlement.outcome,
+            by: resolution.by.clone(),
+            response: resolution.settlement.response.clone(),
+        });
+        if let Some(asker) = &entry.asker {
+            asker.send(
+                Frame::encode(&outcome_message(&state.id, id, &resolution)),
+                &self.metrics,
+            );
+        }
+        let open_bytes = entry.encoded.view.len();
+        state.finished.push(id, &entry.encoded.view, &resolution);
+        entry.state = EntryState::Resolved(resolution);
+        entry.resolved.notify_waiters();
+        state.uncount_open(open_bytes);
+        state.broadcast(&resolved, &self.metrics);
+    }
+}

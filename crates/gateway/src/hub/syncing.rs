@@ -1,0 +1,440 @@
+//! Keeping this node's copy of shared sessions in step with the store (several nodes on
+//! Redis); nothing here runs on a local store.
+//!
+//! A node holds a session while its own peers watch it. The first call on a session loads it
+//! whole (after subscribing to its notices, so none fall between). Then each notice with the
+//! next sequence number is applied; an older one is ignored (this node's own change, already
+//! applied, or one a load already had), one past a gap loads the session again. Loads are
+//! diffs applied through the same code as notices: tabs get `request` and `resolved` frames,
+//! never a second snapshot, except when an open request vanished unannounced (then a fresh
+//! snapshot is the only way to tell them). Every second the upkeep reads the store's sequence
+//! numbers of every held session and loads again one still behind after two reads, loads again
+//! what failed to load, and lets go of sessions nobody here watches.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use askgate_protocol::{QuestionSet, SessionId};
+use tokio::sync::Notify;
+
+use super::Hub;
+use super::entry::EntryState;
+use super::restore::record_entry;
+use super::session::{Session, SessionSync};
+use crate::metrics::gauge_add;
+use crate::store::StoreError;
+use crate::store::shared::{Change, Notice, SessionRecords};
+
+/// How often the upkeep runs.
+const UPKEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a caller waits for another's load of the same session before trying itself.
+const LOAD_WAIT: Duration = Duration::from_secs(5);
+
+/// Notices kept while a session loads; past this they are dropped, and the gap they leave is
+/// found like any other.
+const BUFFERED_NOTICES: usize = 1024;
+
+/// Why a session is loaded again.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Reload {
+    Gap,
+    Resubscribed,
+    Behind,
+    Failed,
+}
+
+impl Hub {
+    /// Makes sure this node holds `session` as the shared store has it (a no-op on a local
+    /// store, or when already held). An error leaves the session held but unloaded: the
+    /// upkeep tries again.
+    pub async fn synced(self: &Arc<Self>, session: &SessionId) -> Result<(), StoreError> {
+        let Some(shared) = self.shared.clone() else {
+            return Ok(());
+        };
+        loop {
+            let waiter = {
+                let mut sessions = self.lock();
+                let Some(state) = self.session_entry(&mut sessions, session) else {
+                    // The session limit: the caller's own check says so.
+                    return Ok(());
+                };
+                let sync = state.sync.get_or_insert_with(SessionSync::default);
+                if sync.loaded && sync.loading.is_none() {
+                    return Ok(());
+                }
+                match &sync.loading {
+                    Some(loading) => Arc::clone(loading).notified_owned(),
+                    None => {
+                        sync.loading = Some(Arc::new(Notify::new()));
+                        break;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(LOAD_WAIT, waiter).await;
+            let sessions = self.lock();
+            if let Some(sync) = sessions.get(session).and_then(|s| s.sync.as_ref()) {
+                if sync.loaded {
+                    return Ok(());
+                }
+            }
+        }
+        let loaded = async {
+            shared.watch(session).await?;
+            shared.load_session(session).await
+        }
+        .await;
+        self.finish_load(session, loaded)
+    }
+
+    /// Applies a finished load of `session` (held, its `loading` set by the caller).
+    fn finish_load(
+        &self,
+        session: &SessionId,
+        loaded: Result<SessionRecords, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut sessions = self.lock();
+        let Some(state) = sessions.get_mut(session) else {
+            if let Some(shared) = &self.shared {
+                shared.unwatch(session);
+            }
+            return loaded.map(drop);
+        };
+        let Some(sync) = state.sync.as_mut() else {
+            return loaded.map(drop);
+        };
+        let loading = sync.loading.take();
+        let buffered = std::mem::take(&mut sync.buffered);
+        let result = match loaded {
+            Ok(records) => {
+                let seq = records.seq;
+                self.apply_records(state, records);
+                if let Some(sync) = state.sync.as_mut() {
+                    sync.seq = seq;
+                    sync.loaded = true;
+                    sync.behind = None;
+                }
+                let mut buffered = buffered;
+                buffered.sort_by_key(|(seq, _)| *seq);
+                for (seq, change) in buffered {
+                    self.follow(state, seq, change);
+                }
+                Ok(())
+            }
+            Err(error) => {
+                tracing::warn!(%session, %error, "could not load a session from the store; trying again shortly");
+                Err(error)
+            }
+        };
+        if let Some(loading) = loading {
+            loading.notify_waiters();
+        }
+        result
+    }
+
+    /// Makes `state` what the store holds: requests new here are added (and shown), ones
+    /// resolved there are announced, ones gone there are dropped.
+    fn apply_records(&self, state: &mut Session, records: SessionRecords) {
+        let mut kept = HashSet::with_capacity(records.requests.len());
+        for record in records.requests {
+            kept.insert(record.id.clone());
+            match state.requests.get(&record.id).map(|entry| &entry.state) {
+                None => self.add_record(state, record),
+                Some(EntryState::Open | EntryState::Resolving) => {
+                    if let Some(resolution) = record.resolution {
+                        self.announce_resolution(state, &record.id, resolution);
+                    }
+                }
+                Some(EntryState::Committing(_) | EntryState::Resolved(_)) => {}
+            }
+        }
+        let gone: Vec<_> = state
+            .requests
+            .values()
+            .filter(|entry| !kept.contains(&entry.id))
+            .filter(|entry| matches!(entry.state, EntryState::Open | EntryState::Resolved(_)))
+            .map(|entry| (entry.id.clone(), matches!(entry.state, EntryState::Open)))
+            .collect();
+        let mut vanished_open = false;
+        for (id, open) in gone {
+            vanished_open |= open;
+            self.drop_entry(state, &id);
+        }
+        if vanished_open {
+            // Ended and forgotten elsewhere, both unheard: only a snapshot can tell the tabs.
+            let max = self.limits.max_frame_bytes;
+            let tabs: Vec<_> = state
+                .tabs
+                .iter()
+                .map(|(link, slot)| (*link, slot.tab.clone()))
+                .collect();
+            for (link, tab) in tabs {
+                let snapshot = state.snapshot(&tab, max);
+                state.send_to(link, snapshot, &self.metrics);
+            }
+        }
+    }
+
+    /// A request another node asked (or this node missed): held and shown to the tabs here.
+    fn add_record(&self, state: &mut Session, record: crate::store::StoredRequest) {
+        let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+            Ok(questions) => Arc::new(questions),
+            Err(errors) => {
+                tracing::error!(session = %record.session, request = %record.id, %errors, "a shared request does not validate here; not shown");
+                return;
+            }
+        };
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let id = record.id.clone();
+        let entry = record_entry(state, record, questions, seq);
+        let open = matches!(entry.state, EntryState::Open);
+        let frame = open.then(|| entry.encoded.frame.clone());
+        gauge_add(
+            if open {
+                &self.metrics.open_requests
+            } else {
+                &self.metrics.kept_outcomes
+            },
+            1,
+        );
+        state.finished.remove(&id);
+        state.requests.insert(id, entry);
+        if let Some(frame) = frame {
+            state.broadcast(&frame, &self.metrics);
+        }
+    }
+
+    /// Drops a request the store no longer has.
+    fn drop_entry(&self, state: &mut Session, id: &askgate_protocol::RequestId) {
+        let Some(entry) = state.forget(id) else {
+            return;
+        };
+        if let Some(timer) = &entry.timer {
+            timer.abort();
+        }
+        match entry.state {
+            EntryState::Open => {
+                state.uncount_open(entry.encoded.view.len());
+                gauge_add(&self.metrics.open_requests, -1);
+            }
+            _ => gauge_add(&self.metrics.kept_outcomes, -1),
+        }
+        entry.resolved.notify_waiters();
+    }
+
+    /// Applies change number `seq`, if it is the next one; asks for a load past a gap.
+    fn follow(&self, state: &mut Session, seq: u64, change: Change) -> Option<Reload> {
+        let sync = state.sync.as_mut()?;
+        if sync.loading.is_some() {
+            if sync.buffered.len() < BUFFERED_NOTICES {
+                sync.buffered.push((seq, change));
+            }
+            return None;
+        }
+        if !sync.loaded || seq <= sync.seq {
+            return None;
+        }
+        if seq > sync.seq + 1 {
+            return Some(Reload::Gap);
+        }
+        sync.seq = seq;
+        match change {
+            Change::Put(record) => {
+                if !state.requests.contains_key(&record.id) {
+                    self.add_record(state, record);
+                }
+            }
+            Change::Resolved { id, resolution } => self.announce_resolution(state, &id, resolution),
+            Change::Forgot { id } => {
+                if matches!(
+                    state.requests.get(&id).map(|e| &e.state),
+                    Some(EntryState::Resolved(_))
+                ) {
+                    self.drop_entry(state, &id);
+                }
+            }
+        }
+        None
+    }
+
+    /// Handles one notice from the store.
+    fn on_notice(self: &Arc<Self>, notice: Notice) {
+        match notice {
+            Notice::Change {
+                session,
+                seq,
+                change,
+            } => {
+                let reload = {
+                    let mut sessions = self.lock();
+                    let Some(state) = sessions.get_mut(&session) else {
+                        return;
+                    };
+                    self.follow(state, seq, change)
+                };
+                if let Some(cause) = reload {
+                    self.spawn_reload(session, cause);
+                }
+            }
+            Notice::Resubscribed => {
+                let held: Vec<SessionId> = self.lock().keys().cloned().collect();
+                for session in held {
+                    self.spawn_reload(session, Reload::Resubscribed);
+                }
+            }
+        }
+    }
+
+    /// Loads `session` again in a task of its own, unless a load is under way.
+    pub(super) fn spawn_reload(self: &Arc<Self>, session: SessionId, cause: Reload) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        {
+            let mut sessions = self.lock();
+            let Some(sync) = sessions.get_mut(&session).and_then(|s| s.sync.as_mut()) else {
+                return;
+            };
+            if sync.loading.is_some() {
+                return;
+            }
+            sync.loading = Some(Arc::new(Notify::new()));
+        }
+        let counter = match cause {
+            Reload::Gap => Some(&self.metrics.shared.resnapshots_gap),
+            Reload::Resubscribed => Some(&self.metrics.shared.resnapshots_resubscribed),
+            Reload::Behind => Some(&self.metrics.shared.resnapshots_behind),
+            Reload::Failed => None,
+        };
+        if let Some(counter) = counter {
+            self.metrics.shared.count(counter);
+        }
+        let hub = Arc::clone(self);
+        tokio::spawn(async move {
+            let loaded = async {
+                // A load that failed before may not have subscribed.
+                if matches!(cause, Reload::Failed) {
+                    shared.watch(&session).await?;
+                }
+                shared.load_session(&session).await
+            }
+            .await;
+            let _ = hub.finish_load(&session, loaded);
+        });
+    }
+
+    /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
+    /// They hold the hub weakly, and end with it.
+    pub fn start_shared(self: &Arc<Self>) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        if let Some(mut notices) = shared.take_notices() {
+            let hub = Arc::downgrade(self);
+            tokio::spawn(async move {
+                while let Some(notice) = notices.recv().await {
+                    let Some(hub) = hub.upgrade() else { return };
+                    hub.on_notice(notice);
+                }
+            });
+        }
+        tokio::spawn(upkeep(Arc::downgrade(self)));
+        tokio::spawn(super::sweeping::sweep_deadlines(Arc::downgrade(self)));
+    }
+
+    /// One round of upkeep.
+    async fn upkeep_once(self: &Arc<Self>) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        let mut polled = Vec::new();
+        let mut failed = Vec::new();
+        {
+            let mut sessions = self.lock();
+            let idle: Vec<SessionId> = sessions
+                .values()
+                .filter(|s| s.sync.is_some() && s.is_idle())
+                .map(|s| s.id.clone())
+                .collect();
+            for id in idle {
+                self.forget_session(&mut sessions, &id);
+            }
+            for state in sessions.values() {
+                let Some(sync) = &state.sync else { continue };
+                match (sync.loaded, sync.loading.is_some()) {
+                    (_, true) => {}
+                    (true, false) => polled.push((state.id.clone(), sync.seq)),
+                    (false, false) => failed.push(state.id.clone()),
+                }
+            }
+        }
+        for session in failed {
+            self.spawn_reload(session, Reload::Failed);
+        }
+        let ids: Vec<SessionId> = polled.iter().map(|(id, _)| id.clone()).collect();
+        let Ok(seqs) = shared.sequences(ids).await else {
+            return;
+        };
+        let mut behind = Vec::new();
+        {
+            let mut sessions = self.lock();
+            for ((id, _), store_seq) in polled.iter().zip(seqs) {
+                let Some(sync) = sessions.get_mut(id).and_then(|s| s.sync.as_mut()) else {
+                    continue;
+                };
+                if store_seq == sync.seq {
+                    sync.behind = None;
+                } else if store_seq < sync.seq {
+                    // The store lost changes (a restart without a synced log): it is the truth.
+                    behind.push(id.clone());
+                } else {
+                    match sync.behind {
+                        Some(seen) if sync.seq < seen => behind.push(id.clone()),
+                        _ => sync.behind = Some(store_seq),
+                    }
+                }
+            }
+        }
+        for id in behind {
+            self.spawn_reload(id, Reload::Behind);
+        }
+    }
+
+    /// Lets go of a session nobody here watches (the store keeps it).
+    pub(super) fn forget_session(
+        &self,
+        sessions: &mut std::collections::HashMap<SessionId, Session>,
+        id: &SessionId,
+    ) {
+        let Some(state) = sessions.remove(id) else {
+            return;
+        };
+        gauge_add(&self.metrics.sessions, -1);
+        for entry in state.requests.values() {
+            if let Some(timer) = &entry.timer {
+                timer.abort();
+            }
+            match entry.state {
+                EntryState::Open => gauge_add(&self.metrics.open_requests, -1),
+                EntryState::Resolved(_) => gauge_add(&self.metrics.kept_outcomes, -1),
+                _ => {}
+            }
+        }
+        if let Some(shared) = &self.shared {
+            shared.unwatch(id);
+        }
+    }
+}
+
+/// Runs the upkeep every second, for as long as the hub lives.
+async fn upkeep(hub: Weak<Hub>) {
+    let mut every = tokio::time::interval(UPKEEP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(hub) = hub.upgrade() else { return };
+        hub.upkeep_once().await;
+    }
+}

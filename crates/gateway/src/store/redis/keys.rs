@@ -1,0 +1,110 @@
+//! The names of everything askgate keeps in Redis. Everything of one session carries the hash
+//! tag `{session}`, so on Redis Cluster it lives in one slot and every transition is one script;
+//! session ids cannot contain braces, so the tag is exactly the id.
+
+use askgate_protocol::{RequestId, SessionId};
+
+/// Key names under one deployment's prefix.
+#[derive(Clone, Debug)]
+pub(super) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// Names under `prefix`, which holds no brace (checked by the configuration).
+    pub(super) fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    fn tagged(&self, session: &SessionId) -> String {
+        format!("{}{{{}}}", self.prefix, session.as_str())
+    }
+
+    /// The hash of one request.
+    pub(super) fn request(&self, session: &SessionId, id: &RequestId) -> String {
+        format!("{}{}", self.request_prefix(session), id.as_str())
+    }
+
+    /// What every request key of `session` starts with.
+    pub(super) fn request_prefix(&self, session: &SessionId) -> String {
+        format!("{}:q:", self.tagged(session))
+    }
+
+    /// The session's request ids, scored by creation order.
+    pub(super) fn ids(&self, session: &SessionId) -> String {
+        format!("{}:ids", self.tagged(session))
+    }
+
+    /// The session's sequence number.
+    pub(super) fn seq(&self, session: &SessionId) -> String {
+        format!("{}:seq", self.tagged(session))
+    }
+
+    /// The channel the session's notices go to.
+    pub(super) fn channel(&self, session: &SessionId) -> String {
+        format!("{}:ch", self.tagged(session))
+    }
+
+    /// The session a notice's channel belongs to, if it is one of ours.
+    pub(super) fn session_of_channel(&self, channel: &str) -> Option<SessionId> {
+        let tagged = channel.strip_prefix(&self.prefix)?.strip_prefix('{')?;
+        let session = tagged.strip_suffix("}:ch")?;
+        SessionId::parse(session).ok()
+    }
+
+    /// The deadline index every node sweeps.
+    pub(super) fn due(&self) -> String {
+        format!("{}{{due}}", self.prefix)
+    }
+
+    /// The member of the deadline index for one request: session, a line feed, the id (neither
+    /// can hold a line feed).
+    pub(super) fn due_member(session: &SessionId, id: &RequestId) -> String {
+        format!("{}\n{}", session.as_str(), id.as_str())
+    }
+
+    /// The request a deadline-index member names.
+    pub(super) fn parse_due_member(member: &str) -> Option<(SessionId, RequestId)> {
+        let (session, id) = member.split_once('\n')?;
+        Some((SessionId::parse(session).ok()?, RequestId::parse(id).ok()?))
+    }
+
+    /// The viewer-link secret nodes share when no secret file is given.
+    pub(super) fn secret(&self) -> String {
+        format!("{}{{secret}}", self.prefix)
+    }
+
+    /// The channel one node probes its own subscription with.
+    pub(super) fn probe(&self, node: &str) -> String {
+        format!("{}{{probe}}:{node}", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_of_a_session_shares_its_hash_tag() {
+        let keys = Keys::new("askgate:");
+        let session = SessionId::parse("team-a:s-1").unwrap();
+        let id = RequestId::parse("r{1}").unwrap();
+        for key in [
+            keys.request(&session, &id),
+            keys.ids(&session),
+            keys.seq(&session),
+            keys.channel(&session),
+        ] {
+            assert!(key.starts_with("askgate:{team-a:s-1}:"), "{key}");
+        }
+        assert_eq!(
+            keys.session_of_channel(&keys.channel(&session)),
+            Some(session.clone())
+        );
+        assert_eq!(keys.session_of_channel("other:{s}:ch"), None);
+        let member = Keys::due_member(&session, &id);
+        assert_eq!(Keys::parse_due_member(&member), Some((session, id)));
+    }
+}

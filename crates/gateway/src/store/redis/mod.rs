@@ -1,0 +1,519 @@
+//! The Redis store: several nodes, one truth. Every transition is one Lua script (the files in
+//! `scripts/`, each saying what it guarantees), decided by Redis against its own clock; a node
+//! announces only what a script returned. The design, with its failure table:
+//! `docs/SCALE-OUT.md`.
+//!
+//! - [`keys`]: key and channel names, hash-tagged by session.
+//! - [`records`]: requests as hash fields, and the notices scripts publish.
+//! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
+//! - [`settings`]: the start-up check of Redis's durability settings, and the shared secret.
+
+mod keys;
+mod records;
+mod settings;
+mod subscriber;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate_protocol::{Outcome, RequestId, SessionId};
+use redis::aio::ConnectionManager;
+use redis::{Client, Script};
+use tokio::sync::mpsc;
+
+use self::keys::Keys;
+use self::records::Fields;
+use self::subscriber::Subscriber;
+use super::shared::{DueClaim, Notice, SessionRecords, Shared};
+use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Verdict};
+use crate::metrics::Metrics;
+
+pub use settings::{Durability, check_durability};
+
+/// How long a sweeper's claim on a due entry lasts: if it dies holding it, another node takes
+/// the entry then.
+const CLAIM_LEASE: Duration = Duration::from_secs(5);
+
+/// How many due entries one sweep claims at most.
+const CLAIM_BATCH: usize = 64;
+
+/// How long one command may take before the node counts Redis as unreachable for it.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How the Redis store is set up.
+#[derive(Clone, Debug)]
+pub struct RedisOptions {
+    /// `redis://HOST:PORT[/DB]` or `rediss://...`.
+    pub url: String,
+    /// What every key starts with, so deployments can share one Redis.
+    pub prefix: String,
+    /// How long an outcome is kept for its agent, for the sweep.
+    pub retention: Duration,
+}
+
+/// The scripts, loaded once (and again by `EVALSHA`'s fallback when Redis forgot them).
+struct Scripts {
+    ask: Script,
+    resolve: Script,
+    forget: Script,
+    session: Script,
+    claim: Script,
+    unclaim: Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            ask: Script::new(include_str!("scripts/ask.lua")),
+            resolve: Script::new(include_str!("scripts/resolve.lua")),
+            forget: Script::new(include_str!("scripts/forget.lua")),
+            session: Script::new(include_str!("scripts/session.lua")),
+            claim: Script::new(include_str!("scripts/claim.lua")),
+            unclaim: Script::new(include_str!("scripts/unclaim.lua")),
+        }
+    }
+}
+
+/// A store on Redis, shared by every node that uses the same server and prefix.
+pub struct RedisStore {
+    inner: Arc<Inner>,
+    subscriber: Subscriber,
+}
+
+/// What the store's futures share.
+struct Inner {
+    conn: ConnectionManager,
+    keys: Keys,
+    scripts: Scripts,
+    retention_ms: u64,
+    metrics: Arc<Metrics>,
+    publish: &'static str,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore").finish_non_exhaustive()
+    }
+}
+
+fn redis_error(doing: &str, error: &redis::RedisError) -> StoreError {
+    StoreError(format!("redis unavailable while {doing}: {error}"))
+}
+
+impl RedisStore {
+    /// Connects to Redis and starts the subscription.
+    ///
+    /// # Errors
+    /// The URL is not a Redis URL, or Redis cannot be reached.
+    pub async fn connect(
+        options: &RedisOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<RedisStore>, StoreError> {
+        let client = Client::open(options.url.as_str())
+            .map_err(|e| StoreError(format!("--store {}: {e}", redact(&options.url))))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(COMMAND_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(1));
+        let conn = tokio::time::timeout(
+            COMMAND_TIMEOUT * 2,
+            client.get_connection_manager_with_config(config),
+        )
+        .await
+        .map_err(|_| StoreError(format!("redis at {} did not answer", redact(&options.url))))?
+        .map_err(|e| StoreError(format!("redis at {}: {e}", redact(&options.url))))?;
+        let keys = Keys::new(&options.prefix);
+        let inner = Arc::new(Inner {
+            conn: conn.clone(),
+            keys: keys.clone(),
+            scripts: Scripts::new(),
+            retention_ms: u64::try_from(options.retention.as_millis()).unwrap_or(u64::MAX),
+            metrics: Arc::clone(&metrics),
+            publish: "PUBLISH",
+        });
+        let subscriber = Subscriber::start(client, conn, keys, metrics);
+        Ok(Arc::new(RedisStore { inner, subscriber }))
+    }
+
+    /// The viewer-link secret every node of this deployment uses: created by the first.
+    ///
+    /// # Errors
+    /// Redis cannot be reached.
+    pub async fn shared_secret(&self) -> Result<Vec<u8>, StoreError> {
+        settings::shared_secret(&mut self.inner.conn.clone(), &self.inner.keys.secret()).await
+    }
+
+    /// The durability settings of the server, read at start.
+    ///
+    /// # Errors
+    /// Redis cannot be reached.
+    pub async fn durability(&self) -> Result<Durability, StoreError> {
+        settings::read(&mut self.inner.conn.clone()).await
+    }
+}
+
+/// `url` without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Inner {
+    /// Runs `script` with its keys and arguments, timing it for the metrics.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        doing: &str,
+        invocation: &mut redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result = invocation.invoke_async(&mut conn).await;
+        self.metrics.shared.round_trip(started.elapsed());
+        result.map_err(|e| redis_error(doing, &e))
+    }
+
+    /// Brings the request's entry in the deadline index forward to `at_ms` (or adds it).
+    async fn index_due(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result: Result<(), _> = redis::cmd("ZADD")
+            .arg(self.keys.due())
+            .arg("LT")
+            .arg(at_ms)
+            .arg(Keys::due_member(session, id))
+            .query_async(&mut conn)
+            .await;
+        self.metrics.shared.round_trip(started.elapsed());
+        result.map_err(|e| redis_error("indexing a deadline", &e))
+    }
+
+    async fn put(&self, request: &StoredRequest) -> Result<Verdict, StoreError> {
+        let (session, id) = (&request.session, &request.id);
+        let timeout_ms = request
+            .deadline_ms
+            .map(|deadline| deadline.saturating_sub(request.asked_at_ms));
+        if let Some(deadline) = request.deadline_ms {
+            self.index_due(session, id, deadline).await?;
+        }
+        let reply: Vec<String> = self
+            .run(
+                "asking",
+                self.scripts
+                    .ask
+                    .key(self.keys.request(session, id))
+                    .key(self.keys.ids(session))
+                    .key(self.keys.seq(session))
+                    .arg(id.as_str())
+                    .arg(records::digest(request))
+                    .arg(records::body(request))
+                    .arg(timeout_ms.map(|t| t.to_string()).unwrap_or_default())
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish),
+            )
+            .await?;
+        let text = |i: usize| reply.get(i).map_or("", String::as_str);
+        let bad = |e: String| StoreError(format!("redis replied to an ask unexpectedly: {e}"));
+        match text(0) {
+            "created" => Ok(Verdict::Created {
+                asked_at_ms: records::millis(text(1)).map_err(bad)?,
+                deadline_ms: records::deadline(text(2)).map_err(bad)?,
+            }),
+            "exists" => {
+                let fields = Fields {
+                    asked: text(1),
+                    deadline: text(2),
+                    state: text(3),
+                    resolution: text(4),
+                    resolved: text(5),
+                    body: text(6),
+                };
+                let stored = records::request(session, id, &fields).map_err(bad)?;
+                Ok(Verdict::Exists(stored))
+            }
+            "conflict" => Ok(Verdict::Conflict),
+            other => Err(bad(format!("{other:?}"))),
+        }
+    }
+
+    async fn resolve(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        resolution: &super::StoredResolution,
+        if_late: Option<&askgate_protocol::Settlement>,
+    ) -> Result<Verdict, StoreError> {
+        let kind = match resolution.settlement.outcome {
+            Outcome::Answered | Outcome::Declined => "answer",
+            Outcome::TimedOut => "timeout",
+            Outcome::Withdrawn => "withdraw",
+        };
+        // The sweep forgets the outcome once its retention has run out, whichever node kept it.
+        let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
+        self.index_due(session, id, retained_until).await?;
+        let late = if_late
+            .map(|settlement| records::ending(settlement, None))
+            .unwrap_or_default();
+        let reply: Vec<String> = self
+            .run(
+                "resolving",
+                self.scripts
+                    .resolve
+                    .key(self.keys.request(session, id))
+                    .key(self.keys.seq(session))
+                    .arg(id.as_str())
+                    .arg(kind)
+                    .arg(records::ending(
+                        &resolution.settlement,
+                        resolution.by.as_deref(),
+                    ))
+                    .arg(late)
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish),
+            )
+            .await?;
+        let text = |i: usize| reply.get(i).map_or("", String::as_str);
+        let bad =
+            |e: String| StoreError(format!("redis replied to a resolution unexpectedly: {e}"));
+        let verdict = match text(0) {
+            "won" => Verdict::Won {
+                at_ms: records::millis(text(2)).map_err(bad)?,
+            },
+            "lost" | "late" => Verdict::Lost(records::resolution(text(1), text(2)).map_err(bad)?),
+            "early" => Verdict::Early {
+                left_ms: records::deadline(text(1)).map_err(bad)?.unwrap_or(u64::MAX),
+            },
+            "unknown" => Verdict::Unknown,
+            other => return Err(bad(format!("{other:?}"))),
+        };
+        self.metrics.shared.script_outcome(text(0));
+        Ok(verdict)
+    }
+
+    async fn forget(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        retention_ms: Option<u64>,
+    ) -> Result<Verdict, StoreError> {
+        let reply: String = self
+            .run(
+                "forgetting",
+                self.scripts
+                    .forget
+                    .key(self.keys.request(session, id))
+                    .key(self.keys.ids(session))
+                    .key(self.keys.seq(session))
+                    .arg(id.as_str())
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish)
+                    .arg(retention_ms.map(|r| r.to_string()).unwrap_or_default()),
+            )
+            .await?;
+        Ok(match reply.as_str() {
+            "done" | "kept" => Verdict::Done,
+            "still_open" => Verdict::StillOpen,
+            _ => Verdict::Unknown,
+        })
+    }
+
+    async fn decide(&self, ops: Vec<StoreOp>) -> Result<Vec<Verdict>, StoreError> {
+        let mut verdicts = Vec::with_capacity(ops.len());
+        for op in ops {
+            let verdict = match op {
+                StoreOp::Put(request) => self.put(&request).await?,
+                StoreOp::Resolve {
+                    session,
+                    id,
+                    resolution,
+                    if_late,
+                } => {
+                    self.resolve(&session, &id, &resolution, if_late.as_ref())
+                        .await?
+                }
+                StoreOp::Delete { session, id } => self.forget(&session, &id, None).await?,
+            };
+            verdicts.push(verdict);
+        }
+        Ok(verdicts)
+    }
+
+    async fn load_session(&self, session: &SessionId) -> Result<SessionRecords, StoreError> {
+        let reply: Vec<String> = self
+            .run(
+                "loading a session",
+                self.scripts
+                    .session
+                    .key(self.keys.ids(session))
+                    .key(self.keys.seq(session))
+                    .arg(self.keys.request_prefix(session)),
+            )
+            .await?;
+        let bad = |e: String| StoreError(format!("redis holds a session askgate cannot read: {e}"));
+        let mut parts = reply.iter().map(String::as_str);
+        let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
+        let rest: Vec<&str> = parts.collect();
+        let mut requests = Vec::with_capacity(rest.len() / 7);
+        for chunk in rest.chunks_exact(7) {
+            let Ok(id) = RequestId::parse(chunk[0]) else {
+                continue;
+            };
+            let fields = Fields {
+                asked: chunk[1],
+                deadline: chunk[2],
+                state: chunk[3],
+                resolution: chunk[4],
+                resolved: chunk[5],
+                body: chunk[6],
+            };
+            match records::request(session, &id, &fields) {
+                Ok(request) => requests.push(request),
+                // One damaged record must not keep the rest of the session from showing.
+                Err(error) => {
+                    tracing::error!(%session, request = %id, %error, "a request in redis could not be read; left there")
+                }
+            }
+        }
+        Ok(SessionRecords { seq, requests })
+    }
+
+    async fn sequences(&self, sessions: Vec<SessionId>) -> Result<Vec<u64>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for session in &sessions {
+            pipe.get(self.keys.seq(session));
+        }
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let seqs: Vec<Option<u64>> = pipe
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| redis_error("reading sequence numbers", &e))?;
+        self.metrics.shared.round_trip(started.elapsed());
+        Ok(seqs.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    async fn claim_due(&self) -> Result<Vec<DueClaim>, StoreError> {
+        let lease_ms = u64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(u64::MAX);
+        let reply: Vec<String> = self
+            .run(
+                "claiming deadlines",
+                self.scripts
+                    .claim
+                    .key(self.keys.due())
+                    .arg(lease_ms)
+                    .arg(CLAIM_BATCH),
+            )
+            .await?;
+        let bad = |e: String| StoreError(format!("redis replied to a claim unexpectedly: {e}"));
+        let now_ms = records::millis(reply.first().map_or("", String::as_str)).map_err(bad)?;
+        let claimed_until_ms =
+            records::millis(reply.get(1).map_or("", String::as_str)).map_err(bad)?;
+        Ok(reply
+            .iter()
+            .skip(2)
+            .filter_map(|member| Keys::parse_due_member(member))
+            .map(|(session, id)| DueClaim {
+                session,
+                id,
+                claimed_until_ms,
+                now_ms,
+            })
+            .collect())
+    }
+
+    async fn settle_claim(&self, claim: &DueClaim, next_ms: Option<u64>) -> Result<(), StoreError> {
+        let _: i64 = self
+            .run(
+                "settling a deadline claim",
+                self.scripts
+                    .unclaim
+                    .key(self.keys.due())
+                    .arg(Keys::due_member(&claim.session, &claim.id))
+                    .arg(claim.claimed_until_ms)
+                    .arg(next_ms.map(|n| n.to_string()).unwrap_or_default()),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+impl Store for RedisStore {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
+        let deciding = self.decide(ops);
+        Box::pin(async move { deciding.await.map(drop) })
+    }
+
+    /// Nothing: a node loads sessions one at a time, as its peers come to watch them.
+    fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn decide(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, Vec<Verdict>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.decide(ops).await })
+    }
+
+    fn shared(&self) -> Option<Arc<dyn Shared>> {
+        Some(Arc::new(SharedSide {
+            inner: Arc::clone(&self.inner),
+            subscriber: self.subscriber.clone(),
+        }))
+    }
+}
+
+/// The shared side of the Redis store.
+struct SharedSide {
+    inner: Arc<Inner>,
+    subscriber: Subscriber,
+}
+
+impl Shared for SharedSide {
+    fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.load_session(&session).await })
+    }
+
+    fn sequences(&self, sessions: Vec<SessionId>) -> StoreFuture<'static, Vec<u64>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.sequences(sessions).await })
+    }
+
+    fn watch(&self, session: &SessionId) -> StoreFuture<'static, ()> {
+        let watching = self.subscriber.watch(self.inner.keys.channel(session));
+        Box::pin(watching)
+    }
+
+    fn unwatch(&self, session: &SessionId) {
+        self.subscriber.unwatch(self.inner.keys.channel(session));
+    }
+
+    fn take_notices(&self) -> Option<mpsc::Receiver<Notice>> {
+        self.subscriber.take_notices()
+    }
+
+    fn claim_due(&self) -> StoreFuture<'static, Vec<DueClaim>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.claim_due().await })
+    }
+
+    fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.settle_claim(&claim, next_ms).await })
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.subscriber.ready()
+    }
+}

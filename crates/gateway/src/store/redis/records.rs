@@ -1,0 +1,247 @@
+//! Requests as Redis holds them (a hash of plain fields, the JSON parts as JSON), and the
+//! notices scripts publish: both directions, and the digest that tells re-asks apart.
+
+use askgate_protocol::{Dialect, RequestId, SessionId, Settlement};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::store::shared::Change;
+use crate::store::{StoredRequest, StoredResolution};
+
+/// What tabs are shown of a request, as the `body` field.
+#[derive(Serialize, Deserialize)]
+struct Body {
+    dialect: Dialect,
+    title: Option<String>,
+    questions: Value,
+}
+
+/// How a request ended, as the `resolution` field (its time is the `resolved` field).
+#[derive(Serialize, Deserialize)]
+struct Ending {
+    settlement: Settlement,
+    by: Option<String>,
+}
+
+/// The `body` field of `request`.
+pub(super) fn body(request: &StoredRequest) -> String {
+    let body = Body {
+        dialect: request.dialect,
+        title: request.title.clone(),
+        questions: request.questions.clone(),
+    };
+    serde_json::to_string(&body).unwrap_or_default()
+}
+
+/// What tells one request's questions from another's: a re-ask with the same digest is the
+/// same request. The title is not part of it, as on one node.
+pub(super) fn digest(request: &StoredRequest) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(request.dialect.as_str().as_bytes());
+    hasher.update(b"\n");
+    hasher.update(serde_json::to_vec(&request.questions).unwrap_or_default());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The `resolution` field of `resolution`.
+pub(super) fn ending(settlement: &Settlement, by: Option<&str>) -> String {
+    let ending = Ending {
+        settlement: settlement.clone(),
+        by: by.map(str::to_owned),
+    };
+    serde_json::to_string(&ending).unwrap_or_default()
+}
+
+/// A resolution from its `resolution` and `resolved` fields.
+pub(super) fn resolution(ending: &str, at: &str) -> Result<StoredResolution, String> {
+    let Ending { settlement, by } =
+        serde_json::from_str(ending).map_err(|e| format!("a stored resolution: {e}"))?;
+    Ok(StoredResolution {
+        settlement,
+        by,
+        at_ms: millis(at)?,
+    })
+}
+
+/// A time field.
+pub(super) fn millis(field: &str) -> Result<u64, String> {
+    field
+        .parse()
+        .map_err(|_| format!("a stored time is not a number: {field:?}"))
+}
+
+/// A deadline field (empty: none).
+pub(super) fn deadline(field: &str) -> Result<Option<u64>, String> {
+    if field.is_empty() {
+        Ok(None)
+    } else {
+        millis(field).map(Some)
+    }
+}
+
+/// The fields of one request, as `ask.lua` and `session.lua` return them.
+pub(super) struct Fields<'a> {
+    pub(super) asked: &'a str,
+    pub(super) deadline: &'a str,
+    pub(super) state: &'a str,
+    pub(super) resolution: &'a str,
+    pub(super) resolved: &'a str,
+    pub(super) body: &'a str,
+}
+
+/// A request from its fields.
+pub(super) fn request(
+    session: &SessionId,
+    id: &RequestId,
+    fields: &Fields<'_>,
+) -> Result<StoredRequest, String> {
+    let Body {
+        dialect,
+        title,
+        questions,
+    } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
+    let resolution = match fields.state {
+        "open" => None,
+        "resolved" => Some(resolution(fields.resolution, fields.resolved)?),
+        other => return Err(format!("a stored request in an unknown state {other:?}")),
+    };
+    Ok(StoredRequest {
+        session: session.clone(),
+        id: id.clone(),
+        dialect,
+        questions,
+        title,
+        asked_at_ms: millis(fields.asked)?,
+        deadline_ms: deadline(fields.deadline)?,
+        resolution,
+    })
+}
+
+/// A notice as a script published it: its sequence number and the change.
+pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change), String> {
+    let mut parts = payload.splitn(3, '\n');
+    let (Some(seq), Some(kind), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("a notice without its parts: {payload:?}"));
+    };
+    let seq = millis(seq)?;
+    let id_of = |text: &str| RequestId::parse(text).map_err(|e| format!("a notice's id: {e}"));
+    let change = match kind {
+        "put" => {
+            let mut parts = rest.splitn(4, '\n');
+            let (Some(id), Some(asked), Some(deadline), Some(body)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return Err("a put notice without its parts".into());
+            };
+            let id = id_of(id)?;
+            let fields = Fields {
+                asked,
+                deadline,
+                state: "open",
+                resolution: "",
+                resolved: "",
+                body,
+            };
+            Change::Put(request(session, &id, &fields)?)
+        }
+        "resolved" => {
+            let mut parts = rest.splitn(3, '\n');
+            let (Some(id), Some(at), Some(ending)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err("a resolved notice without its parts".into());
+            };
+            Change::Resolved {
+                id: id_of(id)?,
+                resolution: resolution(ending, at)?,
+            }
+        }
+        "forgot" => Change::Forgot { id: id_of(rest)? },
+        other => return Err(format!("a notice of an unknown kind {other:?}")),
+    };
+    Ok((seq, change))
+}
+
+#[cfg(test)]
+mod tests {
+    use askgate_protocol::Outcome;
+    use serde_json::json;
+
+    use super::*;
+
+    fn sample() -> StoredRequest {
+        StoredRequest {
+            session: SessionId::parse("s").unwrap(),
+            id: RequestId::parse("r").unwrap(),
+            dialect: Dialect::Harness,
+            questions: json!([{"header": "H", "question": "Q?\nnext line", "options": []}]),
+            title: Some("a title".into()),
+            asked_at_ms: 5,
+            deadline_ms: Some(9),
+            resolution: None,
+        }
+    }
+
+    #[test]
+    fn a_put_notice_reads_back_as_the_request() {
+        let request = sample();
+        let payload = format!("7\nput\nr\n5\n9\n{}", body(&request));
+        let (seq, change) = notice(&request.session, &payload).unwrap();
+        assert_eq!(seq, 7);
+        let Change::Put(read) = change else {
+            panic!("{change:?}")
+        };
+        assert_eq!(read, request);
+    }
+
+    #[test]
+    fn a_resolved_notice_reads_back_as_the_resolution() {
+        let settlement = Settlement {
+            outcome: Outcome::Declined,
+            response: json!({"answers": [], "cancelled": true}),
+            result: json!("declined\nsecond line"),
+            model_text: Some("declined".into()),
+        };
+        let payload = format!("8\nresolved\nr\n12\n{}", ending(&settlement, Some("t-1")));
+        let (seq, change) = notice(&SessionId::parse("s").unwrap(), &payload).unwrap();
+        assert_eq!(seq, 8);
+        let Change::Resolved { id, resolution } = change else {
+            panic!("{change:?}")
+        };
+        assert_eq!(id.as_str(), "r");
+        assert_eq!(resolution.settlement, settlement);
+        assert_eq!(
+            (resolution.by.as_deref(), resolution.at_ms),
+            (Some("t-1"), 12)
+        );
+    }
+
+    #[test]
+    fn a_notice_that_is_not_one_is_an_error_not_a_panic() {
+        let session = SessionId::parse("s").unwrap();
+        for payload in [
+            "",
+            "x",
+            "1\nput\nr",
+            "1\nresolved\nr\n5\n{",
+            "1\nwhat\nr",
+            "a\nforgot\nr",
+        ] {
+            assert!(notice(&session, payload).is_err(), "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn the_digest_follows_the_questions_not_the_title() {
+        let a = sample();
+        let mut b = sample();
+        b.title = None;
+        assert_eq!(digest(&a), digest(&b));
+        b.questions = json!([]);
+        assert_ne!(digest(&a), digest(&b));
+    }
+}

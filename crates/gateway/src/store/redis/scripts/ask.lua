@@ -1,0 +1,28 @@
+-- Asks: creates the request if its id is new in the session, atomically.
+-- Guarantees: one request per (session, id), ever, until it is forgotten. A second ask with the
+-- same questions (same digest) gets the request as it stands; one with other questions gets
+-- `conflict`. The times are Redis's own clock, so every node shows one deadline.
+-- KEYS: 1 the request's hash, 2 the session's ids (sorted set), 3 the session's sequence.
+-- ARGV: 1 id, 2 digest of the questions, 3 body (JSON), 4 timeout in ms or '',
+--       5 the session's channel, 6 the publish command (PUBLISH or SPUBLISH).
+local digest = redis.call('HGET', KEYS[1], 'digest')
+if digest then
+  if digest ~= ARGV[2] then
+    return {'conflict'}
+  end
+  local f = redis.call('HMGET', KEYS[1], 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body')
+  return {'exists', f[1] or '', f[2] or '', f[3] or '', f[4] or '', f[5] or '', f[6] or ''}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local asked = string.format('%.0f', now)
+local deadline = ''
+if ARGV[4] ~= '' then
+  deadline = string.format('%.0f', now + tonumber(ARGV[4]))
+end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], 'digest', ARGV[2], 'body', ARGV[3], 'asked', asked,
+  'deadline', deadline, 'state', 'open')
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call(ARGV[6], ARGV[5], seq .. '\nput\n' .. ARGV[1] .. '\n' .. asked .. '\n' .. deadline .. '\n' .. ARGV[3])
+return {'created', asked, deadline, tostring(seq)}

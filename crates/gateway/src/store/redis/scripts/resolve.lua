@@ -1,0 +1,36 @@
+-- Ends a request: a compare-and-set of its state from `open` to `resolved`.
+-- Guarantees: the first ending wins and is kept; every later one is told the winner (`lost`).
+-- A timeout is refused before the deadline by Redis's clock (`early`, with the time left), and
+-- never applies to a request without one. An answer or decline at or after the deadline loses
+-- to the timeout given in ARGV[4], which is recorded instead (`late`).
+-- KEYS: 1 the request's hash, 2 the session's sequence.
+-- ARGV: 1 id, 2 kind (answer, timeout or withdraw), 3 the resolution (JSON),
+--       4 the timeout's resolution for a late answer, or '', 5 channel, 6 publish command.
+local f = redis.call('HMGET', KEYS[1], 'state', 'deadline', 'resolution', 'resolved')
+if not f[1] then
+  return {'unknown'}
+end
+if f[1] == 'resolved' then
+  return {'lost', f[3] or '', f[4] or ''}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = tonumber(f[2])
+local resolution = ARGV[3]
+local verdict = 'won'
+if ARGV[2] == 'timeout' then
+  if not deadline then
+    return {'early', ''}
+  end
+  if now < deadline then
+    return {'early', string.format('%.0f', deadline - now)}
+  end
+elseif ARGV[2] == 'answer' and deadline and now >= deadline and ARGV[4] ~= '' then
+  resolution = ARGV[4]
+  verdict = 'late'
+end
+local at = string.format('%.0f', now)
+redis.call('HSET', KEYS[1], 'state', 'resolved', 'resolution', resolution, 'resolved', at)
+local seq = redis.call('INCR', KEYS[2])
+redis.call(ARGV[6], ARGV[5], seq .. '\nresolved\n' .. ARGV[1] .. '\n' .. at .. '\n' .. resolution)
+return {verdict, resolution, at}

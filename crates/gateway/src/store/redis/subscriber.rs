@@ -1,0 +1,285 @@
+//! The node's one pub/sub connection: which session channels it listens to, the notices it
+//! hands the hub, and the probe that restarts it when it stops hearing anything.
+//!
+//! Pub/sub is at most once, so nothing here is trusted to be complete: after every
+//! (re)subscription the hub is told [`Notice::Resubscribed`] and loads every session it holds
+//! again. The probe publishes on the node's own channel every second; a connection that has
+//! not heard its own probe for [`PROBE_SILENCE`] is dropped and made again (one still open to
+//! a server that no longer forwards anything is otherwise silent for good).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use redis::Client;
+use redis::aio::ConnectionManager;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::keys::Keys;
+use super::records;
+use crate::metrics::Metrics;
+use crate::store::StoreError;
+use crate::store::shared::Notice;
+
+/// How often the probe goes out.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long without hearing the probe before the connection is made again.
+const PROBE_SILENCE: Duration = Duration::from_secs(3);
+
+/// How long a subscription may take to be confirmed.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Notices waiting for the hub. Past this the subscriber waits, Redis buffers, and a
+/// subscriber far behind is disconnected by Redis and resubscribes: memory stays bounded.
+const NOTICE_QUEUE: usize = 4096;
+
+enum Command {
+    Watch(String, oneshot::Sender<Result<(), StoreError>>),
+    Unwatch(String),
+}
+
+/// A handle on the subscription task.
+#[derive(Clone)]
+pub(super) struct Subscriber {
+    commands: mpsc::UnboundedSender<Command>,
+    notices: Arc<Mutex<Option<mpsc::Receiver<Notice>>>>,
+    status: Arc<Mutex<Result<(), String>>>,
+}
+
+impl Subscriber {
+    /// Starts the subscription task on `client`; probes are published through `conn`.
+    pub(super) fn start(
+        client: Client,
+        conn: ConnectionManager,
+        keys: Keys,
+        metrics: Arc<Metrics>,
+    ) -> Subscriber {
+        let (commands, received) = mpsc::unbounded_channel();
+        let (notify, notices) = mpsc::channel(NOTICE_QUEUE);
+        let status = Arc::new(Mutex::new(Err("not subscribed yet".to_owned())));
+        let node = format!("{:016x}", rand::random::<u64>());
+        let task = Task {
+            client,
+            conn,
+            probe: keys.probe(&node),
+            keys,
+            metrics,
+            watched: HashSet::new(),
+            notify,
+            status: Arc::clone(&status),
+        };
+        tokio::spawn(task.run(received));
+        Subscriber {
+            commands,
+            notices: Arc::new(Mutex::new(Some(notices))),
+            status,
+        }
+    }
+
+    /// Subscribes to `channel`; resolves once Redis confirmed it.
+    pub(super) fn watch(
+        &self,
+        channel: String,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let (done, confirmed) = oneshot::channel();
+        let sent = self.commands.send(Command::Watch(channel, done)).is_ok();
+        async move {
+            if !sent {
+                return Err(StoreError("the subscription task has stopped".into()));
+            }
+            match tokio::time::timeout(SUBSCRIBE_TIMEOUT, confirmed).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Err(StoreError("the subscription was dropped; retrying".into())),
+                Err(_) => Err(StoreError(
+                    "redis did not confirm a subscription in time".into(),
+                )),
+            }
+        }
+    }
+
+    /// Unsubscribes from `channel`.
+    pub(super) fn unwatch(&self, channel: String) {
+        let _ = self.commands.send(Command::Unwatch(channel));
+    }
+
+    /// The notices, for their one receiver.
+    pub(super) fn take_notices(&self) -> Option<mpsc::Receiver<Notice>> {
+        self.notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Whether the subscription is live and Redis answers.
+    pub(super) fn ready(&self) -> Result<(), String> {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+struct Task {
+    client: Client,
+    conn: ConnectionManager,
+    keys: Keys,
+    probe: String,
+    metrics: Arc<Metrics>,
+    /// Every channel asked for, subscribed again after each reconnect.
+    watched: HashSet<String>,
+    notify: mpsc::Sender<Notice>,
+    status: Arc<Mutex<Result<(), String>>>,
+}
+
+impl Task {
+    fn set_status(&self, status: Result<(), String>) {
+        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let mut pause = Duration::from_millis(100);
+        let mut first = true;
+        loop {
+            match self.connected(&mut commands, &mut first).await {
+                Ended::HubGone => return,
+                Ended::Lost(why) => {
+                    tracing::warn!(%why, "the redis subscription was lost; subscribing again");
+                    self.set_status(Err(format!("redis subscription lost: {why}")));
+                }
+            }
+            // While disconnected, watch requests are answered with an error (the hub retries),
+            // unwatches are applied to the set.
+            let resume = Instant::now() + pause;
+            while let Ok(Some(command)) = tokio::time::timeout_at(resume, commands.recv()).await {
+                match command {
+                    Command::Watch(channel, done) => {
+                        self.watched.insert(channel);
+                        let _ = done.send(Err(StoreError("redis subscription is down".into())));
+                    }
+                    Command::Unwatch(channel) => {
+                        self.watched.remove(&channel);
+                    }
+                }
+            }
+            pause = (pause * 2).min(Duration::from_secs(2));
+            if !first {
+                self.metrics
+                    .shared
+                    .count(&self.metrics.shared.subscription_reconnects);
+            }
+        }
+    }
+
+    /// One subscription connection's life.
+    async fn connected(
+        &mut self,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+        first: &mut bool,
+    ) -> Ended {
+        let pubsub =
+            match tokio::time::timeout(SUBSCRIBE_TIMEOUT, self.client.get_async_pubsub()).await {
+                Ok(Ok(pubsub)) => pubsub,
+                Ok(Err(error)) => return Ended::Lost(error.to_string()),
+                Err(_) => return Ended::Lost("connecting timed out".into()),
+            };
+        let (mut sink, mut stream) = pubsub.split();
+        let mut channels: Vec<String> = self.watched.iter().cloned().collect();
+        channels.push(self.probe.clone());
+        for chunk in channels.chunks(512) {
+            match tokio::time::timeout(SUBSCRIBE_TIMEOUT, sink.subscribe(chunk)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => return Ended::Lost(error.to_string()),
+                Err(_) => return Ended::Lost("subscribing timed out".into()),
+            }
+        }
+        *first = false;
+        // Everything the hub holds may have changed unheard while no subscription was live.
+        if self.notify.send(Notice::Resubscribed).await.is_err() {
+            return Ended::HubGone;
+        }
+        let mut heard = Instant::now();
+        let mut probes = tokio::time::interval(PROBE_EVERY);
+        loop {
+            tokio::select! {
+                message = stream.next() => {
+                    let Some(message) = message else {
+                        return Ended::Lost("the connection closed".into());
+                    };
+                    let channel = message.get_channel_name();
+                    if channel == self.probe {
+                        heard = Instant::now();
+                        continue;
+                    }
+                    let Some(session) = self.keys.session_of_channel(channel) else { continue };
+                    let payload: String = message.get_payload().unwrap_or_default();
+                    match records::notice(&session, &payload) {
+                        Ok((seq, change)) => {
+                            let notice = Notice::Change { session, seq, change };
+                            if self.notify.send(notice).await.is_err() {
+                                return Ended::HubGone;
+                            }
+                        }
+                        Err(error) => tracing::warn!(%session, %error, "a notice could not be read; the session is checked by its sequence number"),
+                    }
+                }
+                command = commands.recv() => {
+                    let Some(command) = command else { return Ended::HubGone };
+                    match command {
+                        Command::Watch(channel, done) => {
+                            let subscribed = tokio::time::timeout(SUBSCRIBE_TIMEOUT, sink.subscribe(&channel)).await;
+                            let result = match subscribed {
+                                Ok(Ok(())) => Ok(()),
+                                Ok(Err(error)) => Err(error.to_string()),
+                                Err(_) => Err("subscribing timed out".to_owned()),
+                            };
+                            self.watched.insert(channel);
+                            match result {
+                                Ok(()) => { let _ = done.send(Ok(())); }
+                                Err(why) => {
+                                    let _ = done.send(Err(StoreError(format!("redis subscription: {why}"))));
+                                    return Ended::Lost(why);
+                                }
+                            }
+                        }
+                        Command::Unwatch(channel) => {
+                            self.watched.remove(&channel);
+                            if let Err(error) = sink.unsubscribe(&channel).await {
+                                return Ended::Lost(error.to_string());
+                            }
+                        }
+                    }
+                }
+                _ = probes.tick() => {
+                    if heard.elapsed() > PROBE_SILENCE {
+                        self.metrics.shared.count(&self.metrics.shared.probe_restarts);
+                        return Ended::Lost(format!("its own probe went unheard for {PROBE_SILENCE:?}"));
+                    }
+                    let started = std::time::Instant::now();
+                    let mut conn = self.conn.clone();
+                    let published: Result<i64, _> = tokio::time::timeout(
+                        PROBE_SILENCE,
+                        redis::cmd("PUBLISH").arg(&self.probe).arg("probe").query_async(&mut conn),
+                    )
+                    .await
+                    .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))));
+                    self.metrics.shared.round_trip(started.elapsed());
+                    self.set_status(match published {
+                        Ok(_) if heard.elapsed() <= PROBE_SILENCE => Ok(()),
+                        Ok(_) => Err("redis subscription silent".to_owned()),
+                        Err(error) => Err(format!("redis unreachable: {error}")),
+                    });
+                }
+            }
+        }
+    }
+}
+
+enum Ended {
+    /// The hub dropped its side: nothing to do any more.
+    HubGone,
+    /// The connection failed; make it again.
+    Lost(String),
+}

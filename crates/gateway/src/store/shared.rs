@@ -1,0 +1,97 @@
+//! What a store shared by several nodes has beyond [`Store`](super::Store): sessions loaded one
+//! at a time (a node holds only those its own peers watch), notices of other nodes' changes,
+//! the deadline sweep every node takes part in, and whether the store can be reached.
+//!
+//! Notices are at most once: the hub checks their sequence numbers and loads a session again
+//! on a gap, after every resubscription, and when its sequence number runs ahead.
+
+use askgate_protocol::{RequestId, SessionId};
+use tokio::sync::mpsc;
+
+use super::{StoreFuture, StoredRequest, StoredResolution};
+
+/// One session as the store holds it.
+#[derive(Clone, Debug, Default)]
+pub struct SessionRecords {
+    /// The sequence number of its last change.
+    pub seq: u64,
+    /// Every request, oldest first.
+    pub requests: Vec<StoredRequest>,
+}
+
+/// A change made by some node (this one included: its own come back too).
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// A request was asked.
+    Put(StoredRequest),
+    /// A request ended.
+    Resolved {
+        /// The request.
+        id: RequestId,
+        /// How.
+        resolution: StoredResolution,
+    },
+    /// A request was forgotten (acknowledged, or kept past its retention).
+    Forgot {
+        /// The request.
+        id: RequestId,
+    },
+}
+
+/// What the store tells the hub.
+#[derive(Clone, Debug)]
+pub enum Notice {
+    /// A session changed.
+    Change {
+        /// The session.
+        session: SessionId,
+        /// Its sequence number after the change.
+        seq: u64,
+        /// What changed.
+        change: Change,
+    },
+    /// Notices may have been missed (the subscription was made again): every held session
+    /// must be loaded again.
+    Resubscribed,
+}
+
+/// An entry of the deadline index this node has claimed for a while.
+#[derive(Clone, Debug)]
+pub struct DueClaim {
+    /// The session.
+    pub session: SessionId,
+    /// The request.
+    pub id: RequestId,
+    /// The claim's score (its end), which settling it checks.
+    pub claimed_until_ms: u64,
+    /// The store's clock when it was claimed.
+    pub now_ms: u64,
+}
+
+/// The shared side of a store several nodes use.
+pub trait Shared: Send + Sync + 'static {
+    /// One session, whole, with the sequence number it matches.
+    fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords>;
+
+    /// The sequence numbers of `sessions`, in order.
+    fn sequences(&self, sessions: Vec<SessionId>) -> StoreFuture<'static, Vec<u64>>;
+
+    /// Starts receiving notices of `session`; resolves once the subscription is in place, so
+    /// that loading the session afterwards leaves no notice in between.
+    fn watch(&self, session: &SessionId) -> StoreFuture<'static, ()>;
+
+    /// Stops receiving notices of `session`.
+    fn unwatch(&self, session: &SessionId);
+
+    /// The notices, once: whoever takes them is the one receiver.
+    fn take_notices(&self) -> Option<mpsc::Receiver<Notice>>;
+
+    /// Claims deadline-index entries that are due.
+    fn claim_due(&self) -> StoreFuture<'static, Vec<DueClaim>>;
+
+    /// Ends a claim: the entry is due again at `next_ms`, or removed (`None`).
+    fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()>;
+
+    /// Whether the store answered lately; why not, if not.
+    fn ready(&self) -> Result<(), String>;
+}
