@@ -8,6 +8,8 @@
 #                  installable here; tests/oracle/deepagents_oracle.py loads only its ask_user
 #                  modules, see there)
 #   chromium, chromedriver  Debian's packages, for the browser tests
+#   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
+#                  own server on a free port; the packaged service is never used)
 # Safe to run again; a half-built virtualenv is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +62,10 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 chromium --version >/dev/null 2>&1
 chromedriver --version >/dev/null
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  install_debian_packages redis-server
+fi
+redis-server --version >/dev/null
 
 # The deepagents-code 0.2.2 wheel, unpacked into $1/src (not installed: it requires 3.14).
 unpack_deepagents_wheel() {

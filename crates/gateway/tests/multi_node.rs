@@ -1,0 +1,227 @@
+//! Several `askgate serve` nodes on one Redis, each reaching it through a TCP proxy the test
+//! can cut: every guarantee of one node, across nodes and through their deaths (SIGKILL).
+//! Each test starts its own `redis-server` on a free port in a temporary directory.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::nodes::Node;
+use support::peer::{Peer, answer, ask, http};
+use support::proxy::Proxy;
+use support::redis::RedisServer;
+
+/// Redis, and three nodes each reaching it through its own proxy.
+struct Cluster {
+    redis: RedisServer,
+    proxies: Vec<Proxy>,
+    nodes: Vec<Node>,
+}
+
+impl Cluster {
+    async fn start(count: usize) -> Cluster {
+        let redis = RedisServer::start(&[]);
+        let upstream = format!("127.0.0.1:{}", redis.port).parse().unwrap();
+        let mut proxies = Vec::new();
+        let mut nodes = Vec::new();
+        for _ in 0..count {
+            let proxy = Proxy::start(upstream).await;
+            nodes.push(Node::start(&proxy.url(), &["--strict-durability"]));
+            proxies.push(proxy);
+        }
+        Cluster {
+            redis,
+            proxies,
+            nodes,
+        }
+    }
+
+    /// A fresh node through proxy `i` (after the one there was killed).
+    fn restart(&mut self, i: usize) {
+        self.nodes[i] = Node::start(&self.proxies[i].url(), &[]);
+    }
+}
+
+/// Opens `session` with `agent`: its viewer URL.
+async fn open(agent: &mut Peer, session: &str) -> String {
+    agent
+        .send(&serde_json::json!({"type": "open", "session": session}))
+        .await;
+    let opened = agent.recv_type("opened").await;
+    opened["viewer_url"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_on_one_node_reaches_tabs_on_the_others_and_their_answer_comes_back() {
+    let cluster = Cluster::start(3).await;
+    let [a, b, c] = [&cluster.nodes[0], &cluster.nodes[1], &cluster.nodes[2]];
+    let mut agent = Peer::agent(a).await;
+    // A link printed by node A opens on B and C: the nodes share the secret through Redis.
+    let viewer = open(&mut agent, "s1").await;
+    let (mut tab_b, _) = Peer::tab(b, "s1", &viewer).await;
+    let (mut tab_c, _) = Peer::tab(c, "s1", &viewer).await;
+    agent.send(&ask("s1", "r1", Some(600.0))).await;
+    let accepted = agent.recv_type("accepted").await;
+    let shown_b = tab_b.recv_about("request", "r1").await;
+    let shown_c = tab_c.recv_about("request", "r1").await;
+    // One deadline, Redis's, everywhere.
+    assert_eq!(shown_b["request"]["deadline_ms"], accepted["deadline_ms"]);
+    assert_eq!(shown_c["request"]["deadline_ms"], accepted["deadline_ms"]);
+    tab_c.send(&answer("r1", "Blue")).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "answered");
+    let resolved_b = tab_b.recv_about("resolved", "r1").await;
+    let resolved_c = tab_c.recv_about("resolved", "r1").await;
+    assert_eq!(resolved_b["by"], outcome["by"]);
+    assert_eq!(resolved_c["by"], outcome["by"]);
+    // A tab that joins late on node B sees it finished, not open.
+    let (_, snapshot) = Peer::tab(b, "s1", &viewer).await;
+    assert_eq!(snapshot["requests"], serde_json::json!([]), "{snapshot}");
+    // The HTTP API on node B knows it too.
+    let (status, body) = http(b, "GET", "/v1/sessions/s1/requests/r1", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"answered\""), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_tabs_on_three_nodes_answer_at_once_and_exactly_one_wins_each_round() {
+    let cluster = Cluster::start(3).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "race").await;
+    let mut tabs = Vec::new();
+    for i in 0..20 {
+        let (tab, snapshot) = Peer::tab(&cluster.nodes[i % 3], "race", &viewer).await;
+        tabs.push((tab, snapshot["tab"].as_str().unwrap().to_owned()));
+    }
+    for round in 0..100 {
+        let id = format!("r{round}");
+        agent.send(&ask("race", &id, None)).await;
+        agent.recv_type("accepted").await;
+        for (tab, _) in &mut tabs {
+            tab.recv_about("request", &id).await;
+        }
+        let labels = ["Red", "Blue", "Green"];
+        for (i, (tab, _)) in tabs.iter_mut().enumerate() {
+            tab.send(&answer(&id, labels[i % 3])).await;
+        }
+        let outcome = agent.recv_type("outcome").await;
+        let winner = outcome["by"].as_str().unwrap().to_owned();
+        let mut rejected = 0;
+        for (tab, name) in &mut tabs {
+            // Each tab hears the one winner, and every tab but the winner is told it lost.
+            let mut heard_resolved = false;
+            let mut heard_rejected = false;
+            while !(heard_resolved && (heard_rejected || *name == winner)) {
+                let frame = tab.recv().await;
+                match frame["type"].as_str() {
+                    Some("resolved") if frame["id"] == id.as_str() => {
+                        assert_eq!(frame["by"], winner.as_str(), "round {round}");
+                        heard_resolved = true;
+                    }
+                    Some("answer_rejected") if frame["id"] == id.as_str() => {
+                        assert_ne!(*name, winner, "round {round}: the winner was refused");
+                        heard_rejected = true;
+                        rejected += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(rejected, 19, "round {round}");
+        agent
+            .send(&serde_json::json!({"type": "ack", "session": "race", "id": id}))
+            .await;
+        // No second outcome for the round.
+        if let Some(frame) = agent.recv_within(Duration::from_millis(1)).await {
+            assert_ne!(frame["type"], "outcome", "round {round}: {frame}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed() {
+    let mut cluster = Cluster::start(3).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "dl").await;
+    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "dl", &viewer).await;
+    agent.send(&ask("dl", "r1", Some(2.0))).await;
+    let accepted = agent.recv_type("accepted").await;
+    let deadline_ms = accepted["deadline_ms"].as_u64().unwrap();
+    tab.recv_about("request", "r1").await;
+    cluster.nodes[0].kill();
+    let resolved = tab.recv_about("resolved", "r1").await;
+    assert_eq!(resolved["outcome"], "timed_out");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        now_ms <= deadline_ms + 5_000,
+        "fired {} ms after the deadline",
+        now_ms - deadline_ms
+    );
+    // Once: no second resolution, and the agent, now on node C, collects exactly that one.
+    assert!(
+        tab.recv_within(Duration::from_secs(2))
+            .await
+            .is_none_or(|f| f["type"] != "resolved")
+    );
+    let mut agent = Peer::agent(&cluster.nodes[2]).await;
+    agent.send(&ask("dl", "r1", Some(2.0))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "timed_out");
+    assert_eq!(outcome["at_ms"], resolved_at(&cluster.redis, "dl", "r1"));
+    cluster.restart(0);
+}
+
+/// When Redis says request `id` of `session` ended.
+fn resolved_at(redis: &RedisServer, session: &str, id: &str) -> Value {
+    let at = redis.cli(&["HGET", &format!("askgate:{{{session}}}:q:{id}"), "resolved"]);
+    Value::from(
+        at.trim()
+            .parse::<u64>()
+            .expect("a resolution time in redis"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
+    let mut cluster = Cluster::start(3).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "mv").await;
+    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "mv", &viewer).await;
+    let ids: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
+    for id in &ids {
+        agent.send(&ask("mv", id, None)).await;
+        agent.recv_type("accepted").await;
+        tab.recv_about("request", id).await;
+    }
+    cluster.nodes[0].kill();
+    let mut by = HashMap::new();
+    for id in &ids {
+        tab.send(&answer(id, "Green")).await;
+        let resolved = tab.recv_about("resolved", id).await;
+        by.insert(id.clone(), resolved["by"].clone());
+    }
+    // The agent comes back on node C and re-asks each id it has no outcome for.
+    let mut agent = Peer::agent(&cluster.nodes[2]).await;
+    for id in &ids {
+        agent.send(&ask("mv", id, None)).await;
+        let outcome = agent.recv_type("outcome").await;
+        assert_eq!(outcome["id"], id.as_str());
+        assert_eq!(outcome["outcome"], "answered");
+        assert_eq!(outcome["by"], by[id]);
+        agent
+            .send(&serde_json::json!({"type": "ack", "session": "mv", "id": id}))
+            .await;
+    }
+    // Acknowledged: each is forgotten everywhere, and asking again asks anew.
+    agent.send(&ask("mv", "r0", None)).await;
+    let accepted = agent.recv_type("accepted").await;
+    assert_eq!(accepted["id"], "r0");
+    tab.recv_about("request", "r0").await;
+    cluster.restart(0);
+}

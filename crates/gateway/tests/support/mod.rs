@@ -1,0 +1,33 @@
+//! What the process-level tests share: Redis servers of their own, a TCP proxy a test can cut,
+//! `askgate serve` processes, and WebSocket peers whose every receive has a timeout.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod nodes;
+pub mod peer;
+pub mod proxy;
+pub mod redis;
+
+use std::time::Duration;
+
+/// How long anything a test waits for may take.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A fresh temporary directory named after `name`.
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "askgate-{name}-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// A loopback port nothing listens on right now (the caller binds it soon after; a clash is
+/// retried by whoever starts the server).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}

@@ -1,0 +1,104 @@
+//! `askgate serve` processes: a node on a store given by URL, killed (SIGKILL) when dropped or
+//! when the test says; every line of its standard error kept.
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
+
+use super::{TIMEOUT, tempdir};
+
+/// One gateway process.
+pub struct Node {
+    child: Option<Child>,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stderr: Arc<Mutex<Vec<String>>>,
+    lines: mpsc::Receiver<String>,
+    /// Its data directory.
+    pub data: PathBuf,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Node {
+    /// A node on `store` (`redis://...`) with `args`, once it says where it listens.
+    pub fn start(store: &str, args: &[&str]) -> Node {
+        Self::try_start(store, args)
+            .unwrap_or_else(|said| panic!("the node did not start: {said:?}"))
+    }
+
+    /// A node, or every line it wrote if it stopped before listening.
+    pub fn try_start(store: &str, args: &[&str]) -> Result<Node, Vec<String>> {
+        let data = tempdir("node");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .args(["--store", store])
+            .args(args)
+            .env("RUST_LOG", "info,askgate=debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("askgate serve starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = mpsc::channel();
+        let keeping = Arc::clone(&kept);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                keeping.lock().unwrap().push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        let mut node = Node {
+            child: Some(child),
+            addr: "127.0.0.1:0".parse().unwrap(),
+            stderr: kept,
+            lines,
+            data,
+        };
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match node.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = line.strip_prefix("askgate listening on http://") {
+                        node.addr = addr.trim().parse().expect("an address");
+                        return Ok(node);
+                    }
+                }
+                Err(_) => return Err(node.said()),
+            }
+        }
+    }
+
+    /// Every line it wrote so far.
+    pub fn said(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `ws://ADDR/PATH`.
+    pub fn ws(&self, path: &str) -> String {
+        format!("ws://{}{path}", self.addr)
+    }
+
+    /// `http://ADDR/PATH`.
+    pub fn http(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}

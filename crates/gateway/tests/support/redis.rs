@@ -1,0 +1,143 @@
+//! A `redis-server` of the test's own: a free port, a temporary directory, an append-only file
+//! synced on every write (what askgate's docs ask for), killed when dropped.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{TIMEOUT, free_port, tempdir};
+
+/// One Redis server process.
+pub struct RedisServer {
+    child: Option<Child>,
+    /// Where it listens.
+    pub port: u16,
+    dir: PathBuf,
+    extra: Vec<String>,
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl RedisServer {
+    /// A server with the settings askgate asks for, plus `extra` (`--maxmemory-policy ...`).
+    pub fn start(extra: &[&str]) -> RedisServer {
+        let dir = tempdir("redis");
+        let mut server = RedisServer {
+            child: None,
+            port: 0,
+            dir,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        for _ in 0..10 {
+            server.port = free_port();
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("redis-server would not start; see {}", server.dir.display());
+    }
+
+    /// Starts the process on the server's port and directory; `false` if it did not come up.
+    fn spawn(&mut self) -> bool {
+        let binary = which("redis-server").unwrap_or_else(|| {
+            panic!(
+                "redis-server is not installed: scripts/setup-test-env.sh installs Debian's package"
+            )
+        });
+        let child = Command::new(binary)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .args(["--maxmemory-policy", "noeviction", "--daemonize", "no"])
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(child) = &mut self.child {
+                if let Ok(Some(_)) = child.try_wait() {
+                    self.child = None;
+                    return false;
+                }
+            }
+            if self.ping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Whether it answers `PING` (and has loaded its data: a loading server says `-LOADING`).
+    pub fn ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        if stream.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut reply = [0u8; 7];
+        stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL, and waits for it to be gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory (its append-only file is read back).
+    pub fn restart(&mut self) {
+        self.kill();
+        assert!(
+            self.spawn(),
+            "redis-server did not come back on port {}",
+            self.port
+        );
+    }
+
+    /// `redis-cli -p PORT ARGS...`, its output.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let output = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+fn which(binary: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(binary))
+            .find(|path| path.is_file())
+    })
+}
