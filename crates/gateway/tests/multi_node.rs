@@ -225,3 +225,136 @@ async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
     tab.recv_about("request", "r0").await;
     cluster.restart(0);
 }
+
+/// Polls `GET /readyz` on `node` until it answers `status` (within the test's timeout).
+async fn until_ready_is(node: &Node, status: u16) -> String {
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let (got, body) = http(node, "GET", "/readyz", None).await;
+        if got == status {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "/readyz stayed {got} ({body}), not {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_redis_refuses_keeps_its_sockets_and_catches_up_when_back() {
+    let cluster = Cluster::start(2).await;
+    let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let mut agent = Peer::agent(a).await;
+    let viewer = open(&mut agent, "cut").await;
+    let (mut tab, _) = Peer::tab(b, "cut", &viewer).await;
+    agent.send(&ask("cut", "before", None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_about("request", "before").await;
+
+    cluster.proxies[1].cut();
+    let why = until_ready_is(b, 503).await;
+    assert!(why.contains("not ready"), "{why}");
+    // Nothing is announced that Redis does not have: an ask over HTTP and a tab's answer on
+    // node B are refused as unavailable.
+    let body = serde_json::json!({"id": "http-1", "questions": ask("cut", "x", None)["questions"]});
+    let (status, text) = http(b, "POST", "/v1/sessions/cut/requests", Some(&body)).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("unavailable"), "{text}");
+    tab.send(&answer("before", "Red")).await;
+    let refused = tab.recv_about("answer_rejected", "before").await;
+    assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
+    // Meanwhile node A goes on; node B's tab stays connected but cannot hear of it.
+    agent.send(&ask("cut", "during", None)).await;
+    agent.recv_type("accepted").await;
+
+    cluster.proxies[1].restore();
+    until_ready_is(b, 200).await;
+    // Back: the tab learns of what it missed, and can answer.
+    tab.recv_about("request", "during").await;
+    tab.send(&answer("during", "Blue")).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["id"], "during");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
+    let cluster = Cluster::start(3).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "sub").await;
+    let (mut tab_b, _) = Peer::tab(&cluster.nodes[1], "sub", &viewer).await;
+    let (mut tab_c, _) = Peer::tab(&cluster.nodes[2], "sub", &viewer).await;
+    for round in 0..5 {
+        let killed = cluster.redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        assert!(
+            killed.trim().parse::<u32>().unwrap_or(0) >= 3,
+            "killed {killed:?}"
+        );
+        // Asked while the nodes are resubscribing: the notice may reach no one.
+        let id = format!("r{round}");
+        agent.send(&ask("sub", &id, None)).await;
+        agent.recv_type("accepted").await;
+        tab_b.recv_about("request", &id).await;
+        tab_c.recv_about("request", &id).await;
+    }
+    // Each node subscribed again after each kill and loaded its session again for it (not
+    // only when its sequence poll would have found it behind).
+    // The last reconnect may still be under way: wait for it.
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
+        let reconnects = counter(&metrics, "askgate_redis_subscription_reconnects_total");
+        let reloads = counter(
+            &metrics,
+            "askgate_redis_resnapshots_total{cause=\"resubscribed\"}",
+        );
+        if reconnects >= 5.0 && reloads >= 5.0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The value of the metric line `name` in a Prometheus text body.
+fn counter(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the metrics"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() {
+    let cluster = Cluster::start(2).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "lost").await;
+    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "lost", &viewer).await;
+    agent.send(&ask("lost", "r1", None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_about("request", "r1").await;
+    // A resolution written straight into Redis, its notice never published: only the
+    // sequence poll can find it.
+    let key = "askgate:{lost}:q:r1";
+    let ending = r#"{"settlement":{"outcome":"declined","response":{"answers":[],"cancelled":true},"result":"declined","model_text":"declined"},"by":"t-elsewhere"}"#;
+    cluster.redis.cli(&[
+        "HSET",
+        key,
+        "state",
+        "resolved",
+        "resolution",
+        ending,
+        "resolved",
+        "1",
+    ]);
+    cluster.redis.cli(&["INCR", "askgate:{lost}:seq"]);
+    let started = std::time::Instant::now();
+    let resolved = tab.recv_about("resolved", "r1").await;
+    assert_eq!(resolved["by"], "t-elsewhere");
+    assert!(
+        started.elapsed() <= Duration::from_millis(2_500),
+        "took {:?}",
+        started.elapsed()
+    );
+}
