@@ -358,3 +358,54 @@ async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() 
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_that_can_lose_answers_are_warned_of_and_refused_when_strict() {
+    let redis = RedisServer::start(&[
+        "--appendfsync",
+        "everysec",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]);
+    let node = Node::start(&redis.url(), &[]);
+    let said = node.said().join("\n");
+    assert!(said.contains("appendfsync everysec"), "{said}");
+    assert!(said.contains("maxmemory-policy allkeys-lru"), "{said}");
+    let refused = Node::try_start(&redis.url(), &["--strict-durability"])
+        .err()
+        .expect("a strict node refuses to start");
+    let refused = refused.join("\n");
+    assert!(
+        refused.contains("--strict-durability: refusing to start"),
+        "{refused}"
+    );
+    assert!(refused.contains("appendfsync always"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployments_with_their_own_prefixes_share_one_redis_without_meeting() {
+    let redis = RedisServer::start(&[]);
+    let blue = Node::start(&redis.url(), &["--redis-prefix", "blue:"]);
+    let green = Node::start(&redis.url(), &["--redis-prefix", "green:"]);
+    let mut agent = Peer::agent(&blue).await;
+    agent.send(&ask("s", "r1", None)).await;
+    agent.recv_type("accepted").await;
+    // The same session and id in the other deployment is a new request of its own.
+    let mut other = Peer::agent(&green).await;
+    let mut different = ask("s", "r1", None);
+    different["questions"][0]["question"] = "Something else?".into();
+    other.send(&different).await;
+    let accepted = other.recv_type("accepted").await;
+    assert_eq!(accepted["id"], "r1");
+    let keys = redis.cli(&["KEYS", "*"]);
+    assert!(
+        keys.contains("blue:{s}:q:r1") && keys.contains("green:{s}:q:r1"),
+        "{keys}"
+    );
+    assert!(
+        !keys
+            .lines()
+            .any(|k| !k.starts_with("blue:") && !k.starts_with("green:") && !k.is_empty()),
+        "{keys}"
+    );
+}

@@ -2,6 +2,7 @@
 //! `askgate serve` processes, and WebSocket peers whose every receive has a timeout.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod crash_load;
 pub mod nodes;
 pub mod peer;
 pub mod proxy;
