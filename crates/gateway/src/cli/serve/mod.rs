@@ -70,7 +70,7 @@ pub struct ServeArgs {
 
     /// Refuse to start on a Redis whose settings can lose what was accepted (eviction, no
     /// append-only file, or one not synced on every write).
-    #[arg(long, env = "ASKGATE_STRICT_DURABILITY")]
+    #[arg(long, hide_env_values = true, env = "ASKGATE_STRICT_DURABILITY")]
     pub strict_durability: bool,
 
     /// Serve the web UI from this directory instead of the embedded copy (development).
