@@ -241,10 +241,10 @@ impl Cycles {
             }
             Err(e) => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
-                if let Ok(mut failures) = counts.failures.lock() {
-                    if failures.len() < 5 {
-                        failures.push(format!("{e:#}"));
-                    }
+                if let Ok(mut failures) = counts.failures.lock()
+                    && failures.len() < 5
+                {
+                    failures.push(format!("{e:#}"));
                 }
             }
         }

@@ -274,15 +274,15 @@ pub(crate) async fn run(
         && oddities.closed_by_server.is_empty();
     let latency = &tracker.latency;
     // Keep the server's own counters in the log of the run when it has them.
-    if target.kind == Kind::Askgate {
-        if let Ok(metrics) = scrape::scrape(addr).await {
-            let answered = metrics
-                .get("askgate_outcomes_total{outcome=\"answered\"}")
-                .copied()
-                .unwrap_or(f64::NAN);
-            eprintln!("  server counted {} answered outcomes", thousands(answered));
-            eprintln!("  {}", store_commits(&metrics));
-        }
+    if target.kind == Kind::Askgate
+        && let Ok(metrics) = scrape::scrape(addr).await
+    {
+        let answered = metrics
+            .get("askgate_outcomes_total{outcome=\"answered\"}")
+            .copied()
+            .unwrap_or(f64::NAN);
+        eprintln!("  server counted {} answered outcomes", thousands(answered));
+        eprintln!("  {}", store_commits(&metrics));
     }
     Ok(FanoutReport {
         scenario: "fanout",

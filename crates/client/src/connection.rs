@@ -308,10 +308,10 @@ impl Connection {
             if retry_withdrawals.is_none() && self.pending.withdrawal_failed() {
                 retry_withdrawals = Some(Instant::now() + STORE_RETRY);
             }
-            if let Some(text) = reply {
-                if let Err(error) = socket.send(Message::text(text)).await {
-                    return dropped(&error, heard);
-                }
+            if let Some(text) = reply
+                && let Err(error) = socket.send(Message::text(text)).await
+            {
+                return dropped(&error, heard);
             }
             if self.orphaned && self.pending.is_idle() {
                 return finish(socket).await;

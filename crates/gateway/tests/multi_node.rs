@@ -12,7 +12,7 @@ use serde_json::Value;
 use support::nodes::Node;
 use support::peer::{Peer, answer, ask, http};
 use support::proxy::Proxy;
-use support::redis::RedisServer;
+use support::redis::{RedisCluster, RedisServer};
 
 /// Redis, and three nodes each reaching it through its own proxy.
 struct Cluster {
@@ -57,7 +57,40 @@ async fn open(agent: &mut Peer, session: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_on_one_node_reaches_tabs_on_the_others_and_their_answer_comes_back() {
     let cluster = Cluster::start(3).await;
-    let [a, b, c] = [&cluster.nodes[0], &cluster.nodes[1], &cluster.nodes[2]];
+    fan_out_and_back(&cluster.nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_an_ask_reaches_every_node_and_its_answer_comes_back() {
+    let redis = RedisCluster::start();
+    let nodes: Vec<Node> = (0..3).map(|_| Node::start(&redis.url(), &[])).collect();
+    fan_out_and_back(&nodes).await;
+    // Every key of the session is on one primary (its slot's), the others answer MOVED.
+    let keys = ["askgate:{s1}:q:r1", "askgate:{s1}:ids", "askgate:{s1}:seq"];
+    let holders: Vec<usize> = redis
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, server)| {
+            let held = server.cli(&["EXISTS", keys[0], keys[1], keys[2]]);
+            held.trim() == "3"
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(holders.len(), 1, "{holders:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_twenty_tabs_race_and_exactly_one_wins_each_round() {
+    let redis = RedisCluster::start();
+    let nodes: Vec<Node> = (0..3).map(|_| Node::start(&redis.url(), &[])).collect();
+    race(&nodes).await;
+}
+
+/// Scenario 1 on `nodes`: an ask on the first reaches tabs on the others, an answer on the
+/// third comes back to the agent, every tab sees the same winner.
+async fn fan_out_and_back(nodes: &[Node]) {
+    let [a, b, c] = [&nodes[0], &nodes[1], &nodes[2]];
     let mut agent = Peer::agent(a).await;
     // A link printed by node A opens on B and C: the nodes share the secret through Redis.
     let viewer = open(&mut agent, "s1").await;
@@ -89,11 +122,16 @@ async fn an_ask_on_one_node_reaches_tabs_on_the_others_and_their_answer_comes_ba
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_tabs_on_three_nodes_answer_at_once_and_exactly_one_wins_each_round() {
     let cluster = Cluster::start(3).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    race(&cluster.nodes).await;
+}
+
+/// Scenario 2 on `nodes`: twenty tabs spread over them answer at once, a hundred rounds.
+async fn race(nodes: &[Node]) {
+    let mut agent = Peer::agent(&nodes[0]).await;
     let viewer = open(&mut agent, "race").await;
     let mut tabs = Vec::new();
     for i in 0..20 {
-        let (tab, snapshot) = Peer::tab(&cluster.nodes[i % 3], "race", &viewer).await;
+        let (tab, snapshot) = Peer::tab(&nodes[i % nodes.len()], "race", &viewer).await;
         tabs.push((tab, snapshot["tab"].as_str().unwrap().to_owned()));
     }
     for round in 0..100 {

@@ -281,7 +281,7 @@ impl Hub {
                 None
             }
             Ok(Verdict::Exists(record)) => {
-                let reply = self.adopt(session, record, asker);
+                let reply = self.adopt(session, &record, asker);
                 notify.notify_waiters();
                 return reply;
             }
@@ -347,7 +347,7 @@ impl Hub {
     fn adopt(
         &self,
         session: &mut Session,
-        record: StoredRequest,
+        record: &StoredRequest,
         asker: Option<&Link>,
     ) -> AskReply {
         let id = record.id.clone();

@@ -268,11 +268,11 @@ impl Hub {
 
     pub(super) fn leave_tab(&self, session: &SessionId, link_id: u64) {
         let mut sessions = self.lock();
-        if let Some(entry) = sessions.get_mut(session) {
-            if entry.tabs.remove(&link_id).is_some() {
-                gauge_add(&self.metrics.tabs, -1);
-                entry.announce_presence(&self.metrics);
-            }
+        if let Some(entry) = sessions.get_mut(session)
+            && entry.tabs.remove(&link_id).is_some()
+        {
+            gauge_add(&self.metrics.tabs, -1);
+            entry.announce_presence(&self.metrics);
         }
         self.drop_if_idle(&mut sessions, session);
     }

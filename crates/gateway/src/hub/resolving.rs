@@ -46,7 +46,7 @@ pub(super) enum Ending {
 enum Begun {
     /// This ending won here: its resolution, when the request was asked, its deadline, and how
     /// it ends instead should the store find it late.
-    Won((StoredResolution, u64, Option<u64>, Option<Settlement>)),
+    Won(Box<(StoredResolution, u64, Option<u64>, Option<Settlement>)>),
     /// Another ending is being stored: wait until it is kept or fails.
     Wait(tokio::sync::futures::OwnedNotified),
 }
@@ -167,7 +167,7 @@ impl Hub {
     ) -> Result<Option<StoredResolution>, Refusal> {
         let (resolution, asked_at_ms, deadline_ms, if_late) = loop {
             match self.begin_ending(session, id, &ending)? {
-                Begun::Won(won) => break won,
+                Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
             }
         };
@@ -252,11 +252,11 @@ impl Hub {
         // A shared store judges lateness on its own clock: it needs the timeout to put instead.
         let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
-        Ok(Begun::Won((
+        Ok(Begun::Won(Box::new((
             resolution,
             entry.asked_at_ms,
             entry.deadline_ms,
             if_late,
-        )))
+        ))))
     }
 }

@@ -112,10 +112,10 @@ impl Hub {
             Next::Forget => {
                 {
                     let mut sessions = self.lock();
-                    if let Some(state) = sessions.get_mut(&claim.session) {
-                        if state.forget(&claim.id).is_some() {
-                            crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
-                        }
+                    if let Some(state) = sessions.get_mut(&claim.session)
+                        && state.forget(&claim.id).is_some()
+                    {
+                        crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
                     }
                 }
                 let op = StoreOp::Delete {

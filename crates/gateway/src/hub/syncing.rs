@@ -74,10 +74,10 @@ impl Hub {
             };
             let _ = tokio::time::timeout(LOAD_WAIT, waiter).await;
             let sessions = self.lock();
-            if let Some(sync) = sessions.get(session).and_then(|s| s.sync.as_ref()) {
-                if sync.loaded {
-                    return Ok(());
-                }
+            if let Some(sync) = sessions.get(session).and_then(|s| s.sync.as_ref())
+                && sync.loaded
+            {
+                return Ok(());
             }
         }
         let loaded = async {
@@ -243,10 +243,12 @@ impl Hub {
         match change {
             Change::Put(record) => {
                 if !state.requests.contains_key(&record.id) {
-                    self.add_record(state, record);
+                    self.add_record(state, *record);
                 }
             }
-            Change::Resolved { id, resolution } => self.announce_resolution(state, &id, resolution),
+            Change::Resolved { id, resolution } => {
+                self.announce_resolution(state, &id, *resolution);
+            }
             Change::Forgot { id } => {
                 if matches!(
                     state.requests.get(&id).map(|e| &e.state),

@@ -23,13 +23,13 @@ pub struct SessionRecords {
 #[derive(Clone, Debug)]
 pub enum Change {
     /// A request was asked.
-    Put(StoredRequest),
+    Put(Box<StoredRequest>),
     /// A request ended.
     Resolved {
         /// The request.
         id: RequestId,
         /// How.
-        resolution: StoredResolution,
+        resolution: Box<StoredResolution>,
     },
     /// A request was forgotten (acknowledged, or kept past its retention).
     Forgot {

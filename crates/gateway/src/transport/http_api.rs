@@ -143,22 +143,22 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
             };
             // Only the harness's tool calls carry `args` this way; check the shape here so the
             // error names `args`, then let the ask's own validation judge the questions.
-            if body.dialect.as_ref().is_none_or(|d| d == "harness") {
-                if let Err(errors) = validate_args(&args, TopLevelExtras::Ignore) {
-                    let errors = errors
-                        .into_vec()
-                        .into_iter()
-                        .map(|e| {
-                            let path = if e.path.is_empty() {
-                                "args".to_owned()
-                            } else {
-                                format!("args.{}", e.path)
-                            };
-                            FieldError::new(path, e.code, e.message)
-                        })
-                        .collect();
-                    return Err(ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors));
-                }
+            if body.dialect.as_ref().is_none_or(|d| d == "harness")
+                && let Err(errors) = validate_args(&args, TopLevelExtras::Ignore)
+            {
+                let errors = errors
+                    .into_vec()
+                    .into_iter()
+                    .map(|e| {
+                        let path = if e.path.is_empty() {
+                            "args".to_owned()
+                        } else {
+                            format!("args.{}", e.path)
+                        };
+                        FieldError::new(path, e.code, e.message)
+                    })
+                    .collect();
+                return Err(ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors));
             }
             Ok(args.get("questions").cloned().unwrap_or(Value::Null))
         }

@@ -73,11 +73,11 @@ impl RedisServer {
         self.child = Some(child);
         let deadline = Instant::now() + TIMEOUT;
         while Instant::now() < deadline {
-            if let Some(child) = &mut self.child {
-                if let Ok(Some(_)) = child.try_wait() {
-                    self.child = None;
-                    return false;
-                }
+            if let Some(child) = &mut self.child
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                self.child = None;
+                return false;
             }
             if self.ping() {
                 return true;
@@ -140,4 +140,63 @@ fn which(binary: &str) -> Option<PathBuf> {
             .map(|dir| dir.join(binary))
             .find(|path| path.is_file())
     })
+}
+
+/// A Redis Cluster of three primaries (no replicas), each a [`RedisServer`], joined with
+/// `redis-cli --cluster create`.
+pub struct RedisCluster {
+    /// The primaries.
+    pub servers: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Three primaries, their slots assigned, once every one says `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        let servers: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                // The bus port is set, not left at port + 10000, which may not exist.
+                let bus = free_port().to_string();
+                RedisServer::start(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-port",
+                    &bus,
+                    "--cluster-node-timeout",
+                    "5000",
+                ])
+            })
+            .collect();
+        let addresses: Vec<String> = servers
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        let output = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli runs");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let deadline = Instant::now() + TIMEOUT;
+        for server in &servers {
+            while !server
+                .cli(&["CLUSTER", "INFO"])
+                .contains("cluster_state:ok")
+            {
+                assert!(Instant::now() < deadline, "the cluster never came up");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        RedisCluster { servers }
+    }
+
+    /// A seed URL (the first primary): nodes find the others from it.
+    pub fn url(&self) -> String {
+        self.servers[0].url()
+    }
 }

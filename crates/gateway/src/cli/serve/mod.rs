@@ -107,13 +107,13 @@ fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
         let earlier = keys
             .iter()
             .find(|(_, earlier)| earlier.secret() == key.secret());
-        if let Some((first, earlier)) = earlier {
-            if earlier.scope() != key.scope() {
-                bail!(
-                    "--agent-key number {position} is the key of number {first} again, with \
+        if let Some((first, earlier)) = earlier
+            && earlier.scope() != key.scope()
+        {
+            bail!(
+                "--agent-key number {position} is the key of number {first} again, with \
                      another session prefix; give each key one scope"
-                );
-            }
+            );
         }
         // Said at start: a key that held a `:` before scopes existed is now split, and an
         // operator should see it (by position and length only: both parts may be secret).

@@ -25,7 +25,7 @@ pub(super) enum Conn {
 /// What the subscriber connects with.
 pub(super) enum Subscribing {
     /// Its own pub/sub connection to the one server.
-    Single(Client),
+    Single(Box<Client>),
     /// A Cluster connection of its own whose pushes (sharded messages, resubscriptions) come
     /// through the receiver.
     Cluster(ClusterConnection, mpsc::UnboundedReceiver<PushInfo>),
@@ -33,7 +33,10 @@ pub(super) enum Subscribing {
 
 impl Conn {
     /// Connects to the server at `url`, as a Cluster if it is one; and what to subscribe with.
-    pub(super) async fn open(url: &str, timeout: Duration) -> Result<(Conn, Subscribing), StoreError> {
+    pub(super) async fn open(
+        url: &str,
+        timeout: Duration,
+    ) -> Result<(Conn, Subscribing), StoreError> {
         let shown = super::redact(url);
         let client = Client::open(url).map_err(|e| StoreError(format!("--store {shown}: {e}")))?;
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -41,17 +44,20 @@ impl Conn {
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_secs(1));
-        let mut single = tokio::time::timeout(timeout * 2, client.get_connection_manager_with_config(config))
-            .await
-            .map_err(|_| StoreError(format!("redis at {shown} did not answer")))?
-            .map_err(|e| StoreError(format!("redis at {shown}: {e}")))?;
+        let mut single = tokio::time::timeout(
+            timeout * 2,
+            client.get_connection_manager_with_config(config),
+        )
+        .await
+        .map_err(|_| StoreError(format!("redis at {shown} did not answer")))?
+        .map_err(|e| StoreError(format!("redis at {shown}: {e}")))?;
         let info: String = redis::cmd("INFO")
             .arg("cluster")
             .query_async(&mut single)
             .await
             .map_err(|e| StoreError(format!("redis at {shown}: {e}")))?;
         if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
-            return Ok((Conn::Single(single), Subscribing::Single(client)));
+            return Ok((Conn::Single(single), Subscribing::Single(Box::new(client))));
         }
         let cluster = |pushes: Option<mpsc::UnboundedSender<PushInfo>>| async {
             let mut builder = ClusterClientBuilder::new(vec![url])
@@ -74,7 +80,10 @@ impl Conn {
         let commands = cluster(None).await?;
         let (pushes, received) = mpsc::unbounded_channel();
         let subscriptions = cluster(Some(pushes)).await?;
-        Ok((Conn::Cluster(commands), Subscribing::Cluster(subscriptions, received)))
+        Ok((
+            Conn::Cluster(commands),
+            Subscribing::Cluster(subscriptions, received),
+        ))
     }
 
     /// Whether this is a Cluster.
@@ -85,7 +94,11 @@ impl Conn {
     /// The command that publishes a session's notice: sharded on a Cluster, so that a script
     /// may publish to its own slot's channel.
     pub(super) fn publish_command(&self) -> &'static str {
-        if self.is_cluster() { "SPUBLISH" } else { "PUBLISH" }
+        if self.is_cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        }
     }
 }
 

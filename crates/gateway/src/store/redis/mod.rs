@@ -3,11 +3,13 @@
 //! announces only what a script returned. The design, with its failure table:
 //! `docs/SCALE-OUT.md`.
 //!
+//! - [`conn`]: the command connection, standalone or Cluster (found out at start).
 //! - [`keys`]: key and channel names, hash-tagged by session.
 //! - [`records`]: requests as hash fields, and the notices scripts publish.
 //! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
 //! - [`settings`]: the start-up check of Redis's durability settings, and the shared secret.
 
+mod conn;
 mod keys;
 mod records;
 mod settings;
@@ -17,10 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askgate_protocol::{Outcome, RequestId, SessionId};
-use redis::aio::ConnectionManager;
-use redis::{Client, Script};
+use redis::Script;
 use tokio::sync::mpsc;
 
+use self::conn::Conn;
 use self::keys::Keys;
 use self::records::Fields;
 use self::subscriber::Subscriber;
@@ -82,7 +84,7 @@ pub struct RedisStore {
 
 /// What the store's futures share.
 struct Inner {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Keys,
     scripts: Scripts,
     retention_ms: u64,
@@ -109,20 +111,8 @@ impl RedisStore {
         options: &RedisOptions,
         metrics: Arc<Metrics>,
     ) -> Result<Arc<RedisStore>, StoreError> {
-        let client = Client::open(options.url.as_str())
-            .map_err(|e| StoreError(format!("--store {}: {e}", redact(&options.url))))?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(COMMAND_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(1));
-        let conn = tokio::time::timeout(
-            COMMAND_TIMEOUT * 2,
-            client.get_connection_manager_with_config(config),
-        )
-        .await
-        .map_err(|_| StoreError(format!("redis at {} did not answer", redact(&options.url))))?
-        .map_err(|e| StoreError(format!("redis at {}: {e}", redact(&options.url))))?;
+        let (conn, subscribing) = Conn::open(&options.url, COMMAND_TIMEOUT).await?;
+        let publish = conn.publish_command();
         let keys = Keys::new(&options.prefix);
         let inner = Arc::new(Inner {
             conn: conn.clone(),
@@ -130,9 +120,9 @@ impl RedisStore {
             scripts: Scripts::new(),
             retention_ms: u64::try_from(options.retention.as_millis()).unwrap_or(u64::MAX),
             metrics: Arc::clone(&metrics),
-            publish: "PUBLISH",
+            publish,
         });
-        let subscriber = Subscriber::start(client, conn, keys, metrics);
+        let subscriber = Subscriber::start(subscribing, conn, keys, metrics);
         Ok(Arc::new(RedisStore { inner, subscriber }))
     }
 
@@ -379,7 +369,7 @@ impl Inner {
                 Ok(request) => requests.push(request),
                 // One damaged record must not keep the rest of the session from showing.
                 Err(error) => {
-                    tracing::error!(%session, request = %id, %error, "a request in redis could not be read; left there")
+                    tracing::error!(%session, request = %id, %error, "a request in redis could not be read; left there");
                 }
             }
         }
@@ -389,6 +379,27 @@ impl Inner {
     async fn sequences(&self, sessions: Vec<SessionId>) -> Result<Vec<u64>, StoreError> {
         if sessions.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.conn.is_cluster() {
+            // Keys in many slots: one GET each, all at once.
+            let reads = sessions.iter().map(|session| {
+                let mut conn = self.conn.clone();
+                let key = self.keys.seq(session);
+                async move {
+                    redis::cmd("GET")
+                        .arg(key)
+                        .query_async::<Option<u64>>(&mut conn)
+                        .await
+                }
+            });
+            let started = std::time::Instant::now();
+            let seqs = futures_util::future::join_all(reads).await;
+            self.metrics.shared.round_trip(started.elapsed());
+            return seqs
+                .into_iter()
+                .map(|seq| seq.map(Option::unwrap_or_default))
+                .collect::<Result<_, _>>()
+                .map_err(|e| redis_error("reading sequence numbers", &e));
         }
         let mut pipe = redis::pipe();
         for session in &sessions {

@@ -147,7 +147,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
                 resolved: "",
                 body,
             };
-            Change::Put(request(session, &id, &fields)?)
+            Change::Put(Box::new(request(session, &id, &fields)?))
         }
         "resolved" => {
             let mut parts = rest.splitn(3, '\n');
@@ -157,7 +157,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             };
             Change::Resolved {
                 id: id_of(id)?,
-                resolution: resolution(ending, at)?,
+                resolution: Box::new(resolution(ending, at)?),
             }
         }
         "forgot" => Change::Forgot { id: id_of(rest)? },
@@ -195,7 +195,7 @@ mod tests {
         let Change::Put(read) = change else {
             panic!("{change:?}")
         };
-        assert_eq!(read, request);
+        assert_eq!(*read, request);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What a node checks of Redis at start: the settings "nothing accepted is lost" rests on, and
 //! the viewer-link secret every node of a deployment shares.
 
-use redis::aio::ConnectionManager;
+use super::conn::Conn;
 
 use crate::store::StoreError;
 
@@ -13,7 +13,7 @@ pub struct Durability {
 }
 
 /// Reads the server's settings.
-pub(super) async fn read(conn: &mut ConnectionManager) -> Result<Durability, StoreError> {
+pub(super) async fn read(conn: &mut Conn) -> Result<Durability, StoreError> {
     let mut warnings = Vec::new();
     match config_get(conn, "maxmemory-policy").await? {
         Some(policy) if policy == "noeviction" => {}
@@ -44,10 +44,7 @@ pub(super) async fn read(conn: &mut ConnectionManager) -> Result<Durability, Sto
 const CONFIG_REFUSED: &str = "redis would not say its SETTING (CONFIG GET refused): askgate cannot tell whether nothing is lost";
 
 /// One setting, or `None` if the server refuses `CONFIG GET` (managed services rename it).
-async fn config_get(
-    conn: &mut ConnectionManager,
-    name: &str,
-) -> Result<Option<String>, StoreError> {
+async fn config_get(conn: &mut Conn, name: &str) -> Result<Option<String>, StoreError> {
     let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg(name)
@@ -63,10 +60,7 @@ async fn config_get(
 }
 
 /// The secret under `key`, created (32 random bytes, hex) by the first node to ask.
-pub(super) async fn shared_secret(
-    conn: &mut ConnectionManager,
-    key: &str,
-) -> Result<Vec<u8>, StoreError> {
+pub(super) async fn shared_secret(conn: &mut Conn, key: &str) -> Result<Vec<u8>, StoreError> {
     let fresh: String = rand::random::<[u8; 32]>()
         .iter()
         .map(|b| format!("{b:02x}"))

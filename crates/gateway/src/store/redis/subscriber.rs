@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use redis::Client;
-use redis::aio::ConnectionManager;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Msg, PushInfo, PushKind};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::conn::{Conn, Subscribing};
 use super::keys::Keys;
 use super::records;
 use crate::metrics::Metrics;
@@ -50,10 +51,10 @@ pub(super) struct Subscriber {
 }
 
 impl Subscriber {
-    /// Starts the subscription task on `client`; probes are published through `conn`.
+    /// Starts the subscription task; probes are published through `conn`.
     pub(super) fn start(
-        client: Client,
-        conn: ConnectionManager,
+        subscribing: Subscribing,
+        conn: Conn,
         keys: Keys,
         metrics: Arc<Metrics>,
     ) -> Subscriber {
@@ -62,7 +63,6 @@ impl Subscriber {
         let status = Arc::new(Mutex::new(Err("not subscribed yet".to_owned())));
         let node = format!("{:016x}", rand::random::<u64>());
         let task = Task {
-            client,
             conn,
             probe: keys.probe(&node),
             keys,
@@ -71,7 +71,12 @@ impl Subscriber {
             notify,
             status: Arc::clone(&status),
         };
-        tokio::spawn(task.run(received));
+        match subscribing {
+            Subscribing::Single(client) => tokio::spawn(task.run(*client, received)),
+            Subscribing::Cluster(cluster, pushes) => {
+                tokio::spawn(task.run_sharded(cluster, pushes, received))
+            }
+        };
         Subscriber {
             commands,
             notices: Arc::new(Mutex::new(Some(notices))),
@@ -123,8 +128,7 @@ impl Subscriber {
 }
 
 struct Task {
-    client: Client,
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Keys,
     probe: String,
     metrics: Arc<Metrics>,
@@ -139,11 +143,11 @@ impl Task {
         *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
     }
 
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+    async fn run(mut self, client: Client, mut commands: mpsc::UnboundedReceiver<Command>) {
         let mut pause = Duration::from_millis(100);
         let mut first = true;
         loop {
-            match self.connected(&mut commands, &mut first).await {
+            match self.connected(&client, &mut commands, &mut first).await {
                 Ended::HubGone => return,
                 Ended::Lost(why) => {
                     tracing::warn!(%why, "the redis subscription was lost; subscribing again");
@@ -176,15 +180,16 @@ impl Task {
     /// One subscription connection's life.
     async fn connected(
         &mut self,
+        client: &Client,
         commands: &mut mpsc::UnboundedReceiver<Command>,
         first: &mut bool,
     ) -> Ended {
-        let pubsub =
-            match tokio::time::timeout(SUBSCRIBE_TIMEOUT, self.client.get_async_pubsub()).await {
-                Ok(Ok(pubsub)) => pubsub,
-                Ok(Err(error)) => return Ended::Lost(error.to_string()),
-                Err(_) => return Ended::Lost("connecting timed out".into()),
-            };
+        let pubsub = match tokio::time::timeout(SUBSCRIBE_TIMEOUT, client.get_async_pubsub()).await
+        {
+            Ok(Ok(pubsub)) => pubsub,
+            Ok(Err(error)) => return Ended::Lost(error.to_string()),
+            Err(_) => return Ended::Lost("connecting timed out".into()),
+        };
         let (mut sink, mut stream) = pubsub.split();
         let mut channels: Vec<String> = self.watched.iter().cloned().collect();
         channels.push(self.probe.clone());
@@ -208,21 +213,8 @@ impl Task {
                     let Some(message) = message else {
                         return Ended::Lost("the connection closed".into());
                     };
-                    let channel = message.get_channel_name();
-                    if channel == self.probe {
-                        heard = Instant::now();
-                        continue;
-                    }
-                    let Some(session) = self.keys.session_of_channel(channel) else { continue };
-                    let payload: String = message.get_payload().unwrap_or_default();
-                    match records::notice(&session, &payload) {
-                        Ok((seq, change)) => {
-                            let notice = Notice::Change { session, seq, change };
-                            if self.notify.send(notice).await.is_err() {
-                                return Ended::HubGone;
-                            }
-                        }
-                        Err(error) => tracing::warn!(%session, %error, "a notice could not be read; the session is checked by its sequence number"),
+                    if !self.hand_over(&message, &mut heard).await {
+                        return Ended::HubGone;
                     }
                 }
                 command = commands.recv() => {
@@ -253,24 +245,155 @@ impl Task {
                     }
                 }
                 _ = probes.tick() => {
-                    if heard.elapsed() > PROBE_SILENCE {
-                        self.metrics.shared.count(&self.metrics.shared.probe_restarts);
-                        return Ended::Lost(format!("its own probe went unheard for {PROBE_SILENCE:?}"));
+                    if let Err(why) = self.probe(heard).await {
+                        return Ended::Lost(why);
                     }
-                    let started = std::time::Instant::now();
-                    let mut conn = self.conn.clone();
-                    let published: Result<i64, _> = tokio::time::timeout(
-                        PROBE_SILENCE,
-                        redis::cmd("PUBLISH").arg(&self.probe).arg("probe").query_async(&mut conn),
-                    )
-                    .await
-                    .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))));
-                    self.metrics.shared.round_trip(started.elapsed());
-                    self.set_status(match published {
-                        Ok(_) if heard.elapsed() <= PROBE_SILENCE => Ok(()),
-                        Ok(_) => Err("redis subscription silent".to_owned()),
-                        Err(error) => Err(format!("redis unreachable: {error}")),
-                    });
+                }
+            }
+        }
+    }
+
+    /// Passes a message on to the hub (or notes the probe came back); `false` if the hub is
+    /// gone.
+    async fn hand_over(&self, message: &Msg, heard: &mut Instant) -> bool {
+        let channel = message.get_channel_name();
+        if channel == self.probe {
+            *heard = Instant::now();
+            return true;
+        }
+        let Some(session) = self.keys.session_of_channel(channel) else {
+            return true;
+        };
+        let payload: String = message.get_payload().unwrap_or_default();
+        match records::notice(&session, &payload) {
+            Ok((seq, change)) => {
+                let notice = Notice::Change {
+                    session,
+                    seq,
+                    change,
+                };
+                self.notify.send(notice).await.is_ok()
+            }
+            Err(error) => {
+                tracing::warn!(%session, %error, "a notice could not be read; the session is checked by its sequence number");
+                true
+            }
+        }
+    }
+
+    /// Publishes the probe and says whether the subscription is alive; `Err` when it has not
+    /// heard its own probe for too long.
+    async fn probe(&self, heard: Instant) -> Result<(), String> {
+        if heard.elapsed() > PROBE_SILENCE {
+            self.metrics
+                .shared
+                .count(&self.metrics.shared.probe_restarts);
+            return Err(format!("its own probe went unheard for {PROBE_SILENCE:?}"));
+        }
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let published: Result<i64, _> = tokio::time::timeout(
+            PROBE_SILENCE,
+            redis::cmd(self.conn.publish_command())
+                .arg(&self.probe)
+                .arg("probe")
+                .query_async(&mut conn),
+        )
+        .await
+        .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))));
+        self.metrics.shared.round_trip(started.elapsed());
+        self.set_status(match published {
+            Ok(_) if heard.elapsed() <= PROBE_SILENCE => Ok(()),
+            Ok(_) => Err("redis subscription silent".to_owned()),
+            Err(error) => Err(format!("redis unreachable: {error}")),
+        });
+        Ok(())
+    }
+
+    /// The subscription on a Cluster: sharded channels on one Cluster connection, which
+    /// subscribes again by itself after a reconnect or a slot move. Each such resubscription
+    /// (a confirmation for a channel already confirmed) tells the hub notices may have been
+    /// missed; a probe that goes unheard subscribes everything again.
+    async fn run_sharded(
+        mut self,
+        mut cluster: ClusterConnection,
+        mut pushes: mpsc::UnboundedReceiver<PushInfo>,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        let mut confirmed: HashSet<String> = HashSet::new();
+        let mut heard = Instant::now();
+        let mut probes = tokio::time::interval(PROBE_EVERY);
+        let mut resubscribe = true;
+        loop {
+            if std::mem::take(&mut resubscribe) {
+                let mut channels: Vec<String> = self.watched.iter().cloned().collect();
+                channels.push(self.probe.clone());
+                for channel in &channels {
+                    if let Err(error) = cluster.ssubscribe(channel).await {
+                        tracing::warn!(%error, "subscribing to a sharded channel failed; retrying");
+                        self.set_status(Err(format!("redis subscription: {error}")));
+                        resubscribe = true;
+                    }
+                }
+                if self.notify.send(Notice::Resubscribed).await.is_err() {
+                    return;
+                }
+                heard = Instant::now();
+            }
+            tokio::select! {
+                push = pushes.recv() => {
+                    let Some(push) = push else { return };
+                    match push.kind {
+                        PushKind::SSubscribe => {
+                            let channel = push.data.first().and_then(|v| redis::from_redis_value_ref::<String>(v).ok());
+                            if let Some(channel) = channel {
+                                // A second confirmation: the connection came back and
+                                // subscribed again; what was published meanwhile is lost.
+                                if !confirmed.insert(channel) {
+                                    self.metrics.shared.count(&self.metrics.shared.subscription_reconnects);
+                                    if self.notify.send(Notice::Resubscribed).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                        PushKind::SUnsubscribe => {
+                            if let Some(channel) = push.data.first().and_then(|v| redis::from_redis_value_ref::<String>(v).ok()) {
+                                confirmed.remove(&channel);
+                            }
+                        }
+                        _ => {
+                            if let Some(message) = Msg::from_push_info(push)
+                                && !self.hand_over(&message, &mut heard).await {
+                                    return;
+                                }
+                        }
+                    }
+                }
+                command = commands.recv() => {
+                    let Some(command) = command else { return };
+                    match command {
+                        Command::Watch(channel, done) => {
+                            let subscribed = tokio::time::timeout(SUBSCRIBE_TIMEOUT, cluster.ssubscribe(&channel)).await;
+                            self.watched.insert(channel);
+                            let _ = done.send(match subscribed {
+                                Ok(Ok(())) => Ok(()),
+                                Ok(Err(error)) => Err(StoreError(format!("redis subscription: {error}"))),
+                                Err(_) => Err(StoreError("redis did not confirm a subscription in time".into())),
+                            });
+                        }
+                        Command::Unwatch(channel) => {
+                            self.watched.remove(&channel);
+                            let _ = cluster.sunsubscribe(&channel).await;
+                        }
+                    }
+                }
+                _ = probes.tick() => {
+                    if let Err(why) = self.probe(heard).await {
+                        tracing::warn!(%why, "the sharded subscription went silent; subscribing again");
+                        self.metrics.shared.count(&self.metrics.shared.subscription_reconnects);
+                        resubscribe = true;
+                    }
                 }
             }
         }
