@@ -447,3 +447,41 @@ async fn deployments_with_their_own_prefixes_share_one_redis_without_meeting() {
         "{keys}"
     );
 }
+
+/// The next `presence` frame that says `tabs` and `agent_online`, skipping others.
+/// (A dead node's entry lives 20 s, and is read again within 5 s: up to 40 s are allowed.)
+async fn until_presence(tab: &mut Peer, tabs: usize, agent_online: bool) -> std::time::Instant {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let frame = tab
+            .recv_within(left)
+            .await
+            .unwrap_or_else(|| panic!("no presence of {tabs} tabs, agent {agent_online}"));
+        if frame["type"] == "presence"
+            && frame["tabs"] == tabs
+            && frame["agent_online"] == agent_online
+        {
+            return std::time::Instant::now();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
+    let mut cluster = Cluster::start(2).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "who").await;
+    let (_tab_a, _) = Peer::tab(&cluster.nodes[0], "who", &viewer).await;
+    let (mut tab_b, _) = Peer::tab(&cluster.nodes[1], "who", &viewer).await;
+    // Node B's tab hears of node A's tab and agent.
+    until_presence(&mut tab_b, 2, true).await;
+    cluster.nodes[0].kill();
+    let killed = std::time::Instant::now();
+    let seen = until_presence(&mut tab_b, 1, false).await;
+    assert!(
+        seen.duration_since(killed) <= Duration::from_secs(30),
+        "a dead node was counted for {:?}",
+        seen.duration_since(killed)
+    );
+}

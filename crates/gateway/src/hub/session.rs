@@ -17,6 +17,7 @@ use super::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
+use crate::store::shared::Presence;
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
 /// again right away, and tabs should not see it leave and come back between two polls.
@@ -64,6 +65,8 @@ pub(super) struct Session {
     poll_grace_until: Option<Instant>,
     /// Whether tabs were last told an agent is waiting.
     announced_online: bool,
+    /// How many tabs they were last told of.
+    announced_tabs: usize,
     /// Whether a timer will tell the tabs when the last long-poll's grace is over.
     grace_timer_set: bool,
     /// On a shared store: how far this node's copy has followed the store's.
@@ -84,6 +87,12 @@ pub(super) struct SessionSync {
     /// The store's sequence number when a poll last found this copy behind it: behind it
     /// still at the next poll, the copy has missed a notice.
     pub(super) behind: Option<u64>,
+    /// The other nodes' presence, as the store last said.
+    pub(super) others: Presence,
+    /// This node's presence as last written to the store, and when it is due again.
+    pub(super) written: Option<(Presence, Instant)>,
+    /// Another node's presence changed: read it again.
+    pub(super) presence_stale: bool,
 }
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
@@ -109,6 +118,7 @@ impl Session {
             pollers: 0,
             poll_grace_until: None,
             announced_online: false,
+            announced_tabs: 0,
             grace_timer_set: false,
             sync: None,
         }
@@ -177,6 +187,28 @@ impl Session {
                 .is_some_and(|until| Instant::now() < until)
     }
 
+    /// What this node has of the session's presence: its tabs, and whether an agent waits.
+    pub(super) fn presence_here(&self) -> Presence {
+        Presence {
+            tabs: self.tabs.len(),
+            agent_online: self.agent_online(),
+        }
+    }
+
+    /// What tabs are shown: this node's tabs and agents, and on a shared store the other
+    /// nodes' as they last reported them.
+    pub(super) fn shown_presence(&self) -> (usize, bool) {
+        let others = self
+            .sync
+            .as_ref()
+            .map(|sync| sync.others)
+            .unwrap_or_default();
+        (
+            self.tabs.len() + others.tabs,
+            self.agent_online() || others.agent_online,
+        )
+    }
+
     /// A long-poll starts waiting.
     pub(super) fn begin_poll(&mut self, metrics: &Metrics) {
         self.pollers += 1;
@@ -209,7 +241,7 @@ impl Session {
 
     /// Tells the tabs if whether an agent is waiting has changed since they were last told.
     pub(super) fn refresh_presence(&mut self, metrics: &Metrics) {
-        if self.agent_online() != self.announced_online {
+        if self.shown_presence() != (self.announced_tabs, self.announced_online) {
             self.announce_presence(metrics);
         }
     }
@@ -262,9 +294,9 @@ impl Session {
 
     /// Tells every tab but `skip` (a newcomer, whose snapshot already says it) who is here.
     pub(super) fn announce_presence_except(&mut self, skip: Option<u64>, metrics: &Metrics) {
-        self.announced_online = self.agent_online();
+        (self.announced_tabs, self.announced_online) = self.shown_presence();
         let frame = Frame::encode(&ToTab::Presence {
-            tabs: self.tabs.len(),
+            tabs: self.announced_tabs,
             agent_online: self.announced_online,
         });
         for (id, slot) in &self.tabs {
@@ -289,8 +321,8 @@ impl Session {
             session: self.id.as_str(),
             tab: tab.as_str(),
             now_ms: now_ms(),
-            tabs: self.tabs.len(),
-            agent_online: self.agent_online(),
+            tabs: self.shown_presence().0,
+            agent_online: self.shown_presence().1,
         };
         Frame::joined(head.encode(), body)
     }

@@ -24,10 +24,13 @@ use super::restore::record_entry;
 use super::session::{Session, SessionSync};
 use crate::metrics::gauge_add;
 use crate::store::StoreError;
-use crate::store::shared::{Change, Notice, SessionRecords};
+use crate::store::shared::{Change, Notice, Presence, SessionRecords};
 
 /// How often the upkeep runs.
 const UPKEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a node writes its presence in each session it holds, changed or not.
+const PRESENCE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a caller waits for another's load of the same session before trying itself.
 const LOAD_WAIT: Duration = Duration::from_secs(5);
@@ -227,6 +230,10 @@ impl Hub {
     /// Applies change number `seq`, if it is the next one; asks for a load past a gap.
     fn follow(&self, state: &mut Session, seq: u64, change: Change) -> Option<Reload> {
         let sync = state.sync.as_mut()?;
+        if matches!(change, Change::Presence) {
+            sync.presence_stale = true;
+            return None;
+        }
         if sync.loading.is_some() {
             if sync.buffered.len() < BUFFERED_NOTICES {
                 sync.buffered.push((seq, change));
@@ -257,6 +264,7 @@ impl Hub {
                     self.drop_entry(state, &id);
                 }
             }
+            Change::Presence => {}
         }
         None
     }
@@ -375,6 +383,7 @@ impl Hub {
         for session in failed {
             self.spawn_reload(session, Reload::Failed);
         }
+        self.share_presence(&shared).await;
         let ids: Vec<SessionId> = polled.iter().map(|(id, _)| id.clone()).collect();
         let Ok(seqs) = shared.sequences(ids).await else {
             return;
@@ -426,6 +435,55 @@ impl Hub {
         }
         if let Some(shared) = &self.shared {
             shared.unwatch(id);
+            // This node no longer counts there.
+            if state
+                .sync
+                .as_ref()
+                .is_some_and(|sync| sync.written.is_some())
+            {
+                let clearing = shared.presence(id, Presence::default());
+                tokio::spawn(async move {
+                    let _ = clearing.await;
+                });
+            }
+        }
+    }
+
+    /// Writes this node's presence in each held session whose presence changed, or is due
+    /// again, or whose other nodes' changed; tells the tabs here when what they show changes.
+    async fn share_presence(&self, shared: &Arc<dyn crate::store::Shared>) {
+        let now = tokio::time::Instant::now();
+        let due: Vec<(SessionId, Presence)> = {
+            let sessions = self.lock();
+            sessions
+                .values()
+                .filter_map(|state| {
+                    let sync = state.sync.as_ref()?;
+                    let here = state.presence_here();
+                    let needed = match sync.written {
+                        None => here != Presence::default() || sync.presence_stale,
+                        Some((written, until)) => {
+                            written != here || now >= until || sync.presence_stale
+                        }
+                    };
+                    needed.then(|| (state.id.clone(), here))
+                })
+                .collect()
+        };
+        for (session, here) in due {
+            let Ok(others) = shared.presence(&session, here).await else {
+                continue;
+            };
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(&session) else {
+                continue;
+            };
+            if let Some(sync) = state.sync.as_mut() {
+                sync.others = others;
+                sync.written = Some((here, now + PRESENCE_EVERY));
+                sync.presence_stale = false;
+            }
+            state.refresh_presence(&self.metrics);
         }
     }
 }

@@ -36,6 +36,18 @@ pub enum Change {
         /// The request.
         id: RequestId,
     },
+    /// Some node's presence in the session changed (not a change of state: it has no
+    /// sequence number of its own).
+    Presence,
+}
+
+/// Who is on a session: tabs watching, and whether an agent waits on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Presence {
+    /// Tabs watching.
+    pub tabs: usize,
+    /// Whether an agent waits.
+    pub agent_online: bool,
 }
 
 /// What the store tells the hub.
@@ -91,6 +103,10 @@ pub trait Shared: Send + Sync + 'static {
 
     /// Ends a claim: the entry is due again at `next_ms`, or removed (`None`).
     fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()>;
+
+    /// Writes this node's presence in `session` (kept for a while, so that a node that dies
+    /// stops counting) and returns the other nodes' that are still live.
+    fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence>;
 
     /// Whether the store answered lately; why not, if not.
     fn ready(&self) -> Result<(), String>;

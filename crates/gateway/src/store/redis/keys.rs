@@ -37,6 +37,11 @@ impl Keys {
         format!("{}:ids", self.tagged(session))
     }
 
+    /// Every node's presence in the session.
+    pub(super) fn presence(&self, session: &SessionId) -> String {
+        format!("{}:p", self.tagged(session))
+    }
+
     /// The session's sequence number.
     pub(super) fn seq(&self, session: &SessionId) -> String {
         format!("{}:seq", self.tagged(session))
@@ -95,6 +100,7 @@ mod tests {
             keys.request(&session, &id),
             keys.ids(&session),
             keys.seq(&session),
+            keys.presence(&session),
             keys.channel(&session),
         ] {
             assert!(key.starts_with("askgate:{team-a:s-1}:"), "{key}");

@@ -26,7 +26,7 @@ use self::conn::Conn;
 use self::keys::Keys;
 use self::records::Fields;
 use self::subscriber::Subscriber;
-use super::shared::{DueClaim, Notice, SessionRecords, Shared};
+use super::shared::{DueClaim, Notice, Presence, SessionRecords, Shared};
 use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Verdict};
 use crate::metrics::Metrics;
 
@@ -38,6 +38,11 @@ const CLAIM_LEASE: Duration = Duration::from_secs(5);
 
 /// How many due entries one sweep claims at most.
 const CLAIM_BATCH: usize = 64;
+
+/// How long a node's presence entry counts after it was written. A node writes its entries
+/// on every change and every 5 s, so one that dies stops counting within this (and others
+/// notice at their next read, within 5 s more).
+const PRESENCE_TTL: Duration = Duration::from_secs(20);
 
 /// How long one command may take before the node counts Redis as unreachable for it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
@@ -61,6 +66,7 @@ struct Scripts {
     session: Script,
     claim: Script,
     unclaim: Script,
+    presence: Script,
 }
 
 impl Scripts {
@@ -72,6 +78,7 @@ impl Scripts {
             session: Script::new(include_str!("scripts/session.lua")),
             claim: Script::new(include_str!("scripts/claim.lua")),
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),
+            presence: Script::new(include_str!("scripts/presence.lua")),
         }
     }
 }
@@ -90,6 +97,8 @@ struct Inner {
     retention_ms: u64,
     metrics: Arc<Metrics>,
     publish: &'static str,
+    /// This node, in presence entries and its probe channel.
+    node: String,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -114,6 +123,7 @@ impl RedisStore {
         let (conn, subscribing) = Conn::open(&options.url, COMMAND_TIMEOUT).await?;
         let publish = conn.publish_command();
         let keys = Keys::new(&options.prefix);
+        let node = format!("{:016x}", rand::random::<u64>());
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             keys: keys.clone(),
@@ -121,8 +131,9 @@ impl RedisStore {
             retention_ms: u64::try_from(options.retention.as_millis()).unwrap_or(u64::MAX),
             metrics: Arc::clone(&metrics),
             publish,
+            node: node.clone(),
         });
-        let subscriber = Subscriber::start(subscribing, conn, keys, metrics);
+        let subscriber = Subscriber::start(subscribing, conn, keys, &node, metrics);
         Ok(Arc::new(RedisStore { inner, subscriber }))
     }
 
@@ -444,6 +455,28 @@ impl Inner {
             .collect())
     }
 
+    async fn presence(&self, session: &SessionId, here: Presence) -> Result<Presence, StoreError> {
+        let ttl_ms = u64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(u64::MAX);
+        let (tabs, online): (usize, u8) = self
+            .run(
+                "writing presence",
+                self.scripts
+                    .presence
+                    .key(self.keys.presence(session))
+                    .arg(&self.node)
+                    .arg(here.tabs)
+                    .arg(u8::from(here.agent_online))
+                    .arg(ttl_ms)
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish),
+            )
+            .await?;
+        Ok(Presence {
+            tabs,
+            agent_online: online == 1,
+        })
+    }
+
     async fn settle_claim(&self, claim: &DueClaim, next_ms: Option<u64>) -> Result<(), StoreError> {
         let _: i64 = self
             .run(
@@ -522,6 +555,11 @@ impl Shared for SharedSide {
     fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.settle_claim(&claim, next_ms).await })
+    }
+
+    fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.presence(&session, here).await })
     }
 
     fn ready(&self) -> Result<(), String> {

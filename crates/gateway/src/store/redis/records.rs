@@ -161,6 +161,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             }
         }
         "forgot" => Change::Forgot { id: id_of(rest)? },
+        "presence" => Change::Presence,
         other => return Err(format!("a notice of an unknown kind {other:?}")),
     };
     Ok((seq, change))

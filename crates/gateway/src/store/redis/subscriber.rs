@@ -56,15 +56,15 @@ impl Subscriber {
         subscribing: Subscribing,
         conn: Conn,
         keys: Keys,
+        node: &str,
         metrics: Arc<Metrics>,
     ) -> Subscriber {
         let (commands, received) = mpsc::unbounded_channel();
         let (notify, notices) = mpsc::channel(NOTICE_QUEUE);
         let status = Arc::new(Mutex::new(Err("not subscribed yet".to_owned())));
-        let node = format!("{:016x}", rand::random::<u64>());
         let task = Task {
             conn,
-            probe: keys.probe(&node),
+            probe: keys.probe(node),
             keys,
             metrics,
             watched: HashSet::new(),
