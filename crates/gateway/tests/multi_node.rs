@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::nodes::Node;
-use support::peer::{Peer, answer, ask, http};
+use support::peer::{Peer, answer, ask, http, http_to};
 use support::proxy::Proxy;
 use support::redis::{RedisCluster, RedisServer};
 
@@ -484,4 +484,45 @@ async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
         "a dead node was counted for {:?}",
         seen.duration_since(killed)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_on_one_node_wakes_when_a_tab_on_another_answers_and_any_node_withdraws() {
+    let cluster = Cluster::start(3).await;
+    let [a, b, c] = [&cluster.nodes[0], &cluster.nodes[1], &cluster.nodes[2]];
+    let questions = ask("hp", "x", None)["questions"].clone();
+    let body = serde_json::json!({"id": "poll", "questions": questions});
+    let (status, created) = http(a, "POST", "/v1/sessions/hp/requests", Some(&body)).await;
+    assert_eq!(status, 201, "{created}");
+    let viewer: Value = serde_json::from_str(&created).unwrap();
+    let viewer = viewer["viewer_url"].as_str().unwrap().to_owned();
+    let (mut tab, snapshot) = Peer::tab(c, "hp", &viewer).await;
+    assert_eq!(snapshot["requests"][0]["id"], "poll", "{snapshot}");
+    // Node B waits; node C's tab answers.
+    let polling = tokio::spawn(http_to(
+        b.addr,
+        "GET",
+        "/v1/sessions/hp/requests/poll?wait_s=30",
+        None,
+    ));
+    // The poll is waiting once the tab sees an agent online.
+    until_presence(&mut tab, 1, true).await;
+    tab.send(&answer("poll", "Red")).await;
+    let (status, body) = polling.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"resolved\"") && body.contains("\"answered\""),
+        "{body}"
+    );
+
+    // A request asked on A is withdrawn on B; the tab on C sees it end.
+    let body = serde_json::json!({"id": "gone", "questions": questions});
+    let (status, _) = http(a, "POST", "/v1/sessions/hp/requests", Some(&body)).await;
+    assert_eq!(status, 201);
+    tab.recv_about("request", "gone").await;
+    let (status, body) = http(b, "DELETE", "/v1/sessions/hp/requests/gone", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("withdrawn"), "{body}");
+    let resolved = tab.recv_about("resolved", "gone").await;
+    assert_eq!(resolved["outcome"], "withdrawn");
 }

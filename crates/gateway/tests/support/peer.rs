@@ -119,20 +119,30 @@ pub fn answer(id: &str, label: &str) -> Value {
 
 /// A plain HTTP/1.1 request to `node`: status and body.
 pub async fn http(node: &Node, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    http_to(node.addr, method, path, body).await
+}
+
+/// A plain HTTP/1.1 request to `addr`: status and body.
+pub async fn http_to(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, String) {
     let body = body.map(Value::to_string).unwrap_or_default();
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        node.addr,
+        addr,
         body.len()
     );
     let exchange = async {
-        let mut stream = TcpStream::connect(node.addr).await.expect("connect");
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
         stream.write_all(request.as_bytes()).await.expect("write");
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await.expect("read");
         response
     };
-    let response = tokio::time::timeout(TIMEOUT, exchange)
+    let response = tokio::time::timeout(TIMEOUT * 3, exchange)
         .await
         .expect("an HTTP answer in time");
     let text = String::from_utf8_lossy(&response).into_owned();
