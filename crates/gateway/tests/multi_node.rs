@@ -526,3 +526,35 @@ async fn a_long_poll_on_one_node_wakes_when_a_tab_on_another_answers_and_any_nod
     let resolved = tab.recv_about("resolved", "gone").await;
     assert_eq!(resolved["outcome"], "withdrawn");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_connects_over_tls_verified_against_the_operators_ca() {
+    let (ca, cert, key) = support::redis::test_certificates();
+    let tls_port = support::free_port().to_string();
+    let redis = RedisServer::start(&[
+        "--tls-port",
+        &tls_port,
+        "--tls-cert-file",
+        cert.to_str().unwrap(),
+        "--tls-key-file",
+        key.to_str().unwrap(),
+        "--tls-ca-cert-file",
+        ca.to_str().unwrap(),
+        "--tls-auth-clients",
+        "no",
+    ]);
+    let url = format!("rediss://127.0.0.1:{tls_port}");
+    // Trusting the operator's CA (SSL_CERT_FILE), the node talks TLS to Redis.
+    let node = Node::start_with_env(&url, &[], &[("SSL_CERT_FILE", ca.to_str().unwrap())]);
+    let mut agent = Peer::agent(&node).await;
+    agent.send(&ask("tls", "r1", None)).await;
+    agent.recv_type("accepted").await;
+    let stored = redis.cli(&["HGET", "askgate:{tls}:q:r1", "state"]);
+    assert_eq!(stored.trim(), "open");
+    // Without it, the certificate is refused and the node does not start.
+    let refused = Node::try_start(&url, &[])
+        .err()
+        .expect("an untrusted certificate is refused");
+    let refused = refused.join("\n");
+    assert!(refused.to_lowercase().contains("certificate"), "{refused}");
+}

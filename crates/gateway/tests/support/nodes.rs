@@ -36,22 +36,34 @@ impl Node {
 
     /// A node, or every line it wrote if it stopped before listening.
     pub fn try_start(store: &str, args: &[&str]) -> Result<Node, Vec<String>> {
-        Self::try_start_in(tempdir("node"), store, args)
+        Self::try_start_in(tempdir("node"), store, args, &[])
+    }
+
+    /// A node with environment variables `env` set.
+    pub fn start_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Node {
+        Self::try_start_in(tempdir("node"), store, args, env)
+            .unwrap_or_else(|said| panic!("the node did not start: {said:?}"))
     }
 
     /// A node whose data directory is `data` (kept across restarts).
     pub fn start_in(data: PathBuf, store: &str, args: &[&str]) -> Node {
-        Self::try_start_in(data, store, args)
+        Self::try_start_in(data, store, args, &[])
             .unwrap_or_else(|said| panic!("the node did not start: {said:?}"))
     }
 
-    fn try_start_in(data: PathBuf, store: &str, args: &[&str]) -> Result<Node, Vec<String>> {
+    fn try_start_in(
+        data: PathBuf,
+        store: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Node, Vec<String>> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&data)
             .args(["--store", store])
             .args(args)
             .env("RUST_LOG", "info,askgate=debug")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

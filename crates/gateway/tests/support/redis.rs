@@ -142,6 +142,74 @@ fn which(binary: &str) -> Option<PathBuf> {
     })
 }
 
+/// A certificate authority and a certificate for 127.0.0.1 signed by it, made with `openssl`
+/// in a temporary directory: (the CA's file, the certificate's, its key's).
+pub fn test_certificates() -> (PathBuf, PathBuf, PathBuf) {
+    let dir = tempdir("tls");
+    let run = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=askgate test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("write");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
 /// A Redis Cluster of three primaries (no replicas), each a [`RedisServer`], joined with
 /// `redis-cli --cluster create`.
 pub struct RedisCluster {

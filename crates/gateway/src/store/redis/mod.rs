@@ -120,6 +120,9 @@ impl RedisStore {
         options: &RedisOptions,
         metrics: Arc<Metrics>,
     ) -> Result<Arc<RedisStore>, StoreError> {
+        // rediss://: rustls needs one process-wide crypto provider (ring), chosen here before
+        // the first TLS connection; a provider installed already (by an embedder) is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let (conn, subscribing) = Conn::open(&options.url, COMMAND_TIMEOUT).await?;
         let publish = conn.publish_command();
         let keys = Keys::new(&options.prefix);
