@@ -133,7 +133,7 @@ pub(crate) async fn run(
     let live_start = scrape::live_gauges(addr).await;
 
     let counts = Arc::new(Counts::default());
-    let sampler = Sampler::start(Some(pid), Arc::clone(&counts.completed));
+    let sampler = Sampler::start(vec![pid], Arc::clone(&counts.completed));
     let began = Instant::now();
     let skipped = cycles.run(args.duration_s, &counts).await;
     let elapsed = began.elapsed().as_secs_f64();

@@ -34,6 +34,30 @@ pub(crate) enum Command {
     Churn(ChurnCmd),
     /// Every target scenario, against askgate and the Node.js baseline, with ratios.
     Suite(SuiteArgs),
+    /// The fan-out over N askgate nodes on one Redis (started here), every tab on another
+    /// node than its agent; then the same on one node on the embedded store, to compare.
+    Nodes(NodesCmd),
+}
+
+/// `nodes`: the binaries and the workload.
+#[derive(Debug, Args)]
+pub(crate) struct NodesCmd {
+    /// The askgate binary.
+    #[arg(long, default_value = "target/release/askgate")]
+    pub(crate) askgate: PathBuf,
+    /// Gateway nodes.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) nodes: usize,
+    /// The redis-server binary (started on a free port, append-only file synced on every write).
+    #[arg(long, default_value = "redis-server")]
+    pub(crate) redis_server: String,
+    /// Skip the single-node run on the embedded store.
+    #[arg(long)]
+    pub(crate) skip_single: bool,
+    /// The workload (defaults for this scenario: 1,000 × 3 at 1,000 asks/s, the first tab
+    /// answers, so every answer crosses to the agent's node too).
+    #[command(flatten)]
+    pub(crate) load: FanoutArgs,
 }
 
 /// `fanout`: a target and the workload.

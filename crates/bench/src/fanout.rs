@@ -116,6 +116,33 @@ pub(crate) async fn run(
     target: &Target,
     client_threads: usize,
 ) -> anyhow::Result<FanoutReport> {
+    run_spread(args, &[target], &[], client_threads).await
+}
+
+/// Which of `nodes` node a session's tab `index` joins, when the session's agent is on node
+/// `agent_node`: never the agent's own node when there are others, so that every tab's
+/// latency crosses from one node to another.
+fn tab_node(agent_node: usize, index: usize, nodes: usize) -> usize {
+    if nodes == 1 {
+        0
+    } else {
+        (agent_node + 1 + index % (nodes - 1)) % nodes
+    }
+}
+
+/// Runs the scenario spread over `nodes` (gateways sharing one store): agent `a` on node
+/// `a % n`, each session's tabs on the other nodes. CPU and memory are summed over the nodes
+/// and `also_sampled` (their Redis).
+///
+/// # Errors
+/// As [`run`].
+pub(crate) async fn run_spread(
+    args: &FanoutArgs,
+    nodes: &[&Target],
+    also_sampled: &[u32],
+    client_threads: usize,
+) -> anyhow::Result<FanoutReport> {
+    let target = *nodes.first().context("no node to run on")?;
     if args.tabs == 0 || args.tabs > MAX_TABS || args.sessions == 0 {
         bail!("--tabs must be 1..={MAX_TABS} and --sessions at least 1");
     }
@@ -124,6 +151,7 @@ pub(crate) async fn run(
     }
     let load_start = load_average();
     let addr = target.addr;
+    let addrs: Vec<_> = nodes.iter().map(|node| node.addr).collect();
     let agents = args.agents.clamp(1, args.sessions);
     let run_id: u32 = rand::random();
     let names: Vec<String> = (0..args.sessions)
@@ -155,7 +183,7 @@ pub(crate) async fn run(
                 seed: (s * MAX_TABS + index) as u64,
             };
             let join = Join {
-                addr,
+                addr: addrs[tab_node((s % agents) % addrs.len(), index, addrs.len())],
                 session: name.clone(),
                 key: key.clone(),
                 tab: format!("t{s}-{index}"),
@@ -200,9 +228,9 @@ pub(crate) async fn run(
     }
     let setup_s = setup_began.elapsed().as_secs_f64();
     let mut sockets = Vec::with_capacity(agents);
-    for _ in 0..agents {
+    for a in 0..agents {
         sockets.push(
-            conn::connect(addr, "/v1/agent")
+            conn::connect(addrs[a % addrs.len()], "/v1/agent")
                 .await
                 .context("connecting an agent")?,
         );
@@ -213,7 +241,9 @@ pub(crate) async fn run(
     // The measured phase.
     let start = Instant::now() + Duration::from_millis(100);
     let give_up = start + Duration::from_secs_f64(args.duration_s + args.drain_s);
-    let sampler = Sampler::start(target.pid, Arc::clone(&tracker.outcomes));
+    let mut sampled: Vec<u32> = nodes.iter().filter_map(|node| node.pid).collect();
+    sampled.extend_from_slice(also_sampled);
+    let sampler = Sampler::start(sampled, Arc::clone(&tracker.outcomes));
     let mut runs = JoinSet::new();
     for (a, ws) in sockets.into_iter().enumerate() {
         let plan = AgentPlan {

@@ -6,7 +6,8 @@
 //! - `conn`: sockets and setup (`open` for viewer keys, `hello`). `frames`: the wire frames.
 //! - `agent`, `tab`: the simulated peers of the fan-out. `tracker`: per-ask bookkeeping and
 //!   the lost/doubled audit. `histo`: latency histograms.
-//! - `fanout`, `idle`, `churn`: the scenarios. `suite`: all of them, both servers;
+//! - `fanout`, `idle`, `churn`: the scenarios. `nodes`: the fan-out over several nodes on one
+//!   Redis, beside one node. `suite`: all of them, both servers;
 //!   `targets`: the goals table and the ratios.
 //! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
 
@@ -18,6 +19,7 @@ mod fanout;
 mod frames;
 mod histo;
 mod idle;
+mod nodes;
 mod procstat;
 mod report;
 mod scrape;
@@ -65,6 +67,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Idle(cmd) => (cmd.target, Load::Idle(cmd.load)),
         Command::Churn(cmd) => (cmd.target, Load::Churn(cmd.load)),
         Command::Suite(args) => return suite::run(&args, json, threads).await,
+        Command::Nodes(cmd) => {
+            let reports = nodes::run(&cmd, threads).await?;
+            emit_json(json, &reports)?;
+            if reports.iter().any(|report| !report.clean) {
+                anyhow::bail!("a run was not clean (lost, doubled or refused frames: see above)");
+            }
+            return Ok(());
+        }
     };
     let target = Target::start(&target_args, &load.server_flags())?;
     eprintln!("server: {}", target.command);

@@ -71,6 +71,24 @@ pub(crate) fn read(pid: Option<u32>) -> Option<Reading> {
     })
 }
 
+/// The sum over `pids` (several servers counted as one: nodes and their Redis); `None` if
+/// there are none or one is gone.
+pub(crate) fn read_sum(pids: &[u32]) -> Option<Reading> {
+    let mut sum: Option<Reading> = None;
+    for pid in pids {
+        let reading = read(Some(*pid))?;
+        sum = Some(match sum {
+            None => reading,
+            Some(total) => Reading {
+                rss: total.rss + reading.rss,
+                ticks: total.ticks + reading.ticks,
+                at: reading.at,
+            },
+        });
+    }
+    sum
+}
+
 /// CPU use between two readings, in percent of one core.
 pub(crate) fn cpu_percent(from: &Reading, to: &Reading) -> f64 {
     let seconds = to.at.duration_since(from.at).as_secs_f64();
@@ -142,13 +160,13 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling `server` (and this process); `progress` is a counter whose per-second
-    /// increase goes into the timeline.
-    pub(crate) fn start(server: Option<u32>, progress: Arc<AtomicU64>) -> Sampler {
+    /// Starts sampling the server processes `servers`, summed (and this process); `progress`
+    /// is a counter whose per-second increase goes into the timeline.
+    pub(crate) fn start(servers: Vec<u32>, progress: Arc<AtomicU64>) -> Sampler {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut sampled = Sampled::default();
-            let first_server = server.and_then(|pid| read(Some(pid)));
+            let first_server = read_sum(&servers);
             let first_self = read(None);
             let (mut last_server, mut last_self) = (first_server, first_self);
             let mut last_progress = progress.load(Ordering::Relaxed);
@@ -165,7 +183,7 @@ impl Sampler {
                     _ = interval.tick() => {}
                     _ = stopped.changed() => break,
                 }
-                let now_server = server.and_then(|pid| read(Some(pid)));
+                let now_server = read_sum(&servers);
                 let now_self = read(None);
                 let now_progress = progress.load(Ordering::Relaxed);
                 let tick_s = last_tick.elapsed().as_secs_f64().max(1e-9);
@@ -195,7 +213,7 @@ impl Sampler {
                 });
                 (last_server, last_self, last_progress) = (now_server, now_self, now_progress);
             }
-            let end_server = server.and_then(|pid| read(Some(pid)));
+            let end_server = read_sum(&servers);
             let end_self = read(None);
             sampled.seconds = began.elapsed().as_secs_f64();
             if let (Some(usage), Some(first), Some(end)) =

@@ -57,16 +57,9 @@ impl Target {
     /// cannot be parsed.
     pub(crate) fn start(args: &TargetArgs, extra: &[String]) -> anyhow::Result<Target> {
         if let Some(binary) = &args.spawn {
-            let dir = temp_dir("askgate")?;
-            let mut command = Command::new(binary);
-            command
-                .arg("serve")
-                .args(["--listen", "127.0.0.1:0", "--data-dir"])
-                .arg(dir.join("data"))
-                .args(["--store", args.store.as_str()])
-                .args(extra)
-                .args(&args.server_args);
-            return spawn(Kind::Askgate, command, dir);
+            let mut extra = extra.to_vec();
+            extra.extend(args.server_args.iter().cloned());
+            return Target::spawn_askgate(binary, args.store.as_str(), &extra);
         }
         if let Some(script) = &args.spawn_node {
             let dir = temp_dir("node")?;
@@ -96,6 +89,27 @@ impl Target {
             child: None,
             dir: None,
         })
+    }
+
+    /// Spawns `binary serve` on `store` (`embedded`, `memory`, `redis://...`) with `extra`
+    /// flags, in a temp data directory of its own.
+    ///
+    /// # Errors
+    /// As [`Target::start`].
+    pub(crate) fn spawn_askgate(
+        binary: &Path,
+        store: &str,
+        extra: &[String],
+    ) -> anyhow::Result<Target> {
+        let dir = temp_dir("askgate")?;
+        let mut command = Command::new(binary);
+        command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.join("data"))
+            .args(["--store", store])
+            .args(extra);
+        spawn(Kind::Askgate, command, dir)
     }
 
     /// Stops a spawned server (SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]) and removes its

@@ -268,7 +268,7 @@ impl Tracker {
             "answer_rejected" => odd.answer_rejected += 1,
             _ => odd.unparsed += 1,
         }
-        if odd.samples.len() < KEPT_SAMPLES && kind != "answer_rejected" {
+        if odd.samples.len() < KEPT_SAMPLES {
             odd.samples.push(crate::conn::truncate(text));
         }
     }

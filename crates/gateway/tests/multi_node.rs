@@ -177,6 +177,17 @@ async fn race(nodes: &[Node]) {
             assert_ne!(frame["type"], "outcome", "round {round}: {frame}");
         }
     }
+    // Nothing was dropped, so no node had to load the session again: notices that outran a
+    // sequence poll's reply are not taken for a store that lost changes.
+    for node in nodes {
+        let (_, metrics) = http(node, "GET", "/metrics", None).await;
+        let behind = counter(
+            &metrics,
+            "askgate_redis_resnapshots_total{cause=\"behind\"}",
+        );
+        let gaps = counter(&metrics, "askgate_redis_resnapshots_total{cause=\"gap\"}");
+        assert_eq!((behind, gaps), (0.0, 0.0), "node {}", node.addr);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -557,4 +568,68 @@ async fn rediss_connects_over_tls_verified_against_the_operators_ca() {
         .expect("an untrusted certificate is refused");
     let refused = refused.join("\n");
     assert!(refused.to_lowercase().contains("certificate"), "{refused}");
+}
+
+/// Two nodes, the first's command connection to Redis 150 ms slow (its notices are not):
+/// what the store decided for it reaches it by notice before the store's own reply does.
+async fn one_slow_reply() -> (RedisServer, Vec<Proxy>, Vec<Node>) {
+    let redis = RedisServer::start(&[]);
+    let upstream = format!("127.0.0.1:{}", redis.port).parse().unwrap();
+    let slow = Proxy::start_delaying_replies(upstream, Duration::from_millis(150)).await;
+    let fast = Proxy::start(upstream).await;
+    let nodes = vec![Node::start(&slow.url(), &[]), Node::start(&fast.url(), &[])];
+    (redis, vec![slow, fast], nodes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_hears_accepted_before_an_outcome_that_outran_the_stores_reply() {
+    let (_redis, _proxies, nodes) = one_slow_reply().await;
+    let mut agent = Peer::agent(&nodes[0]).await;
+    let viewer = open(&mut agent, "race").await;
+    let (mut tab, _) = Peer::tab(&nodes[1], "race", &viewer).await;
+    for round in 0..3 {
+        let id = format!("r{round}");
+        agent.send(&ask("race", &id, None)).await;
+        // Node B shows it as soon as Redis publishes it; the tab answers at once, long before
+        // node A has the ask script's reply.
+        tab.recv_about("request", &id).await;
+        tab.send(&answer(&id, "Red")).await;
+        let first = agent.recv().await;
+        assert_eq!(first["type"], "accepted", "round {round}: {first}");
+        let second = agent.recv().await;
+        assert_eq!(
+            (second["type"].as_str(), second["id"].as_str()),
+            (Some("outcome"), Some(id.as_str())),
+            "{second}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() {
+    let (_redis, _proxies, nodes) = one_slow_reply().await;
+    // The agent on the fast node B, the answering tab on the slow node A.
+    let mut agent = Peer::agent(&nodes[1]).await;
+    let viewer = open(&mut agent, "ack").await;
+    let (mut tab, _) = Peer::tab(&nodes[0], "ack", &viewer).await;
+    for round in 0..3 {
+        let id = format!("r{round}");
+        agent.send(&ask("ack", &id, None)).await;
+        agent.recv_type("accepted").await;
+        tab.recv_about("request", &id).await;
+        tab.send(&answer(&id, "Red")).await;
+        // The outcome reaches B by notice, and its ack is forgotten, before A has its reply.
+        agent.recv_type("outcome").await;
+        agent
+            .send(&serde_json::json!({"type": "ack", "session": "ack", "id": id}))
+            .await;
+        let resolved = tab.recv_about("resolved", &id).await;
+        assert_eq!(resolved["outcome"], "answered");
+        if let Some(frame) = tab.recv_within(Duration::from_millis(400)).await {
+            assert_ne!(
+                frame["type"], "answer_rejected",
+                "round {round}: the winner was refused: {frame}"
+            );
+        }
+    }
 }

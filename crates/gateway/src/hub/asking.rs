@@ -282,6 +282,7 @@ impl Hub {
             }
             Ok(Verdict::Exists(record)) => {
                 let reply = self.adopt(session, &record, asker);
+                self.release_held_back(session, id, true);
                 notify.notify_waiters();
                 return reply;
             }
@@ -317,6 +318,7 @@ impl Hub {
             if let Some(entry) = session.requests.remove(id) {
                 session.uncount_open(entry.encoded.view.len());
             }
+            self.release_held_back(session, id, false);
             notify.notify_waiters();
             return self.reject(asker, session_id, as_sent, vec![error], conflict);
         }
@@ -338,6 +340,7 @@ impl Hub {
         self.deliver(asker, session_id, &reply);
         let request_frame = entry.encoded.frame.clone();
         session.broadcast(&request_frame, &self.metrics);
+        self.release_held_back(session, id, true);
         notify.notify_waiters();
         reply
     }

@@ -17,7 +17,7 @@ use super::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
-use crate::store::shared::Presence;
+use crate::store::shared::{Change, Presence};
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
 /// again right away, and tabs should not see it leave and come back between two polls.
@@ -83,7 +83,7 @@ pub(super) struct SessionSync {
     /// A load under way, which notices wait behind (`buffered`), and callers may wait on.
     pub(super) loading: Option<Arc<tokio::sync::Notify>>,
     /// Notices that came while loading, applied after it if they are newer.
-    pub(super) buffered: Vec<(u64, crate::store::shared::Change)>,
+    pub(super) buffered: Vec<(u64, Change)>,
     /// The store's sequence number when a poll last found this copy behind it: behind it
     /// still at the next poll, the copy has missed a notice.
     pub(super) behind: Option<u64>,
@@ -93,6 +93,10 @@ pub(super) struct SessionSync {
     pub(super) written: Option<(Presence, Instant)>,
     /// Another node's presence changed: read it again.
     pub(super) presence_stale: bool,
+    /// Changes to requests this node is still storing (their notice outran the store's
+    /// reply to this node): applied once the ask is finished, so that the agent hears
+    /// `accepted` before the outcome.
+    pub(super) held_back: Vec<Change>,
 }
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the

@@ -41,6 +41,22 @@ impl Hub {
         let verdict =
             committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
         let mut sessions = self.lock();
+        let entry = sessions
+            .get_mut(session)
+            .and_then(|state| state.requests.get_mut(id));
+        if entry.is_none() {
+            // Gone while its ending was stored: on a shared store, the ending's own notice and
+            // then the agent's acknowledgement came back before the store's reply did.
+            return match verdict {
+                Ok(Verdict::Won { at_ms }) => {
+                    resolution.at_ms = at_ms;
+                    let outcome = resolution.settlement.outcome;
+                    self.metrics.resolved(outcome, None);
+                    Ok((outcome == Outcome::Withdrawn).then_some(resolution))
+                }
+                _ => Err(Refusal::Unknown),
+            };
+        }
         let Some(state) = sessions.get_mut(session) else {
             return Err(Refusal::Unknown);
         };

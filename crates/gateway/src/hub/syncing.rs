@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use askgate_protocol::{QuestionSet, SessionId};
+use askgate_protocol::{QuestionSet, RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
@@ -112,16 +112,23 @@ impl Hub {
         let result = match loaded {
             Ok(records) => {
                 let seq = records.seq;
+                let mut buffered = buffered;
+                buffered.sort_by_key(|(seq, _)| *seq);
+                let (held, newer): (Vec<_>, Vec<_>) =
+                    buffered.into_iter().partition(|(at, _)| *at <= seq);
+                // What the load also holds, applied first where it follows on: tabs then get
+                // these as `resolved` frames, and the diff below finds nothing left to do.
+                for (at, change) in held {
+                    let _ = self.follow(state, at, change);
+                }
                 self.apply_records(state, records);
                 if let Some(sync) = state.sync.as_mut() {
                     sync.seq = seq;
                     sync.loaded = true;
                     sync.behind = None;
                 }
-                let mut buffered = buffered;
-                buffered.sort_by_key(|(seq, _)| *seq);
-                for (seq, change) in buffered {
-                    self.follow(state, seq, change);
+                for (at, change) in newer {
+                    let _ = self.follow(state, at, change);
                 }
                 Ok(())
             }
@@ -210,7 +217,7 @@ impl Hub {
     }
 
     /// Drops a request the store no longer has.
-    fn drop_entry(&self, state: &mut Session, id: &askgate_protocol::RequestId) {
+    fn drop_entry(&self, state: &mut Session, id: &RequestId) {
         let Some(entry) = state.forget(id) else {
             return;
         };
@@ -247,12 +254,31 @@ impl Hub {
             return Some(Reload::Gap);
         }
         sync.seq = seq;
+        let committing = |id: &RequestId| {
+            matches!(
+                state.requests.get(id).map(|e| &e.state),
+                Some(EntryState::Committing(_))
+            )
+        };
         match change {
             Change::Put(record) => {
                 if !state.requests.contains_key(&record.id) {
                     self.add_record(state, *record);
                 }
             }
+            Change::Resolved { ref id, .. } | Change::Forgot { ref id } if committing(id) => {
+                if let Some(sync) = state.sync.as_mut() {
+                    sync.held_back.push(change);
+                }
+            }
+            change => self.apply_change(state, change),
+        }
+        None
+    }
+
+    /// Applies a change to a request this node is not storing.
+    fn apply_change(&self, state: &mut Session, change: Change) {
+        match change {
             Change::Resolved { id, resolution } => {
                 self.announce_resolution(state, &id, *resolution);
             }
@@ -264,9 +290,31 @@ impl Hub {
                     self.drop_entry(state, &id);
                 }
             }
-            Change::Presence => {}
+            Change::Put(_) | Change::Presence => {}
         }
-        None
+    }
+
+    /// The ask of `id` is finished here (stored or not): the changes to it that arrived
+    /// meanwhile are applied now (`keep`), or dropped with it.
+    pub(super) fn release_held_back(&self, state: &mut Session, id: &RequestId, keep: bool) {
+        let Some(sync) = state.sync.as_mut() else {
+            return;
+        };
+        if sync.held_back.is_empty() {
+            return;
+        }
+        let (mine, others): (Vec<Change>, Vec<Change>) = std::mem::take(&mut sync.held_back)
+            .into_iter()
+            .partition(|change| match change {
+                Change::Resolved { id: of, .. } | Change::Forgot { id: of } => of == id,
+                _ => false,
+            });
+        sync.held_back = others;
+        if keep {
+            for change in mine {
+                self.apply_change(state, change);
+            }
+        }
     }
 
     /// Handles one notice from the store.
@@ -391,15 +439,17 @@ impl Hub {
         let mut behind = Vec::new();
         {
             let mut sessions = self.lock();
-            for ((id, _), store_seq) in polled.iter().zip(seqs) {
+            for ((id, seq_when_asked), store_seq) in polled.iter().zip(seqs) {
                 let Some(sync) = sessions.get_mut(id).and_then(|s| s.sync.as_mut()) else {
                     continue;
                 };
-                if store_seq == sync.seq {
-                    sync.behind = None;
-                } else if store_seq < sync.seq {
-                    // The store lost changes (a restart without a synced log): it is the truth.
+                if store_seq < *seq_when_asked {
+                    // Behind what this node had applied before it asked: the store lost
+                    // changes (a restart without a synced log), and it is the truth. (Behind
+                    // only what was applied since is notices outrunning the poll's reply.)
                     behind.push(id.clone());
+                } else if store_seq <= sync.seq {
+                    sync.behind = None;
                 } else {
                     match sync.behind {
                         Some(seen) if sync.seq < seen => behind.push(id.clone()),

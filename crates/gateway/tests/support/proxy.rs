@@ -5,6 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +31,16 @@ impl Drop for Proxy {
 impl Proxy {
     /// A proxy on a free loopback port forwarding to `upstream`.
     pub async fn start(upstream: SocketAddr) -> Proxy {
+        Self::start_delaying(upstream, Duration::ZERO).await
+    }
+
+    /// A proxy that holds back what Redis sends by `delay` on every connection that has not
+    /// subscribed to anything: a node's commands answered slowly, its notices not.
+    pub async fn start_delaying_replies(upstream: SocketAddr, delay: Duration) -> Proxy {
+        Self::start_delaying(upstream, delay).await
+    }
+
+    async fn start_delaying(upstream: SocketAddr, delay: Duration) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let cut = Arc::new(AtomicBool::new(false));
@@ -50,9 +63,8 @@ impl Proxy {
                     let Ok(server) = TcpStream::connect(upstream).await else {
                         return;
                     };
-                    let (mut client, mut server) = (client, server);
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = forward(client, server, delay) => {}
                         () = token.cancelled() => {}
                     }
                 });
@@ -82,5 +94,50 @@ impl Proxy {
     /// Lets connections through again.
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Copies both ways until either side closes; what the server sends waits `delay` first,
+/// unless the client has subscribed (its notices then come at once).
+async fn forward(client: TcpStream, server: TcpStream, delay: Duration) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let subscribed = AtomicBool::new(false);
+    let up = async {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match client_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if buffer[..n]
+                .windows(9)
+                .any(|w| w.eq_ignore_ascii_case(b"SUBSCRIBE"))
+            {
+                subscribed.store(true, Ordering::SeqCst);
+            }
+            if server_write.write_all(&buffer[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    let down = async {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if !delay.is_zero() && !subscribed.load(Ordering::SeqCst) {
+                tokio::time::sleep(delay).await;
+            }
+            if client_write.write_all(&buffer[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = up => {}
+        () = down => {}
     }
 }

@@ -1,0 +1,202 @@
+//! `nodes`: the fan-out spread over several askgate nodes on one Redis, and the same workload
+//! on one node on its embedded store, in one run, so that what a node of several costs is read
+//! side by side. The Redis server is started here (a free port, a temp directory, the
+//! settings askgate's docs ask for: append-only file synced on every write, no eviction) and
+//! its CPU and memory are counted with the nodes'. Redis commands per resolved request come
+//! from `INFO commandstats` before and after.
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+use crate::cli::NodesCmd;
+use crate::fanout::{self, FanoutReport};
+use crate::target::Target;
+
+/// How long Redis has to come up.
+const REDIS_START: Duration = Duration::from_secs(20);
+
+/// A Redis server of the run's own.
+struct Redis {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Redis {
+    fn start(binary: &str) -> anyhow::Result<Redis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("askgate-bench-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--maxmemory-policy",
+                "noeviction",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {binary}"))?;
+        let redis = Redis { child, port, dir };
+        let deadline = Instant::now() + REDIS_START;
+        while redis
+            .command("PING")
+            .map_or(true, |reply| !reply.starts_with("+PONG"))
+        {
+            if Instant::now() > deadline {
+                bail!("redis-server did not answer on port {port}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(redis)
+    }
+
+    /// One inline command, its raw reply.
+    fn command(&self, line: &str) -> anyhow::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(format!("{line}\r\n").as_bytes())?;
+        let mut reply = Vec::new();
+        let mut buffer = [0u8; 65536];
+        // A bulk reply's length comes first; read until it is all there.
+        loop {
+            let n = stream.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&reply);
+            let complete = match text.strip_prefix('$') {
+                Some(rest) => rest.split_once("\r\n").is_some_and(|(length, body)| {
+                    body.len() >= length.parse::<usize>().unwrap_or(0)
+                }),
+                None => text.ends_with("\r\n"),
+            };
+            if complete {
+                break;
+            }
+        }
+        Ok(String::from_utf8_lossy(&reply).into_owned())
+    }
+
+    /// How many times Redis has run each command so far (a script's inner calls included, as
+    /// `INFO commandstats` counts them).
+    fn commands_run(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+        let stats = self.command("INFO commandstats")?;
+        Ok(stats
+            .lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest
+                    .split("calls=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                Some((name.to_owned(), calls))
+            })
+            .collect())
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+/// Runs `nodes`.
+///
+/// # Errors
+/// A server does not start, or the run fails.
+pub(crate) async fn run(
+    cmd: &NodesCmd,
+    client_threads: usize,
+) -> anyhow::Result<Vec<FanoutReport>> {
+    if cmd.nodes < 2 {
+        bail!("--nodes must be at least 2");
+    }
+    let mut flags = fanout::server_flags(&cmd.load);
+    flags.push("--max-connections-per-address=0".into());
+    flags.push("--joins-per-session-per-second=1000000".into());
+    let mut reports = Vec::new();
+    {
+        let redis = Redis::start(&cmd.redis_server)?;
+        let nodes: Vec<Target> = (0..cmd.nodes)
+            .map(|_| Target::spawn_askgate(&cmd.askgate, &redis.url(), &flags))
+            .collect::<anyhow::Result<_>>()?;
+        eprintln!("{} nodes on {}", nodes.len(), redis.url());
+        let before = redis.commands_run()?;
+        let spread: Vec<&Target> = nodes.iter().collect();
+        let report =
+            fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
+        let after = redis.commands_run()?;
+        for node in &nodes {
+            if let Ok(metrics) = crate::scrape::scrape(node.addr).await {
+                let read = |name: &str| metrics.get(name).copied().unwrap_or(f64::NAN);
+                eprintln!(
+                    "  node {}: resnapshots gap {} / resubscribed {} / behind {}, subscription reconnects {}, sweeps {}",
+                    node.addr,
+                    read("askgate_redis_resnapshots_total{cause=\"gap\"}"),
+                    read("askgate_redis_resnapshots_total{cause=\"resubscribed\"}"),
+                    read("askgate_redis_resnapshots_total{cause=\"behind\"}"),
+                    read("askgate_redis_subscription_reconnects_total"),
+                    read("askgate_redis_sweeps_total"),
+                );
+            }
+        }
+        let resolved = report.audit.asks.max(1) as f64;
+        println!(
+            "\n{} nodes on one Redis, commands per resolved request ({} requests):",
+            cmd.nodes, report.audit.asks
+        );
+        let mut deltas: Vec<(String, u64)> = after
+            .iter()
+            .map(|(name, calls)| (name.clone(), calls - before.get(name).copied().unwrap_or(0)))
+            .filter(|(_, delta)| *delta > 0)
+            .collect();
+        deltas.sort_by_key(|(_, delta)| std::cmp::Reverse(*delta));
+        for (name, delta) in &deltas {
+            println!("  {name:<12} {:>7.2}", *delta as f64 / resolved);
+        }
+        report.print();
+        reports.push(report);
+    }
+    if !cmd.skip_single {
+        let single = Target::spawn_askgate(&cmd.askgate, "embedded", &flags)?;
+        let report = fanout::run(&cmd.load, &single, client_threads).await?;
+        println!("\none node, embedded store, the same workload:");
+        report.print();
+        reports.push(report);
+    }
+    Ok(reports)
+}
