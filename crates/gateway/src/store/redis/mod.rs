@@ -181,6 +181,46 @@ impl Inner {
         result.map_err(|e| redis_error(doing, &e))
     }
 
+    /// Brings the request's entry in the deadline index forward (`due`: session, request, when),
+    /// then runs `script`. On one server both go in one write (a pipeline: Redis runs them in
+    /// order, so the entry is there before the script's change is), saving the round trip an
+    /// answer would otherwise wait for; on a Cluster the two keys are in different slots, so
+    /// one after the other.
+    async fn index_then_run<T: redis::FromRedisValue>(
+        &self,
+        doing: &str,
+        due: (&SessionId, &RequestId, u64),
+        script: &mut redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        let (session, id, at_ms) = due;
+        if self.conn.is_cluster() {
+            self.index_due(session, id, at_ms).await?;
+            return self.run(doing, script).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD")
+            .arg(self.keys.due())
+            .arg("LT")
+            .arg(at_ms)
+            .arg(Keys::due_member(session, id))
+            .ignore();
+        pipe.invoke_script(script);
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result: redis::RedisResult<(T,)> = pipe.query_async(&mut conn).await;
+        self.metrics.shared.round_trip(started.elapsed());
+        match result {
+            Ok((reply,)) => Ok(reply),
+            // Redis does not have the script (it restarted): the entry is in; load and run it.
+            Err(error)
+                if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                self.run(doing, script).await
+            }
+            Err(error) => Err(redis_error(doing, &error)),
+        }
+    }
+
     /// Brings the request's entry in the deadline index forward to `at_ms` (or adds it).
     async fn index_due(
         &self,
@@ -206,25 +246,23 @@ impl Inner {
         let timeout_ms = request
             .deadline_ms
             .map(|deadline| deadline.saturating_sub(request.asked_at_ms));
-        if let Some(deadline) = request.deadline_ms {
-            self.index_due(session, id, deadline).await?;
-        }
-        let reply: Vec<String> = self
-            .run(
-                "asking",
-                self.scripts
-                    .ask
-                    .key(self.keys.request(session, id))
-                    .key(self.keys.ids(session))
-                    .key(self.keys.seq(session))
-                    .arg(id.as_str())
-                    .arg(records::digest(request))
-                    .arg(records::body(request))
-                    .arg(timeout_ms.map(|t| t.to_string()).unwrap_or_default())
-                    .arg(self.keys.channel(session))
-                    .arg(self.publish),
-            )
-            .await?;
+        let mut script = self.scripts.ask.key(self.keys.request(session, id));
+        script
+            .key(self.keys.ids(session))
+            .key(self.keys.seq(session))
+            .arg(id.as_str())
+            .arg(records::digest(request))
+            .arg(records::body(request))
+            .arg(timeout_ms.map(|t| t.to_string()).unwrap_or_default())
+            .arg(self.keys.channel(session))
+            .arg(self.publish);
+        let reply: Vec<String> = match request.deadline_ms {
+            Some(deadline) => {
+                self.index_then_run("asking", (session, id, deadline), &mut script)
+                    .await?
+            }
+            None => self.run("asking", &mut script).await?,
+        };
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad = |e: String| StoreError(format!("redis replied to an ask unexpectedly: {e}"));
         match text(0) {
@@ -263,13 +301,13 @@ impl Inner {
         };
         // The sweep forgets the outcome once its retention has run out, whichever node kept it.
         let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
-        self.index_due(session, id, retained_until).await?;
         let late = if_late
             .map(|settlement| records::ending(settlement, None))
             .unwrap_or_default();
         let reply: Vec<String> = self
-            .run(
+            .index_then_run(
                 "resolving",
+                (session, id, retained_until),
                 self.scripts
                     .resolve
                     .key(self.keys.request(session, id))
