@@ -1,0 +1,138 @@
+//! The Redis store's decisions, one script at a time, against a real `redis-server`: what
+//! Redis's clock decides about deadlines (a timeout is refused before it, an answer after it
+//! loses to the timeout), and what a second ending learns.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate::metrics::Metrics;
+use askgate::store::redis::{RedisOptions, RedisStore};
+use askgate::store::{Store, StoreOp, StoredRequest, StoredResolution, Verdict};
+use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
+use serde_json::json;
+use support::redis::RedisServer;
+
+fn questions() -> serde_json::Value {
+    json!([{"header": "Color", "question": "Which?", "options": [{"label": "Red"}, {"label": "Blue"}]}])
+}
+
+fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
+    let questions = QuestionSet::validate(Dialect::Harness, &questions()).unwrap();
+    StoredRequest {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse(id).unwrap(),
+        dialect: Dialect::Harness,
+        questions: questions.to_json(),
+        title: None,
+        asked_at_ms: 1_000,
+        deadline_ms: timeout_ms.map(|t| 1_000 + t),
+        resolution: None,
+    }
+}
+
+fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
+    let questions = QuestionSet::validate(Dialect::Harness, &questions()).unwrap();
+    let settlement = match outcome {
+        Outcome::Answered => questions
+            .settle_answer(&json!({"answers": [{"header": "Color", "selected": ["Red"]}]}))
+            .unwrap(),
+        other => questions.settle_without_answer(other),
+    };
+    StoreOp::Resolve {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse(id).unwrap(),
+        resolution: StoredResolution {
+            settlement,
+            by: Some("t-1".into()),
+            at_ms: 0,
+        },
+        if_late: late.then(|| questions.settle_without_answer(Outcome::TimedOut)),
+    }
+}
+
+async fn store(redis: &RedisServer) -> Arc<RedisStore> {
+    let options = RedisOptions {
+        url: redis.url(),
+        prefix: "askgate:".into(),
+        retention: Duration::from_secs(3600),
+    };
+    RedisStore::connect(&options, Arc::new(Metrics::default()))
+        .await
+        .expect("connected")
+}
+
+async fn one(store: &RedisStore, op: StoreOp) -> Verdict {
+    store.decide(vec![op]).await.expect("decided").remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_s_clock_decides_deadlines_and_the_first_ending_wins() {
+    let redis = RedisServer::start(&[]);
+    let store = store(&redis).await;
+
+    // Created on Redis's clock, whatever the node guessed (asked_at 1,000).
+    let Verdict::Created {
+        asked_at_ms,
+        deadline_ms,
+    } = one(&store, StoreOp::Put(request("d", Some(300)))).await
+    else {
+        panic!("not created")
+    };
+    assert!(asked_at_ms > 1_000_000_000_000, "{asked_at_ms}");
+    assert_eq!(deadline_ms, Some(asked_at_ms + 300));
+    // A re-ask is the same request; other questions are a conflict.
+    assert!(matches!(
+        one(&store, StoreOp::Put(request("d", Some(300)))).await,
+        Verdict::Exists(_)
+    ));
+    let mut other = request("d", Some(300));
+    other.questions = json!([]);
+    assert_eq!(one(&store, StoreOp::Put(other)).await, Verdict::Conflict);
+
+    // A timeout before the deadline is refused, with what is left.
+    let Verdict::Early { left_ms } = one(&store, ending("d", Outcome::TimedOut, false)).await
+    else {
+        panic!("a timeout before the deadline was taken")
+    };
+    assert!(left_ms <= 300, "{left_ms}");
+    // Past the deadline, an answer loses to the timeout, which is what is kept.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let Verdict::Lost(kept) = one(&store, ending("d", Outcome::Answered, true)).await else {
+        panic!("a late answer won")
+    };
+    assert_eq!(kept.settlement.outcome, Outcome::TimedOut);
+    assert_eq!(kept.by, None);
+    // And every later ending learns that one.
+    let Verdict::Lost(again) = one(&store, ending("d", Outcome::Declined, true)).await else {
+        panic!("a second ending won")
+    };
+    assert_eq!(again, kept);
+
+    // A request without a deadline never times out; the first answer wins.
+    assert!(matches!(
+        one(&store, StoreOp::Put(request("n", None))).await,
+        Verdict::Created { .. }
+    ));
+    assert!(matches!(
+        one(&store, ending("n", Outcome::TimedOut, false)).await,
+        Verdict::Early { left_ms: u64::MAX }
+    ));
+    assert!(matches!(
+        one(&store, ending("n", Outcome::Answered, false)).await,
+        Verdict::Won { .. }
+    ));
+    // Forgotten once resolved, idempotently; an unknown one is unknown.
+    let forget = || StoreOp::Delete {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse("n").unwrap(),
+    };
+    assert_eq!(one(&store, forget()).await, Verdict::Done);
+    assert_eq!(one(&store, forget()).await, Verdict::Unknown);
+    assert_eq!(
+        one(&store, ending("n", Outcome::Answered, false)).await,
+        Verdict::Unknown
+    );
+}
