@@ -633,3 +633,37 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
+    let cluster = Cluster::start(2).await;
+    let mut agent = Peer::agent(&cluster.nodes[0]).await;
+    let viewer = open(&mut agent, "deaf").await;
+    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "deaf", &viewer).await;
+    // Node B's subscription stays connected and hears nothing more.
+    cluster.proxies[1].deafen_subscriptions();
+    agent.send(&ask("deaf", "r1", None)).await;
+    agent.recv_type("accepted").await;
+    tab.recv_about("request", "r1").await;
+    // The probe went unheard, and the subscription was made again.
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
+        if counter(&metrics, "askgate_redis_probe_restarts_total") >= 1.0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Notices flow again through the new subscription.
+    until_ready_is(&cluster.nodes[1], 200).await;
+    agent.send(&ask("deaf", "r2", None)).await;
+    agent.recv_type("accepted").await;
+    let started = std::time::Instant::now();
+    tab.recv_about("request", "r2").await;
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+}

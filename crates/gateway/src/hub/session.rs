@@ -70,7 +70,8 @@ pub(super) struct Session {
     /// Whether a timer will tell the tabs when the last long-poll's grace is over.
     grace_timer_set: bool,
     /// On a shared store: how far this node's copy has followed the store's.
-    pub(super) sync: Option<SessionSync>,
+    /// (Boxed: a session of a local store pays one pointer for it.)
+    pub(super) sync: Option<Box<SessionSync>>,
 }
 
 /// How far a node's copy of a session has followed the shared store's.

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 use super::Hub;
 use super::entry::EntryState;
 use super::restore::record_entry;
-use super::session::{Session, SessionSync};
+use super::session::Session;
 use crate::metrics::gauge_add;
 use crate::store::StoreError;
 use crate::store::shared::{Change, Notice, Presence, SessionRecords};
@@ -63,7 +63,7 @@ impl Hub {
                     // The session limit: the caller's own check says so.
                     return Ok(());
                 };
-                let sync = state.sync.get_or_insert_with(SessionSync::default);
+                let sync = state.sync.get_or_insert_with(Box::default);
                 if sync.loaded && sync.loading.is_none() {
                     return Ok(());
                 }

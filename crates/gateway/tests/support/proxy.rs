@@ -1,10 +1,11 @@
 //! A TCP proxy in front of Redis that a test can cut (every connection through it dropped, new
-//! ones refused) and restore: one node's link to Redis failing while the others' work.
+//! ones refused) and restore: one node's link to Redis failing while the others' work. It can
+//! also go deaf on the subscriptions open so far: their connections stay up, and nothing Redis
+//! sends on them arrives (a subscription attached to a server that stopped forwarding).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -16,6 +17,10 @@ pub struct Proxy {
     /// Where it listens.
     pub addr: SocketAddr,
     cut: Arc<AtomicBool>,
+    /// Connections numbered below this that have subscribed get nothing more from Redis.
+    deaf_below: Arc<AtomicU64>,
+    /// How many connections were made.
+    made: Arc<AtomicU64>,
     /// Cancelled on each cut, ending every connection made before it.
     generation: Arc<std::sync::Mutex<CancellationToken>>,
     stop: CancellationToken,
@@ -47,6 +52,9 @@ impl Proxy {
         let generation = Arc::new(std::sync::Mutex::new(CancellationToken::new()));
         let stop = CancellationToken::new();
         let (is_cut, current, stopping) = (Arc::clone(&cut), Arc::clone(&generation), stop.clone());
+        let deaf_below = Arc::new(AtomicU64::new(0));
+        let made = Arc::new(AtomicU64::new(0));
+        let (deafness, counter) = (Arc::clone(&deaf_below), Arc::clone(&made));
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -59,12 +67,14 @@ impl Proxy {
                     continue;
                 }
                 let token = current.lock().unwrap().clone();
+                let number = counter.fetch_add(1, Ordering::SeqCst);
+                let deafness = Arc::clone(&deafness);
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(upstream).await else {
                         return;
                     };
                     tokio::select! {
-                        () = forward(client, server, delay) => {}
+                        () = forward(client, server, delay, (number, deafness)) => {}
                         () = token.cancelled() => {}
                     }
                 });
@@ -73,6 +83,8 @@ impl Proxy {
         Proxy {
             addr,
             cut,
+            deaf_below,
+            made,
             generation,
             stop,
         }
@@ -91,6 +103,13 @@ impl Proxy {
         *generation = CancellationToken::new();
     }
 
+    /// From now on, nothing Redis sends on the subscriptions open so far reaches the node;
+    /// their connections stay open. Later connections are not affected.
+    pub fn deafen_subscriptions(&self) {
+        self.deaf_below
+            .store(self.made.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+
     /// Lets connections through again.
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
@@ -98,8 +117,14 @@ impl Proxy {
 }
 
 /// Copies both ways until either side closes; what the server sends waits `delay` first,
-/// unless the client has subscribed (its notices then come at once).
-async fn forward(client: TcpStream, server: TcpStream, delay: Duration) {
+/// unless the client has subscribed (its notices then come at once), and is dropped if the
+/// connection (`number`) has subscribed and is below the proxy's deafness mark.
+async fn forward(
+    client: TcpStream,
+    server: TcpStream,
+    delay: Duration,
+    (number, deaf_below): (u64, Arc<AtomicU64>),
+) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let subscribed = AtomicBool::new(false);
@@ -128,7 +153,11 @@ async fn forward(client: TcpStream, server: TcpStream, delay: Duration) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
-            if !delay.is_zero() && !subscribed.load(Ordering::SeqCst) {
+            let subscriber = subscribed.load(Ordering::SeqCst);
+            if subscriber && number < deaf_below.load(Ordering::SeqCst) {
+                continue;
+            }
+            if !delay.is_zero() && !subscriber {
                 tokio::time::sleep(delay).await;
             }
             if client_write.write_all(&buffer[..n]).await.is_err() {
