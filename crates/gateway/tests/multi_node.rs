@@ -667,3 +667,34 @@ async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
+    let redis = RedisServer::start(&[]);
+    let upstream = format!("127.0.0.1:{}", redis.port).parse().unwrap();
+    let slow = Proxy::start_delaying_replies(upstream, Duration::from_millis(700)).await;
+    let node = Node::start(&slow.url(), &[]);
+    let fast = Node::start(&redis.url(), &[]);
+    let mut agent = Peer::agent(&fast).await;
+    let viewer = open(&mut agent, "gaveup").await;
+    // A long-poll on the slow node, for a session it does not hold yet, whose client hangs up
+    // while the node is still loading the session.
+    let mut stream = tokio::net::TcpStream::connect(node.addr).await.unwrap();
+    use tokio::io::AsyncWriteExt as _;
+    let request = format!(
+        "GET /v1/sessions/gaveup/requests/x?wait_s=30 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        node.addr
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(stream);
+    // A tab on that node still gets its snapshot: the load went on without its caller.
+    let started = std::time::Instant::now();
+    let (_tab, snapshot) = Peer::tab(&node, "gaveup", &viewer).await;
+    assert_eq!(snapshot["type"], "snapshot");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

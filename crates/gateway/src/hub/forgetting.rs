@@ -18,7 +18,7 @@ use super::entry::EntryState;
 use super::session::Session;
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
-use crate::store::StoreOp;
+use crate::store::{StoreOp, Verdict};
 
 /// What an `ack` found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +35,10 @@ impl Hub {
         // Held as the shared store has it; if it cannot be reached, the deletion below fails
         // and is tried again at the next sweep.
         let _ = self.synced(session).await;
-        let deleted = {
+        let deleted = 'held: {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {
-                return AckReply::Forgotten;
+                break 'held None;
             };
             match state.requests.get(id).map(|e| &e.state) {
                 Some(EntryState::Resolved(_)) => {
@@ -49,13 +49,40 @@ impl Hub {
                 }
                 Some(_) => return AckReply::NotResolved,
                 // Already forgotten: acks are idempotent.
-                None => return AckReply::Forgotten,
+                None if self.shared.is_none() => return AckReply::Forgotten,
+                // This node's copy may be behind: the shared store decides.
+                None => break 'held None,
             }
             self.drop_if_idle(&mut sessions, session);
-            self.delete_forgotten(&sessions, vec![(session.clone(), id.clone())])
+            Some(self.delete_forgotten(&sessions, vec![(session.clone(), id.clone())]))
+        };
+        let Some(deleted) = deleted else {
+            return self.forget_unseen(session, id).await;
         };
         deleted.await;
         AckReply::Forgotten
+    }
+
+    /// An ack of a request this node does not hold: on a shared store, deleted there (only if
+    /// it has ended); on a local one, already forgotten.
+    async fn forget_unseen(self: &Arc<Self>, session: &SessionId, id: &RequestId) -> AckReply {
+        if self.shared.is_none() {
+            return AckReply::Forgotten;
+        }
+        let op = StoreOp::Delete {
+            session: session.clone(),
+            id: id.clone(),
+        };
+        match self.store_commit(vec![op]).await {
+            Ok(verdicts) if verdicts.first() == Some(&Verdict::StillOpen) => AckReply::NotResolved,
+            Ok(_) => AckReply::Forgotten,
+            Err(error) => {
+                // Kept for the next sweep, as a failed deletion of a held request is.
+                tracing::warn!(%session, request = %id, %error, "could not delete an acknowledged outcome; tried again at the next sweep");
+                self.undeleted().push((session.clone(), id.clone()));
+                AckReply::Forgotten
+            }
+        }
     }
 
     /// Forgets outcomes whose retention ran out; returns how many. Deletions an earlier

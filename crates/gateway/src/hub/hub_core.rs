@@ -153,7 +153,11 @@ impl Hub {
             if sessions.len() >= self.limits.max_sessions {
                 return None;
             }
-            let session = Session::new(id.clone(), self.limits.joins_per_session_per_second);
+            let mut session = Session::new(id.clone(), self.limits.joins_per_session_per_second);
+            if self.shared.is_some() {
+                // Not loaded yet: the first call loads it, or else the upkeep does.
+                session.sync = Some(Box::default());
+            }
             sessions.insert(id.clone(), session);
             gauge_add(&self.metrics.sessions, 1);
         }

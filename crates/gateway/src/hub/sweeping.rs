@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::Hub;
 use super::entry::EntryState;
-use super::resolving::Ending;
+use super::resolving::{Ending, Refusal};
 use crate::store::StoreOp;
 use crate::store::shared::DueClaim;
 
@@ -70,6 +70,15 @@ impl Hub {
         }
         let next = {
             let sessions = self.lock();
+            // Not held (this node is at its session limit) or not loaded: not this node's to
+            // judge; the claim runs out and another node (or this one, later) takes it.
+            let loaded = sessions
+                .get(&claim.session)
+                .and_then(|s| s.sync.as_ref())
+                .is_some_and(|sync| sync.loaded);
+            if !loaded {
+                return None;
+            }
             let entry = sessions
                 .get(&claim.session)
                 .and_then(|s| s.requests.get(&claim.id));
@@ -97,38 +106,43 @@ impl Hub {
         match next {
             Next::At(at) => Some(Some(at)),
             Next::Never => Some(None),
-            Next::TimeOut => {
-                if self
-                    .resolve(&claim.session, &claim.id, Ending::TimedOut)
-                    .await
-                    .is_ok()
-                {
+            Next::TimeOut => match self
+                .resolve(&claim.session, &claim.id, Ending::TimedOut)
+                .await
+            {
+                Ok(_) => {
                     self.metrics
                         .shared
                         .count(&self.metrics.shared.sweep_timed_out);
+                    Some(Some(claim.now_ms.saturating_add(retention_ms)))
                 }
-                Some(Some(claim.now_ms.saturating_add(retention_ms)))
-            }
+                // Another ending won: its outcome is kept for the retention.
+                Err(Refusal::AlreadyResolved) => {
+                    Some(Some(claim.now_ms.saturating_add(retention_ms)))
+                }
+                // Not stored, or not due by the store's clock: looked at again when the claim
+                // runs out.
+                Err(_) => None,
+            },
             Next::Forget => {
-                {
-                    let mut sessions = self.lock();
-                    if let Some(state) = sessions.get_mut(&claim.session)
-                        && state.forget(&claim.id).is_some()
-                    {
-                        crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
-                    }
-                }
+                // Deleted from the store first: forgotten here only once it is gone there, so
+                // a failed deletion leaves the entry to be found again.
                 let op = StoreOp::Delete {
                     session: claim.session.clone(),
                     id: claim.id.clone(),
                 };
-                match self.store_commit(vec![op]).await {
-                    Ok(_) => {
-                        self.metrics.shared.count(&self.metrics.shared.sweep_forgot);
-                        Some(None)
-                    }
-                    Err(_) => None,
+                self.store_commit(vec![op]).await.ok()?;
+                let mut sessions = self.lock();
+                if let Some(entry) = sessions
+                    .get_mut(&claim.session)
+                    .and_then(|state| state.forget(&claim.id))
+                {
+                    crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
+                    // A long-poll waiting on it learns it is gone.
+                    entry.resolved.notify_waiters();
                 }
+                self.metrics.shared.count(&self.metrics.shared.sweep_forgot);
+                Some(None)
             }
         }
     }

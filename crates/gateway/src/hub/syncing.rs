@@ -64,7 +64,8 @@ impl Hub {
                     return Ok(());
                 };
                 let sync = state.sync.get_or_insert_with(Box::default);
-                if sync.loaded && sync.loading.is_none() {
+                // Loaded once is enough: a reload under way only brings the copy up to date.
+                if sync.loaded {
                     return Ok(());
                 }
                 match &sync.loading {
@@ -83,12 +84,21 @@ impl Hub {
                 return Ok(());
             }
         }
-        let loaded = async {
-            shared.watch(session).await?;
-            shared.load_session(session).await
-        }
-        .await;
-        self.finish_load(session, loaded)
+        // In a task of its own: a caller dropped midway (an HTTP client gone) must not leave
+        // the session marked as loading, with everyone behind it waiting for good.
+        let hub = Arc::clone(self);
+        let session = session.clone();
+        let loading = tokio::spawn(async move {
+            let loaded = async {
+                shared.watch(&session).await?;
+                shared.load_session(&session).await
+            }
+            .await;
+            hub.finish_load(&session, loaded)
+        });
+        loading
+            .await
+            .unwrap_or_else(|error| Err(StoreError(format!("loading a session failed: {error}"))))
     }
 
     /// Applies a finished load of `session` (held, its `loading` set by the caller).
@@ -155,6 +165,12 @@ impl Hub {
                     if let Some(resolution) = record.resolution {
                         self.announce_resolution(state, &record.id, resolution);
                     }
+                }
+                // Asked anew after a forgetting this node did not hear of.
+                Some(EntryState::Resolved(_)) if record.resolution.is_none() => {
+                    let id = record.id.clone();
+                    self.drop_entry(state, &id);
+                    self.add_record(state, record);
                 }
                 Some(EntryState::Committing(_) | EntryState::Resolved(_)) => {}
             }
@@ -261,11 +277,15 @@ impl Hub {
             )
         };
         match change {
-            Change::Put(record) => {
-                if !state.requests.contains_key(&record.id) {
+            Change::Put(record) => match state.requests.get(&record.id).map(|e| &e.state) {
+                None => self.add_record(state, *record),
+                // Asked anew after a forgetting this node did not hear of.
+                Some(EntryState::Resolved(_)) => {
+                    self.drop_entry(state, &record.id);
                     self.add_record(state, *record);
                 }
-            }
+                Some(_) => {}
+            },
             Change::Resolved { ref id, .. } | Change::Forgot { ref id } if committing(id) => {
                 if let Some(sync) = state.sync.as_mut() {
                     sync.held_back.push(change);
