@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use support::TIMEOUT;
-use support::crash_load::{Ledger, load, verify};
+use support::crash_load::{Ledger, SERVER_FLAGS, load, verify};
 
 fn rounds() -> usize {
     std::env::var("ASKGATE_CRASH_ROUNDS")
@@ -37,21 +37,8 @@ impl Drop for Gateway {
 
 fn start(data_dir: &std::path::Path) -> Gateway {
     let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "embedded",
-            "--open-requests-per-session",
-            "1000000",
-            "--agent-frames-per-second",
-            "1000000",
-            "--tab-frames-per-second",
-            "1000000",
-            "--tab-queue",
-            "100000",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "embedded"])
+        .args(SERVER_FLAGS)
         .arg("--data-dir")
         .arg(data_dir)
         .env("RUST_LOG", "warn")

@@ -17,6 +17,10 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
+mod support;
+
+use support::tempdir;
+
 /// How long anything the test waits for may take.
 const TIMEOUT: Duration = Duration::from_secs(20);
 /// What "served at once" allows.
@@ -120,16 +124,6 @@ fn collect_stderr(child: &mut Child) -> (Arc<Mutex<Vec<String>>>, mpsc::Receiver
         }
     });
     (lines, rx)
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "askgate-{name}-{}-{}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    dir
 }
 
 /// A TCP connection to `addr` from the loopback address `from`.

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::crash_load::{Ledger, load, verify};
+use support::crash_load::{Ledger, SERVER_FLAGS, load, verify};
 use support::nodes::Node;
 use support::peer::http;
 use support::redis::RedisServer;
@@ -21,20 +21,9 @@ fn seconds() -> u64 {
         .unwrap_or(60)
 }
 
-const LIMITS: [&str; 8] = [
-    "--open-requests-per-session",
-    "1000000",
-    "--agent-frames-per-second",
-    "1000000",
-    "--tab-frames-per-second",
-    "1000000",
-    "--tab-queue",
-    "100000",
-];
-
 fn start_nodes(redis: &RedisServer, count: usize) -> Vec<Node> {
     (0..count)
-        .map(|_| Node::start(&redis.url(), &LIMITS))
+        .map(|_| Node::start(&redis.url(), &SERVER_FLAGS))
         .collect()
 }
 
@@ -73,7 +62,7 @@ async fn every_accepted_ask_ends_once_while_nodes_are_killed_at_random() {
         let pid_killer = &mut nodes[victim];
         load(&order, round, &mut ledger, || pid_killer.kill()).await;
         kills += 1;
-        nodes[victim] = Node::start(&redis.url(), &LIMITS);
+        nodes[victim] = Node::start(&redis.url(), &SERVER_FLAGS);
         let checker = rand::random::<u32>() as usize % nodes.len();
         verify(&nodes[checker].addr.to_string(), &mut ledger).await;
         round += 1;

@@ -20,6 +20,18 @@ use super::TIMEOUT;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
+/// The `serve` flags the load needs: limits it would otherwise run into.
+pub const SERVER_FLAGS: [&str; 8] = [
+    "--open-requests-per-session",
+    "1000000",
+    "--agent-frames-per-second",
+    "1000000",
+    "--tab-frames-per-second",
+    "1000000",
+    "--tab-queue",
+    "100000",
+];
+
 /// Sessions the load asks in.
 const SESSIONS: usize = 4;
 
