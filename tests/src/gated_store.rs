@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::server::RECV_TIMEOUT;
@@ -83,5 +83,9 @@ impl Store for GatedStore {
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
         self.inner.load()
+    }
+
+    fn trails(&self) -> &dyn Trails {
+        self.inner.as_ref()
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use askgate::config::{Config, StoreKind};
-use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
 use askgate_protocol::{RequestId, SessionId};
 use askgate_tests::gated_store::GatedStore;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
@@ -205,6 +205,10 @@ impl Store for FlakyStore {
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
         self.inner.load()
+    }
+
+    fn trails(&self) -> &dyn Trails {
+        &self.inner
     }
 }
 

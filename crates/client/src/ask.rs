@@ -26,6 +26,9 @@ pub struct Ask {
     pub timeout: Option<Duration>,
     /// A line shown above the questions.
     pub title: Option<String>,
+    /// Who alone may answer: people's names and `group:NAME`s (1 to 32); `None`: anyone
+    /// holding the link.
+    pub answerers: Option<Vec<String>>,
 }
 
 impl Ask {
@@ -80,6 +83,17 @@ impl Ask {
         self
     }
 
+    /// Lets only these people (or `group:NAME`s) answer.
+    #[must_use]
+    pub fn with_answerers<I, S>(mut self, answerers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.answerers = Some(answerers.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// The request id, generated now if there is none yet: for callers that want to log it
     /// or store it before asking.
     pub fn request_id(&mut self) -> &str {
@@ -96,6 +110,9 @@ impl Ask {
             questions: self.questions,
             timeout_s: self.timeout.map(|t| Value::from(t.as_secs_f64())),
             title: self.title.map(Value::String),
+            answerers: self
+                .answerers
+                .map(|names| Value::Array(names.into_iter().map(Value::String).collect())),
         }
     }
 }
@@ -176,6 +193,12 @@ impl Answered {
     /// The tab that answered or declined.
     pub fn by(&self) -> Option<&str> {
         self.frame.by.as_deref()
+    }
+
+    /// The person who answered or declined, when the gateway knew them (a personal link, a
+    /// trusted proxy); `None` for an anonymous link holder or an ending without a tab.
+    pub fn user(&self) -> Option<&str> {
+        self.frame.user.as_deref()
     }
 
     /// When it ended (Unix ms, the gateway's clock).

@@ -285,6 +285,12 @@ impl Pending {
                 }
                 None
             }
+            // The client does not ask for personal links over its socket (the HTTP call makes
+            // them); one that arrives anyway asks nothing of us.
+            ToAgent::Link { session, user, .. } => {
+                tracing::debug!(%session, %user, "a personal link nobody here asked for");
+                None
+            }
             ToAgent::Outcome(outcome) => {
                 let key = (outcome.session.clone(), outcome.id.clone());
                 let ack = ack_frame(&key);

@@ -22,6 +22,7 @@ fn request(i: usize) -> StoredRequest {
         title: None,
         asked_at_ms: 1,
         deadline_ms: None,
+        answerers: None,
         resolution: None,
     }
 }
@@ -40,6 +41,8 @@ fn resolution(i: usize) -> StoreOp {
                 model_text: Some(r#"{"Color":["Red"]}"#.into()),
             },
             by: Some("tab-1".into()),
+            user: None,
+            via: None,
             at_ms: 2,
         },
     }

@@ -54,6 +54,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 100_000;
 pub const DEFAULT_MAX_TIMEOUT_S: f64 = f64::INFINITY;
 /// How long an unacknowledged outcome is kept for its agent.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
+/// How long a session's audit trail is kept after its newest entry; then it is dropped whole.
+pub const DEFAULT_AUDIT_RETENTION: Duration =
+    Duration::from_secs(crate::audit::DEFAULT_AUDIT_RETENTION_DAYS * 24 * 3600);
 /// How often the gateway pings each socket; two pings without a pong close it.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(25);
 /// How long a tab has to send `hello` after its socket opens. One that does not is closed
@@ -118,6 +121,8 @@ pub struct Limits {
     pub max_timeout_s: f64,
     /// See [`DEFAULT_RETENTION`].
     pub retention: Duration,
+    /// See [`DEFAULT_AUDIT_RETENTION`].
+    pub audit_retention: Duration,
     /// See [`DEFAULT_PING_INTERVAL`].
     pub ping_interval: Duration,
     /// See [`DEFAULT_SHUTDOWN_GRACE`].
@@ -163,6 +168,7 @@ impl Default for Limits {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_timeout_s: DEFAULT_MAX_TIMEOUT_S,
             retention: DEFAULT_RETENTION,
+            audit_retention: DEFAULT_AUDIT_RETENTION,
             ping_interval: DEFAULT_PING_INTERVAL,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
@@ -284,6 +290,22 @@ pub struct Config {
     pub web_dir: Option<PathBuf>,
     /// Every limit.
     pub limits: Limits,
+    /// Who tabs are, and who may answer.
+    pub people: PeopleSettings,
+}
+
+/// Who tabs are and who may answer: `--user-header`, `--trusted-proxy`, `--require-identity`,
+/// `--groups`.
+#[derive(Clone, Debug, Default)]
+pub struct PeopleSettings {
+    /// The header an identity-aware proxy names the person in.
+    pub user_header: Option<axum::http::HeaderName>,
+    /// The addresses that proxy connects from: the header counts only from these.
+    pub trusted_proxies: Vec<crate::people::proxy::Network>,
+    /// Anonymous tabs watch only.
+    pub require_identity: bool,
+    /// The operator's groups.
+    pub groups: crate::people::Groups,
 }
 
 impl Config {
@@ -298,6 +320,7 @@ impl Config {
             redis: RedisSettings::default(),
             web_dir: None,
             limits: Limits::default(),
+            people: PeopleSettings::default(),
         }
     }
 

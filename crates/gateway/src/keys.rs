@@ -43,6 +43,23 @@ impl ViewerKeys {
         }
     }
 
+    /// An HMAC under the secret, over `parts` (each followed by a NUL, which no part holds:
+    /// ids and names are checked for control characters where they enter).
+    pub(crate) fn mac_over(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        for part in parts {
+            mac.update(part);
+            mac.update(b"\0");
+        }
+        mac
+    }
+
+    /// `{public_url}/s/{session}#k={key}` for any key of the session.
+    pub(crate) fn url_with_key(&self, session: &SessionId, key: &str) -> String {
+        format!("{}/s/{}#k={}", self.public_url, session, key)
+    }
+
     fn mac(&self, session: &str) -> Hmac<Sha256> {
         // HMAC accepts a key of any length, so this cannot fail.
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret)
@@ -67,7 +84,7 @@ impl ViewerKeys {
 
     /// `{public_url}/s/{session}#k={key}`.
     pub fn viewer_url(&self, session: &SessionId) -> String {
-        format!("{}/s/{}#k={}", self.public_url, session, self.key(session))
+        self.url_with_key(session, &self.key(session))
     }
 }
 

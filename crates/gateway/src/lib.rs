@@ -7,7 +7,9 @@
 //! - [`config`]: listen address, keys, every limit as a named default.
 //! - [`keys`]: agent keys and per-session viewer keys (HMAC of the session id).
 //! - [`scope`]: the sessions an agent key may act on (all, or those under a prefix).
+//! - [`people`]: who a tab is (personal links, a trusted proxy), who may answer, groups.
 //! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
+//! - [`audit`]: the audit trail's entries, their hash chain, verifying it, the page's history.
 //! - [`store`]: the `Store` seam the hub commits through, and its in-memory implementation.
 //! - [`connections`]: TCP connections: caps, timeouts, the HTTP/1 serving loop.
 //! - [`transport`]: the WebSocket endpoints for agents and tabs, and plain HTTP.
@@ -17,6 +19,7 @@
 //! - [`pacer`]: a token bucket (frames per second, joins per second).
 //! - [`cli`]: the `askgate` command line.
 
+pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -25,6 +28,7 @@ pub mod hub;
 pub mod keys;
 pub mod metrics;
 pub mod pacer;
+pub mod people;
 pub mod scope;
 pub mod server;
 pub mod store;

@@ -23,6 +23,7 @@ use crate::connections::{ConnectionCaps, HttpTimeouts, ServeSettings, accept_loo
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
+use crate::people::{People, TrustedProxies};
 use crate::store::redis::{RedisOptions, RedisStore, check_durability};
 use crate::store::{DurableStore, MemoryStore, Store};
 use crate::transport;
@@ -44,6 +45,8 @@ pub struct AppState {
     pub tracker: TaskTracker,
     /// The pages.
     pub web: WebAssets,
+    /// The identity-aware proxy, if one is trusted.
+    pub proxies: Arc<TrustedProxies>,
 }
 
 /// The router, for a given state.
@@ -72,6 +75,8 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{session}/requests/{id}/ack",
             post(transport::ack_request),
         )
+        .route("/v1/sessions/{session}/links", post(transport::post_link))
+        .route("/v1/audit", get(transport::get_audit))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
@@ -107,6 +112,7 @@ async fn open_redis(
         url: url.to_owned(),
         prefix: config.redis.prefix.clone(),
         retention: config.limits.retention,
+        audit_retention: config.limits.audit_retention,
     };
     let store = RedisStore::connect(&options, metrics).await?;
     let durability = store.durability().await?;
@@ -142,6 +148,10 @@ async fn build_with_parts(
         store,
         config.limits.clone(),
         ViewerKeys::new(config.secret.clone(), public_url),
+        People {
+            require_identity: config.people.require_identity,
+            groups: config.people.groups.clone(),
+        },
         metrics,
     );
     let restored = hub.restore(records).await;
@@ -163,6 +173,10 @@ async fn build_with_parts(
         web: WebAssets {
             dir: config.web_dir.clone(),
         },
+        proxies: Arc::new(TrustedProxies::new(
+            config.people.user_header.clone(),
+            config.people.trusted_proxies.clone(),
+        )),
     })
 }
 

@@ -29,6 +29,7 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
         title: None,
         asked_at_ms: 1_000,
         deadline_ms: timeout_ms.map(|t| 1_000 + t),
+        answerers: None,
         resolution: None,
     }
 }
@@ -47,6 +48,8 @@ fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
         resolution: StoredResolution {
             settlement,
             by: Some("t-1".into()),
+            user: None,
+            via: None,
             at_ms: 0,
         },
         if_late: late.then(|| questions.settle_without_answer(Outcome::TimedOut)),
@@ -58,6 +61,7 @@ async fn store(redis: &RedisServer) -> Arc<RedisStore> {
         url: redis.url(),
         prefix: "askgate:".into(),
         retention: Duration::from_secs(3600),
+        audit_retention: Duration::from_secs(3600),
     };
     RedisStore::connect(&options, Arc::new(Metrics::default()))
         .await
@@ -128,6 +132,7 @@ async fn redis_s_clock_decides_deadlines_and_the_first_ending_wins() {
     let forget = || StoreOp::Delete {
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse("n").unwrap(),
+        acked: true,
     };
     assert_eq!(one(&store, forget()).await, Verdict::Done);
     assert_eq!(one(&store, forget()).await, Verdict::Unknown);

@@ -22,6 +22,7 @@
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
 //! - [`wire`]: the frames agents and tabs exchange with the gateway.
+//! - [`people`]: who a tab is, and the names an ask lets answer.
 //! - [`close`]: WebSocket close codes and whether to reconnect after each.
 
 pub mod close;
@@ -35,6 +36,7 @@ pub mod json_node;
 pub mod json_scan;
 pub mod json_write;
 pub mod lenient_json;
+pub mod people;
 pub mod unicode;
 pub mod wire;
 

@@ -10,6 +10,8 @@ use serde_json::Value;
 use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
 use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::ids::{RequestId, SessionId, TabId, parse_field};
+use crate::people::check_answerers;
+pub use crate::people::{Via, You};
 
 /// Longest `title`, in characters after stripping.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -26,6 +28,17 @@ pub enum AgentFrame {
     },
     /// Asks a question set; the gateway replies `accepted` or `rejected`.
     Ask(Box<AskFrame>),
+    /// Asks for a personal link: a viewer link for one named person, signed for the session,
+    /// that person and an expiry; the gateway replies `link`.
+    Link {
+        /// The session.
+        session: String,
+        /// The person, as the link will name them (an e-mail address, a user name).
+        user: String,
+        /// Seconds the link stays valid; absent for the gateway's default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_s: Option<Value>,
+    },
     /// Withdraws a pending request (the run was cancelled).
     Cancel {
         /// The session.
@@ -64,6 +77,10 @@ pub struct AskFrame {
     /// A line shown above the questions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<Value>,
+    /// The people (or `group:NAME`s) who alone may answer or decline; absent: anyone who
+    /// holds the link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerers: Option<Value>,
 }
 
 /// An `ask` that passed every check.
@@ -79,6 +96,8 @@ pub struct CheckedAsk {
     pub timeout_ms: Option<u64>,
     /// The stripped title, if any.
     pub title: Option<String>,
+    /// Who alone may answer, as sent (people and `group:NAME`s), if the ask limits it.
+    pub answerers: Option<Vec<String>>,
 }
 
 impl AskFrame {
@@ -115,14 +134,17 @@ impl AskFrame {
         let title = check_title(self.title.as_ref())
             .map_err(|e| errors.push(e))
             .ok();
+        let answerers = check_answerers(self.answerers.as_ref())
+            .map_err(|e| errors.push(e))
+            .ok();
         let questions = match dialect {
             Some(dialect) => QuestionSet::validate(dialect, &self.questions)
                 .map_err(|e| errors.extend(e.into_vec()))
                 .ok(),
             None => None,
         };
-        match (session, questions, timeout_ms, title) {
-            (Some(session), Some(questions), Some(timeout_ms), Some(title))
+        match (session, questions, timeout_ms, title, answerers) {
+            (Some(session), Some(questions), Some(timeout_ms), Some(title), Some(answerers))
                 if errors.is_empty() =>
             {
                 Ok(CheckedAsk {
@@ -131,6 +153,7 @@ impl AskFrame {
                     questions,
                     timeout_ms,
                     title,
+                    answerers,
                 })
             }
             _ => Err(errors),
@@ -251,6 +274,17 @@ pub enum ToAgent {
     },
     /// How a request ended. Re-sent on every re-ask until acked.
     Outcome(OutcomeFrame),
+    /// A personal link, as asked for by `link`.
+    Link {
+        /// The session.
+        session: String,
+        /// The person it names.
+        user: String,
+        /// `{public_url}/s/{session}#k={personal key}`.
+        url: String,
+        /// When it stops working (Unix ms).
+        expires_ms: u64,
+    },
     /// A frame the gateway could not take.
     Error {
         /// A stable code: `bad_frame`, `unknown_type`, `not_found`, `unavailable`...
@@ -279,6 +313,9 @@ pub struct OutcomeFrame {
     pub settlement: Settlement,
     /// The tab that answered or declined, else null.
     pub by: Option<String>,
+    /// The person who answered or declined, if the gateway knew them; else null.
+    #[serde(default)]
+    pub user: Option<String>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
 }
@@ -298,6 +335,9 @@ pub struct RequestView {
     pub asked_at_ms: u64,
     /// When it times out (Unix ms), or null.
     pub deadline_ms: Option<u64>,
+    /// Who alone may answer (people and `group:NAME`s), when the ask said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerers: Option<Vec<String>>,
 }
 
 /// A request that has ended, as a tab that joins later sees it: the request and how it
@@ -313,6 +353,12 @@ pub struct FinishedView {
     pub response: Value,
     /// The tab that answered or declined, if one did.
     pub by: Option<String>,
+    /// The person who did, if known.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// How that person was known, when a tab answered or declined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
 }
@@ -333,6 +379,9 @@ pub enum ToTab {
         tabs: usize,
         /// Whether an agent is connected to the session.
         agent_online: bool,
+        /// Who this tab is, and whether it may answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        you: Option<You>,
         /// Every open request, oldest first.
         requests: Vec<RequestView>,
         /// The largest frame the gateway takes from a tab, in bytes: a page checks an answer
@@ -356,6 +405,12 @@ pub enum ToTab {
         outcome: Outcome,
         /// The tab that answered or declined, else null.
         by: Option<String>,
+        /// The person who did, if known; else null.
+        #[serde(default)]
+        user: Option<String>,
+        /// How that person was known, when a tab answered or declined.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<Via>,
         /// The response given (null when withdrawn).
         response: Value,
     },
@@ -372,6 +427,11 @@ pub enum ToTab {
         tabs: usize,
         /// Whether an agent is connected to the session.
         agent_online: bool,
+    },
+    /// The session's recent history, newest first, as asked for by `history`.
+    History {
+        /// Ended requests, from the audit trail: what was asked, how it ended, by whom.
+        entries: Vec<Value>,
     },
     /// A frame the gateway could not take.
     Error {
@@ -406,6 +466,8 @@ pub enum FromTab {
         /// The request.
         id: String,
     },
+    /// Asks for the session's recent history (answered by `history`).
+    History,
 }
 
 impl FromTab {

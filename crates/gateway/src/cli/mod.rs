@@ -1,5 +1,6 @@
 //! The `askgate` command line.
 
+pub mod audit;
 mod demo;
 mod schema;
 mod serve;
@@ -37,6 +38,9 @@ pub enum Command {
     /// `{"ok":false,"error":"...","errors":[{"path","message","code"}]}`, one per input line,
     /// in order. A malformed line gets an error line and the stream goes on.
     Validate(ValidateArgs),
+    /// Export or verify a store's audit trails.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
@@ -102,6 +106,10 @@ pub fn main() -> ExitCode {
         Command::Demo(args) => {
             init_tracing("warn");
             runtime().and_then(|rt| rt.block_on(demo::run(*args)))
+        }
+        Command::Audit(command) => {
+            init_tracing("warn");
+            runtime().and_then(|rt| rt.block_on(audit::run(command)))
         }
         Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
             .or_else(quiet_when_stdout_closed),

@@ -115,6 +115,44 @@ impl AgentHandle {
         }
     }
 
+    /// `link`: a personal link for `user`, or an `error` naming what is wrong.
+    pub async fn link(&self, session: &str, user: &str, ttl_s: Option<&Value>) {
+        if let Err(message) = self.scope().permit(session) {
+            return self.error("forbidden", message);
+        }
+        let id = match SessionId::parse(session) {
+            Ok(id) => id,
+            Err(message) => return self.error("bad_session", message),
+        };
+        match self.hub.issue_link(&id, user, ttl_s).await {
+            Ok(link) => self.reply(&ToAgent::Link {
+                session: id.to_string(),
+                user: link.user,
+                url: link.url,
+                expires_ms: link.expires_ms,
+            }),
+            Err(errors) => {
+                let unavailable = errors.iter().any(|e| e.code == ErrorCode::Unavailable);
+                let message = errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.path, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let code = if unavailable {
+                    "store_failed"
+                } else {
+                    "bad_link"
+                };
+                self.reply(&ToAgent::Error {
+                    code: code.to_owned(),
+                    message,
+                    session: Some(id.to_string()),
+                    id: None,
+                });
+            }
+        }
+    }
+
     /// `cancel`: withdraws; the outcome (`withdrawn`, or the earlier one) comes as a frame.
     pub async fn cancel(&self, session: &str, id: &str) {
         if let Err(message) = self.scope().permit(session) {

@@ -138,6 +138,7 @@ impl Hub {
             questions,
             timeout_ms,
             title,
+            answerers,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -146,6 +147,19 @@ impl Hub {
         let id = id.unwrap_or_else(generated_request_id);
         let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
         let questions = Arc::new(questions);
+        if let Some((index, group)) = answerers
+            .as_deref()
+            .and_then(|list| self.people.unknown_group(list))
+        {
+            let error = FieldError::new(
+                format!("answerers[{index}]"),
+                ErrorCode::InvalidValue,
+                format!(
+                    "no group {group:?} is defined (the operator names groups in --groups FILE)"
+                ),
+            );
+            return self.reject(asker, &session_id, as_sent(&id), vec![error], false);
+        }
         let record = loop {
             let waiter = {
                 let mut sessions = self.lock();
@@ -205,6 +219,7 @@ impl Hub {
                             questions: &questions,
                             title: title.clone(),
                             timeout_ms,
+                            answerers: answerers.clone(),
                         };
                         break insert_committing(session, &id, &shown, asker);
                     }
@@ -426,6 +441,7 @@ struct Shown<'a> {
     questions: &'a Arc<askgate_protocol::QuestionSet>,
     title: Option<String>,
     timeout_ms: Option<u64>,
+    answerers: Option<Vec<String>>,
 }
 
 /// Puts a new request in the session, in the `Committing` state; returns its store record.
@@ -444,6 +460,7 @@ fn insert_committing(
         questions: questions.to_json(),
         asked_at_ms,
         deadline_ms: shown.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
+        answerers: shown.answerers.clone(),
     };
     let encoded = EncodedRequest::new(&view);
     let deadline_ms = view.deadline_ms;
@@ -455,6 +472,7 @@ fn insert_committing(
         title: view.title,
         asked_at_ms,
         deadline_ms,
+        answerers: view.answerers,
         resolution: None,
     };
     let seq = session.next_seq;
@@ -470,6 +488,7 @@ fn insert_committing(
             questions: Arc::clone(questions),
             asked_at_ms,
             deadline_ms,
+            answerers: record.answerers.clone().map(Arc::from),
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing(Arc::new(Notify::new())),

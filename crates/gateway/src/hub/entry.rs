@@ -43,6 +43,8 @@ pub(super) struct Entry {
     pub(super) asked_at_ms: u64,
     /// When it times out (Unix ms), if it does.
     pub(super) deadline_ms: Option<u64>,
+    /// Who alone may answer, when the ask said so.
+    pub(super) answerers: Option<Arc<[String]>>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
@@ -107,6 +109,7 @@ mod tests {
             questions: json!([{"header": "H", "question": "Q?\nnext", "options": []}]),
             asked_at_ms: 5,
             deadline_ms: Some(7),
+            answerers: None,
         };
         let encoded = EncodedRequest::new(&view);
         let frame = Frame::encode(&ToTab::Request {

@@ -121,7 +121,7 @@ impl Finished {
     }
 }
 
-/// How a request ended, as the rest of its finished view: `,"outcome":...,"by":...,"at_ms":...}`,
+/// How a request ended, as the rest of its finished view: `,"outcome":...,"by":...,"user":...,"at_ms":...}`,
 /// so that the view without its `}` and this are what serde_json writes for a
 /// [`FinishedView`](askgate_protocol::wire::FinishedView).
 fn ending_json(resolution: &StoredResolution) -> Bytes {
@@ -133,6 +133,12 @@ fn ending_json(resolution: &StoredResolution) -> Bytes {
     let _ = serde_json::to_writer(&mut out, &resolution.settlement.response);
     out.extend_from_slice(br#","by":"#);
     let _ = serde_json::to_writer(&mut out, &resolution.by);
+    out.extend_from_slice(br#","user":"#);
+    let _ = serde_json::to_writer(&mut out, &resolution.user);
+    if let Some(via) = resolution.via {
+        out.extend_from_slice(br#","via":"#);
+        let _ = serde_json::to_writer(&mut out, &via);
+    }
     out.extend_from_slice(br#","at_ms":"#);
     let _ = serde_json::to_writer(&mut out, &resolution.at_ms);
     out.push(b'}');

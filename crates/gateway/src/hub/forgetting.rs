@@ -20,6 +20,10 @@ use crate::clock::now_ms;
 use crate::metrics::gauge_add;
 use crate::store::{StoreOp, Verdict};
 
+/// A forgotten request whose record is to be deleted, and whether its agent acknowledged it
+/// (recorded in the audit trail as `acked`) rather than its retention running out.
+pub(super) type Forgotten = (SessionId, RequestId, bool);
+
 /// What an `ack` found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AckReply {
@@ -54,7 +58,7 @@ impl Hub {
                 None => break 'held None,
             }
             self.drop_if_idle(&mut sessions, session);
-            Some(self.delete_forgotten(&sessions, vec![(session.clone(), id.clone())]))
+            Some(self.delete_forgotten(&sessions, vec![(session.clone(), id.clone(), true)]))
         };
         let Some(deleted) = deleted else {
             return self.forget_unseen(session, id).await;
@@ -72,6 +76,7 @@ impl Hub {
         let op = StoreOp::Delete {
             session: session.clone(),
             id: id.clone(),
+            acked: true,
         };
         match self.store_commit(vec![op]).await {
             Ok(verdicts) if verdicts.first() == Some(&Verdict::StillOpen) => AckReply::NotResolved,
@@ -79,7 +84,7 @@ impl Hub {
             Err(error) => {
                 // Kept for the next sweep, as a failed deletion of a held request is.
                 tracing::warn!(%session, request = %id, %error, "could not delete an acknowledged outcome; tried again at the next sweep");
-                self.undeleted().push((session.clone(), id.clone()));
+                self.undeleted().push((session.clone(), id.clone(), true));
                 AckReply::Forgotten
             }
         }
@@ -100,7 +105,7 @@ impl Hub {
                     for id in session.expired(now, retention_ms) {
                         session.forget(&id);
                         gauge_add(&self.metrics.kept_outcomes, -1);
-                        forgotten.push((session_id.clone(), id));
+                        forgotten.push((session_id.clone(), id, false));
                     }
                 }
                 self.drop_if_idle(&mut sessions, &session_id);
@@ -110,7 +115,20 @@ impl Hub {
         };
         let (swept, deleted) = deleted;
         deleted.await;
+        self.drop_stale_trails(now).await;
         swept
+    }
+
+    /// Drops the audit trails whose newest entry is older than the audit retention.
+    async fn drop_stale_trails(&self, now: u64) {
+        let retention = u64::try_from(self.limits.audit_retention.as_millis()).unwrap_or(u64::MAX);
+        let Some(before_ms) = now.checked_sub(retention) else {
+            return;
+        };
+        let op = StoreOp::DropStaleTrails { before_ms };
+        if let Err(error) = self.store.commit(vec![op]).await {
+            tracing::warn!(%error, "could not drop audit trails past their retention; tried again at the next sweep");
+        }
     }
 
     /// Hands the store the deletion of `forgotten` and of every earlier one it failed to make
@@ -119,14 +137,14 @@ impl Hub {
     fn delete_forgotten(
         self: &Arc<Self>,
         sessions: &MutexGuard<'_, HashMap<SessionId, Session>>,
-        mut forgotten: Vec<(SessionId, RequestId)>,
+        mut forgotten: Vec<Forgotten>,
     ) -> impl Future<Output = ()> + use<> {
         // An earlier deletion is due again unless its id has been asked anew: once that ask is
         // stored, its record replaced the old one (nothing left to delete); while it is still
         // being stored, the deletion waits, since the store may yet refuse the new record.
         let mut waiting = Vec::new();
         for pair in self.undeleted().drain(..) {
-            let (session, id) = &pair;
+            let (session, id, _) = &pair;
             match sessions.get(session).and_then(|s| s.requests.get(id)) {
                 None => forgotten.push(pair),
                 Some(entry) if matches!(entry.state, EntryState::Committing(_)) => {
@@ -138,9 +156,10 @@ impl Hub {
         self.undeleted().extend(waiting);
         let ops: Vec<StoreOp> = forgotten
             .iter()
-            .map(|(session, id)| StoreOp::Delete {
+            .map(|(session, id, acked)| StoreOp::Delete {
                 session: session.clone(),
                 id: id.clone(),
+                acked: *acked,
             })
             .collect();
         let deleted = (!ops.is_empty()).then(|| self.store_commit(ops));
@@ -163,7 +182,7 @@ impl Hub {
         }
     }
 
-    fn undeleted(&self) -> MutexGuard<'_, Vec<(SessionId, RequestId)>> {
+    fn undeleted(&self) -> MutexGuard<'_, Vec<Forgotten>> {
         self.undeleted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use futures_util::FutureExt as _;
 
-use askgate_protocol::{RequestId, SessionId, TabId, close};
+use askgate_protocol::{SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
@@ -16,6 +16,7 @@ use super::session::{Session, TabSlot};
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
+use crate::people::{People, Person};
 use crate::scope::SessionScope;
 use crate::store::{Shared, Store, StoreError, StoreOp, Verdict};
 
@@ -62,12 +63,14 @@ pub struct Hub {
     pub(super) shared: Option<Arc<dyn Shared>>,
     pub(super) limits: Limits,
     pub(super) keys: ViewerKeys,
+    /// Who may answer: identity required or not, and the operator's groups.
+    pub(super) people: People,
     pub(super) metrics: Arc<Metrics>,
     next_link: AtomicU64,
     /// Every agent connection, so it can be closed from outside (tests, operators).
     agents: Mutex<HashMap<u64, Link>>,
     /// Forgotten requests whose deletion the store failed: tried again at the next sweep.
-    pub(super) undeleted: Mutex<Vec<(SessionId, RequestId)>>,
+    pub(super) undeleted: Mutex<Vec<super::forgetting::Forgotten>>,
     /// Bytes queued to every tab and not yet written out.
     queued_total: Arc<AtomicUsize>,
 }
@@ -84,6 +87,7 @@ impl Hub {
         store: Arc<dyn Store>,
         limits: Limits,
         keys: ViewerKeys,
+        people: People,
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
         let shared = store.shared();
@@ -96,6 +100,7 @@ impl Hub {
             store,
             limits,
             keys,
+            people,
             metrics,
             next_link: AtomicU64::new(1),
             agents: Mutex::new(HashMap::new()),
@@ -107,6 +112,16 @@ impl Hub {
     /// The viewer keys (for checking a tab's `hello`).
     pub fn keys(&self) -> &ViewerKeys {
         &self.keys
+    }
+
+    /// The store, for reading what it keeps (the audit trail).
+    pub fn store_handle(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
+    }
+
+    /// The rules about people.
+    pub fn people(&self) -> &People {
+        &self.people
     }
 
     /// The metrics.
@@ -227,6 +242,7 @@ impl Hub {
         self: &Arc<Self>,
         session: SessionId,
         requested: Option<TabId>,
+        person: Person,
         link: Link,
     ) -> Result<TabHandle, JoinRefused> {
         let link = self.assign_id(link);
@@ -255,17 +271,20 @@ impl Hub {
             TabSlot {
                 tab: tab.clone(),
                 link: link.clone(),
+                person: person.clone(),
             },
         );
         gauge_add(&self.metrics.tabs, 1);
         // The snapshot first, so the tab's view starts complete; then everyone hears of it.
-        let snapshot = entry.snapshot(&tab, self.limits.max_frame_bytes);
+        let you = self.people.you(&person);
+        let snapshot = entry.snapshot(&tab, &you, self.limits.max_frame_bytes);
         entry.send_to(link_id, snapshot, &self.metrics);
         entry.announce_presence_except(Some(link_id), &self.metrics);
         Ok(TabHandle {
             hub: Arc::clone(self),
             session,
             tab,
+            person,
             link_id,
         })
     }

@@ -11,6 +11,7 @@ use super::Hub;
 use super::frame::Frame;
 use super::queued::{BudgetSlot, Queue, TabBudget};
 use crate::metrics;
+use crate::people::Person;
 use crate::scope::SessionScope;
 
 /// Closes one connection with a WebSocket close code, from outside its task.
@@ -178,6 +179,8 @@ pub struct TabHandle {
     pub(super) hub: Arc<Hub>,
     pub(super) session: SessionId,
     pub(super) tab: TabId,
+    /// Who the tab's person is.
+    pub(super) person: Person,
     pub(super) link_id: u64,
 }
 
@@ -190,6 +193,11 @@ impl TabHandle {
     /// The session it watches.
     pub fn session(&self) -> &SessionId {
         &self.session
+    }
+
+    /// Who its person is.
+    pub fn person(&self) -> &Person {
+        &self.person
     }
 
     /// Queues a reply to this tab, behind what the hub queued for it: a tab that sends but

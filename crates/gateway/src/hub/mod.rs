@@ -9,11 +9,13 @@
 
 mod agent_side;
 mod asking;
+mod auditing;
 mod entry;
 mod finished;
 mod forgetting;
 mod frame;
 mod hub_core;
+mod issuing;
 mod links;
 mod outcomes;
 mod queued;
@@ -29,6 +31,7 @@ pub use asking::AskReply;
 pub use forgetting::AckReply;
 pub use frame::{FRAGMENT_BYTES, Frame};
 pub use hub_core::{Hub, JoinRefused};
+pub use issuing::IssuedLink;
 pub use links::{AgentHandle, Kick, Link, TabHandle};
 pub use outcomes::{Lookup, Withdrawal};
 pub use queued::Queue;

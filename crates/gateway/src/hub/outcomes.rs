@@ -56,6 +56,7 @@ pub(super) fn outcome_message(
         id: id.to_string(),
         settlement: resolution.settlement.clone(),
         by: resolution.by.clone(),
+        user: resolution.user.clone(),
         at_ms: resolution.at_ms,
     })
 }

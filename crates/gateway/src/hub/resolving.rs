@@ -23,6 +23,7 @@ use super::frame::Frame;
 use super::links::TabHandle;
 use crate::clock::{now_ms, until};
 use crate::metrics::count;
+use crate::people::{NotAllowed, Person};
 use crate::store::{StoreOp, StoredResolution};
 
 /// How long a request whose deadline passed waits before timing out again, when the store
@@ -33,9 +34,13 @@ pub(super) const STORE_RETRY: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) enum Ending {
     /// A tab's answer (checked against the questions under the lock).
-    Answer { tab: TabId, response: Value },
+    Answer {
+        tab: TabId,
+        person: Person,
+        response: Value,
+    },
     /// A tab declined.
-    Decline { tab: TabId },
+    Decline { tab: TabId, person: Person },
     /// The deadline passed.
     TimedOut,
     /// The agent withdrew it.
@@ -69,6 +74,8 @@ pub(super) enum Refusal {
     AlreadyResolved,
     /// The answer does not fit the questions; the request stays open.
     DoesNotFit(ValidationErrors),
+    /// This person may not answer this request; the request stays open.
+    Forbidden(NotAllowed),
     /// The store could not keep the resolution; the request stays open.
     Store(String),
 }
@@ -89,6 +96,9 @@ impl Refusal {
                 )]
             }
             Refusal::DoesNotFit(errors) => errors.into_vec(),
+            Refusal::Forbidden(why) => {
+                vec![FieldError::new("", ErrorCode::Forbidden, why.message())]
+            }
             Refusal::Store(error) => vec![FieldError::new(
                 "",
                 ErrorCode::Unavailable,
@@ -103,23 +113,26 @@ impl TabHandle {
     pub async fn answer(&self, id: &str, response: Value) -> Option<Frame> {
         let ending = Ending::Answer {
             tab: self.tab.clone(),
+            person: self.person.clone(),
             response,
         };
-        self.end(id, ending).await
+        self.end(id, "answer", ending).await
     }
 
     /// A `decline` from this tab. `None` if it won; else the `answer_rejected` frame for it.
     pub async fn decline(&self, id: &str) -> Option<Frame> {
         self.end(
             id,
+            "decline",
             Ending::Decline {
                 tab: self.tab.clone(),
+                person: self.person.clone(),
             },
         )
         .await
     }
 
-    async fn end(&self, id: &str, ending: Ending) -> Option<Frame> {
+    async fn end(&self, id: &str, action: &'static str, ending: Ending) -> Option<Frame> {
         let refusal = match RequestId::parse(id) {
             Ok(request) => self
                 .hub
@@ -129,6 +142,9 @@ impl TabHandle {
             Err(_) => Refusal::Unknown,
         };
         count(&self.hub.metrics.rejected_answers);
+        if let Refusal::Forbidden(why) = &refusal {
+            self.record_refusal(id, action, why).await;
+        }
         Some(Frame::encode(&ToTab::AnswerRejected {
             id: id.to_owned(),
             errors: refusal.into_errors(),
@@ -216,17 +232,26 @@ impl Hub {
                 return Ok(Begun::Wait(Arc::clone(&entry.resolved).notified_owned()));
             }
         }
+        if let Ending::Answer { person, .. } | Ending::Decline { person, .. } = ending {
+            self.people
+                .may_answer(person, entry.answerers.as_deref())
+                .map_err(Refusal::Forbidden)?;
+        }
         let (settlement, by) = match ending {
-            Ending::Answer { tab, response } => (
+            Ending::Answer {
+                tab,
+                person,
+                response,
+            } => (
                 entry
                     .questions
                     .settle_answer(response)
                     .map_err(Refusal::DoesNotFit)?,
-                Some(tab.to_string()),
+                Some((tab, person)),
             ),
-            Ending::Decline { tab } => (
+            Ending::Decline { tab, person } => (
                 entry.questions.settle_without_answer(Outcome::Declined),
-                Some(tab.to_string()),
+                Some((tab, person)),
             ),
             Ending::TimedOut => (
                 entry.questions.settle_without_answer(Outcome::TimedOut),
@@ -246,7 +271,9 @@ impl Hub {
         }
         let resolution = StoredResolution {
             settlement,
-            by,
+            by: by.map(|(tab, _)| tab.to_string()),
+            user: by.and_then(|(_, person)| person.name().map(str::to_owned)),
+            via: by.map(|(_, person)| person.via),
             at_ms: now_ms(),
         };
         // A shared store judges lateness on its own clock: it needs the timeout to put instead.

@@ -108,6 +108,7 @@ pub(super) fn record_entry(
         questions: record.questions,
         asked_at_ms: record.asked_at_ms,
         deadline_ms: record.deadline_ms,
+        answerers: record.answerers.clone(),
     };
     let encoded = EncodedRequest::new(&view);
     let state = match record.resolution {
@@ -128,6 +129,7 @@ pub(super) fn record_entry(
         questions,
         asked_at_ms: record.asked_at_ms,
         deadline_ms: record.deadline_ms,
+        answerers: record.answerers.map(Arc::from),
         encoded,
         asker: None,
         state,

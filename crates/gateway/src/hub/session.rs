@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use askgate_protocol::wire::ToTab;
+use askgate_protocol::wire::{ToTab, You};
 use askgate_protocol::{RequestId, SessionId, TabId};
 use tokio::time::Instant;
 
@@ -17,6 +17,7 @@ use super::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
+use crate::people::Person;
 use crate::store::shared::{Change, Presence};
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
@@ -28,6 +29,8 @@ pub(super) const POLL_GRACE: Duration = Duration::from_secs(5);
 pub(super) struct TabSlot {
     pub(super) tab: TabId,
     pub(super) link: Link,
+    /// Who the tab's person is.
+    pub(super) person: Person,
 }
 
 /// One agent conversation and everyone attached to it.
@@ -315,7 +318,7 @@ impl Session {
     /// request, oldest first, and the recent finished ones. Everything after the tab's own
     /// fields is shared by every tab that joins while the session shows the same (a joining
     /// tab costs its head, not a copy of every open request).
-    pub(super) fn snapshot(&mut self, tab: &TabId, max_frame_bytes: usize) -> Frame {
+    pub(super) fn snapshot(&mut self, tab: &TabId, you: &You, max_frame_bytes: usize) -> Frame {
         self.finished.prune(now_ms());
         let mut open: Vec<&Entry> = self.requests.values().filter(|e| e.is_open()).collect();
         open.sort_by_key(|e| e.seq);
@@ -328,6 +331,7 @@ impl Session {
             now_ms: now_ms(),
             tabs: self.shown_presence().0,
             agent_online: self.shown_presence().1,
+            you: Some(you),
         };
         Frame::joined(head.encode(), body)
     }

@@ -161,6 +161,8 @@ impl Hub {
             id: id.to_string(),
             outcome: resolution.settlement.outcome,
             by: resolution.by.clone(),
+            user: resolution.user.clone(),
+            via: resolution.via,
             response: resolution.settlement.response.clone(),
         });
         if let Some(asker) = &entry.asker {

@@ -7,6 +7,7 @@
 
 use std::io::Write as _;
 
+use askgate_protocol::wire::You;
 use bytes::Bytes;
 
 use super::entry::Entry;
@@ -61,6 +62,7 @@ pub(super) struct SnapshotHead<'a> {
     pub(super) now_ms: u64,
     pub(super) tabs: usize,
     pub(super) agent_online: bool,
+    pub(super) you: Option<&'a You>,
 }
 
 impl SnapshotHead<'_> {
@@ -82,6 +84,11 @@ fn snapshot_head(head: &SnapshotHead<'_>) -> Bytes {
         r#","now_ms":{},"tabs":{},"agent_online":{},"#,
         head.now_ms, head.tabs, head.agent_online
     );
+    if let Some(you) = head.you {
+        out.extend_from_slice(br#""you":"#);
+        let _ = serde_json::to_writer(&mut out, you);
+        out.push(b',');
+    }
     Bytes::from(out)
 }
 
@@ -121,7 +128,7 @@ fn snapshot_body<'v>(
 
 #[cfg(test)]
 mod tests {
-    use askgate_protocol::wire::{FinishedView, RequestView};
+    use askgate_protocol::wire::{FinishedView, RequestView, Via};
     use askgate_protocol::{Dialect, Outcome, Settlement};
     use serde_json::json;
 
@@ -142,6 +149,7 @@ mod tests {
             questions: json!([{"question": "Why \"so\"?\u{1}", "type": "text"}]),
             asked_at_ms: 3,
             deadline_ms,
+            answerers: deadline_ms.map(|_| vec!["alice@example.com".into()]),
         }
     }
 
@@ -153,12 +161,19 @@ mod tests {
             now_ms: 1_700_000_000_123,
             tabs: 2,
             agent_online: true,
+            you: Some(&You {
+                user: Some("bob \"b\"".into()),
+                via: Via::Proxy,
+                may_answer: true,
+            }),
         };
         let finished = FinishedView {
             request: view("r-0", Some(4)),
             outcome: Outcome::Answered,
             response: json!({"answers": ["ok"]}),
             by: Some("t-1".into()),
+            user: Some("alice@example.com".into()),
+            via: Some(Via::PersonalLink),
             at_ms: 8,
         };
         let resolution = StoredResolution {
@@ -169,6 +184,8 @@ mod tests {
                 model_text: Some("Q: a\nA: ok".into()),
             },
             by: finished.by.clone(),
+            user: finished.user.clone(),
+            via: finished.via,
             at_ms: finished.at_ms,
         };
         let mut ended = Finished::default();
@@ -202,6 +219,7 @@ mod tests {
                 now_ms: head.now_ms,
                 tabs: head.tabs,
                 agent_online: head.agent_online,
+                you: head.you.cloned(),
                 requests: views,
                 max_frame_bytes: 65_536,
                 finished,
@@ -210,12 +228,20 @@ mod tests {
         }
     }
 
+    fn you() -> You {
+        You {
+            user: None,
+            via: Via::SessionLink,
+            may_answer: true,
+        }
+    }
+
     #[test]
     fn a_snapshot_shares_its_body_until_the_session_changes() {
         let mut session = Session::new(SessionId::parse("s").unwrap(), 10);
         let tab = TabId::parse("t-1").unwrap();
-        let first = session.snapshot(&tab, 1024);
-        let second = session.snapshot(&TabId::parse("t-2").unwrap(), 1024);
+        let first = session.snapshot(&tab, &you(), 1024);
+        let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);
         assert!(first.shares_body_with(&second));
         let resolution = StoredResolution {
             settlement: Settlement {
@@ -225,6 +251,8 @@ mod tests {
                 model_text: None,
             },
             by: None,
+            user: None,
+            via: None,
             at_ms: 1,
         };
         let id = RequestId::parse("r").unwrap();
@@ -233,7 +261,7 @@ mod tests {
             &EncodedRequest::new(&view("r", None)).view,
             &resolution,
         );
-        let third = session.snapshot(&tab, 1024);
+        let third = session.snapshot(&tab, &you(), 1024);
         assert!(!third.shares_body_with(&second));
         assert!(
             third.text().contains(r#""finished":[{"id":"r""#),

@@ -130,6 +130,7 @@ impl Hub {
                 let op = StoreOp::Delete {
                     session: claim.session.clone(),
                     id: claim.id.clone(),
+                    acked: false,
                 };
                 self.store_commit(vec![op]).await.ok()?;
                 let mut sessions = self.lock();

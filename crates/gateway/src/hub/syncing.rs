@@ -193,10 +193,10 @@ impl Hub {
             let tabs: Vec<_> = state
                 .tabs
                 .iter()
-                .map(|(link, slot)| (*link, slot.tab.clone()))
+                .map(|(link, slot)| (*link, slot.tab.clone(), self.people.you(&slot.person)))
                 .collect();
-            for (link, tab) in tabs {
-                let snapshot = state.snapshot(&tab, max);
+            for (link, tab, you) in tabs {
+                let snapshot = state.snapshot(&tab, &you, max);
                 state.send_to(link, snapshot, &self.metrics);
             }
         }

@@ -1,17 +1,33 @@
 //! The in-memory store: nothing survives a restart. For tests and throwaway runs.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
 
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
+use crate::audit::{Note, seal_after};
+use crate::clock::now_ms;
 
-/// Keeps requests in a map.
+/// One session's audit trail.
+#[derive(Debug, Default)]
+struct Trail {
+    lines: Vec<String>,
+    head_hash: String,
+    last_at_ms: u64,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    requests: HashMap<(SessionId, RequestId), StoredRequest>,
+    trails: HashMap<SessionId, Trail>,
+}
+
+/// Keeps requests and trails in maps.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     // A std Mutex: every critical section is a few map operations, never held across an await.
-    requests: Mutex<HashMap<(SessionId, RequestId), StoredRequest>>,
+    kept: Mutex<Kept>,
 }
 
 impl MemoryStore {
@@ -20,9 +36,15 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
+    fn kept(&self) -> Result<MutexGuard<'_, Kept>, StoreError> {
+        self.kept
+            .lock()
+            .map_err(|_| StoreError("memory store poisoned".into()))
+    }
+
     /// How many requests it holds.
     pub fn len(&self) -> usize {
-        self.requests.lock().map_or(0, |r| r.len())
+        self.kept().map_or(0, |k| k.requests.len())
     }
 
     /// Whether it holds none.
@@ -31,43 +53,101 @@ impl MemoryStore {
     }
 }
 
+impl Kept {
+    fn record(&mut self, note: &Note) {
+        let trail = self.trails.entry(note.session.clone()).or_default();
+        let head =
+            (!trail.lines.is_empty()).then(|| (trail.lines.len() as u64, trail.head_hash.as_str()));
+        let sealed = seal_after(head, note);
+        trail.lines.push(sealed.line);
+        trail.head_hash = sealed.hash;
+        trail.last_at_ms = trail.last_at_ms.max(note.at_ms);
+    }
+
+    fn apply(&mut self, op: StoreOp) {
+        if let Some(note) = Note::of(&op, now_ms()) {
+            self.record(&note);
+        }
+        match op {
+            StoreOp::Put(request) => {
+                self.requests
+                    .insert((request.session.clone(), request.id.clone()), request);
+            }
+            StoreOp::Resolve {
+                session,
+                id,
+                resolution,
+                ..
+            } => {
+                if let Some(request) = self.requests.get_mut(&(session, id)) {
+                    request.resolution = Some(resolution);
+                }
+            }
+            StoreOp::Delete { session, id, .. } => {
+                self.requests.remove(&(session, id));
+            }
+            StoreOp::Note(_) => {}
+            StoreOp::DropStaleTrails { before_ms } => {
+                self.trails.retain(|_, trail| trail.last_at_ms >= before_ms);
+            }
+        }
+    }
+}
+
 impl Store for MemoryStore {
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
-        let result = self
-            .requests
-            .lock()
-            .map_err(|_| StoreError("memory store poisoned".into()))
-            .map(|mut requests| {
-                for op in ops {
-                    match op {
-                        StoreOp::Put(request) => {
-                            requests.insert((request.session.clone(), request.id.clone()), request);
-                        }
-                        StoreOp::Resolve {
-                            session,
-                            id,
-                            resolution,
-                            ..
-                        } => {
-                            if let Some(request) = requests.get_mut(&(session, id)) {
-                                request.resolution = Some(resolution);
-                            }
-                        }
-                        StoreOp::Delete { session, id } => {
-                            requests.remove(&(session, id));
-                        }
-                    }
-                }
-            });
+        let result = self.kept().map(|mut kept| {
+            for op in ops {
+                kept.apply(op);
+            }
+        });
         Box::pin(async move { result })
     }
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
         let result = self
-            .requests
-            .lock()
-            .map_err(|_| StoreError("memory store poisoned".into()))
-            .map(|requests| requests.values().cloned().collect());
+            .kept()
+            .map(|kept| kept.requests.values().cloned().collect());
+        Box::pin(async move { result })
+    }
+
+    fn trails(&self) -> &dyn Trails {
+        self
+    }
+}
+
+impl Trails for MemoryStore {
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>> {
+        let result = self.kept().map(|kept| {
+            kept.trails.get(session).map_or_else(Vec::new, |trail| {
+                let from = usize::try_from(after_seq).unwrap_or(usize::MAX);
+                trail.lines.iter().skip(from).take(limit).cloned().collect()
+            })
+        });
+        Box::pin(async move { result })
+    }
+
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
+        let result = self.kept().map(|kept| {
+            kept.trails.get(session).map_or_else(Vec::new, |trail| {
+                let from = trail.lines.len().saturating_sub(count);
+                trail.lines[from..].to_vec()
+            })
+        });
+        Box::pin(async move { result })
+    }
+
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {
+        let result = self.kept().map(|kept| {
+            let mut sessions: Vec<SessionId> = kept.trails.keys().cloned().collect();
+            sessions.sort();
+            sessions
+        });
         Box::pin(async move { result })
     }
 }

@@ -1,5 +1,8 @@
 //! Where requests and outcomes are kept: the seam between the hub and durable storage.
 //!
+//! Every change is recorded in the session's audit trail ([`crate::audit`]) in the same
+//! commit: [`Note::of`] says what entry it makes.
+//!
 //! The hub calls [`Store::decide`] and waits for it before it announces anything: a request
 //! is `accepted` only once the store has it, and a resolution is sent to tabs and the agent
 //! only once the store has it. A local store (memory, redb) only keeps what the hub's lock
@@ -22,6 +25,7 @@ use askgate_protocol::{RequestId, SessionId, Settlement};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::audit::Note;
 pub use durable::{DurableStore, FILE_NAME, FORMAT_VERSION};
 pub use memory::MemoryStore;
 pub use shared::Shared;
@@ -46,6 +50,9 @@ pub struct StoredRequest {
     pub asked_at_ms: u64,
     /// When it times out (Unix ms), if ever.
     pub deadline_ms: Option<u64>,
+    /// Who alone may answer, as the ask named them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerers: Option<Vec<String>>,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
 }
@@ -57,8 +64,27 @@ pub struct StoredResolution {
     pub settlement: Settlement,
     /// The tab that answered or declined.
     pub by: Option<String>,
+    /// The person who did, if the gateway knew them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// How the gateway knew who the tab was (absent for endings without a tab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<askgate_protocol::wire::Via>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
+}
+
+impl StoredResolution {
+    /// An ending no tab made (a timeout, a withdrawal), at `at_ms`.
+    pub fn untouched(settlement: Settlement, at_ms: u64) -> Self {
+        StoredResolution {
+            settlement,
+            by: None,
+            user: None,
+            via: None,
+            at_ms,
+        }
+    }
 }
 
 /// One change to the store.
@@ -85,6 +111,15 @@ pub enum StoreOp {
         session: SessionId,
         /// The request.
         id: RequestId,
+        /// Whether its agent acknowledged it (recorded as `acked`); else its retention ran out.
+        acked: bool,
+    },
+    /// Record an event that changes nothing else (a refusal, a link issued).
+    Note(Note),
+    /// Drop the audit trails whose newest entry is older than `before_ms`, whole.
+    DropStaleTrails {
+        /// The cut-off (Unix ms).
+        before_ms: u64,
     },
 }
 
@@ -122,6 +157,23 @@ pub enum Verdict {
     StillOpen,
 }
 
+/// Reading the audit trails a store keeps (it writes them in its commits).
+pub trait Trails: Send + Sync {
+    /// Entries of `session`'s audit trail after `after_seq`, oldest first, at most `limit`.
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>>;
+
+    /// The newest `count` entries of `session`'s audit trail, oldest first.
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>>;
+
+    /// Every session with an audit trail.
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>>;
+}
+
 /// The store failed; the operation did not happen.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("store: {0}")]
@@ -148,6 +200,9 @@ pub trait Store: Send + Sync + 'static {
             Ok(vec![Verdict::Done; count])
         })
     }
+
+    /// The audit trails it keeps, for reading.
+    fn trails(&self) -> &dyn Trails;
 
     /// The shared side of a store several nodes use at once; `None` for a local one.
     fn shared(&self) -> Option<std::sync::Arc<dyn Shared>> {

@@ -127,6 +127,11 @@ async fn handle(agent: &AgentHandle, frame: AgentFrame) {
             agent.ask(&ask).instrument(span).await;
         }
         AgentFrame::Cancel { session, id } => agent.cancel(&session, &id).await,
+        AgentFrame::Link {
+            session,
+            user,
+            ttl_s,
+        } => agent.link(&session, &user, ttl_s.as_ref()).await,
         AgentFrame::Ack { session, id } => agent.ack(&session, &id).await,
     }
 }

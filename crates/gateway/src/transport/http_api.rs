@@ -36,10 +36,15 @@ pub const MAX_WAIT_S: f64 = 60.0;
 
 /// An error response: a status and `{"errors":[{path, message, code}]}`.
 #[derive(Debug)]
-pub struct ApiError(StatusCode, Vec<FieldError>);
+pub struct ApiError(pub(super) StatusCode, pub(super) Vec<FieldError>);
 
 impl ApiError {
-    fn one(status: StatusCode, path: &str, code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(super) fn one(
+        status: StatusCode,
+        path: &str,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) -> Self {
         ApiError(status, vec![FieldError::new(path, code, message)])
     }
 }
@@ -51,7 +56,7 @@ impl IntoResponse for ApiError {
 }
 
 /// The sessions the call's key may act on, or why the call may not act as an agent.
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<SessionScope, ApiError> {
+pub(super) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<SessionScope, ApiError> {
     state.agent_keys.admit(headers).map_err(|refusal| {
         let status = match refusal {
             AgentRefusal::WrongKey => StatusCode::UNAUTHORIZED,
@@ -63,13 +68,13 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<SessionScope, ApiE
 
 /// Refuses a session in the path that `scope` does not hold, before anything about it (or
 /// the body) is looked at.
-fn within(scope: &SessionScope, session: &str) -> Result<(), ApiError> {
+pub(super) fn within(scope: &SessionScope, session: &str) -> Result<(), ApiError> {
     scope
         .permit(session)
         .map_err(|m| ApiError::one(StatusCode::FORBIDDEN, "session", ErrorCode::Forbidden, m))
 }
 
-fn session_id(text: &str) -> Result<SessionId, ApiError> {
+pub(super) fn session_id(text: &str) -> Result<SessionId, ApiError> {
     SessionId::parse(text)
         .map_err(|m| ApiError::one(StatusCode::NOT_FOUND, "session", ErrorCode::InvalidValue, m))
 }
@@ -90,6 +95,7 @@ struct PostBody {
     args: Option<Value>,
     timeout_s: Option<Value>,
     title: Option<Value>,
+    answerers: Option<Value>,
 }
 
 impl PostBody {
@@ -120,6 +126,7 @@ impl PostBody {
             args: take("args"),
             timeout_s: take("timeout_s"),
             title: take("title"),
+            answerers: take("answerers"),
         })
     }
 }
@@ -182,6 +189,7 @@ fn resolved_body(id: &RequestId, resolution: &StoredResolution) -> Value {
         "result": resolution.settlement.result,
         "model_text": resolution.settlement.model_text,
         "by": resolution.by,
+        "user": resolution.user,
         "at_ms": resolution.at_ms,
     })
 }
@@ -212,6 +220,7 @@ pub async fn post_request(
         questions: questions_of(&body)?,
         timeout_s: body.timeout_s.clone(),
         title: body.title.clone(),
+        answerers: body.answerers.clone(),
     };
     let checked = frame
         .check(state.hub.limits().max_timeout_s)

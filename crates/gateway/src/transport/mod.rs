@@ -4,6 +4,8 @@
 mod agent;
 mod http;
 mod http_api;
+mod http_audit;
+mod http_links;
 mod socket;
 mod tab;
 mod upgrade;
@@ -11,5 +13,7 @@ mod upgrade;
 pub use agent::agent_endpoint;
 pub use http::{healthz, metrics, readyz};
 pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
+pub use http_audit::get_audit;
+pub use http_links::post_link;
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

@@ -1,12 +1,18 @@
 //! `GET /v1/sessions/{session}/live`: a browser tab watching a session.
 //!
-//! The first frame must be `hello` with the session's viewer key (within the hello timeout,
-//! else the socket closes with 4408 and the page reconnects); then the tab receives `snapshot` and live updates, and may send
-//! `answer` and `decline`.
+//! The first frame must be `hello` with the session's viewer key or a personal key signed for
+//! it (within the hello timeout, else the socket closes with 4408 and the page reconnects);
+//! then the tab receives `snapshot` and live updates, and may send `answer`, `decline` and
+//! `history`. Who the tab is comes from its key, or from a trusted proxy's header on the
+//! upgrade request; never from anything the page says.
 
-use askgate_protocol::wire::FromTab;
+use std::net::{IpAddr, SocketAddr};
+
+use askgate_protocol::wire::{FromTab, Via};
 use askgate_protocol::{SessionId, close};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::response::Response;
 use futures_util::StreamExt as _;
 use tokio_tungstenite::tungstenite::Message;
@@ -17,29 +23,49 @@ use super::socket::{
     socket_config, step,
 };
 use super::upgrade::Upgrade;
+use crate::clock::now_ms;
 use crate::hub::{Link, TabHandle};
 use crate::metrics::gauge_add;
 use crate::pacer::Pacer;
+use crate::people::{Person, ProxyIdentity};
 use crate::server::AppState;
 
 /// The upgrade handler.
 pub async fn tab_endpoint(
     State(state): State<AppState>,
     Path(session): Path<String>,
+    PeerAddress(peer): PeerAddress,
+    headers: HeaderMap,
     upgrade: Upgrade,
 ) -> Response {
+    let proxied = state.proxies.identify(&headers, peer);
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
     let config = socket_config(limits, limits.max_frame_bytes);
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("tab", %session);
-        tracker.track_future(run(socket, state, session).instrument(span))
+        tracker.track_future(run(socket, state, session, proxied).instrument(span))
     })
 }
 
-async fn run(mut socket: WebSocket, state: AppState, session: String) {
+/// The address a request came from, when the accept loop recorded it.
+pub struct PeerAddress(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(address)| address.ip());
+        Ok(PeerAddress(peer))
+    }
+}
+
+async fn run(mut socket: WebSocket, state: AppState, session: String, proxied: ProxyIdentity) {
     gauge_add(&state.hub.metrics().connection_tasks, 1);
-    if let Some(closing) = serve(&mut socket, &state, &session).await {
+    if let Some(closing) = serve(&mut socket, &state, &session, proxied).await {
         // Boxed, as every rare wait: a task is as large as its largest state, idle or not.
         Box::pin(close_with(&mut socket, closing)).await;
     }
@@ -47,7 +73,12 @@ async fn run(mut socket: WebSocket, state: AppState, session: String) {
 }
 
 /// Runs the connection; how to close it, if with a code.
-async fn serve(socket: &mut WebSocket, state: &AppState, session: &str) -> Option<Closing> {
+async fn serve(
+    socket: &mut WebSocket,
+    state: &AppState,
+    session: &str,
+    proxied: ProxyIdentity,
+) -> Option<Closing> {
     let with = |code, reason| Some(Closing::with(code, reason));
     let Ok(session) = SessionId::parse(session) else {
         return with(close::UNKNOWN_SESSION, "not a session id");
@@ -70,9 +101,15 @@ async fn serve(socket: &mut WebSocket, state: &AppState, session: &str) -> Optio
         // Not a broken page, most likely a stalled network: the page may reconnect.
         Err(_) => return with(close::TOO_SLOW, "no hello in time"),
     };
-    if !state.hub.keys().verify(&session, &key) {
-        return with(close::BAD_KEY, "wrong viewer key");
-    }
+    let person = match state.hub.keys().identify(&session, &key, now_ms()) {
+        Ok(person) => person,
+        Err(refusal) => return with(close::BAD_KEY, refusal.reason()),
+    };
+    // Signed in at the proxy: that is who is here, whichever link they opened.
+    let person = match proxied {
+        ProxyIdentity::Person(user) => Person::named(&user, Via::Proxy),
+        ProxyIdentity::None => person,
+    };
     // On a shared store, the session as the store has it, so the snapshot is whole. Should the
     // store be unreachable the tab still joins, sees what this node holds, and catches up.
     if let Err(error) = state.hub.synced(&session).await {
@@ -83,6 +120,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState, session: &str) -> Optio
     let handle = match state.hub.join_tab(
         session,
         FromTab::requested_tab(requested_tab.as_deref()),
+        person,
         link,
     ) {
         Ok(handle) => handle,
@@ -121,6 +159,7 @@ async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Fram
     match serde_json::from_str::<FromTab>(text) {
         Ok(FromTab::Answer { id, response }) => handle.answer(&id, response).await,
         Ok(FromTab::Decline { id }) => handle.decline(&id).await,
+        Ok(FromTab::History) => Some(handle.history().await),
         Ok(FromTab::Hello { .. }) => Some(error_frame("bad_frame", "hello was already said")),
         Err(e) => Some(error_frame("bad_frame", &format!("not a tab frame: {e}"))),
     }

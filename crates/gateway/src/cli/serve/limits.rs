@@ -65,6 +65,9 @@ pub struct LimitArgs {
         default_value_t = 24.0
     )]
     pub retention_hours: f64,
+    /// Days a session's audit trail is kept after its newest entry; then it is dropped whole.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AUDIT_RETENTION_DAYS", default_value_t = crate::audit::DEFAULT_AUDIT_RETENTION_DAYS as f64)]
+    pub audit_retention_days: f64,
     /// Seconds between keepalive pings; two unanswered pings close the socket.
     #[arg(long, hide_env_values = true, env = "ASKGATE_PING_INTERVAL_S", default_value_t = config::DEFAULT_PING_INTERVAL.as_secs_f64())]
     pub ping_interval_s: f64,
@@ -175,6 +178,9 @@ impl LimitArgs {
             },
             retention: positive_duration(
                 positive("retention-hours", self.retention_hours, "hours")? * 3600.0,
+            ),
+            audit_retention: positive_duration(
+                positive("audit-retention-days", self.audit_retention_days, "days")? * 86_400.0,
             ),
             ping_interval: within_a_day("ping-interval-s", self.ping_interval_s)?,
             shutdown_grace: within_a_day("shutdown-grace-s", self.shutdown_grace_s)?,

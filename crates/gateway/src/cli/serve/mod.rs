@@ -7,6 +7,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 
 use self::limits::LimitArgs;
+use self::people::PeopleArgs;
 use crate::config::{Config, DEFAULT_REDIS_PREFIX, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
 
@@ -80,6 +81,10 @@ pub struct ServeArgs {
     /// The limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+
+    /// Who tabs are, and who may answer.
+    #[command(flatten)]
+    pub people: PeopleArgs,
 }
 
 /// The agent keys as configured (`KEY` or `KEY:PREFIX`), trimmed and without empty ones:
@@ -137,6 +142,7 @@ impl ServeArgs {
     pub fn to_config(&self) -> anyhow::Result<Config> {
         // Flags first, so a typo does not leave a fresh data directory and secret behind.
         let limits = self.limits.to_limits()?;
+        let people = self.people.to_settings()?;
         let agent_keys = agent_keys(&self.agent_keys)?;
         check_redis_prefix(&self.redis_prefix).map_err(anyhow::Error::msg)?;
         let shared = matches!(self.store, StoreKind::Redis(_));
@@ -161,6 +167,7 @@ impl ServeArgs {
             },
             web_dir: self.web_dir.clone(),
             limits,
+            people,
         })
     }
 }
@@ -271,5 +278,6 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 }
 
 mod limits;
+mod people;
 #[cfg(test)]
 mod tests;

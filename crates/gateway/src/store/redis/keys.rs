@@ -59,6 +59,22 @@ impl Keys {
         SessionId::parse(session).ok()
     }
 
+    /// The session's audit trail (a list of sealed lines, oldest first).
+    pub(super) fn trail(&self, session: &SessionId) -> String {
+        format!("{}:audit", self.tagged(session))
+    }
+
+    /// The head of the session's audit trail: `"{seq} {hash}"` of its newest entry.
+    pub(super) fn trail_head(&self, session: &SessionId) -> String {
+        format!("{}:audit:head", self.tagged(session))
+    }
+
+    /// The sessions with audit trails, scored by when each was last written (for exports and
+    /// verification, which have to find them).
+    pub(super) fn trails(&self) -> String {
+        format!("{}{{audit}}", self.prefix)
+    }
+
     /// The deadline index every node sweeps.
     pub(super) fn due(&self) -> String {
         format!("{}{{due}}", self.prefix)

@@ -8,12 +8,14 @@
 //! - [`records`]: requests as hash fields, and the notices scripts publish.
 //! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
 //! - [`settings`]: the start-up check of Redis's durability settings, and the shared secret.
+//! - [`trails`]: the audit trails: the entries scripts seal, reading them back, their index.
 
 mod conn;
 mod keys;
 mod records;
 mod settings;
 mod subscriber;
+mod trails;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +28,12 @@ use self::conn::Conn;
 use self::keys::Keys;
 use self::records::Fields;
 use self::subscriber::Subscriber;
+use self::trails::{Entry, Index};
 use super::shared::{DueClaim, Notice, Presence, SessionRecords, Shared};
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Verdict};
+use super::{
+    Store, StoreError, StoreFuture, StoreOp, StoredRequest, StoredResolution, Trails, Verdict,
+};
+use crate::audit::Note;
 use crate::metrics::Metrics;
 
 pub use settings::{Durability, check_durability};
@@ -56,6 +62,8 @@ pub struct RedisOptions {
     pub prefix: String,
     /// How long an outcome is kept for its agent, for the sweep.
     pub retention: Duration,
+    /// How long a session's audit trail is kept after its newest entry.
+    pub audit_retention: Duration,
 }
 
 /// The scripts, loaded once (and again by `EVALSHA`'s fallback when Redis forgot them).
@@ -67,14 +75,26 @@ struct Scripts {
     claim: Script,
     unclaim: Script,
     presence: Script,
+    note: Script,
 }
 
+/// A script that seals audit entries: SHA-256 and the chain in front of its own text.
+macro_rules! with_chain {
+    ($file:literal) => {
+        concat!(
+            include_str!("scripts/sha256.lua"),
+            include_str!("scripts/chain.lua"),
+            include_str!($file)
+        )
+    };
+}
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
-            ask: Script::new(include_str!("scripts/ask.lua")),
-            resolve: Script::new(include_str!("scripts/resolve.lua")),
-            forget: Script::new(include_str!("scripts/forget.lua")),
+            ask: Script::new(with_chain!("scripts/ask.lua")),
+            resolve: Script::new(with_chain!("scripts/resolve.lua")),
+            forget: Script::new(with_chain!("scripts/forget.lua")),
+            note: Script::new(with_chain!("scripts/note.lua")),
             session: Script::new(include_str!("scripts/session.lua")),
             claim: Script::new(include_str!("scripts/claim.lua")),
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),
@@ -95,6 +115,7 @@ struct Inner {
     keys: Keys,
     scripts: Scripts,
     retention_ms: u64,
+    audit_retention_ms: u64,
     metrics: Arc<Metrics>,
     publish: &'static str,
     /// This node, in presence entries and its probe channel.
@@ -132,6 +153,9 @@ impl RedisStore {
             keys: keys.clone(),
             scripts: Scripts::new(),
             retention_ms: u64::try_from(options.retention.as_millis()).unwrap_or(u64::MAX),
+            audit_retention_ms: u64::try_from(options.audit_retention.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
             metrics: Arc::clone(&metrics),
             publish,
             node: node.clone(),
@@ -181,29 +205,30 @@ impl Inner {
         result.map_err(|e| redis_error(doing, &e))
     }
 
-    /// Brings the request's entry in the deadline index forward (`due`: session, request, when),
-    /// then runs `script`. On one server both go in one write (a pipeline: Redis runs them in
-    /// order, so the entry is there before the script's change is), saving the round trip an
-    /// answer would otherwise wait for; on a Cluster the two keys are in different slots, so
-    /// one after the other.
+    /// Writes `indexes` (entries of the sorted sets nodes look things up in), then runs
+    /// `script`. On one server all go in one write (a pipeline: Redis runs them in order, so
+    /// the entries are there before the script's change is), saving the round trip an answer
+    /// would otherwise wait for; on a Cluster the keys are in different slots, so one after
+    /// the other.
     async fn index_then_run<T: redis::FromRedisValue>(
         &self,
         doing: &str,
-        due: (&SessionId, &RequestId, u64),
+        indexes: &[Index],
         script: &mut redis::ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
-        let (session, id, at_ms) = due;
+        if indexes.is_empty() {
+            return self.run(doing, script).await;
+        }
         if self.conn.is_cluster() {
-            self.index_due(session, id, at_ms).await?;
+            for index in indexes {
+                self.index(index).await?;
+            }
             return self.run(doing, script).await;
         }
         let mut pipe = redis::pipe();
-        pipe.cmd("ZADD")
-            .arg(self.keys.due())
-            .arg("LT")
-            .arg(at_ms)
-            .arg(Keys::due_member(session, id))
-            .ignore();
+        for index in indexes {
+            pipe.add_command(index.command()).ignore();
+        }
         pipe.invoke_script(script);
         let started = std::time::Instant::now();
         let mut conn = self.conn.clone();
@@ -211,7 +236,7 @@ impl Inner {
         self.metrics.shared.round_trip(started.elapsed());
         match result {
             Ok((reply,)) => Ok(reply),
-            // Redis does not have the script (it restarted): the entry is in; load and run it.
+            // Redis does not have the script (it restarted): the entries are in; load and run it.
             Err(error)
                 if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
             {
@@ -221,24 +246,23 @@ impl Inner {
         }
     }
 
-    /// Brings the request's entry in the deadline index forward to `at_ms` (or adds it).
-    async fn index_due(
-        &self,
-        session: &SessionId,
-        id: &RequestId,
-        at_ms: u64,
-    ) -> Result<(), StoreError> {
+    /// Writes one index entry.
+    async fn index(&self, index: &Index) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let mut conn = self.conn.clone();
-        let result: Result<(), _> = redis::cmd("ZADD")
-            .arg(self.keys.due())
-            .arg("LT")
-            .arg(at_ms)
-            .arg(Keys::due_member(session, id))
-            .query_async(&mut conn)
-            .await;
+        let result: Result<(), _> = index.command().query_async(&mut conn).await;
         self.metrics.shared.round_trip(started.elapsed());
-        result.map_err(|e| redis_error("indexing a deadline", &e))
+        result.map_err(|e| redis_error("writing an index", &e))
+    }
+
+    /// The deadline index's entry for a request, brought forward to `at_ms` (or added).
+    fn due_index(&self, session: &SessionId, id: &RequestId, at_ms: u64) -> Index {
+        Index {
+            key: self.keys.due(),
+            mode: "LT",
+            score: at_ms,
+            member: Keys::due_member(session, id),
+        }
     }
 
     async fn put(&self, request: &StoredRequest) -> Result<Verdict, StoreError> {
@@ -246,23 +270,29 @@ impl Inner {
         let timeout_ms = request
             .deadline_ms
             .map(|deadline| deadline.saturating_sub(request.asked_at_ms));
+        let entry = Entry::of(&Note::asked(request));
         let mut script = self.scripts.ask.key(self.keys.request(session, id));
         script
             .key(self.keys.ids(session))
             .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
             .arg(id.as_str())
             .arg(records::digest(request))
             .arg(records::body(request))
             .arg(timeout_ms.map(|t| t.to_string()).unwrap_or_default())
             .arg(self.keys.channel(session))
-            .arg(self.publish);
-        let reply: Vec<String> = match request.deadline_ms {
-            Some(deadline) => {
-                self.index_then_run("asking", (session, id, deadline), &mut script)
-                    .await?
-            }
-            None => self.run("asking", &mut script).await?,
-        };
+            .arg(self.publish)
+            .arg(&entry.tail)
+            .arg(&entry.digest)
+            .arg(self.audit_retention_ms);
+        let mut indexes = vec![self.trails_index(session)];
+        indexes.extend(
+            request
+                .deadline_ms
+                .map(|deadline| self.due_index(session, id, deadline)),
+        );
+        let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad = |e: String| StoreError(format!("redis replied to an ask unexpectedly: {e}"));
         match text(0) {
@@ -291,7 +321,7 @@ impl Inner {
         &self,
         session: &SessionId,
         id: &RequestId,
-        resolution: &super::StoredResolution,
+        resolution: &StoredResolution,
         if_late: Option<&askgate_protocol::Settlement>,
     ) -> Result<Verdict, StoreError> {
         let kind = match resolution.settlement.outcome {
@@ -301,26 +331,33 @@ impl Inner {
         };
         // The sweep forgets the outcome once its retention has run out, whichever node kept it.
         let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
-        let late = if_late
-            .map(|settlement| records::ending(settlement, None))
+        let late = if_late.map(|settlement| StoredResolution::untouched(settlement.clone(), 0));
+        let won_entry = Entry::of(&Note::ended(session, id, resolution));
+        let late_entry = late
+            .as_ref()
+            .map(|late| Entry::of(&Note::ended(session, id, late)))
             .unwrap_or_default();
         let reply: Vec<String> = self
             .index_then_run(
                 "resolving",
-                (session, id, retained_until),
+                &[self.due_index(session, id, retained_until)],
                 self.scripts
                     .resolve
                     .key(self.keys.request(session, id))
                     .key(self.keys.seq(session))
+                    .key(self.keys.trail(session))
+                    .key(self.keys.trail_head(session))
                     .arg(id.as_str())
                     .arg(kind)
-                    .arg(records::ending(
-                        &resolution.settlement,
-                        resolution.by.as_deref(),
-                    ))
-                    .arg(late)
+                    .arg(records::ending(resolution))
+                    .arg(late.as_ref().map(records::ending).unwrap_or_default())
                     .arg(self.keys.channel(session))
-                    .arg(self.publish),
+                    .arg(self.publish)
+                    .arg(&won_entry.tail)
+                    .arg(&won_entry.digest)
+                    .arg(&late_entry.tail)
+                    .arg(&late_entry.digest)
+                    .arg(self.audit_retention_ms),
             )
             .await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
@@ -345,8 +382,16 @@ impl Inner {
         &self,
         session: &SessionId,
         id: &RequestId,
-        retention_ms: Option<u64>,
+        acked: bool,
     ) -> Result<Verdict, StoreError> {
+        let op = StoreOp::Delete {
+            session: session.clone(),
+            id: id.clone(),
+            acked,
+        };
+        let entry = Note::of(&op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default();
         let reply: String = self
             .run(
                 "forgetting",
@@ -355,10 +400,15 @@ impl Inner {
                     .key(self.keys.request(session, id))
                     .key(self.keys.ids(session))
                     .key(self.keys.seq(session))
+                    .key(self.keys.trail(session))
+                    .key(self.keys.trail_head(session))
                     .arg(id.as_str())
                     .arg(self.keys.channel(session))
                     .arg(self.publish)
-                    .arg(retention_ms.map(|r| r.to_string()).unwrap_or_default()),
+                    .arg("")
+                    .arg(&entry.tail)
+                    .arg(&entry.digest)
+                    .arg(self.audit_retention_ms),
             )
             .await?;
         Ok(match reply.as_str() {
@@ -382,7 +432,9 @@ impl Inner {
                     self.resolve(&session, &id, &resolution, if_late.as_ref())
                         .await?
                 }
-                StoreOp::Delete { session, id } => self.forget(&session, &id, None).await?,
+                StoreOp::Delete { session, id, acked } => self.forget(&session, &id, acked).await?,
+                StoreOp::Note(note) => self.note(&note).await?,
+                StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
             };
             verdicts.push(verdict);
         }
@@ -550,11 +602,38 @@ impl Store for RedisStore {
         Box::pin(async move { inner.decide(ops).await })
     }
 
+    fn trails(&self) -> &dyn Trails {
+        self
+    }
+
     fn shared(&self) -> Option<Arc<dyn Shared>> {
         Some(Arc::new(SharedSide {
             inner: Arc::clone(&self.inner),
             subscriber: self.subscriber.clone(),
         }))
+    }
+}
+
+impl Trails for RedisStore {
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>> {
+        let (from, to) = trails::positions_after(after_seq, limit);
+        let session = session.clone();
+        Box::pin(async move { self.inner.trail_range(&session, from, to).await })
+    }
+
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
+        let from = -i64::try_from(count.max(1)).unwrap_or(i64::MAX);
+        let session = session.clone();
+        Box::pin(async move { self.inner.trail_range(&session, from, -1).await })
+    }
+
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {
+        Box::pin(self.inner.trail_sessions())
     }
 }
 

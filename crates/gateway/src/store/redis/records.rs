@@ -1,6 +1,7 @@
 //! Requests as Redis holds them (a hash of plain fields, the JSON parts as JSON), and the
 //! notices scripts publish: both directions, and the digest that tells re-asks apart.
 
+use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, RequestId, SessionId, Settlement};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,6 +16,8 @@ struct Body {
     dialect: Dialect,
     title: Option<String>,
     questions: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answerers: Option<Vec<String>>,
 }
 
 /// How a request ended, as the `resolution` field (its time is the `resolved` field).
@@ -22,6 +25,10 @@ struct Body {
 struct Ending {
     settlement: Settlement,
     by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    via: Option<Via>,
 }
 
 /// The `body` field of `request`.
@@ -30,6 +37,7 @@ pub(super) fn body(request: &StoredRequest) -> String {
         dialect: request.dialect,
         title: request.title.clone(),
         questions: request.questions.clone(),
+        answerers: request.answerers.clone(),
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -48,22 +56,30 @@ pub(super) fn digest(request: &StoredRequest) -> String {
         .collect()
 }
 
-/// The `resolution` field of `resolution`.
-pub(super) fn ending(settlement: &Settlement, by: Option<&str>) -> String {
+/// The `resolution` field of `resolution` (its time is left out: the script sets it).
+pub(super) fn ending(resolution: &StoredResolution) -> String {
     let ending = Ending {
-        settlement: settlement.clone(),
-        by: by.map(str::to_owned),
+        settlement: resolution.settlement.clone(),
+        by: resolution.by.clone(),
+        user: resolution.user.clone(),
+        via: resolution.via,
     };
     serde_json::to_string(&ending).unwrap_or_default()
 }
 
 /// A resolution from its `resolution` and `resolved` fields.
 pub(super) fn resolution(ending: &str, at: &str) -> Result<StoredResolution, String> {
-    let Ending { settlement, by } =
-        serde_json::from_str(ending).map_err(|e| format!("a stored resolution: {e}"))?;
+    let Ending {
+        settlement,
+        by,
+        user,
+        via,
+    } = serde_json::from_str(ending).map_err(|e| format!("a stored resolution: {e}"))?;
     Ok(StoredResolution {
         settlement,
         by,
+        user,
+        via,
         at_ms: millis(at)?,
     })
 }
@@ -104,6 +120,7 @@ pub(super) fn request(
         dialect,
         title,
         questions,
+        answerers,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
     let resolution = match fields.state {
         "open" => None,
@@ -118,6 +135,7 @@ pub(super) fn request(
         title,
         asked_at_ms: millis(fields.asked)?,
         deadline_ms: deadline(fields.deadline)?,
+        answerers,
         resolution,
     })
 }
@@ -183,6 +201,7 @@ mod tests {
             title: Some("a title".into()),
             asked_at_ms: 5,
             deadline_ms: Some(9),
+            answerers: Some(vec!["alice@example.com".into(), "group:ops".into()]),
             resolution: None,
         }
     }
@@ -207,7 +226,14 @@ mod tests {
             result: json!("declined\nsecond line"),
             model_text: Some("declined".into()),
         };
-        let payload = format!("8\nresolved\nr\n12\n{}", ending(&settlement, Some("t-1")));
+        let kept = StoredResolution {
+            settlement: settlement.clone(),
+            by: Some("t-1".into()),
+            user: Some("alice@example.com".into()),
+            via: Some(Via::PersonalLink),
+            at_ms: 0,
+        };
+        let payload = format!("8\nresolved\nr\n12\n{}", ending(&kept));
         let (seq, change) = notice(&SessionId::parse("s").unwrap(), &payload).unwrap();
         assert_eq!(seq, 8);
         let Change::Resolved { id, resolution } = change else {
@@ -215,10 +241,7 @@ mod tests {
         };
         assert_eq!(id.as_str(), "r");
         assert_eq!(resolution.settlement, settlement);
-        assert_eq!(
-            (resolution.by.as_deref(), resolution.at_ms),
-            (Some("t-1"), 12)
-        );
+        assert_eq!(*resolution, StoredResolution { at_ms: 12, ..kept });
     }
 
     #[test]

@@ -3,9 +3,12 @@
 -- A timeout is refused before the deadline by Redis's clock (`early`, with the time left), and
 -- never applies to a request without one. An answer or decline at or after the deadline loses
 -- to the timeout given in ARGV[4], which is recorded instead (`late`).
--- KEYS: 1 the request's hash, 2 the session's sequence.
+-- The ending that is kept is sealed onto the session's audit trail; one that loses is not.
+-- KEYS: 1 the request's hash, 2 the session's sequence, 3 the session's trail, 4 its head.
 -- ARGV: 1 id, 2 kind (answer, timeout or withdraw), 3 the resolution (JSON),
---       4 the timeout's resolution for a late answer, or '', 5 channel, 6 publish command.
+--       4 the timeout's resolution for a late answer, or '', 5 channel, 6 publish command,
+--       7 the ending's entry tail, 8 its digest, 9 the late timeout's entry tail, 10 its
+--       digest, 11 the trail's retention in ms.
 local f = redis.call('HMGET', KEYS[1], 'state', 'deadline', 'resolution', 'resolved')
 if not f[1] then
   return {'unknown'}
@@ -18,6 +21,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = tonumber(f[2])
 local resolution = ARGV[3]
 local verdict = 'won'
+local tail, digest = ARGV[7], ARGV[8]
 if ARGV[2] == 'timeout' then
   if not deadline then
     return {'early', ''}
@@ -28,8 +32,10 @@ if ARGV[2] == 'timeout' then
 elseif ARGV[2] == 'answer' and deadline and now >= deadline and ARGV[4] ~= '' then
   resolution = ARGV[4]
   verdict = 'late'
+  tail, digest = ARGV[9], ARGV[10]
 end
 local at = string.format('%.0f', now)
+audit_append(KEYS[3], KEYS[4], tail, digest, at, ARGV[11])
 redis.call('HSET', KEYS[1], 'state', 'resolved', 'resolution', resolution, 'resolved', at)
 local seq = redis.call('INCR', KEYS[2])
 redis.call(ARGV[6], ARGV[5], seq .. '\nresolved\n' .. ARGV[1] .. '\n' .. at .. '\n' .. resolution)

@@ -6,8 +6,12 @@
 //! of resolutions a second. Each caller still waits for the commit that holds its operations.
 //!
 //! Layout: table `requests`, key `(session, id)`, value the JSON of a [`StoredRequest`];
-//! table `meta`, key `format`, value [`FORMAT_VERSION`]. A data directory written in another
-//! format is refused with a clear error rather than misread.
+//! table `meta`, key `format`, value [`FORMAT_VERSION`]; the audit trails in [`trails`]. A
+//! data directory written in another format is refused with a clear error rather than
+//! misread. (The trail tables came later without a new format: a store without them simply
+//! has no trail yet.)
+
+mod trails;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +20,12 @@ use std::sync::mpsc as std_mpsc;
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use tokio::sync::oneshot;
 
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest};
+use askgate_protocol::SessionId;
+
+use self::trails::{AUDIT, HEADS, TrailTables};
+use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
+use crate::audit::Note;
+use crate::clock::now_ms;
 
 /// The on-disk format this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
@@ -163,7 +172,22 @@ fn commit_group(db: &Database, group: &[Job]) -> Result<(), String> {
         let mut table = txn
             .open_table(REQUESTS)
             .map_err(|e| format!("opening the requests table: {e}"))?;
+        let mut trails = TrailTables {
+            entries: txn
+                .open_table(AUDIT)
+                .map_err(|e| format!("opening the audit table: {e}"))?,
+            heads: txn
+                .open_table(HEADS)
+                .map_err(|e| format!("opening the audit heads: {e}"))?,
+        };
+        let now = now_ms();
         for op in group.iter().flat_map(|job| &job.ops) {
+            if let Some(note) = Note::of(op, now) {
+                trails.record(&note)?;
+            }
+            if let StoreOp::DropStaleTrails { before_ms } = op {
+                trails.drop_stale(*before_ms)?;
+            }
             apply(&mut table, op)?;
         }
     }
@@ -202,11 +226,13 @@ fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Resu
                     .map_err(|e| format!("writing a resolution: {e}"))?;
             }
         }
-        StoreOp::Delete { session, id } => {
+        StoreOp::Delete { session, id, .. } => {
             table
                 .remove((session.as_str(), id.as_str()))
                 .map_err(|e| format!("deleting a request: {e}"))?;
         }
+        // Trail changes only, made by the caller.
+        StoreOp::Note(_) | StoreOp::DropStaleTrails { .. } => {}
     }
     Ok(())
 }
@@ -232,6 +258,54 @@ impl Store for DurableStore {
             tokio::task::spawn_blocking(move || read_all(&db))
                 .await
                 .map_err(|e| err("loading the store", e))?
+        })
+    }
+
+    fn trails(&self) -> &dyn Trails {
+        self
+    }
+}
+
+impl Trails for DurableStore {
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>> {
+        self.read_trail(session, after_seq, limit, false)
+    }
+
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
+        self.read_trail(session, 0, count, true)
+    }
+
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {
+        let db = Arc::clone(&self.db);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || trails::sessions(&db))
+                .await
+                .map_err(|e| err("reading the audit trails", e))?
+        })
+    }
+}
+
+impl DurableStore {
+    fn read_trail(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+        newest: bool,
+    ) -> StoreFuture<'_, Vec<String>> {
+        let db = Arc::clone(&self.db);
+        let session = session.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                trails::read(&db, &session, after_seq, limit, newest)
+            })
+            .await
+            .map_err(|e| err("reading the audit trail", e))?
         })
     }
 }

@@ -1,0 +1,285 @@
+//! What the trail records: the events, and the entry each change to the store makes.
+//!
+//! The entry's text is written here, once, by the node; a store only numbers, times and
+//! seals it. Members come in a fixed order, so two nodes write the same bytes for one event.
+
+use askgate_protocol::wire::Via;
+use askgate_protocol::{Dialect, Outcome, RequestId, SessionId};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::chain::sha256_hex;
+use crate::store::{StoreOp, StoredRequest, StoredResolution};
+
+/// Who did something: the person (if known), the tab, and how the person was known.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Who {
+    /// The person, or null.
+    pub user: Option<String>,
+    /// The tab, or null.
+    pub tab: Option<String>,
+    /// How the person was known (absent when no tab acted).
+    pub via: Option<Via>,
+}
+
+/// One thing that happened to a request (or, for `link_issued`, to a session).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// An agent asked.
+    Asked {
+        /// The dialect.
+        dialect: Dialect,
+        /// `questions_digest` of the questions.
+        digest: String,
+        /// The title, if any.
+        title: Option<String>,
+        /// The questions as shown.
+        questions: Value,
+        /// Who alone may answer, if the ask said.
+        answerers: Option<Vec<String>>,
+        /// The timeout asked for, in ms.
+        timeout_ms: Option<u64>,
+    },
+    /// A tab's answer won.
+    Answered {
+        /// Who answered.
+        who: Who,
+        /// The dialect's response.
+        answer: Value,
+    },
+    /// A tab's decline won.
+    Declined {
+        /// Who declined.
+        who: Who,
+    },
+    /// An answer or decline was refused because of who sent it.
+    Refused {
+        /// Who tried.
+        who: Who,
+        /// `answer` or `decline`.
+        action: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The deadline passed.
+    TimedOut,
+    /// The agent withdrew it.
+    Withdrawn,
+    /// The agent acknowledged its outcome.
+    Acked,
+    /// A personal link was issued for the session.
+    LinkIssued {
+        /// The person it names.
+        user: String,
+        /// When it stops working.
+        expires_ms: u64,
+    },
+}
+
+impl Event {
+    /// The `event` member.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Asked { .. } => "asked",
+            Event::Answered { .. } => "answered",
+            Event::Declined { .. } => "declined",
+            Event::Refused { .. } => "refused",
+            Event::TimedOut => "timed_out",
+            Event::Withdrawn => "withdrawn",
+            Event::Acked => "acked",
+            Event::LinkIssued { .. } => "link_issued",
+        }
+    }
+}
+
+/// An event to record: where, when (a local store's time; Redis uses its own clock), what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    /// The session.
+    pub session: SessionId,
+    /// The request, if the event is about one.
+    pub id: Option<RequestId>,
+    /// When it happened (Unix ms).
+    pub at_ms: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// What tells one question set from another: SHA-256 of the dialect, a newline and the
+/// questions' JSON, in hex.
+pub fn questions_digest(dialect: Dialect, questions: &Value) -> String {
+    let mut bytes = dialect.as_str().as_bytes().to_vec();
+    bytes.push(b'\n');
+    bytes.extend(serde_json::to_vec(questions).unwrap_or_default());
+    sha256_hex(&bytes)
+}
+
+impl Note {
+    /// The `asked` entry of a new request.
+    pub fn asked(request: &StoredRequest) -> Note {
+        Note {
+            session: request.session.clone(),
+            id: Some(request.id.clone()),
+            at_ms: request.asked_at_ms,
+            event: Event::Asked {
+                dialect: request.dialect,
+                digest: questions_digest(request.dialect, &request.questions),
+                title: request.title.clone(),
+                questions: request.questions.clone(),
+                answerers: request.answerers.clone(),
+                timeout_ms: request
+                    .deadline_ms
+                    .map(|deadline| deadline.saturating_sub(request.asked_at_ms)),
+            },
+        }
+    }
+
+    /// The entry of a request's ending.
+    pub fn ended(session: &SessionId, id: &RequestId, resolution: &StoredResolution) -> Note {
+        let who = Who {
+            user: resolution.user.clone(),
+            tab: resolution.by.clone(),
+            via: resolution.via,
+        };
+        let event = match resolution.settlement.outcome {
+            Outcome::Answered => Event::Answered {
+                who,
+                answer: resolution.settlement.response.clone(),
+            },
+            Outcome::Declined => Event::Declined { who },
+            Outcome::TimedOut => Event::TimedOut,
+            Outcome::Withdrawn => Event::Withdrawn,
+        };
+        Note {
+            session: session.clone(),
+            id: Some(id.clone()),
+            at_ms: resolution.at_ms,
+            event,
+        }
+    }
+
+    /// The entry a store change makes, if it makes one (a deletion other than an ack makes
+    /// none).
+    pub fn of(op: &StoreOp, now_ms: u64) -> Option<Note> {
+        match op {
+            StoreOp::Put(request) => Some(Note::asked(request)),
+            StoreOp::Resolve {
+                session,
+                id,
+                resolution,
+                ..
+            } => Some(Note::ended(session, id, resolution)),
+            StoreOp::Delete {
+                session,
+                id,
+                acked: true,
+            } => Some(Note {
+                session: session.clone(),
+                id: Some(id.clone()),
+                at_ms: now_ms,
+                event: Event::Acked,
+            }),
+            StoreOp::Delete { .. } | StoreOp::DropStaleTrails { .. } => None,
+            StoreOp::Note(note) => Some(note.clone()),
+        }
+    }
+}
+
+/// Appends `,"name":value` to `out`.
+fn member(out: &mut Vec<u8>, name: &str, value: &impl Serialize) {
+    out.push(b',');
+    // Names are ours, plain ASCII; values are plain data: neither can fail to serialise.
+    let _ = serde_json::to_writer(&mut *out, name);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// The entry's members after `seq` and `at_ms`, as sealed: `"session":…,"id":…,"event":…,
+/// "user":…,"tab":…` and the event's own.
+pub fn tail(note: &Note) -> String {
+    let mut out = Vec::with_capacity(160);
+    out.extend_from_slice(br#""session":"#);
+    let _ = serde_json::to_writer(&mut out, note.session.as_str());
+    member(&mut out, "id", &note.id.as_ref().map(RequestId::as_str));
+    member(&mut out, "event", &note.event.name());
+    let nobody = Who::default();
+    let who = match &note.event {
+        Event::Answered { who, .. } | Event::Declined { who } | Event::Refused { who, .. } => who,
+        _ => &nobody,
+    };
+    let user = match &note.event {
+        Event::LinkIssued { user, .. } => Some(user.as_str()),
+        _ => who.user.as_deref(),
+    };
+    member(&mut out, "user", &user);
+    member(&mut out, "tab", &who.tab);
+    if let Some(via) = who.via {
+        member(&mut out, "via", &via);
+    }
+    match &note.event {
+        Event::Asked {
+            dialect,
+            digest,
+            title,
+            questions,
+            answerers,
+            timeout_ms,
+        } => {
+            member(&mut out, "dialect", dialect);
+            member(&mut out, "digest", digest);
+            member(&mut out, "title", title);
+            member(&mut out, "timeout_ms", timeout_ms);
+            if let Some(answerers) = answerers {
+                member(&mut out, "answerers", answerers);
+            }
+            member(&mut out, "questions", questions);
+        }
+        Event::Answered { answer, .. } => member(&mut out, "answer", answer),
+        Event::Refused { action, reason, .. } => {
+            member(&mut out, "action", action);
+            member(&mut out, "reason", reason);
+        }
+        Event::LinkIssued { expires_ms, .. } => member(&mut out, "expires_ms", expires_ms),
+        Event::Declined { .. } | Event::TimedOut | Event::Withdrawn | Event::Acked => {}
+    }
+    // serde_json writes UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_names_the_event_and_who() {
+        let note = Note {
+            session: SessionId::parse("s").unwrap(),
+            id: Some(RequestId::parse("r").unwrap()),
+            at_ms: 5,
+            event: Event::Answered {
+                who: Who {
+                    user: Some("alice@example.com".into()),
+                    tab: Some("t-1".into()),
+                    via: Some(Via::PersonalLink),
+                },
+                answer: serde_json::json!({"answers": []}),
+            },
+        };
+        assert_eq!(
+            tail(&note),
+            r#""session":"s","id":"r","event":"answered","user":"alice@example.com","tab":"t-1","via":"personal-link","answer":{"answers":[]}"#
+        );
+        let issued = Note {
+            id: None,
+            event: Event::LinkIssued {
+                user: "bob".into(),
+                expires_ms: 9,
+            },
+            ..note
+        };
+        assert_eq!(
+            tail(&issued),
+            r#""session":"s","id":null,"event":"link_issued","user":"bob","tab":null,"expires_ms":9"#
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The audit trail: every event of every request, appended by the store in the same commit as
+//! the change it records, one hash chain per session.
+//!
+//! An entry is one line of JSON: `{"seq":N,"at_ms":T,` then what the event says (its
+//! [`tail`](event::tail): `"session"`, `"id"`, `"event"`, `"user"`, `"tab"` and the event's
+//! own fields), then `,"prev":"…","hash":"…"}`. `hash` is
+//! `SHA-256(prev "\n" seq "\n" at_ms "\n" SHA-256(tail))` in lowercase hex, and `prev` is the
+//! hash of the session's entry before (64 zeros for its first): removing, reordering or
+//! editing an entry breaks the chain at that entry ([`verify`]).
+//!
+//! - [`event`]: what is recorded, and the entry each store change makes.
+//! - [`chain`]: sealing an entry onto its chain, and reading one back.
+//! - [`verify`]: walking chains, naming the first broken entry.
+//! - [`history`]: a session's recent ended requests, drawn from its trail, for the page.
+
+pub mod chain;
+pub mod event;
+pub mod history;
+pub mod verify;
+
+pub use chain::{GENESIS, Sealed, read_line, seal};
+pub use event::{Event, Note, Who, questions_digest, tail};
+
+/// Seals `note` onto a chain whose newest entry is `head` (its seq and hash; none for a new
+/// chain), as a local store does: numbered next, timed by the note.
+pub fn seal_after(head: Option<(u64, &str)>, note: &Note) -> Sealed {
+    let (seq, prev) = head.map_or((1, GENESIS), |(seq, hash)| (seq + 1, hash));
+    seal(prev, seq, note.at_ms, &tail(note))
+}
+
+/// How long a session's trail is kept after its newest entry, unless configured.
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u64 = 90;

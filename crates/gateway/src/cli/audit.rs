@@ -1,0 +1,182 @@
+//! `askgate audit export` and `askgate audit verify`: a store's audit trails, read the way
+//! `serve` opens the store (the same `--data-dir` / `--store` / `--redis-prefix`).
+//!
+//! The embedded store is one file a running gateway holds locked: stop it first, or read a
+//! running gateway's trails over HTTP (`GET /v1/audit`). A Redis store is read live.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+
+use askgate_protocol::SessionId;
+
+use crate::audit::verify::ChainCheck;
+use crate::config::{DEFAULT_REDIS_PREFIX, StoreKind, check_redis_prefix};
+use crate::metrics::Metrics;
+use crate::store::redis::{RedisOptions, RedisStore};
+use crate::store::{DurableStore, FILE_NAME, Store};
+
+/// Entries read from the store at a time.
+const PAGE: usize = 1000;
+
+/// What to do with the trails.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Write every entry of every trail (or of `--session`) as JSON lines, each session's
+    /// oldest first.
+    Export(AuditArgs),
+    /// Check every chain; exit 1 naming, for each broken one, its first broken entry.
+    Verify(AuditArgs),
+}
+
+/// Which store, as `serve` was given it.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The data directory of the embedded store.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_DATA_DIR",
+        default_value = "askgate-data"
+    )]
+    pub data_dir: PathBuf,
+
+    /// `embedded` or `redis://...` / `rediss://...`, as given to `serve`.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", default_value_t = StoreKind::Embedded, value_name = "embedded|redis://...")]
+    pub store: StoreKind,
+
+    /// The key prefix in Redis, as given to `serve`.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_REDIS_PREFIX", default_value = DEFAULT_REDIS_PREFIX)]
+    pub redis_prefix: String,
+
+    /// Only this session's trail.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
+    match &args.store {
+        StoreKind::Embedded => {
+            let file = args.data_dir.join(FILE_NAME);
+            if !file.exists() {
+                bail!(
+                    "there is no store at {} (give the --data-dir serve was given)",
+                    file.display()
+                );
+            }
+            let store = DurableStore::open(&args.data_dir).with_context(|| {
+                format!(
+                    "opening {} (a running gateway holds it: stop it, or read its trails with GET /v1/audit)",
+                    file.display()
+                )
+            })?;
+            Ok(Arc::new(store))
+        }
+        StoreKind::Memory => bail!("a memory store keeps nothing once its gateway stops"),
+        StoreKind::Redis(url) => {
+            check_redis_prefix(&args.redis_prefix).map_err(anyhow::Error::msg)?;
+            let options = RedisOptions {
+                url: url.clone(),
+                prefix: args.redis_prefix.clone(),
+                retention: Duration::from_secs(3600),
+                audit_retention: Duration::from_secs(3600),
+            };
+            let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
+            Ok(store)
+        }
+    }
+}
+
+async fn sessions(store: &dyn Store, args: &AuditArgs) -> anyhow::Result<Vec<SessionId>> {
+    match &args.session {
+        Some(session) => Ok(vec![
+            SessionId::parse(session).map_err(|m| anyhow::anyhow!("--session: {m}"))?,
+        ]),
+        None => Ok(store.trails().audit_sessions().await?),
+    }
+}
+
+/// Calls `each` with every entry of `session`'s trail, oldest first.
+async fn walk(
+    store: &dyn Store,
+    session: &SessionId,
+    mut each: impl FnMut(&str) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let mut after = 0;
+    loop {
+        let lines = store.trails().audit(session, after, PAGE).await?;
+        for line in &lines {
+            if !each(line)? {
+                return Ok(());
+            }
+        }
+        if lines.len() < PAGE {
+            return Ok(());
+        }
+        after += lines.len() as u64;
+    }
+}
+
+/// Runs `askgate audit ...`.
+///
+/// # Errors
+/// The store cannot be read, the output cannot be written, or (verify) a chain is broken.
+pub async fn run(command: AuditCommand) -> anyhow::Result<()> {
+    match command {
+        AuditCommand::Export(args) => export(&args).await,
+        AuditCommand::Verify(args) => verify(&args).await,
+    }
+}
+
+async fn export(args: &AuditArgs) -> anyhow::Result<()> {
+    let store = open(args).await?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for session in sessions(store.as_ref(), args).await? {
+        walk(store.as_ref(), &session, |line| {
+            writeln!(out, "{line}")?;
+            Ok(true)
+        })
+        .await?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+async fn verify(args: &AuditArgs) -> anyhow::Result<()> {
+    let store = open(args).await?;
+    let sessions = sessions(store.as_ref(), args).await?;
+    let (mut entries, mut broken) = (0, Vec::new());
+    for session in &sessions {
+        let mut check = ChainCheck::new(session.as_str());
+        let mut first_broken = None;
+        walk(store.as_ref(), session, |line| match check.next(line) {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                first_broken = Some(error);
+                Ok(false)
+            }
+        })
+        .await?;
+        entries += check.checked();
+        broken.extend(first_broken);
+    }
+    if broken.is_empty() {
+        println!(
+            "{} sessions, {entries} entries: every chain holds",
+            sessions.len()
+        );
+        return Ok(());
+    }
+    for error in &broken {
+        println!("broken: {error}");
+    }
+    bail!(
+        "{} of {} audit trails are broken; the first broken entry of each is named above",
+        broken.len(),
+        sessions.len()
+    )
+}

@@ -1,0 +1,148 @@
+//! The Lua SHA-256 that the Redis scripts use for the audit trail's hash chain, run inside a
+//! real `redis-server` and compared with the `sha2` crate's on inputs around every padding
+//! boundary, long ones, binary ones and UTF-8 text.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use support::redis::RedisServer;
+
+/// The prefix chunk, and a script that hashes its one argument with it.
+const SHA256_LUA: &str = include_str!("../src/store/redis/scripts/sha256.lua");
+
+/// How long one command may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn rust_sha256_hex(message: &[u8]) -> String {
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(message) {
+        write!(hex, "{byte:02x}").expect("writing to a String");
+    }
+    hex
+}
+
+async fn lua_sha256_hex(conn: &mut redis::aio::MultiplexedConnection, message: &[u8]) -> String {
+    let script = format!("{SHA256_LUA}\nreturn sha256_hex(ARGV[1])");
+    tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .arg(message)
+            .query_async::<String>(conn),
+    )
+    .await
+    .expect("EVAL answered in time")
+    .expect("EVAL succeeded")
+}
+
+fn inputs() -> Vec<(String, Vec<u8>)> {
+    let mut inputs: Vec<(String, Vec<u8>)> = vec![
+        ("empty".into(), Vec::new()),
+        ("abc".into(), b"abc".to_vec()),
+        (
+            "two-block NIST vector".into(),
+            b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".to_vec(),
+        ),
+        ("bytes 0..=255".into(), (0..=255u8).collect()),
+        ("bytes 255..=0".into(), (0..=255u8).rev().collect()),
+        ("NUL bytes".into(), vec![0u8; 70]),
+        ("0xff bytes".into(), vec![0xffu8; 130]),
+        (
+            "UTF-8".into(),
+            "héllo wörld — ασκ 質問 🦀🔐 ünïcödé ✓"
+                .repeat(3)
+                .into_bytes(),
+        ),
+    ];
+    for length in [
+        1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 300, 1000, 100_000,
+    ] {
+        let message = (0..length)
+            .map(|i| (i * 31 + length * 7 % 251) as u8)
+            .collect();
+        inputs.push((format!("{length} bytes"), message));
+    }
+    // Every length through three blocks, so each padding case is met.
+    for length in 0..=192usize {
+        inputs.push((format!("{length} x 'a'"), vec![b'a'; length]));
+    }
+    inputs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_sha256_matches_sha2_inside_redis() {
+    let redis = RedisServer::start(&[]);
+    let client = redis::Client::open(redis.url()).expect("a redis URL");
+    let mut conn = tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .expect("connected in time")
+        .expect("connected");
+
+    assert_eq!(
+        lua_sha256_hex(&mut conn, b"abc").await,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(
+        lua_sha256_hex(&mut conn, b"").await,
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+
+    for (name, message) in inputs() {
+        assert_eq!(
+            lua_sha256_hex(&mut conn, &message).await,
+            rust_sha256_hex(&message),
+            "{name} ({} bytes)",
+            message.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prefix_defines_no_globals_and_returns_nothing() {
+    let redis = RedisServer::start(&[]);
+    let client = redis::Client::open(redis.url()).expect("a redis URL");
+    let mut conn = tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .expect("connected in time")
+        .expect("connected");
+
+    // On its own the chunk runs (Redis refuses a script that sets a global) and returns
+    // nothing, which Redis replies to with nil.
+    let reply: redis::Value = tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        redis::cmd("EVAL")
+            .arg(SHA256_LUA)
+            .arg(0)
+            .query_async(&mut conn),
+    )
+    .await
+    .expect("EVAL answered in time")
+    .expect("the prefix runs on its own");
+    assert_eq!(reply, redis::Value::Nil);
+
+    // And what follows it sees sha256_hex as a local, not a global.
+    let global: redis::Value = tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        redis::cmd("EVAL")
+            .arg(format!(
+                "{SHA256_LUA}\nreturn {{type(sha256_hex), rawget(_G, 'sha256_hex') == nil and 1 or 0}}"
+            ))
+            .arg(0)
+            .query_async(&mut conn),
+    )
+    .await
+    .expect("EVAL answered in time")
+    .expect("EVAL succeeded");
+    assert_eq!(
+        global,
+        redis::Value::Array(vec![
+            redis::Value::BulkString(b"function".to_vec()),
+            redis::Value::Int(1)
+        ])
+    );
+}

@@ -1,0 +1,124 @@
+//! People on the wire: who a tab is ([`You`], [`Via`]), and who an ask lets answer.
+//!
+//! A name is compared byte for byte, as the gateway was told it (by a personal link, a
+//! proxy's header, an ask's `answerers`, a groups file): no case folding, no trimming, so
+//! that two spellings are two people rather than one guessed at.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ErrorCode, FieldError, json_kind};
+
+/// How the gateway knew who a tab's person is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Via {
+    /// A link signed for that person (`POST /v1/sessions/{session}/links`, or `link`).
+    PersonalLink,
+    /// A trusted identity-aware proxy's header (`--user-header`).
+    Proxy,
+    /// The plain session link: an anonymous link holder.
+    SessionLink,
+}
+
+impl Via {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::PersonalLink => "personal-link",
+            Via::Proxy => "proxy",
+            Via::SessionLink => "session-link",
+        }
+    }
+}
+
+/// Who a tab is: the person (null for an anonymous link holder) and how that is known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct You {
+    /// The person, or null.
+    pub user: Option<String>,
+    /// How the gateway knows.
+    pub via: Via,
+    /// Whether this tab may answer at all (false: watch-only, under `--require-identity`).
+    #[serde(default = "yes")]
+    pub may_answer: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Most people (and groups) one ask may name as its answerers.
+pub const MAX_ANSWERERS: usize = 32;
+/// Longest name of a person (or `group:NAME`), in characters: an e-mail address may have 254.
+pub const MAX_USER_CHARS: usize = 256;
+
+/// Checks a person's name as an agent or operator gives it: not empty, at most
+/// [`MAX_USER_CHARS`], no control characters and no space at either end (names are compared
+/// byte for byte, so a stray space would make a name nobody signs in as).
+///
+/// # Errors
+/// What is wrong with it.
+pub fn check_user_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    let length = name.chars().count();
+    if length > MAX_USER_CHARS {
+        return Err(format!("at most {MAX_USER_CHARS} characters, got {length}"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("must not hold control characters".to_owned());
+    }
+    if name.trim() != name {
+        return Err("must not start or end with a space".to_owned());
+    }
+    Ok(())
+}
+
+pub(crate) fn check_answerers(value: Option<&Value>) -> Result<Option<Vec<String>>, FieldError> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(FieldError::new(
+                "answerers",
+                ErrorCode::WrongType,
+                format!("must be a list of names, got {}", json_kind(other)),
+            ));
+        }
+    };
+    if items.is_empty() || items.len() > MAX_ANSWERERS {
+        return Err(FieldError::new(
+            "answerers",
+            ErrorCode::InvalidValue,
+            format!(
+                "must name 1 to {MAX_ANSWERERS} people or groups, got {}; leave it out to let anyone with the link answer",
+                items.len()
+            ),
+        ));
+    }
+    let mut names: Vec<String> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let path = format!("answerers[{index}]");
+        let Value::String(name) = item else {
+            return Err(FieldError::new(
+                path,
+                ErrorCode::WrongType,
+                format!("must be a string, got {}", json_kind(item)),
+            ));
+        };
+        check_user_name(name).map_err(|m| FieldError::new(&path, ErrorCode::InvalidValue, m))?;
+        if name.strip_prefix("group:").is_some_and(str::is_empty) {
+            return Err(FieldError::new(
+                path,
+                ErrorCode::InvalidValue,
+                "`group:` must be followed by a group's name",
+            ));
+        }
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    Ok(Some(names))
+}
