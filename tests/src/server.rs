@@ -306,13 +306,20 @@ impl WsClient {
     /// Waits for the server to close the socket; returns the close code (1006 if the socket
     /// ended without a close frame). Frames before the close are skipped.
     pub async fn closed(&mut self) -> u16 {
+        self.closed_with_reason().await.0
+    }
+
+    /// [`WsClient::closed`], with the close frame's reason.
+    pub async fn closed_with_reason(&mut self) -> (u16, String) {
         loop {
             match self.next_message(RECV_TIMEOUT).await {
                 Some(Message::Close(frame)) => {
-                    return frame.map_or(1005, |f| u16::from(f.code));
+                    return frame.map_or((1005, String::new()), |f| {
+                        (u16::from(f.code), f.reason.to_string())
+                    });
                 }
                 Some(_) => {}
-                None => return u16::from(CloseCode::Abnormal),
+                None => return (u16::from(CloseCode::Abnormal), String::new()),
             }
         }
     }

@@ -31,6 +31,8 @@ use crate::web::{self, WebAssets};
 
 /// How often outcomes past their retention are swept.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+/// How often audit trails past their retention are looked for.
+pub const TRAIL_SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -259,6 +261,9 @@ pub async fn serve(
 
 async fn sweep(hub: Arc<Hub>, shutdown: CancellationToken) {
     let mut interval = tokio::time::interval(SWEEP_INTERVAL);
+    // Trails are kept for days: looking for stale ones hourly is often enough, and a local
+    // store reads every session's head to find them.
+    let mut trails = tokio::time::interval(TRAIL_SWEEP_INTERVAL);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -268,6 +273,7 @@ async fn sweep(hub: Arc<Hub>, shutdown: CancellationToken) {
                     tracing::info!(swept, "expired outcomes forgotten");
                 }
             }
+            _ = trails.tick() => hub.drop_stale_trails().await,
         }
     }
 }

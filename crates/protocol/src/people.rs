@@ -42,6 +42,10 @@ pub struct You {
     /// Whether this tab may answer at all (false: watch-only, under `--require-identity`).
     #[serde(default = "yes")]
     pub may_answer: bool,
+    /// The operator's groups the person is in, so the page can tell whether an ask that
+    /// names `group:NAME` is theirs to answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 fn yes() -> bool {

@@ -20,6 +20,7 @@ import random
 import secrets
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, cast
@@ -109,6 +110,7 @@ class _Ask:
     dialect: str | None
     questions: Any
     title: str | None
+    answerers: Sequence[str] | None = None
     deadline: float | None
     """Loop time of the gateway deadline; re-sends ask for what is left of it."""
     future: asyncio.Future[Outcome]
@@ -127,6 +129,8 @@ class _Ask:
             frame["timeout_s"] = round(max(self.deadline - now, 0.001), 3)
         if self.title is not None:
             frame["title"] = self.title
+        if self.answerers is not None:
+            frame["answerers"] = list(self.answerers)
         return frame
 
 
@@ -274,11 +278,13 @@ class Client:
         dialect: str | None = None,
         timeout_s: float | None = None,
         title: str | None = None,
+        answerers: Sequence[str] | None = None,
     ) -> Outcome:
         """Ask `questions` in `session` and wait for the outcome.
 
         `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
-        idempotent. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
+        idempotent. `answerers` (people's names, or `group:NAME`) limits who may answer; the
+        outcome's `user` says who did. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
         what is left of it). Raises `AskRejected` when the gateway refuses the ask (as
         `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
@@ -300,6 +306,7 @@ class Client:
             dialect=dialect,
             questions=questions,
             title=title,
+            answerers=answerers,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
             ack_first=key in self._unacked or key in self._recent_acks,

@@ -97,6 +97,7 @@ def ask_body(
     args: Any = None,
     timeout_s: float | None = None,
     title: str | None = None,
+    answerers: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The body of `POST .../requests`: `questions`, or a tool call's `args` (text or object)."""
     body: dict[str, Any] = {"id": id}
@@ -110,6 +111,8 @@ def ask_body(
         body["timeout_s"] = timeout_s
     if title is not None:
         body["title"] = title
+    if answerers is not None:
+        body["answerers"] = list(answerers)
     return body
 
 

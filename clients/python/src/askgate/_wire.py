@@ -55,6 +55,10 @@ class Outcome:
     result: Any
     model_text: str | None
     by: str | None
+    """The tab that answered or declined."""
+    user: str | None = None
+    """The person who answered or declined, when the gateway knew them (a personal link, a
+    trusted proxy's header); `None` for an anonymous link holder, a timeout or a withdrawal."""
     at_ms: int | None
 
     @classmethod
@@ -65,6 +69,7 @@ class Outcome:
             raise ValueError(f"unknown outcome {value.get('outcome')!r}")
         model_text = value.get("model_text")
         by = value.get("by")
+        user = value.get("user")
         at_ms = value.get("at_ms")
         return cls(
             session=str(value.get("session", session or "")),
@@ -74,6 +79,7 @@ class Outcome:
             result=value.get("result"),
             model_text=model_text if isinstance(model_text, str) else None,
             by=by if isinstance(by, str) else None,
+            user=user if isinstance(user, str) else None,
             at_ms=at_ms if isinstance(at_ms, int) else None,
         )
 

@@ -36,7 +36,7 @@ pub enum AskReply {
         /// The request id.
         id: RequestId,
         /// How it ended.
-        resolution: StoredResolution,
+        resolution: Box<StoredResolution>,
     },
     /// Refused; nothing was stored.
     Rejected {
@@ -383,6 +383,7 @@ impl Hub {
             Some(resolution) => {
                 let bytes = entry.encoded.view.len();
                 session.finished.push(&id, &entry.encoded.view, &resolution);
+                let resolution = Box::new(resolution);
                 entry.state = EntryState::Resolved(resolution.clone());
                 session.uncount_open(bytes);
                 gauge_add(&self.metrics.kept_outcomes, 1);

@@ -26,8 +26,9 @@ pub(super) enum EntryState {
     Open,
     /// A winner was chosen; its resolution is being written to the store.
     Resolving,
-    /// Ended; kept until the agent acks it or the retention runs out.
-    Resolved(StoredResolution),
+    /// Ended; kept until the agent acks it or the retention runs out. Boxed: an open request
+    /// should not carry room for an ending.
+    Resolved(Box<StoredResolution>),
 }
 
 /// One request in a session.

@@ -115,12 +115,12 @@ impl Hub {
         };
         let (swept, deleted) = deleted;
         deleted.await;
-        self.drop_stale_trails(now).await;
         swept
     }
 
     /// Drops the audit trails whose newest entry is older than the audit retention.
-    async fn drop_stale_trails(&self, now: u64) {
+    pub async fn drop_stale_trails(&self) {
+        let now = now_ms();
         let retention = u64::try_from(self.limits.audit_retention.as_millis()).unwrap_or(u64::MAX);
         let Some(before_ms) = now.checked_sub(retention) else {
             return;

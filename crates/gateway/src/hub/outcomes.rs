@@ -26,7 +26,7 @@ pub enum Lookup {
         deadline_ms: Option<u64>,
     },
     /// Ended.
-    Resolved(StoredResolution),
+    Resolved(Box<StoredResolution>),
     /// The shared store could not be reached to find out.
     Unavailable(String),
 }
@@ -37,7 +37,7 @@ pub enum Withdrawal {
     /// No such request (never asked, or acked and forgotten).
     Unknown,
     /// It ended: withdrawn now, or how it had already ended.
-    Ended(StoredResolution),
+    Ended(Box<StoredResolution>),
     /// Another ending won while it was being withdrawn, and its outcome, sent to the asker,
     /// was acknowledged (so forgotten) before it could be looked up.
     Forgotten,
@@ -104,7 +104,7 @@ impl Hub {
         // that won is answered as it was stored, not looked up again: its outcome has already
         // gone to the asker, which may have acknowledged it (and the hub forgotten it) first.
         match self.resolve(session, id, Ending::Withdrawn).await {
-            Ok(Some(resolution)) => return Withdrawal::Ended(resolution),
+            Ok(Some(resolution)) => return Withdrawal::Ended(Box::new(resolution)),
             Err(Refusal::Store(error)) => return Withdrawal::Failed(error),
             Ok(None) | Err(_) => {}
         }

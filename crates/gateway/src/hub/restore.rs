@@ -116,7 +116,7 @@ pub(super) fn record_entry(
             session
                 .finished
                 .push(&record.id, &encoded.view, &resolution);
-            EntryState::Resolved(resolution)
+            EntryState::Resolved(Box::new(resolution))
         }
         None => {
             session.count_open(encoded.view.len());

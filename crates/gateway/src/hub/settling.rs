@@ -65,7 +65,7 @@ impl Hub {
         };
         // Another node's ending reached this node first, as a notice: it has been announced.
         if let EntryState::Resolved(announced) = &entry.state {
-            let announced = announced.clone();
+            let announced = StoredResolution::clone(announced);
             return match verdict {
                 Ok(Verdict::Won { .. } | Verdict::Done) => {
                     Ok((announced.settlement.outcome == Outcome::Withdrawn).then_some(announced))
@@ -173,7 +173,7 @@ impl Hub {
         }
         let open_bytes = entry.encoded.view.len();
         state.finished.push(id, &entry.encoded.view, &resolution);
-        entry.state = EntryState::Resolved(resolution);
+        entry.state = EntryState::Resolved(Box::new(resolution));
         entry.resolved.notify_waiters();
         state.uncount_open(open_bytes);
         state.broadcast(&resolved, &self.metrics);

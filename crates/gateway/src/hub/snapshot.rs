@@ -165,6 +165,7 @@ mod tests {
                 user: Some("bob \"b\"".into()),
                 via: Via::Proxy,
                 may_answer: true,
+                groups: vec!["ops".into()],
             }),
         };
         let finished = FinishedView {
@@ -233,6 +234,7 @@ mod tests {
             user: None,
             via: Via::SessionLink,
             may_answer: true,
+            groups: Vec::new(),
         }
     }
 

@@ -70,6 +70,18 @@ impl Groups {
         self.members.get(name).is_some_and(|m| m.contains(user))
     }
 
+    /// The groups `user` is a member of, by name.
+    pub fn groups_of(&self, user: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, members)| members.contains(user))
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// How many groups there are.
     pub fn len(&self) -> usize {
         self.members.len()

@@ -100,6 +100,10 @@ impl People {
             user: person.user.as_deref().map(str::to_owned),
             via: person.via,
             may_answer: person.user.is_some() || !self.require_identity,
+            groups: person
+                .name()
+                .map(|user| self.groups.groups_of(user))
+                .unwrap_or_default(),
         }
     }
 

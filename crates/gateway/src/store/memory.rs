@@ -56,8 +56,8 @@ impl MemoryStore {
 impl Kept {
     fn record(&mut self, note: &Note) {
         let trail = self.trails.entry(note.session.clone()).or_default();
-        let head =
-            (!trail.lines.is_empty()).then(|| (trail.lines.len() as u64, trail.head_hash.as_str()));
+        let head = (!trail.lines.is_empty())
+            .then_some((trail.lines.len() as u64, trail.head_hash.as_str()));
         let sealed = seal_after(head, note);
         trail.lines.push(sealed.line);
         trail.head_hash = sealed.hash;

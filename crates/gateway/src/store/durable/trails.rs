@@ -111,26 +111,19 @@ pub(super) fn read(
     let range = table
         .range((id, after_seq.saturating_add(1))..=(id, u64::MAX))
         .map_err(|e| err("reading the audit trail", e))?;
-    let mut lines = Vec::new();
-    let mut take = |row: Result<
-        (
-            redb::AccessGuard<'_, (&str, u64)>,
-            redb::AccessGuard<'_, &str>,
-        ),
-        redb::StorageError,
-    >| {
-        row.map(|(_, line)| lines.push(line.value().to_owned()))
-            .map_err(|e| err("reading an audit entry", e))
-    };
-    if newest {
-        for row in range.rev().take(limit) {
-            take(row)?;
-        }
-        lines.reverse();
+    let rows: Box<dyn Iterator<Item = _>> = if newest {
+        Box::new(range.rev().take(limit))
     } else {
-        for row in range.take(limit) {
-            take(row)?;
-        }
+        Box::new(range.take(limit))
+    };
+    let mut lines = rows
+        .map(|row| {
+            row.map(|(_, line)| line.value().to_owned())
+                .map_err(|e| err("reading an audit entry", e))
+        })
+        .collect::<Result<Vec<String>, StoreError>>()?;
+    if newest {
+        lines.reverse();
     }
     Ok(lines)
 }

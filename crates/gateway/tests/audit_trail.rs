@@ -1,0 +1,319 @@
+//! The audit trail, end to end, on the embedded store and on Redis with three nodes: every
+//! event of every request appears with the right person, each session's chain verifies, and
+//! changing one byte of one stored entry makes `askgate audit verify` name that entry.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::process::Command;
+
+use askgate::audit::verify::ChainCheck;
+use serde_json::{Value, json};
+use support::nodes::Node;
+use support::peer::{Peer, answer, ask, http};
+use support::redis::RedisServer;
+use support::{TIMEOUT, tempdir};
+
+const SESSION: &str = "audited";
+
+/// A personal link for `user` from `node`: its URL.
+async fn personal_link(node: &Node, user: &str) -> String {
+    let (status, body) = http(
+        node,
+        "POST",
+        &format!("/v1/sessions/{SESSION}/links"),
+        Some(&json!({"user": user, "ttl_s": 3600})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let link: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(link["user"], user);
+    link["url"].as_str().unwrap().to_owned()
+}
+
+/// The body of a chunked HTTP/1.1 response, as sent (a plain body as it is).
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            return body.to_owned();
+        };
+        if size == 0 {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    out
+}
+
+/// The session's trail as `GET /v1/audit` streams it from `node`, after `since`.
+async fn trail(node: &Node, since: u64) -> Vec<Value> {
+    let (status, body) = http(
+        node,
+        "GET",
+        &format!("/v1/audit?session={SESSION}&since={since}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    dechunk(&body)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect()
+}
+
+/// Waits until the trail has an entry satisfying `wanted`: what ends happen after their
+/// frames (an ack has no reply), so the trail is read until it shows them.
+async fn trail_until(node: &Node, wanted: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let entries = trail(node, 0).await;
+        if wanted(&entries) {
+            return entries;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the trail never showed what was waited for: {entries:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn event<'a>(entries: &'a [Value], id: Option<&str>, name: &str) -> &'a Value {
+    entries
+        .iter()
+        .find(|e| e["event"] == name && id.is_none_or(|id| e["id"] == id))
+        .unwrap_or_else(|| panic!("no {name} entry for {id:?} in {entries:#?}"))
+}
+
+/// Every kind of event, asked on the first node, watched and answered on the others: the
+/// trail as the last node streams it.
+async fn every_event(nodes: &[&Node]) -> Vec<Value> {
+    let (first, second, third) = (nodes[0], nodes[1 % nodes.len()], nodes[2 % nodes.len()]);
+    let mut agent = Peer::agent(first).await;
+    agent
+        .send(&json!({"type": "open", "session": SESSION}))
+        .await;
+    agent.recv_type("opened").await;
+    let alice_url = personal_link(first, "alice@example.com").await;
+    let bob_url = personal_link(second, "bob@example.com").await;
+    let (mut alice, snapshot) = Peer::tab(second, SESSION, &alice_url).await;
+    assert_eq!(snapshot["you"]["user"], "alice@example.com");
+    let alice_tab = snapshot["tab"].as_str().unwrap().to_owned();
+    let (mut bob, snapshot) = Peer::tab(third, SESSION, &bob_url).await;
+    let bob_tab = snapshot["tab"].as_str().unwrap().to_owned();
+
+    let mut only_alice = ask(SESSION, "r-answer", None);
+    only_alice["answerers"] = json!(["alice@example.com"]);
+    agent.send(&only_alice).await;
+    agent.recv_about("accepted", "r-answer").await;
+    bob.recv_about("request", "r-answer").await;
+    bob.send(&answer("r-answer", "Red")).await;
+    let refused = bob.recv_type("answer_rejected").await;
+    assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
+    alice.recv_about("request", "r-answer").await;
+    alice.send(&answer("r-answer", "Blue")).await;
+    let outcome = agent.recv_about("outcome", "r-answer").await;
+    assert_eq!(outcome["user"], "alice@example.com", "{outcome}");
+    assert_eq!(outcome["by"], alice_tab.as_str());
+
+    agent.send(&ask(SESSION, "r-decline", None)).await;
+    alice.recv_about("request", "r-decline").await;
+    alice
+        .send(&json!({"type": "decline", "id": "r-decline"}))
+        .await;
+    agent.recv_about("outcome", "r-decline").await;
+
+    agent.send(&ask(SESSION, "r-timeout", Some(0.2))).await;
+    let timed_out = agent.recv_about("outcome", "r-timeout").await;
+    assert_eq!(timed_out["outcome"], "timed_out");
+
+    agent.send(&ask(SESSION, "r-withdraw", None)).await;
+    agent.recv_about("accepted", "r-withdraw").await;
+    agent
+        .send(&json!({"type": "cancel", "session": SESSION, "id": "r-withdraw"}))
+        .await;
+    agent.recv_about("outcome", "r-withdraw").await;
+
+    for id in ["r-answer", "r-decline", "r-timeout", "r-withdraw"] {
+        agent
+            .send(&json!({"type": "ack", "session": SESSION, "id": id}))
+            .await;
+    }
+    let entries = trail_until(third, |entries| {
+        entries.iter().filter(|e| e["event"] == "acked").count() == 4
+    })
+    .await;
+
+    let issued: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["event"] == "link_issued")
+        .map(|e| &e["user"])
+        .collect();
+    assert_eq!(
+        issued,
+        [&json!("alice@example.com"), &json!("bob@example.com")]
+    );
+    let asked = event(&entries, Some("r-answer"), "asked");
+    assert_eq!(asked["answerers"], json!(["alice@example.com"]));
+    assert_eq!(asked["digest"].as_str().map(str::len), Some(64));
+    let refusal = event(&entries, Some("r-answer"), "refused");
+    assert_eq!(refusal["user"], "bob@example.com");
+    assert_eq!(refusal["tab"], bob_tab.as_str());
+    assert_eq!(refusal["via"], "personal-link");
+    assert_eq!(refusal["reason"], "not an answerer");
+    let answered = event(&entries, Some("r-answer"), "answered");
+    assert_eq!(answered["user"], "alice@example.com");
+    assert_eq!(answered["tab"], alice_tab.as_str());
+    assert_eq!(answered["via"], "personal-link");
+    assert_eq!(
+        answered["answer"]["answers"][0]["selected"],
+        json!(["Blue"])
+    );
+    assert_eq!(
+        event(&entries, Some("r-decline"), "declined")["user"],
+        "alice@example.com"
+    );
+    assert_eq!(
+        event(&entries, Some("r-timeout"), "timed_out")["user"],
+        Value::Null
+    );
+    event(&entries, Some("r-withdraw"), "withdrawn");
+    // Only the winner is recorded: one ending per request.
+    for id in ["r-answer", "r-decline", "r-timeout", "r-withdraw"] {
+        let endings = entries
+            .iter()
+            .filter(|e| e["id"] == id)
+            .filter(|e| {
+                ["answered", "declined", "timed_out", "withdrawn"]
+                    .contains(&e["event"].as_str().unwrap_or_default())
+            })
+            .count();
+        assert_eq!(endings, 1, "{id}: {entries:#?}");
+    }
+    // Every entry has what the API promises, and the chain holds.
+    let mut check = ChainCheck::new(SESSION);
+    for entry in &entries {
+        for field in [
+            "seq", "at_ms", "session", "id", "event", "user", "tab", "prev", "hash",
+        ] {
+            assert!(entry.get(field).is_some(), "{field} missing in {entry}");
+        }
+    }
+    let raw = dechunk(
+        &http(third, "GET", &format!("/v1/audit?session={SESSION}"), None)
+            .await
+            .1,
+    );
+    for line in raw.lines() {
+        check.next(line).unwrap_or_else(|broken| panic!("{broken}"));
+    }
+    assert_eq!(check.checked() as usize, entries.len());
+    // `since` gives what came after.
+    let later = trail(first, 3).await;
+    assert_eq!(later.len(), entries.len() - 3);
+    assert_eq!(later[0]["seq"], 4);
+    entries
+}
+
+/// `askgate audit ARGS...`: its exit status and standard output.
+fn audit(args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .arg("audit")
+        .args(args)
+        .output()
+        .expect("askgate audit runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), format!("{stdout}{stderr}"))
+}
+
+/// Changes one byte of `line`, in the answer it records (still valid JSON, so only the hash
+/// can tell).
+fn with_one_byte_changed(line: &str) -> String {
+    let changed = line.replacen("Blue", "Blua", 1);
+    assert_ne!(changed, line, "the entry holds the answer");
+    changed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_named() {
+    let data = tempdir("audit-embedded");
+    let mut node = Node::start_in(data.clone(), "embedded", &[]);
+    let entries = every_event(&[&node]).await;
+    node.kill();
+    let data_dir = data.to_str().unwrap();
+
+    let (ok, said) = audit(&["verify", "--data-dir", data_dir]);
+    assert!(ok, "{said}");
+    assert!(said.contains("every chain holds"), "{said}");
+    let (ok, exported) = audit(&["export", "--data-dir", data_dir]);
+    assert!(ok, "{exported}");
+    assert_eq!(exported.lines().count(), entries.len());
+
+    let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
+    let seq = answered["seq"].as_u64().unwrap();
+    {
+        const AUDIT: redb::TableDefinition<'_, (&str, u64), &str> =
+            redb::TableDefinition::new("audit");
+        use redb::ReadableTable as _;
+        let db = redb::Database::open(data.join("askgate.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(AUDIT).unwrap();
+            let line = table
+                .get((SESSION, seq))
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_owned();
+            table
+                .insert((SESSION, seq), with_one_byte_changed(&line).as_str())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (ok, said) = audit(&["verify", "--data-dir", data_dir]);
+    assert!(!ok, "a changed entry must fail verification: {said}");
+    assert!(
+        said.contains(&format!("session {SESSION}: entry seq {seq} ")),
+        "{said}"
+    );
+    assert!(said.contains("does not match its contents"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_with_three_nodes_every_event_is_recorded_and_a_changed_byte_is_named() {
+    let redis = RedisServer::start(&[]);
+    let url = redis.url();
+    let nodes: Vec<Node> = (0..3).map(|_| Node::start(&url, &[])).collect();
+    let entries = every_event(&nodes.iter().collect::<Vec<_>>()).await;
+
+    let (ok, said) = audit(&["verify", "--store", &url]);
+    assert!(ok, "{said}");
+    assert!(said.contains("1 sessions"), "{said}");
+    let (ok, exported) = audit(&["export", "--store", &url, "--session", SESSION]);
+    assert!(ok, "{exported}");
+    assert_eq!(exported.lines().count(), entries.len());
+
+    let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
+    let seq = answered["seq"].as_u64().unwrap();
+    let key = format!("askgate:{{{SESSION}}}:audit");
+    let index = (seq - 1).to_string();
+    let line = redis.cli(&["LINDEX", &key, &index]);
+    let line = line.trim_end_matches('\n');
+    assert_eq!(
+        redis
+            .cli(&["LSET", &key, &index, &with_one_byte_changed(line)])
+            .trim(),
+        "OK"
+    );
+    let (ok, said) = audit(&["verify", "--store", &url]);
+    assert!(!ok, "a changed entry must fail verification: {said}");
+    assert!(
+        said.contains(&format!("session {SESSION}: entry seq {seq} ")),
+        "{said}"
+    );
+}
