@@ -72,7 +72,38 @@ async fn an_answer_comes_back_and_is_acked() {
     assert_eq!(answered.result(), &json!({"Color": ["Red"]}));
     assert_eq!(answered.model_text(), Some(r#"{"Color":["Red"]}"#));
     assert!(answered.by().is_some());
+    assert_eq!(answered.user(), None, "the plain link names nobody");
     no_requests_left(&server).await;
+}
+
+/// An ask limited to one person: their personal link's tab answers, and the result names them.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_from_a_named_person_says_who() {
+    let server = TestServer::start().await;
+    let session = askgate_protocol::SessionId::parse("s").unwrap();
+    let expires = askgate::clock::now_ms() + 60_000;
+    let key = server
+        .state
+        .hub
+        .keys()
+        .personal_key(&session, "alice@example.com", expires);
+    let mut tab = server.raw_tab("s").await;
+    tab.send(&json!({"type": "hello", "key": key})).await;
+    tab.recv_until("snapshot").await;
+    let client = client(&server).await;
+    let ask = Ask::new("s", questions(&["Color"]))
+        .with_id("r1")
+        .with_answerers(["alice@example.com"]);
+    let asking = spawn_ask(&client, ask);
+    let request = tab.recv_until("request").await;
+    assert_eq!(
+        request["request"]["answerers"],
+        json!(["alice@example.com"])
+    );
+    tab.send(&answer("r1", &["Color"], "Red")).await;
+    let answered = finished(asking).await.expect("answered");
+    assert_eq!(answered.user(), Some("alice@example.com"));
+    assert!(answered.by().is_some());
 }
 
 /// Twenty asks share one connection; answered in reverse order, each gets its own answer.
