@@ -10,6 +10,8 @@
 #   chromium, chromedriver  Debian's packages, for the browser tests
 #   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
 #                  own server on a free port; the packaged service is never used)
+#   .venv/axe      axe-core 4.14.1 from npm (node and npm from Debian when missing), which the
+#                  browser tests run on the answer page's every state
 # Safe to run again; a half-built virtualenv is rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +68,16 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   install_debian_packages redis-server
 fi
 redis-server --version >/dev/null
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  install_debian_packages nodejs npm
+fi
+axe_version=4.14.1
+if [ "$(node -p "require('./.venv/axe/node_modules/axe-core/package.json').version" 2>/dev/null)" != "$axe_version" ]; then
+  echo "setup-test-env: installing axe-core $axe_version into .venv/axe"
+  mkdir -p .venv/axe
+  npm install --silent --no-audit --no-fund --prefix .venv/axe "axe-core@$axe_version"
+fi
+test -f .venv/axe/node_modules/axe-core/axe.min.js
 
 # The deepagents-code 0.2.2 wheel, unpacked into $1/src (not installed: it requires 3.14).
 unpack_deepagents_wheel() {

@@ -1,12 +1,15 @@
-/* A card per request: building its DOM, reading answers, submit / decline, the countdown,
- * final states, and its keyboard; then, folded, the list of finished requests, kept until
- * the person dismisses them. Each dialect (DIALECTS) builds its own questions, reads their
- * answers and summarises an answer.
+/* A card per request: building its DOM, reading answers, submit / decline, whether this tab
+ * may answer it (else it is shown read-only, saying whom it waits for), the countdown, final
+ * states, and its keyboard. Once ended, a card folds into the finished list (finished.js).
+ * Each dialect (DIALECTS) builds its own questions, reads their answers and summarises an
+ * answer.
  */
 
 import { make, serverNow, state, ui } from './page.js';
 import { send, updateRetryText } from './connection.js';
 import { announce, updateTitle } from './status.js';
+import { fold } from './finished.js';
+import { endedByYou, endedHere, endingText, mayAnswer, waitingFor } from './people.js';
 import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
 import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
 
@@ -39,7 +42,7 @@ export function createCard(view) {
   return rec;
 }
 
-function buildCard(view) {
+export function buildCard(view) {
   state.seq += 1;
   const el = make('article', 'card');
   const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
@@ -60,6 +63,8 @@ function buildCard(view) {
     el.appendChild(make('h2', 'card-title', view.title, { id: rec.prefix + '-title' }));
   }
   el.setAttribute('aria-labelledby', labelledBy);
+  // Whom a card this tab may not answer waits for, said before its questions (applyAccess).
+  rec.waitingEl = el.appendChild(make('p', 'card-waiting', null, { hidden: true }));
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
@@ -71,7 +76,7 @@ function buildCard(view) {
   }
   el.appendChild(buildActions(rec));
   el.addEventListener('keydown', (event) => onCardKeydown(rec, event));
-  updateReadiness(rec);
+  applyAccess(rec);
   return rec;
 }
 
@@ -86,21 +91,41 @@ function buildCountdown(rec) {
 }
 
 function buildActions(rec) {
-  const actions = make('div', 'card-actions');
+  const wrap = make('div', 'card-footer');
+  const actions = rec.actionsEl = make('div', 'card-actions');
   if (rec.supported) {
     rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
     rec.submitBtn.addEventListener('click', () => submitCard(rec));
   }
   rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
   rec.declineBtn.addEventListener('click', (event) => onDeclineClick(rec, event));
-  const wrap = make('div', 'card-footer');
   rec.statusEl = make('p', 'card-status');
   wrap.append(actions, rec.statusEl);
   if (rec.supported) {
-    wrap.appendChild(make('p', 'key-hint',
+    rec.keyHint = wrap.appendChild(make('p', 'key-hint',
       'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options'));
   }
   return wrap;
+}
+
+// Shows an open card answerable, or read-only when this tab may not answer it (the request
+// names other answerers, the tab is watch-only, or the gateway refused this tab's answer):
+// its questions disabled, no Submit or Decline, and whom it waits for.
+export function applyAccess(rec) {
+  rec.readOnly = Boolean(rec.denied) || !mayAnswer(rec.view);
+  rec.el.classList.toggle('is-read-only', rec.readOnly);
+  if (rec.phase === 'final' || rec.phase === 'folded') return;
+  if (rec.readOnly) {
+    const [headline, why] = waitingFor(rec.view);
+    rec.waitingEl.replaceChildren(make('strong', 'waiting-who', headline), ' ',
+      make('span', 'waiting-why', why));
+    disarmDecline(rec);
+  }
+  rec.waitingEl.hidden = !rec.readOnly;
+  rec.actionsEl.hidden = rec.readOnly;
+  if (rec.keyHint) rec.keyHint.hidden = rec.readOnly;
+  rec.questions.forEach((qr) => { qr.fieldset.disabled = rec.readOnly; });
+  updateReadiness(rec);
 }
 
 export function updateReadiness(rec) {
@@ -133,7 +158,7 @@ function clearServerErrors(rec) {
 }
 
 function submitCard(rec) {
-  if (rec.phase !== 'open') return;
+  if (rec.phase !== 'open' || rec.readOnly) return;
   clearServerErrors(rec);
   if (!updateReadiness(rec)) return setStatus(rec, rec.dialect.incomplete);
   const answers = rec.questions.map((qr) => rec.dialect.read(qr).answer);
@@ -143,7 +168,7 @@ function submitCard(rec) {
 // A decline cannot be taken back and its button sits beside Submit, so the first press only
 // asks for a second within a few seconds. Keyboard presses are clicks too; Escape backs out.
 function onDeclineClick(rec, event) {
-  if (rec.phase !== 'open') return;
+  if (rec.phase !== 'open' || rec.readOnly) return;
   if (!rec.declineArmed) return armDecline(rec);
   // The second click of a double-click belongs to the first press: it confirms nothing.
   if (event.detail > 1) return;
@@ -219,39 +244,28 @@ export function disableCard(rec) {
 
 /* ---------- final states ---------- */
 
-// How an ending reads on the card while it is still shown whole: [by this page, otherwise].
-const OUTCOME_TEXT = {
-  answered: ['Sent ✓', 'Answered in another tab'],
-  declined: ['Declined', 'Declined in another tab'],
-  timed_out: ['Timed out', 'Timed out'],
-  withdrawn: ['Withdrawn by the agent', 'Withdrawn by the agent'],
-};
-
-// How an ending reads once the card is folded into the finished list, where the words stand
-// alone: [by this page, otherwise].
-const ENDED_TEXT = {
-  answered: ['Answered by you', 'Answered in another tab'],
-  declined: ['Declined by you', 'Declined in another tab'],
-  timed_out: ['Timed out', 'Timed out'],
-  withdrawn: ['Withdrawn by the agent', 'Withdrawn by the agent'],
-  closed: ['Ended while this page was disconnected', 'Ended while this page was disconnected'],
-};
-
-// How a request ended: `at` in the gateway's clock; `exact` when the gateway said when (a
-// snapshot's `finished`), not when this page learnt of it.
-function endOf(outcome, by, response, atMs, exact = Number.isFinite(atMs)) {
-  const self = by != null && (by === state.tab || state.pastTabs.has(by));
-  return { outcome: String(outcome), self, response, at: Number.isFinite(atMs) ? atMs : serverNow(), exact };
+// How a request ended, from a `resolved` frame or a snapshot's `finished` entry ({outcome,
+// by, user, via, response, at_ms}): `at` in the gateway's clock; `exact` when the gateway
+// said when, not when this page learnt of it; `here` when this tab ended it, `own` when this
+// tab or this tab's person did.
+export function endOf(ending, exact = Number.isFinite(ending.at_ms)) {
+  const by = ending.by ?? null;
+  const user = typeof ending.user === 'string' ? ending.user : null;
+  return {
+    outcome: String(ending.outcome), here: endedHere(by), own: endedByYou(by, user), user,
+    via: ending.via ?? null, response: ending.response,
+    at: Number.isFinite(ending.at_ms) ? ending.at_ms : serverNow(), exact,
+  };
 }
 
-export function finalize(rec, outcome, by, response, atMs) {
-  const end = endOf(outcome, by, response, atMs);
-  const texts = OUTCOME_TEXT[outcome] || ['Closed', 'Closed'];
-  const text = end.self ? texts[0] : texts[1];
+export function finalize(rec, ending) {
+  const end = endOf(ending);
+  const text = endingText(end, false);
   markFinal(rec, end, text, FOLD_DELAY_MS);
-  rec.el.dataset.by = end.self ? 'self' : 'other';
-  const summary = outcome === 'answered' && !end.self && rec.supported &&
-    rec.dialect.summarize(rec, response);
+  rec.el.dataset.by = end.own ? 'self' : 'other';
+  // What was answered, unless this tab sent it (its own inputs still show it).
+  const summary = end.outcome === 'answered' && !end.here && rec.supported &&
+    rec.dialect.summarize(rec, end.response);
   if (summary) rec.statusEl.appendChild(summary);
   announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
 }
@@ -259,7 +273,7 @@ export function finalize(rec, outcome, by, response, atMs) {
 // A card the snapshot no longer lists and whose ending it does not give (a gateway that
 // sends no `finished`): it ended while the page was disconnected, how is unknown.
 export function closedWhileAway(rec, text) {
-  markFinal(rec, endOf('closed', null, null, serverNow(), false), text, FOLD_DELAY_MS);
+  markFinal(rec, endOf({ outcome: 'closed', at_ms: serverNow() }, false), text, FOLD_DELAY_MS);
   announce(text);
 }
 
@@ -271,6 +285,7 @@ function markFinal(rec, end, text, foldDelay) {
   rec.el.classList.add('is-final');
   rec.el.dataset.state = end.outcome;
   disableCard(rec);
+  rec.waitingEl.hidden = true; // whoever it waited for, it waits no more
   setStatus(rec, text);
   if (hadFocus) focusStatus(rec);
   if (rec.notification) rec.notification.close();
@@ -296,7 +311,7 @@ export function removeCard(rec) {
   if (hadFocus) focusCard(next);
 }
 
-function nearestOpenCard(el) {
+export function nearestOpenCard(el) {
   for (const direction of ['nextElementSibling', 'previousElementSibling']) {
     for (let other = el[direction]; other; other = other[direction]) {
       if (!other.classList.contains('is-final')) return other;
@@ -305,7 +320,7 @@ function nearestOpenCard(el) {
   return null;
 }
 
-function focusCard(el) {
+export function focusCard(el) {
   const target = el
     ? el.querySelector('input:not(:disabled), textarea:not(:disabled), button:not(:disabled)') || el
     : ui.empty.hidden ? ui.list : ui.empty;
@@ -316,225 +331,6 @@ function focusCard(el) {
 export function updateEmpty() {
   const open = [...state.cards.values()].some((r) => r.phase !== 'final');
   ui.empty.hidden = !state.synced || open;
-}
-
-/* ---------- finished cards ---------- */
-
-// Finished cards are kept until dismissed, but a tab left open for days must not grow
-// without end: past this many, the oldest go.
-const MAX_FINISHED = 200;
-// Dismissals remembered per session (the oldest forgotten first).
-const MAX_DISMISSALS = 500;
-// A folded card names its request by at most this many characters of its title or question.
-const FOLDED_NAME_CHARS = 160;
-
-// Folds a finished card into the list under the open questions, where it stays, reduced to
-// what it asked and how and when it ended, until the person dismisses it.
-export function fold(rec) {
-  clearTimeout(rec.foldTimer);
-  if (rec.phase === 'folded') return;
-  const hadFocus = rec.el.contains(document.activeElement);
-  const next = hadFocus && nearestOpenCard(rec.el);
-  if (state.cards.get(rec.id) === rec) state.cards.delete(rec.id);
-  rec.phase = 'folded';
-  renderFolded(rec);
-  placeFinished(rec);
-  updateEmpty();
-  // Open questions still need answers: a keyboard user goes on to the next of those.
-  if (hadFocus) focusCard(next);
-}
-
-function foldedName(rec) {
-  const view = rec.view;
-  const first = Array.isArray(view.questions) && view.questions[0];
-  const named = [view.title, first && first.question, first && first.header]
-    .map((text) => String(text ?? '').trim()).find(Boolean);
-  if (!named) return 'A question from the agent';
-  const chars = Array.from(named.replace(/\s+/g, ' '));
-  return chars.length > FOLDED_NAME_CHARS ? chars.slice(0, FOLDED_NAME_CHARS - 1).join('') + '…' : named;
-}
-
-// "at 14:05" today, "on 3 Mar, 14:05" another day, in the person's own clock and locale.
-// `prefix` is how the moment relates to the ending ("at", or "before" for one only noticed).
-function formatWhen(date, prefix) {
-  const now = new Date();
-  const clock = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-  if (date.toDateString() === now.toDateString()) return prefix + ' ' + clock;
-  const day = date.toLocaleDateString([], {
-    day: 'numeric', month: 'short',
-    year: date.getFullYear() === now.getFullYear() ? undefined : 'numeric',
-  });
-  return (prefix === 'at' ? 'on' : prefix) + ' ' + day + ', ' + clock;
-}
-
-function renderFolded(rec) {
-  const { el, end } = rec;
-  el.className = 'card is-final is-folded';
-  el.dataset.state = end.outcome;
-  el.dataset.by = end.self ? 'self' : 'other';
-  const what = make('p', 'folded-what', foldedName(rec), { id: rec.prefix + '-what' });
-  const texts = ENDED_TEXT[end.outcome] || ['Closed', 'Closed'];
-  // The gateway's clock, shown in this computer's.
-  const local = new Date(end.at - state.offset);
-  const when = make('time', '', formatWhen(local, end.outcome === 'closed' ? 'before' : 'at'),
-    { dateTime: local.toISOString() });
-  rec.statusEl = make('p', 'card-status');
-  rec.statusEl.append(make('span', 'status-text', texts[end.self ? 0 : 1]), ' ', when);
-  const body = make('div', 'folded-body');
-  body.append(what, rec.statusEl);
-  const summary = end.outcome === 'answered' && rec.supported && rec.dialect.summarize(rec, end.response);
-  if (summary) body.appendChild(summary);
-  const dismiss = make('button', 'dismiss ghost', 'Dismiss', { type: 'button', id: rec.prefix + '-dismiss' });
-  // Read as "Dismiss" and what it dismisses: a list of identical "Dismiss" buttons says nothing.
-  dismiss.setAttribute('aria-labelledby', dismiss.id + ' ' + what.id);
-  dismiss.addEventListener('click', () => dismissOne(rec));
-  el.setAttribute('aria-labelledby', what.id);
-  el.replaceChildren(body, dismiss);
-}
-
-// Puts `rec` in the finished list, which runs from the latest ending down.
-function placeFinished(rec) {
-  const list = state.finished.filter((other) => other !== rec);
-  let at = list.findIndex((other) => other.end.at < rec.end.at);
-  if (at < 0) at = list.length;
-  list.splice(at, 0, rec);
-  ui.finishedList.insertBefore(rec.el, list[at + 1] ? list[at + 1].el : null);
-  for (const old of list.splice(MAX_FINISHED)) old.el.remove();
-  state.finished = list;
-  updateFinished();
-}
-
-function updateFinished() {
-  const count = state.finished.length;
-  ui.finished.hidden = count === 0;
-  ui.finishedHeading.textContent = count ? 'Finished (' + count + ')' : 'Finished';
-}
-
-function dismissedKey() {
-  return 'askgate.dismissed.' + state.session;
-}
-
-// Request id -> the gateway's time when it was last dismissed here. An ending at or before
-// that time was dismissed; a later one is the same id asked again, and is shown.
-function loadDismissals() {
-  try {
-    const stored = JSON.parse(sessionStorage.getItem(dismissedKey()) || '[]');
-    return new Map(Array.isArray(stored) ? stored.filter((e) => Array.isArray(e) && e.length === 2) : []);
-  } catch (_) {
-    return new Map(); // storage disabled, or not ours to read: dismissals last until a reload
-  }
-}
-
-function rememberDismissed(recs) {
-  const dismissals = loadDismissals();
-  const now = serverNow();
-  for (const rec of recs) {
-    dismissals.delete(rec.id); // re-inserted last, so the oldest are the first forgotten
-    dismissals.set(rec.id, Math.max(now, rec.end.at));
-  }
-  const kept = [...dismissals].slice(-MAX_DISMISSALS);
-  try { sessionStorage.setItem(dismissedKey(), JSON.stringify(kept)); } catch (_) { /* see above */ }
-}
-
-function dismissOne(rec) {
-  const list = state.finished;
-  const index = list.indexOf(rec);
-  if (index < 0) return;
-  const hadFocus = rec.el.contains(document.activeElement);
-  rememberDismissed([rec]);
-  rec.el.remove();
-  list.splice(index, 1);
-  updateFinished();
-  if (!hadFocus) return;
-  // Focus goes to the card that took its place, so dismissing several is pressing Enter on each.
-  const next = list[index] || list[index - 1];
-  if (next) next.el.querySelector('.dismiss').focus();
-  else focusAfterFinished();
-}
-
-export function clearFinished() {
-  const recs = state.finished;
-  if (!recs.length) return;
-  const hadFocus = ui.finished.contains(document.activeElement);
-  rememberDismissed(recs);
-  for (const rec of recs) rec.el.remove();
-  state.finished = [];
-  updateFinished();
-  if (hadFocus) focusAfterFinished();
-  announce(recs.length === 1 ? 'Cleared 1 finished question.' : 'Cleared ' + recs.length + ' finished questions.');
-}
-
-// With the finished list gone from under it, focus goes to the open questions, or to the
-// words saying there are none.
-function focusAfterFinished() {
-  const open = [...ui.list.children].find((el) => !el.classList.contains('is-final'));
-  focusCard(open || null);
-}
-
-// Drops every finished card without remembering a dismissal (the page can no longer show
-// the session).
-export function dropFinished() {
-  for (const rec of state.finished) rec.el.remove();
-  state.finished = [];
-  updateFinished();
-}
-
-// The card already showing this ending of request `id`, if any: one the gateway has dated
-// at `atMs`, or else the one this page dated nearest to it (it learnt of the ending a moment
-// late), among its cards that ended.
-function shownEnding(id, atMs) {
-  const ended = [...state.cards.values(), ...state.finished]
-    .filter((rec) => rec.id === id && rec.end);
-  const exact = ended.find((rec) => rec.end.exact && rec.end.at === atMs);
-  if (exact || !Number.isFinite(atMs)) return exact || ended[0];
-  let best = null;
-  for (const rec of ended.filter((r) => !r.end.exact)) {
-    const off = Math.abs(rec.end.at - atMs);
-    if (off < 60000 && (!best || off < Math.abs(best.end.at - atMs))) best = rec;
-  }
-  return best;
-}
-
-// An ending the gateway reports for a card this page already shows ended: its time becomes
-// the gateway's, and its outcome the gateway's too should this page have guessed another
-// (a local timeout the answer from another tab beat).
-function settleEnding(rec, entry) {
-  const end = endOf(entry.outcome, entry.by, entry.response, entry.at_ms);
-  if (rec.phase !== 'folded' && end.outcome !== rec.end.outcome) {
-    finalize(rec, entry.outcome, entry.by, entry.response, entry.at_ms);
-    return;
-  }
-  rec.end = end;
-  if (rec.phase !== 'folded') return;
-  // Its Dismiss button is made anew and the card may move: focus on it must follow.
-  const hadFocus = rec.el.contains(document.activeElement);
-  renderFolded(rec);
-  placeFinished(rec);
-  if (hadFocus) rec.el.querySelector('.dismiss').focus();
-}
-
-// The card of a request the page was showing open, which the snapshot lists as finished.
-export function endedWhileAway(rec, entry) {
-  finalize(rec, entry.outcome, entry.by, entry.response, entry.at_ms);
-}
-
-// A snapshot's `finished` (oldest first): each shown folded, unless already shown or
-// dismissed before.
-export function listFinished(entries) {
-  const dismissals = loadDismissals();
-  for (const entry of entries) {
-    const id = String(entry.id);
-    const shown = shownEnding(id, entry.at_ms);
-    if (shown) {
-      settleEnding(shown, entry);
-      continue;
-    }
-    if (dismissals.has(id) && !(entry.at_ms > dismissals.get(id))) continue;
-    const rec = buildCard(entry);
-    rec.end = endOf(entry.outcome, entry.by, entry.response, entry.at_ms);
-    disableCard(rec);
-    fold(rec);
-  }
 }
 
 /* ---------- countdown ---------- */
@@ -569,7 +365,8 @@ export function tick() {
     rec.countdownEl.textContent = formatLeft(remaining);
     // Disable at the deadline ourselves; the server's `resolved` may trail by a moment.
     if (remaining <= 0) {
-      markFinal(rec, endOf('timed_out', null, null, deadline, false), 'Timed out', LOCAL_TIMEOUT_FOLD_MS);
+      markFinal(rec, endOf({ outcome: 'timed_out', at_ms: deadline }, false), 'Timed out',
+        LOCAL_TIMEOUT_FOLD_MS);
     }
   }
   updateRetryText();
@@ -578,7 +375,7 @@ export function tick() {
 /* ---------- keyboard ---------- */
 
 function onCardKeydown(rec, event) {
-  if (rec.phase !== 'open' || event.defaultPrevented || event.isComposing) return;
+  if (rec.phase !== 'open' || rec.readOnly || event.defaultPrevented || event.isComposing) return;
   const target = event.target;
   if (event.key === 'Escape' && rec.declineArmed) {
     event.preventDefault();

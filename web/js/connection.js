@@ -1,13 +1,16 @@
 /* The link to the gateway: the WebSocket, hello, close codes, reconnect with backoff, and
  * the handlers for the frames it brings (snapshot / request / resolved / answer_rejected /
- * presence / error).
+ * history / presence / error).
  */
 
 import { state, ui } from './page.js';
 import {
-  closedWhileAway, createCard, disableCard, dropFinished, endedWhileAway, finalize, fold,
-  listFinished, removeCard, renderErrors, reopen, setStatus, tick, updateEmpty,
+  applyAccess, closedWhileAway, createCard, disableCard, finalize, removeCard, renderErrors,
+  reopen, setStatus, tick, updateEmpty,
 } from './cards.js';
+import { dropFinished, fold, listFinished } from './finished.js';
+import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
+import { setYou } from './people.js';
 import { announce, noteNew, renderPresence, setConnection, showNotice, toast } from './status.js';
 
 const BACKOFF_MIN_MS = 500;
@@ -20,12 +23,16 @@ const LOST_REASONS = {
 // Not `.` or `..`, which the gateway refuses as tab ids (as session ids, whose links they would break).
 const TAB_ID_RE = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,64}$/;
 
-// Closes that must not be retried: retrying would fail the same way.
+// Closes that must not be retried: retrying would fail the same way. For 4401 the gateway
+// says why in the close's reason (a wrong key, an expired or another session's personal
+// link), which the page shows; the words here are for a gateway that gives none.
 const FATAL_CLOSES = {
   4400: ['protocol error', 'The page and the server disagree about the protocol. Reloading the page may help.'],
   4401: ['key not valid', "This link's key is not valid. Ask your agent for a fresh session link."],
   4404: ['unknown session', 'This session link is not valid. Check that you copied the whole link.'],
 };
+// A close reason is at most 123 bytes; one longer than this is not shown as it came.
+const MAX_REASON_CHARS = 200;
 
 export function readLocation() {
   const parts = location.pathname.split('/').filter(Boolean);
@@ -99,16 +106,30 @@ function onClose(ws, event) {
   // Cards still "Sending…" stay so until the next snapshot says whether the answer landed.
   const fatal = FATAL_CLOSES[event.code];
   if (fatal) {
+    const words = event.code === 4401 ? refusalText(event.reason) || fatal[1] : fatal[1];
     setConnection('closed', 'Disconnected: ' + fatal[0]);
-    showNotice(fatal[1]);
+    showNotice(words);
     for (const rec of [...state.cards.values()]) removeCard(rec);
     dropFinished();
+    dropHistory();
+    setYou(null);
     state.synced = false;
     updateEmpty();
-    announce(fatal[1]);
+    announce(words);
     return;
   }
   scheduleReconnect(event.code);
+}
+
+// The gateway's reason for refusing a key, as a sentence ("This personal link has expired;
+// ask for a new one."), or '' when it gave none. It is shown as text, never as markup.
+function refusalText(reason) {
+  const text = String(reason || '').trim();
+  if (!text || text.length > MAX_REASON_CHARS) return '';
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1) + (/[.!?]$/.test(text) ? '' : '.');
+  return /viewer key/i.test(text)
+    ? sentence + ' Ask your agent for a fresh session link.'
+    : sentence;
 }
 
 function scheduleReconnect(code) {
@@ -136,6 +157,7 @@ const HANDLERS = {
   request: (f) => onRequest(f.request),
   resolved: onResolved,
   answer_rejected: onAnswerRejected,
+  history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
   error: (f) => toast(f.message || f.code || 'Something went wrong.'),
 };
@@ -174,6 +196,8 @@ function onSnapshot(f) {
   showNotice('');
   setConnection('open', 'Connected');
   renderPresence(f.tabs, f.agent_online);
+  // Who this tab is decides which cards it may answer, so it comes before them.
+  setYou(f.you);
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
   const ids = new Set(views.map((v) => String(v.id)));
   // The session's recent endings, oldest first; a gateway from before `finished` sends none.
@@ -184,7 +208,7 @@ function onSnapshot(f) {
   for (const rec of [...state.cards.values()]) {
     if (ids.has(rec.id) || rec.phase === 'final') continue;
     const ending = lastEnding.get(rec.id);
-    if (ending) endedWhileAway(rec, ending);
+    if (ending) finalize(rec, ending);
     else {
       closedWhileAway(rec, rec.phase === 'sending'
         ? 'Closed while the connection was down. Your answer may be the one that counted.'
@@ -201,6 +225,9 @@ function onSnapshot(f) {
       fresh.push(rec);
     } else if (rec.phase === 'sending') {
       reopen(rec, 'Your answer may not have arrived before the connection dropped. Please send it again.');
+      applyAccess(rec);
+    } else if (rec.phase === 'open') {
+      applyAccess(rec);
     }
     // Only move nodes that are out of place, so focus and typing survive a resync.
     while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {
@@ -212,6 +239,8 @@ function onSnapshot(f) {
   updateEmpty();
   noteNew(fresh);
   tick();
+  // Once a snapshot, then kept up from `resolved` frames: a tab may send only so many frames.
+  askForHistory();
 }
 
 // The card of request `view`, if there is one. A card just finished under the same id but
@@ -239,7 +268,8 @@ function onRequest(view) {
 function onResolved(f) {
   const rec = state.cards.get(String(f.id));
   // `resolved` carries no time today; the page dates the ending itself until it does.
-  if (rec) finalize(rec, f.outcome, f.by, f.response, f.at_ms);
+  if (rec) finalize(rec, f);
+  noteEnding(f);
 }
 
 function onAnswerRejected(f) {
@@ -247,11 +277,13 @@ function onAnswerRejected(f) {
   if (!rec) return;
   const errors = Array.isArray(f.errors) ? f.errors : [];
   let resolvedAlready = false;
+  let forbidden = false;
   for (const err of errors.map((e) => e || {})) {
     const message = String(err.message || 'The answer was not accepted.');
     const path = String(err.path || '');
     const already = err.code === 'already_resolved' || /already resolved/i.test(message);
     resolvedAlready = resolvedAlready || already;
+    forbidden = forbidden || err.code === 'forbidden';
     const match = /^response\.answers\[(\d+)\]/.exec(path);
     const question = match && !already ? rec.questions[Number(match[1])] : null;
     if (question) question.serverErrors.push(message);
@@ -263,6 +295,14 @@ function onAnswerRejected(f) {
   if (resolvedAlready) {
     setStatus(rec, 'This question was already resolved.');
     disableCard(rec);
+    return;
+  }
+  if (forbidden) {
+    // The gateway knows better who may answer: the card waits for them, read-only.
+    rec.denied = true;
+    reopen(rec, 'Not accepted: this question is not yours to answer.');
+    applyAccess(rec);
+    announce('Your answer was not accepted: ' + (errors[0] ? errors[0].message : ''));
     return;
   }
   reopen(rec, 'Not accepted — please check the highlighted questions.');

@@ -3,15 +3,21 @@
  *
  * Modules, by what they own:
  *   page.js        shared state, the page's elements (ui), make() and small DOM helpers
- *   connection.js  WebSocket, hello, close codes, reconnect with backoff, and the frame
- *                  handlers: snapshot / request / resolved / answer_rejected / presence / error
- *   cards.js       building the DOM for a request, reading answers, submit / decline,
- *                  final states, the list of finished cards (folded until dismissed, the
- *                  dismissals kept in sessionStorage), the countdown ticker, keyboard; each
- *                  dialect (DIALECTS) builds its own questions, reads their answers and
- *                  summarises an answer given in another tab:
+ *   connection.js  WebSocket, hello, close codes (and the gateway's reason for refusing a
+ *                  key), reconnect with backoff, and the frame handlers: snapshot / request /
+ *                  resolved / answer_rejected / history / presence / error
+ *   cards.js       building the DOM for a request, reading answers, submit / decline, a
+ *                  card this tab may not answer shown read-only, final states, the countdown
+ *                  ticker, keyboard; each dialect (DIALECTS) builds its own questions, reads
+ *                  their answers and summarises an answer given in another tab:
  *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
  *     deepagents.js  deepagents-code ask_user: text, multiple_choice, multi_select
+ *   finished.js    the list of finished cards (folded until dismissed, the dismissals kept
+ *                  in sessionStorage)
+ *   people.js      who this tab is (the line saying so), who may answer a request, and how
+ *                  an ending names whoever ended it
+ *   history.js     the session's last 50 ended requests, folded: what was asked and
+ *                  answered, by whom, how they were known, and when
  *   status.js      header status, notice and toast, announcements, notifications,
  *                  unseen-count title
  *
@@ -22,7 +28,8 @@
 
 import { state, ui } from './page.js';
 import { connect, loadTabId, readLocation } from './connection.js';
-import { clearFinished, tick } from './cards.js';
+import { tick } from './cards.js';
+import { clearFinished } from './finished.js';
 import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
 
 // Whether an open card holds text a person typed and has not sent.
@@ -37,9 +44,9 @@ function hasUnsentText() {
 }
 
 function init() {
-  for (const id of ['connection', 'presence', 'agent-status', 'notify', 'notice', 'toast', 'requests',
-    'empty', 'finished', 'finished-heading', 'finished-list', 'clear-finished', 'live',
-    'session-label']) {
+  for (const id of ['connection', 'presence', 'you', 'agent-status', 'notify', 'notice', 'toast',
+    'requests', 'empty', 'finished', 'finished-heading', 'finished-list', 'clear-finished',
+    'history', 'history-count', 'history-list', 'live', 'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
   ui.list = ui.requests;

@@ -1,5 +1,6 @@
 /* The answer page's shared pieces: the one `state` and `ui` every module reads and writes,
- * the server clock, and the DOM helpers the cards and both dialects build with.
+ * the server clock, the local-time wording of a moment, and the DOM helpers the cards, the
+ * history and both dialects build with.
  */
 
 export const state = {
@@ -15,6 +16,9 @@ export const state = {
   cards: new Map(), // request id -> card record, while open or just ended
   finished: [], // folded card records, newest ending first
   unseen: new Set(), // request ids that arrived while the page was hidden
+  you: null, // who this tab is, from the snapshot's `you` (null: a gateway that does not say)
+  history: [], // the session's ended requests as the history shows them, newest first
+  historyAskedAt: 0, // when the last `history` frame went out unanswered (local clock), else 0
 };
 
 export const ui = {};
@@ -102,6 +106,32 @@ export function pickList(values) {
   const list = make('span', 'summary-value picks');
   for (const value of values) list.appendChild(make('span', 'pick', value));
   return list;
+}
+
+// "at 14:05" today, "on 3 Mar, 14:05" another day, in the person's own clock and locale.
+// `prefix` is how the moment relates to the ending ("at", or "before" for one only noticed).
+function formatWhen(date, prefix) {
+  const now = new Date();
+  const clock = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (date.toDateString() === now.toDateString()) return prefix + ' ' + clock;
+  const day = date.toLocaleDateString([], {
+    day: 'numeric', month: 'short',
+    year: date.getFullYear() === now.getFullYear() ? undefined : 'numeric',
+  });
+  return (prefix === 'at' ? 'on' : prefix) + ' ' + day + ', ' + clock;
+}
+
+// A `<time>` saying when `atMs` (the gateway's clock) was, in this computer's clock.
+export function timeElement(atMs, prefix) {
+  const local = new Date(atMs - state.offset);
+  return make('time', '', formatWhen(local, prefix), { dateTime: local.toISOString() });
+}
+
+// `text` cut to at most `max` characters (whole code points, runs of space as one), with an
+// ellipsis when cut.
+export function shorten(text, max) {
+  const chars = Array.from(String(text).replace(/\s+/g, ' ').trim());
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : chars.join('');
 }
 
 export function serverNow() {

@@ -64,6 +64,21 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/unicode14.js"),
     ),
     (
+        "js/finished.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/finished.js"),
+    ),
+    (
+        "js/history.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/history.js"),
+    ),
+    (
+        "js/people.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/people.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),
@@ -135,4 +150,34 @@ pub async fn js(State(state): State<AppState>, UrlPath(file): UrlPath<String>) -
 /// `GET /style.css`.
 pub async fn style(State(state): State<AppState>) -> Response {
     state.web.serve("style.css").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EMBEDDED;
+
+    /// A module left out of the table is a 404, and the page's whole module graph fails.
+    #[test]
+    fn every_file_of_the_page_is_embedded() {
+        let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web");
+        let mut missing = Vec::new();
+        for dir in ["", "js"] {
+            for entry in std::fs::read_dir(web.join(dir)).expect("web/ is there") {
+                let path = entry.expect("a directory entry").path();
+                if path.is_dir() {
+                    continue;
+                }
+                let name = path.file_name().unwrap().to_string_lossy();
+                let name = if dir.is_empty() {
+                    name.into_owned()
+                } else {
+                    format!("{dir}/{name}")
+                };
+                if !EMBEDDED.iter().any(|(embedded, _, _)| *embedded == name) {
+                    missing.push(name);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not embedded: {missing:?}");
+    }
 }

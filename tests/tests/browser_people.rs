@@ -1,0 +1,487 @@
+//! The answer page with people in it, in real headless Chromium: each person opens their own
+//! personal link, the page says who they are, an answer is named by who gave it, a request
+//! for one person is read-only to everyone else (and the gateway refuses them too), the
+//! session's history lists what ended, and a refused link says why.
+//!
+//! Every new state is checked with axe-core (no violation of its rules, light and dark, at
+//! 360 px and at desktop width). axe-core is the npm package `axe-core`, looked for at
+//! `$ASKGATE_AXE_CORE` or `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the
+//! test fails with how to install it, never skips.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use askgate::people::Groups;
+use askgate_tests::browser::Browser;
+use askgate_tests::oracle::repo_root;
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice@example.com";
+const BOB: &str = "bob@example.com";
+
+/// How to install axe-core where the tests look for it.
+const AXE_HINT: &str = "install it with `npm install --prefix .venv/axe axe-core@4.14.1` in the \
+                        repository, or set ASKGATE_AXE_CORE to its axe.min.js";
+
+/// A personal link to `session` for `user`, working for `ttl_s` seconds: `(url, key,
+/// expires_ms)`, as `POST /v1/sessions/{session}/links` gives it (local mode: no agent key).
+async fn personal_link(
+    server: &TestServer,
+    session: &str,
+    user: &str,
+    ttl_s: f64,
+) -> (String, String, u64) {
+    let (status, body) = http(
+        server.addr,
+        "POST",
+        &format!("/v1/sessions/{session}/links"),
+        Some(&json!({"user": user, "ttl_s": ttl_s})),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201, "a personal link for {user}: {body}");
+    assert_eq!(body["user"], user);
+    let url = body["url"].as_str().expect("a link").to_owned();
+    let key = url
+        .split_once("#k=")
+        .expect("the key in the fragment")
+        .1
+        .to_owned();
+    assert!(key.starts_with("p1."), "a personal key: {key}");
+    (url, key, body["expires_ms"].as_u64().expect("an expiry"))
+}
+
+/// A browser on `url`, once its socket is open and the gateway has said who it is.
+async fn open_link(url: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(url).await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    browser.wait_for("#you:not([hidden])").await;
+    browser
+}
+
+/// The card of request `id`.
+fn card(id: &str) -> String {
+    format!(r#"article[data-request-id="{id}"]"#)
+}
+
+/// The option input labelled `label` of request `id`'s question `header`.
+fn option(id: &str, header: &str, label: &str) -> String {
+    format!(
+        r#"{} fieldset[data-header="{header}"] input[value="{label}"]"#,
+        card(id)
+    )
+}
+
+/// The history's entry for request `id`.
+fn history_entry(id: &str) -> String {
+    format!(r#"#history li.history-entry[data-request-id="{id}"]"#)
+}
+
+/// An agent that has asked `frame` and had it accepted.
+async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
+    let mut agent = server.agent().await;
+    agent.send(frame).await;
+    agent.recv_type("accepted").await;
+    agent
+}
+
+/// Unfolds the history and waits for it to be open.
+async fn unfold_history(browser: &Browser) {
+    browser.wait_for("#history:not([hidden])").await;
+    browser.click("#history > summary").await;
+    browser.wait_for("#history[open]").await;
+}
+
+/// The text `css` shows, from its first match's `textContent`; panics if nothing matches.
+async fn text(browser: &Browser, css: &str) -> String {
+    browser
+        .text_of(css)
+        .await
+        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
+}
+
+/// Whether the element `css` is rendered: neither it nor an ancestor `hidden`, `display:
+/// none` or folded away (the closed part of a `<details>`).
+async fn shown(browser: &Browser, css: &str) -> bool {
+    let script = "const el = document.querySelector(arguments[0]); \
+                  return el !== null && el.checkVisibility();";
+    browser.execute(script, json!([css])).await == json!(true)
+}
+
+/// Milliseconds since the Unix epoch, by the clock the gateway reads too.
+fn now_ms() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970");
+    u64::try_from(since.as_millis()).expect("a time in range")
+}
+
+/// axe-core's script, from where [`AXE_HINT`] installs it.
+fn axe_source() -> String {
+    let path = std::env::var_os("ASKGATE_AXE_CORE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/axe/node_modules/axe-core/axe.min.js"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("axe-core not found at {}: {e}; {AXE_HINT}", path.display()))
+}
+
+/// axe-core's violations on the whole page as it is now, each as `rule (impact): help`
+/// and the elements it failed on. The script is injected through WebDriver, which the page's
+/// Content-Security-Policy does not govern.
+async fn axe_violations(browser: &Browser, axe: &str) -> Vec<String> {
+    let loaded = browser
+        .execute("return typeof window.axe === 'object';", json!([]))
+        .await;
+    if loaded != json!(true) {
+        let inject = format!("{axe}\n;return typeof window.axe === 'object';");
+        assert_eq!(
+            browser.execute(&inject, json!([])).await,
+            json!(true),
+            "axe-core loaded"
+        );
+    }
+    // No transition or animation midway (a colour being faded in would be measured half-way).
+    browser
+        .wait_until(
+            "return document.getAnimations().every((a) => a.playState !== 'running');",
+            json!([]),
+        )
+        .await;
+    let start = "window.axeResult = null; \
+        axe.run(document, {resultTypes: ['violations']}).then( \
+          (r) => { window.axeResult = r.violations.map((v) => \
+            `${v.id} (${v.impact}): ${v.help} — ` + \
+            v.nodes.map((n) => n.target.join(' ') + ' [' + n.failureSummary + ']').join('; ')); }, \
+          (e) => { window.axeResult = ['axe failed: ' + e]; }); \
+        return true;";
+    browser.execute(start, json!([])).await;
+    let result = browser
+        .wait_until("return window.axeResult;", json!([]))
+        .await;
+    serde_json::from_value(result).expect("a list of violations")
+}
+
+/// axe-core finds nothing on the page, light and dark, 360 px wide and at desktop width.
+/// `what` names the state for the failure message.
+async fn assert_accessible(browser: &Browser, what: &str) {
+    let axe = axe_source();
+    for (width, height) in [(360, 800), (1280, 900)] {
+        browser.set_viewport_size(width, height).await;
+        for dark in [false, true] {
+            browser.set_color_scheme(dark).await;
+            let violations = axe_violations(browser, &axe).await;
+            assert!(
+                violations.is_empty(),
+                "{what}, {width} px, dark: {dark}: axe-core found\n{}",
+                violations.join("\n")
+            );
+        }
+    }
+}
+
+/// Two people with their own links to one session: the page says who each is; when alice
+/// answers, bob's card names her and hers says she answered; the history (unfolded) lists the
+/// request with her name, how she was known and what she picked, in bob's tab and again
+/// after he reloads (then from the gateway's `history`), and passes axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_person_sees_who_answered() {
+    let server = TestServer::start().await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let alice = open_link(&alice_url).await;
+    let bob = open_link(&bob_url).await;
+    assert_eq!(
+        text(&alice, "#you").await,
+        "Signed in as alice@example.com via a personal link."
+    );
+    assert_eq!(
+        text(&bob, "#you").await,
+        "Signed in as bob@example.com via a personal link."
+    );
+
+    let mut frame = ask("s", "r1", &["Color"], None);
+    frame["title"] = json!("Pick a colour");
+    let mut agent = agent_asking(&server, &frame).await;
+    bob.wait_for(&option("r1", "Color", "Red")).await;
+    alice.click(&option("r1", "Color", "Blue")).await;
+    alice.click(&format!("{} .submit", card("r1"))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["user"], ALICE);
+
+    // The cards say it while still whole (they fold a few seconds later).
+    let status = format!("{} .card-status", card("r1"));
+    bob.wait_for_text(&status, "Answered by alice@example.com")
+        .await;
+    alice.wait_for_text(&status, "You answered").await;
+    assert_eq!(
+        bob.text_of(&format!("{} .summary .pick", card("r1")))
+            .await
+            .as_deref(),
+        Some("Blue")
+    );
+
+    unfold_history(&bob).await;
+    let entry = history_entry("r1");
+    bob.wait_for_text(&entry, "Answered by alice@example.com")
+        .await;
+    assert_eq!(
+        text(&bob, &format!("{entry} .history-what")).await,
+        "Pick a colour"
+    );
+    assert_eq!(
+        text(&bob, &format!("{entry} .history-asked")).await,
+        "Which Color?"
+    );
+    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
+    assert!(
+        text(&bob, &format!("{entry} .history-how"))
+            .await
+            .starts_with("Answered by alice@example.com via a personal link, at "),
+        "{:?}",
+        bob.text_of(&format!("{entry} .history-how")).await
+    );
+    assert_eq!(
+        text(&bob, "#history .history-count").await,
+        "(1 ended question)"
+    );
+    unfold_history(&alice).await;
+    alice
+        .wait_for_text(&history_entry("r1"), "Answered by you via a personal link")
+        .await;
+
+    // A reloaded tab has it from the gateway, folded until unfolded.
+    bob.reload().await;
+    bob.wait_for(r#"#connection[data-state="open"]"#).await;
+    bob.wait_for("#history:not([hidden]):not([open])").await;
+    assert!(!shown(&bob, &entry).await, "the history starts folded");
+    unfold_history(&bob).await;
+    bob.wait_for_text(&entry, "Answered by alice@example.com via a personal link")
+        .await;
+    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
+    bob.wait_for_text(
+        &format!("#finished {} .card-status", card("r1")),
+        "Answered by alice@example.com",
+    )
+    .await;
+    assert_accessible(&bob, "the finished card and the history").await;
+    assert_eq!(bob.console_errors().await, Vec::<String>::new());
+}
+
+/// A request for alice alone: bob's tab shows it read-only, waiting for her, with nothing to
+/// submit or decline, and it passes axe-core; bob's answer sent over his own socket with his
+/// personal key is refused as `forbidden` and resolves nothing; alice can answer it, and
+/// then bob's card names her.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_one_person_is_read_only_to_the_others() {
+    let server = TestServer::start().await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let (bob_url, bob_key, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let alice = open_link(&alice_url).await;
+    let bob = open_link(&bob_url).await;
+    let mut frame = ask("s", "r2", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    let mut agent = agent_asking(&server, &frame).await;
+
+    let waiting = format!("{} .card-waiting", card("r2"));
+    bob.wait_for_text(&waiting, "Waiting for alice@example.com")
+        .await;
+    assert!(shown(&bob, &waiting).await);
+    for control in [".submit", ".decline", ".key-hint"] {
+        let css = format!("{} {control}", card("r2"));
+        assert!(!shown(&bob, &css).await, "bob's card shows no {control}");
+    }
+    let disabled = "return [...document.querySelectorAll(arguments[0])].every((f) => f.disabled);";
+    assert_eq!(
+        bob.execute(disabled, json!([format!("{} fieldset", card("r2"))]))
+            .await,
+        json!(true)
+    );
+    // Alice's is hers to answer.
+    alice.wait_for(&option("r2", "Color", "Red")).await;
+    assert!(shown(&alice, &format!("{} .submit", card("r2"))).await);
+    assert!(!shown(&alice, &waiting).await);
+    assert_accessible(&bob, "a card waiting for someone else").await;
+
+    // The gateway refuses bob too, whatever his page shows.
+    let mut socket = server.raw_tab("s").await;
+    socket.send(&json!({"type": "hello", "key": bob_key})).await;
+    let snapshot = socket.recv_type("snapshot").await;
+    assert_eq!(snapshot["you"]["user"], BOB);
+    assert_eq!(snapshot["requests"][0]["answerers"], json!([ALICE]));
+    socket.send(&answer("r2", &["Color"], "Red")).await;
+    let rejected = socket.recv_until("answer_rejected").await;
+    assert_eq!(rejected["id"], "r2");
+    assert_eq!(rejected["errors"][0]["code"], "forbidden", "{rejected}");
+    let (status, pending) =
+        http(server.addr, "GET", "/v1/sessions/s/requests/r2", None, None).await;
+    assert_eq!(
+        (status, &pending["state"]),
+        (200, &json!("pending")),
+        "{pending}"
+    );
+    agent.silent_for(Duration::from_millis(300)).await;
+    assert!(shown(&alice, &format!("{}:not(.is-final) .submit", card("r2"))).await);
+
+    alice.click(&option("r2", "Color", "Green")).await;
+    alice.click(&format!("{} .submit", card("r2"))).await;
+    assert_eq!(agent.recv_type("outcome").await["user"], ALICE);
+    bob.wait_for_text(
+        &format!("{} .card-status", card("r2")),
+        "Answered by alice@example.com",
+    )
+    .await;
+    assert!(!shown(&bob, &waiting).await, "no longer waiting");
+}
+
+/// With `--require-identity` and a group: the anonymous link holder's page says it is watch
+/// only, and why, and shows the card read-only; a member of the group the request names may
+/// answer it, someone outside it waits for "group ops"; both read-only states pass axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_only_and_group_requests_say_whom_they_wait_for() {
+    let mut config = test_config();
+    config.people.require_identity = true;
+    config.people.groups = Groups::parse(&json!({"ops": [BOB]}).to_string()).expect("groups");
+    let server = TestServer::start_with(config).await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let anonymous_url = server.http_url(&format!("/s/s#k={}", server.viewer_key("s")));
+    let mut frame = ask("s", "r3", &["Color"], None);
+    frame["answerers"] = json!(["group:ops"]);
+    let _agent = agent_asking(&server, &frame).await;
+
+    let bob = open_link(&bob_url).await;
+    assert_eq!(
+        text(&bob, "#you").await,
+        "Signed in as bob@example.com via a personal link (group ops)."
+    );
+    bob.wait_for(&option("r3", "Color", "Red")).await;
+    assert!(shown(&bob, &format!("{} .submit", card("r3"))).await);
+
+    let waiting = format!("{} .card-waiting", card("r3"));
+    let alice = open_link(&alice_url).await;
+    alice.wait_for_text(&waiting, "Waiting for group ops").await;
+    assert!(!shown(&alice, &format!("{} .submit", card("r3"))).await);
+    assert_accessible(&alice, "a card waiting for a group").await;
+    drop(alice);
+
+    let anonymous = open_link(&anonymous_url).await;
+    anonymous.wait_for_text("#you", "Watch only.").await;
+    assert!(
+        text(&anonymous, "#you")
+            .await
+            .starts_with("Anonymous link holder.")
+    );
+    anonymous
+        .wait_for_text(&waiting, "Waiting for group ops")
+        .await;
+    assert!(
+        text(&anonymous, &waiting)
+            .await
+            .contains("This tab can watch but not answer.")
+    );
+    assert!(!shown(&anonymous, &format!("{} .decline", card("r3"))).await);
+    assert_accessible(&anonymous, "a watch-only tab").await;
+}
+
+/// A personal link past its expiry is refused, and the page shows the gateway's reason; the
+/// wait for the expiry polls the clock (with a deadline), and the page passes axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_personal_link_says_so() {
+    let server = TestServer::start().await;
+    let (url, _, expires_ms) = personal_link(&server, "s", ALICE, 1.0).await;
+    let deadline = Instant::now() + RECV_TIMEOUT;
+    while now_ms() <= expires_ms {
+        assert!(Instant::now() < deadline, "the link never expired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let browser = Browser::start().await;
+    browser.goto(&url).await;
+    browser
+        .wait_for(r#"#connection[data-state="closed"]"#)
+        .await;
+    browser
+        .wait_for_text(
+            "#notice",
+            "This personal link has expired; ask for a new one.",
+        )
+        .await;
+    assert_eq!(
+        text(&browser, "#notice").await,
+        "This personal link has expired; ask for a new one."
+    );
+    assert!(!shown(&browser, "#you").await);
+    assert_accessible(&browser, "an expired link").await;
+}
+
+/// A personal link opened on another session's page, and a key that is no key at all, each
+/// say why they were refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_link_says_why() {
+    let server = TestServer::start().await;
+    let (_, key, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let browser = Browser::start().await;
+    for (url, reason) in [
+        (
+            server.http_url(&format!("/s/other#k={key}")),
+            "This personal link is for another session.",
+        ),
+        (
+            server.http_url("/s/s#k=not-a-key"),
+            "Wrong viewer key. Ask your agent for a fresh session link.",
+        ),
+    ] {
+        browser.goto(&url).await;
+        browser
+            .wait_for(r#"#connection[data-state="closed"]"#)
+            .await;
+        browser.wait_for_text("#notice", reason).await;
+        assert_eq!(text(&browser, "#notice").await, reason);
+    }
+}
+
+/// A script for `run_before_each_load` that takes `answerers` out of every request the page
+/// receives, so that it believes anyone may answer (as a page that misjudged would).
+const FORGET_ANSWERERS: &str = "(() => { const listen = WebSocket.prototype.addEventListener; \
+    WebSocket.prototype.addEventListener = function (type, listener, options) { \
+      if (type !== 'message') return listen.call(this, type, listener, options); \
+      return listen.call(this, type, (event) => { \
+        const frame = JSON.parse(event.data); \
+        for (const view of [...(frame.requests ?? []), frame.request]) if (view) delete view.answerers; \
+        listener.call(this, new MessageEvent('message', {data: JSON.stringify(frame)})); \
+      }, options); }; })();";
+
+/// Should the page offer a card its person may not answer, the gateway's `forbidden` turns
+/// it read-only, with the gateway's words; nothing resolves.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forbidden_answer_turns_the_card_read_only() {
+    let server = TestServer::start().await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let bob = Browser::start().await;
+    bob.run_before_each_load(FORGET_ANSWERERS).await;
+    bob.goto(&bob_url).await;
+    bob.wait_for(r#"#connection[data-state="open"]"#).await;
+    let mut frame = ask("s", "r4", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    let mut agent = agent_asking(&server, &frame).await;
+
+    bob.click(&option("r4", "Color", "Red")).await;
+    bob.click(&format!("{} .submit", card("r4"))).await;
+    bob.wait_for_text(&format!("{} .card-error", card("r4")), "alice@example.com")
+        .await;
+    bob.wait_for_text(&format!("{} .card-status", card("r4")), "Not accepted")
+        .await;
+    assert!(shown(&bob, &format!("{} .card-waiting", card("r4"))).await);
+    assert!(!shown(&bob, &format!("{} .submit", card("r4"))).await);
+    assert_accessible(&bob, "a card whose answer was refused").await;
+    agent.silent_for(Duration::from_millis(300)).await;
+    let (status, pending) =
+        http(server.addr, "GET", "/v1/sessions/s/requests/r4", None, None).await;
+    assert_eq!(
+        (status, &pending["state"]),
+        (200, &json!("pending")),
+        "{pending}"
+    );
+}
