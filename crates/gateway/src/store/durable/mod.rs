@@ -31,6 +31,10 @@ use crate::clock::now_ms;
 pub const FORMAT_VERSION: u64 = 1;
 /// The database file inside the data directory.
 pub const FILE_NAME: &str = "askgate.redb";
+/// redb's own page cache. Its default, 1 GiB, would let the process grow by as much as the
+/// audit trails' size, which only grows; the kernel's page cache still keeps the file's hot
+/// pages, outside the process.
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// Most commits folded into one transaction.
 const MAX_GROUP: usize = 4096;
 
@@ -88,7 +92,9 @@ impl DurableStore {
             )
         })?;
         let path = data_dir.join(FILE_NAME);
-        let db = Database::create(&path)
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
         check_format(&db, &path)?;
         let db = Arc::new(db);
