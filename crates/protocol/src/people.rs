@@ -126,3 +126,36 @@ pub(crate) fn check_answerers(value: Option<&Value>) -> Result<Option<Vec<String
     }
     Ok(Some(names))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_name_is_at_most_256_characters_with_no_control_or_edge_space() {
+        assert!(check_user_name(&"é".repeat(MAX_USER_CHARS)).is_ok());
+        let long = check_user_name(&"é".repeat(MAX_USER_CHARS + 1)).unwrap_err();
+        assert_eq!(long, "at most 256 characters, got 257");
+        assert!(check_user_name("").is_err());
+        assert!(check_user_name("a\u{7}b").is_err());
+        assert!(check_user_name("alice ").is_err());
+    }
+
+    #[test]
+    fn answerers_are_1_to_32_names_kept_once_in_order() {
+        let names: Vec<String> = (0..MAX_ANSWERERS).map(|i| format!("p{i}")).collect();
+        assert_eq!(
+            check_answerers(Some(&json!(names)))
+                .unwrap()
+                .map(|l| l.len()),
+            Some(MAX_ANSWERERS)
+        );
+        let twice = check_answerers(Some(&json!(["b", "a", "b"]))).unwrap();
+        assert_eq!(twice, Some(vec!["b".to_owned(), "a".to_owned()]));
+        assert_eq!(check_answerers(None).unwrap(), None);
+        assert_eq!(check_answerers(Some(&Value::Null)).unwrap(), None);
+        let error = check_answerers(Some(&json!([]))).unwrap_err();
+        assert_eq!(error.path, "answerers");
+    }
+}

@@ -82,4 +82,19 @@ mod tests {
         assert_eq!(shown[1]["asked_at_ms"], 10);
         assert_eq!(shown[1]["answer"], json!({"x": 1}));
     }
+
+    #[test]
+    fn at_most_50_are_shown() {
+        let lines: Vec<String> = (0..60)
+            .map(|i| {
+                format!(
+                    r#"{{"seq":{i},"at_ms":{i},"session":"s","id":"r{i}","event":"withdrawn","user":null,"tab":null}}"#
+                )
+            })
+            .collect();
+        let shown = history(&lines);
+        assert_eq!(shown.len(), HISTORY_LENGTH);
+        assert_eq!(shown[0]["id"], "r59");
+        assert_eq!(shown[49]["id"], "r10");
+    }
 }

@@ -250,3 +250,70 @@ fn a_malformed_scope_is_refused_by_position_without_echoing_it() {
         assert!(!message.contains("secret"), "{flag:?}: {message}");
     }
 }
+
+fn people_refusal(flags: &[&str]) -> String {
+    match parse(flags).people.to_settings() {
+        Ok(settings) => panic!("{flags:?} should be refused, got {settings:?}"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn the_people_flags_come_together_or_are_refused() {
+    let settings = parse(&[
+        "--user-header",
+        "X-Forwarded-Email",
+        "--trusted-proxy",
+        "10.0.0.0/8",
+        "--trusted-proxy",
+        "::1",
+        "--require-identity",
+    ])
+    .people
+    .to_settings()
+    .expect("valid people flags");
+    assert_eq!(
+        settings.user_header.as_ref().map(|h| h.as_str()),
+        Some("x-forwarded-email")
+    );
+    assert_eq!(settings.trusted_proxies.len(), 2);
+    assert!(settings.require_identity);
+    assert!(
+        people_refusal(&["--user-header", "X-Email"])
+            .contains("needs at least one --trusted-proxy")
+    );
+    assert!(people_refusal(&["--trusted-proxy", "10.0.0.1"]).contains("without --user-header"));
+    assert!(
+        people_refusal(&["--user-header", "X-Email", "--trusted-proxy", "10.0.0.0/40"])
+            .contains("--trusted-proxy")
+    );
+    assert!(
+        people_refusal(&["--user-header", "bad header", "--trusted-proxy", "::1"])
+            .contains("not an HTTP header name")
+    );
+    let groups = std::env::temp_dir().join(format!("askgate-groups-{}.json", std::process::id()));
+    std::fs::write(&groups, r#"{"ops": ["a@x", ""]}"#).unwrap();
+    let said = people_refusal(&["--groups", groups.to_str().unwrap()]);
+    assert!(said.contains("ops[1]: must not be empty"), "{said}");
+    std::fs::write(&groups, r#"{"ops": ["a@x"]}"#).unwrap();
+    let settings = parse(&["--groups", groups.to_str().unwrap()])
+        .people
+        .to_settings()
+        .unwrap();
+    assert!(settings.groups.has_member("ops", "a@x"));
+    let _ = std::fs::remove_file(groups);
+}
+
+#[test]
+fn the_audit_retention_is_a_positive_number_of_days() {
+    let limits = parse(&["--audit-retention-days", "1.5"])
+        .limits
+        .to_limits()
+        .unwrap();
+    assert_eq!(limits.audit_retention, Duration::from_secs(36 * 3600));
+    assert!(refusal(&["--audit-retention-days", "0"]).contains("--audit-retention-days"));
+    assert_eq!(
+        Limits::default().audit_retention,
+        Duration::from_secs(90 * 24 * 3600)
+    );
+}
