@@ -273,7 +273,10 @@ fn the_people_flags_come_together_or_are_refused() {
     .to_settings()
     .expect("valid people flags");
     assert_eq!(
-        settings.user_header.as_ref().map(|h| h.as_str()),
+        settings
+            .user_header
+            .as_ref()
+            .map(axum::http::HeaderName::as_str),
         Some("x-forwarded-email")
     );
     assert_eq!(settings.trusted_proxies.len(), 2);
