@@ -98,25 +98,43 @@ struct PostBody {
     answerers: Option<Value>,
 }
 
+/// A POST's body as a JSON object: the status of a body that could not be read, 400 when it
+/// is not JSON, 422 when it is not an object (`expected` says what it should hold).
+pub(super) fn body_object(
+    body: Result<Bytes, BytesRejection>,
+    expected: &str,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let body = body.map_err(|rejection| {
+        ApiError::one(
+            rejection.status(),
+            "",
+            ErrorCode::InvalidValue,
+            format!("the body could not be read: {}", rejection.body_text()),
+        )
+    })?;
+    let value: Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::one(
+            StatusCode::BAD_REQUEST,
+            "",
+            ErrorCode::InvalidJson,
+            format!("the body is not JSON: {e}"),
+        )
+    })?;
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(ApiError::one(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "",
+            ErrorCode::WrongType,
+            format!("the body must be a JSON object with {expected}"),
+        )),
+    }
+}
+
 impl PostBody {
-    /// Reads a POST's body: 400 when it is not JSON, 422 when it is not an object.
-    fn read(body: &[u8]) -> Result<PostBody, ApiError> {
-        let value: Value = serde_json::from_slice(body).map_err(|e| {
-            ApiError::one(
-                StatusCode::BAD_REQUEST,
-                "",
-                ErrorCode::InvalidJson,
-                format!("the body is not JSON: {e}"),
-            )
-        })?;
-        let Value::Object(mut fields) = value else {
-            return Err(ApiError::one(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "",
-                ErrorCode::WrongType,
-                "the body must be a JSON object with `questions` (or a tool call's `args`)",
-            ));
-        };
+    /// Reads a POST's body.
+    fn read(body: Result<Bytes, BytesRejection>) -> Result<PostBody, ApiError> {
+        let mut fields = body_object(body, "`questions` (or a tool call's `args`)")?;
         // As serde reads an `Option`: `null` is absent.
         let mut take = |key: &str| fields.remove(key).filter(|v| !v.is_null());
         Ok(PostBody {
@@ -202,15 +220,7 @@ pub async fn post_request(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     within(&authorize(&state, &headers)?, &session)?;
-    let body = body.map_err(|rejection| {
-        ApiError::one(
-            rejection.status(),
-            "",
-            ErrorCode::InvalidValue,
-            format!("the body could not be read: {}", rejection.body_text()),
-        )
-    })?;
-    let body = PostBody::read(&body)?;
+    let body = PostBody::read(body)?;
     // The session in the path is checked with the rest of the ask: a bad one is an invalid
     // request (422 at `session`), not a missing one.
     let frame = AskFrame {

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::http_api::{ApiError, authorize, session_id, within};
+use super::http_api::{ApiError, authorize, body_object, session_id, within};
 use crate::server::AppState;
 
 /// `POST /v1/sessions/{session}/links`.
@@ -24,30 +24,7 @@ pub async fn post_link(
 ) -> Result<Response, ApiError> {
     within(&authorize(&state, &headers)?, &session)?;
     let session = session_id(&session)?;
-    let body = body.map_err(|rejection| {
-        ApiError::one(
-            rejection.status(),
-            "",
-            ErrorCode::InvalidValue,
-            format!("the body could not be read: {}", rejection.body_text()),
-        )
-    })?;
-    let value: Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::one(
-            StatusCode::BAD_REQUEST,
-            "",
-            ErrorCode::InvalidJson,
-            format!("the body is not JSON: {e}"),
-        )
-    })?;
-    let Value::Object(fields) = value else {
-        return Err(ApiError::one(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "",
-            ErrorCode::WrongType,
-            "the body must be a JSON object with `user` (and optionally `ttl_s`)",
-        ));
-    };
+    let fields = body_object(body, "`user` (and optionally `ttl_s`)")?;
     let user = match fields.get("user") {
         Some(Value::String(user)) => user.as_str(),
         Some(Value::Null) | None => {

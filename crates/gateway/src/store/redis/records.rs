@@ -5,8 +5,8 @@ use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, RequestId, SessionId, Settlement};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
+use crate::audit::questions_digest;
 use crate::store::shared::Change;
 use crate::store::{StoredRequest, StoredResolution};
 
@@ -45,15 +45,7 @@ pub(super) fn body(request: &StoredRequest) -> String {
 /// What tells one request's questions from another's: a re-ask with the same digest is the
 /// same request. The title is not part of it, as on one node.
 pub(super) fn digest(request: &StoredRequest) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(request.dialect.as_str().as_bytes());
-    hasher.update(b"\n");
-    hasher.update(serde_json::to_vec(&request.questions).unwrap_or_default());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    questions_digest(request.dialect, &request.questions)
 }
 
 /// The `resolution` field of `resolution` (its time is left out: the script sets it).
