@@ -119,11 +119,6 @@ impl Hub {
         Arc::clone(&self.store)
     }
 
-    /// The rules about people.
-    pub fn people(&self) -> &People {
-        &self.people
-    }
-
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics

@@ -81,16 +81,6 @@ impl Groups {
         names.sort();
         names
     }
-
-    /// How many groups there are.
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
 }
 
 fn check_group_name(name: &str) -> Result<(), String> {
