@@ -5,7 +5,6 @@
 //! running gateway's trails over HTTP (`GET /v1/audit`). A Redis store is read live.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +13,9 @@ use clap::{Args, Subcommand};
 
 use askgate_protocol::SessionId;
 
+use super::store_flags::StoreFlags;
 use crate::audit::verify::ChainCheck;
-use crate::config::{DEFAULT_REDIS_PREFIX, StoreKind, check_redis_prefix};
+use crate::config::{StoreKind, check_redis_prefix};
 use crate::metrics::Metrics;
 use crate::store::redis::{RedisOptions, RedisStore};
 use crate::store::{DurableStore, FILE_NAME, Store};
@@ -36,22 +36,9 @@ pub enum AuditCommand {
 /// Which store, as `serve` was given it.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// The data directory of the embedded store.
-    #[arg(
-        long,
-        hide_env_values = true,
-        env = "ASKGATE_DATA_DIR",
-        default_value = "askgate-data"
-    )]
-    pub data_dir: PathBuf,
-
-    /// `embedded` or `redis://...` / `rediss://...`, as given to `serve`.
-    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", default_value_t = StoreKind::Embedded, value_name = "embedded|redis://...")]
-    pub store: StoreKind,
-
-    /// The key prefix in Redis, as given to `serve`.
-    #[arg(long, hide_env_values = true, env = "ASKGATE_REDIS_PREFIX", default_value = DEFAULT_REDIS_PREFIX)]
-    pub redis_prefix: String,
+    /// Where the store is, as given to `serve`.
+    #[command(flatten)]
+    pub stored: StoreFlags,
 
     /// Only this session's trail.
     #[arg(long)]
@@ -59,16 +46,16 @@ pub struct AuditArgs {
 }
 
 async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
-    match &args.store {
+    match &args.stored.store {
         StoreKind::Embedded => {
-            let file = args.data_dir.join(FILE_NAME);
+            let file = args.stored.data_dir.join(FILE_NAME);
             if !file.exists() {
                 bail!(
                     "there is no store at {} (give the --data-dir serve was given)",
                     file.display()
                 );
             }
-            let store = DurableStore::open(&args.data_dir).with_context(|| {
+            let store = DurableStore::open(&args.stored.data_dir).with_context(|| {
                 format!(
                     "opening {} (a running gateway holds it: stop it, or read its trails with GET /v1/audit)",
                     file.display()
@@ -78,10 +65,10 @@ async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
         }
         StoreKind::Memory => bail!("a memory store keeps nothing once its gateway stops"),
         StoreKind::Redis(url) => {
-            check_redis_prefix(&args.redis_prefix).map_err(anyhow::Error::msg)?;
+            check_redis_prefix(&args.stored.redis_prefix).map_err(anyhow::Error::msg)?;
             let options = RedisOptions {
                 url: url.clone(),
-                prefix: args.redis_prefix.clone(),
+                prefix: args.stored.redis_prefix.clone(),
                 retention: Duration::from_secs(3600),
                 audit_retention: Duration::from_secs(3600),
             };

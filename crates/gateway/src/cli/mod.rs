@@ -4,6 +4,7 @@ pub mod audit;
 mod demo;
 mod schema;
 mod serve;
+mod store_flags;
 mod validate;
 
 use std::process::ExitCode;

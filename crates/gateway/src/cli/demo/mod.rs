@@ -81,7 +81,7 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             opened.viewer_url
         );
         let sets = sequence(&opened.session);
-        let mut progress = Progress::load(&args.serve.data_dir, &opened.session, sets.len());
+        let mut progress = Progress::load(&args.serve.stored.data_dir, &opened.session, sets.len());
         for (i, model_text) in progress.finished().iter().enumerate() {
             println!(
                 "[agent] question set {} was answered before the restart; the model read: {model_text}",

@@ -8,7 +8,8 @@ use clap::Args;
 
 use self::limits::LimitArgs;
 use self::people::PeopleArgs;
-use crate::config::{Config, DEFAULT_REDIS_PREFIX, RedisSettings, StoreKind, check_redis_prefix};
+use super::store_flags::StoreFlags;
+use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
 
 /// Flags of `askgate serve` (each also an environment variable).
@@ -50,24 +51,9 @@ pub struct ServeArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_SECRET_FILE")]
     pub secret_file: Option<PathBuf>,
 
-    /// Directory for durable state (the store and the secret).
-    #[arg(
-        long,
-        hide_env_values = true,
-        env = "ASKGATE_DATA_DIR",
-        default_value = "askgate-data"
-    )]
-    pub data_dir: PathBuf,
-
-    /// Where requests and outcomes are kept: `embedded` (durable, in the data directory),
-    /// `memory` (lost on restart; for throwaway runs), or `redis://HOST:PORT[/DB]` /
-    /// `rediss://...` (TLS): Redis, shared by any number of nodes.
-    #[arg(long, hide_env_values = true, env = "ASKGATE_STORE", default_value_t = StoreKind::Embedded, value_name = "embedded|memory|redis://...")]
-    pub store: StoreKind,
-
-    /// What every key in Redis starts with, so several deployments can share one Redis.
-    #[arg(long, hide_env_values = true, env = "ASKGATE_REDIS_PREFIX", default_value = DEFAULT_REDIS_PREFIX)]
-    pub redis_prefix: String,
+    /// Where its state is kept.
+    #[command(flatten)]
+    pub stored: StoreFlags,
 
     /// Refuse to start on a Redis whose settings can lose what was accepted (eviction, no
     /// append-only file, or one not synced on every write).
@@ -144,24 +130,24 @@ impl ServeArgs {
         let limits = self.limits.to_limits()?;
         let people = self.people.to_settings()?;
         let agent_keys = agent_keys(&self.agent_keys)?;
-        check_redis_prefix(&self.redis_prefix).map_err(anyhow::Error::msg)?;
-        let shared = matches!(self.store, StoreKind::Redis(_));
+        check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
+        let shared = matches!(self.stored.store, StoreKind::Redis(_));
         // Nodes on one Redis must derive the same links: without a secret file given, the
         // secret is Redis's (the first node creates it), read once the store is open.
         let secret_from_store = shared && self.secret_file.is_none();
         let secret = match (&self.secret_file, secret_from_store) {
             (_, true) => Vec::new(),
             (Some(file), false) => load_or_create_secret(file)?,
-            (None, false) => load_or_create_secret(&self.data_dir.join("secret"))?,
+            (None, false) => load_or_create_secret(&self.stored.data_dir.join("secret"))?,
         };
         Ok(Config {
             public_url: self.public_url.clone(),
             agent_keys,
             secret,
-            data_dir: self.data_dir.clone(),
-            store: self.store.clone(),
+            data_dir: self.stored.data_dir.clone(),
+            store: self.stored.store.clone(),
             redis: RedisSettings {
-                prefix: self.redis_prefix.clone(),
+                prefix: self.stored.redis_prefix.clone(),
                 strict_durability: self.strict_durability,
                 secret_from_store,
             },
