@@ -10,7 +10,7 @@
 //! message the model reads and pydantic's own error list (`framework_errors`).
 
 use askgate::cli::answer_line;
-use askgate_protocol::lenient_json;
+use askgate_protocol::json::lenient;
 use serde_json::Value;
 
 struct Vector {
@@ -25,7 +25,7 @@ fn vectors() -> Vec<Vector> {
     for file in ["vectors.jsonl", "vectors_lone_surrogates.jsonl"] {
         let text = std::fs::read_to_string(format!("{dir}/{file}")).expect("vectors readable");
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let (value, _) = lenient_json::parse(line).expect("vector line parses");
+            let (value, _) = lenient::parse(line).expect("vector line parses");
             out.push(Vector {
                 name: value["name"]
                     .as_str()
@@ -41,7 +41,7 @@ fn vectors() -> Vec<Vector> {
 
 fn answer(vector: &Vector) -> Value {
     let text = answer_line(&vector.line);
-    lenient_json::parse(&text)
+    lenient::parse(&text)
         .unwrap_or_else(|e| panic!("{}: answer is not JSON ({e}): {text}", vector.name))
         .0
 }

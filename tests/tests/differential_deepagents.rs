@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use askgate::cli::answer_line;
-use askgate_protocol::lenient_json;
+use askgate_protocol::json::lenient;
 use askgate_tests::deepagents_gen::mixed_lines;
 use askgate_tests::oracle::repo_root;
 use serde_json::Value;
@@ -71,7 +71,7 @@ fn deepagents_python() -> Result<PathBuf, String> {
 
 /// A JSON line that may carry lone surrogates, as askgate reads it.
 fn parse(text: &str) -> Result<Value, String> {
-    lenient_json::parse(text)
+    lenient::parse(text)
         .map(|(value, _)| value)
         .map_err(|e| format!("{e}: {text}"))
 }

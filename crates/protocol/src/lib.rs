@@ -15,10 +15,8 @@
 //! - [`deepagents`]: the deepagents-code `ask_user` dialect: validation, the interrupt and
 //!   resume payloads, `_parse_answers`, the `Q:`/`A:` transcript, the tool schema, and
 //!   askgate's stricter check of answers from tabs.
-//! - [`json_scan`], [`json_node`], [`json_write`]: JSON read and written by hand, exactly as
-//!   serde_json does, for hot paths; [`json_mutate`] damages JSON text for the tests that
-//!   hold these readers to serde_json's verdicts.
-//! - [`lenient_json`]: reading JSON that carries lone surrogates, as Python hosts can write.
+//! - [`json`]: JSON read and written by hand: exactly as serde_json does, for hot paths, and
+//!   with lone surrogates, as Python hosts can write.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
 //! - [`wire`]: the frames agents and tabs exchange with the gateway.
@@ -31,11 +29,7 @@ pub mod dialect;
 pub mod error;
 pub mod harness;
 pub mod ids;
-pub mod json_mutate;
-pub mod json_node;
-pub mod json_scan;
-pub mod json_write;
-pub mod lenient_json;
+pub mod json;
 pub mod people;
 pub mod unicode;
 pub mod wire;

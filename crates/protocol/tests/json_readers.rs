@@ -5,9 +5,9 @@
 use askgate_protocol::harness::{
     CheckedArgs, ResponseRef, TopLevelExtras, check_args_json, validate_args,
 };
-use askgate_protocol::json_mutate;
-use askgate_protocol::json_node::Node;
-use askgate_protocol::json_scan::Scanner;
+use askgate_protocol::json::mutate;
+use askgate_protocol::json::node::Node;
+use askgate_protocol::json::scan::Scanner;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -49,7 +49,7 @@ fn args_and_mutations() -> Vec<String> {
             let args = args.get();
             texts.push(args.to_owned());
             let seed = texts.len() as u64 + 1;
-            texts.extend(json_mutate::mutations(args, 80, seed, &KEYS));
+            texts.extend(mutate::mutations(args, 80, seed, &KEYS));
         }
     }
     texts
@@ -105,12 +105,7 @@ fn responses_read_by_the_scanner_as_serde_reads_them() {
     for response in harness_inputs().filter_map(|input| input.response) {
         let seed = texts.len() as u64 + 7;
         texts.push(response.get().to_owned());
-        texts.extend(json_mutate::mutations(
-            response.get(),
-            80,
-            seed,
-            &RESPONSE_KEYS,
-        ));
+        texts.extend(mutate::mutations(response.get(), 80, seed, &RESPONSE_KEYS));
     }
     let (mut read, mut refused, mut left_to_serde) = (0, 0, 0);
     for text in &texts {

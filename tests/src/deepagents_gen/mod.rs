@@ -21,7 +21,7 @@ mod answers;
 mod text;
 
 use askgate_protocol::deepagents::{Bounds, validate_args};
-use askgate_protocol::lenient_json;
+use askgate_protocol::json::lenient;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -46,7 +46,7 @@ fn lone_surrogate(unit: u16) -> char {
 
 /// A line's JSON text; stand-ins are written as the lone `\udXXX` escapes they stand for.
 fn line(kind: &str, input: &Value) -> String {
-    lenient_json::to_string(&json!({"dialect": "deepagents", "kind": kind, "input": input}))
+    lenient::to_string(&json!({"dialect": "deepagents", "kind": kind, "input": input}))
 }
 
 /// Draws lines: `{"dialect":"deepagents","kind":...,"input":...}`.
@@ -68,7 +68,7 @@ impl DeepagentsGenerator {
         let args = self.args();
         let input = if self.rng.random_bool(0.2) {
             // Written by Python's json.dumps: lone surrogates as escapes inside the text.
-            json!({ "args_json": lenient_json::to_string(&args) })
+            json!({ "args_json": lenient::to_string(&args) })
         } else {
             json!({ "args": args })
         };

@@ -6,7 +6,7 @@
 //! only `"`, `\`, `\n`, `\r`, `\t`, `\b`, `\f` and other C0 controls (as lowercase `\u00xx`).
 //! DEL, C1 controls (U+0085 included), U+2028/2029 and everything non-ASCII go through raw.
 //! `json.loads` is lenient where serde_json is strict: lone surrogate escapes are kept (here
-//! as the [`lenient_json`](crate::lenient_json) stand-ins), and `NaN`/`Infinity` parse (but
+//! as the [`json::lenient`](crate::json::lenient) stand-ins), and `NaN`/`Infinity` parse (but
 //! are not strings, so such an answer decodes to `None` anyway).
 
 use std::fmt::Write as _;
@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::pyrepr::{Spelling, push_python};
-use crate::lenient_json::stand_in_surrogate;
+use crate::json::lenient::stand_in_surrogate;
 use crate::unicode::py_is_blank;
 
 /// `encode_multi_select_answer(values)`: the values as Python's `json.dumps` writes them.
@@ -196,7 +196,7 @@ impl Reader {
     }
 }
 
-/// The stand-in character for a lone surrogate (see [`lenient_json`](crate::lenient_json)).
+/// The stand-in character for a lone surrogate (see [`json::lenient`](crate::json::lenient)).
 fn surrogate_stand_in(unit: u16) -> Option<char> {
     let c = char::from_u32(0x10_F800 + u32::from(unit) - 0xD800)?;
     debug_assert_eq!(stand_in_surrogate(c), Some(unit));

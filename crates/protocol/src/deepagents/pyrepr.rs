@@ -13,7 +13,7 @@
 //!   every integer. Such numbers render as floats here. (Floats are read exactly, with
 //!   serde_json's `float_roundtrip`, so they print with Python's digits.)
 //! - Characters U+10F800..U+10FFFF stand for lone surrogates
-//!   ([`lenient_json`](crate::lenient_json)), so a real one is rendered as the surrogate it
+//!   ([`json::lenient`](crate::json::lenient)), so a real one is rendered as the surrogate it
 //!   stands for. They are private-use and noncharacters, not text people type.
 //! - `NaN`, `Infinity` and numbers too large for a float, which Python's `json.loads` reads,
 //!   are not JSON to serde_json: `askgate validate` refuses such a line. So is one nested
@@ -25,7 +25,7 @@ use serde_json::{Number, Value};
 
 /// `repr(text)`: single quotes unless the text has `'` and no `"`; `\\`, the quote, `\t`,
 /// `\n`, `\r` escaped; other controls and non-printable characters as `\xhh`, `\uhhhh` or
-/// `\Uhhhhhhhh`. A lone-surrogate stand-in (see [`lenient_json`](crate::lenient_json))
+/// `\Uhhhhhhhh`. A lone-surrogate stand-in (see [`json::lenient`](crate::json::lenient))
 /// is written as the `\udxxx` escape Python writes for the surrogate itself.
 pub fn py_str_repr(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn stand_ins_read_as_lone_surrogates() {
-        let (value, _) = crate::lenient_json::parse(r#"["\ud800?"]"#).unwrap();
+        let (value, _) = crate::json::lenient::parse(r#"["\ud800?"]"#).unwrap();
         assert_eq!(py_repr(&value), r"['\ud800?']");
     }
 }

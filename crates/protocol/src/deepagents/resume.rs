@@ -32,7 +32,7 @@ use super::limits::RECEIPT_MAX_ANSWER_CHARS;
 use super::pyrepr::py_str;
 use super::transcript::{CANCELLED_ANSWER, TranscriptQuestion, error_answer, format_transcript};
 use super::types::{DeepagentsQuestions, QuestionType};
-use crate::lenient_json::stand_in_surrogate;
+use crate::json::lenient::stand_in_surrogate;
 
 /// The `status` of the `ToolMessage`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

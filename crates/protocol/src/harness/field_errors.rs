@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule};
 use crate::error::{ErrorCode, FieldError, Path, json_quote, push_decimal};
-use crate::json_node::JsonView;
+use crate::json::node::JsonView;
 
 /// Tool arguments that are not a JSON object.
 pub(super) fn arguments_not_an_object(args: &impl JsonView) -> FieldError {

@@ -9,7 +9,7 @@ use super::field_errors::{
 };
 use super::rules::{TextProblem, TextRule, folded_duplicates};
 use crate::error::{FieldError, Path, ValidationErrors};
-use crate::json_node::Node;
+use crate::json::node::Node;
 
 /// A string field of the arguments, by the indexes of its question (and option).
 #[derive(Clone, Copy)]

@@ -4,7 +4,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::check::{AnswerFacts, ResponseError, check_response};
 use super::types::{AskUserResponse, HarnessQuestions};
-use crate::json_write::{push_list, push_str};
+use crate::json::write::{push_list, push_str};
 
 /// The tool result when the user declines (the harness's `DECLINED`).
 pub const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::validate::validate_questions;
-use crate::json_scan::Scanner;
+use crate::json::scan::Scanner;
 
 /// One choice the user can pick (`QuestionOption`), as stored after validation: stripped,
 /// with `description: null` when it was omitted.

@@ -20,7 +20,7 @@ use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
 use crate::error::{ErrorCode, FieldError, Path, ValidationErrors};
-use crate::json_node::JsonView;
+use crate::json::node::JsonView;
 
 /// What to do with top-level keys other than `questions`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

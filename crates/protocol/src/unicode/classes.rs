@@ -351,7 +351,7 @@ mod tests {
                 '\u{10ffff}',
             ])
             .collect();
-        let mut next = crate::json_mutate::xorshift(0x2545_F491_4F6C_DD1D);
+        let mut next = crate::json::mutate::xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let text: String = (0..next(120))
                 .map(|_| match next(3) {

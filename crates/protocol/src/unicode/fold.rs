@@ -233,7 +233,7 @@ mod tests {
             .copied()
             .filter(|&c| !folds_alone(c) || key(&c.to_string()) != c.to_string())
             .collect();
-        let mut next = crate::json_mutate::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = crate::json::mutate::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut with_bound = 0;
         for _ in 0..200_000 {
             let len = 1 + next(6);

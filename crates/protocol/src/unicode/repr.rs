@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::classes::is_py_printable;
-use crate::lenient_json::stand_in_surrogate;
+use crate::json::lenient::stand_in_surrogate;
 
 /// `repr(text)` as CPython 3.11 writes it: single quotes unless the text has `'` and no `"`;
 /// `\\`, the quote, `\t`, `\n`, `\r` escaped; other ASCII controls as `\xhh`; non-printable
@@ -28,7 +28,7 @@ pub fn py_list_repr<S: AsRef<str>>(items: &[S]) -> String {
 }
 
 /// Appends `repr(text)` to `out`. A lone-surrogate stand-in (see
-/// [`lenient_json`](crate::lenient_json)) is written as Python writes the surrogate, `\udXXX`.
+/// [`json::lenient`](crate::json::lenient)) is written as Python writes the surrogate, `\udXXX`.
 pub(crate) fn push_repr(text: &str, out: &mut String) {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'

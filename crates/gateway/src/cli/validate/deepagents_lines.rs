@@ -2,7 +2,7 @@
 //! deepagents' own rules only ([`Bounds::Framework`]).
 
 use askgate_protocol::deepagents::{self, Bounds, Identity, RenderOp};
-use askgate_protocol::{ErrorCode, FieldError, lenient_json};
+use askgate_protocol::{ErrorCode, FieldError, json::lenient};
 use serde_json::{Value, json};
 
 use super::{invalid_request, line_error};
@@ -14,7 +14,7 @@ const DEFAULT_TOOL_CALL_ID: &str = "call_1";
 pub(super) fn judge(kind: &str, input: &str) -> String {
     // The line was read as raw JSON: lone surrogate escapes in it are still undecoded, and
     // deepagents (Python) keeps them, so read them as stand-ins.
-    let input = match lenient_json::parse(input) {
+    let input = match lenient::parse(input) {
         Ok((input, _)) => input,
         Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
     };
@@ -36,7 +36,7 @@ pub(super) fn judge(kind: &str, input: &str) -> String {
         }
     };
     // Lone surrogates (held as stand-ins) go back out as the `\udXXX` escapes they came in as.
-    lenient_json::to_string(&answer)
+    lenient::to_string(&answer)
 }
 
 fn tool_call_id(input: &Value) -> &str {
@@ -50,7 +50,7 @@ fn tool_call_id(input: &Value) -> &str {
 fn deepagents_args(input: &Value) -> Result<Value, Value> {
     match (input.get("args"), input.get("args_json")) {
         (Some(args), None) => Ok(args.clone()),
-        (None, Some(Value::String(text))) => lenient_json::parse(text)
+        (None, Some(Value::String(text))) => lenient::parse(text)
             .map(|(args, _)| args)
             .map_err(|e| {
                 let error = FieldError::new(

@@ -4,9 +4,9 @@ use std::borrow::Cow;
 
 use askgate_protocol::harness::{self, AskUserResponse, ResponseError, TopLevelExtras};
 use askgate_protocol::harness::{CheckedArgs, ResponseRef, ResultText};
-use askgate_protocol::json_node::Node;
-use askgate_protocol::json_scan::Scanner;
-use askgate_protocol::json_write::push_str;
+use askgate_protocol::json::node::Node;
+use askgate_protocol::json::scan::Scanner;
+use askgate_protocol::json::write::push_str;
 use askgate_protocol::{ErrorCode, FieldError, ValidationErrors};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 //! - [`pipeline`]: one worker per core, each reading a block of whole lines in turn, judging
 //!   it and writing out what is due; [`stream`] cuts input into blocks of whole lines.
 //! - [`harness_lines`]: harness lines, read in one strict pass by the borrowed scanner
-//!   (`askgate_protocol::json_scan`), valid answers written by hand; any line the scanner
+//!   (`askgate_protocol::json::scan`), valid answers written by hand; any line the scanner
 //!   gives up on is read by serde_json instead, with the same answer (a test holds them to it
 //!   on every vector and its mutations).
 //! - [`deepagents_lines`]: deepagents lines, described below.
@@ -29,8 +29,8 @@
 use std::borrow::Cow;
 use std::io::{Read, Write};
 
-use askgate_protocol::json_write::{push_escaped, push_list, push_str};
-use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, lenient_json};
+use askgate_protocol::json::write::{push_escaped, push_list, push_str};
+use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, json::lenient};
 use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -289,7 +289,7 @@ fn answer_read_by_serde(line: &str) -> String {
     };
     // Not strict JSON: perhaps lone surrogates, which Python hosts write. Map them to
     // stand-ins, judge the re-encoded line, and write them back as `\udXXX` escapes.
-    match lenient_json::parse(line) {
+    match lenient::parse(line) {
         Ok((value, true)) => {
             let text = value.to_string();
             let answer = match serde_json::from_str::<Line<'_>>(&text) {
@@ -297,7 +297,7 @@ fn answer_read_by_serde(line: &str) -> String {
                 Err(e) => failure(&not_a_line(&e.to_string())),
             };
             match serde_json::from_str::<serde_json::Value>(&answer) {
-                Ok(answer) => lenient_json::to_string(&answer),
+                Ok(answer) => lenient::to_string(&answer),
                 Err(_) => answer,
             }
         }

@@ -4,7 +4,7 @@
 use super::pipeline::{Judge, Source};
 use super::stream::BlockReader;
 use super::*;
-use askgate_protocol::json_mutate;
+use askgate_protocol::json::mutate;
 
 /// Lines of assorted lengths, a CRLF, a blank line, bytes that are not UTF-8, and no
 /// newline at the end.
@@ -431,7 +431,7 @@ fn vectors_and_mutations() -> Vec<String> {
     let mut lines = Vec::new();
     for (i, line) in vectors.lines().enumerate() {
         lines.push(line.to_owned());
-        lines.extend(json_mutate::mutations(line, 24, i as u64 + 1, &keys));
+        lines.extend(mutate::mutations(line, 24, i as u64 + 1, &keys));
     }
     lines
 }

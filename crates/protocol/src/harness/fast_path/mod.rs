@@ -25,10 +25,10 @@ use super::types::ResponseRef;
 use super::types::{HarnessQuestions, Question, QuestionOption};
 use super::validate::{TopLevelExtras, validate_args, validate_view};
 use crate::error::{ErrorCode, FieldError, ValidationErrors};
-use crate::json_node::Node;
-use crate::json_scan::Scanner;
-use crate::json_scan::first_special;
-use crate::json_write::{push_list, push_str};
+use crate::json::node::Node;
+use crate::json::scan::Scanner;
+use crate::json::scan::first_special;
+use crate::json::write::{push_list, push_str};
 use read::read_args;
 
 /// Valid tool arguments' normalised `questions` list, borrowing from the arguments' text

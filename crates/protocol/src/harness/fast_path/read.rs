@@ -11,8 +11,8 @@ use crate::harness::refusals::{Refusals, TextField};
 use crate::harness::rules::{TextProblem, TextRule, any_folded_duplicate, check_text};
 use crate::harness::rules::{lax_bool_number, lax_bool_word};
 use crate::harness::validate::TopLevelExtras;
-use crate::json_node::Node;
-use crate::json_scan::Scanner;
+use crate::json::node::Node;
+use crate::json::scan::Scanner;
 
 pub(super) fn read_args<'a>(
     scanner: &mut Scanner<'a>,

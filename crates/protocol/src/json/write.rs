@@ -1,7 +1,7 @@
 //! Writing JSON text byte for byte as `serde_json::to_string` does, for hot paths that build
 //! their output by hand instead of through `Serialize`.
 
-use crate::json_scan::first_special;
+use crate::json::scan::first_special;
 
 /// Appends a JSON list: `[`, each item as `write` writes it, commas between, `]`.
 pub fn push_list<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {

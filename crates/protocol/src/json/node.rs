@@ -8,7 +8,7 @@
 
 use serde_json::{Number, Value};
 
-use crate::json_scan::Scanner;
+use crate::json::scan::Scanner;
 
 /// Deepest nesting built; serde_json refuses 128, and past this the caller uses serde_json.
 const MAX_DEPTH: usize = 100;
