@@ -1,8 +1,8 @@
 /* A card per request: building its DOM, reading answers, submit / decline, whether this tab
  * may answer it (else it is shown read-only, saying whom it waits for), the countdown, final
  * states, and its keyboard. Once ended, a card folds into the finished list (finished.js).
- * Each dialect (DIALECTS) builds its own questions, reads their answers and summarises an
- * answer.
+ * Each dialect (DIALECTS) builds its own items (questions, or an approval's tool calls),
+ * reads their answers, says how they make the response, and summarises an answer.
  */
 
 import { make, serverNow, state, ui } from './page.js';
@@ -12,6 +12,10 @@ import { fold } from './finished.js';
 import { endedByYou, endedHere, endingText, mayAnswer, waitingFor } from './people.js';
 import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
 import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
+import {
+  APPROVAL_INCOMPLETE, approvalNote, approveAll, approvesAll, buildCall, readDecision,
+  refusalText, summarizeApproval,
+} from './approval.js';
 
 const FOLD_DELAY_MS = 4000;
 const DECLINE_CONFIRM_MS = 5000;
@@ -21,17 +25,35 @@ const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never re
 const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords or keys; ' +
   "don't share secrets here.";
 
+const QUESTION_HINT = 'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options';
+
 // A question record (qr) holds: fieldset, errorEl, inputs (the options keys 1–9 pick),
 // name and detail (for announcements and notifications), serverErrors and localError.
-// `read(qr)` returns {answer}, {problem: message} or {} (not answered yet).
+// `items` names the view's list a dialect builds a record for each of; `read(qr)` returns
+// {answer}, {problem: message} or {} (not answered yet); `respond` makes the response from
+// the answers, in order. Optional: `note` (the card's first line, by default AGENT_NOTE),
+// `actions` (more buttons beside Submit, each {label, className, response(rec)}) and
+// `refusal(rest, message)` (the words of a gateway's refusal inside one answer, `rest` being
+// the path after `response.decisions[i]`).
 const DIALECTS = {
   harness: {
-    build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
+    items: 'questions', build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
+    respond: (answers) => ({ answers }), hint: QUESTION_HINT,
     incomplete: 'Answer every question (pick an option or write your own) to submit.',
   },
   deepagents: {
-    build: buildDeepQuestion, read: readDeepAnswer, summarize: summarizeDeep,
+    items: 'questions', build: buildDeepQuestion, read: readDeepAnswer, summarize: summarizeDeep,
+    respond: (answers) => ({ answers }), hint: QUESTION_HINT,
     incomplete: 'Answer every question that is not marked optional to submit.',
+  },
+  approval: {
+    items: 'calls', build: buildCall, read: readDecision, summarize: summarizeApproval,
+    respond: (decisions) => ({ decisions }), note: approvalNote, refusal: refusalText,
+    hint: 'Enter submits · Ctrl+Enter inside a text box · keys 1–4 pick a decision',
+    actions: (view) => (approvesAll(view)
+      ? [{ label: 'Approve all ' + view.calls.length + ' calls', className: 'approve-all', response: approveAll }]
+      : []),
+    incomplete: APPROVAL_INCOMPLETE,
   },
 };
 
@@ -47,16 +69,18 @@ export function buildCard(view) {
   const el = make('article', 'card');
   const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
     ? DIALECTS[view.dialect] : null;
+  const items = dialect ? view[dialect.items] : null;
   const rec = {
     id: String(view.id), view, el, prefix: 'c' + state.seq, dialect,
     // open -> sending -> (open again if rejected) -> final -> folded (in the finished list)
     phase: 'open',
     end: null, // how it ended, once it has: see endOf()
-    questions: [], cardErrors: [], foldTimer: 0,
-    supported: Boolean(dialect) && Array.isArray(view.questions) && view.questions.length > 0,
+    questions: [], cardErrors: [], foldTimer: 0, extraButtons: [],
+    supported: Boolean(dialect) && Array.isArray(items) && items.length > 0,
   };
   el.dataset.requestId = rec.id;
-  const origin = el.appendChild(make('p', 'card-origin', AGENT_NOTE, { id: rec.prefix + '-origin' }));
+  const note = rec.supported && dialect.note ? dialect.note(view) : AGENT_NOTE;
+  const origin = el.appendChild(make('p', 'card-origin', note, { id: rec.prefix + '-origin' }));
   let labelledBy = origin.id;
   if (view.title) {
     labelledBy = rec.prefix + '-title ' + origin.id;
@@ -68,7 +92,7 @@ export function buildCard(view) {
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
-    view.questions.forEach((q, i) => el.appendChild(dialect.build(rec, q || {}, i)));
+    items.forEach((item, i) => el.appendChild(dialect.build(rec, item || {}, i)));
   } else {
     el.appendChild(make('p', 'unsupported',
       'This is an unsupported question type (' + String(view.dialect) +
@@ -96,14 +120,18 @@ function buildActions(rec) {
   if (rec.supported) {
     rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
     rec.submitBtn.addEventListener('click', () => submitCard(rec));
+    for (const action of rec.dialect.actions ? rec.dialect.actions(rec.view) : []) {
+      const button = actions.appendChild(make('button', action.className, action.label, { type: 'button' }));
+      button.addEventListener('click', () => sendResponse(rec, () => action.response(rec)));
+      rec.extraButtons.push(button);
+    }
   }
   rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
   rec.declineBtn.addEventListener('click', (event) => onDeclineClick(rec, event));
   rec.statusEl = make('p', 'card-status');
   wrap.append(actions, rec.statusEl);
   if (rec.supported) {
-    rec.keyHint = wrap.appendChild(make('p', 'key-hint',
-      'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options'));
+    rec.keyHint = wrap.appendChild(make('p', 'key-hint', rec.dialect.hint));
   }
   return wrap;
 }
@@ -140,6 +168,7 @@ export function updateReadiness(rec) {
   }
   renderErrors(rec);
   if (rec.submitBtn) rec.submitBtn.disabled = !(ready && rec.phase === 'open');
+  rec.extraButtons.forEach((button) => { button.disabled = rec.phase !== 'open'; });
   return ready;
 }
 
@@ -162,7 +191,17 @@ function submitCard(rec) {
   clearServerErrors(rec);
   if (!updateReadiness(rec)) return setStatus(rec, rec.dialect.incomplete);
   const answers = rec.questions.map((qr) => rec.dialect.read(qr).answer);
-  sendFor(rec, { type: 'answer', id: rec.id, response: { answers } });
+  sendFor(rec, { type: 'answer', id: rec.id, response: rec.dialect.respond(answers) });
+}
+
+// Sends the response `makeResponse()` gives as this card's answer, as a dialect's own
+// action does ("Approve all").
+function sendResponse(rec, makeResponse) {
+  if (rec.phase !== 'open' || rec.readOnly) return;
+  const response = makeResponse();
+  clearServerErrors(rec);
+  updateReadiness(rec);
+  sendFor(rec, { type: 'answer', id: rec.id, response });
 }
 
 // A decline cannot be taken back and its button sits beside Submit, so the first press only
@@ -212,6 +251,7 @@ function sendFor(rec, frame) {
   rec.el.classList.add('is-sending');
   setStatus(rec, 'Sending…');
   if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.extraButtons.forEach((button) => { button.disabled = true; });
   rec.declineBtn.disabled = true;
   if (hadFocus) focusStatus(rec);
 }
@@ -239,6 +279,7 @@ export function disableCard(rec) {
   disarmDecline(rec);
   rec.questions.forEach((qr) => { qr.fieldset.disabled = true; });
   if (rec.submitBtn) rec.submitBtn.disabled = true;
+  rec.extraButtons.forEach((button) => { button.disabled = true; });
   rec.declineBtn.disabled = true;
 }
 
@@ -383,7 +424,8 @@ function onCardKeydown(rec, event) {
     return;
   }
   if (event.key === 'Enter') {
-    if (target.tagName === 'BUTTON' || event.altKey || event.shiftKey) return;
+    // Enter on a button, a <summary> (unfolding a long value) or a list keeps its own meaning.
+    if (['BUTTON', 'SUMMARY', 'SELECT', 'A'].includes(target.tagName) || event.altKey || event.shiftKey) return;
     const modifier = event.ctrlKey || event.metaKey;
     if (target.tagName === 'TEXTAREA' && !modifier) return;
     if (!rec.supported) return;
@@ -392,7 +434,7 @@ function onCardKeydown(rec, event) {
     return;
   }
   if (!/^[1-9]$/.test(event.key) || event.ctrlKey || event.metaKey || event.altKey) return;
-  if (target.tagName === 'TEXTAREA' || (target.tagName === 'INPUT' && target.type === 'text')) return;
+  if (['TEXTAREA', 'SELECT'].includes(target.tagName) || (target.tagName === 'INPUT' && target.type === 'text')) return;
   const qr = rec.questions.find((x) => x.fieldset.contains(target));
   const input = qr && qr.inputs[Number(event.key) - 1];
   if (!input) return;

@@ -283,11 +283,15 @@ function onAnswerRejected(f) {
     const path = String(err.path || '');
     const already = err.code === 'already_resolved' || /already resolved/i.test(message);
     resolvedAlready = resolvedAlready || already;
-    forbidden = forbidden || err.code === 'forbidden';
-    const match = /^response\.answers\[(\d+)\]/.exec(path);
+    // A refusal inside one answer (`response.answers[i]`, an approval's
+    // `response.decisions[i]`) goes beside its question; any other, above the card.
+    const match = /^response\.(?:answers|decisions)\[(\d+)\](.*)$/.exec(path);
     const question = match && !already ? rec.questions[Number(match[1])] : null;
-    if (question) question.serverErrors.push(message);
+    const refusal = rec.dialect && rec.dialect.refusal;
+    if (question) question.serverErrors.push(refusal ? refusal(match[2], message) : message);
     else rec.cardErrors.push(message);
+    // Only a refusal of the whole answer says who may answer.
+    forbidden = forbidden || (!question && err.code === 'forbidden');
   }
   if (!errors.length) rec.cardErrors.push('The answer was not accepted.');
   renderErrors(rec);

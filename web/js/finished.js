@@ -37,8 +37,10 @@ export function fold(rec) {
 
 function foldedName(rec) {
   const view = rec.view;
-  const first = Array.isArray(view.questions) && view.questions[0];
-  const named = [view.title, first && first.question, first && first.header]
+  const first = Array.isArray(view.questions) ? view.questions[0] : null;
+  const call = Array.isArray(view.calls) ? view.calls[0] : null;
+  const named = [view.title, first && first.question, first && first.header,
+    call && 'Tool call ' + call.name]
     .map((text) => String(text ?? '').trim()).find(Boolean);
   return named ? shorten(named, FOLDED_NAME_CHARS) : 'A question from the agent';
 }

@@ -14,6 +14,7 @@
 import { make, pickList, serverNow, shorten, state, timeElement, ui } from './page.js';
 import { send } from './connection.js';
 import { endedByYou, viaText } from './people.js';
+import { decisionText } from './approval.js';
 
 // Most ended requests shown (the gateway sends no more either).
 const MAX_ENTRIES = 50;
@@ -49,7 +50,7 @@ export function noteEnding(f) {
   const rec = state.cards.get(id) || state.finished.find((r) => r.id === id);
   const view = rec ? rec.view : {};
   const entry = entryOf({
-    id, dialect: view.dialect, title: view.title, questions: view.questions,
+    id, dialect: view.dialect, title: view.title, questions: view.questions, calls: view.calls,
     asked_at_ms: view.asked_at_ms, outcome: f.outcome, answer: f.response, user: f.user,
     via: f.via, tab: f.by, at_ms: Number.isFinite(f.at_ms) ? f.at_ms : serverNow(),
   });
@@ -70,9 +71,13 @@ export function dropHistory() {
 function entryOf(raw) {
   if (!raw || typeof raw !== 'object' || raw.id == null || !OUTCOMES.includes(raw.outcome)) return null;
   const text = (value) => (typeof value === 'string' && value.trim() ? value : null);
+  const approval = raw.dialect === 'approval';
+  // An approval's tool calls, under `calls`, or under `questions` where a trail keeps them so.
+  const calls = !approval ? [] : Array.isArray(raw.calls) ? raw.calls
+    : Array.isArray(raw.questions) ? raw.questions : [];
   return {
     id: String(raw.id), dialect: text(raw.dialect), title: text(raw.title),
-    questions: Array.isArray(raw.questions) ? raw.questions : [],
+    questions: !approval && Array.isArray(raw.questions) ? raw.questions : [], approval, calls,
     asked_at_ms: Number.isFinite(raw.asked_at_ms) ? raw.asked_at_ms : null,
     outcome: raw.outcome, answer: raw.outcome === 'answered' ? raw.answer : null,
     user: text(raw.user), via: text(raw.via), tab: text(raw.tab),
@@ -118,18 +123,32 @@ function questionText(q) {
   return q && typeof q === 'object' ? String(q.question ?? q.header ?? '').trim() : '';
 }
 
-// The request's title, or else its first question.
+function callName(call) {
+  return call && typeof call === 'object' ? String(call.name ?? '').trim() : '';
+}
+
+// What its first item says: a question's text, or "Tool call <name>".
+function firstText(e) {
+  if (!e.approval) return questionText(e.questions[0]);
+  const name = callName(e.calls[0]);
+  return name ? 'Tool call ' + name : '';
+}
+
+// The request's title, or else its first question (or tool call).
 function whatOf(e) {
-  const named = e.title || questionText(e.questions[0]);
-  return named ? shorten(named, WHAT_CHARS) : 'A question from the agent';
+  const named = e.title || firstText(e);
+  if (named) return shorten(named, WHAT_CHARS);
+  return e.approval ? 'A tool call from the agent' : 'A question from the agent';
 }
 
 // Under a title, the first question it asked and how many more; with no title, only how
 // many more.
 function alsoAsked(e) {
-  const first = questionText(e.questions[0]);
-  const more = e.questions.length - 1;
-  const others = more > 0 ? (more === 1 ? '1 more question' : more + ' more questions') : '';
+  const first = firstText(e);
+  const items = e.approval ? e.calls : e.questions;
+  const more = items.length - 1;
+  const noun = e.approval ? ['1 more call', ' more calls'] : ['1 more question', ' more questions'];
+  const others = more > 0 ? (more === 1 ? noun[0] : more + noun[1]) : '';
   if (e.title && first) return shorten(first, WHAT_CHARS) + (others ? ' (and ' + others + ')' : '');
   return others ? 'And ' + others + '.' : '';
 }
@@ -146,6 +165,7 @@ function whoText(e) {
 // What was answered, one line a question: its header (or its text) and the picks or the
 // text given, each cut short.
 function answerSummary(e) {
+  if (e.approval) return decisionSummary(e);
   const answers = e.answer && Array.isArray(e.answer.answers) ? e.answer.answers : [];
   if (!answers.length) return null;
   const list = make('ul', 'summary history-answer');
@@ -164,6 +184,23 @@ function answerSummary(e) {
   });
   if (answers.length > MAX_ANSWERS_SHOWN) {
     list.appendChild(make('li', 'history-more', 'and ' + (answers.length - MAX_ANSWERS_SHOWN) + ' more'));
+  }
+  return list;
+}
+
+// An approval's decisions, one line a call: its tool's name and what was decided.
+function decisionSummary(e) {
+  const decisions = e.answer && Array.isArray(e.answer.decisions) ? e.answer.decisions : [];
+  if (!decisions.length) return null;
+  const list = make('ul', 'summary history-answer');
+  decisions.slice(0, MAX_ANSWERS_SHOWN).forEach((d, i) => {
+    const call = e.calls[i];
+    const name = callName(call);
+    list.appendChild(make('li')).append(make('span', 'chip', name ? shorten(name, 60) : 'Call ' + (i + 1)),
+      make('span', 'summary-value', shorten(decisionText(d, call && call.args), VALUE_CHARS)));
+  });
+  if (decisions.length > MAX_ANSWERS_SHOWN) {
+    list.appendChild(make('li', 'history-more', 'and ' + (decisions.length - MAX_ANSWERS_SHOWN) + ' more'));
   }
   return list;
 }

@@ -8,10 +8,16 @@
  *                  resolved / answer_rejected / history / presence / error
  *   cards.js       building the DOM for a request, reading answers, submit / decline, a
  *                  card this tab may not answer shown read-only, final states, the countdown
- *                  ticker, keyboard; each dialect (DIALECTS) builds its own questions, reads
- *                  their answers and summarises an answer given in another tab:
+ *                  ticker, keyboard; each dialect (DIALECTS) builds its own questions (or
+ *                  tool calls), reads their answers and summarises an answer given in
+ *                  another tab:
  *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
  *     deepagents.js  deepagents-code ask_user: text, multiple_choice, multi_select
+ *     approval.js    tool-call approvals: each call's name, description and arguments, and
+ *                    its decision (approve / edit / reject / respond); "Approve all"
+ *       argtree.js     a call's arguments as an inert tree, long values folded
+ *       argedit.js     editing them (a form for a flat schema, else JSON), what changed
+ *       argcheck.js    the JSON Schema keywords askgate checks an edit against
  *   finished.js    the list of finished cards (folded until dismissed, the dismissals kept
  *                  in sessionStorage)
  *   people.js      who this tab is (the line saying so), who may answer a request, and how
@@ -21,9 +27,10 @@
  *   status.js      header status, notice and toast, announcements, notifications,
  *                  unseen-count title
  *
- * Question text comes from a model that may have been prompt-injected, so everything the
- * gateway sends is rendered as text only (page.js make / showText), never parsed as HTML,
- * and any explicit direction control in it is shown as a mark instead of reordering it.
+ * Questions and tool calls come from a model that may have been prompt-injected, so
+ * everything the gateway sends is rendered as text only (page.js make / showText), never
+ * parsed as HTML, and any explicit direction control in it is shown as a mark instead of
+ * reordering it.
  */
 
 import { state, ui } from './page.js';

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Tests the askgate Python package (clients/python) against the real gateway binary.
 #
-#   .venv/client   CPython 3.11 + pydantic-ai-harness 0.62.0, langgraph, pytest, pytest-timeout,
-#                  mypy, and this package installed editable; rebuilt when this script's requirements
-#                  or clients/python/pyproject.toml change
+#   .venv/client   CPython 3.11 + pydantic-ai-harness 0.62.0 (pydantic-ai-slim 2.62.0), langgraph,
+#                  langchain, openai-agents, ag-ui-protocol, pytest, pytest-timeout, mypy, and this
+#                  package installed editable; rebuilt when this script's requirements or
+#                  clients/python/pyproject.toml change
 #   target/debug/askgate   built with `cargo build -p askgate` when missing
 #                  (set ASKGATE_BIN to test another build)
 #
@@ -12,7 +13,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 venv="$repo/.venv/client"
-requirements=("pydantic-ai-harness==0.62.0" "langgraph==1.2.24" "pytest>=8,<10" "pytest-timeout>=2.3" "mypy==2.4.1")
+requirements=("pydantic-ai-harness==0.62.0" "pydantic-ai-slim==2.62.0" "langgraph==1.2.24" "langchain==1.5.0"
+              "openai-agents==0.24.0" "ag-ui-protocol==1.0.0" "pytest>=8,<10" "pytest-timeout>=2.3" "mypy==2.4.1")
+imports='import askgate, pydantic_ai_harness.ask_user, pydantic_ai.ui.ag_ui, langgraph.graph, langchain.agents.middleware, agents, ag_ui.core, pytest, pytest_timeout, mypy'
 
 # An interpreter of version $1 that really runs (a pyenv shim may exist without the version).
 find_python() {
@@ -32,7 +35,7 @@ find_python() {
 # What the virtualenv was built from; a change rebuilds it.
 stamp="$( (printf '%s\n' "${requirements[@]}"; cat "$here/pyproject.toml"; echo "$here") | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.askgate-stamp" 2>/dev/null)" != "$stamp" ] \
-   || ! "$venv/bin/python" -c 'import askgate, pydantic_ai_harness.ask_user, langgraph.graph, pytest, pytest_timeout, mypy' 2>/dev/null; then
+   || ! "$venv/bin/python" -c "$imports" 2>/dev/null; then
   echo "clients/python: building $venv"
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
@@ -40,7 +43,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.askgate-stamp" 2>/dev/null)" 
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${requirements[@]}"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -e "$here"
-  "$venv/bin/python" -c 'import askgate, pydantic_ai_harness.ask_user, langgraph.graph, pytest, pytest_timeout, mypy'
+  "$venv/bin/python" -c "$imports"
   echo "$stamp" > "$venv/.askgate-stamp"
 fi
 

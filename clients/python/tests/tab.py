@@ -5,8 +5,9 @@ browser:
 
     python clients/python/tests/tab.py 'http://127.0.0.1:8080/s/demo#k=...' [--decline] [--count N]
 
-It picks the first option of each harness question (the first two of a multi-select), and for
-deepagents the first choice, or `"askgate"` for a text question.
+It picks the first option of each harness question (the first two of a multi-select), for
+deepagents the first choice, or `"askgate"` for a text question, and approves every call of an
+approval request.
 """
 
 from __future__ import annotations
@@ -122,7 +123,9 @@ class Tab:
 
 
 def first_choices(request: dict[str, Any]) -> dict[str, Any]:
-    """A plausible answer to any request: first options / first choices / fixed text."""
+    """A plausible answer to any request: first options / first choices / fixed text / approve."""
+    if request.get("dialect") == "approval":
+        return {"decisions": [{"type": "approve"} for _ in request["calls"]]}
     questions = request["questions"]
     if request.get("dialect") == "deepagents":
         answers: list[Any] = []

@@ -20,7 +20,8 @@ pub struct Ask {
     pub id: Option<String>,
     /// The dialect; `None` means the gateway's default, harness.
     pub dialect: Option<Dialect>,
-    /// The dialect's `questions` list.
+    /// The dialect's request: its `questions` list, or an approval's `calls`; sent under
+    /// the dialect's own field name.
     pub questions: Value,
     /// How long people have to answer; `None` for no deadline.
     pub timeout: Option<Duration>,
@@ -41,6 +42,15 @@ impl Ask {
         }
     }
 
+    /// A tool-call approval: `calls` as JSON, each `{"name", "args", "description"?,
+    /// "args_schema"?, "decisions"?}`; the outcome's `response` holds the decisions.
+    pub fn approval(session: impl Into<String>, calls: Value) -> Self {
+        Ask {
+            dialect: Dialect::parse("approval").ok(),
+            ..Ask::new(session, calls)
+        }
+    }
+
     /// A pydantic-ai-harness `ask_user_question` ask.
     pub fn harness(session: impl Into<String>, questions: Vec<Question>) -> Self {
         let questions = Value::Array(
@@ -50,7 +60,7 @@ impl Ask {
                 .collect(),
         );
         Ask {
-            dialect: Some(Dialect::Harness),
+            dialect: Some(Dialect::HARNESS),
             ..Ask::new(session, questions)
         }
     }
@@ -103,11 +113,17 @@ impl Ask {
     /// The `ask` frame, with the id fixed.
     pub(crate) fn into_frame(mut self) -> AskFrame {
         let id = self.request_id().to_owned();
+        let dialect = self.dialect.unwrap_or_default();
+        let (questions, calls) = match dialect.face().field() {
+            "calls" => (Value::Null, self.questions),
+            _ => (self.questions, Value::Null),
+        };
         AskFrame {
             session: Value::String(self.session),
             id: Some(Value::String(id)),
             dialect: self.dialect.map(|d| Value::from(d.as_str())),
-            questions: self.questions,
+            questions,
+            calls,
             timeout_s: self.timeout.map(|t| Value::from(t.as_secs_f64())),
             title: self.title.map(Value::String),
             answerers: self

@@ -16,7 +16,7 @@ fn request(i: usize) -> StoredRequest {
     StoredRequest {
         session: SessionId::parse(format!("s{}", i % 100)).expect("session id"),
         id: RequestId::parse(format!("r{i}")).expect("request id"),
-        dialect: Dialect::Harness,
+        dialect: Dialect::HARNESS,
         questions: json!([{"header": "Color", "question": "Which colour should the button be?",
             "options": [{"label": "Red", "description": null}, {"label": "Blue", "description": null}], "multi_select": false}]),
         title: None,

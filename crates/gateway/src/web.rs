@@ -79,6 +79,26 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/people.js"),
     ),
     (
+        "js/approval.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/approval.js"),
+    ),
+    (
+        "js/argtree.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/argtree.js"),
+    ),
+    (
+        "js/argedit.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/argedit.js"),
+    ),
+    (
+        "js/argcheck.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/argcheck.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),

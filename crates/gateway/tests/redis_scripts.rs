@@ -20,11 +20,11 @@ fn questions() -> serde_json::Value {
 }
 
 fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
-    let questions = QuestionSet::validate(Dialect::Harness, &questions()).unwrap();
+    let questions = QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap();
     StoredRequest {
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
-        dialect: Dialect::Harness,
+        dialect: Dialect::HARNESS,
         questions: questions.to_json(),
         title: None,
         asked_at_ms: 1_000,
@@ -35,7 +35,7 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
 }
 
 fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
-    let questions = QuestionSet::validate(Dialect::Harness, &questions()).unwrap();
+    let questions = QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap();
     let settlement = match outcome {
         Outcome::Answered => questions
             .settle_answer(&json!({"answers": [{"header": "Color", "selected": ["Red"]}]}))

@@ -17,12 +17,17 @@
 //!   askgate's stricter check of answers from tabs.
 //! - [`json`]: JSON read and written by hand: exactly as serde_json does, for hot paths, and
 //!   with lone surrogates, as Python hosts can write.
+//! - [`approval`]: tool-call approvals (OpenAI Agents, LangChain, pydantic-ai, AG-UI): the
+//!   calls, what each allows, the person's decisions, and edits checked against the tool's
+//!   schema.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
-//! - [`dialect`]: the dialect-blind face of a question set: validate, settle an answer.
+//! - [`dialect`]: the face every dialect shows, the registry of dialects, and a validated
+//!   request of any of them.
 //! - [`wire`]: the frames agents and tabs exchange with the gateway.
 //! - [`people`]: who a tab is, and the names an ask lets answer.
 //! - [`close`]: WebSocket close codes and whether to reconnect after each.
 
+pub mod approval;
 pub mod close;
 pub mod deepagents;
 pub mod dialect;

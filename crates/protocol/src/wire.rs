@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
-use crate::error::{ErrorCode, FieldError, json_kind};
+use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::ids::{RequestId, SessionId, TabId, parse_field};
 use crate::people::check_answerers;
 pub use crate::people::{Via, You};
@@ -65,12 +65,15 @@ pub struct AskFrame {
     /// The request id (a string); generated (uuid4 hex) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
-    /// `"harness"` (default) or `"deepagents"`.
+    /// The dialect's name (`"harness"` when absent): see [`Dialect::all`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<Value>,
-    /// The dialect's questions list.
+    /// The question dialects' questions list.
     #[serde(default)]
     pub questions: Value,
+    /// The approval dialect's tool calls.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub calls: Value,
     /// Seconds until the request times out; absent or null for no deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<Value>,
@@ -119,7 +122,7 @@ impl AskFrame {
                 .ok(),
         };
         let dialect = match &self.dialect {
-            None => Some(Dialect::Harness),
+            None => Some(Dialect::HARNESS),
             Some(name) => string_field("dialect", name)
                 .and_then(|name| {
                     Dialect::parse(name)
@@ -138,8 +141,12 @@ impl AskFrame {
             .map_err(|e| errors.push(e))
             .ok();
         let questions = match dialect {
-            Some(dialect) => QuestionSet::validate(dialect, &self.questions)
-                .map_err(|e| errors.extend(e.into_vec()))
+            Some(dialect) => self
+                .request_of(dialect)
+                .and_then(|request| {
+                    QuestionSet::validate(dialect, request).map_err(ValidationErrors::into_vec)
+                })
+                .map_err(|e| errors.extend(e))
                 .ok(),
             None => None,
         };
@@ -158,6 +165,29 @@ impl AskFrame {
             }
             _ => Err(errors),
         }
+    }
+}
+
+impl AskFrame {
+    /// The dialect's request: `questions`, or `calls` for approvals; the other field must
+    /// be absent, so a request sent under the wrong name is not silently read as empty.
+    fn request_of(&self, dialect: Dialect) -> Result<&Value, Vec<FieldError>> {
+        let field = dialect.face().field();
+        let (request, other, other_name) = match field {
+            "calls" => (&self.calls, &self.questions, "questions"),
+            _ => (&self.questions, &self.calls, "calls"),
+        };
+        if other.is_null() {
+            return Ok(request);
+        }
+        Err(vec![FieldError::new(
+            other_name,
+            ErrorCode::UnknownField,
+            format!(
+                "the {} dialect's request goes in `{field}`, not `{other_name}`",
+                dialect.as_str()
+            ),
+        )])
     }
 }
 
@@ -321,7 +351,10 @@ pub struct OutcomeFrame {
 }
 
 /// A request as tabs see it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// The normalised request goes under its dialect's field name: `questions`, or `calls` for
+/// approvals.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct RequestView {
     /// The request id.
     pub id: String,
@@ -329,7 +362,8 @@ pub struct RequestView {
     pub dialect: Dialect,
     /// The agent's title, if any.
     pub title: Option<String>,
-    /// The normalised questions.
+    /// The normalised request: questions, or tool calls.
+    #[serde(alias = "calls")]
     pub questions: Value,
     /// When it was asked (Unix ms).
     pub asked_at_ms: u64,
@@ -338,6 +372,23 @@ pub struct RequestView {
     /// Who alone may answer (people and `group:NAME`s), when the ask said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answerers: Option<Vec<String>>,
+}
+
+impl Serialize for RequestView {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("dialect", &self.dialect)?;
+        map.serialize_entry("title", &self.title)?;
+        map.serialize_entry(self.dialect.face().field(), &self.questions)?;
+        map.serialize_entry("asked_at_ms", &self.asked_at_ms)?;
+        map.serialize_entry("deadline_ms", &self.deadline_ms)?;
+        if let Some(answerers) = &self.answerers {
+            map.serialize_entry("answerers", answerers)?;
+        }
+        map.end()
+    }
 }
 
 /// A request that has ended, as a tab that joins later sees it: the request and how it

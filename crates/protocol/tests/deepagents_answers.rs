@@ -2,7 +2,7 @@
 //! its check of answers from tabs, and what the agent receives for every outcome.
 
 use askgate_protocol::deepagents::{
-    self, Bounds, MAX_CHOICES, MAX_QUESTIONS, MAX_TEXT_CHARS, TIMED_OUT_DETAIL,
+    self, Bounds, DeepagentsQuestions, MAX_CHOICES, MAX_QUESTIONS, MAX_TEXT_CHARS, TIMED_OUT_DETAIL,
 };
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
@@ -16,7 +16,8 @@ fn three() -> Value {
 }
 
 fn set(questions: &Value) -> QuestionSet {
-    QuestionSet::validate(Dialect::Deepagents, questions).expect("valid questions")
+    QuestionSet::validate(Dialect::parse("deepagents").unwrap(), questions)
+        .expect("valid questions")
 }
 
 fn rejected(answer: &Value) -> Vec<(String, ErrorCode, String)> {
@@ -43,9 +44,10 @@ fn validated_questions_are_normalised_as_deepagents_does() {
             {"question": "Pick", "type": "multiple_choice", "choices": [{"value": " Red "}]}
         ])
     );
-    let QuestionSet::Deepagents(validated) = set(&questions) else {
-        panic!("a deepagents set");
-    };
+    let set = set(&questions);
+    let validated = set
+        .downcast::<DeepagentsQuestions>()
+        .expect("a deepagents set");
     assert_eq!(
         validated.interrupt_payload("call_9")["tool_call_id"],
         json!("call_9")
@@ -78,18 +80,20 @@ fn the_gateway_bounds_what_deepagents_leaves_unbounded() {
         (&long, "questions[0].question", "too_long"),
     ] {
         assert!(deepagents::validate_questions(questions, Bounds::Framework).is_ok());
-        let errors = QuestionSet::validate(Dialect::Deepagents, questions).unwrap_err();
+        let errors =
+            QuestionSet::validate(Dialect::parse("deepagents").unwrap(), questions).unwrap_err();
         assert_eq!(errors.errors()[0].path, path);
         assert_eq!(errors.errors()[0].code.as_str(), code);
     }
-    assert!(QuestionSet::validate(Dialect::Deepagents, &at_limits).is_ok());
+    assert!(QuestionSet::validate(Dialect::parse("deepagents").unwrap(), &at_limits).is_ok());
 }
 
 /// Bounds never hide deepagents' own errors: both are listed.
 #[test]
 fn bounds_and_framework_errors_are_reported_together() {
     let questions = json!([{"question": "x".repeat(MAX_TEXT_CHARS + 1), "type": "text", "choices": [{"value": "a"}]}]);
-    let errors = QuestionSet::validate(Dialect::Deepagents, &questions).unwrap_err();
+    let errors =
+        QuestionSet::validate(Dialect::parse("deepagents").unwrap(), &questions).unwrap_err();
     let paths: Vec<&str> = errors.errors().iter().map(|e| e.path.as_str()).collect();
     assert_eq!(paths, ["questions[0].question", "questions[0].choices"]);
 }
@@ -247,15 +251,16 @@ fn outcomes_without_an_answer_settle_as_documented() {
         (withdrawn.response, withdrawn.result, withdrawn.model_text),
         (Value::Null, Value::Null, None)
     );
-    assert_eq!(questions.dialect(), Dialect::Deepagents);
+    assert_eq!(questions.dialect(), Dialect::parse("deepagents").unwrap());
 }
 
 /// The settlement's response, handed back to deepagents, gives the settlement's transcript.
 #[test]
 fn settlements_agree_with_parse_resume() {
-    let QuestionSet::Deepagents(questions) = set(&three()) else {
-        panic!("a deepagents set");
-    };
+    let validated = set(&three());
+    let questions = validated
+        .downcast::<DeepagentsQuestions>()
+        .expect("a deepagents set");
     let qs = set(&three());
     for settlement in [
         qs.settle_answer(&json!({"answers": ["Blue", ["M"], "fine"]}))
@@ -265,7 +270,7 @@ fn settlements_agree_with_parse_resume() {
     ] {
         let message = deepagents::parse_resume(
             &settlement.response,
-            &questions,
+            questions,
             deepagents::Identity::untrusted("call_1"),
         );
         assert_eq!(Some(message.content), settlement.model_text);

@@ -154,7 +154,7 @@ proptest! {
 #[test]
 fn settlements_round_trip_through_serde() {
     let set = QuestionSet::validate(
-        Dialect::Deepagents,
+        Dialect::parse("deepagents").unwrap(),
         &json!([{"question": "Why?", "type": "text"}]),
     )
     .unwrap();
@@ -165,7 +165,7 @@ fn settlements_round_trip_through_serde() {
         settlement
     );
     assert_eq!(
-        QuestionSet::validate(Dialect::Deepagents, &set.to_json()).unwrap(),
+        QuestionSet::validate(Dialect::parse("deepagents").unwrap(), &set.to_json()).unwrap(),
         set
     );
 }

@@ -5,8 +5,14 @@
 - `post_deferred` / `collect_results`: paused pydantic-ai runs over the HTTP API.
 - `answer_interrupts` and friends: LangGraph `ask_user` interrupts (`askgate.langgraph`).
 
-The framework integrations load on first use, so `import askgate` needs neither
-pydantic-ai-harness nor langgraph.
+Tool-call approvals (the `approval` dialect), one module per framework, imported by name:
+
+- `askgate.openai_agents.approve_interruptions`: OpenAI Agents SDK `ToolApprovalItem`s.
+- `askgate.langchain.answer_hitl`: LangChain `HumanInTheLoopMiddleware` interrupts.
+- `askgate.pydantic_ai.collect_approvals` / `GatewayApprovals`: pydantic-ai deferred approvals.
+- `askgate.agui.resume`: AG-UI `tool_call` interrupts.
+
+The framework integrations load on first use, so `import askgate` imports no framework.
 """
 
 from __future__ import annotations

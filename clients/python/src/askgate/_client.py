@@ -122,7 +122,9 @@ class _Ask:
     reconnect sends the ack again before the ask, until `accepted` shows the gateway took both."""
 
     def frame(self, now: float) -> dict[str, Any]:
-        frame: dict[str, Any] = {"type": "ask", "session": self.session, "id": self.id, "questions": self.questions}
+        # An `approval` request carries tool calls where the other dialects carry questions.
+        body = "calls" if self.dialect == "approval" else "questions"
+        frame: dict[str, Any] = {"type": "ask", "session": self.session, "id": self.id, body: self.questions}
         if self.dialect is not None:
             frame["dialect"] = self.dialect
         if self.deadline is not None:
@@ -280,7 +282,8 @@ class Client:
         title: str | None = None,
         answerers: Sequence[str] | None = None,
     ) -> Outcome:
-        """Ask `questions` in `session` and wait for the outcome.
+        """Ask `questions` in `session` and wait for the outcome. With `dialect="approval"`,
+        `questions` is the list of tool calls to approve, sent as the ask's `calls`.
 
         `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
         idempotent. `answerers` (people's names, or `group:NAME`) limits who may answer; the

@@ -95,15 +95,19 @@ def ask_body(
     dialect: str | None = None,
     questions: Any = None,
     args: Any = None,
+    calls: Any = None,
     timeout_s: float | None = None,
     title: str | None = None,
     answerers: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The body of `POST .../requests`: `questions`, or a tool call's `args` (text or object)."""
+    """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), or
+    the tool `calls` of an `approval` request."""
     body: dict[str, Any] = {"id": id}
     if dialect is not None:
         body["dialect"] = dialect
-    if args is not None:
+    if calls is not None:
+        body["calls"] = calls
+    elif args is not None:
         body["args"] = args
     else:
         body["questions"] = questions

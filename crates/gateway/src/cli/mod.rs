@@ -9,7 +9,8 @@ mod validate;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use askgate_protocol::Dialect;
+use clap::{Parser, Subcommand};
 
 pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
 pub use validate::{
@@ -45,7 +46,7 @@ pub enum Command {
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
-        #[arg(long, value_enum, default_value_t = Dialect::Harness)]
+        #[arg(long, default_value = "harness", value_parser = Dialect::parse)]
         dialect: Dialect,
     },
 }
@@ -65,15 +66,6 @@ fn at_least_one_byte(text: &str) -> Result<usize, String> {
         Ok(bytes) => Ok(bytes),
         Err(e) => Err(format!("{e} (expected a number of bytes)")),
     }
-}
-
-/// The "ask the user" tools askgate serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Dialect {
-    /// pydantic-ai-harness `ask_user_question`.
-    Harness,
-    /// deepagents `ask_user`.
-    Deepagents,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -105,7 +105,7 @@ mod tests {
     fn the_shown_request_is_the_request_frame_and_its_view() {
         let view = RequestView {
             id: "r-1".into(),
-            dialect: Dialect::Harness,
+            dialect: Dialect::HARNESS,
             title: Some("a \"title\" ✓".into()),
             questions: json!([{"header": "H", "question": "Q?\nnext", "options": []}]),
             asked_at_ms: 5,

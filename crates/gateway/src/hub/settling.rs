@@ -78,7 +78,7 @@ impl Hub {
             Ok(Verdict::Won { at_ms }) => resolution.at_ms = at_ms,
             Ok(Verdict::Lost(winner)) => {
                 tracing::debug!(%session, request = %id, "another node's ending won");
-                self.announce_resolution(state, id, winner);
+                self.announce_resolution(state, id, *winner);
                 return Err(Refusal::AlreadyResolved);
             }
             Ok(Verdict::Early { left_ms }) => {

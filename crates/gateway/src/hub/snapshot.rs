@@ -144,7 +144,7 @@ mod tests {
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
             id: id.into(),
-            dialect: Dialect::Deepagents,
+            dialect: Dialect::parse("deepagents").unwrap(),
             title: None,
             questions: json!([{"question": "Why \"so\"?\u{1}", "type": "text"}]),
             asked_at_ms: 3,

@@ -136,7 +136,7 @@ pub enum Verdict {
         deadline_ms: Option<u64>,
     },
     /// `Put`: the id was already asked with the same questions: the request as it stands.
-    Exists(StoredRequest),
+    Exists(Box<StoredRequest>),
     /// `Put`: the id was already asked with other questions.
     Conflict,
     /// `Resolve`: this ending won, at this time on the store's clock.
@@ -145,7 +145,7 @@ pub enum Verdict {
         at_ms: u64,
     },
     /// `Resolve`: another ending had won (or the deadline passed first): that one.
-    Lost(StoredResolution),
+    Lost(Box<StoredResolution>),
     /// `Resolve` of a timeout: by the store's clock the deadline is this far off.
     Early {
         /// Milliseconds left.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use askgate_protocol::harness::{TopLevelExtras, validate_args};
 use askgate_protocol::wire::AskFrame;
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{Dialect, ErrorCode, FieldError, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -93,6 +93,7 @@ struct PostBody {
     dialect: Option<Value>,
     questions: Option<Value>,
     args: Option<Value>,
+    calls: Option<Value>,
     timeout_s: Option<Value>,
     title: Option<Value>,
     answerers: Option<Value>,
@@ -142,6 +143,7 @@ impl PostBody {
             dialect: take("dialect"),
             questions: take("questions"),
             args: take("args"),
+            calls: take("calls"),
             timeout_s: take("timeout_s"),
             title: take("title"),
             answerers: take("answerers"),
@@ -149,7 +151,24 @@ impl PostBody {
     }
 }
 
+/// The body's questions: `questions`, or a harness tool call's `args`; null for a dialect
+/// whose request is `calls` (the ask's own check then names whichever field is wrong).
 fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
+    let dialect = match body.dialect.as_ref().and_then(Value::as_str) {
+        Some(name) => Dialect::parse(name).ok(),
+        None => Some(Dialect::HARNESS),
+    };
+    if body.calls.is_some() || dialect.is_some_and(|d| d.face().field() == "calls") {
+        if body.args.is_some() {
+            return Err(ApiError::one(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "args",
+                ErrorCode::UnknownField,
+                "an approval ask carries its tool calls in `calls`, not `args`",
+            ));
+        }
+        return Ok(body.questions.clone().unwrap_or(Value::Null));
+    }
     let unprocessable = |path: &str, message: String| {
         ApiError::one(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -228,6 +247,7 @@ pub async fn post_request(
         id: body.id.clone(),
         dialect: body.dialect.clone(),
         questions: questions_of(&body)?,
+        calls: body.calls.clone().unwrap_or(Value::Null),
         timeout_s: body.timeout_s.clone(),
         title: body.title.clone(),
         answerers: body.answerers.clone(),

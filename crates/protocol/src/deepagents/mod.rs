@@ -17,6 +17,7 @@
 //! - [`settle`]: the resume payload and transcript an agent receives for each outcome.
 //! - [`render`]: the rendering helpers on raw JSON, for `askgate validate`.
 //! - [`schema`]: the tool definition, argument and interrupt schemas, system prompt.
+//! - `face`: deepagents behind the dialects' common face ([`DeepagentsFace`]).
 //!
 //! # Decisions
 //! - **Bounds.** deepagents limits nothing; the gateway accepts at most [`MAX_QUESTIONS`]
@@ -36,6 +37,7 @@
 //!   `error`, and the run goes on.
 
 pub mod answer;
+mod face;
 pub mod limits;
 pub mod multi_select;
 pub mod pyrepr;
@@ -49,6 +51,7 @@ pub mod types;
 pub mod validate;
 
 pub use answer::check_tab_answer;
+pub use face::DeepagentsFace;
 pub use limits::{Bounds, MAX_CHOICES, MAX_QUESTIONS, MAX_TEXT_CHARS};
 pub use rejection::{Loc, Problem, RequestError, RequestErrors};
 pub use render::RenderOp;

@@ -11,8 +11,10 @@
 //! - [`check`]: `check_response`, with the harness's order of checks and its exact messages.
 //! - [`render`]: `ask_user_result` and what the model reads (`DECLINED`, `TIMED_OUT`, JSON).
 //! - [`schema`]: the tool definition pydantic-ai sends the model.
+//! - `face`: the harness behind the dialects' common face ([`HarnessFace`]).
 
 pub mod check;
+mod face;
 mod fast_path;
 mod field_errors;
 pub mod limits;
@@ -24,6 +26,7 @@ pub mod types;
 pub mod validate;
 
 pub use check::{ResponseError, check_response};
+pub use face::HarnessFace;
 pub use fast_path::{
     CheckedArgs, check_args_at, check_args_json, check_args_json_fully, validate_node,
 };

@@ -50,16 +50,16 @@ fn tool_call_id(input: &Value) -> &str {
 fn deepagents_args(input: &Value) -> Result<Value, Value> {
     match (input.get("args"), input.get("args_json")) {
         (Some(args), None) => Ok(args.clone()),
-        (None, Some(Value::String(text))) => lenient::parse(text)
-            .map(|(args, _)| args)
-            .map_err(|e| {
+        (None, Some(Value::String(text))) => {
+            lenient::parse(text).map(|(args, _)| args).map_err(|e| {
                 let error = FieldError::new(
                     "args_json",
                     ErrorCode::InvalidJson,
                     format!("the arguments are not valid JSON: {e}"),
                 );
                 json!({"ok": false, "error": error.to_string(), "errors": [error]})
-            }),
+            })
+        }
         _ => Err(serde_json::from_str(&line_error(
             "input",
             "a request needs exactly one of `args` (an object) or `args_json` (a string)",

@@ -12,6 +12,8 @@
 //!   gives up on is read by serde_json instead, with the same answer (a test holds them to it
 //!   on every vector and its mutations).
 //! - [`deepagents_lines`]: deepagents lines, described below.
+//! - [`face_lines`]: lines of every other dialect (approvals), judged through the dialects'
+//!   common face with the gateway's rules.
 //!
 //! deepagents lines (`dialect: "deepagents"`) are judged by deepagents' own rules only
 //! ([`Bounds::Framework`]: none of the gateway's bounds), so the verdict is the real package's:
@@ -30,12 +32,12 @@ use std::borrow::Cow;
 use std::io::{Read, Write};
 
 use askgate_protocol::json::write::{push_escaped, push_list, push_str};
-use askgate_protocol::{ErrorCode, FieldError, ValidationErrors, json::lenient};
+use askgate_protocol::{Dialect, ErrorCode, FieldError, ValidationErrors, json::lenient};
 use serde::Deserialize;
-use serde_json::json;
 use serde_json::value::RawValue;
 
 mod deepagents_lines;
+mod face_lines;
 mod harness_lines;
 mod pipeline;
 mod stream;
@@ -337,16 +339,15 @@ fn judge(line: &Line<'_>) -> String {
             .unwrap_or_default();
         return line_error(field, "missing: each line needs dialect, kind and input");
     };
+    // The seed dialects judge lines as their frameworks do, byte for byte (the conformance
+    // vectors'); every other dialect is judged through the common face.
     match dialect {
         "harness" => harness_lines::judge_raw(kind, input),
         "deepagents" => deepagents_lines::judge(kind, input),
-        other => line_error(
-            "dialect",
-            &format!(
-                "unknown dialect {}; expected harness or deepagents",
-                json!(other)
-            ),
-        ),
+        other => match Dialect::parse(other) {
+            Ok(dialect) => face_lines::judge(dialect, kind, input),
+            Err(message) => line_error("dialect", &message),
+        },
     }
 }
 

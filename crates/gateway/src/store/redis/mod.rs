@@ -310,7 +310,7 @@ impl Inner {
                     body: text(6),
                 };
                 let stored = records::request(session, id, &fields).map_err(bad)?;
-                Ok(Verdict::Exists(stored))
+                Ok(Verdict::Exists(Box::new(stored)))
             }
             "conflict" => Ok(Verdict::Conflict),
             other => Err(bad(format!("{other:?}"))),
@@ -367,7 +367,9 @@ impl Inner {
             "won" => Verdict::Won {
                 at_ms: records::millis(text(2)).map_err(bad)?,
             },
-            "lost" | "late" => Verdict::Lost(records::resolution(text(1), text(2)).map_err(bad)?),
+            "lost" | "late" => Verdict::Lost(Box::new(
+                records::resolution(text(1), text(2)).map_err(bad)?,
+            )),
             "early" => Verdict::Early {
                 left_ms: records::deadline(text(1)).map_err(bad)?.unwrap_or(u64::MAX),
             },

@@ -188,7 +188,7 @@ mod tests {
         StoredRequest {
             session: SessionId::parse("s").unwrap(),
             id: RequestId::parse("r").unwrap(),
-            dialect: Dialect::Harness,
+            dialect: Dialect::HARNESS,
             questions: json!([{"header": "H", "question": "Q?\nnext line", "options": []}]),
             title: Some("a title".into()),
             asked_at_ms: 5,

@@ -1,0 +1,52 @@
+//! The traits every dialect implements.
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Outcome, Settlement};
+use crate::error::ValidationErrors;
+
+/// A dialect: how one framework asks, and what it takes back.
+pub trait DialectFace: Debug + Send + Sync + 'static {
+    /// The wire name, as an ask's `dialect` carries it.
+    fn name(&self) -> &'static str;
+
+    /// The ask's field that holds the dialect's request (and the request view's field that
+    /// shows it to tabs): `questions` for the question dialects, `calls` for approvals.
+    fn field(&self) -> &'static str {
+        "questions"
+    }
+
+    /// Validates the request found in [`field`](Self::field), with askgate's bounds; error
+    /// paths start with the field's name.
+    ///
+    /// # Errors
+    /// Every problem found, each with its path.
+    fn validate(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors>;
+
+    /// The tool definition the framework sends the model, or `None` when the dialect is not a
+    /// tool the model calls (approvals judge other tools' calls).
+    fn tool_definition(&self) -> Option<Value>;
+}
+
+/// A request one dialect accepted, in its normalised form.
+pub trait Validated: Debug + Send + Sync + 'static {
+    /// The normalised request, as tabs receive it in the dialect's [`field`](DialectFace::field).
+    fn to_json(&self) -> Value;
+
+    /// Checks a tab's `answer` against the request and builds what the agent receives.
+    ///
+    /// # Errors
+    /// Why the answer does not fit, with paths starting `response`; the request stays open.
+    fn settle_answer(&self, response: &Value) -> Result<Settlement, ValidationErrors>;
+
+    /// What the agent receives when the request ends with nobody's answer: `Declined` or
+    /// `TimedOut` (a withdrawal settles the same way for every dialect, and never gets here).
+    fn settle_unanswered(&self, outcome: Outcome) -> Settlement;
+
+    /// The concrete type, for tests and tools that know which dialect they hold.
+    fn as_any(&self) -> &dyn Any;
+}

@@ -1,0 +1,81 @@
+//! [`QuestionSet`]: a request of any dialect that passed its validation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Dialect, Outcome, Settlement, Validated};
+use crate::error::ValidationErrors;
+
+/// A request that passed its dialect's validation: questions, or tool calls to approve.
+#[derive(Clone)]
+pub struct QuestionSet {
+    dialect: Dialect,
+    validated: Arc<dyn Validated>,
+}
+
+impl QuestionSet {
+    /// Validates an ask's request (the dialect's [`field`](super::DialectFace::field));
+    /// error paths start with that field's name.
+    ///
+    /// # Errors
+    /// Every problem found.
+    pub fn validate(dialect: Dialect, request: &Value) -> Result<Self, ValidationErrors> {
+        let validated = dialect.face().validate(request)?;
+        Ok(QuestionSet { dialect, validated })
+    }
+
+    /// The dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The normalised request, as tabs receive it.
+    pub fn to_json(&self) -> Value {
+        self.validated.to_json()
+    }
+
+    /// The dialect's own type of validated request, when it is `T`.
+    pub fn downcast<T: 'static>(&self) -> Option<&T> {
+        self.validated.as_any().downcast_ref()
+    }
+
+    /// Checks a tab's `answer` against the request and builds what the agent receives.
+    ///
+    /// # Errors
+    /// Why the answer does not fit (the dialect's own message, with a path); the request
+    /// stays open.
+    pub fn settle_answer(&self, response: &Value) -> Result<Settlement, ValidationErrors> {
+        self.validated.settle_answer(response)
+    }
+
+    /// The settlement of a request that ended without an answer.
+    pub fn settle_without_answer(&self, outcome: Outcome) -> Settlement {
+        match outcome {
+            Outcome::Declined | Outcome::TimedOut => self.validated.settle_unanswered(outcome),
+            Outcome::Withdrawn | Outcome::Answered => Settlement {
+                outcome,
+                ..Settlement::withdrawn()
+            },
+        }
+    }
+}
+
+/// Two sets are the same request when their dialects and normalised forms are.
+impl PartialEq for QuestionSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.dialect == other.dialect && self.to_json() == other.to_json()
+    }
+}
+
+impl Eq for QuestionSet {}
+
+impl fmt::Debug for QuestionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QuestionSet")
+            .field("dialect", &self.dialect)
+            .field("request", &self.validated)
+            .finish()
+    }
+}

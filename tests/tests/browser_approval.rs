@@ -1,0 +1,1178 @@
+//! The answer page's tool-call approval cards (the `approval` dialect) in a real headless
+//! Chromium: an agent asks before it runs tool calls, the test decides them in the page
+//! (approve, edit, reject, respond, approve all), and checks what the page shows, what it
+//! sent, and the outcome the agent gets.
+//!
+//! Every frame the page sends is recorded in the page (`window.__sent`), so a test can tell
+//! that nothing went out, without waiting for silence. Each card state is also checked with
+//! axe-core (no violation, light and dark, 360 px and desktop width). axe-core is the npm
+//! package `axe-core`, looked for at `$ASKGATE_AXE_CORE` or
+//! `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the test fails with how
+//! to install it, never skips.
+
+use std::path::PathBuf;
+
+use askgate_tests::browser::Browser;
+use askgate_tests::oracle::repo_root;
+use askgate_tests::server::{TestServer, WsClient};
+use serde_json::{Value, json};
+
+/// How to install axe-core where the tests look for it.
+const AXE_HINT: &str = "install it with `npm install --prefix .venv/axe axe-core@4.14.1` in the \
+                        repository, or set ASKGATE_AXE_CORE to its axe.min.js";
+
+/// Run before the page's own scripts: records every frame the page sends in
+/// `window.__sent`, and lets a test rewrite an outgoing answer (`window.__tamper`), to stand
+/// in for a page that disagrees with the gateway.
+const RECORD_FRAMES: &str = "(() => { \
+    window.__sent = []; \
+    const send = WebSocket.prototype.send; \
+    WebSocket.prototype.send = function (data) { \
+      let frame = null; \
+      try { frame = JSON.parse(data); } catch (_) { /* not JSON: sent as it is */ } \
+      if (frame) window.__sent.push(frame); \
+      if (frame && frame.type === 'answer' && typeof window.__tamper === 'function') { \
+        data = JSON.stringify(window.__tamper(frame)); \
+      } \
+      return send.call(this, data); \
+    }; \
+  })();";
+
+/// The run_sql call of the wire contract: a flat schema, every decision allowed.
+fn run_sql() -> Value {
+    json!({"name": "run_sql", "args": {"query": "DROP TABLE users"},
+           "description": "Run a SQL statement",
+           "args_schema": {"type": "object",
+                           "properties": {"query": {"type": "string", "minLength": 1}},
+                           "required": ["query"], "additionalProperties": false},
+           "decisions": ["approve", "edit", "reject", "respond"]})
+}
+
+/// A call with no schema and the default decisions (approve, reject).
+fn send_email() -> Value {
+    json!({"name": "send_email", "args": {"to": "a@b.c", "body": "hi"}})
+}
+
+/// An approval `ask` frame on session `s`.
+fn approval_ask(id: &str, calls: &Value) -> Value {
+    json!({"type": "ask", "session": "s", "id": id, "dialect": "approval", "calls": calls})
+}
+
+/// The page's URL for session `s`, key in the fragment, as the agent would print it.
+fn page_url(server: &TestServer) -> String {
+    server.http_url(&format!("/s/s#k={}", server.viewer_key("s")))
+}
+
+/// The card of request `id`.
+fn card(id: &str) -> String {
+    format!(r#"article[data-request-id="{id}"]"#)
+}
+
+/// Call number `index` (from 0) of request `id`.
+fn call(id: &str, index: usize) -> String {
+    format!(r#"{} .call[data-index="{index}"]"#, card(id))
+}
+
+/// The radio for decision `kind` of that call.
+fn decision(id: &str, index: usize, kind: &str) -> String {
+    format!(r#"{} input[type="radio"][value="{kind}"]"#, call(id, index))
+}
+
+/// The submit button of request `id`.
+fn submit(id: &str) -> String {
+    format!("{} .submit", card(id))
+}
+
+/// A browser on the page of session `s`, recording what it sends, once its socket is open.
+async fn open_page(server: &TestServer) -> Browser {
+    let browser = Browser::start().await;
+    browser.run_before_each_load(RECORD_FRAMES).await;
+    browser.goto(&page_url(server)).await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    browser
+}
+
+/// An agent that has asked `frame` and had it accepted.
+async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
+    let mut agent = server.agent().await;
+    agent.send(frame).await;
+    agent.recv_type("accepted").await;
+    agent
+}
+
+/// The agent's outcome, which must be `answered` (or what `kind` says).
+async fn outcome(agent: &mut WsClient, kind: &str) -> Value {
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], kind, "{outcome}");
+    outcome
+}
+
+/// The `answer` frames the page has sent so far.
+async fn answers_sent(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "return window.__sent.filter((f) => f.type === 'answer');",
+            json!([]),
+        )
+        .await
+}
+
+/// Replaces the whole text of the text box `css` with `text`, typed key by key.
+async fn replace_text(browser: &Browser, css: &str, text: &str) {
+    browser
+        .execute(
+            "const box = document.querySelector(arguments[0]); box.focus(); box.select();",
+            json!([css]),
+        )
+        .await;
+    browser.type_into(css, text).await;
+}
+
+/// Clicks `css` once it is in the middle of the window: an element already in view may sit
+/// under the page's sticky header, where a click would land on the header.
+async fn click_centred(browser: &Browser, css: &str) {
+    browser.wait_for(css).await;
+    browser
+        .execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
+            json!([css]),
+        )
+        .await;
+    browser.click(css).await;
+}
+
+/// Whether the submit button of request `id` is disabled.
+async fn submit_disabled(browser: &Browser, id: &str) -> bool {
+    browser.attr(&submit(id), "disabled").await.is_some()
+}
+
+/// The `textContent` of `css`; panics if nothing matches.
+async fn text(browser: &Browser, css: &str) -> String {
+    browser
+        .text_of(css)
+        .await
+        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
+}
+
+/// axe-core's script, from where [`AXE_HINT`] installs it.
+fn axe_source() -> String {
+    let path = std::env::var_os("ASKGATE_AXE_CORE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/axe/node_modules/axe-core/axe.min.js"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("axe-core not found at {}: {e}; {AXE_HINT}", path.display()))
+}
+
+/// axe-core's violations on the whole page as it is now, each as `rule (impact): help` and
+/// the elements it failed on. The script is injected through WebDriver, which the page's
+/// Content-Security-Policy does not govern.
+async fn axe_violations(browser: &Browser, axe: &str) -> Vec<String> {
+    let loaded = browser
+        .execute("return typeof window.axe === 'object';", json!([]))
+        .await;
+    if loaded != json!(true) {
+        let inject = format!("{axe}\n;return typeof window.axe === 'object';");
+        assert_eq!(
+            browser.execute(&inject, json!([])).await,
+            json!(true),
+            "axe-core loaded"
+        );
+    }
+    // No transition or animation midway (a colour being faded in would be measured half-way).
+    browser
+        .wait_until(
+            "return document.getAnimations().every((a) => a.playState !== 'running');",
+            json!([]),
+        )
+        .await;
+    let start = "window.axeResult = null; \
+        axe.run(document, {resultTypes: ['violations']}).then( \
+          (r) => { window.axeResult = r.violations.map((v) => \
+            `${v.id} (${v.impact}): ${v.help} — ` + \
+            v.nodes.map((n) => n.target.join(' ') + ' [' + n.failureSummary + ']').join('; ')); }, \
+          (e) => { window.axeResult = ['axe failed: ' + e]; }); \
+        return true;";
+    browser.execute(start, json!([])).await;
+    let result = browser
+        .wait_until("return window.axeResult;", json!([]))
+        .await;
+    serde_json::from_value(result).expect("a list of violations")
+}
+
+/// axe-core finds nothing on the page, light and dark, 360 px wide and at desktop width.
+/// `what` names the state for the failure message.
+async fn assert_accessible(browser: &Browser, what: &str) {
+    let axe = axe_source();
+    for (width, height) in [(360, 800), (1280, 900)] {
+        browser.set_viewport_size(width, height).await;
+        for dark in [false, true] {
+            browser.set_color_scheme(dark).await;
+            let violations = axe_violations(browser, &axe).await;
+            assert!(
+                violations.is_empty(),
+                "{what}, {width} px, dark: {dark}: axe-core found\n{}",
+                violations.join("\n")
+            );
+        }
+    }
+}
+
+/// A call is shown with its name, the agent's description and its arguments, under a line
+/// saying it comes from the agent; Approve sends `approve`, and the agent runs it as asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn approving_runs_the_call_as_asked() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+
+    let first = call("r1", 0);
+    browser.wait_for(&first).await;
+    assert_eq!(
+        text(&browser, &format!("{} .card-origin", card("r1"))).await,
+        "Tool call requested by the agent — check it before you approve. \
+         askgate never asks for passwords or keys."
+    );
+    assert_eq!(
+        text(&browser, &format!("{first} .call-name")).await,
+        "run_sql"
+    );
+    assert_eq!(
+        text(&browser, &format!("{first} .call-desc-text")).await,
+        "Run a SQL statement"
+    );
+    let rows = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((row) => \
+             [row.querySelector('.arg-key').textContent, \
+              row.querySelector('.arg-value').textContent]);",
+            json!([format!("{first} .argtree > .arg")]),
+        )
+        .await;
+    assert_eq!(rows, json!([["query", "DROP TABLE users"]]));
+    let offered = browser
+        .inputs(&format!(r#"{first} input[type="radio"]"#))
+        .await;
+    let labels: Vec<&str> = offered
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|i| i[1].as_str().expect("a value"))
+        .collect();
+    assert_eq!(labels, ["approve", "edit", "reject", "respond"]);
+    assert!(submit_disabled(&browser, "r1").await, "nothing decided yet");
+    assert_eq!(
+        browser
+            .find_all_count(&format!("{} .approve-all", card("r1")))
+            .await,
+        0,
+        "one call: no Approve all"
+    );
+
+    browser.click(&decision("r1", 0, "approve")).await;
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}]})
+    );
+    assert_eq!(
+        outcome["result"],
+        json!([{"name": "run_sql", "decision": "approve",
+                "args": {"query": "DROP TABLE users"}}])
+    );
+    assert_eq!(outcome["model_text"], "run_sql: approved");
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Sent ✓")
+        .await;
+    // Folded, an untitled approval is named by its call.
+    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
+    browser.wait_for(folded).await;
+    assert_eq!(
+        text(&browser, &format!("{folded} .folded-what")).await,
+        "Tool call run_sql"
+    );
+    assert_eq!(browser.console_errors().await, Vec::<String>::new());
+}
+
+/// Reject takes an optional reason, which the agent is told; a call without `decisions`
+/// offers only Approve and Reject.
+#[tokio::test(flavor = "multi_thread")]
+async fn rejecting_tells_the_agent_why() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([send_email()]))).await;
+
+    let only = call("r1", 0);
+    browser.wait_for(&only).await;
+    let offered = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((i) => i.value);",
+            json!([format!(r#"{only} input[type="radio"]"#)]),
+        )
+        .await;
+    assert_eq!(offered, json!(["approve", "reject"]));
+    let reason = format!("{only} textarea.call-reason");
+    let visible = "return document.querySelector(arguments[0]).checkVisibility();";
+    assert_eq!(
+        browser.execute(visible, json!([reason])).await,
+        json!(false),
+        "the reason waits for Reject"
+    );
+    browser.click(&decision("r1", 0, "reject")).await;
+    browser.wait_until(visible, json!([reason])).await;
+    // A reason is optional: the decision is complete without one.
+    browser
+        .wait_for(&format!("{}:not([disabled])", submit("r1")))
+        .await;
+    browser
+        .type_into(&reason, "Not before the review.\nAsk Dana first.")
+        .await;
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    let message = "Not before the review.\nAsk Dana first.";
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "reject", "message": message}]})
+    );
+    assert_eq!(
+        outcome["result"],
+        json!([{"name": "send_email", "decision": "reject",
+                "args": {"to": "a@b.c", "body": "hi"}, "message": message}])
+    );
+    assert_eq!(
+        outcome["model_text"],
+        format!("send_email: rejected: {message}")
+    );
+}
+
+/// Edit opens the arguments in a form (the schema is flat); an edit that breaks the schema
+/// is named beside the call and never sent, in the form and as JSON; a valid one shows what
+/// it changes, and the agent gets the edited arguments.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_is_checked_before_it_is_sent() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+
+    let only = call("r1", 0);
+    let error = format!("{only} .question-error");
+    browser.click(&decision("r1", 0, "edit")).await;
+    let field = format!(r#"{only} .edit-field[data-key="query"] textarea"#);
+    browser.wait_for(&field).await;
+    assert_eq!(
+        text(&browser, &format!("{only} .edit-note")).await,
+        "Your edit is checked against the tool's argument schema before it is sent."
+    );
+    assert_eq!(
+        text(&browser, &format!("{only} .edit-diff")).await,
+        "No changes yet. Change an argument, or pick Approve to run the call as it is."
+    );
+    assert!(submit_disabled(&browser, "r1").await, "an unchanged edit");
+
+    // Emptied, the query breaks minLength.
+    replace_text(&browser, &field, "\u{E003}").await;
+    browser
+        .wait_for_text(
+            &error,
+            "query: must be at least 1 character long, and it is empty",
+        )
+        .await;
+    browser
+        .wait_for(&format!("{only} fieldset.has-error"))
+        .await;
+    assert!(submit_disabled(&browser, "r1").await);
+
+    // As JSON, a number where the schema wants a string, and an argument it does not take.
+    browser.click(&format!("{only} .edit-toggle")).await;
+    let json_box = format!("{only} textarea.edit-json");
+    browser
+        .wait_until(
+            "return document.activeElement === document.querySelector(arguments[0]);",
+            json!([json_box]),
+        )
+        .await;
+    replace_text(&browser, &json_box, r#"{"query": 5}"#).await;
+    browser
+        .wait_for_text(&error, "query: expected a string, got an integer")
+        .await;
+    replace_text(&browser, &json_box, r#"{"query": "SELECT 1", "limit": 1}"#).await;
+    browser
+        .wait_for_text(&error, "limit: not an argument this tool takes")
+        .await;
+    replace_text(&browser, &json_box, "[1, 2]").await;
+    browser
+        .wait_for_text(&error, "arguments: expected a JSON object")
+        .await;
+    // Ctrl+Enter, the keyboard's submit, sends nothing while the edit is wrong.
+    browser
+        .type_into(&json_box, "\u{E009}\u{E007}\u{E009}")
+        .await;
+    browser
+        .wait_for_text(
+            &format!("{} .card-status", card("r1")),
+            "Pick a decision for every call, and fix anything marked, to submit.",
+        )
+        .await;
+    assert_eq!(answers_sent(&browser).await, json!([]));
+
+    replace_text(&browser, &json_box, "{\n  \"query\": \"SELECT 1\"\n}").await;
+    browser
+        .wait_gone(&format!("{only} fieldset.has-error"))
+        .await;
+    let change = format!(r#"{only} .edit-diff li[data-change="changed"]"#);
+    browser.wait_for(&change).await;
+    let pieces = browser
+        .execute(
+            "return [...document.querySelector(arguments[0]).children].map((e) => e.textContent);",
+            json!([change]),
+        )
+        .await;
+    assert_eq!(
+        pieces,
+        json!([
+            "Changed",
+            "query",
+            r#"was: "DROP TABLE users""#,
+            r#"now: "SELECT 1""#
+        ])
+    );
+    assert_eq!(
+        browser
+            .find_all_count(&format!("{only} .edit-diff li"))
+            .await,
+        1
+    );
+    browser
+        .wait_for(&format!("{}:not([disabled])", submit("r1")))
+        .await;
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "edit", "args": {"query": "SELECT 1"}}]})
+    );
+    assert_eq!(
+        outcome["result"],
+        json!([{"name": "run_sql", "decision": "edit", "args": {"query": "SELECT 1"}}])
+    );
+    assert_eq!(outcome["model_text"], "run_sql: edited");
+    assert_eq!(
+        answers_sent(&browser).await.as_array().map(Vec::len),
+        Some(1),
+        "only the valid edit went out"
+    );
+}
+
+/// A flat schema's arguments are edited in a form: a text, a whole number, a pick from an
+/// enum and a boolean, each labelled with its key; the agent gets the form's arguments, an
+/// optional one left empty left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flat_schema_is_edited_in_a_form() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let search = json!({"name": "search", "args": {"q": "cats", "limit": 10, "mode": "fast"},
+        "args_schema": {"type": "object", "properties": {
+            "q": {"type": "string", "description": "What to look for"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+            "mode": {"enum": ["fast", "thorough"]},
+            "safe": {"type": "boolean"}},
+            "required": ["q"]},
+        "decisions": ["approve", "edit"]});
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([search]))).await;
+
+    let only = call("r1", 0);
+    browser.click(&decision("r1", 0, "edit")).await;
+    browser.wait_for(&format!("{only} .edit-form")).await;
+    let labels = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((row) => { \
+               const control = row.querySelector('.edit-input'); \
+               return [control.labels[0].textContent, control.tagName, control.value]; });",
+            json!([format!("{only} .edit-field")]),
+        )
+        .await;
+    assert_eq!(
+        labels,
+        json!([
+            ["q (text, required)", "TEXTAREA", "cats"],
+            [
+                "limit (whole number, optional: leave empty to leave it out)",
+                "INPUT",
+                "10"
+            ],
+            ["mode (pick one, optional)", "SELECT", "0"],
+            ["safe (true or false, optional)", "SELECT", ""]
+        ])
+    );
+    let limit = format!(r#"{only} .edit-field[data-key="limit"] input"#);
+    let error = format!("{only} .question-error");
+    replace_text(&browser, &limit, "500").await;
+    browser
+        .wait_for_text(&error, "limit: must be at most 50")
+        .await;
+    replace_text(&browser, &limit, "2.5").await;
+    browser
+        .wait_for_text(&error, "limit: expected an integer, got a number")
+        .await;
+    replace_text(&browser, &limit, "\u{E003}").await;
+    browser
+        .wait_gone(&format!("{only} fieldset.has-error"))
+        .await;
+    browser
+        .execute(
+            "for (const [key, value] of [['mode', '1'], ['safe', '0']]) { \
+               const select = document.querySelector(arguments[0] + \
+                 ` .edit-field[data-key=\"${key}\"] select`); \
+               select.value = value; select.dispatchEvent(new Event('change')); }",
+            json!([only]),
+        )
+        .await;
+    let kinds = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((li) => \
+             [li.dataset.change, li.querySelector('.edit-change-key').textContent]);",
+            json!([format!("{only} .edit-diff li")]),
+        )
+        .await;
+    assert_eq!(
+        kinds,
+        json!([["removed", "limit"], ["changed", "mode"], ["added", "safe"]])
+    );
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    let edited = json!({"q": "cats", "mode": "thorough", "safe": true});
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "edit", "args": edited}]})
+    );
+    assert_eq!(outcome["result"][0]["args"], edited);
+}
+
+/// A schema with a keyword askgate does not check: the gateway says so (`edit_note`), the
+/// page shows it, and an edit need only be a JSON object.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchecked_schema_asks_only_for_an_object() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let lookup = json!({"name": "lookup", "args": {"id": "A-1"},
+        "args_schema": {"type": "object",
+                        "properties": {"id": {"type": "string", "pattern": "^[A-Z]-[0-9]+$"}}},
+        "decisions": ["approve", "edit"]});
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([lookup]))).await;
+
+    let only = call("r1", 0);
+    browser.click(&decision("r1", 0, "edit")).await;
+    let json_box = format!("{only} textarea.edit-json");
+    browser.wait_for(&json_box).await;
+    assert_eq!(
+        browser.find_all_count(&format!("{only} .edit-form")).await,
+        0,
+        "an unchecked schema gets no form"
+    );
+    let note = text(&browser, &format!("{only} .edit-note")).await;
+    assert!(
+        note.contains("\"pattern\"") && note.contains("JSON object"),
+        "the gateway's edit_note: {note}"
+    );
+    replace_text(&browser, &json_box, r#""A-2""#).await;
+    browser
+        .wait_for_text(
+            &format!("{only} .question-error"),
+            "arguments: expected a JSON object ({ … }), got a string",
+        )
+        .await;
+    replace_text(&browser, &json_box, r#"{"id": 2}"#).await;
+    browser
+        .wait_for(&format!("{}:not([disabled])", submit("r1")))
+        .await;
+    browser.click(&submit("r1")).await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "edit", "args": {"id": 2}}]})
+    );
+}
+
+/// Respond needs a message, which the agent gets instead of running the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn responding_sends_a_message_instead() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+
+    let only = call("r1", 0);
+    browser.click(&decision("r1", 0, "respond")).await;
+    let message = format!("{only} textarea.call-message");
+    browser
+        .wait_until(
+            "const box = document.querySelector(arguments[0]); \
+             return box.checkVisibility() && box.getAttribute('aria-required') === 'true' && \
+               box.labels[0].textContent === 'Your message to the agent (required)';",
+            json!([message]),
+        )
+        .await;
+    assert!(submit_disabled(&browser, "r1").await, "no message yet");
+    browser.type_into(&message, "   ").await;
+    assert!(submit_disabled(&browser, "r1").await, "a blank message");
+    replace_text(&browser, &message, "Use the read replica instead.").await;
+    browser
+        .wait_for(&format!("{}:not([disabled])", submit("r1")))
+        .await;
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "respond", "message": "Use the read replica instead."}]})
+    );
+    assert_eq!(outcome["result"][0]["decision"], "respond");
+    assert_eq!(
+        outcome["result"][0]["message"],
+        "Use the read replica instead."
+    );
+    assert_eq!(
+        outcome["model_text"],
+        "run_sql: responded: Use the read replica instead."
+    );
+}
+
+/// Several calls: each is decided on its own and Submit sends them in order once every one
+/// is decided. After a reload, the session's history (from the gateway) lists the request
+/// and what was decided for each call.
+#[tokio::test(flavor = "multi_thread")]
+async fn several_calls_are_decided_one_by_one() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let calls = json!([run_sql(), send_email(), run_sql()]);
+    let frame = json!({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
+                       "title": "Deploy bot wants to run 3 tools", "calls": calls});
+    let mut agent = agent_asking(&server, &frame).await;
+
+    browser.wait_for(&call("r1", 2)).await;
+    assert_eq!(
+        text(&browser, &format!("{} .card-origin", card("r1"))).await,
+        "Tool calls requested by the agent — check each one before you approve. \
+         askgate never asks for passwords or keys."
+    );
+    let heads = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((h) => \
+             [h.tagName, h.textContent]);",
+            json!([format!("{} .call-head", card("r1"))]),
+        )
+        .await;
+    assert_eq!(
+        heads,
+        json!([
+            ["H3", "Tool call 1 of 3 run_sql"],
+            ["H3", "Tool call 2 of 3 send_email"],
+            ["H3", "Tool call 3 of 3 run_sql"]
+        ])
+    );
+    browser.click(&decision("r1", 0, "approve")).await;
+    browser.click(&decision("r1", 1, "reject")).await;
+    assert!(submit_disabled(&browser, "r1").await, "call 3 is undecided");
+    browser.click(&decision("r1", 2, "respond")).await;
+    browser
+        .type_into(
+            &format!("{} textarea.call-message", call("r1", 2)),
+            "Later.",
+        )
+        .await;
+    browser.click(&submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}, {"type": "reject"},
+                             {"type": "respond", "message": "Later."}]})
+    );
+    assert_eq!(
+        outcome["model_text"],
+        "run_sql: approved\nsend_email: rejected\nrun_sql: responded: Later."
+    );
+
+    browser.reload().await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
+    browser.wait_for(entry).await;
+    browser.click("#history > summary").await;
+    browser.wait_for("#history[open]").await;
+    assert_eq!(
+        text(&browser, &format!("{entry} .history-what")).await,
+        "Deploy bot wants to run 3 tools"
+    );
+    assert_eq!(
+        text(&browser, &format!("{entry} .history-asked")).await,
+        "Tool call run_sql (and 2 more calls)"
+    );
+    let lines = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((li) => \
+             [...li.children].map((part) => part.textContent));",
+            json!([format!("{entry} .history-answer li")]),
+        )
+        .await;
+    assert_eq!(
+        lines,
+        json!([
+            ["run_sql", "Approved"],
+            ["send_email", "Rejected"],
+            ["run_sql", "Responded: “Later.”"]
+        ])
+    );
+}
+
+/// "Approve all" is offered when every call allows approve, and approves them all at once;
+/// it is not offered when one call does not allow approve.
+#[tokio::test(flavor = "multi_thread")]
+async fn approve_all_approves_every_call() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let no_approve = json!({"name": "wipe", "args": {}, "decisions": ["reject", "respond"]});
+    let _other = agent_asking(
+        &server,
+        &approval_ask("r0", &json!([send_email(), no_approve])),
+    )
+    .await;
+    let mut agent = agent_asking(
+        &server,
+        &approval_ask("r1", &json!([run_sql(), send_email(), send_email()])),
+    )
+    .await;
+
+    let button = format!("{} .approve-all", card("r1"));
+    browser.wait_for(&button).await;
+    assert_eq!(text(&browser, &button).await, "Approve all 3 calls");
+    assert_eq!(
+        browser
+            .find_all_count(&format!("{} .approve-all", card("r0")))
+            .await,
+        0
+    );
+    assert!(submit_disabled(&browser, "r1").await);
+    browser.click(&button).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}, {"type": "approve"}, {"type": "approve"}]})
+    );
+    assert_eq!(
+        outcome["model_text"],
+        "run_sql: approved\nsend_email: approved\nsend_email: approved"
+    );
+    let picked = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((i) => i.checked);",
+            json!([format!(r#"{} input[value="approve"]"#, card("r1"))]),
+        )
+        .await;
+    assert_eq!(
+        picked,
+        json!([true, true, true]),
+        "the card shows what was sent"
+    );
+}
+
+/// Declining the whole request stays Decline: the agent is told every call was rejected.
+#[tokio::test(flavor = "multi_thread")]
+async fn declining_rejects_every_call() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(
+        &server,
+        &approval_ask("r1", &json!([run_sql(), send_email()])),
+    )
+    .await;
+
+    let button = format!("{} .decline", card("r1"));
+    browser.click(&button).await;
+    browser.wait_for_text(&button, "Confirm decline").await;
+    browser.click(&button).await;
+
+    let outcome = outcome(&mut agent, "declined").await;
+    let declined = json!({"type": "reject", "message": "The person declined."});
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [declined, declined]})
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return window.__sent.filter((f) => f.type === 'decline').length;",
+                json!([])
+            )
+            .await,
+        json!(1)
+    );
+}
+
+/// Hostile text in a call (markup, `javascript:` links, a closing script tag, a
+/// right-to-left override), in its name, description, keys and values, is shown as text:
+/// no element is made from it, no link exists, the text reads as it was sent (the override
+/// shown as a mark), line breaks are kept, a long value is folded but whole, and nothing
+/// widens the page.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_arguments_stay_inert() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let img = r#"<img src=x onerror="window.__pwned=1">"#;
+    let link = r#"<a href="javascript:window.__pwned=2">click me</a>"#;
+    let url = "javascript:window.__pwned=3";
+    let script = "</script><script>window.__pwned=4</script>";
+    let rtl = "\u{202e}fdp.exe";
+    let lines = "first line\nsecond line\n\n  indented";
+    let long = format!("<svg onload=\"window.__pwned=5\">{}", "W".repeat(900));
+    let hostile = json!({"name": "<b>fetch</b>",
+        "description": format!("{img}\n{link}"),
+        "args": {"html": img, "link": link, "url": url, "script": script, "rtl": rtl,
+                 "lines": lines, "<i>key</i>": "https://example.com/<u>x</u>",
+                 "nested": {"deep": [img, {"url": url}]}, "long": long},
+        "decisions": ["approve", "edit", "reject"]});
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([hostile]))).await;
+
+    let only = call("r1", 0);
+    browser.wait_for(&only).await;
+    let made = browser
+        .execute(
+            "return [document.querySelectorAll(arguments[0] + \
+               ' :is(img, script, a, b, i, u, svg, iframe, object, embed)').length, \
+             document.querySelectorAll('[href^=\"javascript\"], [onerror], [onload]').length, \
+             window.__pwned ?? null];",
+            json!([card("r1")]),
+        )
+        .await;
+    assert_eq!(made, json!([0, 0, null]));
+    assert_eq!(
+        text(&browser, &format!("{only} .call-name")).await,
+        "<b>fetch</b>"
+    );
+    assert_eq!(
+        text(&browser, &format!("{only} .call-desc-text")).await,
+        format!("{img}\n{link}")
+    );
+    let rows = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((row) => \
+             [row.querySelector('.arg-key').textContent, \
+              row.querySelector('.arg-value').textContent]);",
+            json!([format!("{only} .argtree > .arg")]),
+        )
+        .await;
+    let row = |key: &str, value: &str| json!([key, value]);
+    let rows = rows.as_array().expect("rows");
+    assert_eq!(
+        rows[..4],
+        [
+            row("html", img),
+            row("link", link),
+            row("url", url),
+            row("script", script),
+        ]
+    );
+    // The override is shown as a mark, not applied: the file name reads as it is.
+    assert_eq!(rows[4], row("rtl", "RLOfdp.exe"));
+    let mark = browser
+        .execute(
+            "const value = document.querySelectorAll(arguments[0])[4].querySelector('.arg-str'); \
+             return [...value.childNodes].map((n) => n.nodeType === Node.TEXT_NODE \
+               ? ['text', n.data] : [n.className, n.getAttribute('aria-label')]);",
+            json!([format!("{only} .argtree > .arg")]),
+        )
+        .await;
+    assert_eq!(
+        mark,
+        json!([
+            ["bidi-mark", "right-to-left override (U+202E), not applied"],
+            ["text", "fdp.exe"]
+        ])
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return /[\\u202A-\\u202E\\u2066-\\u2069]/.test(\
+                 document.querySelector(arguments[0]).textContent);",
+                json!([card("r1")])
+            )
+            .await,
+        json!(false),
+        "no direction control acts anywhere in the card"
+    );
+    // Line breaks and leading spaces are kept, as text.
+    assert_eq!(rows[5], row("lines", lines));
+    let white_space = browser
+        .execute(
+            "const value = document.querySelectorAll(arguments[0])[5].querySelector('.arg-str'); \
+             return [getComputedStyle(value).whiteSpace, value.getClientRects().length > 0 && \
+               value.getBoundingClientRect().height > 3 * parseFloat(getComputedStyle(value).lineHeight)];",
+            json!([format!("{only} .argtree > .arg")]),
+        )
+        .await;
+    assert_eq!(white_space, json!(["pre-wrap", true]));
+    assert_eq!(rows[6], row("<i>key</i>", "https://example.com/<u>x</u>"));
+    // The long value is folded, and whole once unfolded.
+    let fold = format!("{only} .argtree > .arg:nth-child(9) details.arg-fold");
+    assert_eq!(
+        text(&browser, &format!("{fold} > summary")).await,
+        "Show the whole text (931 characters)"
+    );
+    browser.click(&format!("{fold} > summary")).await;
+    browser.wait_for(&format!("{fold}[open]")).await;
+    assert_eq!(text(&browser, &format!("{fold} > .arg-str")).await, long);
+
+    // Edited as JSON, the text box holds the arguments exactly, as inert text.
+    browser.click(&decision("r1", 0, "edit")).await;
+    let json_box = format!("{only} textarea.edit-json");
+    browser.wait_for(&json_box).await;
+    let edited = browser
+        .execute(
+            "return JSON.parse(document.querySelector(arguments[0]).value);",
+            json!([json_box]),
+        )
+        .await;
+    assert_eq!(edited, hostile["args"]);
+
+    let overflowing = "return [document.documentElement, \
+        ...document.querySelectorAll(arguments[0] + ' *')] \
+        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
+        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
+    for (width, height) in [(360, 800), (1280, 900)] {
+        browser.set_viewport_size(width, height).await;
+        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
+        assert_eq!(offenders, json!([]), "at {width} px wide");
+    }
+    assert_eq!(
+        browser
+            .execute("return window.__pwned ?? null;", json!([]))
+            .await,
+        Value::Null
+    );
+
+    browser.click(&decision("r1", 0, "approve")).await;
+    browser.click(&submit("r1")).await;
+    assert_eq!(
+        outcome(&mut agent, "answered").await["result"][0]["args"],
+        hostile["args"]
+    );
+}
+
+/// What the gateway refuses is shown beside the call it is about, naming the field, and the
+/// card stays open for a corrected answer. The page itself would not send such an answer, so
+/// the test rewrites it on its way out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_decision_is_shown_beside_its_call() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(
+        &server,
+        &approval_ask("r1", &json!([run_sql(), send_email()])),
+    )
+    .await;
+
+    browser
+        .execute(
+            "window.__tamper = (frame) => { \
+               frame.response.decisions[0] = {type: 'edit', args: {query: 5}}; \
+               frame.response.decisions[1] = {type: 'respond', message: 'no'}; \
+               return frame; };",
+            json!([]),
+        )
+        .await;
+    browser.click(&decision("r1", 0, "approve")).await;
+    browser.click(&decision("r1", 1, "approve")).await;
+    browser.click(&submit("r1")).await;
+
+    let first_error = format!("{} .question-error", call("r1", 0));
+    let second_error = format!("{} .question-error", call("r1", 1));
+    browser
+        .wait_for_text(&first_error, "query: expected a string")
+        .await;
+    browser
+        .wait_for(&format!("{} fieldset.has-error", call("r1", 0)))
+        .await;
+    let second = text(&browser, &second_error).await;
+    assert!(
+        second.contains("approve") && second.contains("reject"),
+        "the second call's error says what it allows: {second:?}"
+    );
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Not accepted")
+        .await;
+    assert_eq!(
+        text(&browser, &format!("{} .card-error", card("r1"))).await,
+        "",
+        "nothing is left above the card"
+    );
+    // A refusal inside one decision is about that decision, not about who may answer: the
+    // card stays answerable.
+    browser
+        .wait_for(&format!("{}:not(.is-read-only)", card("r1")))
+        .await;
+    let answerable = "const card = document.querySelector(arguments[0]); \
+        return [card.querySelector('.card-waiting').hidden, \
+                card.querySelector('.card-actions').hidden, \
+                [...card.querySelectorAll('fieldset')].some((f) => f.disabled)];";
+    assert_eq!(
+        browser.execute(answerable, json!([card("r1")])).await,
+        json!([true, false, false])
+    );
+
+    // Without the rewrite, the same answer goes through; picking again clears the error.
+    browser.execute("window.__tamper = null;", json!([])).await;
+    browser.click(&decision("r1", 0, "reject")).await;
+    browser
+        .wait_gone(&format!("{} fieldset.has-error", call("r1", 0)))
+        .await;
+    browser.click(&submit("r1")).await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "reject"}, {"type": "approve"}]})
+    );
+}
+
+/// A call is decided from the keyboard alone: Tab reaches its decisions, a digit picks one,
+/// Tab reaches the reason, and Ctrl+Enter submits.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_is_decided_from_the_keyboard() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+
+    browser.wait_for(&call("r1", 0)).await;
+    browser
+        .execute(
+            "document.querySelector(arguments[0]).focus();",
+            json!([decision("r1", 0, "approve")]),
+        )
+        .await;
+    // 3 picks the third decision, Reject; Tab goes on from the decisions to its reason.
+    browser.type_into(&decision("r1", 0, "approve"), "3").await;
+    browser
+        .wait_until(
+            "return document.querySelector(arguments[0]).checked;",
+            json!([decision("r1", 0, "reject")]),
+        )
+        .await;
+    let reason = format!("{} textarea.call-reason", call("r1", 0));
+    browser
+        .type_into(&decision("r1", 0, "reject"), "\u{E004}")
+        .await;
+    browser
+        .wait_until(
+            "return document.activeElement === document.querySelector(arguments[0]);",
+            json!([reason]),
+        )
+        .await;
+    browser
+        .type_into(&reason, "Too risky\u{E009}\u{E007}\u{E009}")
+        .await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "reject", "message": "Too risky"}]})
+    );
+}
+
+/// Approval cards pass axe-core, light and dark, at 360 px and desktop width: a fresh card
+/// with several calls, one with the edit form, the JSON editor, an error, a reason and a
+/// message open, a card this tab may only watch, and the answered card folded with the
+/// history unfolded.
+#[tokio::test(flavor = "multi_thread")]
+async fn approval_cards_pass_axe() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let nested = json!({"name": "deploy", "description": "Deploys a service.\nCareful.",
+        "args": {"service": "api", "replicas": 3, "env": {"A": "1", "B": null},
+                 "regions": ["eu", "us"], "notes": "x\n".repeat(30)},
+        "args_schema": {"type": "object", "properties": {
+            "service": {"type": "string"}, "replicas": {"type": "integer"},
+            "env": {"type": "object"}, "regions": {"type": "array", "items": {"type": "string"}},
+            "notes": {"type": "string"}}},
+        "decisions": ["approve", "edit", "reject", "respond"]});
+    let frame = json!({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
+                       "title": "Deploy bot wants to run 3 tools",
+                       "calls": [run_sql(), nested, send_email()]});
+    let mut agent = agent_asking(&server, &frame).await;
+    browser.wait_for(&call("r1", 2)).await;
+    assert_accessible(&browser, "a fresh approval card").await;
+
+    browser.click(&decision("r1", 0, "edit")).await;
+    replace_text(
+        &browser,
+        &format!(
+            r#"{} .edit-field[data-key="query"] textarea"#,
+            call("r1", 0)
+        ),
+        "\u{E003}",
+    )
+    .await;
+    browser
+        .wait_for(&format!("{} fieldset.has-error", call("r1", 0)))
+        .await;
+    browser.click(&decision("r1", 1, "edit")).await;
+    replace_text(
+        &browser,
+        &format!("{} textarea.edit-json", call("r1", 1)),
+        r#"{"service": "web", "replicas": 2}"#,
+    )
+    .await;
+    browser
+        .wait_for(&format!("{} .edit-diff li", call("r1", 1)))
+        .await;
+    browser.click(&decision("r1", 2, "reject")).await;
+    click_centred(
+        &browser,
+        &format!("{} .argtree details.arg-fold > summary", call("r1", 1)),
+    )
+    .await;
+    assert_accessible(&browser, "editing, with an error and a diff").await;
+    browser.click(&decision("r1", 1, "respond")).await;
+    assert_accessible(&browser, "responding").await;
+
+    // Someone else's request: this tab may only watch it.
+    let (mut tab, _) = server.tab("s").await;
+    let watched = json!({"type": "ask", "session": "s", "id": "r2", "dialect": "approval",
+                         "answerers": ["carol@example.com"],
+                         "calls": [run_sql()]});
+    let _carol = agent_asking(&server, &watched).await;
+    browser
+        .wait_for(&format!("{}.is-read-only", card("r2")))
+        .await;
+    assert_accessible(&browser, "a read-only approval card").await;
+
+    // Another tab answers r1: its card says what was decided, then folds.
+    tab.recv_until("request").await;
+    tab.send(
+        &json!({"type": "answer", "id": "r1", "response": {"decisions": [
+        {"type": "edit", "args": {"query": "SELECT 1"}}, {"type": "approve"},
+        {"type": "reject", "message": "no"}]}}),
+    )
+    .await;
+    outcome(&mut agent, "answered").await;
+    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
+    browser.wait_for(folded).await;
+    let summary = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);",
+            json!([format!("{folded} .summary li")]),
+        )
+        .await;
+    assert_eq!(
+        summary,
+        json!([
+            "run_sqlEdited: changed query",
+            "deployApproved",
+            "send_emailRejected: “no”"
+        ])
+    );
+    browser.wait_for("#history:not([hidden])").await;
+    browser.click("#history > summary").await;
+    browser.wait_for("#history[open]").await;
+    assert_accessible(&browser, "folded, with the history unfolded").await;
+}

@@ -1,0 +1,273 @@
+/* Tool-call approvals (the `approval` dialect): the agent asks before it runs one or more
+ * tool calls. Each call is shown with its name, the description the agent gave, and its
+ * arguments as an inert tree (argtree.js); the person picks one of the decisions the call
+ * allows: approve it, edit its arguments first (argedit.js, checked before sending), reject
+ * it (with an optional reason) or respond with a message instead of running it. The tab
+ * sends one decision per call, in order: {"decisions": [{"type": "approve"}, ...]}.
+ *
+ * A call record (qr, as cards.js calls it) holds what a question record does (fieldset,
+ * errorEl, inputs, name, detail, serverErrors, localError) and: call, args, decisions,
+ * reason / message (their text boxes) and ed (the editor, made when Edit is first picked).
+ */
+
+import { growTextarea, make, shorten } from './page.js';
+import { updateReadiness } from './cards.js';
+import { buildArgTree } from './argtree.js';
+import { buildEditor, diffArgs, readEdit } from './argedit.js';
+import { isObject, pathText } from './argcheck.js';
+
+const KINDS = ['approve', 'edit', 'reject', 'respond'];
+const DEFAULT_DECISIONS = ['approve', 'reject'];
+const DECISION_WORDS = {
+  approve: ['Approve', 'Run it with these arguments'],
+  edit: ['Edit', 'Change the arguments, then run it'],
+  reject: ['Reject', 'Do not run it; you may say why'],
+  respond: ['Respond', 'Do not run it; send the agent a message instead'],
+};
+const MAX_MESSAGE_CHARS = 10000;
+// A description longer than this, or with more lines, is folded behind its start.
+const DESCRIPTION_FOLD_CHARS = 300;
+const DESCRIPTION_FOLD_LINES = 4;
+
+export const APPROVAL_INCOMPLETE = 'Pick a decision for every call, and fix anything marked, to submit.';
+
+// The line at the top of the card: whose the calls are, before anything they say.
+export function approvalNote(view) {
+  const several = Array.isArray(view.calls) && view.calls.length > 1;
+  return (several ? 'Tool calls requested by the agent — check each one before you approve.'
+    : 'Tool call requested by the agent — check it before you approve.') +
+    ' askgate never asks for passwords or keys.';
+}
+
+function allowedDecisions(call) {
+  const given = Array.isArray(call.decisions) && call.decisions.length ? call.decisions : DEFAULT_DECISIONS;
+  return KINDS.filter((kind) => given.includes(kind));
+}
+
+export function buildCall(rec, call, ci) {
+  const id = rec.prefix + '-c' + ci;
+  const total = rec.view.calls.length;
+  const name = String(call.name ?? '');
+  const args = isObject(call.args) ? call.args : {};
+  const wrap = make('div', 'call');
+  wrap.dataset.index = String(ci);
+  wrap.setAttribute('role', 'group');
+  wrap.setAttribute('aria-labelledby', id + '-head');
+  // Under the card's title an h3, else an h2: headings never skip a level.
+  const head = wrap.appendChild(make(rec.view.title ? 'h3' : 'h2', 'call-head', null, { id: id + '-head' }));
+  head.append(make('span', 'chip', total > 1 ? 'Tool call ' + (ci + 1) + ' of ' + total : 'Tool call'), ' ',
+    make('span', 'call-name', name));
+  if (typeof call.description === 'string' && call.description.trim()) {
+    wrap.appendChild(buildDescription(call.description));
+  }
+  const argsBox = wrap.appendChild(make('div', 'call-args'));
+  argsBox.appendChild(make('p', 'call-args-label', 'Arguments'));
+  argsBox.appendChild(buildArgTree(args));
+
+  const fieldset = wrap.appendChild(make('fieldset', 'question call-decision'));
+  fieldset.dataset.index = String(ci);
+  const decisions = allowedDecisions(call);
+  const legend = fieldset.appendChild(make('legend'));
+  legend.append(make('span', 'question-text', 'Your decision on ' + (total > 1 ? 'call ' + (ci + 1) : 'this call')),
+    make('span', 'question-hint', decisions.length > 1 ? 'Pick one' : 'The only decision this call allows'));
+  const qr = {
+    call, args, decisions, fieldset, id, inputs: [], serverErrors: [], localError: '', ed: null,
+    toolName: name, name: 'tool call ' + shorten(name, 80) + (total > 1 ? ' and ' + (total - 1) + ' more' : ''),
+    detail: 'Tool call ' + name + (typeof call.description === 'string' ? ': ' + call.description : ''),
+  };
+  const list = fieldset.appendChild(make('div', 'options'));
+  decisions.forEach((kind, i) => list.appendChild(decisionRow(rec, qr, kind, i)));
+  if (decisions.includes('reject')) {
+    qr.reasonWrap = fieldset.appendChild(textBox(rec, qr, 'reason', 'Why not? (optional; the agent is told)'));
+  }
+  if (decisions.includes('respond')) {
+    qr.messageWrap = fieldset.appendChild(textBox(rec, qr, 'message', 'Your message to the agent (required)'));
+    qr.message.setAttribute('aria-required', 'true');
+  }
+  if (decisions.includes('edit')) qr.editWrap = fieldset.appendChild(make('div', 'call-extra', null, { hidden: true }));
+  qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
+  fieldset.setAttribute('aria-describedby', qr.errorEl.id);
+  rec.questions.push(qr);
+  return wrap;
+}
+
+function buildDescription(text) {
+  const box = make('div', 'call-desc');
+  box.appendChild(make('p', 'call-desc-label', 'Description from the agent'));
+  const long = Array.from(text).length > DESCRIPTION_FOLD_CHARS || text.split('\n').length > DESCRIPTION_FOLD_LINES;
+  if (!long) {
+    box.appendChild(make('p', 'call-desc-text', text));
+    return box;
+  }
+  const fold = box.appendChild(make('details', 'arg-fold'));
+  fold.append(make('summary', 'arg-fold-summary', shorten(text, 100)), make('p', 'call-desc-text', text));
+  return box;
+}
+
+function decisionRow(rec, qr, kind, index) {
+  const [label, hint] = DECISION_WORDS[kind];
+  const input = make('input', '', null, { type: 'radio', name: qr.id + '-d', id: qr.id + '-' + kind, value: kind });
+  input.addEventListener('change', () => onPick(rec, qr));
+  const labelEl = make('label', '', null, { htmlFor: input.id });
+  labelEl.append(make('span', 'option-label', label), make('span', 'option-desc', hint));
+  const row = make('div', 'option decision-' + kind);
+  row.append(input, labelEl);
+  if (index < 9) row.appendChild(make('span', 'option-key', index + 1)).setAttribute('aria-hidden', 'true');
+  qr.inputs.push(input);
+  return row;
+}
+
+function textBox(rec, qr, what, labelText) {
+  const id = qr.id + '-' + what + '-text';
+  const wrap = make('div', 'call-extra', null, { hidden: true });
+  wrap.appendChild(make('label', 'edit-label', labelText, { htmlFor: id }));
+  const area = wrap.appendChild(make('textarea', 'text-input call-' + what, null, { id, rows: 2 }));
+  area.addEventListener('input', () => {
+    growTextarea(area);
+    qr.serverErrors = [];
+    updateReadiness(rec);
+  });
+  qr[what] = area;
+  return wrap;
+}
+
+function picked(qr) {
+  const input = qr.inputs.find((i) => i.checked);
+  return input ? input.value : '';
+}
+
+function onPick(rec, qr) {
+  const kind = picked(qr);
+  if (kind === 'edit' && !qr.ed) {
+    const editCheck = qr.call.edit_check === 'schema' ? 'schema' : 'object';
+    const note = editCheck === 'schema'
+      ? "Your edit is checked against the tool's argument schema before it is sent."
+      : typeof qr.call.edit_note === 'string' && qr.call.edit_note.trim()
+        ? qr.call.edit_note
+        : 'This tool has no argument schema, so your edit is only checked to be a JSON object.';
+    qr.ed = buildEditor({
+      id: qr.id + '-edit', args: qr.args, schema: qr.call.args_schema, check: editCheck, note,
+      onChange: () => { qr.serverErrors = []; updateReadiness(rec); },
+    });
+    qr.editWrap.appendChild(qr.ed.panel);
+  }
+  if (qr.reasonWrap) qr.reasonWrap.hidden = kind !== 'reject';
+  if (qr.messageWrap) qr.messageWrap.hidden = kind !== 'respond';
+  if (qr.editWrap) qr.editWrap.hidden = kind !== 'edit';
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+function tooLong(text) {
+  const length = Array.from(text).length;
+  return length > MAX_MESSAGE_CHARS
+    ? `This is ${length.toLocaleString('en')} characters long; the agent takes at most 10,000.`
+    : '';
+}
+
+// This call's decision: {answer}, {problem} or {} (not decided yet).
+export function readDecision(qr) {
+  switch (picked(qr)) {
+    case 'approve':
+      return { answer: { type: 'approve' } };
+    case 'reject': {
+      const text = qr.reason.value;
+      const problem = tooLong(text);
+      if (problem) return { problem };
+      return { answer: text.trim() ? { type: 'reject', message: text } : { type: 'reject' } };
+    }
+    case 'respond': {
+      const text = qr.message.value;
+      if (!text.trim()) return {};
+      const problem = tooLong(text);
+      return problem ? { problem } : { answer: { type: 'respond', message: text } };
+    }
+    case 'edit': {
+      const read = readEdit(qr.ed);
+      if (read.problem) return { problem: read.problem };
+      return read.value ? { answer: { type: 'edit', args: read.value } } : {};
+    }
+    default:
+      return {};
+  }
+}
+
+// Whether "Approve all" is offered: several calls, each allowing approve.
+export function approvesAll(view) {
+  return Array.isArray(view.calls) && view.calls.length > 1 &&
+    view.calls.every((call) => allowedDecisions(call || {}).includes('approve'));
+}
+
+// "Approve all": every call's Approve picked, and the decisions for them.
+export function approveAll(rec) {
+  for (const qr of rec.questions) {
+    const input = qr.inputs.find((i) => i.value === 'approve');
+    if (input) input.checked = true;
+    onPick(rec, qr);
+  }
+  return { decisions: rec.questions.map(() => ({ type: 'approve' })) };
+}
+
+/* ---------- an answer, in words ---------- */
+
+function quote(text) {
+  return '“' + shorten(text, 160) + '”';
+}
+
+// One decision as a person reads it: "Approved", "Edited: changed query", "Rejected: “why”".
+export function decisionText(decision, args) {
+  const d = isObject(decision) ? decision : {};
+  const message = typeof d.message === 'string' && d.message.trim() ? d.message : '';
+  switch (d.type) {
+    case 'approve':
+      return 'Approved';
+    case 'edit': {
+      const changes = isObject(d.args) && isObject(args) ? diffArgs(args, d.args) : [];
+      const named = changes.slice(0, 5).map((c) => c.kind + ' ' + shorten(c.key, 40));
+      if (changes.length > 5) named.push('and ' + (changes.length - 5) + ' more');
+      return 'Edited' + (named.length ? ': ' + named.join(', ') : '');
+    }
+    case 'reject':
+      return 'Rejected' + (message ? ': ' + quote(message) : '');
+    case 'respond':
+      return 'Responded: ' + quote(message);
+    default:
+      return 'Answered';
+  }
+}
+
+// Another tab's decisions, one line a call.
+export function summarizeApproval(rec, response) {
+  const decisions = response && Array.isArray(response.decisions) ? response.decisions : [];
+  if (!decisions.length) return null;
+  const list = make('ul', 'summary');
+  rec.questions.forEach((qr, i) => {
+    list.appendChild(make('li')).append(make('span', 'chip', shorten(qr.toolName, 60) || 'Call ' + (i + 1)),
+      make('span', 'summary-value', decisionText(decisions[i], qr.args)));
+  });
+  return list;
+}
+
+/* ---------- the gateway's refusals, beside their call ---------- */
+
+// What a refusal at `rest` (the path after `response.decisions[i]`) says, naming the field:
+// connection.js puts it beside call i.
+export function refusalText(rest, message) {
+  if (rest === '.args') return 'arguments: ' + message;
+  if (rest.startsWith('.args.') || rest.startsWith('.args[')) {
+    return fieldOf(rest.slice(rest.startsWith('.args.') ? 6 : 5)) + ': ' + message;
+  }
+  if (rest === '.message') return 'Your message: ' + message;
+  return message;
+}
+
+// The gateway's path inside the arguments (`items[0].name`), in the page's own wording.
+function fieldOf(path) {
+  const parts = [];
+  for (const match of path.matchAll(/\[(\d+)\]|\.?([^.[\]]+)|\["((?:[^"\\]|\\.)*)"\]/g)) {
+    if (match[1] !== undefined) parts.push(Number(match[1]));
+    else if (match[2] !== undefined) parts.push(match[2]);
+    else parts.push(match[3]);
+  }
+  return parts.length ? pathText(parts) : path;
+}
