@@ -18,6 +18,16 @@ fn calls() -> Value {
     ])
 }
 
+/// The `path` of each error a `rejected` or `answer_rejected` frame lists.
+fn error_paths(frame: &Value) -> Vec<&str> {
+    frame["errors"]
+        .as_array()
+        .expect("a list of errors")
+        .iter()
+        .map(|e| e["path"].as_str().expect("a path"))
+        .collect()
+}
+
 /// An agent that asked `calls` as request `id`, and a tab that received the request.
 async fn asked(
     server: &TestServer,
@@ -60,12 +70,7 @@ async fn tabs_see_normalised_calls_and_the_agent_gets_the_decisions() {
     )
     .await;
     let refused = tab.recv_until("answer_rejected").await;
-    let paths: Vec<&str> = refused["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&refused);
     assert_eq!(
         paths,
         [
@@ -149,12 +154,7 @@ async fn bad_calls_are_rejected_with_paths() {
         )
         .await;
     let rejected = agent.recv_until("rejected").await;
-    let paths: Vec<&str> = rejected["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&rejected);
     assert_eq!(
         paths,
         ["calls[0].decisions", "calls[1].args_schema.type"],

@@ -10,16 +10,10 @@
 //! `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the test fails with how
 //! to install it, never skips.
 
-use std::path::PathBuf;
-
 use askgate_tests::browser::Browser;
-use askgate_tests::oracle::repo_root;
+use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::server::{TestServer, WsClient};
 use serde_json::{Value, json};
-
-/// How to install axe-core where the tests look for it.
-const AXE_HINT: &str = "install it with `npm install --prefix .venv/axe axe-core@4.14.1` in the \
-                        repository, or set ASKGATE_AXE_CORE to its axe.min.js";
 
 /// Run before the page's own scripts: records every frame the page sends in
 /// `window.__sent`, and lets a test rewrite an outgoing answer (`window.__tamper`), to stand
@@ -154,67 +148,21 @@ async fn text(browser: &Browser, css: &str) -> String {
         .unwrap_or_else(|| panic!("nothing matches {css:?}"))
 }
 
-/// axe-core's script, from where [`AXE_HINT`] installs it.
-fn axe_source() -> String {
-    let path = std::env::var_os("ASKGATE_AXE_CORE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/axe/node_modules/axe-core/axe.min.js"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("axe-core not found at {}: {e}; {AXE_HINT}", path.display()))
-}
-
-/// axe-core's violations on the whole page as it is now, each as `rule (impact): help` and
-/// the elements it failed on. The script is injected through WebDriver, which the page's
-/// Content-Security-Policy does not govern.
-async fn axe_violations(browser: &Browser, axe: &str) -> Vec<String> {
-    let loaded = browser
-        .execute("return typeof window.axe === 'object';", json!([]))
-        .await;
-    if loaded != json!(true) {
-        let inject = format!("{axe}\n;return typeof window.axe === 'object';");
-        assert_eq!(
-            browser.execute(&inject, json!([])).await,
-            json!(true),
-            "axe-core loaded"
-        );
-    }
-    // No transition or animation midway (a colour being faded in would be measured half-way).
+/// The top-level argument rows of the call at `call_css`, each `[key, value]` as shown.
+async fn arg_rows(browser: &Browser, call_css: &str) -> Value {
     browser
-        .wait_until(
-            "return document.getAnimations().every((a) => a.playState !== 'running');",
-            json!([]),
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((row) => \
+             [row.querySelector('.arg-key').textContent, \
+              row.querySelector('.arg-value').textContent]);",
+            json!([format!("{call_css} .argtree > .arg")]),
         )
-        .await;
-    let start = "window.axeResult = null; \
-        axe.run(document, {resultTypes: ['violations']}).then( \
-          (r) => { window.axeResult = r.violations.map((v) => \
-            `${v.id} (${v.impact}): ${v.help} — ` + \
-            v.nodes.map((n) => n.target.join(' ') + ' [' + n.failureSummary + ']').join('; ')); }, \
-          (e) => { window.axeResult = ['axe failed: ' + e]; }); \
-        return true;";
-    browser.execute(start, json!([])).await;
-    let result = browser
-        .wait_until("return window.axeResult;", json!([]))
-        .await;
-    serde_json::from_value(result).expect("a list of violations")
+        .await
 }
 
-/// axe-core finds nothing on the page, light and dark, 360 px wide and at desktop width.
-/// `what` names the state for the failure message.
-async fn assert_accessible(browser: &Browser, what: &str) {
-    let axe = axe_source();
-    for (width, height) in [(360, 800), (1280, 900)] {
-        browser.set_viewport_size(width, height).await;
-        for dark in [false, true] {
-            browser.set_color_scheme(dark).await;
-            let violations = axe_violations(browser, &axe).await;
-            assert!(
-                violations.is_empty(),
-                "{what}, {width} px, dark: {dark}: axe-core found\n{}",
-                violations.join("\n")
-            );
-        }
-    }
+/// The text of the first element matching `css` is `expected`.
+async fn assert_text(browser: &Browser, css: &str, expected: &str) {
+    assert_eq!(text(browser, css).await, expected, "the text of {css}");
 }
 
 /// A call is shown with its name, the agent's description and its arguments, under a line
@@ -227,27 +175,21 @@ async fn approving_runs_the_call_as_asked() {
 
     let first = call("r1", 0);
     browser.wait_for(&first).await;
-    assert_eq!(
-        text(&browser, &format!("{} .card-origin", card("r1"))).await,
+    assert_text(
+        &browser,
+        &format!("{} .card-origin", card("r1")),
         "Tool call requested by the agent — check it before you approve. \
-         askgate never asks for passwords or keys."
-    );
-    assert_eq!(
-        text(&browser, &format!("{first} .call-name")).await,
-        "run_sql"
-    );
-    assert_eq!(
-        text(&browser, &format!("{first} .call-desc-text")).await,
-        "Run a SQL statement"
-    );
-    let rows = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((row) => \
-             [row.querySelector('.arg-key').textContent, \
-              row.querySelector('.arg-value').textContent]);",
-            json!([format!("{first} .argtree > .arg")]),
-        )
-        .await;
+         askgate never asks for passwords or keys.",
+    )
+    .await;
+    assert_text(&browser, &format!("{first} .call-name"), "run_sql").await;
+    assert_text(
+        &browser,
+        &format!("{first} .call-desc-text"),
+        "Run a SQL statement",
+    )
+    .await;
+    let rows = arg_rows(&browser, &first).await;
     assert_eq!(rows, json!([["query", "DROP TABLE users"]]));
     let offered = browser
         .inputs(&format!(r#"{first} input[type="radio"]"#))
@@ -288,10 +230,12 @@ async fn approving_runs_the_call_as_asked() {
     // Folded, an untitled approval is named by its call.
     let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
     browser.wait_for(folded).await;
-    assert_eq!(
-        text(&browser, &format!("{folded} .folded-what")).await,
-        "Tool call run_sql"
-    );
+    assert_text(
+        &browser,
+        &format!("{folded} .folded-what"),
+        "Tool call run_sql",
+    )
+    .await;
     assert_eq!(browser.console_errors().await, Vec::<String>::new());
 }
 
@@ -361,14 +305,18 @@ async fn an_edit_is_checked_before_it_is_sent() {
     browser.click(&decision("r1", 0, "edit")).await;
     let field = format!(r#"{only} .edit-field[data-key="query"] textarea"#);
     browser.wait_for(&field).await;
-    assert_eq!(
-        text(&browser, &format!("{only} .edit-note")).await,
-        "Your edit is checked against the tool's argument schema before it is sent."
-    );
-    assert_eq!(
-        text(&browser, &format!("{only} .edit-diff")).await,
-        "No changes yet. Change an argument, or pick Approve to run the call as it is."
-    );
+    assert_text(
+        &browser,
+        &format!("{only} .edit-note"),
+        "Your edit is checked against the tool's argument schema before it is sent.",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{only} .edit-diff"),
+        "No changes yet. Change an argument, or pick Approve to run the call as it is.",
+    )
+    .await;
     assert!(submit_disabled(&browser, "r1").await, "an unchanged edit");
 
     // Emptied, the query breaks minLength.
@@ -653,11 +601,13 @@ async fn several_calls_are_decided_one_by_one() {
     let mut agent = agent_asking(&server, &frame).await;
 
     browser.wait_for(&call("r1", 2)).await;
-    assert_eq!(
-        text(&browser, &format!("{} .card-origin", card("r1"))).await,
+    assert_text(
+        &browser,
+        &format!("{} .card-origin", card("r1")),
         "Tool calls requested by the agent — check each one before you approve. \
-         askgate never asks for passwords or keys."
-    );
+         askgate never asks for passwords or keys.",
+    )
+    .await;
     let heads = browser
         .execute(
             "return [...document.querySelectorAll(arguments[0])].map((h) => \
@@ -702,14 +652,18 @@ async fn several_calls_are_decided_one_by_one() {
     browser.wait_for(entry).await;
     browser.click("#history > summary").await;
     browser.wait_for("#history[open]").await;
-    assert_eq!(
-        text(&browser, &format!("{entry} .history-what")).await,
-        "Deploy bot wants to run 3 tools"
-    );
-    assert_eq!(
-        text(&browser, &format!("{entry} .history-asked")).await,
-        "Tool call run_sql (and 2 more calls)"
-    );
+    assert_text(
+        &browser,
+        &format!("{entry} .history-what"),
+        "Deploy bot wants to run 3 tools",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{entry} .history-asked"),
+        "Tool call run_sql (and 2 more calls)",
+    )
+    .await;
     let lines = browser
         .execute(
             "return [...document.querySelectorAll(arguments[0])].map((li) => \
@@ -747,7 +701,7 @@ async fn approve_all_approves_every_call() {
 
     let button = format!("{} .approve-all", card("r1"));
     browser.wait_for(&button).await;
-    assert_eq!(text(&browser, &button).await, "Approve all 3 calls");
+    assert_text(&browser, &button, "Approve all 3 calls").await;
     assert_eq!(
         browser
             .find_all_count(&format!("{} .approve-all", card("r0")))
@@ -829,7 +783,7 @@ async fn hostile_arguments_stay_inert() {
     let lines = "first line\nsecond line\n\n  indented";
     let long = format!("<svg onload=\"window.__pwned=5\">{}", "W".repeat(900));
     let hostile = json!({"name": "<b>fetch</b>",
-        "description": format!("{img}\n{link}"),
+        "description": &format!("{img}\n{link}"),
         "args": {"html": img, "link": link, "url": url, "script": script, "rtl": rtl,
                  "lines": lines, "<i>key</i>": "https://example.com/<u>x</u>",
                  "nested": {"deep": [img, {"url": url}]}, "long": long},
@@ -848,22 +802,14 @@ async fn hostile_arguments_stay_inert() {
         )
         .await;
     assert_eq!(made, json!([0, 0, null]));
-    assert_eq!(
-        text(&browser, &format!("{only} .call-name")).await,
-        "<b>fetch</b>"
-    );
-    assert_eq!(
-        text(&browser, &format!("{only} .call-desc-text")).await,
-        format!("{img}\n{link}")
-    );
-    let rows = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((row) => \
-             [row.querySelector('.arg-key').textContent, \
-              row.querySelector('.arg-value').textContent]);",
-            json!([format!("{only} .argtree > .arg")]),
-        )
-        .await;
+    assert_text(&browser, &format!("{only} .call-name"), "<b>fetch</b>").await;
+    assert_text(
+        &browser,
+        &format!("{only} .call-desc-text"),
+        &format!("{img}\n{link}"),
+    )
+    .await;
+    let rows = arg_rows(&browser, &only).await;
     let row = |key: &str, value: &str| json!([key, value]);
     let rows = rows.as_array().expect("rows");
     assert_eq!(
@@ -917,13 +863,15 @@ async fn hostile_arguments_stay_inert() {
     assert_eq!(rows[6], row("<i>key</i>", "https://example.com/<u>x</u>"));
     // The long value is folded, and whole once unfolded.
     let fold = format!("{only} .argtree > .arg:nth-child(9) details.arg-fold");
-    assert_eq!(
-        text(&browser, &format!("{fold} > summary")).await,
-        "Show the whole text (931 characters)"
-    );
+    assert_text(
+        &browser,
+        &format!("{fold} > summary"),
+        "Show the whole text (931 characters)",
+    )
+    .await;
     browser.click(&format!("{fold} > summary")).await;
     browser.wait_for(&format!("{fold}[open]")).await;
-    assert_eq!(text(&browser, &format!("{fold} > .arg-str")).await, long);
+    assert_text(&browser, &format!("{fold} > .arg-str"), &long).await;
 
     // Edited as JSON, the text box holds the arguments exactly, as inert text.
     browser.click(&decision("r1", 0, "edit")).await;
@@ -1003,11 +951,8 @@ async fn a_refused_decision_is_shown_beside_its_call() {
     browser
         .wait_for_text(&format!("{} .card-status", card("r1")), "Not accepted")
         .await;
-    assert_eq!(
-        text(&browser, &format!("{} .card-error", card("r1"))).await,
-        "",
-        "nothing is left above the card"
-    );
+    // Nothing is left above the card.
+    assert_text(&browser, &format!("{} .card-error", card("r1")), "").await;
     // A refusal inside one decision is about that decision, not about who may answer: the
     // card stays answerable.
     browser

@@ -8,21 +8,16 @@
 //! `$ASKGATE_AXE_CORE` or `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the
 //! test fails with how to install it, never skips.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use askgate::people::Groups;
 use askgate_tests::browser::Browser;
-use askgate_tests::oracle::repo_root;
+use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
 use serde_json::{Value, json};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
-
-/// How to install axe-core where the tests look for it.
-const AXE_HINT: &str = "install it with `npm install --prefix .venv/axe axe-core@4.14.1` in the \
-                        repository, or set ASKGATE_AXE_CORE to its axe.min.js";
 
 /// A personal link to `session` for `user`, working for `ttl_s` seconds: `(url, key,
 /// expires_ms)`, as `POST /v1/sessions/{session}/links` gives it (local mode: no agent key).
@@ -116,69 +111,6 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .expect("after 1970");
     u64::try_from(since.as_millis()).expect("a time in range")
-}
-
-/// axe-core's script, from where [`AXE_HINT`] installs it.
-fn axe_source() -> String {
-    let path = std::env::var_os("ASKGATE_AXE_CORE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/axe/node_modules/axe-core/axe.min.js"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("axe-core not found at {}: {e}; {AXE_HINT}", path.display()))
-}
-
-/// axe-core's violations on the whole page as it is now, each as `rule (impact): help`
-/// and the elements it failed on. The script is injected through WebDriver, which the page's
-/// Content-Security-Policy does not govern.
-async fn axe_violations(browser: &Browser, axe: &str) -> Vec<String> {
-    let loaded = browser
-        .execute("return typeof window.axe === 'object';", json!([]))
-        .await;
-    if loaded != json!(true) {
-        let inject = format!("{axe}\n;return typeof window.axe === 'object';");
-        assert_eq!(
-            browser.execute(&inject, json!([])).await,
-            json!(true),
-            "axe-core loaded"
-        );
-    }
-    // No transition or animation midway (a colour being faded in would be measured half-way).
-    browser
-        .wait_until(
-            "return document.getAnimations().every((a) => a.playState !== 'running');",
-            json!([]),
-        )
-        .await;
-    let start = "window.axeResult = null; \
-        axe.run(document, {resultTypes: ['violations']}).then( \
-          (r) => { window.axeResult = r.violations.map((v) => \
-            `${v.id} (${v.impact}): ${v.help} — ` + \
-            v.nodes.map((n) => n.target.join(' ') + ' [' + n.failureSummary + ']').join('; ')); }, \
-          (e) => { window.axeResult = ['axe failed: ' + e]; }); \
-        return true;";
-    browser.execute(start, json!([])).await;
-    let result = browser
-        .wait_until("return window.axeResult;", json!([]))
-        .await;
-    serde_json::from_value(result).expect("a list of violations")
-}
-
-/// axe-core finds nothing on the page, light and dark, 360 px wide and at desktop width.
-/// `what` names the state for the failure message.
-async fn assert_accessible(browser: &Browser, what: &str) {
-    let axe = axe_source();
-    for (width, height) in [(360, 800), (1280, 900)] {
-        browser.set_viewport_size(width, height).await;
-        for dark in [false, true] {
-            browser.set_color_scheme(dark).await;
-            let violations = axe_violations(browser, &axe).await;
-            assert!(
-                violations.is_empty(),
-                "{what}, {width} px, dark: {dark}: axe-core found\n{}",
-                violations.join("\n")
-            );
-        }
-    }
 }
 
 /// Two people with their own links to one session: the page says who each is; when alice

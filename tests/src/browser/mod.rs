@@ -15,7 +15,9 @@
 //!
 //! - [`driver`]: finding Chromium and chromedriver, and starting chromedriver on a free port.
 //! - [`wire`]: WebDriver's HTTP/1.1 exchanges, read and written by hand.
+//! - [`axe`]: axe-core's accessibility rules, run on the page as it is.
 
+pub mod axe;
 mod driver;
 mod wire;
 

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::path::{index_path, key_path};
+use super::fields::{at_most_chars, index_path, key_path, optional_text};
 use super::schema::{self, Support};
 use super::{MAX_CALLS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
@@ -260,35 +260,21 @@ fn check_text(
     max: usize,
     required: bool,
 ) -> Result<Option<String>, FieldError> {
-    let text = match value {
-        None | Some(Value::Null) if required => {
+    let text = match optional_text(value, path)? {
+        Some(text) => text,
+        None if required => {
             return Err(FieldError::new(
                 path,
                 ErrorCode::MissingField,
                 "required: a string",
             ));
         }
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(text)) => text,
-        Some(other) => {
-            return Err(FieldError::new(
-                path,
-                ErrorCode::WrongType,
-                format!("must be a string, got {}", json_kind(other)),
-            ));
-        }
+        None => return Ok(None),
     };
     if text.trim().is_empty() {
         return Err(FieldError::new(path, ErrorCode::Blank, "must not be blank"));
     }
-    let chars = text.chars().count();
-    if chars > max {
-        return Err(FieldError::new(
-            path,
-            ErrorCode::TooLong,
-            format!("at most {max} characters, got {chars}"),
-        ));
-    }
+    at_most_chars(text, max, path)?;
     // A name is one line; a description may have line breaks and tabs.
     let forbidden = |c: char| c.is_control() && (required || !matches!(c, '\n' | '\t' | '\r'));
     if let Some(c) = text.chars().find(|&c| forbidden(c)) {

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::calls::{Call, DecisionKind, EditCheck};
-use super::path::{index_path, key_path};
+use super::fields::{at_most_chars, index_path, key_path, optional_text};
 use super::{MAX_MESSAGE_CHARS, schema};
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
@@ -230,25 +230,10 @@ fn check_edit(call: &Call, args: Option<&Value>, path: &str) -> Result<Decision,
 
 /// A message of at most [`MAX_MESSAGE_CHARS`]; an absent or blank one is no message.
 fn check_message(value: Option<&Value>, path: &str) -> Result<Option<String>, FieldError> {
-    let text = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(text)) => text,
-        Some(other) => {
-            return Err(FieldError::new(
-                path,
-                ErrorCode::WrongType,
-                format!("must be a string, got {}", json_kind(other)),
-            ));
-        }
+    let Some(text) = optional_text(value, path)? else {
+        return Ok(None);
     };
-    let chars = text.chars().count();
-    if chars > MAX_MESSAGE_CHARS {
-        return Err(FieldError::new(
-            path,
-            ErrorCode::TooLong,
-            format!("at most {MAX_MESSAGE_CHARS} characters, got {chars}"),
-        ));
-    }
+    at_most_chars(text, MAX_MESSAGE_CHARS, path)?;
     Ok((!text.trim().is_empty()).then(|| text.clone()))
 }
 

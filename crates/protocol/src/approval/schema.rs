@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{index_path, key_path};
+use super::fields::{index_path, key_path};
 use crate::error::{ErrorCode, FieldError, json_kind};
 
 /// Keywords that constrain, and are checked.

@@ -1,4 +1,8 @@
-//! Error paths into JSON the agent or a tab wrote.
+//! Reading the fields the agent or a tab wrote: error paths into them, and their text.
+
+use serde_json::Value;
+
+use crate::error::{ErrorCode, FieldError, json_kind};
 
 /// `path.key`, or `path["key"]` when the key is not a plain name (so a key holding a dot or
 /// a bracket cannot pass for a deeper path).
@@ -13,13 +17,42 @@ pub(super) fn key_path(path: &str, key: &str) -> String {
     match (plain, path.is_empty()) {
         (true, true) => key.to_owned(),
         (true, false) => format!("{path}.{key}"),
-        (false, _) => format!("{path}[{}]", serde_json::Value::from(key)),
+        (false, _) => format!("{path}[{}]", Value::from(key)),
     }
 }
 
 /// `path[i]`.
 pub(super) fn index_path(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
+}
+
+/// A string field that may be absent (or null).
+pub(super) fn optional_text<'v>(
+    value: Option<&'v Value>,
+    path: &str,
+) -> Result<Option<&'v String>, FieldError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(FieldError::new(
+            path,
+            ErrorCode::WrongType,
+            format!("must be a string, got {}", json_kind(other)),
+        )),
+    }
+}
+
+/// `text` has at most `max` characters.
+pub(super) fn at_most_chars(text: &str, max: usize, path: &str) -> Result<(), FieldError> {
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(FieldError::new(
+            path,
+            ErrorCode::TooLong,
+            format!("at most {max} characters, got {chars}"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
