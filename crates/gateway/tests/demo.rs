@@ -59,25 +59,34 @@ async fn a_restarted_demo_goes_on_where_it_stopped() {
     answer_with(&mut tab, &second, &ANSWERS[1]).await;
     let printed = demo.next_line_with("the model reads");
     assert!(printed.ends_with(EXPECTED[1]), "{printed}");
-    let third = next_request_after(&mut tab, &second).await;
-    answer_with(&mut tab, &third, &ANSWERS[2]).await;
-    let printed = demo.next_line_with("the model reads");
-    assert!(printed.ends_with(EXPECTED[2]), "{printed}");
+    let mut done = second;
+    for (answer, expected) in ANSWERS.iter().zip(EXPECTED).skip(2) {
+        let next = next_request_after(&mut tab, &done).await;
+        answer_with(&mut tab, &next, answer).await;
+        let printed = demo.next_line_with("the model reads");
+        assert!(printed.ends_with(expected), "{printed}");
+        done = next;
+    }
     demo.next_line_with("done");
     let _ = std::fs::remove_dir_all(&data_dir);
 }
 
 /// What the test answers to each question set, and what the model then reads.
-static ANSWERS: std::sync::LazyLock<[Value; 3]> = std::sync::LazyLock::new(|| {
+static ANSWERS: std::sync::LazyLock<[Value; 4]> = std::sync::LazyLock::new(|| {
     [
         json!({"answers": [{"header": "Database", "selected": ["PostgreSQL"]}]}),
         json!({"answers": [{"header": "Features", "selected": ["Invoices", "Coupons"]}, {"header": "Currency", "custom_answer": "CHF"}]}),
+        json!({"decisions": [
+            {"type": "edit", "args": {"database": "billing_staging", "migration": "0007_add_invoices.sql"}},
+            {"type": "respond", "message": "Wait until staging looks good."}]}),
         json!({"answers": [{"header": "Deploy", "selected": ["Wait for Monday"]}]}),
     ]
 });
-const EXPECTED: [&str; 3] = [
+const EXPECTED: [&str; 4] = [
     r#"{"Database":["PostgreSQL"]}"#,
     r#"{"Features":["Invoices","Coupons"],"Currency":["CHF"]}"#,
+    // The first of its two lines (a line per call).
+    "run_migration: edited",
     r#"{"Deploy":["Wait for Monday"]}"#,
 ];
 

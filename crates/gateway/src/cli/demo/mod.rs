@@ -92,9 +92,11 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             println!("[agent] asking question set {} ...", i + 1);
             let answered = client.ask(ask).await?;
             let model_text = answered.model_text().unwrap_or("(nothing: withdrawn)");
+            // A text of several lines (an approval's, a line per call) stays readable.
             println!(
-                "[agent] {} -> the model reads: {model_text}\n",
+                "[agent] {} -> the model reads: {}\n",
                 answered.outcome().as_str(),
+                model_text.replace('\n', "\n    "),
             );
             progress.finish(model_text.to_owned());
         }
@@ -114,8 +116,8 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     gateway.await.context("the gateway task failed")?
 }
 
-/// What the demo agent asks: a single choice, a multi-select with descriptions, and one
-/// with a 60-second deadline.
+/// What the demo agent asks: a single choice, a multi-select with descriptions, two tool
+/// calls to approve, and a question with a 60-second deadline.
 ///
 /// The questions say nothing about how to answer: the page puts its own hint ("Pick one or
 /// more") under every multi-select, and a second one in the text would repeat it.
@@ -159,6 +161,32 @@ fn sequence(session: &str) -> Vec<Ask> {
         )
         .with_id("demo-release-scope")
         .with_title("Scoping the first release"),
+        Ask::approval(
+            session,
+            json!([{
+                "name": "run_migration",
+                "description": "Apply a schema migration to the billing database.",
+                "args": {"database": "billing", "migration": "0007_add_invoices.sql", "dry_run": false},
+                "args_schema": {
+                    "type": "object",
+                    "properties": {
+                        "database": {"type": "string", "enum": ["billing", "billing_staging"]},
+                        "migration": {"type": "string", "minLength": 1},
+                        "dry_run": {"type": "boolean"}
+                    },
+                    "required": ["database", "migration"],
+                    "additionalProperties": false
+                },
+                "decisions": ["approve", "edit", "reject"]
+            }, {
+                "name": "send_email",
+                "description": "Tell the team the migration ran.",
+                "args": {"to": "billing-team@example.com", "body": "Migration 0007 applied."},
+                "decisions": ["approve", "reject", "respond"]
+            }]),
+        )
+        .with_id("demo-approval")
+        .with_title("About to change the billing database"),
         Ask::new(
             session,
             json!([{
