@@ -200,4 +200,24 @@ mod tests {
         }
         assert!(missing.is_empty(), "not embedded: {missing:?}");
     }
+
+    /// A dialect the gateway accepts but the page cannot show would reach people as a card
+    /// saying it is not supported: each one in the registry has its entry in the page's
+    /// table of dialects.
+    #[test]
+    fn the_page_has_a_card_for_every_dialect() {
+        let (_, _, cards) = EMBEDDED
+            .iter()
+            .find(|(name, _, _)| *name == "js/cards.js")
+            .expect("cards.js is embedded");
+        let table = cards
+            .split_once("const DIALECTS = {")
+            .and_then(|(_, rest)| rest.split_once("\n};"))
+            .map(|(table, _)| table)
+            .expect("cards.js has its table of dialects");
+        for dialect in askgate_protocol::Dialect::all() {
+            let entry = format!("\n  {}: {{", dialect.as_str());
+            assert!(table.contains(&entry), "cards.js has no card for {dialect}");
+        }
+    }
 }
