@@ -110,6 +110,15 @@ async fn suite(backend: Backend) {
     let full = agent.recv_type("rejected").await;
     assert_eq!(full["errors"][0]["code"], "unavailable", "{full}");
 
+    // A tool-call approval, asked twice: one request (and, below, across a restart).
+    let approval = json!({"type": "ask", "session": "t", "id": "p", "dialect": "approval",
+        "calls": [{"name": "run_sql", "args": {"q": "DROP"}, "decisions": ["approve", "edit"],
+                   "args_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]});
+    for _ in 0..2 {
+        agent.send(&approval).await;
+        assert_eq!(agent.recv_type("accepted").await["id"], "p");
+    }
+
     // A restart: what was open is open again, answerable.
     if backend.keeps_across_restarts() {
         drop((tab_1, tab_2, agent));
@@ -130,6 +139,22 @@ async fn suite(backend: Backend) {
         tab.send(&answer("l1", "Green")).await;
         let outcome = agent.recv_type("outcome").await;
         assert_eq!(outcome["id"], "l1");
+
+        let link = viewer(&mut agent, "t").await;
+        let (mut tab, snapshot) = Peer::tab(&node, "t", &link).await;
+        assert_eq!(
+            snapshot["requests"][0]["calls"][0]["edit_check"], "schema",
+            "{snapshot}"
+        );
+        agent.send(&approval).await;
+        agent.recv_type("accepted").await;
+        tab.send(
+            &json!({"type": "answer", "id": "p", "response": {"decisions": [
+            {"type": "edit", "args": {"q": "SELECT 1"}}]}}),
+        )
+        .await;
+        let outcome = agent.recv_type("outcome").await;
+        assert_eq!(outcome["model_text"], "run_sql: edited", "{outcome}");
     }
 }
 
