@@ -20,8 +20,9 @@ pub struct Ask {
     pub id: Option<String>,
     /// The dialect; `None` means the gateway's default, harness.
     pub dialect: Option<Dialect>,
-    /// The dialect's request: its `questions` list, or an approval's `calls`; sent under
-    /// the dialect's own field name.
+    /// The dialect's request: its `questions` list, an approval's `calls`, or (for a dialect
+    /// of several fields, such as a form) an object of its fields; sent under the dialect's
+    /// own field names.
     pub questions: Value,
     /// How long people have to answer; `None` for no deadline.
     pub timeout: Option<Duration>,
@@ -114,16 +115,15 @@ impl Ask {
     pub(crate) fn into_frame(mut self) -> AskFrame {
         let id = self.request_id().to_owned();
         let dialect = self.dialect.unwrap_or_default();
-        let (questions, calls) = match dialect.face().field() {
-            "calls" => (Value::Null, self.questions),
-            _ => (self.questions, Value::Null),
-        };
+        let mut rest = serde_json::Map::new();
+        dialect.spread_into(&self.questions, &mut rest);
+        let questions = rest.remove("questions").unwrap_or(Value::Null);
         AskFrame {
             session: Value::String(self.session),
             id: Some(Value::String(id)),
             dialect: self.dialect.map(|d| Value::from(d.as_str())),
             questions,
-            calls,
+            rest,
             timeout_s: self.timeout.map(|t| Value::from(t.as_secs_f64())),
             title: self.title.map(Value::String),
             answerers: self

@@ -6,7 +6,7 @@ use crate::error::{ErrorCode, FieldError, json_kind};
 
 /// `path.key`, or `path["key"]` when the key is not a plain name (so a key holding a dot or
 /// a bracket cannot pass for a deeper path).
-pub(super) fn key_path(path: &str, key: &str) -> String {
+pub(crate) fn key_path(path: &str, key: &str) -> String {
     let plain = key
         .chars()
         .next()
@@ -22,12 +22,12 @@ pub(super) fn key_path(path: &str, key: &str) -> String {
 }
 
 /// `path[i]`.
-pub(super) fn index_path(path: &str, i: usize) -> String {
+pub(crate) fn index_path(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
 /// A string field that may be absent (or null).
-pub(super) fn optional_text<'v>(
+pub(crate) fn optional_text<'v>(
     value: Option<&'v Value>,
     path: &str,
 ) -> Result<Option<&'v String>, FieldError> {
@@ -43,7 +43,7 @@ pub(super) fn optional_text<'v>(
 }
 
 /// `text` has at most `max` characters.
-pub(super) fn at_most_chars(text: &str, max: usize, path: &str) -> Result<(), FieldError> {
+pub(crate) fn at_most_chars(text: &str, max: usize, path: &str) -> Result<(), FieldError> {
     let chars = text.chars().count();
     if chars > max {
         return Err(FieldError::new(

@@ -6,6 +6,7 @@
 //! function of its input, so the gateway, the clients and the tests share one truth.
 //!
 //! # Layout
+//! - `field_paths`: error paths into what agents and tabs send, and their text fields.
 //! - [`error`]: [`FieldError`](error::FieldError) (path, code, message) and
 //!   [`ValidationErrors`](error::ValidationErrors).
 //! - [`unicode`]: the character rules, frozen at Unicode 14.0 (CPython 3.11): printable,
@@ -20,6 +21,10 @@
 //! - [`approval`]: tool-call approvals (OpenAI Agents, LangChain, pydantic-ai, AG-UI): the
 //!   calls, what each allows, the person's decisions, and edits checked against the tool's
 //!   schema.
+//! - [`claude`]: the Claude Agent SDK's `AskUserQuestion`, answered with the tool's input and
+//!   the person's answers keyed by question text.
+//! - [`form`]: MCP elicitation: a form from a flat JSON Schema, or a URL to open, answered
+//!   with MCP's `ElicitResult`.
 //! - [`ids`]: session, request and tab ids, checked where they enter.
 //! - [`dialect`]: the face every dialect shows, the registry of dialects, and a validated
 //!   request of any of them.
@@ -28,10 +33,13 @@
 //! - [`close`]: WebSocket close codes and whether to reconnect after each.
 
 pub mod approval;
+pub mod claude;
 pub mod close;
 pub mod deepagents;
 pub mod dialect;
 pub mod error;
+mod field_paths;
+pub mod form;
 pub mod harness;
 pub mod ids;
 pub mod json;

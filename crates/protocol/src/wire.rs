@@ -5,7 +5,7 @@
 //! `rejected` naming it, not with a generic parse error; [`AskFrame::check`] does the rest.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::dialect::{Dialect, Outcome, QuestionSet, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
@@ -71,9 +71,6 @@ pub struct AskFrame {
     /// The question dialects' questions list.
     #[serde(default)]
     pub questions: Value,
-    /// The approval dialect's tool calls.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub calls: Value,
     /// Seconds until the request times out; absent or null for no deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<Value>,
@@ -84,6 +81,10 @@ pub struct AskFrame {
     /// holds the link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answerers: Option<Value>,
+    /// Every other field: the other dialects' (an approval's `calls`, a form's `message`,
+    /// `schema`...), each read by the dialect it belongs to; fields of no dialect are ignored.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
 }
 
 /// An `ask` that passed every check.
@@ -144,7 +145,7 @@ impl AskFrame {
             Some(dialect) => self
                 .request_of(dialect)
                 .and_then(|request| {
-                    QuestionSet::validate(dialect, request).map_err(ValidationErrors::into_vec)
+                    QuestionSet::validate(dialect, &request).map_err(ValidationErrors::into_vec)
                 })
                 .map_err(|e| errors.extend(e))
                 .ok(),
@@ -169,25 +170,46 @@ impl AskFrame {
 }
 
 impl AskFrame {
-    /// The dialect's request: `questions`, or `calls` for approvals; the other field must
-    /// be absent, so a request sent under the wrong name is not silently read as empty.
-    fn request_of(&self, dialect: Dialect) -> Result<&Value, Vec<FieldError>> {
-        let field = dialect.face().field();
-        let (request, other, other_name) = match field {
-            "calls" => (&self.calls, &self.questions, "questions"),
-            _ => (&self.questions, &self.calls, "calls"),
-        };
-        if other.is_null() {
-            return Ok(request);
+    /// A field of the ask by name: `questions`, or one of the rest.
+    fn field(&self, name: &str) -> Option<&Value> {
+        match name {
+            "questions" => Some(&self.questions).filter(|v| !v.is_null()),
+            _ => self.rest.get(name).filter(|v| !v.is_null()),
         }
-        Err(vec![FieldError::new(
-            other_name,
-            ErrorCode::UnknownField,
-            format!(
-                "the {} dialect's request goes in `{field}`, not `{other_name}`",
-                dialect.as_str()
-            ),
-        )])
+    }
+
+    /// The dialect's request, gathered from its fields; a field of another dialect is an
+    /// error, so a request sent under the wrong name is not silently read as empty.
+    fn request_of(&self, dialect: Dialect) -> Result<Value, Vec<FieldError>> {
+        let mut sent = self.rest.keys().map(String::as_str).collect::<Vec<_>>();
+        if !self.questions.is_null() {
+            sent.push("questions");
+        }
+        let foreign: Vec<FieldError> = sent
+            .into_iter()
+            .filter(|name| dialect.is_foreign_field(name) && self.field(name).is_some())
+            .map(|name| {
+                FieldError::new(
+                    name,
+                    ErrorCode::UnknownField,
+                    format!(
+                        "the {} dialect's request goes in {}, not `{name}`",
+                        dialect.as_str(),
+                        dialect
+                            .face()
+                            .fields()
+                            .iter()
+                            .map(|f| format!("`{f}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+            .collect();
+        if !foreign.is_empty() {
+            return Err(foreign);
+        }
+        Ok(dialect.gather(|name| self.field(name)))
     }
 }
 
@@ -354,7 +376,7 @@ pub struct OutcomeFrame {
 ///
 /// The normalised request goes under its dialect's field name: `questions`, or `calls` for
 /// approvals.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RequestView {
     /// The request id.
     pub id: String,
@@ -362,15 +384,14 @@ pub struct RequestView {
     pub dialect: Dialect,
     /// The agent's title, if any.
     pub title: Option<String>,
-    /// The normalised request: questions, or tool calls.
-    #[serde(alias = "calls")]
+    /// The normalised request: questions, tool calls, a form (see
+    /// [`Dialect::spread`]).
     pub questions: Value,
     /// When it was asked (Unix ms).
     pub asked_at_ms: u64,
     /// When it times out (Unix ms), or null.
     pub deadline_ms: Option<u64>,
     /// Who alone may answer (people and `group:NAME`s), when the ask said so.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answerers: Option<Vec<String>>,
 }
 
@@ -381,13 +402,39 @@ impl Serialize for RequestView {
         map.serialize_entry("id", &self.id)?;
         map.serialize_entry("dialect", &self.dialect)?;
         map.serialize_entry("title", &self.title)?;
-        map.serialize_entry(self.dialect.face().field(), &self.questions)?;
+        for (name, value) in self.dialect.spread(&self.questions) {
+            map.serialize_entry(name, value)?;
+        }
         map.serialize_entry("asked_at_ms", &self.asked_at_ms)?;
         map.serialize_entry("deadline_ms", &self.deadline_ms)?;
         if let Some(answerers) = &self.answerers {
             map.serialize_entry("answerers", answerers)?;
         }
         map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestView {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
+        let mut take = |name: &str| fields.remove(name).unwrap_or(Value::Null);
+        let id = String::deserialize(take("id")).map_err(D::Error::custom)?;
+        let dialect = Dialect::deserialize(take("dialect")).map_err(D::Error::custom)?;
+        let title = Option::deserialize(take("title")).map_err(D::Error::custom)?;
+        let asked_at_ms = u64::deserialize(take("asked_at_ms")).map_err(D::Error::custom)?;
+        let deadline_ms = Option::deserialize(take("deadline_ms")).map_err(D::Error::custom)?;
+        let answerers = Option::deserialize(take("answerers")).map_err(D::Error::custom)?;
+        let questions = dialect.gather(|name| fields.get(name));
+        Ok(RequestView {
+            id,
+            dialect,
+            title,
+            questions,
+            asked_at_ms,
+            deadline_ms,
+            answerers,
+        })
     }
 }
 

@@ -93,10 +93,11 @@ struct PostBody {
     dialect: Option<Value>,
     questions: Option<Value>,
     args: Option<Value>,
-    calls: Option<Value>,
     timeout_s: Option<Value>,
     title: Option<Value>,
     answerers: Option<Value>,
+    /// Every other field: another dialect's request (`calls`, a form's fields...).
+    rest: serde_json::Map<String, Value>,
 }
 
 /// A POST's body as a JSON object: the status of a body that could not be read, 400 when it
@@ -138,16 +139,18 @@ impl PostBody {
         let mut fields = body_object(body, "`questions` (or a tool call's `args`)")?;
         // As serde reads an `Option`: `null` is absent.
         let mut take = |key: &str| fields.remove(key).filter(|v| !v.is_null());
-        Ok(PostBody {
+        let mut body = PostBody {
             id: take("id"),
             dialect: take("dialect"),
             questions: take("questions"),
             args: take("args"),
-            calls: take("calls"),
             timeout_s: take("timeout_s"),
             title: take("title"),
             answerers: take("answerers"),
-        })
+            rest: serde_json::Map::new(),
+        };
+        body.rest = fields;
+        Ok(body)
     }
 }
 
@@ -158,13 +161,16 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
         Some(name) => Dialect::parse(name).ok(),
         None => Some(Dialect::HARNESS),
     };
-    if body.calls.is_some() || dialect.is_some_and(|d| d.face().field() == "calls") {
+    if let Some(dialect) = dialect.filter(|d| !d.face().fields().contains(&"questions")) {
         if body.args.is_some() {
             return Err(ApiError::one(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "args",
                 ErrorCode::UnknownField,
-                "an approval ask carries its tool calls in `calls`, not `args`",
+                format!(
+                    "`args` is a harness tool call's; the {dialect} dialect's request goes in {}",
+                    dialect.face().fields().join(", ")
+                ),
             ));
         }
         return Ok(body.questions.clone().unwrap_or(Value::Null));
@@ -247,7 +253,7 @@ pub async fn post_request(
         id: body.id.clone(),
         dialect: body.dialect.clone(),
         questions: questions_of(&body)?,
-        calls: body.calls.clone().unwrap_or(Value::Null),
+        rest: body.rest.clone(),
         timeout_s: body.timeout_s.clone(),
         title: body.title.clone(),
         answerers: body.answerers.clone(),

@@ -3,10 +3,10 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::fields::{at_most_chars, index_path, key_path, optional_text};
 use super::schema::{self, Support};
 use super::{MAX_CALLS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
+use crate::field_paths::{at_most_chars, index_path, key_path, optional_text};
 
 /// What a person may do with a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -4,10 +4,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::calls::{Call, DecisionKind, EditCheck};
-use super::fields::{at_most_chars, index_path, key_path, optional_text};
 use super::{MAX_MESSAGE_CHARS, schema};
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
+use crate::field_paths::{at_most_chars, index_path, key_path, optional_text};
 
 /// The reject message every call gets when the person declines the whole request.
 pub const DECLINED_MESSAGE: &str = "The person declined.";

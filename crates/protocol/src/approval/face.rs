@@ -23,8 +23,8 @@ impl DialectFace for ApprovalFace {
         "approval"
     }
 
-    fn field(&self) -> &'static str {
-        "calls"
+    fn fields(&self) -> &'static [&'static str] {
+        &["calls"]
     }
 
     fn validate(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors> {
@@ -48,7 +48,10 @@ impl Validated for ApprovalCalls {
     }
 
     fn settle_unanswered(&self, outcome: Outcome) -> Settlement {
-        rejected_all(&self.0, outcome)
+        match outcome {
+            Outcome::Declined | Outcome::TimedOut => rejected_all(&self.0, outcome),
+            _ => Settlement::withdrawn(),
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

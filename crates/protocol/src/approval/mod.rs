@@ -8,7 +8,6 @@
 //! - [`calls`]: an ask's `calls`, validated ([`Call`]), and what each allows.
 //! - [`schema`]: the part of JSON Schema tool argument schemas use, for checking edits.
 //! - [`decisions`]: a tab's decisions, checked, and what the agent receives.
-//! - `fields`: error paths into what was sent, and its text fields.
 //! - `face`: approvals behind the dialects' common face ([`ApprovalFace`]).
 //!
 //! # Decisions
@@ -20,7 +19,6 @@
 pub mod calls;
 pub mod decisions;
 mod face;
-mod fields;
 pub mod schema;
 
 pub use calls::{Call, DecisionKind, EditCheck, validate_calls};

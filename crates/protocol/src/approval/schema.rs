@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::fields::{index_path, key_path};
 use crate::error::{ErrorCode, FieldError, json_kind};
+use crate::field_paths::{index_path, key_path};
 
 /// Keywords that constrain, and are checked.
 const CHECKED: [&str; 13] = [

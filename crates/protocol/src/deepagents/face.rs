@@ -49,7 +49,8 @@ impl Validated for DeepagentsQuestions {
             // deepagents has no timeout: report it as a prompt that failed to get an answer.
             Outcome::TimedOut => settle::timed_out_payload(self),
             // The TUI's dismissal payload, as a client that does resume would send it.
-            _ => settle::cancelled_payload(self),
+            Outcome::Declined => settle::cancelled_payload(self),
+            _ => return Settlement::withdrawn(),
         };
         settle::settlement(self, outcome, payload)
     }

@@ -14,14 +14,15 @@ pub trait DialectFace: Debug + Send + Sync + 'static {
     /// The wire name, as an ask's `dialect` carries it.
     fn name(&self) -> &'static str;
 
-    /// The ask's field that holds the dialect's request (and the request view's field that
-    /// shows it to tabs): `questions` for the question dialects, `calls` for approvals.
-    fn field(&self) -> &'static str {
-        "questions"
+    /// The ask's fields that hold the dialect's request (and the request view's fields that
+    /// show it to tabs): `questions` for the question dialects, `calls` for approvals, a
+    /// form's `message`, `schema`... (see [`request`](super::request)).
+    fn fields(&self) -> &'static [&'static str] {
+        &["questions"]
     }
 
-    /// Validates the request found in [`field`](Self::field), with askgate's bounds; error
-    /// paths start with the field's name.
+    /// Validates the request gathered from [`fields`](Self::fields) (one field's value, or an
+    /// object of several), with askgate's bounds; error paths start with a field's name.
     ///
     /// # Errors
     /// Every problem found, each with its path.
@@ -43,8 +44,9 @@ pub trait Validated: Debug + Send + Sync + 'static {
     /// Why the answer does not fit, with paths starting `response`; the request stays open.
     fn settle_answer(&self, response: &Value) -> Result<Settlement, ValidationErrors>;
 
-    /// What the agent receives when the request ends with nobody's answer: `Declined` or
-    /// `TimedOut` (a withdrawal settles the same way for every dialect, and never gets here).
+    /// What the agent receives when the request ends with nobody's answer: `Declined`,
+    /// `TimedOut` or `Withdrawn` (most dialects hand back nothing for a withdrawal:
+    /// [`Settlement::withdrawn`]).
     fn settle_unanswered(&self, outcome: Outcome) -> Settlement;
 
     /// The concrete type, for tests and tools that know which dialect they hold.

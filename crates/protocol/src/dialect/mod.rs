@@ -10,6 +10,8 @@
 //! - [`face`]: the two traits, [`DialectFace`] (a dialect) and [`Validated`] (a request it
 //!   accepted).
 //! - [`registry`]: every dialect, and [`Dialect`], a handle on one of them by name.
+//! - [`request`]: which fields of an ask hold a dialect's request, and how the view shows
+//!   them.
 //! - [`question_set`]: [`QuestionSet`], a validated request of any dialect.
 //! - [`outcome`]: how a request ends ([`Outcome`]) and what the agent receives
 //!   ([`Settlement`]).
@@ -18,6 +20,7 @@ pub mod face;
 pub mod outcome;
 pub mod question_set;
 pub mod registry;
+pub mod request;
 
 pub use face::{DialectFace, Validated};
 pub use outcome::{Outcome, Settlement};

@@ -53,11 +53,11 @@ impl QuestionSet {
     /// The settlement of a request that ended without an answer.
     pub fn settle_without_answer(&self, outcome: Outcome) -> Settlement {
         match outcome {
-            Outcome::Declined | Outcome::TimedOut => self.validated.settle_unanswered(outcome),
-            Outcome::Withdrawn | Outcome::Answered => Settlement {
+            Outcome::Answered => Settlement {
                 outcome,
                 ..Settlement::withdrawn()
             },
+            _ => self.validated.settle_unanswered(outcome),
         }
     }
 }

@@ -11,10 +11,12 @@ use serde_json::Value;
 use super::DialectFace;
 
 /// Every dialect, in the order they are listed to people.
-static DIALECTS: [&dyn DialectFace; 3] = [
+static DIALECTS: [&dyn DialectFace; 5] = [
     &crate::harness::HarnessFace,
     &crate::deepagents::DeepagentsFace,
     &crate::approval::ApprovalFace,
+    &crate::form::FormFace,
+    &crate::claude::ClaudeFace,
 ];
 
 /// One of the dialects askgate serves; compared, hashed and written by its name.

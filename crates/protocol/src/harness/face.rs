@@ -59,7 +59,8 @@ impl Validated for HarnessQuestions {
         let result = match outcome {
             // The harness's timeout: the answerer is cancelled and the tool returns TIMED_OUT.
             Outcome::TimedOut => ToolResult::timed_out(),
-            _ => ToolResult::Text(DECLINED),
+            Outcome::Declined => ToolResult::Text(DECLINED),
+            _ => return Settlement::withdrawn(),
         };
         settlement(outcome, &AskUserResponse::declined(), &result)
     }

@@ -1,7 +1,7 @@
 //! Lines of the dialects that have no framework oracle of their own (approvals), judged
 //! through the dialects' common face with the gateway's own rules:
-//! - `request` `{"<field>": ...}` (the dialect's field: `calls` for approvals): the
-//!   normalised request, as tabs receive it;
+//! - `request` `{"<field>": ...}` (the dialect's fields: `calls` for approvals; `message`,
+//!   `schema`... for forms): the normalised request, as tabs receive it;
 //! - `response` `{"request": {"<field>": ...}, "response": {...}}`: what the agent receives
 //!   for that answer, `{"response", "result", "model_text"}`.
 
@@ -16,8 +16,7 @@ pub(super) fn judge(dialect: Dialect, kind: &str, input: &str) -> String {
         Ok(input) => input,
         Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
     };
-    let field = dialect.face().field();
-    let request_of = |value: &Value| value.get(field).cloned().unwrap_or(Value::Null);
+    let request_of = |value: &Value| dialect.gather(|name| value.get(name));
     match kind {
         "request" => match QuestionSet::validate(dialect, &request_of(&input)) {
             Ok(set) => json!({"ok": true, "normalized": set.to_json()}).to_string(),

@@ -1,0 +1,358 @@
+//! The content of an accepted form, checked against its fields.
+
+use serde_json::{Map, Value};
+
+use super::fields::{Field, FieldKind};
+use super::request::{Form, Mode};
+use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
+use crate::field_paths::key_path;
+
+/// Checks a tab's `{"content": {...}}` against the form; paths start with `response`.
+/// Returns the content the server receives (URL mode: none).
+///
+/// # Errors
+/// Every problem found.
+pub fn check_content(
+    form: &Form,
+    response: &Value,
+) -> Result<Option<Map<String, Value>>, ValidationErrors> {
+    let one = |path: &str, code, message: String| {
+        Err(ValidationErrors::single(FieldError::new(
+            path, code, message,
+        )))
+    };
+    let Value::Object(fields) = response else {
+        return one(
+            "response",
+            ErrorCode::WrongType,
+            format!(
+                "must be an object {{\"content\": {{...}}}}, got {}",
+                json_kind(response)
+            ),
+        );
+    };
+    if let Some(key) = fields.keys().find(|k| *k != "content") {
+        return one(
+            &key_path("response", key),
+            ErrorCode::UnknownField,
+            "unknown field; an accepted form is {\"content\": {...}}".into(),
+        );
+    }
+    let content = match fields.get("content") {
+        Some(Value::Object(content)) => content,
+        None | Some(Value::Null) if form.mode == Mode::Url => return Ok(None),
+        None | Some(Value::Null) => {
+            return one(
+                "response.content",
+                ErrorCode::MissingField,
+                "required: the form's values, by field name".into(),
+            );
+        }
+        Some(other) => {
+            return one(
+                "response.content",
+                ErrorCode::WrongType,
+                format!(
+                    "must be an object of the form's values, got {}",
+                    json_kind(other)
+                ),
+            );
+        }
+    };
+    if form.mode == Mode::Url {
+        if let Some(key) = content.keys().next() {
+            return one(
+                &key_path("response.content", key),
+                ErrorCode::UnknownField,
+                "a URL request takes no content: accepting is consent to open it".into(),
+            );
+        }
+        return Ok(None);
+    }
+    let mut errors = Vec::new();
+    for key in content.keys() {
+        if !form.fields.iter().any(|f| &f.name == key) {
+            errors.push(FieldError::new(
+                key_path("response.content", key),
+                ErrorCode::UnknownField,
+                "not a field of this form",
+            ));
+        }
+    }
+    for field in &form.fields {
+        let path = key_path("response.content", &field.name);
+        match content.get(&field.name) {
+            None if field.required => {
+                errors.push(FieldError::new(path, ErrorCode::MissingField, "required"));
+            }
+            None => {}
+            Some(value) => {
+                if let Err(e) = check_value(field, value, &path) {
+                    errors.push(e);
+                }
+            }
+        }
+    }
+    match ValidationErrors::from_vec(errors) {
+        Some(errors) => Err(errors),
+        None => Ok(Some(content.clone())),
+    }
+}
+
+fn check_value(field: &Field, value: &Value, path: &str) -> Result<(), FieldError> {
+    let fail = |code, message: String| Err(FieldError::new(path, code, message));
+    let wrong = |expected: &str| {
+        fail(
+            ErrorCode::WrongType,
+            format!("expected {expected}, got {}", json_kind(value)),
+        )
+    };
+    match field.kind {
+        FieldKind::Text
+        | FieldKind::Email
+        | FieldKind::Uri
+        | FieldKind::Date
+        | FieldKind::DateTime => {
+            let Value::String(text) = value else {
+                return wrong("a string");
+            };
+            let chars = text.chars().count() as u64;
+            if let Some(min) = field.min_length.filter(|&min| chars < min) {
+                return fail(
+                    ErrorCode::InvalidValue,
+                    format!("at least {min} characters, got {chars}"),
+                );
+            }
+            if let Some(max) = field.max_length.filter(|&max| chars > max) {
+                return fail(
+                    ErrorCode::TooLong,
+                    format!("at most {max} characters, got {chars}"),
+                );
+            }
+            let (fits, what) = match field.kind {
+                FieldKind::Email => (is_email(text), "an e-mail address, name@example.com"),
+                FieldKind::Uri => (
+                    is_uri(text),
+                    "a URI with a scheme, such as https://example.com",
+                ),
+                FieldKind::Date => (is_date(text), "a date, YYYY-MM-DD"),
+                FieldKind::DateTime => (is_date_time(text), "a date and time, YYYY-MM-DDTHH:MM"),
+                _ => (true, ""),
+            };
+            if !fits {
+                return fail(ErrorCode::InvalidValue, format!("expected {what}"));
+            }
+            Ok(())
+        }
+        FieldKind::Number | FieldKind::Integer => {
+            let Some(number) = value.as_f64().filter(|_| value.is_number()) else {
+                return wrong(if field.kind == FieldKind::Integer {
+                    "a whole number"
+                } else {
+                    "a number"
+                });
+            };
+            if field.kind == FieldKind::Integer && number.fract() != 0.0 {
+                return wrong("a whole number");
+            }
+            if let Some(min) = field.minimum.filter(|&min| number < min) {
+                return fail(
+                    ErrorCode::InvalidValue,
+                    format!("at least {min}, got {number}"),
+                );
+            }
+            if let Some(max) = field.maximum.filter(|&max| number > max) {
+                return fail(
+                    ErrorCode::InvalidValue,
+                    format!("at most {max}, got {number}"),
+                );
+            }
+            Ok(())
+        }
+        FieldKind::Boolean => match value {
+            Value::Bool(_) => Ok(()),
+            _ => wrong("true or false"),
+        },
+        FieldKind::Choice => match value.as_str() {
+            Some(picked) if offered(field, picked) => Ok(()),
+            Some(_) => fail(
+                ErrorCode::InvalidValue,
+                format!("must be one of {}", values(field)),
+            ),
+            None => wrong("one of the options, a string"),
+        },
+        FieldKind::Choices => {
+            let Value::Array(picked) = value else {
+                return wrong("a list of the options");
+            };
+            if let Some(bad) = picked
+                .iter()
+                .find(|p| !p.as_str().is_some_and(|p| offered(field, p)))
+            {
+                return fail(
+                    ErrorCode::InvalidValue,
+                    format!("{bad} is not an option; the options are {}", values(field)),
+                );
+            }
+            let count = picked.len() as u64;
+            if let Some(min) = field.min_items.filter(|&min| count < min) {
+                return fail(
+                    ErrorCode::TooFewItems,
+                    format!("pick at least {min}, got {count}"),
+                );
+            }
+            if let Some(max) = field.max_items.filter(|&max| count > max) {
+                return fail(
+                    ErrorCode::TooManyItems,
+                    format!("pick at most {max}, got {count}"),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn offered(field: &Field, picked: &str) -> bool {
+    field.options.iter().flatten().any(|o| o.value == picked)
+}
+
+fn values(field: &Field) -> String {
+    let options: Vec<String> = field
+        .options
+        .iter()
+        .flatten()
+        .take(10)
+        .map(|o| Value::from(o.value.as_str()).to_string())
+        .collect();
+    options.join(", ")
+}
+
+/// `local@domain.tld`: one `@`, something before it, a dotted domain after, no spaces.
+fn is_email(text: &str) -> bool {
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !local.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// `scheme:rest`, the scheme a letter and then letters, digits, `+`, `-` or `.`.
+fn is_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn digits(text: &str, n: usize) -> Option<u32> {
+    (text.len() == n && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+}
+
+/// `YYYY-MM-DD`, a day that exists.
+fn is_date(text: &str) -> bool {
+    let mut parts = text.split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// `YYYY-MM-DDTHH:MM[:SS[.fraction]][Z|±HH:MM]` (`T` or a space between).
+fn is_date_time(text: &str) -> bool {
+    let Some((date, time)) = text.split_once(['T', 't', ' ']) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    let (clock, zone) = match time.find(['Z', 'z', '+', '-']) {
+        Some(at) => time.split_at(at),
+        None => (time, ""),
+    };
+    let zone_fits = match zone {
+        "" | "Z" | "z" => true,
+        offset => {
+            let hhmm = &offset[1..];
+            matches!(hhmm.split_once(':'), Some((h, m)) if digits(h, 2).is_some_and(|h| h < 24) && digits(m, 2).is_some_and(|m| m < 60))
+        }
+    };
+    let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut parts = hms.split(':');
+    let (Some(h), Some(m), seconds, None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let clock_fits = digits(h, 2).is_some_and(|h| h < 24)
+        && digits(m, 2).is_some_and(|m| m < 60)
+        && seconds.is_none_or(|s| digits(s, 2).is_some_and(|s| s < 60))
+        && (fraction.is_empty()
+            || (seconds.is_some() && fraction.bytes().all(|b| b.is_ascii_digit())));
+    zone_fits && clock_fits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert!(
+            is_email("a.b+c@example.co.uk")
+                && !is_email("a@b")
+                && !is_email("a b@c.d")
+                && !is_email("@c.d")
+        );
+        assert!(
+            is_uri("https://x.y/z")
+                && is_uri("mailto:a@b.c")
+                && !is_uri("example.com")
+                && !is_uri("1http://x")
+        );
+        assert!(
+            is_date("2024-02-29")
+                && !is_date("2023-02-29")
+                && !is_date("2024-13-01")
+                && !is_date("24-01-01")
+        );
+        for ok in [
+            "2026-12-02T10:30",
+            "2026-12-02T10:30:59",
+            "2026-12-02T10:30:59.123Z",
+            "2026-12-02 10:30+01:00",
+        ] {
+            assert!(is_date_time(ok), "{ok}");
+        }
+        for bad in [
+            "2026-12-02",
+            "2026-12-02T25:00",
+            "2026-12-02T10:30.5",
+            "2026-12-02T10:30+1",
+        ] {
+            assert!(!is_date_time(bad), "{bad}");
+        }
+    }
+}

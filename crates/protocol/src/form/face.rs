@@ -1,0 +1,73 @@
+//! Forms behind the dialects' common face.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::content::check_content;
+use super::request::{FIELDS, Form, validate_form};
+use crate::dialect::{DialectFace, Outcome, Settlement, Validated};
+use crate::error::ValidationErrors;
+
+/// MCP elicitation: a form, or a URL to open.
+#[derive(Debug)]
+pub struct FormFace;
+
+impl DialectFace for FormFace {
+    fn name(&self) -> &'static str {
+        "form"
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &FIELDS
+    }
+
+    fn validate(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors> {
+        validate_form(request).map(|form| Arc::new(form) as Arc<dyn Validated>)
+    }
+
+    /// Elicitation is the server's request to the client, not a tool the model calls.
+    fn tool_definition(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// The agent receives MCP's `ElicitResult`, in `response` and `result` alike.
+fn elicit_result(outcome: Outcome, result: Value) -> Settlement {
+    Settlement {
+        outcome,
+        response: result.clone(),
+        result,
+        model_text: None,
+    }
+}
+
+impl Validated for Form {
+    fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    fn settle_answer(&self, response: &Value) -> Result<Settlement, ValidationErrors> {
+        let result = match check_content(self, response)? {
+            Some(content) => json!({"action": "accept", "content": content}),
+            None => json!({"action": "accept"}),
+        };
+        Ok(elicit_result(Outcome::Answered, result))
+    }
+
+    /// A decline is `decline`; a timeout and a withdrawal are `cancel`: dismissed without a
+    /// choice.
+    fn settle_unanswered(&self, outcome: Outcome) -> Settlement {
+        let action = if outcome == Outcome::Declined {
+            "decline"
+        } else {
+            "cancel"
+        };
+        elicit_result(outcome, json!({ "action": action }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,190 @@
+//! MCP forms and Claude's questions through the gateway: tabs see the normalised request,
+//! a refused answer names its field, and the agent gets exactly what its framework takes
+//! back (an `ElicitResult`, a `can_use_tool` permission result) for every ending.
+
+use std::time::Duration;
+
+use askgate_tests::server::{TestServer, WsClient, http};
+use serde_json::{Value, json};
+
+/// An agent that sent `frame` (an `ask`), and a tab that received the request.
+async fn asked(server: &TestServer, frame: &Value) -> (WsClient, WsClient, Value) {
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    agent.send(frame).await;
+    agent.recv_until("accepted").await;
+    let request = tab.recv_until("request").await;
+    (agent, tab, request)
+}
+
+fn form_ask(id: &str, timeout_s: Option<f64>) -> Value {
+    let mut ask = json!({"type": "ask", "session": "s", "id": id, "dialect": "form",
+        "message": "Where should the report go?", "server": "reports-mcp",
+        "schema": {"type": "object", "properties": {
+            "email": {"type": "string", "format": "email", "title": "E-mail"},
+            "copies": {"type": "integer", "minimum": 1, "maximum": 5, "default": 1}},
+            "required": ["email"]}});
+    if let Some(timeout_s) = timeout_s {
+        ask["timeout_s"] = json!(timeout_s);
+    }
+    ask
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_is_filled_in_and_the_server_gets_an_elicit_result() {
+    let server = TestServer::start().await;
+    let (mut agent, mut tab, request) = asked(&server, &form_ask("f1", None)).await;
+    let view = &request["request"];
+    assert_eq!(view["dialect"], "form");
+    assert_eq!(view["message"], "Where should the report go?");
+    assert_eq!(view["server"], "reports-mcp");
+    assert_eq!(view["fields"][1]["default"], 1);
+    assert!(view.get("questions").is_none(), "{view}");
+
+    tab.send(&json!({"type": "answer", "id": "f1", "response": {"content": {"email": "ops", "copies": 9}}}))
+        .await;
+    let refused = tab.recv_until("answer_rejected").await;
+    let paths: Vec<&str> = refused["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["response.content.email", "response.content.copies"],
+        "{refused}"
+    );
+
+    tab.send(&json!({"type": "answer", "id": "f1", "response": {"content": {"email": "ops@example.com", "copies": 2}}}))
+        .await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(
+        outcome["response"],
+        json!({"action": "accept", "content": {"email": "ops@example.com", "copies": 2}})
+    );
+    assert_eq!(outcome["model_text"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn decline_is_decline_and_a_timeout_or_withdrawal_is_cancel() {
+    let server = TestServer::start().await;
+    let (mut agent, mut tab, _) = asked(&server, &form_ask("f1", None)).await;
+    tab.send(&json!({"type": "decline", "id": "f1"})).await;
+    assert_eq!(
+        agent.recv_until("outcome").await["response"],
+        json!({"action": "decline"})
+    );
+
+    let (mut agent, _tab, _) = asked(&server, &form_ask("f2", Some(0.2))).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(10), agent.recv_until("outcome"))
+        .await
+        .expect("the deadline passes");
+    assert_eq!(
+        (outcome["outcome"].as_str(), &outcome["response"]),
+        (Some("timed_out"), &json!({"action": "cancel"}))
+    );
+
+    let (mut agent, _tab, _) = asked(&server, &form_ask("f3", None)).await;
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "f3"}))
+        .await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(
+        (outcome["outcome"].as_str(), &outcome["response"]),
+        (Some("withdrawn"), &json!({"action": "cancel"}))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_request_over_http() {
+    let server = TestServer::start().await;
+    let (mut tab, _) = server.tab("s").await;
+    let body = json!({"id": "u1", "dialect": "form", "mode": "url", "message": "Sign in to the CRM",
+                      "url": "https://crm.example/oauth?state=1", "elicitation_id": "el-7"});
+    let (status, posted) = http(
+        server.addr,
+        "POST",
+        "/v1/sessions/s/requests",
+        Some(&body),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201, "{posted}");
+    let request = tab.recv_until("request").await;
+    assert_eq!(request["request"]["host"], "crm.example");
+    let poll = tokio::spawn(http(
+        server.addr,
+        "GET",
+        "/v1/sessions/s/requests/u1?wait_s=30",
+        None,
+        None,
+    ));
+    tab.send(&json!({"type": "answer", "id": "u1", "response": {}}))
+        .await;
+    let (status, resolved) = poll.await.unwrap();
+    assert_eq!(
+        (status, &resolved["response"]),
+        (200, &json!({"action": "accept"})),
+        "{resolved}"
+    );
+
+    let bad = json!({"id": "u2", "dialect": "form", "message": "m", "questions": []});
+    let (status, refused) = http(
+        server.addr,
+        "POST",
+        "/v1/sessions/s/requests",
+        Some(&bad),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, refused["errors"][0]["path"].as_str()),
+        (422, Some("questions")),
+        "{refused}"
+    );
+}
+
+fn claude_ask(id: &str) -> Value {
+    json!({"type": "ask", "session": "s", "id": id, "dialect": "claude", "questions": [
+        {"question": "Which database?", "header": "Database", "multiSelect": false,
+         "options": [{"label": "Postgres", "description": "what we run"}, {"label": "SQLite", "description": "embedded"}]},
+        {"question": "Which regions?", "header": "Regions", "multiSelect": true,
+         "options": [{"label": "eu", "description": "Frankfurt"}, {"label": "us", "description": "Virginia"}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_questions_are_answered_with_the_updated_input() {
+    let server = TestServer::start().await;
+    let (mut agent, mut tab, request) = asked(&server, &claude_ask("c1")).await;
+    assert_eq!(request["request"]["questions"][1]["multiSelect"], true);
+    tab.send(&json!({"type": "answer", "id": "c1", "response": {"answers": {"Which database?": "Postgres"}}}))
+        .await;
+    let refused = tab.recv_until("answer_rejected").await;
+    assert_eq!(
+        refused["errors"][0]["path"], "response.answers[\"Which regions?\"]",
+        "{refused}"
+    );
+    tab.send(
+        &json!({"type": "answer", "id": "c1", "response": {"answers": {
+        "Which database?": "Postgres", "Which regions?": ["eu", "us"]}}}),
+    )
+    .await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["response"]["behavior"], "allow");
+    assert_eq!(
+        outcome["response"]["updated_input"]["answers"],
+        json!({"Which database?": "Postgres", "Which regions?": ["eu", "us"]})
+    );
+    assert_eq!(
+        outcome["response"]["updated_input"]["questions"],
+        claude_ask("c1")["questions"]
+    );
+
+    let (mut agent, mut tab, _) = asked(&server, &claude_ask("c2")).await;
+    tab.send(&json!({"type": "decline", "id": "c2"})).await;
+    assert_eq!(
+        agent.recv_until("outcome").await["response"],
+        json!({"behavior": "deny", "message": "The person declined to answer."})
+    );
+}
