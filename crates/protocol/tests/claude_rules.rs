@@ -57,11 +57,6 @@ fn the_questions() {
             ErrorCode::WrongType,
         ),
         (
-            changed("header", json!("a header too long")),
-            "questions[0].header",
-            ErrorCode::TooLong,
-        ),
-        (
             changed("multiSelect", json!("no")),
             "questions[0].multiSelect",
             ErrorCode::WrongType,
@@ -80,12 +75,9 @@ fn the_questions() {
             ErrorCode::DuplicateLabel,
         ),
         (
-            changed(
-                "options",
-                json!([{"label": "A"}, {"label": "B", "description": "b"}]),
-            ),
-            "questions[0].options[0].description",
-            ErrorCode::MissingField,
+            changed("kind", json!("number")),
+            "questions[0].kind",
+            ErrorCode::InvalidValue,
         ),
         (
             changed(
@@ -99,11 +91,21 @@ fn the_questions() {
     for (questions, path, code) in cases {
         assert_eq!(errors(&questions), one(path, code), "{questions}");
     }
-    let mut header = question("Q?", false);
-    header["header"] = json!("twelve chars");
+    // What the tool's schema leaves open: a header of any length, no multiSelect (false), an
+    // option without a description (its second option schema), an explicit "choice" kind.
+    let mut open = question("Q?", false);
+    open["header"] = json!("a header longer than twelve characters");
+    open.as_object_mut().unwrap().remove("multiSelect");
+    open["options"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("description");
+    open["kind"] = json!("choice");
+    let set = QuestionSet::validate(claude(), &json!([open])).expect("the tool takes it");
     assert!(
-        QuestionSet::validate(claude(), &json!([header])).is_ok(),
-        "12 characters is the limit"
+        set.settle_answer(&json!({"answers": {"Q?": ["A"]}}))
+            .is_err(),
+        "not a multi-select"
     );
 }
 
@@ -200,6 +202,21 @@ fn answers_are_keyed_by_question_text() {
             ErrorCode::WrongType,
         ),
         (json!({}), "response.answers", ErrorCode::MissingField),
+        (
+            json!({"answers": {"Which one?": "A", "Which ones?": ["A", "B", "mine", "more"]}}),
+            "response.answers[\"Which ones?\"]",
+            ErrorCode::TooManyItems,
+        ),
+        (
+            json!({"answers": {"Which one?": "x".repeat(32_769), "Which ones?": "B"}}),
+            "response.answers[\"Which one?\"]",
+            ErrorCode::TooLong,
+        ),
+        (
+            json!({"answers": {"Which one?": "x".repeat(20_000), "Which ones?": "y".repeat(20_000)}}),
+            "response",
+            ErrorCode::TooLong,
+        ),
         (
             json!({"answers": {}, "annotations": {}}),
             "response.annotations",

@@ -2,11 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::MAX_TEXT_CHARS;
+use super::MAX_ANSWER_UNITS;
 use super::questions::ClaudeQuestions;
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
-use crate::field_paths::{at_most_chars, index_path, key_path};
+use crate::field_paths::{index_path, key_path};
 
 /// The deny message when the person declines.
 pub const DECLINED_MESSAGE: &str = "The person declined to answer.";
@@ -51,7 +51,7 @@ pub fn check_answers(
         None | Some(Value::Null) => None,
         Some(Value::String(text)) if text.trim().is_empty() => None,
         Some(Value::String(text)) => {
-            if let Err(e) = at_most_chars(text, MAX_TEXT_CHARS, "response.response") {
+            if let Err(e) = at_most_units(text, "response.response") {
                 return Err(ValidationErrors::single(e));
             }
             Some(text.clone())
@@ -115,9 +115,58 @@ pub fn check_answers(
             },
         }
     }
+    // The tool refuses a host's answer whose texts together pass its bound.
+    let total: usize = checked.values().map(joined_units).sum::<usize>()
+        + free_text.as_deref().map_or(0, |t| t.encode_utf16().count());
+    if errors.is_empty() && total > MAX_ANSWER_UNITS {
+        errors.push(FieldError::new(
+            "response",
+            ErrorCode::TooLong,
+            format!(
+                "the answers together hold at most {MAX_ANSWER_UNITS} UTF-16 code units, got \
+                 {total}"
+            ),
+        ));
+    }
     match ValidationErrors::from_vec(errors) {
         Some(errors) => Err(errors),
         None => Ok((checked, free_text)),
+    }
+}
+
+/// At most [`MAX_ANSWER_UNITS`] UTF-16 code units, as the tool counts (JavaScript's length).
+fn at_most_units(text: &str, path: &str) -> Result<(), FieldError> {
+    let units = text.encode_utf16().count();
+    if units > MAX_ANSWER_UNITS {
+        return Err(FieldError::new(
+            path,
+            ErrorCode::TooLong,
+            format!("at most {MAX_ANSWER_UNITS} UTF-16 code units, got {units}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The length of an answer as the tool joins it: a list's entries by ", ", each quoted as
+/// JSON when it holds ", " or a quote.
+fn joined_units(answer: &Value) -> usize {
+    match answer {
+        Value::String(text) => text.encode_utf16().count(),
+        Value::Array(entries) => {
+            let parts: Vec<String> = entries
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|t| {
+                    if t.contains(", ") || t.contains('"') {
+                        Value::from(t).to_string()
+                    } else {
+                        t.to_owned()
+                    }
+                })
+                .collect();
+            parts.join(", ").encode_utf16().count()
+        }
+        _ => 0,
     }
 }
 
@@ -136,7 +185,7 @@ fn check_answer(
                 "an answer must not be blank",
             ));
         }
-        at_most_chars(text, MAX_TEXT_CHARS, at)
+        at_most_units(text, at)
     };
     match answer {
         Value::String(text) => {
@@ -149,6 +198,18 @@ fn check_answer(
                     path,
                     ErrorCode::TooFewItems,
                     "pick at least one option, or write an answer",
+                ));
+            }
+            // Every option and one answer of the person's own, as the tool admits.
+            let most = questions.labels(i).len() + 1;
+            if picked.len() > most {
+                return Err(FieldError::new(
+                    path,
+                    ErrorCode::TooManyItems,
+                    format!(
+                        "at most {most} answers (the options and one of your own), got {}",
+                        picked.len()
+                    ),
                 ));
             }
             for (j, entry) in picked.iter().enumerate() {

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{MAX_HEADER_CHARS, MAX_OPTIONS, MAX_QUESTIONS, MAX_TEXT_CHARS, MIN_OPTIONS};
+use super::{MAX_OPTIONS, MAX_QUESTIONS, MAX_TEXT_CHARS, MIN_OPTIONS};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::field_paths::{at_most_chars, index_path, key_path};
 
@@ -16,22 +16,35 @@ pub struct ClaudeQuestions {
 impl ClaudeQuestions {
     /// The question texts, in order.
     pub fn texts(&self) -> impl Iterator<Item = &str> {
-        self.questions
-            .iter()
-            .map(|q| q["question"].as_str().unwrap_or_default())
+        self.questions.iter().map(|q| {
+            q.get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        })
     }
 
     /// The option labels of question `i`.
     pub fn labels(&self, i: usize) -> Vec<&str> {
-        self.questions[i]["options"]
-            .as_array()
-            .map(|options| options.iter().filter_map(|o| o["label"].as_str()).collect())
+        self.questions
+            .get(i)
+            .and_then(|q| q.get("options"))
+            .and_then(Value::as_array)
+            .map(|options| {
+                options
+                    .iter()
+                    .filter_map(|o| o.get("label").and_then(Value::as_str))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    /// Whether question `i` takes several options.
+    /// Whether question `i` takes several options (`multiSelect`, false when absent).
     pub fn multi_select(&self, i: usize) -> bool {
-        self.questions[i]["multiSelect"].as_bool().unwrap_or(false)
+        self.questions
+            .get(i)
+            .and_then(|q| q.get("multiSelect"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 }
 
@@ -87,7 +100,7 @@ pub fn validate_questions(questions: &Value) -> Result<ClaudeQuestions, Validati
     for (i, question) in valid.iter().enumerate() {
         if valid[..i]
             .iter()
-            .any(|q| q["question"] == question["question"])
+            .any(|q| q.get("question") == question.get("question"))
         {
             errors.push(FieldError::new(
                 key_path(&index_path("questions", i), "question"),
@@ -141,14 +154,23 @@ fn text<'v>(
 
 fn check_question(question: &Map<String, Value>, path: &str, errors: &mut Vec<FieldError>) {
     text(question, "question", path, MAX_TEXT_CHARS, true, errors);
-    text(question, "header", path, MAX_HEADER_CHARS, true, errors);
-    match question.get("multiSelect") {
-        Some(Value::Bool(_)) => {}
-        None => errors.push(FieldError::new(
-            key_path(path, "multiSelect"),
-            ErrorCode::MissingField,
-            "required: true or false",
+    // The tool's schema asks for a short header but does not hold it to its length.
+    text(question, "header", path, MAX_TEXT_CHARS, true, errors);
+    match question.get("kind") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if kind == "choice" => {}
+        Some(other) => errors.push(FieldError::new(
+            key_path(path, "kind"),
+            ErrorCode::InvalidValue,
+            format!(
+                "askgate asks choice questions only (the tool's extended {other} questions are \
+                 not supported)"
+            ),
         )),
+    }
+    match question.get("multiSelect") {
+        // The schema's default.
+        None | Some(Value::Bool(_)) => {}
         Some(other) => errors.push(FieldError::new(
             key_path(path, "multiSelect"),
             ErrorCode::WrongType,
@@ -208,7 +230,8 @@ fn check_question(question: &Map<String, Value>, path: &str, errors: &mut Vec<Fi
             }
             labels.push(label);
         }
-        text(option, "description", &at, MAX_TEXT_CHARS, true, errors);
+        // Required by the tool's first option schema, optional in its second: either passes.
+        text(option, "description", &at, MAX_TEXT_CHARS, false, errors);
         text(option, "preview", &at, MAX_TEXT_CHARS, false, errors);
     }
 }
