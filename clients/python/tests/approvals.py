@@ -1,16 +1,19 @@
-"""What the approval tests share: waiting for the posted request and the person's tab on it."""
+"""What the approval tests share: waiting for the posted request and the person's tab on it,
+the decisions a person sends, and the two tools the calls are about."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from tab import Tab
+from tab import Tab, Tabs
 
 from askgate import PostedRequest
 
-Tabs = Callable[[str], Awaitable[Tab]]
+OnPosted = Callable[[list[PostedRequest]], None]
+
+T = TypeVar("T")
 
 
 async def posted_request(posted: list[PostedRequest], timeout: float = 15.0) -> PostedRequest:
@@ -38,6 +41,17 @@ async def decide(tab: Tab, shown: dict[str, Any], *decisions: dict[str, Any]) ->
     return resolved
 
 
+async def decided(tabs: Tabs, asking: Callable[[OnPosted], Awaitable[T]], *decisions: dict[str, Any]) -> tuple[T, dict[str, Any]]:
+    """Start `asking(on_posted)` (an adapter's call, given its `on_posted`), answer the request it
+    posts with `decisions` in a tab, and return what the call returned, with the request as the
+    tab showed it."""
+    posted: list[PostedRequest] = []
+    running = asyncio.ensure_future(asking(posted.extend))
+    tab, shown = await person(tabs, posted)
+    await decide(tab, shown, *decisions)
+    return await asyncio.wait_for(running, 15), shown
+
+
 def approve() -> dict[str, Any]:
     return {"type": "approve"}
 
@@ -52,3 +66,22 @@ def edit(args: dict[str, Any]) -> dict[str, Any]:
 
 def respond(message: str) -> dict[str, Any]:
     return {"type": "respond", "message": message}
+
+
+class Tools:
+    """The two tools the approval tests put to a person, as plain methods for a framework to
+    register, and what they ran."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+        self.mail: list[tuple[str, str]] = []
+
+    def run_sql(self, query: str, limit: int = 10) -> str:
+        """Run a SQL statement."""
+        self.sql.append(query)
+        return f"ran {query}"
+
+    def send_email(self, to: str, body: str) -> str:
+        """Send an email."""
+        self.mail.append((to, body))
+        return f"sent to {to}"

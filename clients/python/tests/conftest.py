@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import functools
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from gateway import Gateway  # noqa: E402
-from tab import Tab  # noqa: E402
+from tab import RunExample, Tab, Tabs, answer_example  # noqa: E402
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def session() -> str:
 
 
 @pytest.fixture
-async def tabs() -> AsyncIterator[Callable[[str], Awaitable[Tab]]]:
+async def tabs() -> AsyncIterator[Tabs]:
     """Open headless tabs on a viewer link; all are closed after the test."""
     opened: list[Tab] = []
 
@@ -46,6 +47,12 @@ async def tabs() -> AsyncIterator[Callable[[str], Awaitable[Tab]]]:
     yield open_tab
     for tab in opened:
         await tab.close()
+
+
+@pytest.fixture
+def run_example(tabs: Tabs) -> RunExample:
+    """`answer_example` with this test's tabs: `await run_example(code, timeout)`."""
+    return functools.partial(answer_example, tabs)
 
 
 _skipped: list[str] = []

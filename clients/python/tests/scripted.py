@@ -38,3 +38,11 @@ class Scripted:
         message = self.calls[call][-1]
         assert isinstance(message, ModelRequest), message
         return {part.tool_call_id: part for part in message.parts if isinstance(part, ToolReturnPart)}
+
+
+def tool_return_contents(messages: list[ModelMessage]) -> dict[str, Any]:
+    """What the model read for each tool call in the last of `messages` (its last request), by
+    call id."""
+    message = messages[-1]
+    assert isinstance(message, ModelRequest), message
+    return {part.tool_call_id: part.content for part in message.parts if isinstance(part, ToolReturnPart)}

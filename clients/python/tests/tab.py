@@ -7,7 +7,8 @@ browser:
 
 It picks the first option of each harness question (the first two of a multi-select), for
 deepagents the first choice, or `"askgate"` for a text question, and approves every call of an
-approval request.
+approval request. `answer_example` does the same for the tests: it runs a README example and
+answers it in a tab.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -147,6 +149,50 @@ def first_choices(request: dict[str, Any]) -> dict[str, Any]:
             for q in questions
         ]
     }
+
+
+Tabs = Callable[[str], Awaitable[Tab]]
+"""The `tabs` fixture: opens a tab on a viewer link (closed after the test)."""
+
+RunExample = Callable[[str, float], Awaitable[tuple[dict[str, Any], str]]]
+"""The `run_example` fixture: `answer_example(tabs, code, timeout)`."""
+
+
+async def answer_example(tabs: Tabs, code: str, timeout: float) -> tuple[dict[str, Any], str]:
+    """Run a README example's code as a script until it prints `Answer at <link>`, answer the
+    request a tab shows on that link with its first choices, and return that request and all the
+    script printed, once it has exited 0 (all within `timeout` seconds)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-u",
+        "-c",
+        code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    output: list[str] = []
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                line = (await process.stdout.readline()).decode()
+                assert line, "the example ended before printing its link:\n" + "".join(output)
+                output.append(line)
+                if line.startswith("Answer at "):
+                    break
+            tab = await tabs(line.removeprefix("Answer at ").strip())
+            shown = await tab.next_request()
+            resolved = await tab.answer(shown["id"], first_choices(shown))
+            assert resolved["outcome"] == "answered"
+            rest, _ = await process.communicate()
+            output.append(rest.decode())
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    text = "".join(output)
+    assert process.returncode == 0, text
+    return shown, text
 
 
 async def _main() -> int:

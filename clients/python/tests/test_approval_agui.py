@@ -26,12 +26,13 @@ from ag_ui.core import (
     ToolCall,
     UserMessage,
 )
-from approvals import Tabs, approve, decide, edit, person, reject
+from approvals import Tabs, Tools, approve, decide, decided, edit, person, reject
 from gateway import Gateway
 from pydantic_ai import Agent, DeferredToolRequests
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.ui.ag_ui import AGUIAdapter
+from scripted import tool_return_contents
 
 from askgate import PostedRequest
 from askgate.agui import DECLINED_MESSAGE, TIMED_OUT_MESSAGE, expiry_timeout, resume, resume_sync, tool_calls_of
@@ -44,29 +45,18 @@ CALLS = {
 }
 
 
-class World:
+class World(Tools):
     """A pydantic-ai agent served over AG-UI; its model streams `calls`, then "done"."""
 
     def __init__(self, *call_ids: str) -> None:
+        super().__init__()
         self.call_ids = list(call_ids) or ["call_1"]
-        self.sql: list[str] = []
-        self.mail: list[tuple[str, str]] = []
         self.requests: list[list[ModelMessage]] = []
         self.agent: Agent[None, str | DeferredToolRequests] = Agent(
             FunctionModel(stream_function=self.stream), output_type=[str, DeferredToolRequests]
         )
-
-        @self.agent.tool_plain(requires_approval=True)
-        def run_sql(query: str) -> str:
-            """Run a SQL statement."""
-            self.sql.append(query)
-            return f"ran {query}"
-
-        @self.agent.tool_plain(requires_approval=True)
-        def send_email(to: str, body: str) -> str:
-            """Send an email."""
-            self.mail.append((to, body))
-            return f"sent to {to}"
+        for tool in (self.run_sql, self.send_email):
+            self.agent.tool_plain(requires_approval=True)(tool)
 
     async def stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         self.requests.append(list(messages))
@@ -79,9 +69,7 @@ class World:
             yield "done"
 
     def tool_returns(self) -> dict[str, Any]:
-        message = self.requests[-1][-1]
-        assert isinstance(message, ModelRequest)
-        return {p.tool_call_id: p.content for p in message.parts if isinstance(p, ToolReturnPart)}
+        return tool_return_contents(self.requests[-1])
 
     async def run(self, run_input: RunAgentInput) -> list[BaseEvent]:
         return [event async for event in AGUIAdapter(self.agent, run_input).run_stream()]
@@ -127,11 +115,9 @@ def wire(entries: list[ResumeEntry]) -> list[dict[str, Any]]:
 async def answered(
     tabs: Tabs, gateway: Gateway, session: str, events: list[BaseEvent], *decisions: dict[str, Any]
 ) -> tuple[list[ResumeEntry], dict[str, Any]]:
-    posted: list[PostedRequest] = []
-    resuming = asyncio.ensure_future(resume(gateway.url, session, events[-1], events=events, on_posted=posted.extend))
-    tab, shown = await person(tabs, posted)
-    await decide(tab, shown, *decisions)
-    return await asyncio.wait_for(resuming, 15), shown
+    return await decided(
+        tabs, lambda on_posted: resume(gateway.url, session, events[-1], events=events, on_posted=on_posted), *decisions
+    )
 
 
 async def test_approved_call_runs(gateway: Gateway, session: str, tabs: Tabs) -> None:

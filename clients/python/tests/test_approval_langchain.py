@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from approvals import Tabs, approve, decide, edit, person, reject, respond
+from approvals import Tabs, approve, decide, decided, edit, person, reject, respond
 from gateway import Gateway
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -107,13 +107,9 @@ class World:
 async def ask(
     tabs: Tabs, gateway: Gateway, session: str, interrupts: list[Interrupt], *decisions: dict[str, Any], **kwargs: Any
 ) -> tuple[Command[Any], dict[str, Any]]:
-    posted: list[PostedRequest] = []
-    deciding = asyncio.ensure_future(
-        answer_hitl(gateway.url, session, interrupts, on_posted=posted.extend, **kwargs)
+    return await decided(
+        tabs, lambda on_posted: answer_hitl(gateway.url, session, interrupts, on_posted=on_posted, **kwargs), *decisions
     )
-    tab, shown = await person(tabs, posted)
-    await decide(tab, shown, *decisions)
-    return await asyncio.wait_for(deciding, 15), shown
 
 
 # ---- batched -----------------------------------------------------------------------------

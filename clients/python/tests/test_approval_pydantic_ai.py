@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from approvals import Tabs, approve, decide, edit, person, reject
+from approvals import Tabs, Tools, approve, decide, decided, edit, person, reject
 from gateway import Gateway
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from scripted import tool_return_contents
 
 from askgate import NotAnswered, PostedRequest
 from askgate.pydantic_ai import (
@@ -30,12 +31,11 @@ SQL = ToolCallPart("run_sql", {"query": "DROP TABLE users"}, tool_call_id="call_
 MAIL = ToolCallPart("send_email", {"to": "ops@example.com", "body": "done"}, tool_call_id="call_2")
 
 
-class World:
+class World(Tools):
     """An agent whose model calls `calls` once, then says what the tools returned."""
 
     def __init__(self, *calls: ToolCallPart, capabilities: list[Any] | None = None) -> None:
-        self.sql: list[str] = []
-        self.mail: list[tuple[str, str]] = []
+        super().__init__()
         self.calls = list(calls) or [SQL]
         self.requests: list[list[ModelMessage]] = []
         self.agent: Agent[None, str | DeferredToolRequests] = Agent(
@@ -43,18 +43,8 @@ class World:
             output_type=[str, DeferredToolRequests],
             capabilities=capabilities or [],
         )
-
-        @self.agent.tool_plain(requires_approval=True)
-        def run_sql(query: str, limit: int = 10) -> str:
-            """Run a SQL statement."""
-            self.sql.append(query)
-            return f"ran {query}"
-
-        @self.agent.tool_plain(requires_approval=True)
-        def send_email(to: str, body: str) -> str:
-            """Send an email."""
-            self.mail.append((to, body))
-            return f"sent to {to}"
+        for tool in (self.run_sql, self.send_email):
+            self.agent.tool_plain(requires_approval=True)(tool)
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests.append(list(messages))
@@ -64,9 +54,7 @@ class World:
 
     def tool_returns(self) -> dict[str, Any]:
         """What the model read for each call on its last turn, by call id."""
-        message = self.requests[-1][-1]
-        assert isinstance(message, ModelRequest)
-        return {p.tool_call_id: p.content for p in message.parts if isinstance(p, ToolReturnPart)}
+        return tool_return_contents(self.requests[-1])
 
     async def paused(self) -> Any:
         result = await self.agent.run("Clean up")
@@ -83,13 +71,9 @@ class World:
 async def collect(
     tabs: Tabs, gateway: Gateway, session: str, requests: DeferredToolRequests, *decisions: dict[str, Any], **kwargs: Any
 ) -> tuple[DeferredToolResults, dict[str, Any]]:
-    posted: list[PostedRequest] = []
-    collecting = asyncio.ensure_future(
-        collect_approvals(gateway.url, session, requests, on_posted=posted.extend, **kwargs)
+    return await decided(
+        tabs, lambda on_posted: collect_approvals(gateway.url, session, requests, on_posted=on_posted, **kwargs), *decisions
     )
-    tab, shown = await person(tabs, posted)
-    await decide(tab, shown, *decisions)
-    return await asyncio.wait_for(collecting, 15), shown
 
 
 async def test_approved_call_runs(gateway: Gateway, session: str, tabs: Tabs) -> None:

@@ -5,25 +5,20 @@ package README's snippets import what they use, and the signatures it shows are 
 from __future__ import annotations
 
 import ast
-import asyncio
 import builtins
 import importlib
 import inspect
 import re
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gateway import REPO, Gateway
-from tab import Tab, first_choices
+from tab import RunExample
 
 import askgate
 
 pytestmark = pytest.mark.anyio
-
-Tabs = Callable[[str], Awaitable[Tab]]
 
 
 def example(heading: str) -> str:
@@ -43,40 +38,10 @@ def example(heading: str) -> str:
         ("Use it from LangGraph", "{'answers': ['askgate', 'stable']}"),
     ],
 )
-async def test_readme_example_runs(gateway: Gateway, tabs: Tabs, heading: str, expected: str) -> None:
+async def test_readme_example_runs(gateway: Gateway, run_example: RunExample, heading: str, expected: str) -> None:
     code = example(heading)
     assert "http://127.0.0.1:8080" in code
-    code = code.replace("http://127.0.0.1:8080", gateway.url)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-u",
-        "-c",
-        code,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while True:
-                line = (await process.stdout.readline()).decode()
-                assert line, "the example ended before printing its link:\n" + "".join(output)
-                output.append(line)
-                if line.startswith("Answer at "):
-                    break
-            tab = await tabs(line.removeprefix("Answer at ").strip())
-            shown = await tab.next_request()
-            resolved = await tab.answer(shown["id"], first_choices(shown))
-            assert resolved["outcome"] == "answered"
-            rest, _ = await process.communicate()
-            output.append(rest.decode())
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    text = "".join(output)
-    assert process.returncode == 0, text
+    _, text = await run_example(code.replace("http://127.0.0.1:8080", gateway.url), 30)
     assert text.rstrip().endswith(expected), text
 
 

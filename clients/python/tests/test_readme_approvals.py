@@ -3,15 +3,12 @@ model (each framework's own testing model), against the test gateway, approved i
 
 from __future__ import annotations
 
-import asyncio
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from approvals import Tabs
 from gateway import Gateway
-from tab import first_choices
+from tab import RunExample
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -106,42 +103,13 @@ def example(heading: str, index: int) -> str:
 
 @pytest.mark.parametrize(("heading", "index", "prelude", "expected"), EXAMPLES)
 async def test_readme_approval_example_runs(
-    gateway: Gateway, session: str, tabs: Tabs, heading: str, index: int, prelude: str, expected: str
+    gateway: Gateway, session: str, run_example: RunExample, heading: str, index: int, prelude: str, expected: str
 ) -> None:
     code = example(heading, index)
     assert "http://127.0.0.1:8080" in code and '"thread-1"' in code
     code = code.replace("http://127.0.0.1:8080", gateway.url).replace('"thread-1"', repr(session))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-u",
-        "-c",
-        prelude + "\n" + code,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    try:
-        async with asyncio.timeout(60):
-            while True:
-                line = (await process.stdout.readline()).decode()
-                assert line, "the example ended before printing its link:\n" + "".join(output)
-                output.append(line)
-                if line.startswith("Answer at "):
-                    break
-            tab = await tabs(line.removeprefix("Answer at ").strip())
-            shown = await tab.next_request()
-            assert shown["dialect"] == "approval"
-            assert shown["calls"][0]["name"] == "run_sql"
-            assert shown["calls"][0]["args"] == {"query": "DELETE FROM users WHERE inactive"}
-            resolved = await tab.answer(shown["id"], first_choices(shown))
-            assert resolved["outcome"] == "answered"
-            rest, _ = await process.communicate()
-            output.append(rest.decode())
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    text = "".join(output)
-    assert process.returncode == 0, text
+    shown, text = await run_example(prelude + "\n" + code, 60)
+    assert shown["dialect"] == "approval"
+    assert shown["calls"][0]["name"] == "run_sql"
+    assert shown["calls"][0]["args"] == {"query": "DELETE FROM users WHERE inactive"}
     assert text.rstrip().endswith(expected), text

@@ -1,24 +1,27 @@
 """The `approval` dialect: tool calls put to a person, one decision per call, over the HTTP API.
 
 The framework adapters (`askgate.openai_agents`, `askgate.langchain`, `askgate.pydantic_ai`,
-`askgate.agui`) build `ApprovalCall`s from what their framework paused on, and hand them to
-`ask_calls` / `ask_calls_sync` with a `convert` function. Those post the calls (at most
-`MAX_CALLS` a request: more are split over several requests), long-poll until every request is
-resolved, read one `CallDecision` per call, convert them to the framework's object, and only then
-acknowledge the outcomes, so an answer is never forgotten by the gateway before the framework has
-it. A declined request and one whose deadline passed come back from the gateway as a `reject` of
-every call, with the message `DECLINED_MESSAGE` or `TIMED_OUT_MESSAGE`; `withdrawn` raises
-`RequestWithdrawn`.
+`askgate.agui`) turn what their framework paused on into `Calls`: `ApprovalCall`s under their
+keys, and a `convert` function that makes the framework's object of the decisions. `Asking`
+holds the options every adapter takes and puts `Calls` to the person, awaiting (`ask`) or
+blocking (`ask_sync`): it posts the calls (at most `MAX_CALLS` a request: more are split over
+several requests), long-polls until every request is resolved, reads one `CallDecision` per
+call, converts them, and only then acknowledges the outcomes, so an answer is never forgotten by
+the gateway before the framework has it. Both run the same steps: the blocking one runs them
+with `run_blocking` over a `SyncApi`, so the steps are written once. A declined request and one
+whose deadline passed come back from the gateway as a `reject` of every call, with the message
+`DECLINED_MESSAGE` or `TIMED_OUT_MESSAGE`; `withdrawn` raises `RequestWithdrawn`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 import anyio
 import httpx
@@ -34,12 +37,20 @@ __all__ = [
     "MAX_CALLS",
     "TIMED_OUT_MESSAGE",
     "ApprovalCall",
+    "Asking",
     "CallDecision",
+    "Calls",
     "DecisionKind",
+    "OnPosted",
     "ask_calls",
     "ask_calls_sync",
+    "decision_kind",
     "decisions_from_outcome",
+    "in_canonical_order",
+    "open_client",
     "resolve_refs",
+    "run_blocking",
+    "text_or_none",
 ]
 
 logger = logging.getLogger("askgate")
@@ -63,6 +74,10 @@ DECISIONS: tuple[DecisionKind, ...] = ("approve", "edit", "reject", "respond")
 _KINDS: dict[Any, DecisionKind] = {kind: kind for kind in DECISIONS}
 
 _T = TypeVar("_T")
+_Client = TypeVar("_Client", httpx.Client, httpx.AsyncClient)
+
+OnPosted = Callable[[list[PostedRequest]], None]
+"""Called with the posted requests before the wait, to show the person their `viewer_url`."""
 
 _WITHDRAW_S = 5.0
 """How long a cancelled ask spends withdrawing its requests."""
@@ -85,8 +100,24 @@ class ApprovalCall:
             value["description"] = self.description
         if self.args_schema is not None:
             value["args_schema"] = dict(self.args_schema)
-        value["decisions"] = [kind for kind in DECISIONS if kind in self.decisions]
+        value["decisions"] = in_canonical_order(self.decisions)
         return value
+
+
+def decision_kind(value: Any) -> DecisionKind | None:
+    """The decision kind `value` names, or `None` when it names none askgate knows."""
+    return _KINDS.get(value)
+
+
+def in_canonical_order(kinds: Iterable[DecisionKind]) -> list[DecisionKind]:
+    """Each of `kinds` once, in the gateway's canonical order (`DECISIONS`)."""
+    given = set(kinds)
+    return [kind for kind in DECISIONS if kind in given]
+
+
+def text_or_none(value: Any) -> str | None:
+    """`value` when it is a non-empty string; `None` for anything else."""
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +158,7 @@ def decisions_from_outcome(outcome: Outcome, count: int) -> list[CallDecision]:
         )
     decisions: list[CallDecision] = []
     for index, item in enumerate(items):
-        kind = _KINDS.get(item.get("type")) if isinstance(item, Mapping) else None
+        kind = decision_kind(item.get("type")) if isinstance(item, Mapping) else None
         if kind is None:
             raise AskgateError(f"request {outcome.id!r}: decision {index} is not one askgate knows: {item!r:.200}")
         decision = cast(Mapping[str, Any], item)
@@ -141,7 +172,7 @@ def decisions_from_outcome(outcome: Outcome, count: int) -> list[CallDecision]:
             CallDecision(
                 type=kind,
                 args=dict(cast(Mapping[str, Any], args)) if kind == "edit" else None,
-                message=message if isinstance(message, str) and message else None,
+                message=text_or_none(message),
                 outcome=outcome.outcome,
             )
         )
@@ -228,40 +259,150 @@ def resolve_refs(schema: Any, root: Any = None) -> dict[str, Any] | None:
 # ---- asking ------------------------------------------------------------------------------
 
 
-def _chunks(keyed: Sequence[tuple[str, ApprovalCall]]) -> list[Sequence[tuple[str, ApprovalCall]]]:
-    return [keyed[start : start + MAX_CALLS] for start in range(0, len(keyed), MAX_CALLS)]
+@dataclass(frozen=True)
+class Calls(Generic[_T]):
+    """What an adapter puts to the person: the calls, each under its key (its tool call or
+    interrupt id: the same keys always make the same request id), and `convert`, which makes
+    the framework's object of their decisions (one per call, in order)."""
+
+    keyed: Sequence[tuple[str, ApprovalCall]]
+    convert: Callable[[list[CallDecision]], _T]
 
 
-def _bodies(
-    keyed: Sequence[tuple[str, ApprovalCall]],
-    title: str | None,
-    timeout_s: float | None,
-    answerers: Sequence[str] | None,
-) -> list[tuple[dict[str, Any], int]]:
-    """The body of each request to post, with how many calls it carries."""
-    return [
-        (
-            ask_body(
-                id=request_id([key for key, _ in chunk]),
-                dialect=DIALECT,
-                calls=[call.to_json() for _, call in chunk],
-                timeout_s=timeout_s,
-                title=title,
-                answerers=answerers,
-            ),
-            len(chunk),
-        )
-        for chunk in _chunks(keyed)
-    ]
+def open_client(client: _Client | None, new: type[_Client]) -> _Client | contextlib.nullcontext[_Client]:
+    """For a `with` (`async with` for an `httpx.AsyncClient`): the caller's `client`, left open
+    after it, or (for `None`) a `new()` one, closed after it, so one ask uses one client."""
+    return new() if client is None else contextlib.nullcontext(client)
 
 
-def _decisions(
-    posted: Sequence[PostedRequest], counts: Sequence[int], outcomes: Mapping[str, Outcome]
-) -> list[CallDecision]:
-    decisions: list[CallDecision] = []
-    for request, count in zip(posted, counts, strict=True):
-        decisions.extend(decisions_from_outcome(outcomes[request.id], count))
-    return decisions
+class _Requests(Protocol):
+    """The HTTP calls an ask makes, awaitable: `AsyncApi`, or `_Blocking` around a `SyncApi`."""
+
+    @property
+    def session(self) -> str: ...
+
+    async def post(self, body: dict[str, Any]) -> PostedRequest: ...
+
+    async def collect(self, ids: Sequence[str], wait: float | None) -> dict[str, Outcome]: ...
+
+    async def ack_collected(self, ids: Sequence[str]) -> None: ...
+
+    async def delete(self, id: str) -> Outcome: ...
+
+
+class _Blocking:
+    """A `SyncApi` with `AsyncApi`'s awaitable methods. Each blocks until its call is done and
+    returns without suspending, so a coroutine that awaits only these runs in `run_blocking`."""
+
+    def __init__(self, api: SyncApi) -> None:
+        self._api = api
+
+    @property
+    def session(self) -> str:
+        return self._api.session
+
+    async def post(self, body: dict[str, Any]) -> PostedRequest:
+        return self._api.post(body)
+
+    async def collect(self, ids: Sequence[str], wait: float | None) -> dict[str, Outcome]:
+        return self._api.collect(ids, wait)
+
+    async def ack_collected(self, ids: Sequence[str]) -> None:
+        self._api.ack_collected(ids)
+
+    async def delete(self, id: str) -> Outcome:
+        return self._api.delete(id)
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run to its end, here and without an event loop, a coroutine that never suspends (all it
+    awaits blocks instead, as `_Blocking`'s methods do): how a blocking twin runs its async
+    twin's steps. `RuntimeError` if it suspends after all."""
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return cast(_T, finished.value)
+    coroutine.close()
+    raise RuntimeError("askgate: a blocking ask awaited something only an event loop can resume")
+
+
+@dataclass(frozen=True)
+class Asking:
+    """The options every adapter takes for putting `Calls` to the person: the gateway `url` and
+    `session` (with its `key`); the requests' `title`, gateway deadline (`timeout_s`: the calls
+    are then rejected with `TIMED_OUT_MESSAGE`) and `answerers`; `wait`, the bound on the whole
+    wait here (`NotAnswered`, nothing acknowledged: ask again later, the same calls get the same
+    request); `on_posted`, called with the posted requests before the wait."""
+
+    url: str
+    session: str
+    _: KW_ONLY
+    key: str | None = None
+    title: str | None = None
+    timeout_s: float | None = None
+    wait: float | None = None
+    answerers: Sequence[str] | None = None
+    on_posted: OnPosted | None = None
+
+    async def ask(self, calls: Calls[_T], client: httpx.AsyncClient | None = None) -> _T:
+        """Put `calls` to the person and return `calls.convert(decisions)`, one decision per call
+        in order; the outcomes are acknowledged after `convert` returns (a failed acknowledgement
+        is logged, not raised). With no calls, returns `convert([])` without asking. Cancelling
+        the call withdraws its requests."""
+        if not calls.keyed:
+            return calls.convert([])
+        async with open_client(client, httpx.AsyncClient) as http:
+            api = AsyncApi(self.url, self.session, key=self.key, client=http)
+            return await self._ask(api, calls, cancelled=(anyio.get_cancelled_exc_class(),))
+
+    def ask_sync(self, calls: Calls[_T], client: httpx.Client | None = None) -> _T:
+        """`ask`, blocking."""
+        if not calls.keyed:
+            return calls.convert([])
+        with open_client(client, httpx.Client) as http:
+            api = _Blocking(SyncApi(self.url, self.session, key=self.key, client=http))
+            # Nothing cancels a blocking call, so there is nothing to withdraw.
+            return run_blocking(self._ask(api, calls, cancelled=()))
+
+    def _bodies(self, keyed: Sequence[tuple[str, ApprovalCall]]) -> list[tuple[dict[str, Any], int]]:
+        """The body of each request to post, with how many calls it carries."""
+        chunks = [keyed[start : start + MAX_CALLS] for start in range(0, len(keyed), MAX_CALLS)]
+        return [
+            (
+                ask_body(
+                    id=request_id([key for key, _ in chunk]),
+                    dialect=DIALECT,
+                    calls=[call.to_json() for _, call in chunk],
+                    timeout_s=self.timeout_s,
+                    title=self.title,
+                    answerers=self.answerers,
+                ),
+                len(chunk),
+            )
+            for chunk in chunks
+        ]
+
+    async def _ask(self, api: _Requests, calls: Calls[_T], *, cancelled: tuple[type[BaseException], ...]) -> _T:
+        """The steps of an ask: post, wait for every outcome, convert, acknowledge. When one of
+        `cancelled` stops the posting or the wait, the requests posted are withdrawn."""
+        bodies = self._bodies(calls.keyed)
+        posted: list[PostedRequest] = []
+        try:
+            for body, _ in bodies:
+                posted.append(await api.post(body))
+            if self.on_posted is not None:
+                self.on_posted(list(posted))
+            ids = [request.id for request in posted]
+            outcomes = await api.collect(ids, self.wait)
+        except cancelled:
+            await _withdraw(api, posted)
+            raise
+        decisions: list[CallDecision] = []
+        for request, (_, count) in zip(posted, bodies, strict=True):
+            decisions.extend(decisions_from_outcome(outcomes[request.id], count))
+        result = calls.convert(decisions)
+        await api.ack_collected(ids)
+        return result
 
 
 async def ask_calls(
@@ -275,59 +416,12 @@ async def ask_calls(
     timeout_s: float | None = None,
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
-    on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    on_posted: OnPosted | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> _T:
-    """Put `keyed` calls (`(tool call or interrupt id, call)`) to the person and return
-    `convert(decisions)`, one decision per call in order; the outcomes are acknowledged after
-    `convert` returns (a failed acknowledgement is logged, not raised). With no calls, returns
-    `convert([])` without asking.
-
-    `wait` bounds the whole wait (`NotAnswered`, nothing acknowledged: ask again later, the same
-    calls get the same request). Cancelling the call withdraws its requests."""
-    if not keyed:
-        return convert([])
-    bodies = _bodies(keyed, title, timeout_s, answerers)
-    if client is None:
-        async with httpx.AsyncClient() as own:
-            return await ask_calls(
-                url,
-                session,
-                keyed,
-                convert,
-                key=key,
-                title=title,
-                timeout_s=timeout_s,
-                wait=wait,
-                answerers=answerers,
-                on_posted=on_posted,
-                client=own,
-            )
-    api = AsyncApi(url, session, key=key, client=client)
-    posted: list[PostedRequest] = []
-    try:
-        for body, _ in bodies:
-            posted.append(await api.post(body))
-        if on_posted is not None:
-            on_posted(list(posted))
-        ids = [request.id for request in posted]
-        outcomes = await api.collect(ids, wait)
-    except anyio.get_cancelled_exc_class():
-        await _withdraw(api, posted)
-        raise
-    result = convert(_decisions(posted, [count for _, count in bodies], outcomes))
-    await api.ack_collected(ids)
-    return result
-
-
-async def _withdraw(api: AsyncApi, posted: Iterable[PostedRequest]) -> None:
-    """Withdraw requests of a cancelled ask, so tabs stop showing them; best effort."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAW_S):
-        for request in posted:
-            try:
-                await api.delete(request.id)
-            except (httpx.HTTPError, AskgateError) as error:
-                logger.warning("askgate: could not withdraw request %s in session %s: %s", request.id, api.session, error)
+    """`Asking.ask` for a caller that has the options and the calls apart."""
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return await asking.ask(Calls(keyed, convert), client)
 
 
 def ask_calls_sync(
@@ -341,34 +435,19 @@ def ask_calls_sync(
     timeout_s: float | None = None,
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
-    on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    on_posted: OnPosted | None = None,
     client: httpx.Client | None = None,
 ) -> _T:
     """`ask_calls`, blocking."""
-    if not keyed:
-        return convert([])
-    bodies = _bodies(keyed, title, timeout_s, answerers)
-    if client is None:
-        with httpx.Client() as own:
-            return ask_calls_sync(
-                url,
-                session,
-                keyed,
-                convert,
-                key=key,
-                title=title,
-                timeout_s=timeout_s,
-                wait=wait,
-                answerers=answerers,
-                on_posted=on_posted,
-                client=own,
-            )
-    api = SyncApi(url, session, key=key, client=client)
-    posted = [api.post(body) for body, _ in bodies]
-    if on_posted is not None:
-        on_posted(list(posted))
-    ids = [request.id for request in posted]
-    outcomes = api.collect(ids, wait)
-    result = convert(_decisions(posted, [count for _, count in bodies], outcomes))
-    api.ack_collected(ids)
-    return result
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return asking.ask_sync(Calls(keyed, convert), client)
+
+
+async def _withdraw(api: _Requests, posted: Iterable[PostedRequest]) -> None:
+    """Withdraw requests of a cancelled ask, so tabs stop showing them; best effort."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAW_S):
+        for request in posted:
+            try:
+                await api.delete(request.id)
+            except (httpx.HTTPError, AskgateError) as error:
+                logger.warning("askgate: could not withdraw request %s in session %s: %s", request.id, api.session, error)

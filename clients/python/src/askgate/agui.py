@@ -38,6 +38,7 @@ Needs `ag-ui-protocol` (`pip install 'askgate[ag-ui]'`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,11 +66,12 @@ from ._approval import (
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
     ApprovalCall,
+    Asking,
     CallDecision,
+    Calls,
     DecisionKind,
     args_object,
-    ask_calls,
-    ask_calls_sync,
+    open_client,
     resolve_refs,
 )
 from ._errors import AskgateError
@@ -237,41 +239,32 @@ def resume_entry(interrupt: Interrupt, decision: CallDecision) -> ResumeEntry:
     return ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Plan:
-    interrupts: list[Interrupt]
-    asked: list[Interrupt]
-    keyed: list[tuple[str, ApprovalCall]]
-    timeout_s: float | None
-    wait: float | None
-
-
 def _plan(
     interrupts: Interrupts,
     events: Iterable[BaseEvent | Mapping[str, Any]] | None,
     messages: Iterable[Message | Mapping[str, Any]] | None,
-    timeout_s: float | None,
-    wait: float | None,
-) -> _Plan:
+    asking: Asking,
+) -> tuple[Asking, Calls[list[ResumeEntry]]]:
+    """The tool-call interrupts to put to the person, with the entries their decisions make (the
+    other interrupts cancelled), and `asking` with its deadline and wait cut to the earliest
+    expiry."""
     items = interrupts_of(interrupts)
     asked = [i for i in items if i.reason == TOOL_CALL]
     calls = tool_calls_of(events, messages) if asked else {}
     keyed = [(i.id, _approval_call(i, calls)) for i in asked]
+
+    def convert(decisions: list[CallDecision]) -> list[ResumeEntry]:
+        answered = {i.id: resume_entry(i, d) for i, d in zip(asked, decisions, strict=True)}
+        return [answered.get(i.id) or ResumeEntry(interrupt_id=i.id, status="cancelled") for i in items]
+
     expiry = expiry_timeout(items)
     if expiry is not None:
-        timeout_s = expiry if timeout_s is None else min(timeout_s, expiry)
+        timeout_s = expiry if asking.timeout_s is None else min(asking.timeout_s, expiry)
         # Past the expiry a resume is an error anyway: stop waiting a little after the deadline.
         limit = expiry + _MARGIN_MAX_S
-        wait = limit if wait is None else min(wait, limit)
-    return _Plan(interrupts=items, asked=asked, keyed=keyed, timeout_s=timeout_s, wait=wait)
-
-
-def _converter(plan: _Plan) -> Callable[[list[CallDecision]], list[ResumeEntry]]:
-    def convert(decisions: list[CallDecision]) -> list[ResumeEntry]:
-        answered = {i.id: resume_entry(i, d) for i, d in zip(plan.asked, decisions, strict=True)}
-        return [answered.get(i.id) or ResumeEntry(interrupt_id=i.id, status="cancelled") for i in plan.interrupts]
-
-    return convert
+        wait = limit if asking.wait is None else min(asking.wait, limit)
+        asking = dataclasses.replace(asking, timeout_s=timeout_s, wait=wait)
+    return asking, Calls(keyed, convert)
 
 
 async def resume(
@@ -303,37 +296,11 @@ async def resume(
     (which is otherwise the earliest `expiresAt`, less a margin, or none); `wait` bounds the wait
     here (`NotAnswered`, nothing acknowledged). `on_posted` is called with the posted requests
     before the wait. Cancelling the call withdraws the request."""
-    if client is None:
-        # Made first, so the time it takes is not taken from the deadline.
-        async with httpx.AsyncClient() as own:
-            return await resume(
-                url,
-                session,
-                interrupts,
-                events=events,
-                messages=messages,
-                key=key,
-                title=title,
-                timeout_s=timeout_s,
-                wait=wait,
-                answerers=answerers,
-                on_posted=on_posted,
-                client=own,
-            )
-    plan = _plan(interrupts, events, messages, timeout_s, wait)
-    return await ask_calls(
-        url,
-        session,
-        plan.keyed,
-        _converter(plan),
-        key=key,
-        title=title,
-        timeout_s=plan.timeout_s,
-        wait=plan.wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    # The client is made before the plan, so the time it takes is not taken from the deadline.
+    async with open_client(client, httpx.AsyncClient) as http:
+        planned, calls = _plan(interrupts, events, messages, asking)
+        return await planned.ask(calls, http)
 
 
 def resume_sync(
@@ -352,33 +319,7 @@ def resume_sync(
     client: httpx.Client | None = None,
 ) -> list[ResumeEntry]:
     """`resume`, blocking."""
-    if client is None:
-        with httpx.Client() as own:
-            return resume_sync(
-                url,
-                session,
-                interrupts,
-                events=events,
-                messages=messages,
-                key=key,
-                title=title,
-                timeout_s=timeout_s,
-                wait=wait,
-                answerers=answerers,
-                on_posted=on_posted,
-                client=own,
-            )
-    plan = _plan(interrupts, events, messages, timeout_s, wait)
-    return ask_calls_sync(
-        url,
-        session,
-        plan.keyed,
-        _converter(plan),
-        key=key,
-        title=title,
-        timeout_s=plan.timeout_s,
-        wait=plan.wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    with open_client(client, httpx.Client) as http:
+        planned, calls = _plan(interrupts, events, messages, asking)
+        return planned.ask_sync(calls, http)

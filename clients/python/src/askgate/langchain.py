@@ -56,15 +56,18 @@ from ._approval import (
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
     ApprovalCall,
+    Asking,
     CallDecision,
+    Calls,
     DecisionKind,
-    ask_calls,
-    ask_calls_sync,
+    decision_kind,
+    in_canonical_order,
     resolve_refs,
+    text_or_none,
 )
 from ._errors import AskgateError
 from ._http import PostedRequest
-from .langgraph import InterruptLike
+from .langgraph import InterruptLike, _as_list
 
 __all__ = [
     "DECLINED_MESSAGE",
@@ -74,9 +77,6 @@ __all__ = [
     "hitl_decision",
     "is_hitl",
 ]
-
-_KINDS: dict[Any, DecisionKind] = {kind: kind for kind in DECISIONS}
-
 
 def _value(interrupt: InterruptLike) -> Mapping[str, Any] | None:
     value: Any = interrupt.value
@@ -128,12 +128,8 @@ def _tool_schemas(tools: Iterable[BaseTool] | None) -> dict[str, dict[str, Any]]
 
 
 def _allowed(values: Any) -> list[DecisionKind]:
-    kinds = [_KINDS[v] for v in (values if isinstance(values, list) else ()) if v in _KINDS]
-    return [kind for kind in DECISIONS if kind in kinds]
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    kinds = [decision_kind(v) for v in (values if isinstance(values, list) else ())]
+    return in_canonical_order(kind for kind in kinds if kind is not None)
 
 
 def _args(value: Any) -> dict[str, Any]:
@@ -164,7 +160,7 @@ def _batched_calls(interrupt: InterruptLike, value: Mapping[str, Any], schemas: 
             ApprovalCall(
                 name=name,
                 args=_args(action.get("args")),
-                description=_text(action.get("description")),
+                description=text_or_none(action.get("description")),
                 args_schema=resolve_refs(schema) if isinstance(schema, Mapping) else schemas.get(name),
                 decisions=decisions,
             )
@@ -198,7 +194,7 @@ def _kind_of(branch: Mapping[str, Any]) -> DecisionKind | None:
     enum: Any = type_schema.get("enum")
     if const is None and isinstance(enum, list) and len(enum) == 1:
         const = enum[0]
-    return _KINDS.get(const)
+    return decision_kind(const)
 
 
 def per_call_options(response_schema: Any) -> tuple[list[DecisionKind], dict[str, Any] | None]:
@@ -222,7 +218,7 @@ def per_call_options(response_schema: Any) -> tuple[list[DecisionKind], dict[str
             edited_properties: Any = edited.get("properties")
             args: Any = edited_properties.get("args") if isinstance(edited_properties, Mapping) else None
             args_schema = resolve_refs(args, root) if isinstance(args, Mapping) else None
-    return [kind for kind in DECISIONS if kind in kinds], args_schema
+    return in_canonical_order(kinds), args_schema
 
 
 def _per_call_call(interrupt: InterruptLike, value: Mapping[str, Any], schemas: Mapping[str, Any]) -> ApprovalCall:
@@ -235,7 +231,7 @@ def _per_call_call(interrupt: InterruptLike, value: Mapping[str, Any], schemas: 
     return ApprovalCall(
         name=name,
         args=_args(value.get("args")),
-        description=_text(value.get("description")),
+        description=text_or_none(value.get("description")),
         args_schema=args_schema if args_schema is not None else schemas.get(name),
         decisions=decisions,
     )
@@ -244,10 +240,9 @@ def _per_call_call(interrupt: InterruptLike, value: Mapping[str, Any], schemas: 
 def _reviewed(
     interrupts: InterruptLike | Iterable[InterruptLike], tools: Iterable[BaseTool] | None
 ) -> list[_Reviewed]:
-    items = list(interrupts) if isinstance(interrupts, Iterable) else [interrupts]
     schemas = _tool_schemas(tools)
     reviewed: list[_Reviewed] = []
-    for interrupt in items:
+    for interrupt in _as_list(interrupts):
         value = _value(interrupt)
         if value is not None and _is_batched(value):
             reviewed.append(_Reviewed(interrupt=interrupt, batched=True, calls=_batched_calls(interrupt, value, schemas)))
@@ -283,15 +278,15 @@ def hitl_decision(call: ApprovalCall, decision: CallDecision) -> dict[str, Any]:
     return {"type": "approve"}
 
 
-def _keyed(reviewed: Sequence[_Reviewed]) -> list[tuple[str, ApprovalCall]]:
+def _calls(interrupts: InterruptLike | Iterable[InterruptLike], tools: Iterable[BaseTool] | None) -> Calls[Command[Any]]:
+    """The tool calls of the middleware's `interrupts` to put to the person, and the `Command`
+    their decisions make."""
+    reviewed = _reviewed(interrupts, tools)
     keyed: list[tuple[str, ApprovalCall]] = []
     for item in reviewed:
         for index, call in enumerate(item.calls):
             keyed.append((f"{item.interrupt.id}#{index}" if item.batched else item.interrupt.id, call))
-    return keyed
 
-
-def _converter(reviewed: Sequence[_Reviewed]) -> Callable[[list[CallDecision]], Command[Any]]:
     def convert(decisions: list[CallDecision]) -> Command[Any]:
         resume: dict[str, Any] = {}
         position = 0
@@ -304,7 +299,7 @@ def _converter(reviewed: Sequence[_Reviewed]) -> Callable[[list[CallDecision]], 
             return Command(resume=resume[reviewed[0].interrupt.id])
         return Command(resume=resume)
 
-    return convert
+    return Calls(keyed, convert)
 
 
 async def answer_hitl(
@@ -335,20 +330,8 @@ async def answer_hitl(
     (`NotAnswered`, nothing acknowledged: call again with the same interrupts to collect the same
     request). `on_posted` is called with the posted requests before the wait. Cancelling the
     call withdraws the request."""
-    reviewed = _reviewed(interrupts, tools)
-    return await ask_calls(
-        url,
-        session,
-        _keyed(reviewed),
-        _converter(reviewed),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return await asking.ask(_calls(interrupts, tools), client)
 
 
 def answer_hitl_sync(
@@ -366,17 +349,5 @@ def answer_hitl_sync(
     client: httpx.Client | None = None,
 ) -> Command[Any]:
     """`answer_hitl`, blocking."""
-    reviewed = _reviewed(interrupts, tools)
-    return ask_calls_sync(
-        url,
-        session,
-        _keyed(reviewed),
-        _converter(reviewed),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return asking.ask_sync(_calls(interrupts, tools), client)

@@ -37,10 +37,11 @@ from ._approval import (
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
     ApprovalCall,
+    Asking,
     CallDecision,
+    Calls,
     args_object,
-    ask_calls,
-    ask_calls_sync,
+    text_or_none,
 )
 from ._errors import AskgateError
 from ._http import PostedRequest
@@ -85,7 +86,7 @@ def approval_call(item: ToolApprovalItem) -> ApprovalCall:
     return ApprovalCall(
         name=name,
         args=args_object(item.arguments),
-        description=description if isinstance(description, str) and description else None,
+        description=text_or_none(description),
         args_schema=cast(dict[str, Any], schema) if isinstance(schema, dict) else None,
         decisions=("approve", "reject"),
     )
@@ -95,9 +96,10 @@ def _key(item: ToolApprovalItem, index: int) -> str:
     return item.call_id or f"{item.tool_name}#{index}"
 
 
-def _converter(
-    state: RunState[Any], items: Sequence[ToolApprovalItem]
-) -> Callable[[list[CallDecision]], RunState[Any]]:
+def _calls(result: PausedRun | RunState[Any]) -> Calls[RunState[Any]]:
+    """The interruptions of `result` to put to the person, and the state they decide."""
+    state, items = _state_and_items(result)
+
     def convert(decisions: list[CallDecision]) -> RunState[Any]:
         for item, decision in zip(items, decisions, strict=True):
             if decision.type == "approve":
@@ -111,7 +113,7 @@ def _converter(
                 )
         return state
 
-    return convert
+    return Calls([(_key(item, index), approval_call(item)) for index, item in enumerate(items)], convert)
 
 
 async def approve_interruptions(
@@ -142,21 +144,8 @@ async def approve_interruptions(
     call again with the same result to collect the same request). `on_posted` is called with the
     posted requests before the wait, to show the person their `viewer_url`. `answerers` limits
     who may answer. Cancelling the call withdraws the request."""
-    state, items = _state_and_items(result)
-    keyed = [(_key(item, index), approval_call(item)) for index, item in enumerate(items)]
-    return await ask_calls(
-        url,
-        session,
-        keyed,
-        _converter(state, items),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return await asking.ask(_calls(result), client)
 
 
 def approve_interruptions_sync(
@@ -173,18 +162,5 @@ def approve_interruptions_sync(
     client: httpx.Client | None = None,
 ) -> RunState[Any]:
     """`approve_interruptions`, blocking."""
-    state, items = _state_and_items(result)
-    keyed = [(_key(item, index), approval_call(item)) for index, item in enumerate(items)]
-    return ask_calls_sync(
-        url,
-        session,
-        keyed,
-        _converter(state, items),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return asking.ask_sync(_calls(result), client)

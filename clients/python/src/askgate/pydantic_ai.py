@@ -41,15 +41,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, DeferredToolApprovalResult, Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ._approval import (
-    DECLINED_MESSAGE,
-    TIMED_OUT_MESSAGE,
-    ApprovalCall,
-    CallDecision,
-    ask_calls,
-    ask_calls_sync,
-    resolve_refs,
-)
+from ._approval import DECLINED_MESSAGE, TIMED_OUT_MESSAGE, ApprovalCall, Asking, CallDecision, Calls, resolve_refs
 from ._errors import AskgateError
 from ._http import PostedRequest
 
@@ -131,12 +123,10 @@ def approval_result(decision: CallDecision) -> bool | DeferredToolApprovalResult
     raise AskgateError(f"the gateway answered an approval with {decision.type!r}, which pydantic-ai cannot take")
 
 
-def _keyed(requests: DeferredToolRequests, tools: ToolDefinitions | None) -> list[tuple[str, ApprovalCall]]:
+def _calls(requests: DeferredToolRequests, tools: ToolDefinitions | None) -> Calls[DeferredToolResults]:
+    """The calls of `requests.approvals` to put to the person, and the results they decide."""
     defs = tool_definitions(tools, {part.tool_name for part in requests.approvals})
-    return [(part.tool_call_id, _approval_call(part, defs.get(part.tool_name))) for part in requests.approvals]
 
-
-def _converter(requests: DeferredToolRequests) -> Callable[[list[CallDecision]], DeferredToolResults]:
     def convert(decisions: list[CallDecision]) -> DeferredToolResults:
         approvals: dict[str, bool | DeferredToolApprovalResult] = {
             part.tool_call_id: approval_result(decision)
@@ -144,7 +134,8 @@ def _converter(requests: DeferredToolRequests) -> Callable[[list[CallDecision]],
         }
         return DeferredToolResults(approvals=approvals)
 
-    return convert
+    keyed = [(part.tool_call_id, _approval_call(part, defs.get(part.tool_name))) for part in requests.approvals]
+    return Calls(keyed, convert)
 
 
 async def collect_approvals(
@@ -175,19 +166,8 @@ async def collect_approvals(
     here (`NotAnswered`, nothing acknowledged: call again to collect the same request).
     `on_posted` is called with the posted requests before the wait. Cancelling the call
     withdraws the request."""
-    return await ask_calls(
-        url,
-        session,
-        _keyed(requests, tools),
-        _converter(requests),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return await asking.ask(_calls(requests, tools), client)
 
 
 def collect_approvals_sync(
@@ -205,19 +185,8 @@ def collect_approvals_sync(
     client: httpx.Client | None = None,
 ) -> DeferredToolResults:
     """`collect_approvals`, blocking."""
-    return ask_calls_sync(
-        url,
-        session,
-        _keyed(requests, tools),
-        _converter(requests),
-        key=key,
-        title=title,
-        timeout_s=timeout_s,
-        wait=wait,
-        answerers=answerers,
-        on_posted=on_posted,
-        client=client,
-    )
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    return asking.ask_sync(_calls(requests, tools), client)
 
 
 @dataclass
