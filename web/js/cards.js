@@ -16,6 +16,14 @@ import {
   APPROVAL_INCOMPLETE, approvalNote, approveAll, approvesAll, buildCall, readDecision,
   refusalText, summarizeApproval,
 } from './approval.js';
+import {
+  FORM_INCOMPLETE, buildFormItem, formActions, formHint, formItems, formNote, formResponse,
+  formSubmits, placeFormRefusal, readFormItem, revealForm, summarizeForm,
+} from './form.js';
+import {
+  CLAUDE_INCOMPLETE, buildClaudeItem, claudeItems, claudeResponse, placeClaudeRefusal, readClaude,
+  summarizeClaude,
+} from './claude.js';
 
 const FOLD_DELAY_MS = 4000;
 const DECLINE_CONFIRM_MS = 5000;
@@ -29,12 +37,18 @@ const QUESTION_HINT = 'Enter submits · Ctrl+Enter inside a text box · keys 1�
 
 // A question record (qr) holds: fieldset, errorEl, inputs (the options keys 1–9 pick),
 // name and detail (for announcements and notifications), serverErrors and localError.
-// `items` names the view's list a dialect builds a record for each of; `read(qr)` returns
-// {answer}, {problem: message} or {} (not answered yet); `respond` makes the response from
-// the answers, in order. Optional: `note` (the card's first line, by default AGENT_NOTE),
-// `actions` (more buttons beside Submit, each {label, className, response(rec)}) and
-// `refusal(rest, message)` (the words of a gateway's refusal inside one answer, `rest` being
-// the path after `response.decisions[i]`).
+// `items` names the view's list a dialect builds a record for each of (or is a function of
+// the view giving that list); `read(qr)` returns {answer}, {problem: message} or {} (not
+// answered yet); `respond` makes the response from the answers, in order. Optional: `note`
+// (the card's first line, by default AGENT_NOTE), `hint` (a function of the view, giving
+// null for none), `submits(view)` (false: no Submit button), `actions` (more buttons beside
+// Submit, each {label, className, note?} and either `response(rec)` (the answer it sends;
+// null sends nothing) with `sent(rec)` (run once it is sent, on the same click), or
+// `local(rec)` (it sends nothing)), `reveal(rec)` (Submit stays enabled, and pressing it on
+// an incomplete answer makes every record say what it lacks), `place(rec, path)` (which
+// record a gateway's refusal at `path` is about: {index, rest}, or null for the whole
+// answer) and `refusal(rest, message)` (the words of a refusal inside one answer, `rest`
+// being the path after the record's part, as `response.decisions[i]`).
 const DIALECTS = {
   harness: {
     items: 'questions', build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
@@ -55,6 +69,17 @@ const DIALECTS = {
       : []),
     incomplete: APPROVAL_INCOMPLETE,
   },
+  form: {
+    items: formItems, build: buildFormItem, read: readFormItem, summarize: summarizeForm,
+    respond: formResponse, note: formNote, hint: formHint, submits: formSubmits,
+    actions: formActions, reveal: revealForm, place: placeFormRefusal,
+    incomplete: FORM_INCOMPLETE,
+  },
+  claude: {
+    items: claudeItems, build: buildClaudeItem, read: readClaude, summarize: summarizeClaude,
+    respond: claudeResponse, place: placeClaudeRefusal, hint: QUESTION_HINT,
+    incomplete: CLAUDE_INCOMPLETE,
+  },
 };
 
 // A new open card, which the page keeps as request `view.id`'s.
@@ -69,7 +94,8 @@ export function buildCard(view) {
   const el = make('article', 'card');
   const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
     ? DIALECTS[view.dialect] : null;
-  const items = dialect ? view[dialect.items] : null;
+  const items = !dialect ? null
+    : typeof dialect.items === 'function' ? dialect.items(view) : view[dialect.items];
   const rec = {
     id: String(view.id), view, el, prefix: 'c' + state.seq, dialect,
     // open -> sending -> (open again if rejected) -> final -> folded (in the finished list)
@@ -117,22 +143,37 @@ function buildCountdown(rec) {
 function buildActions(rec) {
   const wrap = make('div', 'card-footer');
   const actions = rec.actionsEl = make('div', 'card-actions');
+  const notes = [];
   if (rec.supported) {
-    rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
-    rec.submitBtn.addEventListener('click', () => submitCard(rec));
-    for (const action of rec.dialect.actions ? rec.dialect.actions(rec.view) : []) {
-      const button = actions.appendChild(make('button', action.className, action.label, { type: 'button' }));
-      button.addEventListener('click', () => sendResponse(rec, () => action.response(rec)));
-      rec.extraButtons.push(button);
+    const dialect = rec.dialect;
+    if (!dialect.submits || dialect.submits(rec.view)) {
+      rec.submitBtn = actions.appendChild(make('button', 'submit', 'Submit', { type: 'button' }));
+      rec.submitBtn.addEventListener('click', () => submitCard(rec));
     }
+    (dialect.actions ? dialect.actions(rec.view) : []).forEach((action, i) => {
+      const button = actions.appendChild(make('button', action.className, action.label, { type: 'button' }));
+      button.addEventListener('click', () => (action.local
+        ? action.local(rec)
+        : sendResponse(rec, () => action.response(rec), action.sent)));
+      if (action.note) {
+        const note = make('p', 'action-note', action.note, { id: rec.prefix + '-action' + i });
+        button.setAttribute('aria-describedby', note.id);
+        notes.push(note);
+      }
+      rec.extraButtons.push(button);
+    });
   }
   rec.declineBtn = actions.appendChild(make('button', 'decline', 'Decline', { type: 'button' }));
   rec.declineBtn.addEventListener('click', (event) => onDeclineClick(rec, event));
   rec.statusEl = make('p', 'card-status');
   wrap.append(actions, rec.statusEl);
-  if (rec.supported) {
-    rec.keyHint = wrap.appendChild(make('p', 'key-hint', rec.dialect.hint));
+  if (notes.length) {
+    rec.notesEl = wrap.appendChild(make('div', 'action-notes'));
+    rec.notesEl.append(...notes);
   }
+  const hint = !rec.supported ? null
+    : typeof rec.dialect.hint === 'function' ? rec.dialect.hint(rec.view) : rec.dialect.hint;
+  if (hint) rec.keyHint = wrap.appendChild(make('p', 'key-hint', hint));
   return wrap;
 }
 
@@ -152,6 +193,7 @@ export function applyAccess(rec) {
   rec.waitingEl.hidden = !rec.readOnly;
   rec.actionsEl.hidden = rec.readOnly;
   if (rec.keyHint) rec.keyHint.hidden = rec.readOnly;
+  if (rec.notesEl) rec.notesEl.hidden = rec.readOnly;
   rec.questions.forEach((qr) => { qr.fieldset.disabled = rec.readOnly; });
   updateReadiness(rec);
 }
@@ -167,7 +209,8 @@ export function updateReadiness(rec) {
     }
   }
   renderErrors(rec);
-  if (rec.submitBtn) rec.submitBtn.disabled = !(ready && rec.phase === 'open');
+  // A dialect that reveals what is missing keeps Submit pressable, to say so.
+  if (rec.submitBtn) rec.submitBtn.disabled = !((ready || rec.dialect.reveal) && rec.phase === 'open');
   rec.extraButtons.forEach((button) => { button.disabled = rec.phase !== 'open'; });
   return ready;
 }
@@ -187,21 +230,35 @@ function clearServerErrors(rec) {
 }
 
 function submitCard(rec) {
-  if (rec.phase !== 'open' || rec.readOnly) return;
+  if (rec.phase !== 'open' || rec.readOnly || !rec.submitBtn) return;
   clearServerErrors(rec);
-  if (!updateReadiness(rec)) return setStatus(rec, rec.dialect.incomplete);
+  if (!updateReadiness(rec)) {
+    if (rec.dialect.reveal) revealMissing(rec);
+    return setStatus(rec, rec.dialect.incomplete);
+  }
   const answers = rec.questions.map((qr) => rec.dialect.read(qr).answer);
   sendFor(rec, { type: 'answer', id: rec.id, response: rec.dialect.respond(answers) });
 }
 
-// Sends the response `makeResponse()` gives as this card's answer, as a dialect's own
-// action does ("Approve all").
-function sendResponse(rec, makeResponse) {
-  if (rec.phase !== 'open' || rec.readOnly) return;
-  const response = makeResponse();
-  clearServerErrors(rec);
+// Every record says what it lacks, and focus goes to the first that lacks something.
+function revealMissing(rec) {
+  rec.dialect.reveal(rec);
   updateReadiness(rec);
-  sendFor(rec, { type: 'answer', id: rec.id, response });
+  const first = rec.questions.find((qr) => qr.localError);
+  const control = first && first.fieldset.querySelector('input:not(:disabled), textarea:not(:disabled)');
+  if (control) control.focus();
+}
+
+// Sends the response `makeResponse()` gives as this card's answer, as a dialect's own
+// action does ("Approve all"); then `onSent(rec)`, if it was sent. A null response sends
+// nothing (the dialect has said why in the card's errors).
+function sendResponse(rec, makeResponse, onSent) {
+  if (rec.phase !== 'open' || rec.readOnly) return;
+  clearServerErrors(rec);
+  const response = makeResponse();
+  updateReadiness(rec);
+  if (response === null) return;
+  if (sendFor(rec, { type: 'answer', id: rec.id, response }) && onSent) onSent(rec);
 }
 
 // A decline cannot be taken back and its button sits beside Submit, so the first press only
@@ -254,6 +311,7 @@ function sendFor(rec, frame) {
   rec.extraButtons.forEach((button) => { button.disabled = true; });
   rec.declineBtn.disabled = true;
   if (hadFocus) focusStatus(rec);
+  return true;
 }
 
 // Focus on a control being disabled would fall to the page's top: it moves to the words

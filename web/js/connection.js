@@ -272,6 +272,13 @@ function onResolved(f) {
   noteEnding(f);
 }
 
+// The question a refusal at `response.answers[i]...` or `response.decisions[i]...` is about,
+// and the rest of its path; or null.
+function placeIndexed(path) {
+  const match = /^response\.(?:answers|decisions)\[(\d+)\](.*)$/.exec(path);
+  return match ? { index: Number(match[1]), rest: match[2] } : null;
+}
+
 function onAnswerRejected(f) {
   const rec = state.cards.get(String(f.id));
   if (!rec) return;
@@ -284,11 +291,13 @@ function onAnswerRejected(f) {
     const already = err.code === 'already_resolved' || /already resolved/i.test(message);
     resolvedAlready = resolvedAlready || already;
     // A refusal inside one answer (`response.answers[i]`, an approval's
-    // `response.decisions[i]`) goes beside its question; any other, above the card.
-    const match = /^response\.(?:answers|decisions)\[(\d+)\](.*)$/.exec(path);
-    const question = match && !already ? rec.questions[Number(match[1])] : null;
+    // `response.decisions[i]`, where the dialect places it: a form's `response.content.NAME`)
+    // goes beside its question; any other, above the card.
+    const place = rec.dialect && rec.dialect.place;
+    const match = place ? place(rec, path) : placeIndexed(path);
+    const question = match && !already ? rec.questions[match.index] : null;
     const refusal = rec.dialect && rec.dialect.refusal;
-    if (question) question.serverErrors.push(refusal ? refusal(match[2], message) : message);
+    if (question) question.serverErrors.push(refusal ? refusal(match.rest, message) : message);
     else rec.cardErrors.push(message);
     // Only a refusal of the whole answer says who may answer.
     forbidden = forbidden || (!question && err.code === 'forbidden');

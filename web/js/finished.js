@@ -39,10 +39,12 @@ function foldedName(rec) {
   const view = rec.view;
   const first = Array.isArray(view.questions) ? view.questions[0] : null;
   const call = Array.isArray(view.calls) ? view.calls[0] : null;
-  const named = [view.title, first && first.question, first && first.header,
+  const form = view.dialect === 'form';
+  const named = [view.title, form && view.message, first && first.question, first && first.header,
     call && 'Tool call ' + call.name]
-    .map((text) => String(text ?? '').trim()).find(Boolean);
-  return named ? shorten(named, FOLDED_NAME_CHARS) : 'A question from the agent';
+    .map((text) => String(text || '').trim()).find(Boolean);
+  if (named) return shorten(named, FOLDED_NAME_CHARS);
+  return form ? 'A form from an MCP server' : 'A question from the agent';
 }
 
 function renderFolded(rec) {

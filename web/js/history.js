@@ -15,6 +15,8 @@ import { make, pickList, serverNow, shorten, state, timeElement, ui } from './pa
 import { send } from './connection.js';
 import { endedByYou, viaText } from './people.js';
 import { decisionText } from './approval.js';
+import { formSummaryList } from './form.js';
+import { claudeSummaryList } from './claude.js';
 
 // Most ended requests shown (the gateway sends no more either).
 const MAX_ENTRIES = 50;
@@ -50,7 +52,8 @@ export function noteEnding(f) {
   const rec = state.cards.get(id) || state.finished.find((r) => r.id === id);
   const view = rec ? rec.view : {};
   const entry = entryOf({
-    id, dialect: view.dialect, title: view.title, questions: view.questions, calls: view.calls,
+    id, dialect: view.dialect, title: view.title, calls: view.calls,
+    questions: view.dialect === 'form' ? formOf(view) : view.questions,
     asked_at_ms: view.asked_at_ms, outcome: f.outcome, answer: f.response, user: f.user,
     via: f.via, tab: f.by, at_ms: Number.isFinite(f.at_ms) ? f.at_ms : serverNow(),
   });
@@ -67,6 +70,21 @@ export function dropHistory() {
   render();
 }
 
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+// What a form's card showed: its message, mode, server and fields (or address).
+function formOf(view) {
+  const { message, mode, server, fields, url, host } = view;
+  return { message, mode, server, fields, url, host };
+}
+
+// A form's fields, as the view lists them, or else named from its schema.
+function formFields(form) {
+  if (Array.isArray(form.fields)) return form.fields;
+  const properties = isObject(form.schema) && isObject(form.schema.properties) ? form.schema.properties : {};
+  return Object.keys(properties).map((name) => ({ name, title: properties[name] && properties[name].title }));
+}
+
 // An entry as the page keeps it, or null for one it cannot show.
 function entryOf(raw) {
   if (!raw || typeof raw !== 'object' || raw.id == null || !OUTCOMES.includes(raw.outcome)) return null;
@@ -75,8 +93,10 @@ function entryOf(raw) {
   // An approval's tool calls, under `calls`, or under `questions` where a trail keeps them so.
   const calls = !approval ? [] : Array.isArray(raw.calls) ? raw.calls
     : Array.isArray(raw.questions) ? raw.questions : [];
+  // A form: its message, fields and so on, under `questions` (an object) in the trail.
+  const form = raw.dialect === 'form' ? (isObject(raw.questions) ? raw.questions : {}) : null;
   return {
-    id: String(raw.id), dialect: text(raw.dialect), title: text(raw.title),
+    id: String(raw.id), dialect: text(raw.dialect), title: text(raw.title), form,
     questions: !approval && Array.isArray(raw.questions) ? raw.questions : [], approval, calls,
     asked_at_ms: Number.isFinite(raw.asked_at_ms) ? raw.asked_at_ms : null,
     outcome: raw.outcome, answer: raw.outcome === 'answered' ? raw.answer : null,
@@ -127,8 +147,9 @@ function callName(call) {
   return call && typeof call === 'object' ? String(call.name ?? '').trim() : '';
 }
 
-// What its first item says: a question's text, or "Tool call <name>".
+// What its first item says: a question's text, "Tool call <name>", or a form's message.
 function firstText(e) {
+  if (e.form) return String(e.form.message ?? '').trim();
   if (!e.approval) return questionText(e.questions[0]);
   const name = callName(e.calls[0]);
   return name ? 'Tool call ' + name : '';
@@ -138,6 +159,7 @@ function firstText(e) {
 function whatOf(e) {
   const named = e.title || firstText(e);
   if (named) return shorten(named, WHAT_CHARS);
+  if (e.form) return 'A form from an MCP server';
   return e.approval ? 'A tool call from the agent' : 'A question from the agent';
 }
 
@@ -145,6 +167,7 @@ function whatOf(e) {
 // many more.
 function alsoAsked(e) {
   const first = firstText(e);
+  if (e.form) return e.title && first ? shorten(first, WHAT_CHARS) : '';
   const items = e.approval ? e.calls : e.questions;
   const more = items.length - 1;
   const noun = e.approval ? ['1 more call', ' more calls'] : ['1 more question', ' more questions'];
@@ -166,6 +189,8 @@ function whoText(e) {
 // text given, each cut short.
 function answerSummary(e) {
   if (e.approval) return decisionSummary(e);
+  if (e.form) return markHistory(formSummaryList(formFields(e.form), e.answer, e.form.mode === 'url', MAX_ANSWERS_SHOWN));
+  if (e.dialect === 'claude') return markHistory(claudeSummaryList(e.questions, e.answer, MAX_ANSWERS_SHOWN));
   const answers = e.answer && Array.isArray(e.answer.answers) ? e.answer.answers : [];
   if (!answers.length) return null;
   const list = make('ul', 'summary history-answer');
@@ -185,6 +210,11 @@ function answerSummary(e) {
   if (answers.length > MAX_ANSWERS_SHOWN) {
     list.appendChild(make('li', 'history-more', 'and ' + (answers.length - MAX_ANSWERS_SHOWN) + ' more'));
   }
+  return list;
+}
+
+function markHistory(list) {
+  if (list) list.classList.add('history-answer');
   return list;
 }
 

@@ -18,6 +18,12 @@
  *       argtree.js     a call's arguments as an inert tree, long values folded
  *       argedit.js     editing them (a form for a flat schema, else JSON), what changed
  *       argcheck.js    the JSON Schema keywords askgate checks an edit against
+ *     form.js        MCP elicitation: which server asks, its message, a warning when a field
+ *                    looks like a secret; a form, or a web address shown whole and opened
+ *                    only on "Open and continue"; "Not now" puts it away, sending nothing
+ *       formfields.js  one field of the form: its input, default, required mark and checks
+ *     claude.js      Claude Agent SDK's AskUserQuestion: options, multi-select, an "Other…"
+ *                    text per question, and an answer in one's own words instead
  *   finished.js    the list of finished cards (folded until dismissed, the dismissals kept
  *                  in sessionStorage)
  *   people.js      who this tab is (the line saying so), who may answer a request, and how

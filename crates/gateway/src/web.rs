@@ -99,6 +99,21 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/argcheck.js"),
     ),
     (
+        "js/form.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/form.js"),
+    ),
+    (
+        "js/formfields.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/formfields.js"),
+    ),
+    (
+        "js/claude.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/claude.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),

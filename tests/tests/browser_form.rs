@@ -1,0 +1,1061 @@
+//! The answer page's MCP elicitation cards (the `form` dialect) in a real headless Chromium:
+//! an MCP server, through the agent, asks for a form (or for a web address to be opened), the
+//! test fills it in the page, and checks what the page shows, what it sent, and the
+//! `ElicitResult` the agent gets.
+//!
+//! Every frame the page sends is recorded in the page (`window.__sent`), and `window.open` is
+//! replaced before the page loads by a stub that records its calls (`window.__opened`), so a
+//! test can tell that nothing went out and nothing was opened, without waiting for silence.
+//! Each card state is also checked with axe-core (no violation, light and dark, 360 px and
+//! desktop width).
+
+use askgate_tests::browser::Browser;
+use askgate_tests::browser::axe::assert_accessible;
+use askgate_tests::server::{TestServer, WsClient};
+use serde_json::{Value, json};
+
+/// Run before the page's own scripts: records every frame the page sends in `window.__sent`
+/// (and lets a test rewrite an outgoing answer, `window.__tamper`), and every call of
+/// `window.open` in `window.__opened` instead of opening anything.
+const RECORD_FRAMES: &str = "(() => { \
+    window.__sent = []; \
+    window.__opened = []; \
+    window.open = function (...args) { window.__opened.push(args); return null; }; \
+    const send = WebSocket.prototype.send; \
+    WebSocket.prototype.send = function (data) { \
+      let frame = null; \
+      try { frame = JSON.parse(data); } catch (_) { /* not JSON: sent as it is */ } \
+      if (frame) window.__sent.push(frame); \
+      if (frame && frame.type === 'answer' && typeof window.__tamper === 'function') { \
+        data = JSON.stringify(window.__tamper(frame)); \
+      } \
+      return send.call(this, data); \
+    }; \
+  })();";
+
+/// The warning a form with a field that looks like a secret carries.
+const SECRET_WARNING: &str = "This form asks for something that looks like a password or key — \
+                              askgate forms must not be used for secrets";
+
+/// What "Not now" says it does.
+const NOT_NOW_NOTE: &str = "Not now puts this away in this tab without answering. The request \
+                            stays open: when it times out or the agent withdraws it, the MCP \
+                            server is told you cancelled.";
+
+/// A schema with one property of each kind: a text with lengths, an email, a web address, a
+/// date (with a default), a date and time (with a default), a whole number with bounds (and a
+/// default), a number with bounds, a boolean (on by default), a single choice by `oneOf` (with
+/// a default) and by legacy `enum` + `enumNames`, and a multiple choice with bounds (and a
+/// default). Name, email, age and tags are required.
+fn every_kind() -> Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string", "title": "Your name", "minLength": 3, "maxLength": 20},
+        "email": {"type": "string", "format": "email", "title": "Email",
+                  "description": "Where we write to you"},
+        "site": {"type": "string", "format": "uri", "title": "Web site"},
+        "born": {"type": "string", "format": "date", "title": "Birthday", "default": "2000-01-02"},
+        "meet": {"type": "string", "format": "date-time", "title": "Meeting",
+                 "default": "2026-01-02T10:30:00Z"},
+        "age": {"type": "integer", "title": "Age", "minimum": 18, "maximum": 120, "default": 30},
+        "score": {"type": "number", "title": "Score", "minimum": 0, "maximum": 1},
+        "news": {"type": "boolean", "title": "Newsletter", "default": true},
+        "color": {"type": "string", "title": "Colour",
+                  "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}],
+                  "default": "g"},
+        "size": {"type": "string", "title": "Size", "enum": ["s", "m", "l"],
+                 "enumNames": ["Small", "Medium", "Large"]},
+        "tags": {"type": "array", "title": "Tags",
+                 "items": {"type": "string", "enum": ["a", "b", "c", "d"]},
+                 "minItems": 2, "maxItems": 3, "default": ["a", "b"]}},
+        "required": ["name", "email", "age", "tags"]})
+}
+
+/// A form `ask` frame on session `s`, from the MCP server `calendar-mcp`.
+fn form_ask(id: &str, schema: &Value) -> Value {
+    json!({"type": "ask", "session": "s", "id": id, "dialect": "form", "mode": "form",
+           "message": "Please tell us about yourself.", "server": "calendar-mcp",
+           "schema": schema})
+}
+
+/// The page's URL for session `s`, key in the fragment, as the agent would print it.
+fn page_url(server: &TestServer) -> String {
+    server.http_url(&format!("/s/s#k={}", server.viewer_key("s")))
+}
+
+/// The card of request `id`.
+fn card(id: &str) -> String {
+    format!(r#"article[data-request-id="{id}"]"#)
+}
+
+/// The field `name` of request `id`.
+fn field(id: &str, name: &str) -> String {
+    format!(r#"{} fieldset.form-field[data-name="{name}"]"#, card(id))
+}
+
+/// The one input of that field (a text box, a picker, a number box, a switch).
+fn input(id: &str, name: &str) -> String {
+    format!("{} :is(input, textarea)", field(id, name))
+}
+
+/// The option with `value` of a choice field.
+fn choice(id: &str, name: &str, value: &str) -> String {
+    format!(r#"{} input[value="{value}"]"#, field(id, name))
+}
+
+/// What is said beside field `name`.
+fn field_error(id: &str, name: &str) -> String {
+    format!("{} .question-error", field(id, name))
+}
+
+/// The submit button of request `id`.
+fn submit(id: &str) -> String {
+    format!("{} .submit", card(id))
+}
+
+/// A browser on the page of session `s`, recording what it sends, once its socket is open.
+async fn open_page(server: &TestServer) -> Browser {
+    let browser = Browser::start().await;
+    browser.run_before_each_load(RECORD_FRAMES).await;
+    browser.goto(&page_url(server)).await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    browser
+}
+
+/// An agent that has asked `frame` and had it accepted.
+async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
+    let mut agent = server.agent().await;
+    agent.send(frame).await;
+    let accepted = agent.recv().await;
+    assert_eq!(accepted["type"], "accepted", "{accepted}");
+    agent
+}
+
+/// The agent's outcome, which must be `kind`; its `result` is its `response`, and it has no
+/// text for a model.
+async fn outcome(agent: &mut WsClient, kind: &str) -> Value {
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], kind, "{outcome}");
+    assert_eq!(outcome["result"], outcome["response"], "{outcome}");
+    assert_eq!(outcome["model_text"], Value::Null, "{outcome}");
+    outcome
+}
+
+/// The frames the page has sent so far about request `id`.
+async fn frames_about(browser: &Browser, id: &str) -> Value {
+    browser
+        .execute(
+            "return window.__sent.filter((f) => f.id === arguments[0]);",
+            json!([id]),
+        )
+        .await
+}
+
+/// Replaces what the field `css` holds with `text`, typed key by key, then leaves it (Tab),
+/// as a person moving on to the next field does.
+async fn fill(browser: &Browser, css: &str, text: &str) {
+    browser
+        .execute(
+            "const box = document.querySelector(arguments[0]); box.focus(); box.value = ''; \
+             box.dispatchEvent(new Event('input', {bubbles: true}));",
+            json!([css]),
+        )
+        .await;
+    browser.type_into(css, &format!("{text}\u{E004}")).await;
+}
+
+/// Sets a date or date-and-time picker to `value` (as the picker holds it), as a person
+/// picking it does: typed dates depend on the browser's locale.
+async fn pick_date(browser: &Browser, css: &str, value: &str) {
+    browser
+        .execute(
+            "const box = document.querySelector(arguments[0]); box.value = arguments[1]; \
+             box.dispatchEvent(new Event('input', {bubbles: true})); \
+             box.dispatchEvent(new Event('change', {bubbles: true}));",
+            json!([css, value]),
+        )
+        .await;
+}
+
+/// Clicks `css` once it is in the middle of the window: an element already in view may sit
+/// under the page's sticky header, where a click would land on the header.
+async fn click_centred(browser: &Browser, css: &str) {
+    browser.wait_for(css).await;
+    browser
+        .execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
+            json!([css]),
+        )
+        .await;
+    browser.click(css).await;
+}
+
+/// The `textContent` of `css`; panics if nothing matches.
+async fn text(browser: &Browser, css: &str) -> String {
+    browser
+        .text_of(css)
+        .await
+        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
+}
+
+/// The text of the first element matching `css` is `expected`.
+async fn assert_text(browser: &Browser, css: &str, expected: &str) {
+    assert_eq!(text(browser, css).await, expected, "the text of {css}");
+}
+
+/// Whether the element `css` is shown.
+async fn visible(browser: &Browser, css: &str) -> bool {
+    browser
+        .execute(
+            "return document.querySelector(arguments[0]).checkVisibility();",
+            json!([css]),
+        )
+        .await
+        == json!(true)
+}
+
+/// Declines request `id` as a person does: Decline, then Confirm decline.
+async fn decline(browser: &Browser, id: &str) {
+    let button = format!("{} .decline", card(id));
+    click_centred(browser, &button).await;
+    browser.wait_for_text(&button, "Confirm decline").await;
+    browser.click(&button).await;
+}
+
+/// Each kind gets its input: text boxes (never a password box), an email box, a web-address
+/// box, the date and date-and-time pickers, number boxes with their bounds (step 1 for a whole
+/// number), a switch, radios for one choice and checkboxes for several; each default is filled
+/// in, and each required field says so, in words and with aria-required. Which MCP server asks
+/// is on the card. The agent gets the content as typed: a whole number as a JSON integer, a
+/// boolean, a list, a default left as it was exactly as the server sent it, an optional field
+/// left empty left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_kind_has_its_input_and_the_content_is_as_typed() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
+
+    browser.wait_for(&field("r1", "tags")).await;
+    assert_text(
+        &browser,
+        &format!("{} .form-server-name", card("r1")),
+        "calendar-mcp",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .form-server", card("r1")),
+        "Asked by the MCP server calendar-mcp",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .form-message", card("r1")),
+        "Please tell us about yourself.",
+    )
+    .await;
+    assert_eq!(
+        browser
+            .find_all_count(&format!("{} .form-warning", card("r1")))
+            .await,
+        0,
+        "nothing here looks like a secret"
+    );
+    // Per field: its name, its mark, and each input's type, role, value or checked state,
+    // number bounds and step, and aria-required.
+    let fields = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0] + ' .form-field')].map((f) => [\
+               f.dataset.name, f.querySelector('.required-mark, .optional-mark').textContent, \
+               [...f.querySelectorAll('input, textarea')].map((i) => [i.type, i.getAttribute('role'), \
+                 ['checkbox', 'radio'].includes(i.type) ? i.checked : i.value !== '', \
+                 ...(i.type === 'number' ? [i.min, i.max, i.step] : []), \
+                 i.getAttribute('aria-required')])]);",
+            json!([card("r1")]),
+        )
+        .await;
+    let req = Value::from("true");
+    let no = Value::Null;
+    assert_eq!(
+        fields,
+        json!([
+            ["name", "Required", [["text", no, false, req]]],
+            ["email", "Required", [["email", no, false, req]]],
+            ["site", "(optional)", [["url", no, false, no]]],
+            ["born", "(optional)", [["date", no, true, no]]],
+            ["meet", "(optional)", [["datetime-local", no, true, no]]],
+            [
+                "age",
+                "Required",
+                [["number", no, true, "18", "120", "1", req]]
+            ],
+            [
+                "score",
+                "(optional)",
+                [["number", no, false, "0", "1", "any", no]]
+            ],
+            ["news", "(optional)", [["checkbox", "switch", true, no]]],
+            [
+                "color",
+                "(optional)",
+                [["radio", no, false, no], ["radio", no, true, no]]
+            ],
+            [
+                "size",
+                "(optional)",
+                [
+                    ["radio", no, false, no],
+                    ["radio", no, false, no],
+                    ["radio", no, false, no]
+                ]
+            ],
+            [
+                "tags",
+                "Required",
+                [
+                    ["checkbox", no, true, no],
+                    ["checkbox", no, true, no],
+                    ["checkbox", no, false, no],
+                    ["checkbox", no, false, no]
+                ]
+            ]
+        ])
+    );
+    assert_eq!(
+        browser.find_all_count(r#"input[type="password"]"#).await,
+        0,
+        "a form never looks like a password prompt"
+    );
+    // Defaults as sent, and options by their labels.
+    let values = browser
+        .execute(
+            "return [arguments[0], arguments[1], arguments[2]].map((css) => \
+               document.querySelector(css).value);",
+            json!([input("r1", "born"), input("r1", "age"), input("r1", "name")]),
+        )
+        .await;
+    assert_eq!(values, json!(["2000-01-02", "30", ""]));
+    let labels = browser
+        .inputs(&format!("{} input[type=\"radio\"]", field("r1", "size")))
+        .await;
+    assert_eq!(
+        labels,
+        json!([
+            ["radio", "s", "Small"],
+            ["radio", "m", "Medium"],
+            ["radio", "l", "Large"]
+        ])
+    );
+    assert_text(
+        &browser,
+        &format!("{} .field-title", field("r1", "email")),
+        "Email",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .field-desc", field("r1", "email")),
+        "Where we write to you",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .switch-state", field("r1", "news")),
+        "On",
+    )
+    .await;
+
+    fill(&browser, &input("r1", "name"), "Ada Lovelace").await;
+    fill(&browser, &input("r1", "email"), "ada@example.com").await;
+    fill(&browser, &input("r1", "site"), "https://ada.example.com/").await;
+    fill(&browser, &input("r1", "age"), "36").await;
+    fill(&browser, &input("r1", "score"), "0.25").await;
+    click_centred(&browser, &input("r1", "news")).await;
+    assert_text(
+        &browser,
+        &format!("{} .switch-state", field("r1", "news")),
+        "Off",
+    )
+    .await;
+    click_centred(&browser, &choice("r1", "size", "m")).await;
+    click_centred(&browser, &choice("r1", "tags", "c")).await;
+    click_centred(&browser, &submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    let content = json!({"name": "Ada Lovelace", "email": "ada@example.com",
+        "site": "https://ada.example.com/", "born": "2000-01-02",
+        "meet": "2026-01-02T10:30:00Z", "age": 36, "score": 0.25, "news": false,
+        "color": "g", "size": "m", "tags": ["a", "b", "c"]});
+    assert_eq!(
+        outcome["response"],
+        json!({"action": "accept", "content": content})
+    );
+    assert!(
+        outcome["response"]["content"]["age"].is_i64(),
+        "a whole number is a JSON integer"
+    );
+    let sent = frames_about(&browser, "r1").await;
+    assert_eq!(
+        sent,
+        json!([{"type": "answer", "id": "r1", "response": {"content": content}}])
+    );
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Sent ✓")
+        .await;
+    // Folded, an untitled form is named by its message.
+    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
+    browser.wait_for(folded).await;
+    assert_text(
+        &browser,
+        &format!("{folded} .folded-what"),
+        "Please tell us about yourself.",
+    )
+    .await;
+    assert_eq!(browser.console_errors().await, Vec::<String>::new());
+
+    // After a reload, the session's history (from the gateway's trail) names the form by its
+    // message and says what was answered, field by field.
+    browser.reload().await;
+    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
+    browser.wait_for(entry).await;
+    browser.click("#history > summary").await;
+    browser.wait_for("#history[open]").await;
+    assert_text(
+        &browser,
+        &format!("{entry} .history-what"),
+        "Please tell us about yourself.",
+    )
+    .await;
+    let lines = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);",
+            json!([format!("{entry} .history-answer li")]),
+        )
+        .await;
+    assert_eq!(
+        lines,
+        json!([
+            "Your name“Ada Lovelace”",
+            "Email“ada@example.com”",
+            "Web site“https://ada.example.com/”",
+            "Birthday2000-01-02",
+            "Meeting2026-01-02T10:30:00Z",
+            "Age36",
+            "Score0.25",
+            "NewsletterOff",
+            "ColourGreen",
+            "SizeMedium",
+            "and 1 more"
+        ])
+    );
+}
+
+/// What is wrong is said beside its field before anything is sent: a required field left
+/// empty (and focus goes to it), a text too short, an email that is not one, a web address
+/// that is not one, a number out of range, a whole number with decimals, too few and too
+/// many choices. Nothing goes out until all is fixed; then the date and time picked goes with
+/// this computer's offset.
+#[tokio::test(flavor = "multi_thread")]
+async fn problems_are_named_beside_their_field_before_sending() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
+    browser.wait_for(&field("r1", "tags")).await;
+
+    // Submit on an empty form: every required field says so, and focus goes to the first.
+    click_centred(&browser, &submit("r1")).await;
+    browser
+        .wait_for_text(&field_error("r1", "name"), "This is required.")
+        .await;
+    assert_text(&browser, &field_error("r1", "email"), "This is required.").await;
+    browser
+        .wait_for(&format!("{}.has-error", field("r1", "name")))
+        .await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.activeElement === document.querySelector(arguments[0]);",
+                json!([input("r1", "name")])
+            )
+            .await,
+        json!(true)
+    );
+    assert_text(
+        &browser,
+        &format!("{} .card-status", card("r1")),
+        "Fill in every required field, and fix anything marked, to submit.",
+    )
+    .await;
+    // Optional fields and the ones with a good default say nothing.
+    for name in ["site", "age", "score", "tags"] {
+        assert_text(&browser, &field_error("r1", name), "").await;
+    }
+
+    let cases = [
+        ("name", "Al", "At least 3 characters, please (this has 2)."),
+        (
+            "name",
+            "Alexandra Wilhelmina III",
+            "At most 20 characters, please (this has 24).",
+        ),
+        (
+            "email",
+            "ada@localhost",
+            "This is not an email address (one like name@example.com).",
+        ),
+        (
+            "email",
+            "not-an-email",
+            "This is not an email address (one like name@example.com).",
+        ),
+        (
+            "site",
+            "ada dot example",
+            "This is not a full web address (one like https://example.com).",
+        ),
+        ("age", "500", "Must be at most 120 (this is 500)."),
+        ("age", "17", "Must be at least 18 (this is 17)."),
+        ("age", "20.5", "Enter a whole number (no decimals)."),
+        ("score", "2", "Must be at most 1 (this is 2)."),
+    ];
+    for (name, typed, problem) in cases {
+        fill(&browser, &input("r1", name), typed).await;
+        browser
+            .wait_for_text(&field_error("r1", name), problem)
+            .await;
+    }
+    // Emptied, a required number says so too.
+    fill(&browser, &input("r1", "age"), "").await;
+    browser
+        .wait_for_text(&field_error("r1", "age"), "This is required.")
+        .await;
+    // Too few choices, then too many.
+    click_centred(&browser, &choice("r1", "tags", "b")).await;
+    browser
+        .wait_for_text(&field_error("r1", "tags"), "Pick at least 2 (1 picked).")
+        .await;
+    for value in ["b", "c", "d"] {
+        click_centred(&browser, &choice("r1", "tags", value)).await;
+    }
+    browser
+        .wait_for_text(&field_error("r1", "tags"), "Pick at most 3 (4 picked).")
+        .await;
+    click_centred(&browser, &submit("r1")).await;
+    assert_eq!(frames_about(&browser, "r1").await, json!([]));
+
+    // Fixed, field by field: each one's words go as soon as it is right.
+    fill(&browser, &input("r1", "name"), "Ada").await;
+    browser.wait_for_text(&field_error("r1", "name"), "").await;
+    fill(&browser, &input("r1", "email"), "ada@example.com").await;
+    fill(&browser, &input("r1", "site"), "").await;
+    fill(&browser, &input("r1", "age"), "18").await;
+    fill(&browser, &input("r1", "score"), "1").await;
+    click_centred(&browser, &choice("r1", "tags", "a")).await;
+    pick_date(&browser, &input("r1", "meet"), "2026-03-04T05:06").await;
+    browser
+        .wait_gone(&format!("{} fieldset.has-error", card("r1")))
+        .await;
+    click_centred(&browser, &submit("r1")).await;
+
+    let outcome = outcome(&mut agent, "answered").await;
+    let content = &outcome["response"]["content"];
+    // A picked date and time goes in RFC 3339, with this computer's offset from UTC.
+    let offset = browser
+        .execute(
+            "const minutes = -new Date(2026, 2, 4, 5, 6).getTimezoneOffset(); \
+             const abs = Math.abs(minutes); \
+             return (minutes < 0 ? '-' : '+') + String(Math.floor(abs / 60)).padStart(2, '0') + \
+               ':' + String(abs % 60).padStart(2, '0');",
+            json!([]),
+        )
+        .await;
+    let meet = format!("2026-03-04T05:06:00{}", offset.as_str().expect("an offset"));
+    assert_eq!(
+        *content,
+        json!({"name": "Ada", "email": "ada@example.com", "born": "2000-01-02", "meet": meet,
+               "age": 18, "score": 1, "news": true, "color": "g", "tags": ["b", "c", "d"]}),
+        "the site, emptied, is left out; choices go in the order they are offered"
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return window.__sent.filter((f) => f.type === 'answer').length;",
+                json!([])
+            )
+            .await,
+        json!(1),
+        "only the fixed answer went out"
+    );
+}
+
+/// Decline sends `decline`, and the server is told `decline`. "Not now" sends nothing at all:
+/// it puts the card away in this tab (saying so, with a way back), the request stays open,
+/// and when its deadline passes the server is told `cancel`.
+#[tokio::test(flavor = "multi_thread")]
+async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let mut first = agent_asking(&server, &form_ask("r1", &schema)).await;
+    let mut later = form_ask("r2", &schema);
+    later["timeout_s"] = json!(4);
+    let mut second = agent_asking(&server, &later).await;
+
+    let not_now = format!("{} .not-now", card("r2"));
+    browser.wait_for(&not_now).await;
+    assert_text(&browser, &not_now, "Not now").await;
+    let described = browser
+        .execute(
+            "return document.getElementById(document.querySelector(arguments[0])\
+               .getAttribute('aria-describedby')).textContent;",
+            json!([not_now]),
+        )
+        .await;
+    assert_eq!(described, json!(NOT_NOW_NOTE));
+    click_centred(&browser, &not_now).await;
+    browser
+        .wait_for(&format!("{}.is-put-off", card("r2")))
+        .await;
+    assert!(!visible(&browser, &field("r2", "ok")).await, "put away");
+    assert!(!visible(&browser, &submit("r2")).await, "put away");
+    let back = format!("{} .put-off-back", card("r2"));
+    assert!(visible(&browser, &back).await);
+    assert_eq!(
+        browser
+            .execute(
+                "return document.activeElement === document.querySelector(arguments[0]);",
+                json!([back])
+            )
+            .await,
+        json!(true),
+        "focus goes to the way back"
+    );
+    // The way back shows it again; "Not now" puts it away again.
+    browser.click(&back).await;
+    browser
+        .wait_for(&format!("{}:not(.is-put-off)", card("r2")))
+        .await;
+    assert!(visible(&browser, &field("r2", "ok")).await);
+    click_centred(&browser, &not_now).await;
+    browser
+        .wait_for(&format!("{}.is-put-off", card("r2")))
+        .await;
+
+    decline(&browser, "r1").await;
+    let declined = outcome(&mut first, "declined").await;
+    assert_eq!(declined["response"], json!({"action": "decline"}));
+    assert_eq!(
+        frames_about(&browser, "r1").await,
+        json!([{"type": "decline", "id": "r1"}])
+    );
+
+    let cancelled = outcome(&mut second, "timed_out").await;
+    assert_eq!(cancelled["response"], json!({"action": "cancel"}));
+    assert_eq!(
+        frames_about(&browser, "r2").await,
+        json!([]),
+        "Not now sent nothing"
+    );
+    // Ended, the card shows how, not the put-off line.
+    let ended = format!(r#"{}[data-state="timed_out"]"#, card("r2"));
+    browser
+        .wait_for_text(&format!("{ended} .card-status"), "Timed out")
+        .await;
+    let put_off_shown = browser
+        .execute(
+            "return [...document.querySelectorAll('.put-off')].filter((e) => e.checkVisibility()).length;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(put_off_shown, json!(0));
+}
+
+/// What the gateway refuses inside the content is shown beside the field it names, and the
+/// card stays open; a refusal naming no field of the form is shown above it. The page itself
+/// would not send such answers, so the test rewrites them on their way out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_field_is_shown_beside_it() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
+    browser.wait_for(&field("r1", "tags")).await;
+    fill(&browser, &input("r1", "name"), "Ada").await;
+    fill(&browser, &input("r1", "email"), "ada@example.com").await;
+
+    browser
+        .execute(
+            "window.__tamper = (frame) => { frame.response.content.age = 500; return frame; };",
+            json!([]),
+        )
+        .await;
+    click_centred(&browser, &submit("r1")).await;
+    browser
+        .wait_for(&format!("{}.has-error", field("r1", "age")))
+        .await;
+    let refused = text(&browser, &field_error("r1", "age")).await;
+    assert!(!refused.is_empty(), "the gateway's words beside age");
+    browser
+        .wait_for_text(&format!("{} .card-status", card("r1")), "Not accepted")
+        .await;
+    assert_text(&browser, &format!("{} .card-error", card("r1")), "").await;
+    for name in ["name", "email", "tags"] {
+        assert_text(&browser, &field_error("r1", name), "").await;
+    }
+    browser
+        .wait_for(&format!("{}:not(.is-read-only)", card("r1")))
+        .await;
+
+    browser
+        .execute(
+            "window.__tamper = (frame) => { frame.response.content.nickname = 'x'; return frame; };",
+            json!([]),
+        )
+        .await;
+    // Typing in the field clears the gateway's words about it.
+    fill(&browser, &input("r1", "age"), "40").await;
+    browser
+        .wait_gone(&format!("{}.has-error", field("r1", "age")))
+        .await;
+    click_centred(&browser, &submit("r1")).await;
+    browser
+        .wait_for_text(
+            &format!("{} .card-error", card("r1")),
+            "not a field of this form",
+        )
+        .await;
+
+    browser.execute("window.__tamper = null;", json!([])).await;
+    click_centred(&browser, &submit("r1")).await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(outcome["response"]["content"]["age"], json!(40));
+    assert_eq!(outcome["response"]["content"]["name"], json!("Ada"));
+}
+
+/// URL mode: the whole address is shown as text with its host picked out, and nothing opens
+/// it, links to it or fetches it until "Open and continue" is pressed; that click opens it in
+/// a new tab with `noopener,noreferrer` and tells the server `accept`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_is_shown_whole_and_opened_only_on_consent() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let (mut tab, _) = server.tab("s").await;
+    let url = format!(
+        "https://auth.example.com/device?user_code=WDJB-MJHT&state={}",
+        "x".repeat(300)
+    );
+    let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
+                       "mode": "url", "message": "Sign in to your calendar to continue.",
+                       "url": url, "elicitation_id": "e-42", "server": "calendar-mcp"});
+    let mut agent = agent_asking(&server, &frame).await;
+    let view = tab.recv_until("request").await["request"].clone();
+    assert_eq!(view["url"], json!(url), "{view}");
+    assert_eq!(view["host"], "auth.example.com", "{view}");
+
+    let shown = format!("{} .form-url", card("u1"));
+    browser.wait_for(&shown).await;
+    assert_text(&browser, &shown, &url).await;
+    assert_text(&browser, &format!("{shown} .url-host"), "auth.example.com").await;
+    assert_text(
+        &browser,
+        &format!("{} .url-site", card("u1")),
+        "auth.example.com",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .form-server-name", card("u1")),
+        "calendar-mcp",
+    )
+    .await;
+    // No link, no prefetch, no request, nothing opened.
+    let untouched = browser
+        .execute(
+            "return [document.querySelectorAll('a[href]:not(.brand)').length, \
+               document.querySelectorAll('link[rel~=\"prefetch\"], link[rel~=\"preconnect\"], \
+                 link[rel~=\"dns-prefetch\"], link[rel~=\"prerender\"], iframe, img').length, \
+               performance.getEntriesByType('resource').filter((e) => e.name.includes('example.com')).length, \
+               window.__opened.length];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(untouched, json!([0, 0, 0, 0]));
+    // Open and continue, Not now and Decline; no Submit.
+    let buttons = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0] + ' .card-actions button')]\
+               .map((b) => b.textContent);",
+            json!([card("u1")]),
+        )
+        .await;
+    assert_eq!(buttons, json!(["Open and continue", "Not now", "Decline"]));
+    assert_eq!(frames_about(&browser, "u1").await, json!([]));
+
+    click_centred(&browser, &format!("{} .open-url", card("u1"))).await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(outcome["response"], json!({"action": "accept"}));
+    assert_eq!(
+        browser.execute("return window.__opened;", json!([])).await,
+        json!([[url, "_blank", "noopener,noreferrer"]])
+    );
+    assert_eq!(
+        frames_about(&browser, "u1").await,
+        json!([{"type": "answer", "id": "u1", "response": {"content": {}}}])
+    );
+}
+
+/// A field that reads as a password or key gets a warning on the card and beside itself, and
+/// is still an ordinary text box: the form never looks like a password prompt.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_field_that_looks_like_a_secret_is_warned_about() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let schema = json!({"type": "object", "properties": {
+        "user": {"type": "string", "title": "User name"},
+        "password": {"type": "string", "title": "Password"}}});
+    let mut agent = agent_asking(&server, &form_ask("r1", &schema)).await;
+
+    let warning = format!("{} .form-warning", card("r1"));
+    browser.wait_for(&warning).await;
+    let said = text(&browser, &warning).await;
+    assert!(said.contains(SECRET_WARNING), "{said:?}");
+    assert!(visible(&browser, &warning).await);
+    let beside = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0] + ' .form-field')]\
+               .map((f) => [f.dataset.name, f.querySelector('.field-sensitive') !== null, \
+                 f.querySelector('input').type, f.querySelector('input').autocomplete]);",
+            json!([card("r1")]),
+        )
+        .await;
+    assert_eq!(
+        beside,
+        json!([
+            ["user", false, "text", "off"],
+            ["password", true, "text", "off"]
+        ])
+    );
+    assert_eq!(browser.find_all_count(r#"input[type="password"]"#).await, 0);
+    decline(&browser, "r1").await;
+    outcome(&mut agent, "declined").await;
+}
+
+/// Hostile text from the server (markup, `javascript:` links, a closing script tag, a
+/// right-to-left override) in its name, message, field titles, descriptions, option labels
+/// and defaults is shown as text: no element is made from it, no link exists, it reads as it
+/// was sent (the override as a mark), and a default goes back exactly as it came.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_text_stays_inert() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let img = r#"<img src=x onerror="window.__pwned=1">"#;
+    let link = r#"<a href="javascript:window.__pwned=2">click me</a>"#;
+    let script = "</script><script>window.__pwned=3</script>";
+    let rtl = "\u{202e}fdp.exe";
+    let schema = json!({"type": "object", "properties": {
+        "note": {"type": "string", "title": format!("<b>Note</b> {rtl}"), "description": link,
+                 "default": img},
+        "pick": {"type": "string", "title": "javascript:alert(1)",
+                 "oneOf": [{"const": "x", "title": script}, {"const": "y", "title": link}]},
+        "many": {"type": "array", "title": "<svg onload=\"window.__pwned=4\">",
+                 "items": {"anyOf": [{"const": "1", "title": img}, {"const": "2", "title": rtl}]}}},
+        "required": ["note"]});
+    let frame = json!({"type": "ask", "session": "s", "id": "r1", "dialect": "form",
+                       "title": format!("<h1>Title</h1>{rtl}"),
+                       "message": format!("{img}\n{link}\n{script}"),
+                       "server": "<iframe src=\"javascript:window.__pwned=5\"></iframe>",
+                       "schema": schema});
+    let mut agent = agent_asking(&server, &frame).await;
+
+    browser.wait_for(&field("r1", "many")).await;
+    let made = browser
+        .execute(
+            "return [document.querySelectorAll(arguments[0] + \
+               ' :is(img, script, a, b, i, h1, svg, iframe, object, embed)').length, \
+             document.querySelectorAll('[href^=\"javascript\"], [src^=\"javascript\"], [onerror], [onload]').length, \
+             window.__pwned ?? null];",
+            json!([card("r1")]),
+        )
+        .await;
+    assert_eq!(made, json!([0, 0, null]));
+    assert_text(
+        &browser,
+        &format!("{} .form-server-name", card("r1")),
+        "<iframe src=\"javascript:window.__pwned=5\"></iframe>",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .form-message", card("r1")),
+        &format!("{img}\n{link}\n{script}"),
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .card-title", card("r1")),
+        "<h1>Title</h1>RLOfdp.exe",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .field-title", field("r1", "note")),
+        "<b>Note</b> RLOfdp.exe",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{} .field-desc", field("r1", "note")),
+        link,
+    )
+    .await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector(arguments[0]).value;",
+                json!([input("r1", "note")])
+            )
+            .await,
+        json!(img)
+    );
+    let options = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0] + ' .option-label')]\
+               .map((l) => l.textContent);",
+            json!([card("r1")]),
+        )
+        .await;
+    assert_eq!(options, json!([script, link, img, "RLOfdp.exe"]));
+    assert_eq!(
+        browser
+            .execute(
+                "return /[\\u202A-\\u202E\\u2066-\\u2069]/.test(\
+                 document.querySelector(arguments[0]).textContent);",
+                json!([card("r1")])
+            )
+            .await,
+        json!(false),
+        "no direction control acts anywhere in the card"
+    );
+    // A text box scrolls its own text; nothing else may be wider than its box.
+    let overflowing = "return [document.documentElement, \
+        ...document.querySelectorAll(arguments[0] + ' :not(input, textarea)')] \
+        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
+        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
+    for (width, height) in [(360, 800), (1280, 900)] {
+        browser.set_viewport_size(width, height).await;
+        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
+        assert_eq!(offenders, json!([]), "at {width} px wide");
+    }
+
+    click_centred(&browser, &choice("r1", "pick", "y")).await;
+    click_centred(&browser, &choice("r1", "many", "2")).await;
+    click_centred(&browser, &submit("r1")).await;
+    let outcome = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"]["content"],
+        json!({"note": img, "pick": "y", "many": ["2"]})
+    );
+    assert_eq!(
+        browser
+            .execute("return window.__pwned ?? null;", json!([]))
+            .await,
+        Value::Null
+    );
+}
+
+/// Form cards pass axe-core, light and dark, at 360 px and desktop width: a fresh form of
+/// every kind with a secret warning, the same with its problems shown, a URL card, a card put
+/// off with "Not now", a card this tab may only watch, and a form answered in another tab,
+/// folded with what was answered, with the history unfolded.
+#[tokio::test(flavor = "multi_thread")]
+async fn form_cards_pass_axe() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server).await;
+    let mut schema = every_kind();
+    schema["properties"]["api_key"] = json!({"type": "string", "title": "API key",
+                                             "description": "From your settings page"});
+    let mut frame = form_ask("r1", &schema);
+    frame["title"] = json!("Set up your calendar");
+    let mut agent = agent_asking(&server, &frame).await;
+    browser.wait_for(&field("r1", "api_key")).await;
+    browser
+        .wait_for(&format!("{} .form-warning", card("r1")))
+        .await;
+    assert_accessible(&browser, "a fresh form").await;
+
+    click_centred(&browser, &submit("r1")).await;
+    fill(&browser, &input("r1", "email"), "nope").await;
+    fill(&browser, &input("r1", "age"), "7").await;
+    browser
+        .wait_for_text(&field_error("r1", "email"), "not an email")
+        .await;
+    assert_accessible(&browser, "a form with its problems").await;
+
+    let url = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
+                     "mode": "url", "message": "Sign in to continue.",
+                     "url": "https://auth.example.com/device?code=1", "server": "calendar-mcp"});
+    let _url_agent = agent_asking(&server, &url).await;
+    browser.wait_for(&format!("{} .form-url", card("u1"))).await;
+    assert_accessible(&browser, "a URL card").await;
+    click_centred(&browser, &format!("{} .not-now", card("u1"))).await;
+    browser
+        .wait_for(&format!("{}.is-put-off", card("u1")))
+        .await;
+    assert_accessible(&browser, "a card put off").await;
+
+    // Someone else's form: this tab may only watch it.
+    let mut watched = form_ask("r2", &every_kind());
+    watched["answerers"] = json!(["carol@example.com"]);
+    let _carol = agent_asking(&server, &watched).await;
+    browser
+        .wait_for(&format!("{}.is-read-only", card("r2")))
+        .await;
+    assert_accessible(&browser, "a read-only form").await;
+
+    // Another tab answers r1: its card says what was answered, then folds.
+    let (mut tab, _) = server.tab("s").await;
+    tab.send(
+        &json!({"type": "answer", "id": "r1", "response": {"content": {
+        "name": "Ada", "email": "ada@example.com", "age": 40, "news": false,
+        "color": "r", "tags": ["a", "d"]}}}),
+    )
+    .await;
+    outcome(&mut agent, "answered").await;
+    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
+    browser.wait_for(folded).await;
+    let summary = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map((li) => \
+               [...li.children].map((part) => part.textContent));",
+            json!([format!("{folded} .summary li")]),
+        )
+        .await;
+    assert_eq!(
+        summary,
+        json!([
+            ["Your name", "“Ada”"],
+            ["Email", "“ada@example.com”"],
+            ["Age", "40"],
+            ["Newsletter", "Off"],
+            ["Colour", "Red"],
+            ["Tags", "ad"]
+        ])
+    );
+    assert_text(
+        &browser,
+        &format!("{folded} .folded-what"),
+        "Set up your calendar",
+    )
+    .await;
+    browser.wait_for("#history:not([hidden])").await;
+    browser.click("#history > summary").await;
+    browser.wait_for("#history[open]").await;
+    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
+    browser.wait_for(entry).await;
+    assert_text(
+        &browser,
+        &format!("{entry} .history-what"),
+        "Set up your calendar",
+    )
+    .await;
+    assert_accessible(&browser, "folded, with the history unfolded").await;
+}
