@@ -7,6 +7,9 @@
 #                  .venv/deepagents/src (the wheel declares Python >= 3.14, which is not
 #                  installable here; tests/oracle/deepagents_oracle.py loads only its ask_user
 #                  modules, see there)
+#   .venv/mcp      CPython 3.11 + mcp 2.3.0 (with mcp-types 2.3.0), pydantic 2.14.4 and
+#                  email-validator 2.4.0 (for EmailStr): the MCP server side that
+#                  tests/oracle/mcp_oracle.py runs for the form dialect's differential test
 #   chromium, chromedriver  Debian's packages, for the browser tests
 #   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
 #                  own server on a free port; the packaged service is never used)
@@ -101,4 +104,6 @@ make_venv .venv/harness 3.11 pydantic_ai_harness.ask_user "pydantic-ai-harness==
 make_venv .venv/deepagents 3.13 langchain.agents.middleware \
   "langchain==1.5.2" "langchain-core==1.8.3" "langgraph==1.2.24" "pydantic==2.14.4"
 unpack_deepagents_wheel .venv/deepagents
+make_venv .venv/mcp 3.11 "mcp.server.elicitation, email_validator" \
+  "mcp==2.3.0" "mcp-types==2.3.0" "pydantic==2.14.4" "email-validator==2.4.0"
 echo "setup-test-env: ready"

@@ -9,6 +9,7 @@
 
 pub mod browser;
 pub mod deepagents_gen;
+pub mod form_gen;
 pub mod gated_store;
 pub mod harness_gen;
 pub mod oracle;

@@ -1,7 +1,7 @@
 /* A card per request: building its DOM, reading answers, submit / decline, whether this tab
  * may answer it (else it is shown read-only, saying whom it waits for), the countdown, final
  * states, and its keyboard. Once ended, a card folds into the finished list (finished.js).
- * Each dialect (DIALECTS) builds its own items (questions, or an approval's tool calls),
+ * Each dialect (dialects.js) builds its own items (questions, or an approval's tool calls),
  * reads their answers, says how they make the response, and summarises an answer.
  */
 
@@ -10,20 +10,7 @@ import { send, updateRetryText } from './connection.js';
 import { announce, updateTitle } from './status.js';
 import { fold } from './finished.js';
 import { endedByYou, endedHere, endingText, mayAnswer, waitingFor } from './people.js';
-import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
-import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
-import {
-  APPROVAL_INCOMPLETE, approvalNote, approveAll, approvesAll, buildCall, readDecision,
-  refusalText, summarizeApproval,
-} from './approval.js';
-import {
-  FORM_INCOMPLETE, buildFormItem, formActions, formHint, formItems, formNote, formResponse,
-  formSubmits, placeFormRefusal, readFormItem, revealForm, summarizeForm,
-} from './form.js';
-import {
-  CLAUDE_INCOMPLETE, buildClaudeItem, claudeItems, claudeResponse, placeClaudeRefusal, readClaude,
-  summarizeClaude,
-} from './claude.js';
+import { dialectOf } from './dialects.js';
 
 const FOLD_DELAY_MS = 4000;
 const DECLINE_CONFIRM_MS = 5000;
@@ -32,55 +19,6 @@ const DECLINE_PROMPT = 'Press again within 5 seconds to decline. The agent is to
 const LOCAL_TIMEOUT_FOLD_MS = 10000; // in case the server's `resolved` never reaches us
 const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords or keys; ' +
   "don't share secrets here.";
-
-const QUESTION_HINT = 'Enter submits · Ctrl+Enter inside a text box · keys 1–9 pick options';
-
-// A question record (qr) holds: fieldset, errorEl, inputs (the options keys 1–9 pick),
-// name and detail (for announcements and notifications), serverErrors and localError.
-// `items` names the view's list a dialect builds a record for each of (or is a function of
-// the view giving that list); `read(qr)` returns {answer}, {problem: message} or {} (not
-// answered yet); `respond` makes the response from the answers, in order. Optional: `note`
-// (the card's first line, by default AGENT_NOTE), `hint` (a function of the view, giving
-// null for none), `submits(view)` (false: no Submit button), `actions` (more buttons beside
-// Submit, each {label, className, note?} and either `response(rec)` (the answer it sends;
-// null sends nothing) with `sent(rec)` (run once it is sent, on the same click), or
-// `local(rec)` (it sends nothing)), `reveal(rec)` (Submit stays enabled, and pressing it on
-// an incomplete answer makes every record say what it lacks), `place(rec, path)` (which
-// record a gateway's refusal at `path` is about: {index, rest}, or null for the whole
-// answer) and `refusal(rest, message)` (the words of a refusal inside one answer, `rest`
-// being the path after the record's part, as `response.decisions[i]`).
-const DIALECTS = {
-  harness: {
-    items: 'questions', build: buildQuestion, read: readAnswer, summarize: summarizeResponse,
-    respond: (answers) => ({ answers }), hint: QUESTION_HINT,
-    incomplete: 'Answer every question (pick an option or write your own) to submit.',
-  },
-  deepagents: {
-    items: 'questions', build: buildDeepQuestion, read: readDeepAnswer, summarize: summarizeDeep,
-    respond: (answers) => ({ answers }), hint: QUESTION_HINT,
-    incomplete: 'Answer every question that is not marked optional to submit.',
-  },
-  approval: {
-    items: 'calls', build: buildCall, read: readDecision, summarize: summarizeApproval,
-    respond: (decisions) => ({ decisions }), note: approvalNote, refusal: refusalText,
-    hint: 'Enter submits · Ctrl+Enter inside a text box · keys 1–4 pick a decision',
-    actions: (view) => (approvesAll(view)
-      ? [{ label: 'Approve all ' + view.calls.length + ' calls', className: 'approve-all', response: approveAll }]
-      : []),
-    incomplete: APPROVAL_INCOMPLETE,
-  },
-  form: {
-    items: formItems, build: buildFormItem, read: readFormItem, summarize: summarizeForm,
-    respond: formResponse, note: formNote, hint: formHint, submits: formSubmits,
-    actions: formActions, reveal: revealForm, place: placeFormRefusal,
-    incomplete: FORM_INCOMPLETE,
-  },
-  claude: {
-    items: claudeItems, build: buildClaudeItem, read: readClaude, summarize: summarizeClaude,
-    respond: claudeResponse, place: placeClaudeRefusal, hint: QUESTION_HINT,
-    incomplete: CLAUDE_INCOMPLETE,
-  },
-};
 
 // A new open card, which the page keeps as request `view.id`'s.
 export function createCard(view) {
@@ -92,8 +30,7 @@ export function createCard(view) {
 export function buildCard(view) {
   state.seq += 1;
   const el = make('article', 'card');
-  const dialect = Object.prototype.hasOwnProperty.call(DIALECTS, view.dialect)
-    ? DIALECTS[view.dialect] : null;
+  const dialect = dialectOf(view.dialect);
   const items = !dialect ? null
     : typeof dialect.items === 'function' ? dialect.items(view) : view[dialect.items];
   const rec = {

@@ -8,9 +8,10 @@
  *                  resolved / answer_rejected / history / presence / error
  *   cards.js       building the DOM for a request, reading answers, submit / decline, a
  *                  card this tab may not answer shown read-only, final states, the countdown
- *                  ticker, keyboard; each dialect (DIALECTS) builds its own questions (or
- *                  tool calls), reads their answers and summarises an answer given in
- *                  another tab:
+ *                  ticker, keyboard
+ *   dialects.js    the table of dialects: each builds its own questions (or tool calls, or
+ *                  a form), reads their answers and summarises an answer given in another
+ *                  tab:
  *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
  *     deepagents.js  deepagents-code ask_user: text, multiple_choice, multi_select
  *     approval.js    tool-call approvals: each call's name, description and arguments, and

@@ -44,6 +44,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/cards.js"),
     ),
     (
+        "js/dialects.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/dialects.js"),
+    ),
+    (
         "js/harness.js",
         JAVASCRIPT,
         include_str!("../../../web/js/harness.js"),
@@ -223,16 +228,19 @@ mod tests {
     fn the_page_has_a_card_for_every_dialect() {
         let (_, _, cards) = EMBEDDED
             .iter()
-            .find(|(name, _, _)| *name == "js/cards.js")
-            .expect("cards.js is embedded");
+            .find(|(name, _, _)| *name == "js/dialects.js")
+            .expect("dialects.js is embedded");
         let table = cards
-            .split_once("const DIALECTS = {")
+            .split_once("export const DIALECTS = {")
             .and_then(|(_, rest)| rest.split_once("\n};"))
             .map(|(table, _)| table)
-            .expect("cards.js has its table of dialects");
+            .expect("dialects.js has its table of dialects");
         for dialect in askgate_protocol::Dialect::all() {
             let entry = format!("\n  {}: {{", dialect.as_str());
-            assert!(table.contains(&entry), "cards.js has no card for {dialect}");
+            assert!(
+                table.contains(&entry),
+                "dialects.js has no card for {dialect}"
+            );
         }
     }
 }

@@ -225,7 +225,7 @@ fn read_required<'s>(
 fn allowed_keys(kind: &str, choice: bool) -> &'static [&'static str] {
     match (kind, choice) {
         ("string", false) => &["minLength", "maxLength", "format", "default"],
-        ("string", true) => &["enum", "enumNames", "oneOf", "default"],
+        ("string", true) => &["enum", "enumNames", "oneOf", "const", "default"],
         ("number" | "integer", _) => &["minimum", "maximum", "default"],
         ("boolean", _) => &["default"],
         _ => &["items", "minItems", "maxItems", "default"],
@@ -260,7 +260,12 @@ fn read_property(
                 .into(),
         ));
     };
-    let choice = kind == "string" && (schema.contains_key("enum") || schema.contains_key("oneOf"));
+    // `const` is the one-option choice pydantic renders for `Literal["x"]` (the MCP Python
+    // SDK sends it as is).
+    let choice = kind == "string"
+        && (schema.contains_key("enum")
+            || schema.contains_key("oneOf")
+            || schema.contains_key("const"));
     let allowed = allowed_keys(kind, choice);
     let mut errors = Vec::new();
     for key in schema.keys() {
@@ -631,13 +636,44 @@ fn read_choice(
     field: &mut Field,
 ) -> Result<(), Vec<FieldError>> {
     field.kind = FieldKind::Choice;
-    let options = read_options(
-        schema.get("enum"),
-        schema.get("enumNames"),
-        schema.get("oneOf"),
-        path,
-        "oneOf",
-    )?;
+    let options = match schema.get("const") {
+        None => read_options(
+            schema.get("enum"),
+            schema.get("enumNames"),
+            schema.get("oneOf"),
+            path,
+            "oneOf",
+        )?,
+        Some(_)
+            if ["enum", "enumNames", "oneOf"]
+                .iter()
+                .any(|k| schema.contains_key(*k)) =>
+        {
+            return Err(vec![FieldError::new(
+                key_path(path, "const"),
+                ErrorCode::InvalidValue,
+                "give `const` (the one option), `enum` or the titled options, one of them",
+            )]);
+        }
+        Some(Value::String(value)) if value.chars().count() <= MAX_TEXT_CHARS => vec![Choice {
+            value: value.clone(),
+            label: value.clone(),
+        }],
+        Some(Value::String(_)) => {
+            return Err(vec![FieldError::new(
+                key_path(path, "const"),
+                ErrorCode::TooLong,
+                format!("an option has at most {MAX_TEXT_CHARS} characters"),
+            )]);
+        }
+        Some(_) => {
+            return Err(vec![FieldError::new(
+                key_path(path, "const"),
+                ErrorCode::WrongType,
+                "must be a string, the one option",
+            )]);
+        }
+    };
     field.default = match schema.get("default") {
         None => None,
         Some(Value::String(value)) if options.iter().any(|o| &o.value == value) => {
@@ -723,4 +759,53 @@ fn read_choices(
     };
     field.options = Some(options);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_const_string_is_a_choice_of_one() {
+        // pydantic's rendering of `Literal["green"] = "green"`, as the MCP Python SDK sends it.
+        let schema = json!({"type": "object", "title": "Form", "properties": {
+            "color": {"const": "green", "default": "green", "title": "Color", "type": "string"}}});
+        let fields = read_schema(&schema, "schema").expect("a const string is a choice");
+        assert_eq!(fields[0].kind, FieldKind::Choice);
+        assert_eq!(
+            fields[0].options,
+            Some(vec![Choice {
+                value: "green".into(),
+                label: "green".into()
+            }])
+        );
+        assert_eq!(fields[0].default, Some(json!("green")));
+
+        let refused = |property: Value| {
+            let schema = json!({"type": "object", "properties": {"color": property}});
+            read_schema(&schema, "schema")
+                .expect_err("refused")
+                .into_iter()
+                .map(|e| e.path)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            refused(json!({"type": "string", "const": "a", "enum": ["a", "b"]})),
+            ["schema.properties.color.const"]
+        );
+        assert_eq!(
+            refused(json!({"type": "string", "const": 1})),
+            ["schema.properties.color.const"]
+        );
+        assert_eq!(
+            refused(json!({"type": "string", "const": "a", "default": "b"})),
+            ["schema.properties.color.default"]
+        );
+        assert_eq!(
+            refused(json!({"type": "string", "const": "a", "format": "email"})),
+            ["schema.properties.color.format"]
+        );
+    }
 }
