@@ -4,7 +4,11 @@
 //! - [`request`]: the ask's `message`, `mode`, `url`, `server`..., validated ([`Form`]).
 //! - [`fields`]: the `requestedSchema`, read into the fields a page shows ([`Field`]); any
 //!   keyword MCP does not define is refused with its path, as MCP clients must.
+//! - `scalars`, `choices`: the fields of one value (text, numbers, booleans), and those that
+//!   offer options.
 //! - [`content`]: an accepted form's content, checked against its fields.
+//! - `formats`: e-mail addresses, URIs, dates and times, as the MCP SDK's pydantic types take
+//!   them.
 //! - `face`: forms behind the dialects' common face ([`FormFace`]).
 //!
 //! # Decisions
@@ -13,10 +17,13 @@
 //! - Content is held to JSON's types (a number is not a string of digits), which is stricter
 //!   than the Python SDK's pydantic models in their lax mode, and never looser.
 
+mod choices;
 pub mod content;
 mod face;
 pub mod fields;
+mod formats;
 pub mod request;
+mod scalars;
 
 pub use content::check_content;
 pub use face::FormFace;
