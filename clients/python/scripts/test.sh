@@ -2,7 +2,9 @@
 # Tests the askgate Python package (clients/python) against the real gateway binary.
 #
 #   .venv/client   CPython 3.11 + pydantic-ai-harness 0.62.0 (pydantic-ai-slim 2.62.0), langgraph,
-#                  langchain, openai-agents, ag-ui-protocol, pytest, pytest-timeout, mypy, and this
+#                  langchain, openai-agents, ag-ui-protocol, mcp, claude-agent-sdk (its bundled
+#                  CLI is installed but never run: the tests use a scripted transport), pytest,
+#                  pytest-timeout, mypy, and this
 #                  package installed editable; rebuilt when this script's requirements or
 #                  clients/python/pyproject.toml change
 #   target/debug/askgate   built with `cargo build -p askgate` when missing
@@ -14,8 +16,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 venv="$repo/.venv/client"
 requirements=("pydantic-ai-harness==0.62.0" "pydantic-ai-slim==2.62.0" "langgraph==1.2.24" "langchain==1.5.0"
-              "openai-agents==0.24.0" "ag-ui-protocol==1.0.0" "pytest>=8,<10" "pytest-timeout>=2.3" "mypy==2.4.1")
-imports='import askgate, pydantic_ai_harness.ask_user, pydantic_ai.ui.ag_ui, langgraph.graph, langchain.agents.middleware, agents, ag_ui.core, pytest, pytest_timeout, mypy'
+              "openai-agents==0.24.0" "ag-ui-protocol==1.0.0" "mcp==2.3.0" "claude-agent-sdk==0.2.184"
+              "pytest>=8,<10" "pytest-timeout>=2.3" "mypy==2.4.1")
+imports='import askgate, pydantic_ai_harness.ask_user, pydantic_ai.ui.ag_ui, langgraph.graph, langchain.agents.middleware, agents, ag_ui.core, mcp.client.session, mcp_types, claude_agent_sdk, pytest, pytest_timeout, mypy'
 
 # An interpreter of version $1 that really runs (a pyenv shim may exist without the version).
 find_python() {

@@ -24,13 +24,14 @@ async def posted_request(posted: list[PostedRequest], timeout: float = 15.0) -> 
     return posted[0]
 
 
-async def person(tabs: Tabs, posted: list[PostedRequest]) -> tuple[Tab, dict[str, Any]]:
-    """A tab on the link of the posted request, and the request as the tab shows it."""
+async def person(tabs: Tabs, posted: list[PostedRequest], dialect: str = "approval") -> tuple[Tab, dict[str, Any]]:
+    """A tab on the link of the posted request, and the request as the tab shows it (of
+    `dialect`: the MCP and Claude tests use this too)."""
     request = await posted_request(posted)
     tab = await tabs(request.viewer_url)
     shown = await tab.next_request()
     assert shown["id"] == request.id
-    assert shown["dialect"] == "approval"
+    assert shown["dialect"] == dialect, shown
     return tab, shown
 
 

@@ -6,8 +6,10 @@ browser:
     python clients/python/tests/tab.py 'http://127.0.0.1:8080/s/demo#k=...' [--decline] [--count N]
 
 It picks the first option of each harness question (the first two of a multi-select), for
-deepagents the first choice, or `"askgate"` for a text question, and approves every call of an
-approval request. `answer_example` does the same for the tests: it runs a README example and
+deepagents the first choice, or `"askgate"` for a text question, approves every call of an
+approval request, fills an MCP form with its defaults (or sample values that fit) and consents
+to an MCP link, and picks the first label of each Claude question (the first two of a
+multi-select). `answer_example` does the same for the tests: it runs a README example and
 answers it in a tab.
 """
 
@@ -124,11 +126,57 @@ class Tab:
             await self._reader
 
 
+_SAMPLE_TEXT = {
+    "email": "askgate@example.com",
+    "uri": "https://example.com/",
+    "date": "2026-01-01",
+    "date-time": "2026-01-01T00:00:00Z",
+}
+
+
+def form_content(request: dict[str, Any]) -> dict[str, Any]:
+    """A valid answer to a `form` request: consent for URL mode; else each field's default, or a
+    sample value that fits it (`"askgate"`, the lowest number from 1, true, the first options)."""
+    if request.get("mode") == "url":
+        return {"content": {}}
+    content: dict[str, Any] = {}
+    for field in request["fields"]:
+        kind = field["kind"]
+        options = [o["value"] for o in field.get("options") or []]
+        value: Any
+        if "default" in field:
+            value = field["default"]
+        elif kind in _SAMPLE_TEXT:
+            value = _SAMPLE_TEXT[kind]
+        elif kind == "text":
+            value = "askgate".ljust(field.get("min_length") or 0, "!")[: field.get("max_length") or None]
+        elif kind in ("number", "integer"):
+            value = max(field.get("minimum", 1), min(field.get("maximum", 1), 1))
+            value = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            value = True
+        elif kind == "choice":
+            value = options[0]
+        else:
+            value = options[: max(field.get("min_items") or 1, 1)]
+        content[field["name"]] = value
+    return {"content": content}
+
+
 def first_choices(request: dict[str, Any]) -> dict[str, Any]:
     """A plausible answer to any request: first options / first choices / fixed text / approve."""
     if request.get("dialect") == "approval":
         return {"decisions": [{"type": "approve"} for _ in request["calls"]]}
+    if request.get("dialect") == "form":
+        return form_content(request)
     questions = request["questions"]
+    if request.get("dialect") == "claude":
+        return {
+            "answers": {
+                q["question"]: [o["label"] for o in q["options"][:2]] if q.get("multiSelect") else q["options"][0]["label"]
+                for q in questions
+            }
+        }
     if request.get("dialect") == "deepagents":
         answers: list[Any] = []
         for q in questions:

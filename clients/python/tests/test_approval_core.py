@@ -33,6 +33,9 @@ FRAMEWORKS = (
     "pydantic_ai",
     "pydantic_ai_harness",
     "ag_ui",
+    "mcp",
+    "mcp_types",
+    "claude_agent_sdk",
 )
 
 
@@ -49,10 +52,13 @@ def test_import_askgate_imports_no_framework() -> None:
 @pytest.mark.parametrize(
     ("module", "framework", "others"),
     [
-        ("askgate.openai_agents", "agents", ("langchain", "pydantic_ai", "ag_ui")),
-        ("askgate.langchain", "langchain_core", ("agents", "pydantic_ai", "ag_ui")),
-        ("askgate.pydantic_ai", "pydantic_ai", ("agents", "langchain", "ag_ui")),
-        ("askgate.agui", "ag_ui", ("agents", "langchain", "pydantic_ai")),
+        # The Agents SDK imports mcp itself, and claude-agent-sdk does too.
+        ("askgate.openai_agents", "agents", ("langchain", "pydantic_ai", "ag_ui", "claude_agent_sdk")),
+        ("askgate.langchain", "langchain_core", ("agents", "pydantic_ai", "ag_ui", "mcp", "claude_agent_sdk")),
+        ("askgate.pydantic_ai", "pydantic_ai", ("agents", "langchain", "ag_ui", "mcp", "claude_agent_sdk")),
+        ("askgate.agui", "ag_ui", ("agents", "langchain", "pydantic_ai", "mcp", "claude_agent_sdk")),
+        ("askgate.mcp", "mcp", ("agents", "langchain", "pydantic_ai", "ag_ui", "claude_agent_sdk")),
+        ("askgate.claude", "claude_agent_sdk", ("agents", "langchain", "pydantic_ai", "ag_ui")),
     ],
 )
 def test_each_adapter_imports_its_own_framework_only(module: str, framework: str, others: tuple[str, ...]) -> None:

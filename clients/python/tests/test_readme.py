@@ -76,8 +76,8 @@ def test_package_readme_snippets_import_what_they_use() -> None:
         assert unbound_names(block) <= PLACEHOLDERS, block
 
 
-APPROVAL_MODULES = ("openai_agents", "langchain", "pydantic_ai", "agui")
-"""The approval adapters, whose functions the README names without their module."""
+ADAPTER_MODULES = ("openai_agents", "langchain", "pydantic_ai", "agui", "mcp", "claude")
+"""The approval, MCP and Claude adapters, whose functions the README names without their module."""
 
 
 def documented(name: str) -> Any:
@@ -88,7 +88,7 @@ def documented(name: str) -> Any:
         return getattr(instances[owner], attribute, None)
     if owner in ("", "askgate") and attribute in askgate.__all__:
         return getattr(askgate, attribute)
-    for module_name in APPROVAL_MODULES:
+    for module_name in ADAPTER_MODULES:
         module = importlib.import_module(f"askgate.{module_name}")
         if owner in ("", f"askgate.{module_name}") and attribute in module.__all__:
             return getattr(module, attribute)
@@ -127,5 +127,6 @@ def test_package_readme_signatures_are_the_codes() -> None:
         checked += 1
         names.add(name)
     assert checked >= 4
-    # Every approval adapter's signature is shown, and is the code's.
-    assert {"approve_interruptions", "answer_hitl", "collect_approvals", "GatewayApprovals", "resume"} <= names
+    # Every approval, MCP and Claude adapter's signature is shown, and is the code's.
+    adapters = {"approve_interruptions", "answer_hitl", "collect_approvals", "GatewayApprovals", "resume"}
+    assert adapters | {"elicitation_callback", "can_use_tool"} <= names

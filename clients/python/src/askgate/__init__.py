@@ -12,6 +12,12 @@ Tool-call approvals (the `approval` dialect), one module per framework, imported
 - `askgate.pydantic_ai.collect_approvals` / `GatewayApprovals`: pydantic-ai deferred approvals.
 - `askgate.agui.resume`: AG-UI `tool_call` interrupts.
 
+And callbacks a framework calls in place, each in its own module too:
+
+- `askgate.mcp.elicitation_callback`: MCP elicitations, form and URL mode (the `form` dialect).
+- `askgate.claude.can_use_tool`: the Claude Agent SDK's `AskUserQuestion` (the `claude`
+  dialect), and its other tool calls as approvals if asked.
+
 The framework integrations load on first use, so `import askgate` imports no framework.
 """
 

@@ -51,6 +51,7 @@ __all__ = [
     "resolve_refs",
     "run_blocking",
     "text_or_none",
+    "withdraw",
 ]
 
 logger = logging.getLogger("askgate")
@@ -395,7 +396,7 @@ class Asking:
             ids = [request.id for request in posted]
             outcomes = await api.collect(ids, self.wait)
         except cancelled:
-            await _withdraw(api, posted)
+            await withdraw(api, posted)
             raise
         decisions: list[CallDecision] = []
         for request, (_, count) in zip(posted, bodies, strict=True):
@@ -443,7 +444,7 @@ def ask_calls_sync(
     return asking.ask_sync(Calls(keyed, convert), client)
 
 
-async def _withdraw(api: _Requests, posted: Iterable[PostedRequest]) -> None:
+async def withdraw(api: _Requests, posted: Iterable[PostedRequest]) -> None:
     """Withdraw requests of a cancelled ask, so tabs stop showing them; best effort."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAW_S):
         for request in posted:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -96,12 +96,15 @@ def ask_body(
     questions: Any = None,
     args: Any = None,
     calls: Any = None,
+    fields: Mapping[str, Any] | None = None,
     timeout_s: float | None = None,
     title: str | None = None,
     answerers: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), or
-    the tool `calls` of an `approval` request."""
+    """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), the
+    tool `calls` of an `approval` request, or the top-level `fields` of a dialect that has its
+    own (`form`: `message`, `schema`, ...; `claude`: `questions`; those that are `None` are
+    left out)."""
     body: dict[str, Any] = {"id": id}
     if dialect is not None:
         body["dialect"] = dialect
@@ -109,6 +112,8 @@ def ask_body(
         body["calls"] = calls
     elif args is not None:
         body["args"] = args
+    elif fields is not None:
+        body.update({name: value for name, value in fields.items() if value is not None})
     else:
         body["questions"] = questions
     if timeout_s is not None:
