@@ -1,8 +1,8 @@
 //! Reading the fields the agent or a tab wrote: error paths into them, and their text.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::error::{ErrorCode, FieldError, json_kind};
+use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 
 /// `path.key`, or `path["key"]` when the key is not a plain name (so a key holding a dot or
 /// a bracket cannot pass for a deeper path).
@@ -53,6 +53,30 @@ pub(crate) fn at_most_chars(text: &str, max: usize, path: &str) -> Result<(), Fi
         ));
     }
     Ok(())
+}
+
+/// A tab's `response`: an object with only the `keys` a dialect's answer has (`shape` shows
+/// it in words, as `{"decisions": [...]}`).
+pub(crate) fn response_object<'v>(
+    response: &'v Value,
+    keys: &[&str],
+    shape: &str,
+) -> Result<&'v Map<String, Value>, ValidationErrors> {
+    let Value::Object(fields) = response else {
+        return Err(ValidationErrors::single(FieldError::new(
+            "response",
+            ErrorCode::WrongType,
+            format!("must be an object {shape}, got {}", json_kind(response)),
+        )));
+    };
+    if let Some(key) = fields.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(ValidationErrors::single(FieldError::new(
+            key_path("response", key),
+            ErrorCode::UnknownField,
+            format!("unknown field; the answer is {shape}"),
+        )));
+    }
+    Ok(fields)
 }
 
 #[cfg(test)]

@@ -7,22 +7,17 @@ use askgate_protocol::approval::{
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
 
+mod support;
+
+use support::{one, request_errors};
+
 fn approval() -> Dialect {
-    Dialect::parse("approval").expect("approval is registered")
+    support::dialect("approval")
 }
 
 /// The `(path, code)` of every error in `calls`.
 fn call_errors(calls: &Value) -> Vec<(String, ErrorCode)> {
-    QuestionSet::validate(approval(), calls)
-        .expect_err(&calls.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
-}
-
-fn one(path: &str, code: ErrorCode) -> Vec<(String, ErrorCode)> {
-    vec![(path.to_owned(), code)]
+    request_errors(approval(), calls)
 }
 
 fn call() -> Value {
@@ -202,13 +197,7 @@ fn set() -> QuestionSet {
 }
 
 fn answer_errors(response: &Value) -> Vec<(String, ErrorCode)> {
-    set()
-        .settle_answer(response)
-        .expect_err(&response.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
+    support::answer_errors(&set(), response)
 }
 
 #[test]

@@ -4,8 +4,12 @@
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
 
+mod support;
+
+use support::one;
+
 fn claude() -> Dialect {
-    Dialect::parse("claude").expect("claude is registered")
+    support::dialect("claude")
 }
 
 fn question(text: &str, multi: bool) -> Value {
@@ -14,16 +18,7 @@ fn question(text: &str, multi: bool) -> Value {
 }
 
 fn errors(questions: &Value) -> Vec<(String, ErrorCode)> {
-    QuestionSet::validate(claude(), questions)
-        .expect_err(&questions.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
-}
-
-fn one(path: &str, code: ErrorCode) -> Vec<(String, ErrorCode)> {
-    vec![(path.to_owned(), code)]
+    support::request_errors(claude(), questions)
 }
 
 fn changed(key: &str, value: Value) -> Value {
@@ -131,13 +126,7 @@ fn set() -> QuestionSet {
 }
 
 fn answer_errors(response: &Value) -> Vec<(String, ErrorCode)> {
-    set()
-        .settle_answer(response)
-        .expect_err(&response.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
+    support::answer_errors(&set(), response)
 }
 
 #[test]

@@ -4,21 +4,16 @@
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
 
+mod support;
+
+use support::one;
+
 fn form() -> Dialect {
-    Dialect::parse("form").expect("form is registered")
+    support::dialect("form")
 }
 
 fn request_errors(request: &Value) -> Vec<(String, ErrorCode)> {
-    QuestionSet::validate(form(), request)
-        .expect_err(&request.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
-}
-
-fn one(path: &str, code: ErrorCode) -> Vec<(String, ErrorCode)> {
-    vec![(path.to_owned(), code)]
+    support::request_errors(form(), request)
 }
 
 fn with_property(property: &Value) -> Value {
@@ -265,14 +260,7 @@ fn sample() -> QuestionSet {
 }
 
 fn content_errors(content: &Value) -> Vec<(String, ErrorCode)> {
-    let response = json!({ "content": content });
-    sample()
-        .settle_answer(&response)
-        .expect_err(&content.to_string())
-        .into_vec()
-        .into_iter()
-        .map(|e| (e.path, e.code))
-        .collect()
+    support::answer_errors(&sample(), &json!({ "content": content }))
 }
 
 #[test]

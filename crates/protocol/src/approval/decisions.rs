@@ -7,7 +7,7 @@ use super::calls::{Call, DecisionKind, EditCheck};
 use super::{MAX_MESSAGE_CHARS, schema};
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
-use crate::field_paths::{at_most_chars, index_path, key_path, optional_text};
+use crate::field_paths::{at_most_chars, index_path, key_path, optional_text, response_object};
 
 /// The reject message every call gets when the person declines the whole request.
 pub const DECLINED_MESSAGE: &str = "The person declined.";
@@ -62,23 +62,7 @@ pub fn check_decisions(
             path, code, message,
         )))
     };
-    let Value::Object(fields) = response else {
-        return one(
-            "response",
-            ErrorCode::WrongType,
-            format!(
-                "must be an object {{\"decisions\": [...]}}, got {}",
-                json_kind(response)
-            ),
-        );
-    };
-    if let Some(key) = fields.keys().find(|k| *k != "decisions") {
-        return one(
-            &key_path("response", key),
-            ErrorCode::UnknownField,
-            "unknown field; an approval answer is {\"decisions\": [...]}".into(),
-        );
-    }
+    let fields = response_object(response, &["decisions"], "{\"decisions\": [...]}")?;
     let decisions = match fields.get("decisions") {
         Some(Value::Array(decisions)) => decisions,
         None | Some(Value::Null) => {

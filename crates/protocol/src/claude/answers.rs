@@ -6,7 +6,7 @@ use super::MAX_ANSWER_UNITS;
 use super::questions::ClaudeQuestions;
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
-use crate::field_paths::{index_path, key_path};
+use crate::field_paths::{index_path, key_path, response_object};
 
 /// The deny message when the person declines.
 pub const DECLINED_MESSAGE: &str = "The person declined to answer.";
@@ -27,26 +27,11 @@ pub fn check_answers(
             path, code, message,
         )))
     };
-    let Value::Object(fields) = response else {
-        return one(
-            "response",
-            ErrorCode::WrongType,
-            format!(
-                "must be an object {{\"answers\": {{question: answer}}}}, got {}",
-                json_kind(response)
-            ),
-        );
-    };
-    if let Some(key) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "answers" | "response"))
-    {
-        return one(
-            &key_path("response", key),
-            ErrorCode::UnknownField,
-            "unknown field; an answer has answers and response".into(),
-        );
-    }
+    let fields = response_object(
+        response,
+        &["answers", "response"],
+        "{\"answers\": {question: answer}, \"response\"?: \"...\"}",
+    )?;
     let free_text = match fields.get("response") {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) if text.trim().is_empty() => None,

@@ -6,7 +6,7 @@ use super::fields::{Field, FieldKind};
 use super::formats::{is_date, is_date_time, is_email, is_uri};
 use super::request::{Form, Mode};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
-use crate::field_paths::key_path;
+use crate::field_paths::{key_path, response_object};
 
 /// Checks a tab's `{"content": {...}}` against the form; paths start with `response`.
 /// Returns the content the server receives (URL mode: none).
@@ -22,23 +22,7 @@ pub fn check_content(
             path, code, message,
         )))
     };
-    let Value::Object(fields) = response else {
-        return one(
-            "response",
-            ErrorCode::WrongType,
-            format!(
-                "must be an object {{\"content\": {{...}}}}, got {}",
-                json_kind(response)
-            ),
-        );
-    };
-    if let Some(key) = fields.keys().find(|k| *k != "content") {
-        return one(
-            &key_path("response", key),
-            ErrorCode::UnknownField,
-            "unknown field; an accepted form is {\"content\": {...}}".into(),
-        );
-    }
+    let fields = response_object(response, &["content"], "{\"content\": {...}}")?;
     let content = match fields.get("content") {
         Some(Value::Object(content)) => content,
         None | Some(Value::Null) if form.mode == Mode::Url => return Ok(None),

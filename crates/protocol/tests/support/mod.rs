@@ -1,0 +1,36 @@
+//! What the dialect rule tests share: a dialect by name, and errors as `(path, code)` pairs.
+
+use askgate_protocol::{Dialect, ErrorCode, QuestionSet, ValidationErrors};
+use serde_json::Value;
+
+/// A registered dialect.
+pub(crate) fn dialect(name: &str) -> Dialect {
+    Dialect::parse(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Each error's path and code, in order.
+pub(crate) fn paths_and_codes(errors: ValidationErrors) -> Vec<(String, ErrorCode)> {
+    errors
+        .into_vec()
+        .into_iter()
+        .map(|e| (e.path, e.code))
+        .collect()
+}
+
+/// One error at `path` with `code`.
+pub(crate) fn one(path: &str, code: ErrorCode) -> Vec<(String, ErrorCode)> {
+    vec![(path.to_owned(), code)]
+}
+
+/// The errors of a request the dialect must refuse.
+pub(crate) fn request_errors(dialect: Dialect, request: &Value) -> Vec<(String, ErrorCode)> {
+    paths_and_codes(QuestionSet::validate(dialect, request).expect_err(&request.to_string()))
+}
+
+/// The errors of an answer `set` must refuse.
+pub(crate) fn answer_errors(set: &QuestionSet, response: &Value) -> Vec<(String, ErrorCode)> {
+    paths_and_codes(
+        set.settle_answer(response)
+            .expect_err(&response.to_string()),
+    )
+}
