@@ -42,8 +42,6 @@ __all__ = [
     "Calls",
     "DecisionKind",
     "OnPosted",
-    "ask_calls",
-    "ask_calls_sync",
     "decision_kind",
     "decisions_from_outcome",
     "in_canonical_order",
@@ -404,44 +402,6 @@ class Asking:
         result = calls.convert(decisions)
         await api.ack_collected(ids)
         return result
-
-
-async def ask_calls(
-    url: str,
-    session: str,
-    keyed: Sequence[tuple[str, ApprovalCall]],
-    convert: Callable[[list[CallDecision]], _T],
-    *,
-    key: str | None = None,
-    title: str | None = None,
-    timeout_s: float | None = None,
-    wait: float | None = None,
-    answerers: Sequence[str] | None = None,
-    on_posted: OnPosted | None = None,
-    client: httpx.AsyncClient | None = None,
-) -> _T:
-    """`Asking.ask` for a caller that has the options and the calls apart."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
-    return await asking.ask(Calls(keyed, convert), client)
-
-
-def ask_calls_sync(
-    url: str,
-    session: str,
-    keyed: Sequence[tuple[str, ApprovalCall]],
-    convert: Callable[[list[CallDecision]], _T],
-    *,
-    key: str | None = None,
-    title: str | None = None,
-    timeout_s: float | None = None,
-    wait: float | None = None,
-    answerers: Sequence[str] | None = None,
-    on_posted: OnPosted | None = None,
-    client: httpx.Client | None = None,
-) -> _T:
-    """`ask_calls`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
-    return asking.ask_sync(Calls(keyed, convert), client)
 
 
 async def withdraw(api: _Requests, posted: Iterable[PostedRequest]) -> None:
