@@ -234,3 +234,133 @@ fn a_decline_and_a_timeout_deny() {
         Value::Null
     );
 }
+
+/// The tool's input schema as the bundled CLI (2.1.327) writes it in zod, transcribed rule
+/// for rule: `questions: z.array(question).min(1).max(4)`, each question `z.object({question:
+/// z.string(), header: z.string(), options: z.array(option).min(2).max(4), multiSelect:
+/// z.boolean().default(false)})`, each option `{label: z.string(), description: z.string()
+/// (optional in the second option schema), preview: z.string().optional()}`, refined so that
+/// question texts are unique and labels unique within each question. zod's objects strip keys
+/// they do not name; `optional` and `default` take an absent key, never `null`.
+fn zod_accepts(questions: &Value) -> bool {
+    let string = |v: Option<&Value>| v.is_some_and(Value::is_string);
+    let absent_or = |v: Option<&Value>, ok: fn(&Value) -> bool| v.is_none_or(ok);
+    let Some(questions) = questions.as_array() else {
+        return false;
+    };
+    if !(1..=4).contains(&questions.len()) {
+        return false;
+    }
+    let mut texts = Vec::new();
+    for q in questions {
+        let Some(q) = q.as_object() else { return false };
+        if !string(q.get("question")) || !string(q.get("header")) {
+            return false;
+        }
+        if !absent_or(q.get("multiSelect"), Value::is_boolean) {
+            return false;
+        }
+        let Some(options) = q.get("options").and_then(Value::as_array) else {
+            return false;
+        };
+        if !(2..=4).contains(&options.len()) {
+            return false;
+        }
+        let mut labels = Vec::new();
+        for o in options {
+            let Some(o) = o.as_object() else { return false };
+            if !string(o.get("label"))
+                || !absent_or(o.get("description"), Value::is_string)
+                || !absent_or(o.get("preview"), Value::is_string)
+            {
+                return false;
+            }
+            labels.push(o["label"].clone());
+        }
+        let mut unique = labels.clone();
+        unique.sort_by_key(Value::to_string);
+        unique.dedup();
+        if unique.len() != labels.len() {
+            return false;
+        }
+        texts.push(q["question"].clone());
+    }
+    let mut unique = texts.clone();
+    unique.sort_by_key(Value::to_string);
+    unique.dedup();
+    unique.len() == texts.len()
+}
+
+mod against_the_tool_schema {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::{claude, zod_accepts};
+    use askgate_protocol::QuestionSet;
+
+    /// A value a field might hold: mostly right, sometimes of another type or absent.
+    fn field(right: Value) -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            8 => Just(Some(right)),
+            1 => Just(None),
+            1 => prop::sample::select(vec![Value::Null, json!(1), json!(true), json!([]), json!({})]).prop_map(Some),
+        ]
+    }
+
+    fn object(fields: Vec<(&'static str, Option<Value>)>) -> Value {
+        Value::Object(
+            fields
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?)))
+                .collect::<Map<String, Value>>(),
+        )
+    }
+
+    fn option() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(vec!["A", "B", "C", "D"]),
+            field(json!("what it does")),
+            prop_oneof![3 => Just(None), 1 => field(json!("<pre>x</pre>"))],
+        )
+            .prop_map(|(label, description, preview)| {
+                object(vec![
+                    ("label", Some(json!(label))),
+                    ("description", description),
+                    ("preview", preview),
+                ])
+            })
+    }
+
+    fn question() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(vec!["Which?", "Why?", "Where?"]),
+            field(json!("Pick")),
+            prop_oneof![1 => Just(None), 3 => field(json!(false)), 2 => Just(Some(json!(true)))],
+            proptest::collection::vec(option(), 0..=5),
+            any::<bool>(),
+        )
+            .prop_map(|(text, header, multi, options, extra)| {
+                let mut q = object(vec![
+                    ("question", Some(json!(text))),
+                    ("header", header),
+                    ("multiSelect", multi),
+                    ("options", Some(Value::Array(options))),
+                ]);
+                if extra {
+                    q["unknown"] = json!("kept");
+                }
+                q
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn askgate_takes_what_the_tool_schema_takes(
+            questions in proptest::collection::vec(question(), 0..=5)
+        ) {
+            let questions = Value::Array(questions);
+            let ours = QuestionSet::validate(claude(), &questions).is_ok();
+            prop_assert_eq!(ours, zod_accepts(&questions), "{}", questions);
+        }
+    }
+}
