@@ -188,3 +188,22 @@ async fn claude_questions_are_answered_with_the_updated_input() {
         json!({"behavior": "deny", "message": "The person declined to answer."})
     );
 }
+
+/// A question ask with keys of its own that happen to be a form's (`message`, `url`) is taken
+/// as before; a form's main field (`schema`) is refused, since the ask is then in the wrong
+/// dialect.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_keys_are_ignored_but_another_dialects_request_is_not() {
+    let server = TestServer::start().await;
+    let mut agent = server.agent().await;
+    let mut ask = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    ask["message"] = json!("a note of the client's own");
+    ask["url"] = json!("https://example.com");
+    agent.send(&ask).await;
+    agent.recv_until("accepted").await;
+    let mut ask = askgate_tests::server::ask("s", "h2", &["Color"], None);
+    ask["schema"] = json!({"type": "object", "properties": {}});
+    agent.send(&ask).await;
+    let rejected = agent.recv_until("rejected").await;
+    assert_eq!(rejected["errors"][0]["path"], "schema", "{rejected}");
+}

@@ -46,11 +46,13 @@ impl Dialect {
         }
     }
 
-    /// Whether `name` is a field of some dialect other than this one: sent with this
-    /// dialect, it is a request in the wrong dialect (or the wrong field), not to be ignored.
+    /// Whether `name` is the main field of some other dialect (its first: `questions`,
+    /// `calls`, a form's `schema`): sent with this dialect, it is a request in the wrong
+    /// dialect, not to be ignored. Other names an ask does not use are ignored, as they
+    /// always were, so a client's own extra keys (a `message`, a `url`) keep working.
     pub fn is_foreign_field(self, name: &str) -> bool {
         !self.face().fields().contains(&name)
-            && Dialect::all().any(|other| other.face().fields().contains(&name))
+            && Dialect::all().any(|other| other.face().fields().first() == Some(&name))
     }
 }
 
@@ -70,5 +72,10 @@ mod tests {
         assert!(approval.is_foreign_field("questions"));
         assert!(!approval.is_foreign_field("calls"));
         assert!(!approval.is_foreign_field("something_else"));
+        assert!(harness.is_foreign_field("schema"), "a form's main field");
+        assert!(
+            !harness.is_foreign_field("message"),
+            "a form's other fields are common words"
+        );
     }
 }

@@ -48,10 +48,11 @@ pub struct Form {
 
 /// The ask's fields a form is made of.
 pub const FIELDS: [&str; 8] = [
+    // The main field first: sent with another dialect, it is refused as a form's.
+    "schema",
     "message",
     "mode",
     "server",
-    "schema",
     "url",
     "elicitation_id",
     // Worked out by askgate (read past, so that a normalised form validates as itself).
