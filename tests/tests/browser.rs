@@ -4,21 +4,15 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use askgate_tests::browser::Browser;
+use askgate_tests::browser::page::{
+    agent_asking, assert_fits_phone_and_desktop, card, decline, finished, open_page,
+    open_page_with, page_url, reload, wait_connected,
+};
 use askgate_tests::oracle::repo_root;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, ask, questions, test_config};
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, ask, questions, test_config};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
-
-/// The page's URL for `session`, key in the fragment, as the agent would print it.
-fn page_url(server: &TestServer, session: &str) -> String {
-    server.http_url(&format!("/s/{session}#k={}", server.viewer_key(session)))
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
-}
 
 /// Inside the card of request `id`, the question with `header`.
 fn question(id: &str, header: &str) -> String {
@@ -28,19 +22,6 @@ fn question(id: &str, header: &str) -> String {
 /// The option input labelled `label` of that question.
 fn option(id: &str, header: &str, label: &str) -> String {
     format!(r#"{} input[value="{label}"]"#, question(id, header))
-}
-
-/// A browser on the page of `session`, once its socket is open.
-async fn open_page(server: &TestServer, session: &str) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(&page_url(server, session)).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    browser
-}
-
-/// The folded card of finished request `id`, in the list under the open questions.
-fn finished(id: &str) -> String {
-    format!(r#"#finished article.is-folded[data-request-id="{id}"]"#)
 }
 
 /// The request ids of the folded cards, top to bottom.
@@ -74,22 +55,6 @@ async fn says_local_time(browser: &Browser, css: &str, prefix: &str, max_age_ms:
         .execute(script, json!([css, prefix, max_age_ms]))
         .await
         == json!(true)
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    agent.recv_type("accepted").await;
-    agent
-}
-
-/// Declines request `id` as a person does: Decline, then Confirm decline.
-async fn decline(browser: &Browser, id: &str) {
-    let button = format!("{} .decline", card(id));
-    browser.click(&button).await;
-    browser.wait_for_text(&button, "Confirm decline").await;
-    browser.click(&button).await;
 }
 
 /// This page's tab id, as it told the gateway.
@@ -505,8 +470,7 @@ async fn a_reload_restores_an_open_question() {
             json!([card("r1")]),
         )
         .await;
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    reload(&browser).await;
     browser.wait_for(&card("r1")).await;
     assert_eq!(browser.attr(&card("r1"), "data-before").await, None);
     assert_eq!(
@@ -600,15 +564,7 @@ async fn hostile_text_is_shown_as_text_and_never_widens_the_page() {
     );
     // The card clips what overflows it, so the page's width alone would not show a long word
     // running out of its box: every element must also fit its own width.
-    let overflowing = "return [document.documentElement, \
-        ...document.querySelectorAll(arguments[0] + ' *')] \
-        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
-        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
-    for (width, height) in [(360, 800), (1280, 900)] {
-        browser.set_viewport_size(width, height).await;
-        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
-        assert_eq!(offenders, json!([]), "at {width} px wide");
-    }
+    assert_fits_phone_and_desktop(&browser, &format!("{} *", card("r1"))).await;
 }
 
 /// A character the harness would refuse is caught before sending and named beside its
@@ -838,7 +794,7 @@ async fn an_answer_too_long_to_send_is_kept_and_explained() {
         .await;
     let kept = "return document.querySelector(arguments[0]).value.length;";
     assert_eq!(browser.execute(kept, json!([other])).await, json!(5000));
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    wait_connected(&browser).await;
 
     browser.execute(fill, json!([other, "Teal"])).await;
     browser.click(&submit).await;
@@ -891,7 +847,7 @@ async fn a_card_that_ended_while_disconnected_says_so() {
         )
         .await;
     assert_eq!(typed, json!(true));
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    wait_connected(&browser).await;
 }
 
 /// The characters of the element `css` matches, in the order they appear on screen from left
@@ -1280,12 +1236,7 @@ async fn finished_requests_in_a_snapshot_are_listed() {
          "by": "another-tab", "at_ms": now - 60_000},
         {"id": "gone", "dialect": "harness", "title": "Withdrawn \u{202e}one", "questions": colors,
          "outcome": "withdrawn", "response": null, "by": null, "at_ms": now - 30_000}]);
-    let browser = Browser::start().await;
-    browser
-        .run_before_each_load(&snapshot_with_finished(&entries))
-        .await;
-    browser.goto(&page_url(&server, "s")).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    let browser = open_page_with(&server, "s", &[&snapshot_with_finished(&entries)]).await;
     let _agent = agent_asking(&server, &ask("s", "open", &["Size"], None)).await;
     browser
         .wait_for(&format!("#requests {}", card("open")))
@@ -1332,8 +1283,7 @@ async fn finished_requests_in_a_snapshot_are_listed() {
         .click(&format!("{} .dismiss", finished("mine")))
         .await;
     browser.wait_gone(&finished("mine")).await;
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    reload(&browser).await;
     browser.wait_for(&finished("gone")).await;
     assert_eq!(
         finished_ids(&browser).await,
@@ -1342,8 +1292,7 @@ async fn finished_requests_in_a_snapshot_are_listed() {
 
     browser.click("#clear-finished").await;
     browser.wait_for("#finished[hidden]").await;
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    reload(&browser).await;
     browser
         .wait_for(&format!("#requests {}", card("open")))
         .await;
@@ -1357,12 +1306,7 @@ async fn finished_requests_in_a_snapshot_are_listed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_snapshot_tells_how_cards_ended_while_away() {
     let server = TestServer::start().await;
-    let browser = Browser::start().await;
-    browser
-        .run_before_each_load(&snapshot_with_finished(&json!([])))
-        .await;
-    browser.goto(&page_url(&server, "s")).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    let browser = open_page_with(&server, "s", &[&snapshot_with_finished(&json!([]))]).await;
     let mut agent = agent_asking(&server, &ask("s", "r0", &["Color"], None)).await;
     agent.send(&ask("s", "r1", &["Size"], None)).await;
     agent.recv_type("accepted").await;
@@ -1399,7 +1343,7 @@ async fn a_snapshot_tells_how_cards_ended_while_away() {
             "Withdrawn by the agent",
         )
         .await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    wait_connected(&browser).await;
     browser
         .wait_for_text(
             &format!("{} .card-status", finished("r1")),

@@ -3,34 +3,23 @@
 //! (approve, edit, reject, respond, approve all), and checks what the page shows, what it
 //! sent, and the outcome the agent gets.
 //!
-//! Every frame the page sends is recorded in the page (`window.__sent`), so a test can tell
-//! that nothing went out, without waiting for silence. Each card state is also checked with
-//! axe-core (no violation, light and dark, 360 px and desktop width). axe-core is the npm
-//! package `axe-core`, looked for at `$ASKGATE_AXE_CORE` or
-//! `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the test fails with how
-//! to install it, never skips.
+//! Every frame the page sends is recorded in the page (`window.__sent`, by
+//! `page::RECORD_FRAMES`), so a test can tell that nothing went out, without waiting for
+//! silence. Each card state is also checked with axe-core (no violation, light and dark, 360 px
+//! and desktop width). axe-core is the npm package `axe-core`, looked for at
+//! `$ASKGATE_AXE_CORE` or `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the
+//! test fails with how to install it, never skips.
 
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
+use askgate_tests::browser::page::{
+    agent_asking, assert_fits_phone_and_desktop, assert_no_direction_control, assert_nothing_made,
+    assert_nothing_ran, assert_text, card, children_texts, click_centred, decline, finished,
+    frames_of_type, history_after_reload, open_recording_page, outcome, submit, submit_disabled,
+    text, texts, unfold_history,
+};
 use askgate_tests::server::{TestServer, WsClient};
 use serde_json::{Value, json};
-
-/// Run before the page's own scripts: records every frame the page sends in
-/// `window.__sent`, and lets a test rewrite an outgoing answer (`window.__tamper`), to stand
-/// in for a page that disagrees with the gateway.
-const RECORD_FRAMES: &str = "(() => { \
-    window.__sent = []; \
-    const send = WebSocket.prototype.send; \
-    WebSocket.prototype.send = function (data) { \
-      let frame = null; \
-      try { frame = JSON.parse(data); } catch (_) { /* not JSON: sent as it is */ } \
-      if (frame) window.__sent.push(frame); \
-      if (frame && frame.type === 'answer' && typeof window.__tamper === 'function') { \
-        data = JSON.stringify(window.__tamper(frame)); \
-      } \
-      return send.call(this, data); \
-    }; \
-  })();";
 
 /// The run_sql call of the wire contract: a flat schema, every decision allowed.
 fn run_sql() -> Value {
@@ -47,19 +36,12 @@ fn send_email() -> Value {
     json!({"name": "send_email", "args": {"to": "a@b.c", "body": "hi"}})
 }
 
-/// An approval `ask` frame on session `s`.
-fn approval_ask(id: &str, calls: &Value) -> Value {
-    json!({"type": "ask", "session": "s", "id": id, "dialect": "approval", "calls": calls})
-}
-
-/// The page's URL for session `s`, key in the fragment, as the agent would print it.
-fn page_url(server: &TestServer) -> String {
-    server.http_url(&format!("/s/s#k={}", server.viewer_key("s")))
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
+/// An agent that has asked, as request `id` on session `s`, for `calls` (a list) to be
+/// approved, and had it accepted.
+async fn asking_approval(server: &TestServer, id: &str, calls: Value) -> WsClient {
+    let frame = json!({"type": "ask", "session": "s", "id": id, "dialect": "approval",
+                       "calls": calls});
+    agent_asking(server, &frame).await
 }
 
 /// Call number `index` (from 0) of request `id`.
@@ -72,45 +54,6 @@ fn decision(id: &str, index: usize, kind: &str) -> String {
     format!(r#"{} input[type="radio"][value="{kind}"]"#, call(id, index))
 }
 
-/// The submit button of request `id`.
-fn submit(id: &str) -> String {
-    format!("{} .submit", card(id))
-}
-
-/// A browser on the page of session `s`, recording what it sends, once its socket is open.
-async fn open_page(server: &TestServer) -> Browser {
-    let browser = Browser::start().await;
-    browser.run_before_each_load(RECORD_FRAMES).await;
-    browser.goto(&page_url(server)).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    browser
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    agent.recv_type("accepted").await;
-    agent
-}
-
-/// The agent's outcome, which must be `answered` (or what `kind` says).
-async fn outcome(agent: &mut WsClient, kind: &str) -> Value {
-    let outcome = agent.recv_type("outcome").await;
-    assert_eq!(outcome["outcome"], kind, "{outcome}");
-    outcome
-}
-
-/// The `answer` frames the page has sent so far.
-async fn answers_sent(browser: &Browser) -> Value {
-    browser
-        .execute(
-            "return window.__sent.filter((f) => f.type === 'answer');",
-            json!([]),
-        )
-        .await
-}
-
 /// Replaces the whole text of the text box `css` with `text`, typed key by key.
 async fn replace_text(browser: &Browser, css: &str, text: &str) {
     browser
@@ -120,32 +63,6 @@ async fn replace_text(browser: &Browser, css: &str, text: &str) {
         )
         .await;
     browser.type_into(css, text).await;
-}
-
-/// Clicks `css` once it is in the middle of the window: an element already in view may sit
-/// under the page's sticky header, where a click would land on the header.
-async fn click_centred(browser: &Browser, css: &str) {
-    browser.wait_for(css).await;
-    browser
-        .execute(
-            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
-            json!([css]),
-        )
-        .await;
-    browser.click(css).await;
-}
-
-/// Whether the submit button of request `id` is disabled.
-async fn submit_disabled(browser: &Browser, id: &str) -> bool {
-    browser.attr(&submit(id), "disabled").await.is_some()
-}
-
-/// The `textContent` of `css`; panics if nothing matches.
-async fn text(browser: &Browser, css: &str) -> String {
-    browser
-        .text_of(css)
-        .await
-        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
 }
 
 /// The top-level argument rows of the call at `call_css`, each `[key, value]` as shown.
@@ -160,18 +77,13 @@ async fn arg_rows(browser: &Browser, call_css: &str) -> Value {
         .await
 }
 
-/// The text of the first element matching `css` is `expected`.
-async fn assert_text(browser: &Browser, css: &str, expected: &str) {
-    assert_eq!(text(browser, css).await, expected, "the text of {css}");
-}
-
 /// A call is shown with its name, the agent's description and its arguments, under a line
 /// saying it comes from the agent; Approve sends `approve`, and the agent runs it as asked.
 #[tokio::test(flavor = "multi_thread")]
 async fn approving_runs_the_call_as_asked() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
 
     let first = call("r1", 0);
     browser.wait_for(&first).await;
@@ -228,8 +140,8 @@ async fn approving_runs_the_call_as_asked() {
         .wait_for_text(&format!("{} .card-status", card("r1")), "Sent ✓")
         .await;
     // Folded, an untitled approval is named by its call.
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
     assert_text(
         &browser,
         &format!("{folded} .folded-what"),
@@ -244,8 +156,8 @@ async fn approving_runs_the_call_as_asked() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rejecting_tells_the_agent_why() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([send_email()]))).await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([send_email()])).await;
 
     let only = call("r1", 0);
     browser.wait_for(&only).await;
@@ -297,8 +209,8 @@ async fn rejecting_tells_the_agent_why() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_edit_is_checked_before_it_is_sent() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
 
     let only = call("r1", 0);
     let error = format!("{only} .question-error");
@@ -363,7 +275,7 @@ async fn an_edit_is_checked_before_it_is_sent() {
             "Pick a decision for every call, and fix anything marked, to submit.",
         )
         .await;
-    assert_eq!(answers_sent(&browser).await, json!([]));
+    assert_eq!(frames_of_type(&browser, "answer").await, json!([]));
 
     replace_text(&browser, &json_box, "{\n  \"query\": \"SELECT 1\"\n}").await;
     browser
@@ -408,7 +320,10 @@ async fn an_edit_is_checked_before_it_is_sent() {
     );
     assert_eq!(outcome["model_text"], "run_sql: edited");
     assert_eq!(
-        answers_sent(&browser).await.as_array().map(Vec::len),
+        frames_of_type(&browser, "answer")
+            .await
+            .as_array()
+            .map(Vec::len),
         Some(1),
         "only the valid edit went out"
     );
@@ -420,7 +335,7 @@ async fn an_edit_is_checked_before_it_is_sent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flat_schema_is_edited_in_a_form() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let search = json!({"name": "search", "args": {"q": "cats", "limit": 10, "mode": "fast"},
         "args_schema": {"type": "object", "properties": {
             "q": {"type": "string", "description": "What to look for"},
@@ -429,7 +344,7 @@ async fn a_flat_schema_is_edited_in_a_form() {
             "safe": {"type": "boolean"}},
             "required": ["q"]},
         "decisions": ["approve", "edit"]});
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([search]))).await;
+    let mut agent = asking_approval(&server, "r1", json!([search])).await;
 
     let only = call("r1", 0);
     browser.click(&decision("r1", 0, "edit")).await;
@@ -505,12 +420,12 @@ async fn a_flat_schema_is_edited_in_a_form() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unchecked_schema_asks_only_for_an_object() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let lookup = json!({"name": "lookup", "args": {"id": "A-1"},
         "args_schema": {"type": "object",
                         "properties": {"id": {"type": "string", "pattern": "^[A-Z]-[0-9]+$"}}},
         "decisions": ["approve", "edit"]});
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([lookup]))).await;
+    let mut agent = asking_approval(&server, "r1", json!([lookup])).await;
 
     let only = call("r1", 0);
     browser.click(&decision("r1", 0, "edit")).await;
@@ -549,8 +464,8 @@ async fn an_unchecked_schema_asks_only_for_an_object() {
 #[tokio::test(flavor = "multi_thread")]
 async fn responding_sends_a_message_instead() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
 
     let only = call("r1", 0);
     browser.click(&decision("r1", 0, "respond")).await;
@@ -594,7 +509,7 @@ async fn responding_sends_a_message_instead() {
 #[tokio::test(flavor = "multi_thread")]
 async fn several_calls_are_decided_one_by_one() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let calls = json!([run_sql(), send_email(), run_sql()]);
     let frame = json!({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
                        "title": "Deploy bot wants to run 3 tools", "calls": calls});
@@ -646,12 +561,7 @@ async fn several_calls_are_decided_one_by_one() {
         "run_sql: approved\nsend_email: rejected\nrun_sql: responded: Later."
     );
 
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
-    browser.wait_for(entry).await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
+    let entry = history_after_reload(&browser, "r1").await;
     assert_text(
         &browser,
         &format!("{entry} .history-what"),
@@ -664,13 +574,7 @@ async fn several_calls_are_decided_one_by_one() {
         "Tool call run_sql (and 2 more calls)",
     )
     .await;
-    let lines = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => \
-             [...li.children].map((part) => part.textContent));",
-            json!([format!("{entry} .history-answer li")]),
-        )
-        .await;
+    let lines = children_texts(&browser, &format!("{entry} .history-answer li")).await;
     assert_eq!(
         lines,
         json!([
@@ -686,16 +590,13 @@ async fn several_calls_are_decided_one_by_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn approve_all_approves_every_call() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let no_approve = json!({"name": "wipe", "args": {}, "decisions": ["reject", "respond"]});
-    let _other = agent_asking(
+    let _other = asking_approval(&server, "r0", json!([send_email(), no_approve])).await;
+    let mut agent = asking_approval(
         &server,
-        &approval_ask("r0", &json!([send_email(), no_approve])),
-    )
-    .await;
-    let mut agent = agent_asking(
-        &server,
-        &approval_ask("r1", &json!([run_sql(), send_email(), send_email()])),
+        "r1",
+        json!([run_sql(), send_email(), send_email()]),
     )
     .await;
 
@@ -737,17 +638,10 @@ async fn approve_all_approves_every_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn declining_rejects_every_call() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(
-        &server,
-        &approval_ask("r1", &json!([run_sql(), send_email()])),
-    )
-    .await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql(), send_email()])).await;
 
-    let button = format!("{} .decline", card("r1"));
-    browser.click(&button).await;
-    browser.wait_for_text(&button, "Confirm decline").await;
-    browser.click(&button).await;
+    decline(&browser, "r1").await;
 
     let outcome = outcome(&mut agent, "declined").await;
     let declined = json!({"type": "reject", "message": "The person declined."});
@@ -774,7 +668,7 @@ async fn declining_rejects_every_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_arguments_stay_inert() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let img = r#"<img src=x onerror="window.__pwned=1">"#;
     let link = r#"<a href="javascript:window.__pwned=2">click me</a>"#;
     let url = "javascript:window.__pwned=3";
@@ -788,20 +682,17 @@ async fn hostile_arguments_stay_inert() {
                  "lines": lines, "<i>key</i>": "https://example.com/<u>x</u>",
                  "nested": {"deep": [img, {"url": url}]}, "long": long},
         "decisions": ["approve", "edit", "reject"]});
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([hostile]))).await;
+    let mut agent = asking_approval(&server, "r1", json!([hostile])).await;
 
     let only = call("r1", 0);
     browser.wait_for(&only).await;
-    let made = browser
-        .execute(
-            "return [document.querySelectorAll(arguments[0] + \
-               ' :is(img, script, a, b, i, u, svg, iframe, object, embed)').length, \
-             document.querySelectorAll('[href^=\"javascript\"], [onerror], [onload]').length, \
-             window.__pwned ?? null];",
-            json!([card("r1")]),
-        )
-        .await;
-    assert_eq!(made, json!([0, 0, null]));
+    assert_nothing_made(
+        &browser,
+        &card("r1"),
+        "img, script, a, b, i, u, svg, iframe, object, embed",
+        r#"[href^="javascript"], [onerror], [onload]"#,
+    )
+    .await;
     assert_text(&browser, &format!("{only} .call-name"), "<b>fetch</b>").await;
     assert_text(
         &browser,
@@ -838,17 +729,7 @@ async fn hostile_arguments_stay_inert() {
             ["text", "fdp.exe"]
         ])
     );
-    assert_eq!(
-        browser
-            .execute(
-                "return /[\\u202A-\\u202E\\u2066-\\u2069]/.test(\
-                 document.querySelector(arguments[0]).textContent);",
-                json!([card("r1")])
-            )
-            .await,
-        json!(false),
-        "no direction control acts anywhere in the card"
-    );
+    assert_no_direction_control(&browser, &card("r1")).await;
     // Line breaks and leading spaces are kept, as text.
     assert_eq!(rows[5], row("lines", lines));
     let white_space = browser
@@ -885,21 +766,8 @@ async fn hostile_arguments_stay_inert() {
         .await;
     assert_eq!(edited, hostile["args"]);
 
-    let overflowing = "return [document.documentElement, \
-        ...document.querySelectorAll(arguments[0] + ' *')] \
-        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
-        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
-    for (width, height) in [(360, 800), (1280, 900)] {
-        browser.set_viewport_size(width, height).await;
-        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
-        assert_eq!(offenders, json!([]), "at {width} px wide");
-    }
-    assert_eq!(
-        browser
-            .execute("return window.__pwned ?? null;", json!([]))
-            .await,
-        Value::Null
-    );
+    assert_fits_phone_and_desktop(&browser, &format!("{} *", card("r1"))).await;
+    assert_nothing_ran(&browser).await;
 
     browser.click(&decision("r1", 0, "approve")).await;
     browser.click(&submit("r1")).await;
@@ -915,12 +783,8 @@ async fn hostile_arguments_stay_inert() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_decision_is_shown_beside_its_call() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(
-        &server,
-        &approval_ask("r1", &json!([run_sql(), send_email()])),
-    )
-    .await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql(), send_email()])).await;
 
     browser
         .execute(
@@ -986,8 +850,8 @@ async fn a_refused_decision_is_shown_beside_its_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_is_decided_from_the_keyboard() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
-    let mut agent = agent_asking(&server, &approval_ask("r1", &json!([run_sql()]))).await;
+    let browser = open_recording_page(&server, "s").await;
+    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
 
     browser.wait_for(&call("r1", 0)).await;
     browser
@@ -1031,7 +895,7 @@ async fn a_call_is_decided_from_the_keyboard() {
 #[tokio::test(flavor = "multi_thread")]
 async fn approval_cards_pass_axe() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let nested = json!({"name": "deploy", "description": "Deploys a service.\nCareful.",
         "args": {"service": "api", "replicas": 3, "env": {"A": "1", "B": null},
                  "regions": ["eu", "us"], "notes": "x\n".repeat(30)},
@@ -1100,14 +964,9 @@ async fn approval_cards_pass_axe() {
     )
     .await;
     outcome(&mut agent, "answered").await;
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
-    let summary = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);",
-            json!([format!("{folded} .summary li")]),
-        )
-        .await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
+    let summary = texts(&browser, &format!("{folded} .summary li")).await;
     assert_eq!(
         summary,
         json!([
@@ -1116,8 +975,6 @@ async fn approval_cards_pass_axe() {
             "send_emailRejected: “no”"
         ])
     );
-    browser.wait_for("#history:not([hidden])").await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
+    unfold_history(&browser).await;
     assert_accessible(&browser, "folded, with the history unfolded").await;
 }

@@ -4,29 +4,19 @@
 //! what the page shows, what it sent, and the permission result the agent gets: answers
 //! keyed by question text.
 //!
-//! Every frame the page sends is recorded in the page (`window.__sent`). Each card state is
-//! also checked with axe-core (no violation, light and dark, 360 px and desktop width).
+//! Every frame the page sends is recorded in the page (`window.__sent`, by
+//! `page::RECORD_FRAMES`). Each card state is also checked with axe-core (no violation, light
+//! and dark, 360 px and desktop width).
 
-use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::browser::page::{
+    agent_asking, assert_no_direction_control, assert_nothing_made, assert_nothing_ran, card,
+    children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
+    history_entry, open_recording_page, option, outcome_as_response, question, submit,
+    submit_disabled, text, texts, unfold_history,
+};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
-
-/// Run before the page's own scripts: records every frame the page sends in `window.__sent`,
-/// and lets a test rewrite an outgoing answer (`window.__tamper`).
-const RECORD_FRAMES: &str = "(() => { \
-    window.__sent = []; \
-    const send = WebSocket.prototype.send; \
-    WebSocket.prototype.send = function (data) { \
-      let frame = null; \
-      try { frame = JSON.parse(data); } catch (_) { /* not JSON: sent as it is */ } \
-      if (frame) window.__sent.push(frame); \
-      if (frame && frame.type === 'answer' && typeof window.__tamper === 'function') { \
-        data = JSON.stringify(window.__tamper(frame)); \
-      } \
-      return send.call(this, data); \
-    }; \
-  })();";
 
 const DATABASE: &str = "Which database should the service use?";
 const FEATURES: &str = "Which features should ship first?";
@@ -58,27 +48,7 @@ fn claude_ask(id: &str, questions: &Value) -> Value {
     json!({"type": "ask", "session": "s", "id": id, "dialect": "claude", "questions": questions})
 }
 
-/// The page's URL for session `s`, key in the fragment, as the agent would print it.
-fn page_url(server: &TestServer) -> String {
-    server.http_url(&format!("/s/s#k={}", server.viewer_key("s")))
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
-}
-
-/// Question number `index` (from 0) of request `id`.
-fn question(id: &str, index: usize) -> String {
-    format!(r#"{} fieldset[data-index="{index}"]"#, card(id))
-}
-
-/// The option labelled `label` of that question.
-fn option(id: &str, index: usize, label: &str) -> String {
-    format!(r#"{} input[value="{label}"]"#, question(id, index))
-}
-
-/// The "Other…" text of that question.
+/// The "Other…" text of question number `index` (from 0) of request `id`.
 fn other(id: &str, index: usize) -> String {
     format!("{} textarea.other-input", question(id, index))
 }
@@ -86,93 +56,6 @@ fn other(id: &str, index: usize) -> String {
 /// The text box for an answer in one's own words.
 fn own_words(id: &str) -> String {
     format!("{} textarea.claude-response-text", card(id))
-}
-
-/// The submit button of request `id`.
-fn submit(id: &str) -> String {
-    format!("{} .submit", card(id))
-}
-
-/// A browser on the page of session `s`, recording what it sends, once its socket is open.
-async fn open_page(server: &TestServer) -> Browser {
-    let browser = Browser::start().await;
-    browser.run_before_each_load(RECORD_FRAMES).await;
-    browser.goto(&page_url(server)).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    browser
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    let accepted = agent.recv().await;
-    assert_eq!(accepted["type"], "accepted", "{accepted}");
-    agent
-}
-
-/// The agent's outcome, which must be `kind`; its `result` is its `response`, and it has no
-/// text for a model.
-async fn outcome(agent: &mut WsClient, kind: &str) -> Value {
-    let outcome = agent.recv_type("outcome").await;
-    assert_eq!(outcome["outcome"], kind, "{outcome}");
-    assert_eq!(outcome["result"], outcome["response"], "{outcome}");
-    assert_eq!(outcome["model_text"], Value::Null, "{outcome}");
-    outcome
-}
-
-/// The frames the page has sent so far about request `id`.
-async fn frames_about(browser: &Browser, id: &str) -> Value {
-    browser
-        .execute(
-            "return window.__sent.filter((f) => f.id === arguments[0]);",
-            json!([id]),
-        )
-        .await
-}
-
-/// Clicks `css` once it is in the middle of the window: an element already in view may sit
-/// under the page's sticky header, where a click would land on the header.
-async fn click_centred(browser: &Browser, css: &str) {
-    browser.wait_for(css).await;
-    browser
-        .execute(
-            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
-            json!([css]),
-        )
-        .await;
-    browser.click(css).await;
-}
-
-/// Whether the submit button of request `id` is disabled.
-async fn submit_disabled(browser: &Browser, id: &str) -> bool {
-    browser.attr(&submit(id), "disabled").await.is_some()
-}
-
-/// The `textContent` of `css`; panics if nothing matches.
-async fn text(browser: &Browser, css: &str) -> String {
-    browser
-        .text_of(css)
-        .await
-        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
-}
-
-/// The texts of every element matching `css`, in document order.
-async fn texts(browser: &Browser, css: &str) -> Value {
-    browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((e) => e.textContent);",
-            json!([css]),
-        )
-        .await
-}
-
-/// Declines request `id` as a person does: Decline, then Confirm decline.
-async fn decline(browser: &Browser, id: &str) {
-    let button = format!("{} .decline", card(id));
-    click_centred(browser, &button).await;
-    browser.wait_for_text(&button, "Confirm decline").await;
-    browser.click(&button).await;
 }
 
 /// Claude's questions look like the harness's: each header, question and hint, options as
@@ -183,7 +66,7 @@ async fn decline(browser: &Browser, id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_set_is_answered_by_question_text() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let mut agent = agent_asking(&server, &claude_ask("r1", &questions())).await;
 
     browser.wait_for(&question("r1", 2)).await;
@@ -277,7 +160,7 @@ async fn a_question_set_is_answered_by_question_text() {
         .await;
     click_centred(&browser, &submit("r1")).await;
 
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     let answers = json!({DATABASE: "Postgres", FEATURES: ["Auth", "Search", "Audit log"],
                          HOSTING: "Hetzner"});
     assert_eq!(
@@ -293,8 +176,8 @@ async fn a_question_set_is_answered_by_question_text() {
     browser
         .wait_for_text(&format!("{} .card-status", card("r1")), "Sent ✓")
         .await;
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
     assert_eq!(
         text(&browser, &format!("{folded} .folded-what")).await,
         DATABASE
@@ -303,12 +186,7 @@ async fn a_question_set_is_answered_by_question_text() {
 
     // After a reload, the session's history (from the gateway's trail) says what was
     // answered, question by question, and the words of one's own.
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
-    browser.wait_for(entry).await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
+    let entry = history_after_reload(&browser, "r1").await;
     assert_eq!(
         text(&browser, &format!("{entry} .history-what")).await,
         DATABASE
@@ -333,7 +211,7 @@ async fn a_question_set_is_answered_by_question_text() {
 #[tokio::test(flavor = "multi_thread")]
 async fn own_words_answer_instead_of_picking() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let mut agent = agent_asking(&server, &claude_ask("r1", &questions())).await;
 
     click_centred(&browser, &option("r1", 0, "SQLite")).await;
@@ -367,7 +245,7 @@ async fn own_words_answer_instead_of_picking() {
         .await;
     click_centred(&browser, &submit("r1")).await;
 
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     assert_eq!(
         outcome["response"]["updated_input"]["answers"],
         json!({DATABASE: "SQLite"})
@@ -386,19 +264,19 @@ async fn own_words_answer_instead_of_picking() {
 #[tokio::test(flavor = "multi_thread")]
 async fn decline_and_timeout_deny_the_tool() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let mut first = agent_asking(&server, &claude_ask("r1", &questions())).await;
     let mut later = claude_ask("r2", &questions());
     later["timeout_s"] = json!(3);
     let mut second = agent_asking(&server, &later).await;
 
-    decline(&browser, "r1").await;
+    decline_centred(&browser, "r1").await;
     assert_eq!(
-        outcome(&mut first, "declined").await["response"],
+        outcome_as_response(&mut first, "declined").await["response"],
         json!({"behavior": "deny", "message": "The person declined to answer."})
     );
     assert_eq!(
-        outcome(&mut second, "timed_out").await["response"],
+        outcome_as_response(&mut second, "timed_out").await["response"],
         json!({"behavior": "deny", "message": "No answer in time."})
     );
     assert_eq!(frames_about(&browser, "r2").await, json!([]));
@@ -410,7 +288,7 @@ async fn decline_and_timeout_deny_the_tool() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_answer_is_shown_beside_its_question() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let mut agent = agent_asking(&server, &claude_ask("r1", &questions())).await;
 
     browser
@@ -446,7 +324,7 @@ async fn a_refused_answer_is_shown_beside_its_question() {
         .await;
     click_centred(&browser, &submit("r1")).await;
     assert_eq!(
-        outcome(&mut agent, "answered").await["response"]["updated_input"]["answers"],
+        outcome_as_response(&mut agent, "answered").await["response"]["updated_input"]["answers"],
         json!({DATABASE: "Postgres", FEATURES: ["Billing"], HOSTING: "Fly.io"})
     );
 }
@@ -458,7 +336,7 @@ async fn a_refused_answer_is_shown_beside_its_question() {
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_text_stays_inert() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let img = r#"<img src=x onerror="window.__pwned=1">"#;
     let link = r#"<a href="javascript:window.__pwned=2">go</a>"#;
     let script = "</script><script>window.__pwned=3</script>";
@@ -477,16 +355,13 @@ async fn hostile_text_stays_inert() {
     let mut agent = agent_asking(&server, &frame).await;
 
     browser.wait_for(&question("r1", 1)).await;
-    let made = browser
-        .execute(
-            "return [document.querySelectorAll(arguments[0] + \
-               ' :is(img, script, a, b, i, svg, iframe, object, embed)').length, \
-             document.querySelectorAll('[href^=\"javascript\"], [onerror], [onload]').length, \
-             window.__pwned ?? null];",
-            json!([card("r1")]),
-        )
-        .await;
-    assert_eq!(made, json!([0, 0, null]));
+    assert_nothing_made(
+        &browser,
+        &card("r1"),
+        "img, script, a, b, i, svg, iframe, object, embed",
+        r#"[href^="javascript"], [onerror], [onload]"#,
+    )
+    .await;
     assert_eq!(
         texts(&browser, &format!("{} fieldset .chip", card("r1"))).await,
         json!(["<b>Hi</b>", "javascript:"])
@@ -507,23 +382,13 @@ async fn hostile_text_stays_inert() {
         text(&browser, &format!("{} .question-text", question("r1", 0))).await,
         format!("{img} RLOfdp.exe?")
     );
-    assert_eq!(
-        browser
-            .execute(
-                "return /[\\u202A-\\u202E\\u2066-\\u2069]/.test(\
-                 document.querySelector(arguments[0]).textContent);",
-                json!([card("r1")])
-            )
-            .await,
-        json!(false),
-        "no direction control acts anywhere in the card"
-    );
+    assert_no_direction_control(&browser, &card("r1")).await;
 
     click_centred(&browser, &option("r1", 0, rtl)).await;
     click_centred(&browser, &option("r1", 1, "constructor")).await;
     browser.type_into(&other("r1", 1), "<u>mine</u>").await;
     click_centred(&browser, &submit("r1")).await;
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     let mut answers = serde_json::Map::new();
     answers.insert(format!("{img} {rtl}?"), json!(rtl));
     answers.insert(
@@ -534,12 +399,7 @@ async fn hostile_text_stays_inert() {
         outcome["response"]["updated_input"]["answers"],
         Value::Object(answers)
     );
-    assert_eq!(
-        browser
-            .execute("return window.__pwned ?? null;", json!([]))
-            .await,
-        Value::Null
-    );
+    assert_nothing_ran(&browser).await;
 }
 
 /// Claude cards pass axe-core, light and dark, at 360 px and desktop width: a fresh card with
@@ -548,7 +408,7 @@ async fn hostile_text_stays_inert() {
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_cards_pass_axe() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_recording_page(&server, "s").await;
     let mut frame = claude_ask("r1", &questions());
     frame["title"] = json!("Claude has three questions");
     let mut agent = agent_asking(&server, &frame).await;
@@ -580,16 +440,10 @@ async fn claude_cards_pass_axe() {
         "answers": {DATABASE: "SQLite", FEATURES: ["Auth", "Billing"], HOSTING: "Hetzner"},
         "response": "Thanks"}}))
         .await;
-    outcome(&mut agent, "answered").await;
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
-    let summary = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => \
-               [...li.children].map((part) => part.textContent));",
-            json!([format!("{folded} .summary li")]),
-        )
-        .await;
+    outcome_as_response(&mut agent, "answered").await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
+    let summary = children_texts(&browser, &format!("{folded} .summary li")).await;
     assert_eq!(
         summary,
         json!([
@@ -599,18 +453,10 @@ async fn claude_cards_pass_axe() {
             ["In their own words", "“Thanks”"]
         ])
     );
-    browser.wait_for("#history:not([hidden])").await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
-    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
-    browser.wait_for(entry).await;
-    let lines = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => \
-               [...li.children].map((part) => part.textContent));",
-            json!([format!("{entry} .history-answer li")]),
-        )
-        .await;
+    unfold_history(&browser).await;
+    let entry = history_entry("r1");
+    browser.wait_for(&entry).await;
+    let lines = children_texts(&browser, &format!("{entry} .history-answer li")).await;
     assert_eq!(lines, summary);
     assert_accessible(&browser, "folded, with the history unfolded").await;
 }

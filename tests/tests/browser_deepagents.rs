@@ -2,29 +2,11 @@
 //! `ask_user` questions over its socket, the test clicks and types in the page, and checks
 //! what the page shows and the resume payload and transcript the agent gets.
 
-use askgate_tests::browser::Browser;
+use askgate_tests::browser::page::{
+    agent_asking, card, decline, open_page, option, question, submit, submit_disabled,
+};
 use askgate_tests::server::{TestServer, WsClient};
 use serde_json::{Value, json};
-
-/// The page's URL for `session`, key in the fragment, as the agent would print it.
-fn page_url(server: &TestServer, session: &str) -> String {
-    server.http_url(&format!("/s/{session}#k={}", server.viewer_key(session)))
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
-}
-
-/// Inside the card of request `id`, question number `index` (from 0).
-fn question(id: &str, index: usize) -> String {
-    format!(r#"{} fieldset[data-index="{index}"]"#, card(id))
-}
-
-/// The choice input whose value is `value` in that question.
-fn choice(id: &str, index: usize, value: &str) -> String {
-    format!(r#"{} input[value="{value}"]"#, question(id, index))
-}
 
 /// The `n`th (from 1) custom "Other" entry of a multi_select question.
 fn other_entry(id: &str, index: usize, n: usize) -> String {
@@ -34,39 +16,10 @@ fn other_entry(id: &str, index: usize, n: usize) -> String {
     )
 }
 
-/// The submit button of request `id`.
-fn submit(id: &str) -> String {
-    format!("{} .submit", card(id))
-}
-
 /// A deepagents `ask` frame on session `s`.
 fn deep_ask(id: &str, questions: &Value) -> Value {
     json!({"type": "ask", "session": "s", "id": id, "dialect": "deepagents",
            "questions": questions})
-}
-
-/// A browser on the page of session `s`, once its socket is open.
-async fn open_page(server: &TestServer) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(&page_url(server, "s")).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    browser
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    agent.recv_type("accepted").await;
-    agent
-}
-
-/// Declines request `id` as a person does: Decline, then Confirm decline.
-async fn decline(browser: &Browser, id: &str) {
-    let button = format!("{} .decline", card(id));
-    browser.click(&button).await;
-    browser.wait_for_text(&button, "Confirm decline").await;
-    browser.click(&button).await;
 }
 
 /// The agent's outcome, after checking that `result` and `model_text` are the same transcript.
@@ -76,17 +29,12 @@ async fn outcome(agent: &mut WsClient) -> Value {
     outcome
 }
 
-/// Whether the submit button of request `id` is disabled.
-async fn submit_disabled(browser: &Browser, id: &str) -> bool {
-    browser.attr(&submit(id), "disabled").await.is_some()
-}
-
 /// A text question shows a text box; what is typed reaches the agent as deepagents' resume
 /// payload and `Q:`/`A:` transcript.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_typed_answer_reaches_the_agent_as_a_transcript() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([{"question": "What should the release be called?", "type": "text"}]);
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
 
@@ -130,7 +78,7 @@ async fn a_typed_answer_reaches_the_agent_as_a_transcript() {
 #[tokio::test(flavor = "multi_thread")]
 async fn multiple_choice_other_sends_the_typed_text() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([{"question": "Which region?", "type": "multiple_choice",
                             "choices": [{"value": "eu-west"}, {"value": "us-east"}]}]);
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
@@ -148,7 +96,7 @@ async fn multiple_choice_other_sends_the_typed_text() {
     );
     let other = format!("{q} .other-input");
     browser.wait_for(&format!("{other}[hidden]")).await;
-    browser.click(&choice("r1", 0, "us-east")).await;
+    browser.click(&option("r1", 0, "us-east")).await;
     browser.click(&format!("{q} input.other-choice")).await;
     browser.wait_for(&format!("{other}:not([hidden])")).await;
     browser
@@ -172,14 +120,14 @@ async fn multiple_choice_other_sends_the_typed_text() {
 #[tokio::test(flavor = "multi_thread")]
 async fn multi_select_sends_picks_then_custom_answers() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([{"question": "Which targets?", "type": "multi_select",
         "choices": [{"value": "A"}, {"value": "B"}, {"value": "C"}]}]);
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
 
     let add = format!("{} .add-other", question("r1", 0));
-    browser.click(&choice("r1", 0, "C")).await;
-    browser.click(&choice("r1", 0, "A")).await;
+    browser.click(&option("r1", 0, "C")).await;
+    browser.click(&option("r1", 0, "A")).await;
     browser.wait_for(&format!("{add}[hidden]")).await;
     browser
         .type_into(&format!("{} .other-input", other_entry("r1", 0, 1)), " x ")
@@ -211,14 +159,14 @@ async fn multi_select_sends_picks_then_custom_answers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_ticked_blank_other_blocks_the_submit() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([{"question": "Which targets?", "type": "multi_select",
         "choices": [{"value": "A"}, {"value": "B"}]}]);
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
 
     let q = question("r1", 0);
     let entry = other_entry("r1", 0, 1);
-    browser.click(&choice("r1", 0, "B")).await;
+    browser.click(&option("r1", 0, "B")).await;
     assert!(!submit_disabled(&browser, "r1").await);
     browser.click(&format!("{entry} .other-check")).await;
     // Ticking moves the cursor into the entry's text; leaving it blank shows the message.
@@ -228,7 +176,7 @@ async fn a_ticked_blank_other_blocks_the_submit() {
             json!([format!("{entry} .other-input")]),
         )
         .await;
-    browser.click(&choice("r1", 0, "A")).await;
+    browser.click(&option("r1", 0, "A")).await;
     browser
         .wait_for_text(
             &format!("{q} .question-error"),
@@ -262,7 +210,7 @@ async fn a_ticked_blank_other_blocks_the_submit() {
 #[tokio::test(flavor = "multi_thread")]
 async fn optional_questions_may_be_skipped() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([
         {"question": "Anything else?", "type": "text", "required": false},
         {"question": "Which size?", "type": "multiple_choice",
@@ -284,7 +232,7 @@ async fn optional_questions_may_be_skipped() {
         submit_disabled(&browser, "r1").await,
         "question 2 is required"
     );
-    browser.click(&choice("r1", 1, "L")).await;
+    browser.click(&option("r1", 1, "L")).await;
     browser
         .wait_for(&format!("{}:not([disabled])", submit("r1")))
         .await;
@@ -303,7 +251,7 @@ async fn optional_questions_may_be_skipped() {
 #[tokio::test(flavor = "multi_thread")]
 async fn trailing_annotations_are_not_displayed() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let asked = [
         "Any notes? (optional)",
         "Deploy target - required",
@@ -342,7 +290,7 @@ async fn trailing_annotations_are_not_displayed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn declining_cancels_every_question() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([
         {"question": "Proceed?", "type": "multiple_choice",
          "choices": [{"value": "Yes"}, {"value": "No"}]},
@@ -372,7 +320,7 @@ async fn declining_cancels_every_question() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_answer_is_shown_beside_its_question() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let questions = json!([
         {"question": "Proceed?", "type": "multiple_choice",
          "choices": [{"value": "Yes"}, {"value": "No"}]},
@@ -380,7 +328,7 @@ async fn a_refused_answer_is_shown_beside_its_question() {
     let mut agent = agent_asking(&server, &deep_ask("r1", &questions)).await;
 
     let why = question("r1", 1);
-    browser.click(&choice("r1", 0, "Yes")).await;
+    browser.click(&option("r1", 0, "Yes")).await;
     browser
         .type_into(
             &format!("{why} .text-input"),
@@ -431,7 +379,7 @@ async fn a_refused_answer_is_shown_beside_its_question() {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_tabs_answer_is_summarised() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page(&server, "s").await;
     let (mut tab, _) = server.tab("s").await;
     let questions = json!([
         {"question": "Which targets?", "type": "multi_select",

@@ -3,35 +3,22 @@
 //! test fills it in the page, and checks what the page shows, what it sent, and the
 //! `ElicitResult` the agent gets.
 //!
-//! Every frame the page sends is recorded in the page (`window.__sent`), and `window.open` is
-//! replaced before the page loads by a stub that records its calls (`window.__opened`), so a
-//! test can tell that nothing went out and nothing was opened, without waiting for silence.
-//! Each card state is also checked with axe-core (no violation, light and dark, 360 px and
-//! desktop width).
+//! Every frame the page sends is recorded in the page (`window.__sent`, by
+//! `page::RECORD_FRAMES`), and `window.open` is replaced before the page loads by a stub that
+//! records its calls (`window.__opened`, by `page::STUB_WINDOW_OPEN`), so a test can tell that
+//! nothing went out and nothing was opened, without waiting for silence. Each card state is
+//! also checked with axe-core (no violation, light and dark, 360 px and desktop width).
 
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::browser::page::{
+    RECORD_FRAMES, STUB_WINDOW_OPEN, agent_asking, assert_fits_phone_and_desktop,
+    assert_no_direction_control, assert_nothing_made, assert_nothing_ran, assert_text, card,
+    children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
+    history_entry, open_page_with, outcome_as_response, submit, text, texts, unfold_history,
+};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
-
-/// Run before the page's own scripts: records every frame the page sends in `window.__sent`
-/// (and lets a test rewrite an outgoing answer, `window.__tamper`), and every call of
-/// `window.open` in `window.__opened` instead of opening anything.
-const RECORD_FRAMES: &str = "(() => { \
-    window.__sent = []; \
-    window.__opened = []; \
-    window.open = function (...args) { window.__opened.push(args); return null; }; \
-    const send = WebSocket.prototype.send; \
-    WebSocket.prototype.send = function (data) { \
-      let frame = null; \
-      try { frame = JSON.parse(data); } catch (_) { /* not JSON: sent as it is */ } \
-      if (frame) window.__sent.push(frame); \
-      if (frame && frame.type === 'answer' && typeof window.__tamper === 'function') { \
-        data = JSON.stringify(window.__tamper(frame)); \
-      } \
-      return send.call(this, data); \
-    }; \
-  })();";
 
 /// The warning a form with a field that looks like a secret carries.
 const SECRET_WARNING: &str = "This form asks for something that looks like a password or key — \
@@ -77,16 +64,6 @@ fn form_ask(id: &str, schema: &Value) -> Value {
            "schema": schema})
 }
 
-/// The page's URL for session `s`, key in the fragment, as the agent would print it.
-fn page_url(server: &TestServer) -> String {
-    server.http_url(&format!("/s/s#k={}", server.viewer_key("s")))
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
-}
-
 /// The field `name` of request `id`.
 fn field(id: &str, name: &str) -> String {
     format!(r#"{} fieldset.form-field[data-name="{name}"]"#, card(id))
@@ -105,49 +82,6 @@ fn choice(id: &str, name: &str, value: &str) -> String {
 /// What is said beside field `name`.
 fn field_error(id: &str, name: &str) -> String {
     format!("{} .question-error", field(id, name))
-}
-
-/// The submit button of request `id`.
-fn submit(id: &str) -> String {
-    format!("{} .submit", card(id))
-}
-
-/// A browser on the page of session `s`, recording what it sends, once its socket is open.
-async fn open_page(server: &TestServer) -> Browser {
-    let browser = Browser::start().await;
-    browser.run_before_each_load(RECORD_FRAMES).await;
-    browser.goto(&page_url(server)).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    browser
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    let accepted = agent.recv().await;
-    assert_eq!(accepted["type"], "accepted", "{accepted}");
-    agent
-}
-
-/// The agent's outcome, which must be `kind`; its `result` is its `response`, and it has no
-/// text for a model.
-async fn outcome(agent: &mut WsClient, kind: &str) -> Value {
-    let outcome = agent.recv_type("outcome").await;
-    assert_eq!(outcome["outcome"], kind, "{outcome}");
-    assert_eq!(outcome["result"], outcome["response"], "{outcome}");
-    assert_eq!(outcome["model_text"], Value::Null, "{outcome}");
-    outcome
-}
-
-/// The frames the page has sent so far about request `id`.
-async fn frames_about(browser: &Browser, id: &str) -> Value {
-    browser
-        .execute(
-            "return window.__sent.filter((f) => f.id === arguments[0]);",
-            json!([id]),
-        )
-        .await
 }
 
 /// Replaces what the field `css` holds with `text`, typed key by key, then leaves it (Tab),
@@ -176,32 +110,6 @@ async fn pick_date(browser: &Browser, css: &str, value: &str) {
         .await;
 }
 
-/// Clicks `css` once it is in the middle of the window: an element already in view may sit
-/// under the page's sticky header, where a click would land on the header.
-async fn click_centred(browser: &Browser, css: &str) {
-    browser.wait_for(css).await;
-    browser
-        .execute(
-            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
-            json!([css]),
-        )
-        .await;
-    browser.click(css).await;
-}
-
-/// The `textContent` of `css`; panics if nothing matches.
-async fn text(browser: &Browser, css: &str) -> String {
-    browser
-        .text_of(css)
-        .await
-        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
-}
-
-/// The text of the first element matching `css` is `expected`.
-async fn assert_text(browser: &Browser, css: &str, expected: &str) {
-    assert_eq!(text(browser, css).await, expected, "the text of {css}");
-}
-
 /// Whether the element `css` is shown.
 async fn visible(browser: &Browser, css: &str) -> bool {
     browser
@@ -211,14 +119,6 @@ async fn visible(browser: &Browser, css: &str) -> bool {
         )
         .await
         == json!(true)
-}
-
-/// Declines request `id` as a person does: Decline, then Confirm decline.
-async fn decline(browser: &Browser, id: &str) {
-    let button = format!("{} .decline", card(id));
-    click_centred(browser, &button).await;
-    browser.wait_for_text(&button, "Confirm decline").await;
-    browser.click(&button).await;
 }
 
 /// Each kind gets its input: text boxes (never a password box), an email box, a web-address
@@ -231,7 +131,7 @@ async fn decline(browser: &Browser, id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn each_kind_has_its_input_and_the_content_is_as_typed() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
 
     browser.wait_for(&field("r1", "tags")).await;
@@ -380,7 +280,7 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
     click_centred(&browser, &choice("r1", "tags", "c")).await;
     click_centred(&browser, &submit("r1")).await;
 
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     let content = json!({"name": "Ada Lovelace", "email": "ada@example.com",
         "site": "https://ada.example.com/", "born": "2000-01-02",
         "meet": "2026-01-02T10:30:00Z", "age": 36, "score": 0.25, "news": false,
@@ -402,8 +302,8 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
         .wait_for_text(&format!("{} .card-status", card("r1")), "Sent ✓")
         .await;
     // Folded, an untitled form is named by its message.
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
     assert_text(
         &browser,
         &format!("{folded} .folded-what"),
@@ -414,24 +314,14 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
 
     // After a reload, the session's history (from the gateway's trail) names the form by its
     // message and says what was answered, field by field.
-    browser.reload().await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
-    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
-    browser.wait_for(entry).await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
+    let entry = history_after_reload(&browser, "r1").await;
     assert_text(
         &browser,
         &format!("{entry} .history-what"),
         "Please tell us about yourself.",
     )
     .await;
-    let lines = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);",
-            json!([format!("{entry} .history-answer li")]),
-        )
-        .await;
+    let lines = texts(&browser, &format!("{entry} .history-answer li")).await;
     assert_eq!(
         lines,
         json!([
@@ -458,7 +348,7 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn problems_are_named_beside_their_field_before_sending() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
     browser.wait_for(&field("r1", "tags")).await;
 
@@ -557,7 +447,7 @@ async fn problems_are_named_beside_their_field_before_sending() {
         .await;
     click_centred(&browser, &submit("r1")).await;
 
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     let content = &outcome["response"]["content"];
     // A picked date and time goes in RFC 3339, with this computer's offset from UTC.
     let offset = browser
@@ -594,7 +484,7 @@ async fn problems_are_named_beside_their_field_before_sending() {
 #[tokio::test(flavor = "multi_thread")]
 async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
     let mut first = agent_asking(&server, &form_ask("r1", &schema)).await;
     let mut later = form_ask("r2", &schema);
@@ -641,15 +531,15 @@ async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
         .wait_for(&format!("{}.is-put-off", card("r2")))
         .await;
 
-    decline(&browser, "r1").await;
-    let declined = outcome(&mut first, "declined").await;
+    decline_centred(&browser, "r1").await;
+    let declined = outcome_as_response(&mut first, "declined").await;
     assert_eq!(declined["response"], json!({"action": "decline"}));
     assert_eq!(
         frames_about(&browser, "r1").await,
         json!([{"type": "decline", "id": "r1"}])
     );
 
-    let cancelled = outcome(&mut second, "timed_out").await;
+    let cancelled = outcome_as_response(&mut second, "timed_out").await;
     assert_eq!(cancelled["response"], json!({"action": "cancel"}));
     assert_eq!(
         frames_about(&browser, "r2").await,
@@ -676,7 +566,7 @@ async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_field_is_shown_beside_it() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
     browser.wait_for(&field("r1", "tags")).await;
     fill(&browser, &input("r1", "name"), "Ada").await;
@@ -726,7 +616,7 @@ async fn a_refused_field_is_shown_beside_it() {
 
     browser.execute("window.__tamper = null;", json!([])).await;
     click_centred(&browser, &submit("r1")).await;
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     assert_eq!(outcome["response"]["content"]["age"], json!(40));
     assert_eq!(outcome["response"]["content"]["name"], json!("Ada"));
 }
@@ -737,7 +627,7 @@ async fn a_refused_field_is_shown_beside_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_url_is_shown_whole_and_opened_only_on_consent() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let (mut tab, _) = server.tab("s").await;
     let url = format!(
         "https://auth.example.com/device?user_code=WDJB-MJHT&state={}",
@@ -791,7 +681,7 @@ async fn a_url_is_shown_whole_and_opened_only_on_consent() {
     assert_eq!(frames_about(&browser, "u1").await, json!([]));
 
     click_centred(&browser, &format!("{} .open-url", card("u1"))).await;
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     assert_eq!(outcome["response"], json!({"action": "accept"}));
     assert_eq!(
         browser.execute("return window.__opened;", json!([])).await,
@@ -808,7 +698,7 @@ async fn a_url_is_shown_whole_and_opened_only_on_consent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_field_that_looks_like_a_secret_is_warned_about() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let schema = json!({"type": "object", "properties": {
         "user": {"type": "string", "title": "User name"},
         "password": {"type": "string", "title": "Password"}}});
@@ -835,8 +725,8 @@ async fn a_field_that_looks_like_a_secret_is_warned_about() {
         ])
     );
     assert_eq!(browser.find_all_count(r#"input[type="password"]"#).await, 0);
-    decline(&browser, "r1").await;
-    outcome(&mut agent, "declined").await;
+    decline_centred(&browser, "r1").await;
+    outcome_as_response(&mut agent, "declined").await;
 }
 
 /// Hostile text from the server (markup, `javascript:` links, a closing script tag, a
@@ -846,7 +736,7 @@ async fn a_field_that_looks_like_a_secret_is_warned_about() {
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_text_stays_inert() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let img = r#"<img src=x onerror="window.__pwned=1">"#;
     let link = r#"<a href="javascript:window.__pwned=2">click me</a>"#;
     let script = "</script><script>window.__pwned=3</script>";
@@ -867,16 +757,13 @@ async fn hostile_text_stays_inert() {
     let mut agent = agent_asking(&server, &frame).await;
 
     browser.wait_for(&field("r1", "many")).await;
-    let made = browser
-        .execute(
-            "return [document.querySelectorAll(arguments[0] + \
-               ' :is(img, script, a, b, i, h1, svg, iframe, object, embed)').length, \
-             document.querySelectorAll('[href^=\"javascript\"], [src^=\"javascript\"], [onerror], [onload]').length, \
-             window.__pwned ?? null];",
-            json!([card("r1")]),
-        )
-        .await;
-    assert_eq!(made, json!([0, 0, null]));
+    assert_nothing_made(
+        &browser,
+        &card("r1"),
+        "img, script, a, b, i, h1, svg, iframe, object, embed",
+        r#"[href^="javascript"], [src^="javascript"], [onerror], [onload]"#,
+    )
+    .await;
     assert_text(
         &browser,
         &format!("{} .form-server-name", card("r1")),
@@ -924,42 +811,19 @@ async fn hostile_text_stays_inert() {
         )
         .await;
     assert_eq!(options, json!([script, link, img, "RLOfdp.exe"]));
-    assert_eq!(
-        browser
-            .execute(
-                "return /[\\u202A-\\u202E\\u2066-\\u2069]/.test(\
-                 document.querySelector(arguments[0]).textContent);",
-                json!([card("r1")])
-            )
-            .await,
-        json!(false),
-        "no direction control acts anywhere in the card"
-    );
+    assert_no_direction_control(&browser, &card("r1")).await;
     // A text box scrolls its own text; nothing else may be wider than its box.
-    let overflowing = "return [document.documentElement, \
-        ...document.querySelectorAll(arguments[0] + ' :not(input, textarea)')] \
-        .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth) \
-        .map((el) => `${el.tagName}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);";
-    for (width, height) in [(360, 800), (1280, 900)] {
-        browser.set_viewport_size(width, height).await;
-        let offenders = browser.execute(overflowing, json!([card("r1")])).await;
-        assert_eq!(offenders, json!([]), "at {width} px wide");
-    }
+    assert_fits_phone_and_desktop(&browser, &format!("{} :not(input, textarea)", card("r1"))).await;
 
     click_centred(&browser, &choice("r1", "pick", "y")).await;
     click_centred(&browser, &choice("r1", "many", "2")).await;
     click_centred(&browser, &submit("r1")).await;
-    let outcome = outcome(&mut agent, "answered").await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
     assert_eq!(
         outcome["response"]["content"],
         json!({"note": img, "pick": "y", "many": ["2"]})
     );
-    assert_eq!(
-        browser
-            .execute("return window.__pwned ?? null;", json!([]))
-            .await,
-        Value::Null
-    );
+    assert_nothing_ran(&browser).await;
 }
 
 /// Form cards pass axe-core, light and dark, at 360 px and desktop width: a fresh form of
@@ -969,7 +833,7 @@ async fn hostile_text_stays_inert() {
 #[tokio::test(flavor = "multi_thread")]
 async fn form_cards_pass_axe() {
     let server = TestServer::start().await;
-    let browser = open_page(&server).await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let mut schema = every_kind();
     schema["properties"]["api_key"] = json!({"type": "string", "title": "API key",
                                              "description": "From your settings page"});
@@ -1019,16 +883,10 @@ async fn form_cards_pass_axe() {
         "color": "r", "tags": ["a", "d"]}}}),
     )
     .await;
-    outcome(&mut agent, "answered").await;
-    let folded = r#"#finished article.is-folded[data-request-id="r1"]"#;
-    browser.wait_for(folded).await;
-    let summary = browser
-        .execute(
-            "return [...document.querySelectorAll(arguments[0])].map((li) => \
-               [...li.children].map((part) => part.textContent));",
-            json!([format!("{folded} .summary li")]),
-        )
-        .await;
+    outcome_as_response(&mut agent, "answered").await;
+    let folded = finished("r1");
+    browser.wait_for(&folded).await;
+    let summary = children_texts(&browser, &format!("{folded} .summary li")).await;
     assert_eq!(
         summary,
         json!([
@@ -1046,11 +904,9 @@ async fn form_cards_pass_axe() {
         "Set up your calendar",
     )
     .await;
-    browser.wait_for("#history:not([hidden])").await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
-    let entry = r#"#history li.history-entry[data-request-id="r1"]"#;
-    browser.wait_for(entry).await;
+    unfold_history(&browser).await;
+    let entry = history_entry("r1");
+    browser.wait_for(&entry).await;
     assert_text(
         &browser,
         &format!("{entry} .history-what"),

@@ -13,8 +13,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use askgate::people::Groups;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
-use serde_json::{Value, json};
+use askgate_tests::browser::page::{
+    agent_asking, card, history_entry, reload, text, unfold_history, wait_connected,
+};
+use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, test_config};
+use serde_json::json;
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -51,14 +54,9 @@ async fn personal_link(
 async fn open_link(url: &str) -> Browser {
     let browser = Browser::start().await;
     browser.goto(url).await;
-    browser.wait_for(r#"#connection[data-state="open"]"#).await;
+    wait_connected(&browser).await;
     browser.wait_for("#you:not([hidden])").await;
     browser
-}
-
-/// The card of request `id`.
-fn card(id: &str) -> String {
-    format!(r#"article[data-request-id="{id}"]"#)
 }
 
 /// The option input labelled `label` of request `id`'s question `header`.
@@ -67,34 +65,6 @@ fn option(id: &str, header: &str, label: &str) -> String {
         r#"{} fieldset[data-header="{header}"] input[value="{label}"]"#,
         card(id)
     )
-}
-
-/// The history's entry for request `id`.
-fn history_entry(id: &str) -> String {
-    format!(r#"#history li.history-entry[data-request-id="{id}"]"#)
-}
-
-/// An agent that has asked `frame` and had it accepted.
-async fn agent_asking(server: &TestServer, frame: &Value) -> WsClient {
-    let mut agent = server.agent().await;
-    agent.send(frame).await;
-    agent.recv_type("accepted").await;
-    agent
-}
-
-/// Unfolds the history and waits for it to be open.
-async fn unfold_history(browser: &Browser) {
-    browser.wait_for("#history:not([hidden])").await;
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
-}
-
-/// The text `css` shows, from its first match's `textContent`; panics if nothing matches.
-async fn text(browser: &Browser, css: &str) -> String {
-    browser
-        .text_of(css)
-        .await
-        .unwrap_or_else(|| panic!("nothing matches {css:?}"))
 }
 
 /// Whether the element `css` is rendered: neither it nor an ancestor `hidden`, `display:
@@ -185,8 +155,7 @@ async fn each_person_sees_who_answered() {
         .await;
 
     // A reloaded tab has it from the gateway, folded until unfolded.
-    bob.reload().await;
-    bob.wait_for(r#"#connection[data-state="open"]"#).await;
+    reload(&bob).await;
     bob.wait_for("#history:not([hidden]):not([open])").await;
     assert!(!shown(&bob, &entry).await, "the history starts folded");
     unfold_history(&bob).await;
@@ -394,7 +363,7 @@ async fn a_forbidden_answer_turns_the_card_read_only() {
     let bob = Browser::start().await;
     bob.run_before_each_load(FORGET_ANSWERERS).await;
     bob.goto(&bob_url).await;
-    bob.wait_for(r#"#connection[data-state="open"]"#).await;
+    wait_connected(&bob).await;
     let mut frame = ask("s", "r4", &["Color"], None);
     frame["answerers"] = json!([ALICE]);
     let mut agent = agent_asking(&server, &frame).await;

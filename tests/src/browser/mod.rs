@@ -16,9 +16,12 @@
 //! - [`driver`]: finding Chromium and chromedriver, and starting chromedriver on a free port.
 //! - [`wire`]: WebDriver's HTTP/1.1 exchanges, read and written by hand.
 //! - [`axe`]: axe-core's accessibility rules, run on the page as it is.
+//! - [`page`]: the answer page as its tests open, read and work it (a session's page, an
+//!   asking agent and its outcome, cards' selectors and texts, the frames the page sent).
 
 pub mod axe;
 mod driver;
+pub mod page;
 mod wire;
 
 use std::path::{Path, PathBuf};
