@@ -167,9 +167,7 @@ impl AskFrame {
             _ => Err(errors),
         }
     }
-}
 
-impl AskFrame {
     /// A field of the ask by name: `questions`, or one of the rest.
     fn field(&self, name: &str) -> Option<&Value> {
         match name {
@@ -181,13 +179,14 @@ impl AskFrame {
     /// The dialect's request, gathered from its fields; a field of another dialect is an
     /// error, so a request sent under the wrong name is not silently read as empty.
     fn request_of(&self, dialect: Dialect) -> Result<Value, Vec<FieldError>> {
-        let mut sent = self.rest.keys().map(String::as_str).collect::<Vec<_>>();
-        if !self.questions.is_null() {
-            sent.push("questions");
-        }
+        let sent = self
+            .rest
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(name, _)| name.as_str())
+            .chain((!self.questions.is_null()).then_some("questions"));
         let foreign: Vec<FieldError> = sent
-            .into_iter()
-            .filter(|name| dialect.is_foreign_field(name) && self.field(name).is_some())
+            .filter(|name| dialect.is_foreign_field(name))
             .map(|name| {
                 FieldError::new(
                     name,
@@ -374,8 +373,8 @@ pub struct OutcomeFrame {
 
 /// A request as tabs see it.
 ///
-/// The normalised request goes under its dialect's field name: `questions`, or `calls` for
-/// approvals.
+/// The normalised request goes under its dialect's field names: `questions`; `calls` for
+/// approvals; a form's `message`, `schema`, `fields`... at the top.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestView {
     /// The request id.

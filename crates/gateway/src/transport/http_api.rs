@@ -138,24 +138,25 @@ impl PostBody {
     fn read(body: Result<Bytes, BytesRejection>) -> Result<PostBody, ApiError> {
         let mut fields = body_object(body, "`questions` (or a tool call's `args`)")?;
         // As serde reads an `Option`: `null` is absent.
-        let mut take = |key: &str| fields.remove(key).filter(|v| !v.is_null());
-        let mut body = PostBody {
-            id: take("id"),
-            dialect: take("dialect"),
-            questions: take("questions"),
-            args: take("args"),
-            timeout_s: take("timeout_s"),
-            title: take("title"),
-            answerers: take("answerers"),
-            rest: serde_json::Map::new(),
+        let take = |fields: &mut serde_json::Map<String, Value>, key: &str| {
+            fields.remove(key).filter(|v| !v.is_null())
         };
-        body.rest = fields;
-        Ok(body)
+        Ok(PostBody {
+            id: take(&mut fields, "id"),
+            dialect: take(&mut fields, "dialect"),
+            questions: take(&mut fields, "questions"),
+            args: take(&mut fields, "args"),
+            timeout_s: take(&mut fields, "timeout_s"),
+            title: take(&mut fields, "title"),
+            answerers: take(&mut fields, "answerers"),
+            rest: fields,
+        })
     }
 }
 
-/// The body's questions: `questions`, or a harness tool call's `args`; null for a dialect
-/// whose request is `calls` (the ask's own check then names whichever field is wrong).
+/// The body's questions: `questions`, or a harness tool call's `args`; for a dialect whose
+/// request is elsewhere (`calls`, a form's fields), `questions` as sent, if at all, so that the
+/// ask's own check names it.
 fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
     let dialect = match body.dialect.as_ref().and_then(Value::as_str) {
         Some(name) => Dialect::parse(name).ok(),
