@@ -218,16 +218,46 @@ async fn every_event(nodes: &[&Node]) -> Vec<Value> {
     entries
 }
 
-/// `askgate audit ARGS...`: its exit status and standard output.
-fn audit(args: &[&str]) -> (bool, String) {
+/// What `askgate audit ARGS...` did: its exit status, and what it printed.
+struct Said {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.stdout, self.stderr)
+    }
+}
+
+fn audit(args: &[&str]) -> Said {
     let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
         .arg("audit")
         .args(args)
         .output()
         .expect("askgate audit runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    (output.status.success(), format!("{stdout}{stderr}"))
+    Said {
+        ok: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Checks an export printed exactly `entries`, one line each, and nothing else: no warning
+/// on its standard error either.
+fn assert_exported(exported: &Said, entries: &[Value]) {
+    assert!(exported.ok, "{exported}");
+    assert_eq!(
+        exported.stderr, "",
+        "an export that went well says nothing else"
+    );
+    let lines: Vec<Value> = exported
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each exported line is JSON"))
+        .collect();
+    assert_eq!(lines, entries, "the export and the streamed trail differ");
 }
 
 /// Changes one byte of `line`, in the answer it records (still valid JSON, so only the hash
@@ -246,12 +276,10 @@ async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_nam
     node.kill();
     let data_dir = data.to_str().unwrap();
 
-    let (ok, said) = audit(&["verify", "--data-dir", data_dir]);
-    assert!(ok, "{said}");
-    assert!(said.contains("every chain holds"), "{said}");
-    let (ok, exported) = audit(&["export", "--data-dir", data_dir]);
-    assert!(ok, "{exported}");
-    assert_eq!(exported.lines().count(), entries.len());
+    let said = audit(&["verify", "--data-dir", data_dir]);
+    assert!(said.ok, "{said}");
+    assert!(said.stdout.contains("every chain holds"), "{said}");
+    assert_exported(&audit(&["export", "--data-dir", data_dir]), &entries);
 
     let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
     let seq = answered["seq"].as_u64().unwrap();
@@ -275,8 +303,9 @@ async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_nam
         }
         txn.commit().unwrap();
     }
-    let (ok, said) = audit(&["verify", "--data-dir", data_dir]);
-    assert!(!ok, "a changed entry must fail verification: {said}");
+    let said = audit(&["verify", "--data-dir", data_dir]);
+    assert!(!said.ok, "a changed entry must fail verification: {said}");
+    let said = said.to_string();
     assert!(
         said.contains(&format!("session {SESSION}: entry seq {seq} ")),
         "{said}"
@@ -291,12 +320,13 @@ async fn on_redis_with_three_nodes_every_event_is_recorded_and_a_changed_byte_is
     let nodes: Vec<Node> = (0..3).map(|_| Node::start(&url, &[])).collect();
     let entries = every_event(&nodes.iter().collect::<Vec<_>>()).await;
 
-    let (ok, said) = audit(&["verify", "--store", &url]);
-    assert!(ok, "{said}");
-    assert!(said.contains("1 sessions"), "{said}");
-    let (ok, exported) = audit(&["export", "--store", &url, "--session", SESSION]);
-    assert!(ok, "{exported}");
-    assert_eq!(exported.lines().count(), entries.len());
+    let said = audit(&["verify", "--store", &url]);
+    assert!(said.ok, "{said}");
+    assert!(said.stdout.contains("1 sessions"), "{said}");
+    assert_exported(
+        &audit(&["export", "--store", &url, "--session", SESSION]),
+        &entries,
+    );
 
     let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
     let seq = answered["seq"].as_u64().unwrap();
@@ -310,8 +340,9 @@ async fn on_redis_with_three_nodes_every_event_is_recorded_and_a_changed_byte_is
             .trim(),
         "OK"
     );
-    let (ok, said) = audit(&["verify", "--store", &url]);
-    assert!(!ok, "a changed entry must fail verification: {said}");
+    let said = audit(&["verify", "--store", &url]);
+    assert!(!said.ok, "a changed entry must fail verification: {said}");
+    let said = said.to_string();
     assert!(
         said.contains(&format!("session {SESSION}: entry seq {seq} ")),
         "{said}"

@@ -149,6 +149,9 @@ impl Task {
         loop {
             match self.connected(&client, &mut commands, &mut first).await {
                 Ended::HubGone => return,
+                // The store is being dropped (a one-shot command like `askgate audit export`
+                // finishing): its connections close under the task, which is no news.
+                Ended::Lost(_) if commands.is_closed() => return,
                 Ended::Lost(why) => {
                     tracing::warn!(%why, "the redis subscription was lost; subscribing again");
                     self.set_status(Err(format!("redis subscription lost: {why}")));
@@ -390,6 +393,9 @@ impl Task {
                 }
                 _ = probes.tick() => {
                     if let Err(why) = self.probe(heard).await {
+                        if commands.is_closed() {
+                            return;
+                        }
                         tracing::warn!(%why, "the sharded subscription went silent; subscribing again");
                         self.metrics.shared.count(&self.metrics.shared.subscription_reconnects);
                         resubscribe = true;
