@@ -25,9 +25,8 @@ const SECRET_WARNING: &str = "This form asks for something that looks like a pas
                               askgate forms must not be used for secrets";
 
 /// What "Not now" says it does.
-const NOT_NOW_NOTE: &str = "Not now puts this away in this tab without answering. The request \
-                            stays open: when it times out or the agent withdraws it, the MCP \
-                            server is told you cancelled.";
+const NOT_NOW_NOTE: &str = "Not now closes this without answering or refusing: the MCP server \
+                            is told you cancelled, and may ask again later.";
 
 /// A schema with one property of each kind: a text with lengths, an email, a web address, a
 /// date (with a default), a date and time (with a default), a whole number with bounds (and a
@@ -478,17 +477,19 @@ async fn problems_are_named_beside_their_field_before_sending() {
     );
 }
 
-/// Decline sends `decline`, and the server is told `decline`. "Not now" sends nothing at all:
-/// it puts the card away in this tab (saying so, with a way back), the request stays open,
-/// and when its deadline passes the server is told `cancel`.
+/// MCP's two ways to say no, at the click: Decline (pressed twice) sends `decline` and the
+/// server is told `decline`; "Not now" (pressed once) sends `decline` with `dismiss` and the
+/// server is told `cancel`, long before the request's deadline. Each ended card says which the
+/// server was told, and so does another tab watching.
 #[tokio::test(flavor = "multi_thread")]
-async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
+async fn decline_declines_and_not_now_cancels_at_the_click() {
     let server = TestServer::start().await;
     let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let (mut watcher, _) = server.tab("s").await;
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
     let mut first = agent_asking(&server, &form_ask("r1", &schema)).await;
     let mut later = form_ask("r2", &schema);
-    later["timeout_s"] = json!(4);
+    later["timeout_s"] = json!(3600);
     let mut second = agent_asking(&server, &later).await;
 
     let not_now = format!("{} .not-now", card("r2"));
@@ -503,33 +504,24 @@ async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
         .await;
     assert_eq!(described, json!(NOT_NOW_NOTE));
     click_centred(&browser, &not_now).await;
-    browser
-        .wait_for(&format!("{}.is-put-off", card("r2")))
-        .await;
-    assert!(!visible(&browser, &field("r2", "ok")).await, "put away");
-    assert!(!visible(&browser, &submit("r2")).await, "put away");
-    let back = format!("{} .put-off-back", card("r2"));
-    assert!(visible(&browser, &back).await);
+    let cancelled = outcome_as_response(&mut second, "declined").await;
+    assert_eq!(cancelled["response"], json!({"action": "cancel"}));
     assert_eq!(
-        browser
-            .execute(
-                "return document.activeElement === document.querySelector(arguments[0]);",
-                json!([back])
-            )
-            .await,
-        json!(true),
-        "focus goes to the way back"
+        frames_about(&browser, "r2").await,
+        json!([{"type": "decline", "id": "r2", "dismiss": true}]),
+        "one press of Not now sends one dismissal"
     );
-    // The way back shows it again; "Not now" puts it away again.
-    browser.click(&back).await;
+    let ended = format!(r#"{}[data-state="declined"] .card-status"#, card("r2"));
     browser
-        .wait_for(&format!("{}:not(.is-put-off)", card("r2")))
+        .wait_for_text(&ended, "Not now: the MCP server was told you cancelled.")
         .await;
-    assert!(visible(&browser, &field("r2", "ok")).await);
-    click_centred(&browser, &not_now).await;
-    browser
-        .wait_for(&format!("{}.is-put-off", card("r2")))
-        .await;
+    let resolved = watcher.recv_until("resolved").await;
+    assert_eq!(resolved["id"], "r2", "{resolved}");
+    assert_eq!(
+        resolved["response"],
+        json!({"action": "cancel"}),
+        "{resolved}"
+    );
 
     decline_centred(&browser, "r1").await;
     let declined = outcome_as_response(&mut first, "declined").await;
@@ -538,26 +530,12 @@ async fn decline_declines_and_not_now_leaves_it_to_the_deadline() {
         frames_about(&browser, "r1").await,
         json!([{"type": "decline", "id": "r1"}])
     );
-
-    let cancelled = outcome_as_response(&mut second, "timed_out").await;
-    assert_eq!(cancelled["response"], json!({"action": "cancel"}));
-    assert_eq!(
-        frames_about(&browser, "r2").await,
-        json!([]),
-        "Not now sent nothing"
-    );
-    // Ended, the card shows how, not the put-off line.
-    let ended = format!(r#"{}[data-state="timed_out"]"#, card("r2"));
     browser
-        .wait_for_text(&format!("{ended} .card-status"), "Timed out")
-        .await;
-    let put_off_shown = browser
-        .execute(
-            "return [...document.querySelectorAll('.put-off')].filter((e) => e.checkVisibility()).length;",
-            json!([]),
+        .wait_for_text(
+            &format!(r#"{}[data-state="declined"] .card-status"#, card("r1")),
+            "The MCP server was told you declined.",
         )
         .await;
-    assert_eq!(put_off_shown, json!(0));
 }
 
 /// What the gateway refuses inside the content is shown beside the field it names, and the
@@ -827,8 +805,8 @@ async fn hostile_text_stays_inert() {
 }
 
 /// Form cards pass axe-core, light and dark, at 360 px and desktop width: a fresh form of
-/// every kind with a secret warning, the same with its problems shown, a URL card, a card put
-/// off with "Not now", a card this tab may only watch, and a form answered in another tab,
+/// every kind with a secret warning, the same with its problems shown, a URL card, a card
+/// closed with "Not now", a card this tab may only watch, and a form answered in another tab,
 /// folded with what was answered, with the history unfolded.
 #[tokio::test(flavor = "multi_thread")]
 async fn form_cards_pass_axe() {
@@ -862,9 +840,12 @@ async fn form_cards_pass_axe() {
     assert_accessible(&browser, "a URL card").await;
     click_centred(&browser, &format!("{} .not-now", card("u1"))).await;
     browser
-        .wait_for(&format!("{}.is-put-off", card("u1")))
+        .wait_for_text(
+            &format!(r#"{}[data-state="declined"] .card-status"#, card("u1")),
+            "Not now: the MCP server was told you cancelled.",
+        )
         .await;
-    assert_accessible(&browser, "a card put off").await;
+    assert_accessible(&browser, "a card closed with Not now").await;
 
     // Someone else's form: this tab may only watch it.
     let mut watched = form_ask("r2", &every_kind());

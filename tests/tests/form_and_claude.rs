@@ -96,6 +96,68 @@ async fn decline_is_decline_and_a_timeout_or_withdrawal_is_cancel() {
     );
 }
 
+/// "Not now" (a `decline` with `dismiss`) gives a form's server `cancel` at once, recorded as
+/// the person's decline; in a dialect with one way to say no it is a decline; `dismiss` must
+/// be a boolean.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dismissal_is_cancel_for_a_form_and_a_decline_elsewhere() {
+    let server = TestServer::start().await;
+    let (mut agent, mut tab, _) = asked(&server, &form_ask("f1", Some(3600.0))).await;
+    tab.send(&json!({"type": "decline", "id": "f1", "dismiss": true}))
+        .await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(
+        (outcome["outcome"].as_str(), &outcome["response"]),
+        (Some("declined"), &json!({"action": "cancel"})),
+        "{outcome}"
+    );
+    assert!(
+        outcome["by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with("t-")),
+        "a tab's ending names the tab: {outcome}"
+    );
+    let resolved = tab.recv_until("resolved").await;
+    assert_eq!(resolved["response"], json!({"action": "cancel"}));
+
+    let (mut agent, mut tab, _) = asked(&server, &form_ask("f2", None)).await;
+    tab.send(&json!({"type": "decline", "id": "f2", "dismiss": false}))
+        .await;
+    assert_eq!(
+        agent.recv_until("outcome").await["response"],
+        json!({"action": "decline"})
+    );
+
+    let (mut agent, mut tab, _) = asked(&server, &claude_ask("c1")).await;
+    tab.send(&json!({"type": "decline", "id": "c1", "dismiss": true}))
+        .await;
+    assert_eq!(
+        agent.recv_until("outcome").await["response"],
+        json!({"behavior": "deny", "message": "The person declined to answer."})
+    );
+    let question = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    let (mut agent, mut tab, _) = asked(&server, &question).await;
+    tab.send(&json!({"type": "decline", "id": "h1", "dismiss": true}))
+        .await;
+    assert_eq!(
+        agent.recv_until("outcome").await["response"],
+        json!({"answers": [], "cancelled": true})
+    );
+
+    let (_agent, mut tab, _) = asked(&server, &form_ask("f3", None)).await;
+    tab.send(&json!({"type": "decline", "id": "f3", "dismiss": "yes"}))
+        .await;
+    let error = tab.recv_until("error").await;
+    assert_eq!(error["code"], "bad_frame", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("expected a boolean"),
+        "{error}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_url_request_over_http() {
     let server = TestServer::start().await;

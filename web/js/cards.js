@@ -89,8 +89,8 @@ function buildActions(rec) {
     }
     (dialect.actions ? dialect.actions(rec.view) : []).forEach((action, i) => {
       const button = actions.appendChild(make('button', action.className, action.label, { type: 'button' }));
-      button.addEventListener('click', () => (action.local
-        ? action.local(rec)
+      button.addEventListener('click', () => (action.dismiss
+        ? sendDecline(rec, true)
         : sendResponse(rec, () => action.response(rec), action.sent)));
       if (action.note) {
         const note = make('p', 'action-note', action.note, { id: rec.prefix + '-action' + i });
@@ -205,10 +205,17 @@ function onDeclineClick(rec, event) {
   if (!rec.declineArmed) return armDecline(rec);
   // The second click of a double-click belongs to the first press: it confirms nothing.
   if (event.detail > 1) return;
+  sendDecline(rec, false);
+}
+
+// A decline, or with `dismiss` a request put aside (a form's "Not now", which the MCP server
+// hears as `cancel`).
+function sendDecline(rec, dismiss) {
+  if (rec.phase !== 'open' || rec.readOnly) return;
   disarmDecline(rec);
   clearServerErrors(rec);
   renderErrors(rec);
-  sendFor(rec, { type: 'decline', id: rec.id });
+  sendFor(rec, dismiss ? { type: 'decline', id: rec.id, dismiss: true } : { type: 'decline', id: rec.id });
 }
 
 function armDecline(rec) {
@@ -303,6 +310,9 @@ export function finalize(rec, ending) {
   const summary = end.outcome === 'answered' && !end.here && rec.supported &&
     rec.dialect.summarize(rec, end.response);
   if (summary) rec.statusEl.appendChild(summary);
+  const declined = end.outcome === 'declined' && rec.supported && rec.dialect.declined &&
+    rec.dialect.declined(end.response);
+  if (declined) rec.statusEl.append(' ', make('span', 'status-detail', declined));
   announce(text + (rec.view.title ? ': ' + rec.view.title : '') + '.');
 }
 

@@ -9,7 +9,7 @@ import {
   refusalText, summarizeApproval,
 } from './approval.js';
 import {
-  FORM_INCOMPLETE, buildFormItem, formActions, formHint, formItems, formNote, formResponse,
+  FORM_INCOMPLETE, buildFormItem, formActions, formDeclined, formHint, formItems, formNote, formResponse,
   formSubmits, placeFormRefusal, readFormItem, revealForm, summarizeForm,
 } from './form.js';
 import {
@@ -29,7 +29,8 @@ const QUESTION_HINT = 'Enter submits · Ctrl+Enter inside a text box · keys 1�
 // null for none), `submits(view)` (false: no Submit button), `actions` (more buttons beside
 // Submit, each {label, className, note?} and either `response(rec)` (the answer it sends;
 // null sends nothing) with `sent(rec)` (run once it is sent, on the same click), or
-// `local(rec)` (it sends nothing)), `reveal(rec)` (Submit stays enabled, and pressing it on
+// `dismiss: true` (it sends a decline that puts the request aside)), `declined(response)`
+// (words added to a declined card's ending, from what the agent was given), `reveal(rec)` (Submit stays enabled, and pressing it on
 // an incomplete answer makes every record say what it lacks), `place(rec, path)` (which
 // record a gateway's refusal at `path` is about: {index, rest}, or null for the whole
 // answer) and `refusal(rest, message)` (the words of a refusal inside one answer, `rest`
@@ -57,7 +58,7 @@ export const DIALECTS = {
   form: {
     items: formItems, build: buildFormItem, read: readFormItem, summarize: summarizeForm,
     respond: formResponse, note: formNote, hint: formHint, submits: formSubmits,
-    actions: formActions, reveal: revealForm, place: placeFormRefusal,
+    actions: formActions, declined: formDeclined, reveal: revealForm, place: placeFormRefusal,
     incomplete: FORM_INCOMPLETE,
   },
   claude: {

@@ -9,20 +9,20 @@
  * said beside it, checked here with the gateway's rules before anything is sent. The tab
  * answers `{"content": {NAME: value, ...}}` (URL mode: `{"content": {}}`), or declines.
  *
- * "Not now" sends nothing: the protocol has no frame for MCP's `cancel`. It only puts the
- * card away in this tab; the request stays open, and its deadline (or the agent withdrawing
- * it) tells the server `cancel`.
+ * Decline and "Not now" both end the request, as MCP tells them apart: Decline (pressed
+ * twice) is a refusal, `{"action": "decline"}`; "Not now" (one press) is a `decline` frame
+ * with `dismiss`, which the server hears as `{"action": "cancel"}`, as it does a deadline or
+ * a withdrawal.
  */
 
 import { make, pickList, shorten } from './page.js';
-import { announce } from './status.js';
 import { buildField, readField, valueText } from './formfields.js';
 
 export const SECRET_WARNING = 'This form asks for something that looks like a password or key — ' +
   'askgate forms must not be used for secrets.';
 export const FORM_INCOMPLETE = 'Fill in every required field, and fix anything marked, to submit.';
-const NOT_NOW_NOTE = 'Not now puts this away in this tab without answering. The request stays ' +
-  'open: when it times out or the agent withdraws it, the MCP server is told you cancelled.';
+const NOT_NOW_NOTE = 'Not now closes this without answering or refusing: the MCP server is ' +
+  'told you cancelled, and may ask again later.';
 const OPEN_NOTE = 'Open and continue opens the address in a new tab and tells the MCP server ' +
   'you agreed to continue there.';
 
@@ -140,7 +140,7 @@ export const formHint = (view) => (isUrlMode(view) ? null
 
 // The buttons beside Submit (or, in URL mode, instead of it).
 export function formActions(view) {
-  const notNow = { label: 'Not now', className: 'not-now', local: putOff, note: NOT_NOW_NOTE };
+  const notNow = { label: 'Not now', className: 'not-now', dismiss: true, note: NOT_NOW_NOTE };
   if (!isUrlMode(view)) return [notNow];
   return [
     { label: 'Open and continue', className: 'submit open-url', response: openResponse, sent: openUrl, note: OPEN_NOTE },
@@ -170,30 +170,14 @@ function openUrl(rec) {
   window.open(String(rec.view.url), '_blank', 'noopener,noreferrer');
 }
 
-/* ---------- "Not now" ---------- */
+/* ---------- how it was declined ---------- */
 
-// Puts the card away in this tab: only its first line, its countdown, and a way back stay.
-function putOff(rec) {
-  if (rec.phase !== 'open') return;
-  if (!rec.putOffEl) {
-    rec.putOffEl = make('div', 'put-off');
-    const back = make('button', 'ghost put-off-back', 'Show it again', { type: 'button' });
-    back.addEventListener('click', () => bringBack(rec));
-    rec.putOffEl.append(make('p', 'put-off-text',
-      'Put off for now, without answering. It stays open until it times out or the agent ' +
-      'withdraws it; then the MCP server is told you cancelled.'), back);
-    rec.el.insertBefore(rec.putOffEl, rec.waitingEl);
-  }
-  rec.el.classList.add('is-put-off');
-  rec.putOffEl.querySelector('button').focus();
-  announce('Put off for now. Nothing was sent.');
-}
-
-function bringBack(rec) {
-  rec.el.classList.remove('is-put-off');
-  const first = rec.el.querySelector('.form-field input:not(:disabled), .form-field textarea:not(:disabled)') ||
-    rec.el.querySelector('.card-actions button:not(:disabled)');
-  if (first) first.focus();
+// What a declined card adds to its ending: which of MCP's two the server was told.
+export function formDeclined(response) {
+  const action = response && response.action;
+  if (action === 'cancel') return 'Not now: the MCP server was told you cancelled.';
+  if (action === 'decline') return 'The MCP server was told you declined.';
+  return null;
 }
 
 /* ---------- the gateway's refusals, beside their field ---------- */

@@ -562,6 +562,10 @@ pub enum FromTab {
     Decline {
         /// The request.
         id: String,
+        /// The person put it aside rather than refused it (a form's "Not now"): the dialect
+        /// settles it as dismissed, where it tells the two apart (MCP's `cancel`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dismiss: bool,
     },
     /// Asks for the session's recent history (answered by `history`).
     History,
@@ -668,5 +672,23 @@ mod tests {
                 tab: None
             }
         );
+    }
+
+    #[test]
+    fn a_decline_dismisses_only_when_it_says_so() {
+        let plain: FromTab = serde_json::from_str(r#"{"type":"decline","id":"r1"}"#).unwrap();
+        let dismissed: FromTab =
+            serde_json::from_str(r#"{"type":"decline","id":"r1","dismiss":true}"#).unwrap();
+        let decline = |dismiss| FromTab::Decline {
+            id: "r1".into(),
+            dismiss,
+        };
+        assert_eq!((plain, dismissed), (decline(false), decline(true)));
+        assert_eq!(
+            serde_json::to_string(&decline(false)).unwrap(),
+            r#"{"type":"decline","id":"r1"}"#
+        );
+        let wrong = serde_json::from_str::<FromTab>(r#"{"type":"decline","id":"r1","dismiss":1}"#);
+        assert!(wrong.is_err());
     }
 }

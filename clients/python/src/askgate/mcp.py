@@ -25,8 +25,8 @@ elicitation_callback=...)`, on both protocol versions the SDK speaks: a standalo
 - URL mode: the person sees the message and the full URL (its host highlighted), and accepting
   is consent to open it: `ElicitResult(action="accept")`. The link is never opened here;
 - the person **declines**: `ElicitResult(action="decline")`;
-- the request's **deadline** (`timeout_s`) passes unanswered, or someone withdraws it:
-  `ElicitResult(action="cancel")`.
+- the person presses **Not now**, the request's **deadline** (`timeout_s`) passes unanswered,
+  or someone withdraws it: `ElicitResult(action="cancel")`.
 
 The card names the server that asks: `server=`, or else the name the server gave in its
 initialize (or discover) result. The outcome is acknowledged only once the `ElicitResult` is

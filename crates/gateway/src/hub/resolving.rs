@@ -39,8 +39,12 @@ pub(super) enum Ending {
         person: Person,
         response: Value,
     },
-    /// A tab declined.
-    Decline { tab: TabId, person: Person },
+    /// A tab declined, or with `dismiss` put it aside.
+    Decline {
+        tab: TabId,
+        person: Person,
+        dismiss: bool,
+    },
     /// The deadline passed.
     TimedOut,
     /// The agent withdrew it.
@@ -119,14 +123,16 @@ impl TabHandle {
         self.end(id, "answer", ending).await
     }
 
-    /// A `decline` from this tab. `None` if it won; else the `answer_rejected` frame for it.
-    pub async fn decline(&self, id: &str) -> Option<Frame> {
+    /// A `decline` from this tab (with `dismiss`: put aside, not refused). `None` if it won;
+    /// else the `answer_rejected` frame for it.
+    pub async fn decline(&self, id: &str, dismiss: bool) -> Option<Frame> {
         self.end(
             id,
             "decline",
             Ending::Decline {
                 tab: self.tab.clone(),
                 person: self.person.clone(),
+                dismiss,
             },
         )
         .await
@@ -249,8 +255,16 @@ impl Hub {
                     .map_err(Refusal::DoesNotFit)?,
                 Some((tab, person)),
             ),
-            Ending::Decline { tab, person } => (
-                entry.questions.settle_without_answer(Outcome::Declined),
+            Ending::Decline {
+                tab,
+                person,
+                dismiss,
+            } => (
+                if *dismiss {
+                    entry.questions.settle_dismissed()
+                } else {
+                    entry.questions.settle_without_answer(Outcome::Declined)
+                },
                 Some((tab, person)),
             ),
             Ending::TimedOut => (

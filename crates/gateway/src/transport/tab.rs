@@ -158,7 +158,7 @@ async fn serve(
 async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Frame> {
     match serde_json::from_str::<FromTab>(text) {
         Ok(FromTab::Answer { id, response }) => handle.answer(&id, response).await,
-        Ok(FromTab::Decline { id }) => handle.decline(&id).await,
+        Ok(FromTab::Decline { id, dismiss }) => handle.decline(&id, dismiss).await,
         Ok(FromTab::History) => Some(handle.history().await),
         Ok(FromTab::Hello { .. }) => Some(error_frame("bad_frame", "hello was already said")),
         Err(e) => Some(error_frame("bad_frame", &format!("not a tab frame: {e}"))),

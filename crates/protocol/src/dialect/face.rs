@@ -49,6 +49,13 @@ pub trait Validated: Debug + Send + Sync + 'static {
     /// [`Settlement::withdrawn`]).
     fn settle_unanswered(&self, outcome: Outcome) -> Settlement;
 
+    /// What the agent receives when the person put the request aside without refusing it (a
+    /// decline with `dismiss`). A dialect whose framework has no such ending settles it as a
+    /// decline.
+    fn settle_dismissed(&self) -> Settlement {
+        self.settle_unanswered(Outcome::Declined)
+    }
+
     /// The concrete type, for tests and tools that know which dialect they hold.
     fn as_any(&self) -> &dyn Any;
 }

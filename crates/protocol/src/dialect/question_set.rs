@@ -60,6 +60,12 @@ impl QuestionSet {
             _ => self.validated.settle_unanswered(outcome),
         }
     }
+
+    /// The settlement of a request the person dismissed: a decline, in the dialect's words
+    /// for "not now" where it has them.
+    pub fn settle_dismissed(&self) -> Settlement {
+        self.validated.settle_dismissed()
+    }
 }
 
 /// Two sets are the same request when their dialects and normalised forms are.

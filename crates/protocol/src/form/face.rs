@@ -67,6 +67,11 @@ impl Validated for Form {
         elicit_result(outcome, json!({ "action": action }))
     }
 
+    /// MCP tells a refusal (`decline`) from a dismissal (`cancel`): "Not now" is the latter.
+    fn settle_dismissed(&self) -> Settlement {
+        elicit_result(Outcome::Declined, json!({ "action": "cancel" }))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
