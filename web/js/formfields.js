@@ -17,14 +17,12 @@
 
 import { make } from './page.js';
 import { updateReadiness } from './cards.js';
+import { isEmail, isUri } from './formats.js';
 
 const KINDS = ['text', 'email', 'uri', 'date', 'date-time', 'number', 'integer', 'boolean', 'choice', 'choices'];
 // A text that may be this long gets a text area, not a one-line box.
 const LONG_TEXT = 200;
-// The gateway's formats: an email address is `local@domain.tld`, a web address `scheme:rest`,
-// neither with spaces or control characters; a date's year has four digits.
-const SPACE_OR_CONTROL_RE = /[\s\p{Cc}]/u;
-const SCHEME_RE = /^[A-Za-z][A-Za-z0-9+.-]*:./su;
+// A date's year has four digits (e-mail addresses and URIs: formats.js).
 const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
 const LOCAL_DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/;
 
@@ -246,18 +244,6 @@ function withOffset(local) {
   const sign = offset < 0 ? '-' : '+';
   const abs = Math.abs(offset);
   return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] || '00'}${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
-}
-
-function isEmail(text) {
-  const at = text.lastIndexOf('@');
-  const local = text.slice(0, at);
-  const domain = text.slice(at + 1);
-  return at > 0 && !local.includes('@') && domain.includes('.') && !domain.startsWith('.') &&
-    !domain.endsWith('.') && !SPACE_OR_CONTROL_RE.test(text);
-}
-
-function isUri(text) {
-  return SCHEME_RE.test(text) && !SPACE_OR_CONTROL_RE.test(text);
 }
 
 // The field's value: {value}, {empty: true} or {problem}.

@@ -21,8 +21,9 @@
  *       argcheck.js    the JSON Schema keywords askgate checks an edit against
  *     form.js        MCP elicitation: which server asks, its message, a warning when a field
  *                    looks like a secret; a form, or a web address shown whole and opened
- *                    only on "Open and continue"; "Not now" puts it away, sending nothing
+ *                    only on "Open and continue"; "Not now" tells the server `cancel`
  *       formfields.js  one field of the form: its input, default, required mark and checks
+ *       formats.js     e-mail addresses and URIs, checked exactly as the gateway does
  *     claude.js      Claude Agent SDK's AskUserQuestion: options, multi-select, an "Other…"
  *                    text per question, and an answer in one's own words instead
  *   finished.js    the list of finished cards (folded until dismissed, the dismissals kept

@@ -114,6 +114,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/formfields.js"),
     ),
     (
+        "js/formats.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/formats.js"),
+    ),
+    (
         "js/claude.js",
         JAVASCRIPT,
         include_str!("../../../web/js/claude.js"),

@@ -281,7 +281,13 @@ impl Browser {
     }
 
     /// Waits until the first element matching `css` has `text` in its `textContent`.
+    ///
+    /// `text` is not empty: [`wait_for_no_text`](Self::wait_for_no_text) waits for that.
     pub async fn wait_for_text(&self, css: &str, text: &str) {
+        assert!(
+            !text.is_empty(),
+            "every text contains \"\": use wait_for_no_text"
+        );
         let script = "const el = document.querySelector(arguments[0]); \
                       return el !== null && el.textContent.includes(arguments[1]);";
         let deadline = Instant::now() + WAIT_TIMEOUT;
@@ -294,6 +300,23 @@ impl Browser {
                 panic!(
                     "waited {WAIT_TIMEOUT:?} for {css:?} to contain {text:?}; it holds {seen:?}"
                 );
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+
+    /// Waits until the element matching `css` is there and holds no text at all.
+    pub async fn wait_for_no_text(&self, css: &str) {
+        let script = "const el = document.querySelector(arguments[0]); \
+                      return el !== null && el.textContent === '';";
+        let deadline = Instant::now() + WAIT_TIMEOUT;
+        loop {
+            if let Ok(Value::Bool(true)) = self.try_execute(script, &json!([css])).await {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let seen = self.text_of(css).await;
+                panic!("waited {WAIT_TIMEOUT:?} for {css:?} to be empty; it holds {seen:?}");
             }
             tokio::time::sleep(POLL_EVERY).await;
         }

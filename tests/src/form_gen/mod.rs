@@ -89,7 +89,8 @@ const NAMES: [&str; 16] = [
 
 const TEXT_CHARS: [char; 10] = ['a', 'Z', ' ', 'é', '🎉', '\u{301}', '7', '-', '中', '\''];
 
-const EMAILS: [&str; 6] = [
+/// Good e-mail addresses, as the SDK takes them.
+pub const EMAILS: [&str; 6] = [
     "a@b.co",
     "first.last+tag@example.com",
     "é@x.co",
@@ -97,7 +98,8 @@ const EMAILS: [&str; 6] = [
     "user@sub.example.org",
     "a!#$&'*/=?^`{|}~@x.co",
 ];
-const EMAIL_EDGES: [&str; 30] = [
+/// Edge e-mail addresses (some good, most not), as the SDK takes them.
+pub const EMAIL_EDGES: [&str; 30] = [
     "a@b",
     "A <a@b.co>",
     "a..b@x.co",
@@ -129,7 +131,8 @@ const EMAIL_EDGES: [&str; 30] = [
     "a@",
     "a b@x.co",
 ];
-const URLS: [&str; 6] = [
+/// Good URIs, as the SDK takes them.
+pub const URLS: [&str; 6] = [
     "https://example.com",
     "https://x.y/a?b=c#d",
     "mailto:a@b.c",
@@ -137,7 +140,8 @@ const URLS: [&str; 6] = [
     "file:///etc/hosts",
     "http://127.0.0.1:8080/",
 ];
-const URL_EDGES: [&str; 24] = [
+/// Edge URIs (some good, most not), as the SDK takes them.
+pub const URL_EDGES: [&str; 24] = [
     "https://x",
     "example.com",
     "http://",
