@@ -92,7 +92,10 @@ pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState
     let (store, config): (Arc<dyn Store>, Cow<'_, Config>) = match &config.store {
         StoreKind::Memory => (Arc::new(MemoryStore::new()), Cow::Borrowed(config)),
         StoreKind::Embedded => (
-            Arc::new(DurableStore::open(&config.data_dir)?),
+            Arc::new(DurableStore::open_counted(
+                &config.data_dir,
+                Arc::clone(&metrics.store_writes),
+            )?),
             Cow::Borrowed(config),
         ),
         StoreKind::Redis(url) => {

@@ -24,6 +24,16 @@ const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
+/// What the embedded store's writer did: one transaction per group of commits, and how many
+/// of those waited for `fdatasync` (a group of deletions alone does not).
+#[derive(Debug, Default)]
+pub struct StoreWrites {
+    /// Transactions committed.
+    pub transactions: AtomicU64,
+    /// Of those, the ones that waited for a sync.
+    pub synced: AtomicU64,
+}
+
 /// The gateway's instruments.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -62,6 +72,8 @@ pub struct Metrics {
     /// Store commits, from handing the operations over to their being durable (queueing for
     /// the writer included: that is what a request waits for).
     store_commits: Histogram<12>,
+    /// The embedded store's transactions, and how many waited for a sync.
+    pub store_writes: std::sync::Arc<StoreWrites>,
     /// Redis: round trips, script outcomes, resnapshots, subscriptions, sweeps.
     pub shared: SharedMetrics,
 }
@@ -174,6 +186,16 @@ impl Metrics {
                 "askgate_rejected_answers_total",
                 "Answers rejected.",
                 &self.rejected_answers,
+            ),
+            (
+                "askgate_store_transactions_total",
+                "Transactions the embedded store committed (each holds a group of commits).",
+                &self.store_writes.transactions,
+            ),
+            (
+                "askgate_store_syncs_total",
+                "Of those, the ones that waited for the disk (fdatasync).",
+                &self.store_writes.synced,
             ),
         ];
         for (name, help, value) in counters {

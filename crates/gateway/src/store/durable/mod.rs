@@ -12,6 +12,7 @@
 //! has no trail yet.)
 
 mod trails;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,10 +23,9 @@ use tokio::sync::oneshot;
 
 use askgate_protocol::SessionId;
 
-use self::trails::{AUDIT, HEADS, TrailTables};
+use self::writer::Job;
 use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
-use crate::audit::Note;
-use crate::clock::now_ms;
+use crate::metrics::StoreWrites;
 
 /// The on-disk format this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
@@ -35,17 +35,9 @@ pub const FILE_NAME: &str = "askgate.redb";
 /// audit trails' size, which only grows; the kernel's page cache still keeps the file's hot
 /// pages, outside the process.
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
-/// Most commits folded into one transaction.
-const MAX_GROUP: usize = 4096;
 
 const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("requests");
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
-
-/// One caller's operations and where to report the commit.
-struct Job {
-    ops: Vec<StoreOp>,
-    done: oneshot::Sender<Result<(), StoreError>>,
-}
 
 /// Requests and outcomes in a redb file, written with group commit.
 pub struct DurableStore {
@@ -54,6 +46,8 @@ pub struct DurableStore {
     jobs: Option<std_mpsc::Sender<Job>>,
     /// The writer thread, joined on drop so the file is closed when the store is gone.
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Its transactions and syncs.
+    counts: Arc<StoreWrites>,
     path: PathBuf,
 }
 
@@ -85,6 +79,14 @@ impl DurableStore {
     /// The directory cannot be created or written, the file is not an askgate store, or it
     /// holds another format version.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        Self::open_counted(data_dir, Arc::default())
+    }
+
+    /// [`open`](Self::open), counting the writer's transactions and syncs into `counts`.
+    ///
+    /// # Errors
+    /// As for [`open`](Self::open).
+    pub fn open_counted(data_dir: &Path, counts: Arc<StoreWrites>) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
             err(
                 &format!("creating the data directory {}", data_dir.display()),
@@ -100,16 +102,23 @@ impl DurableStore {
         let db = Arc::new(db);
         let (jobs, queue) = std_mpsc::channel::<Job>();
         let writer_db = Arc::clone(&db);
+        let writer_counts = Arc::clone(&counts);
         let writer = std::thread::Builder::new()
             .name("askgate-store".into())
-            .spawn(move || write_loop(&writer_db, &queue))
+            .spawn(move || writer::write_loop(&writer_db, &queue, &writer_counts))
             .map_err(|e| err("starting the store's writer thread", e))?;
         Ok(DurableStore {
             db,
             jobs: Some(jobs),
             writer: Some(writer),
+            counts,
             path,
         })
+    }
+
+    /// The writer's transactions so far, and how many of them waited for a sync.
+    pub fn commits(&self) -> &StoreWrites {
+        &self.counts
     }
 
     /// The database file.
@@ -151,96 +160,6 @@ fn check_format(db: &Database, path: &Path) -> Result<(), StoreError> {
     }
     txn.commit()
         .map_err(|e| err(&format!("writing to {}", path.display()), e))
-}
-
-/// The writer thread: takes a job, folds in every job already waiting, commits once.
-fn write_loop(db: &Database, queue: &std_mpsc::Receiver<Job>) {
-    while let Ok(first) = queue.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
-        let result = commit_group(db, &group);
-        for job in group {
-            let _ = job.done.send(result.clone().map_err(StoreError));
-        }
-    }
-}
-
-fn commit_group(db: &Database, group: &[Job]) -> Result<(), String> {
-    let txn = db
-        .begin_write()
-        .map_err(|e| format!("starting a transaction: {e}"))?;
-    {
-        let mut table = txn
-            .open_table(REQUESTS)
-            .map_err(|e| format!("opening the requests table: {e}"))?;
-        let mut trails = TrailTables {
-            entries: txn
-                .open_table(AUDIT)
-                .map_err(|e| format!("opening the audit table: {e}"))?,
-            heads: txn
-                .open_table(HEADS)
-                .map_err(|e| format!("opening the audit heads: {e}"))?,
-        };
-        let now = now_ms();
-        for op in group.iter().flat_map(|job| &job.ops) {
-            if let Some(note) = Note::of(op, now) {
-                trails.record(&note)?;
-            }
-            if let StoreOp::DropStaleTrails { before_ms } = op {
-                trails.drop_stale(*before_ms)?;
-            }
-            apply(&mut table, op)?;
-        }
-    }
-    txn.commit().map_err(|e| format!("committing: {e}"))
-}
-
-fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Result<(), String> {
-    match op {
-        StoreOp::Put(request) => {
-            let bytes = serde_json::to_vec(request).map_err(|e| format!("encoding: {e}"))?;
-            table
-                .insert(
-                    (request.session.as_str(), request.id.as_str()),
-                    bytes.as_slice(),
-                )
-                .map_err(|e| format!("writing a request: {e}"))?;
-        }
-        StoreOp::Resolve {
-            session,
-            id,
-            resolution,
-            ..
-        } => {
-            let key = (session.as_str(), id.as_str());
-            let current = table
-                .get(key)
-                .map_err(|e| format!("reading a request: {e}"))?
-                .map(|v| v.value().to_vec());
-            if let Some(bytes) = current {
-                let mut request: StoredRequest = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("decoding a request: {e}"))?;
-                request.resolution = Some(resolution.clone());
-                let bytes = serde_json::to_vec(&request).map_err(|e| format!("encoding: {e}"))?;
-                table
-                    .insert(key, bytes.as_slice())
-                    .map_err(|e| format!("writing a resolution: {e}"))?;
-            }
-        }
-        StoreOp::Delete { session, id, .. } => {
-            table
-                .remove((session.as_str(), id.as_str()))
-                .map_err(|e| format!("deleting a request: {e}"))?;
-        }
-        // Trail changes only, made by the caller.
-        StoreOp::Note(_) | StoreOp::DropStaleTrails { .. } => {}
-    }
-    Ok(())
 }
 
 impl Store for DurableStore {
