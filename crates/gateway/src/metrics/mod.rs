@@ -24,14 +24,12 @@ const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-/// What the embedded store's writer did: one transaction per group of commits, and how many
-/// of those waited for `fdatasync` (a group of deletions alone does not).
+/// What the embedded store's writer did: one transaction, and one `fdatasync`, per group of
+/// commits.
 #[derive(Debug, Default)]
 pub struct StoreWrites {
     /// Transactions committed.
     pub transactions: AtomicU64,
-    /// Of those, the ones that waited for a sync.
-    pub synced: AtomicU64,
 }
 
 /// The gateway's instruments.
@@ -72,7 +70,7 @@ pub struct Metrics {
     /// Store commits, from handing the operations over to their being durable (queueing for
     /// the writer included: that is what a request waits for).
     store_commits: Histogram<12>,
-    /// The embedded store's transactions, and how many waited for a sync.
+    /// The embedded store's transactions.
     pub store_writes: std::sync::Arc<StoreWrites>,
     /// Redis: round trips, script outcomes, resnapshots, subscriptions, sweeps.
     pub shared: SharedMetrics,
@@ -189,13 +187,8 @@ impl Metrics {
             ),
             (
                 "askgate_store_transactions_total",
-                "Transactions the embedded store committed (each holds a group of commits).",
+                "Transactions the embedded store committed, each a group of commits and one fdatasync.",
                 &self.store_writes.transactions,
-            ),
-            (
-                "askgate_store_syncs_total",
-                "Of those, the ones that waited for the disk (fdatasync).",
-                &self.store_writes.synced,
             ),
         ];
         for (name, help, value) in counters {

@@ -46,7 +46,7 @@ pub struct DurableStore {
     jobs: Option<std_mpsc::Sender<Job>>,
     /// The writer thread, joined on drop so the file is closed when the store is gone.
     writer: Option<std::thread::JoinHandle<()>>,
-    /// Its transactions and syncs.
+    /// Its transactions.
     counts: Arc<StoreWrites>,
     path: PathBuf,
 }
@@ -82,7 +82,7 @@ impl DurableStore {
         Self::open_counted(data_dir, Arc::default())
     }
 
-    /// [`open`](Self::open), counting the writer's transactions and syncs into `counts`.
+    /// [`open`](Self::open), counting the writer's transactions into `counts`.
     ///
     /// # Errors
     /// As for [`open`](Self::open).
@@ -116,7 +116,7 @@ impl DurableStore {
         })
     }
 
-    /// The writer's transactions so far, and how many of them waited for a sync.
+    /// The writer's transactions so far.
     pub fn commits(&self) -> &StoreWrites {
         &self.counts
     }

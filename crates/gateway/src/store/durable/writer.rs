@@ -1,20 +1,14 @@
-//! The durable store's one writer thread: group commit, and which commits wait for a sync.
+//! The durable store's one writer thread: group commit.
 //!
 //! Jobs that arrive while a commit is under way are folded into the next transaction, so
-//! concurrent asks and answers share one `fdatasync`. A group made only of deletions (an
-//! acknowledged outcome, one whose retention ran out, trails past theirs) is committed without
-//! a sync: lost to a crash, an acknowledged outcome comes back and is offered to its agent
-//! again, which de-duplicates it by id (the protocol's at-least-once delivery), and an
-//! expired one is swept again. redb keeps such commits in order and makes them durable with
-//! the next synced commit; if none comes within [`SYNC_WITHIN`] an empty synced commit does
-//! it, and closing the database does too. What a restart must bring back (an accepted request, its
-//! outcome, a refusal or link in the audit trail) is never in a group that skips the sync.
+//! concurrent asks and answers share one `fdatasync`, and every transaction waits for it
+//! before anyone is told: a deletion too, since the audit trail records an ack, and a trail
+//! must hold after a crash whatever its node said it had done.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::mpsc::Receiver;
 
-use redb::{Database, Durability, ReadableTable as _};
+use redb::{Database, ReadableTable as _};
 use tokio::sync::oneshot;
 
 use super::trails::{AUDIT, HEADS, TrailTables};
@@ -26,40 +20,15 @@ use crate::metrics::StoreWrites;
 /// Most commits folded into one transaction.
 const MAX_GROUP: usize = 4096;
 
-/// Longest a deletion committed without a sync waits for one.
-pub(super) const SYNC_WITHIN: Duration = Duration::from_secs(1);
-
 /// One caller's operations and where to report the commit.
 pub(super) struct Job {
     pub(super) ops: Vec<StoreOp>,
     pub(super) done: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Whether `op` may be lost to a crash without losing anything a restart must bring back.
-fn may_skip_the_sync(op: &StoreOp) -> bool {
-    matches!(op, StoreOp::Delete { .. } | StoreOp::DropStaleTrails { .. })
-}
-
-/// Takes a job, folds in every job already waiting, commits once; syncs what was committed
-/// without one within [`SYNC_WITHIN`].
+/// Takes a job, folds in every job already waiting, commits once, counting the transaction.
 pub(super) fn write_loop(db: &Database, queue: &Receiver<Job>, counts: &StoreWrites) {
-    let mut unsynced = false;
-    loop {
-        let first = if unsynced {
-            match queue.recv_timeout(SYNC_WITHIN) {
-                Ok(job) => job,
-                Err(RecvTimeoutError::Timeout) => {
-                    unsynced = !sync(db, counts);
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        } else {
-            match queue.recv() {
-                Ok(job) => job,
-                Err(_) => break,
-            }
-        };
+    while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match queue.try_recv() {
@@ -67,56 +36,20 @@ pub(super) fn write_loop(db: &Database, queue: &Receiver<Job>, counts: &StoreWri
                 Err(_) => break,
             }
         }
-        let lazy = group
-            .iter()
-            .all(|job| job.ops.iter().all(may_skip_the_sync));
-        let durability = if lazy {
-            Durability::None
-        } else {
-            Durability::Immediate
-        };
-        let result = commit_group(db, &group, durability);
+        let result = commit_group(db, &group);
         if result.is_ok() {
             counts.transactions.fetch_add(1, Ordering::Relaxed);
-            if lazy {
-                unsynced = true;
-            } else {
-                counts.synced.fetch_add(1, Ordering::Relaxed);
-                unsynced = false;
-            }
         }
         for job in group {
             let _ = job.done.send(result.clone().map_err(StoreError));
         }
     }
-    // Unsynced deletions left now are made durable by redb as the database closes.
 }
 
-/// An empty commit that waits for the sync, which makes every commit before it durable.
-fn sync(db: &Database, counts: &StoreWrites) -> bool {
-    let synced = db
-        .begin_write()
-        .map_err(|e| e.to_string())
-        .and_then(|txn| txn.commit().map_err(|e| e.to_string()));
-    match synced {
-        Ok(()) => {
-            counts.transactions.fetch_add(1, Ordering::Relaxed);
-            counts.synced.fetch_add(1, Ordering::Relaxed);
-            true
-        }
-        Err(error) => {
-            tracing::warn!(%error, "syncing the store failed; tried again");
-            false
-        }
-    }
-}
-
-fn commit_group(db: &Database, group: &[Job], durability: Durability) -> Result<(), String> {
-    let mut txn = db
+fn commit_group(db: &Database, group: &[Job]) -> Result<(), String> {
+    let txn = db
         .begin_write()
         .map_err(|e| format!("starting a transaction: {e}"))?;
-    txn.set_durability(durability)
-        .map_err(|e| format!("choosing the commit's durability: {e}"))?;
     {
         let mut table = txn
             .open_table(REQUESTS)

@@ -1,17 +1,15 @@
-//! Which of the embedded store's commits wait for a sync: every one holding something a
-//! restart must bring back; a deletion alone does not, and is synced within a second, or when
-//! the store closes.
+//! The embedded store's writer: each commit one transaction (several grouped when they
+//! arrive together), counted for `/metrics`, and what it committed there after a restart.
 #![cfg(target_os = "linux")]
 
 mod support;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use askgate::store::{DurableStore, Store, StoreOp, StoredRequest, StoredResolution};
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
 use serde_json::json;
-use support::{TIMEOUT, tempdir};
+use support::tempdir;
 
 fn questions() -> QuestionSet {
     let questions = json!([{"header": "Color", "question": "Which?",
@@ -56,13 +54,9 @@ fn ack(id: &str) -> StoreOp {
     }
 }
 
-/// (commits, of which synced) so far.
-fn counts(store: &DurableStore) -> (u64, u64) {
-    let counts = store.commits();
-    (
-        counts.transactions.load(Ordering::Relaxed),
-        counts.synced.load(Ordering::Relaxed),
-    )
+/// Transactions so far.
+fn transactions(store: &DurableStore) -> u64 {
+    store.commits().transactions.load(Ordering::Relaxed)
 }
 
 async fn ids(store: &DurableStore) -> Vec<String> {
@@ -78,42 +72,24 @@ async fn ids(store: &DurableStore) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_deletion_alone_skips_the_sync_and_is_synced_within_a_second() {
-    let store = DurableStore::open(&tempdir("durable-syncs")).unwrap();
+async fn each_commit_is_a_transaction_and_is_counted() {
+    let store = DurableStore::open(&tempdir("durable-writes")).unwrap();
     store.commit(vec![put("r1")]).await.unwrap();
     store.commit(vec![resolve("r1")]).await.unwrap();
-    assert_eq!(counts(&store), (2, 2), "an ask and its outcome are synced");
-
     store.commit(vec![ack("r1")]).await.unwrap();
-    assert_eq!(counts(&store), (3, 2), "an ack's deletion alone is not");
-    assert_eq!(
-        ids(&store).await,
-        Vec::<String>::new(),
-        "but it is committed"
-    );
-
-    // Within a second, with nothing else to ride on, an empty synced commit makes it durable.
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while counts(&store) != (4, 3) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no sync came: {:?}",
-            counts(&store)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // And only one: a store with nothing unsynced does not sync again.
-    store.commit(vec![put("r2"), ack("r2")]).await.unwrap();
-    assert_eq!(
-        counts(&store),
-        (5, 4),
-        "a deletion beside an ask is synced with it"
-    );
+    assert_eq!(transactions(&store), 3);
+    assert_eq!(ids(&store).await, Vec::<String>::new());
+    // One caller's operations are one transaction.
+    store
+        .commit(vec![put("r2"), resolve("r2"), ack("r2")])
+        .await
+        .unwrap();
+    assert_eq!(transactions(&store), 4);
 }
 
 #[tokio::test]
-async fn a_deletion_not_yet_synced_is_synced_when_the_store_closes() {
-    let dir = tempdir("durable-syncs-close");
+async fn what_was_committed_is_there_after_a_restart() {
+    let dir = tempdir("durable-writes-restart");
     {
         let store = DurableStore::open(&dir).unwrap();
         for id in ["r1", "r2"] {
@@ -121,7 +97,7 @@ async fn a_deletion_not_yet_synced_is_synced_when_the_store_closes() {
             store.commit(vec![resolve(id)]).await.unwrap();
         }
         store.commit(vec![ack("r1")]).await.unwrap();
-        assert_eq!(counts(&store), (5, 4));
+        assert_eq!(transactions(&store), 5);
     }
     let store = DurableStore::open(&dir).unwrap();
     assert_eq!(ids(&store).await, ["r2"]);
