@@ -30,8 +30,9 @@ const QUESTION_HINT = 'Enter submits · Ctrl+Enter inside a text box · keys 1�
 // Submit, each {label, className, note?} and either `response(rec)` (the answer it sends;
 // null sends nothing) with `sent(rec)` (run once it is sent, on the same click), or
 // `dismiss: true` (it sends a decline that puts the request aside)), `declined(response)`
-// (words added to a declined card's ending, from what the agent was given), `reveal(rec)` (Submit stays enabled, and pressing it on
-// an incomplete answer makes every record say what it lacks), `place(rec, path)` (which
+// (words added to a declined card's ending, from what the agent was given), `reveal(rec)`
+// (Submit stays enabled, and pressing it on an incomplete answer makes every record say what
+// it lacks), `place(rec, path)` (which
 // record a gateway's refusal at `path` is about: {index, rest}, or null for the whole
 // answer) and `refusal(rest, message)` (the words of a refusal inside one answer, `rest`
 // being the path after the record's part, as `response.decisions[i]`).

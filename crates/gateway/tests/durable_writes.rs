@@ -56,7 +56,7 @@ fn ack(id: &str) -> StoreOp {
 
 /// Transactions so far.
 fn transactions(store: &DurableStore) -> u64 {
-    store.commits().transactions.load(Ordering::Relaxed)
+    store.writes().transactions.load(Ordering::Relaxed)
 }
 
 async fn ids(store: &DurableStore) -> Vec<String> {

@@ -307,19 +307,12 @@ impl Browser {
 
     /// Waits until the element matching `css` is there and holds no text at all.
     pub async fn wait_for_no_text(&self, css: &str) {
-        let script = "const el = document.querySelector(arguments[0]); \
-                      return el !== null && el.textContent === '';";
-        let deadline = Instant::now() + WAIT_TIMEOUT;
-        loop {
-            if let Ok(Value::Bool(true)) = self.try_execute(script, &json!([css])).await {
-                return;
-            }
-            if Instant::now() >= deadline {
-                let seen = self.text_of(css).await;
-                panic!("waited {WAIT_TIMEOUT:?} for {css:?} to be empty; it holds {seen:?}");
-            }
-            tokio::time::sleep(POLL_EVERY).await;
-        }
+        self.wait_until(
+            "const el = document.querySelector(arguments[0]); \
+             return el !== null && el.textContent === '';",
+            json!([css]),
+        )
+        .await;
     }
 
     /// How many elements match `css` now.

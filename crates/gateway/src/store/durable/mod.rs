@@ -117,7 +117,7 @@ impl DurableStore {
     }
 
     /// The writer's transactions so far.
-    pub fn commits(&self) -> &StoreWrites {
+    pub fn writes(&self) -> &StoreWrites {
         &self.counts
     }
 

@@ -1,9 +1,6 @@
-//! The durable store's one writer thread: group commit.
-//!
-//! Jobs that arrive while a commit is under way are folded into the next transaction, so
-//! concurrent asks and answers share one `fdatasync`, and every transaction waits for it
-//! before anyone is told: a deletion too, since the audit trail records an ack, and a trail
-//! must hold after a crash whatever its node said it had done.
+//! The durable store's one writer thread: group commit (see the module above). Every
+//! transaction waits for its `fdatasync` before anyone is told, a deletion's too: the audit
+//! trail records an ack, and a trail must hold after a crash whatever its node said it did.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
