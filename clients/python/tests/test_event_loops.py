@@ -148,5 +148,7 @@ async def test_an_answerer_lets_go_of_the_client_of_a_thread_that_ended(gateway:
                 await asyncio.sleep(0.01)
     finally:
         await answerer.aclose()
+        # Closed means the ended thread's loop is no longer being run to close its client.
+        assert not any(loop.is_running() for loop in loops)
         for loop in loops:
             loop.close()

@@ -253,10 +253,15 @@ class GatewayAnswerer:
     async def aclose(self) -> None:
         """Close every connection (questions still waiting fail with `ClientClosed`; they stay
         open on the gateway)."""
+        loop = asyncio.get_running_loop()
         with self._lock:
             self._closed = True
+            letting_go = [closing for closing in self._closing if closing.get_loop() is loop]
         for client in self._all_clients():
             await client.aclose()
+        # A retired thread's client let go earlier may still be closing, its loop run by a
+        # worker thread: done before this returns, so nothing of this answerer runs afterwards.
+        await asyncio.gather(*letting_go, return_exceptions=True)
 
     async def __aenter__(self) -> GatewayAnswerer:
         try:
