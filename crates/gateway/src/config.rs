@@ -19,11 +19,15 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024;
 /// `json.dumps` does by default (12 bytes for one outside the Basic Multilingual Plane). This
 /// takes it in any encoding, with room to spare.
 pub const DEFAULT_MAX_AGENT_FRAME_BYTES: usize = 1024 * 1024;
-/// tungstenite's read buffer per connection, in bytes, allocated up front for every socket.
-/// Its 128 KiB default would cost that much per idle tab; tab frames are a few hundred bytes,
-/// and a larger message still arrives whole (the buffer grows to fit it, up to the frame
-/// limit), so 1 KiB keeps idle tabs cheap without capping anything.
-pub const DEFAULT_READ_BUFFER_BYTES: usize = 1024;
+/// tungstenite's read buffer per tab socket, in bytes, allocated up front for every tab and
+/// read into at most this much at a time. Its 128 KiB default would cost that much per idle
+/// tab; a tab sends a hello, answers and pongs, mostly under 256 bytes, and a larger message
+/// still arrives whole (the buffer grows to fit it, up to the frame limit) in a few more
+/// reads, so idle tabs stay cheap without capping anything.
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 256;
+/// tungstenite's read buffer per agent socket, in bytes. Agents are few and each may carry a
+/// session's load, so one read takes in many frames.
+pub const AGENT_READ_BUFFER_BYTES: usize = 16 * 1024;
 /// tungstenite's write buffer per connection, in bytes (flushed when exceeded).
 pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 4 * 1024;
 /// Frames queued for one tab before it counts as too slow and is closed with 4408.

@@ -220,6 +220,15 @@ pub async fn serve(
         shutdown.await;
         stop.cancel();
     });
+    // Every socket the hub holds is closed with 1001 when the token is cancelled, by whoever
+    // cancels it; sockets still saying hello watch the token themselves.
+    let hub = Arc::clone(&state.hub);
+    let stopped = token.clone();
+    tokio::spawn(async move {
+        stopped.cancelled().await;
+        hub.kick_tabs(askgate_protocol::close::GOING_AWAY);
+        hub.kick_agents(askgate_protocol::close::GOING_AWAY);
+    });
     let limits = &config.limits;
     let caps = ConnectionCaps::new(
         fd_limit::connection_cap(limits.max_connections, fd_limit::open_file_limit()),

@@ -8,14 +8,13 @@
 //! and tried again at each sweep, unless a request has taken its id meanwhile (whose record
 //! has replaced the old one).
 
-use std::collections::HashMap;
 use std::sync::{Arc, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
 use super::entry::EntryState;
-use super::session::Session;
+use super::hub_core::Sessions;
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
 use crate::store::{StoreOp, Verdict};
@@ -136,7 +135,7 @@ impl Hub {
     /// waits for it, and keeps what it could not delete for the next sweep.
     fn delete_forgotten(
         self: &Arc<Self>,
-        sessions: &MutexGuard<'_, HashMap<SessionId, Session>>,
+        sessions: &MutexGuard<'_, Sessions>,
         mut forgotten: Vec<Forgotten>,
     ) -> impl Future<Output = ()> + use<> {
         // An earlier deletion is due again unless its id has been asked anew: once that ask is

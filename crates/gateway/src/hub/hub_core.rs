@@ -12,7 +12,8 @@ use askgate_protocol::{SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
-use super::session::{Session, TabSlot};
+use super::session::Session;
+use super::tab_slots::TabSlot;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
@@ -52,11 +53,15 @@ impl JoinRefused {
     }
 }
 
+/// Every session by id. Boxed: the map keeps room for a value in each of its slots, used or
+/// not, and a session is a few hundred bytes where its box is one pointer.
+pub(super) type Sessions = HashMap<SessionId, Box<Session>>;
+
 /// Sessions, requests and the peers attached to them.
 pub struct Hub {
     /// Every session. A std Mutex: held only for map updates and `try_send`s, never across an
     /// `.await`, so it is cheaper than an async one and cannot be held by a stalled task.
-    sessions: Mutex<HashMap<SessionId, Session>>,
+    sessions: Mutex<Sessions>,
     pub(super) store: Arc<dyn Store>,
     /// The shared side of the store, when several nodes use it: sessions are then loaded as
     /// this node's peers come to them, and kept in step by notices.
@@ -140,7 +145,7 @@ impl Hub {
         &self.limits
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Session>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Sessions> {
         // A panic while holding the lock would be a bug; the map itself stays consistent
         // enough to keep serving, so recover the guard rather than take the gateway down.
         self.sessions
@@ -156,7 +161,7 @@ impl Hub {
     /// The session, created if new and the session limit allows.
     pub(super) fn session_entry<'a>(
         &self,
-        sessions: &'a mut HashMap<SessionId, Session>,
+        sessions: &'a mut Sessions,
         id: &SessionId,
     ) -> Option<&'a mut Session> {
         if !sessions.contains_key(id) {
@@ -168,15 +173,15 @@ impl Hub {
                 // Not loaded yet: the first call loads it, or else the upkeep does.
                 session.sync = Some(Box::default());
             }
-            sessions.insert(id.clone(), session);
+            sessions.insert(id.clone(), Box::new(session));
             gauge_add(&self.metrics.sessions, 1);
         }
-        sessions.get_mut(id)
+        sessions.get_mut(id).map(|session| &mut **session)
     }
 
     /// Drops `id` if nothing is left in it.
-    pub(super) fn drop_if_idle(&self, sessions: &mut HashMap<SessionId, Session>, id: &SessionId) {
-        if sessions.get(id).is_some_and(Session::is_idle) {
+    pub(super) fn drop_if_idle(&self, sessions: &mut Sessions, id: &SessionId) {
+        if sessions.get(id).is_some_and(|session| session.is_idle()) {
             if self.shared.is_some() {
                 self.forget_session(sessions, id);
             } else {
@@ -202,7 +207,7 @@ impl Hub {
     /// Marks `agent` as present in `session` (tabs see it online).
     pub(super) fn attach_agent_to(&self, session: &mut Session, agent: &Link) {
         if session.agents.insert(agent.id) {
-            session.refresh_presence(&self.metrics);
+            session.refresh_presence();
         }
     }
 
@@ -220,7 +225,7 @@ impl Hub {
         for session in sessions.values_mut() {
             session.forget_asker(agent.id);
             if session.agents.remove(&agent.id) {
-                session.refresh_presence(&self.metrics);
+                session.refresh_presence();
                 idle.push(session.id.clone());
             }
         }
@@ -251,7 +256,7 @@ impl Hub {
         if !entry.joins.admit() {
             return Err(JoinRefused::TooManyJoins);
         }
-        let _ = link.budget.set(TabBudget::new(
+        link.set_budget(TabBudget::new(
             Arc::clone(&entry.queued_bytes),
             Arc::clone(&self.queued_total),
             Budgets {
@@ -274,7 +279,7 @@ impl Hub {
         let you = self.people.you(&person);
         let snapshot = entry.snapshot(&tab, &you, self.limits.max_frame_bytes);
         entry.send_to(link_id, snapshot, &self.metrics);
-        entry.announce_presence_except(Some(link_id), &self.metrics);
+        entry.announce_presence_except(Some(link_id));
         Ok(TabHandle {
             hub: Arc::clone(self),
             session,
@@ -287,10 +292,10 @@ impl Hub {
     pub(super) fn leave_tab(&self, session: &SessionId, link_id: u64) {
         let mut sessions = self.lock();
         if let Some(entry) = sessions.get_mut(session)
-            && entry.tabs.remove(&link_id).is_some()
+            && entry.tabs.remove(link_id).is_some()
         {
             gauge_add(&self.metrics.tabs, -1);
-            entry.announce_presence(&self.metrics);
+            entry.announce_presence();
         }
         self.drop_if_idle(&mut sessions, session);
     }

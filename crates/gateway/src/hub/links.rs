@@ -1,119 +1,71 @@
-//! The hub's handles on peers: encoded frames, bounded queues, and close-with-a-code.
+//! The hub's handles on peers: a link to each connection's inbox, and the handles a
+//! connection holds while it is attached.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
 
 use askgate_protocol::{SessionId, TabId};
-use tokio::sync::{mpsc, watch};
-use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use super::frame::Frame;
-use super::queued::{BudgetSlot, Queue, TabBudget};
+use super::inbox::{Inbox, Queue, Refused};
+use super::queued::TabBudget;
 use crate::metrics;
 use crate::people::Person;
 use crate::scope::SessionScope;
 
-/// Closes one connection with a WebSocket close code, from outside its task.
-#[derive(Debug, Default)]
-pub struct Kick {
-    token: CancellationToken,
-    code: AtomicU16,
-}
-
-impl Kick {
-    /// Asks the connection to close with `code`; the first code asked for wins. `true` if
-    /// this was the first ask.
-    pub fn kick(&self, code: u16) -> bool {
-        let first = self
-            .code
-            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok();
-        self.token.cancel();
-        first
-    }
-
-    /// Whether the connection has been asked to close.
-    pub fn is_kicked(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
-    /// Resolves when the connection has been asked to close.
-    pub async fn kicked(&self) -> u16 {
-        self.token.cancelled().await;
-        self.code.load(Ordering::Relaxed)
-    }
-}
-
-/// The hub's side of one connection.
-#[derive(Clone, Debug)]
+/// The hub's side of one connection: a handle on its inbox.
+#[derive(Debug)]
 pub struct Link {
     pub(super) id: u64,
-    /// Frames for the peer; the connection task drains it. Bounded: a peer that cannot keep
-    /// up is closed with 4408 rather than allowed to grow memory.
-    tx: mpsc::Sender<Frame>,
-    /// A tab's share of the queued-bytes budgets, set when it joins a session (agents and
-    /// tabs not yet joined: none). Shared with the queue, which gives back what this charges.
-    pub(super) budget: BudgetSlot,
-    /// The latest `presence` for a tab. Presence is state, not an event: a burst of joins
-    /// replaces it rather than queueing one frame per join (which would overflow the queue
-    /// of every tab already there). Agents have none.
-    presence: Option<Arc<watch::Sender<Option<Frame>>>>,
-    /// Closes the connection; its task watches it.
-    kick: Arc<Kick>,
+    inbox: Arc<Inbox>,
+}
+
+impl Clone for Link {
+    fn clone(&self) -> Self {
+        self.inbox.link_added();
+        Link {
+            id: self.id,
+            inbox: Arc::clone(&self.inbox),
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.inbox.link_dropped();
+    }
 }
 
 impl Link {
-    /// A link and the receiving end of its queue (`capacity` frames).
-    pub fn new(capacity: usize) -> (Link, Queue, Arc<Kick>) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
-        let kick = Arc::new(Kick::default());
-        let budget = BudgetSlot::default();
-        (
-            Link {
-                id: 0,
-                tx,
-                budget: Arc::clone(&budget),
-                presence: None,
-                kick: Arc::clone(&kick),
-            },
-            Queue::new(rx, budget),
-            kick,
-        )
+    /// A link and the connection's end of its inbox (`capacity` frames).
+    pub fn new(capacity: usize) -> (Link, Queue) {
+        let inbox = Inbox::new(capacity);
+        let queue = Queue::new(Arc::clone(&inbox));
+        (Link { id: 0, inbox }, queue)
     }
 
-    /// A tab's link: a queue, and a slot holding the latest `presence` frame.
-    pub fn new_tab(capacity: usize) -> (Link, Queue, watch::Receiver<Option<Frame>>, Arc<Kick>) {
-        let (mut link, rx, kick) = Link::new(capacity);
-        let (presence, presence_rx) = watch::channel(None);
-        link.presence = Some(Arc::new(presence));
-        (link, rx, presence_rx, kick)
+    /// Gives a joining tab its share of the queued-bytes budgets.
+    pub(super) fn set_budget(&self, budget: TabBudget) {
+        self.inbox.set_budget(budget);
     }
 
-    /// Replaces the peer's pending `presence` (queued like any frame if it has no slot).
-    pub(super) fn set_presence(&self, frame: Frame, metrics: &metrics::Metrics) {
-        match &self.presence {
-            Some(slot) => {
-                slot.send_replace(Some(frame));
-            }
-            None => {
-                self.send(frame, metrics);
-            }
-        }
+    /// Replaces the tab's pending `presence`.
+    pub(super) fn set_presence(&self, frame: Frame) {
+        self.inbox.set_presence(frame);
     }
 
     /// Queues `frame` (counted, for a tab). A full queue closes the peer with 4408 (too
     /// slow); `false` if the frame was not queued.
     pub(super) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
-        let budget = self.budget.get();
+        let budget = self.inbox.budget();
         let bytes = frame.len();
         if let Some(budget) = budget {
             budget.charge(bytes);
         }
-        match self.tx.try_send(frame) {
+        match self.inbox.push(frame) {
             Ok(()) => return true,
-            Err(mpsc::error::TrySendError::Full(_)) => self.close_too_slow(metrics),
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(Refused::Full) => self.close_too_slow(metrics),
+            Err(Refused::Gone) => {}
         }
         // Not queued: it counts for nothing.
         if let Some(budget) = budget {
@@ -129,7 +81,7 @@ impl Link {
         frame: Frame,
         metrics: &metrics::Metrics,
     ) -> Result<bool, Frame> {
-        if self.budget.get().is_some_and(|b| b.over(frame.len())) {
+        if self.inbox.budget().is_some_and(|b| b.over(frame.len())) {
             return Err(frame);
         }
         Ok(self.send(frame, metrics))
@@ -137,24 +89,24 @@ impl Link {
 
     /// Bytes queued to this tab and not yet taken (agents: 0).
     pub(super) fn waiting(&self) -> usize {
-        self.budget.get().map_or(0, TabBudget::waiting)
+        self.inbox.budget().map_or(0, TabBudget::waiting)
     }
 
     /// Closes the peer as too slow (4408), counting it once.
     pub(super) fn close_too_slow(&self, metrics: &metrics::Metrics) {
-        if self.kick.kick(askgate_protocol::close::TOO_SLOW) {
+        if self.inbox.close(askgate_protocol::close::TOO_SLOW) {
             metrics::count(&metrics.closed_too_slow);
         }
     }
 
     /// Whether the peer has been asked to close.
     pub(super) fn is_closing(&self) -> bool {
-        self.kick.is_kicked()
+        self.inbox.is_closing()
     }
 
     /// Closes the peer with `code`.
     pub(super) fn close(&self, code: u16) {
-        let _ = self.kick.kick(code);
+        let _ = self.inbox.close(code);
     }
 }
 

@@ -1,9 +1,10 @@
 //! The hub: which tabs and agents watch which session, which requests are open, who wins.
 //!
-//! It knows nothing of sockets: each peer is a [`Link`] (a bounded queue of encoded frames and
-//! a way to close it with a code), and every change is committed to the [`Store`] before it is
-//! announced. One std `Mutex` guards all sessions; critical sections are map operations and
-//! `try_send`s, never an `.await`, and the store is awaited with the lock released.
+//! It knows nothing of sockets: each peer is a [`Link`] to its inbox (a bounded queue of
+//! encoded frames, a tab's latest presence, a close code), and every change is committed to
+//! the [`Store`] before it is announced. One std `Mutex` guards all sessions; critical
+//! sections are map operations and queue pushes, never an `.await`, and the store is awaited
+//! with the lock released.
 //!
 //! [`Store`]: crate::store::Store
 
@@ -15,6 +16,7 @@ mod finished;
 mod forgetting;
 mod frame;
 mod hub_core;
+mod inbox;
 mod issuing;
 mod links;
 mod outcomes;
@@ -26,13 +28,14 @@ mod settling;
 mod snapshot;
 mod sweeping;
 mod syncing;
+mod tab_slots;
 
 pub use asking::AskReply;
 pub use forgetting::AckReply;
 pub use frame::{FRAGMENT_BYTES, Frame};
 pub use hub_core::{Hub, JoinRefused};
+pub use inbox::{Delivery, Queue};
 pub use issuing::IssuedLink;
-pub use links::{AgentHandle, Kick, Link, TabHandle};
+pub use links::{AgentHandle, Link, TabHandle};
 pub use outcomes::{Lookup, Withdrawal};
-pub use queued::Queue;
 pub use restore::Restored;

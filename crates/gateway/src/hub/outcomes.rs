@@ -179,7 +179,7 @@ impl Poll {
         if matches!(entry.state, EntryState::Resolved(_)) {
             return None;
         }
-        state.begin_poll(&hub.metrics);
+        state.begin_poll();
         Some(Poll {
             hub: Arc::clone(hub),
             session: session.clone(),
@@ -224,7 +224,7 @@ async fn settle_presence_after_polls(hub: Weak<Hub>, session: SessionId) {
         match state.poll_grace_left() {
             Some(left) => until = tokio::time::Instant::now() + left,
             None => {
-                state.refresh_presence(&hub.metrics);
+                state.refresh_presence();
                 hub.drop_if_idle(&mut sessions, &session);
                 return;
             }

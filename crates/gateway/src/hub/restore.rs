@@ -47,10 +47,10 @@ impl Hub {
                 };
                 let session = sessions.entry(record.session.clone()).or_insert_with(|| {
                     gauge_add(&self.metrics.sessions, 1);
-                    Session::new(
+                    Box::new(Session::new(
                         record.session.clone(),
                         self.limits.joins_per_session_per_second,
-                    )
+                    ))
                 });
                 let seq = session.next_seq;
                 session.next_seq += 1;

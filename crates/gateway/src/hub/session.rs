@@ -12,33 +12,23 @@ use tokio::time::Instant;
 use super::entry::{Entry, EntryState};
 use super::finished::Finished;
 use super::frame::Frame;
-use super::links::Link;
 use super::snapshot::{SnapshotBody, SnapshotHead};
+use super::tab_slots::{TabSlot, TabSlots};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
-use crate::people::Person;
 use crate::store::shared::{Change, Presence};
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
 /// again right away, and tabs should not see it leave and come back between two polls.
 pub(super) const POLL_GRACE: Duration = Duration::from_secs(5);
 
-/// A tab watching the session.
-#[derive(Debug)]
-pub(super) struct TabSlot {
-    pub(super) tab: TabId,
-    pub(super) link: Link,
-    /// Who the tab's person is.
-    pub(super) person: Person,
-}
-
 /// One agent conversation and everyone attached to it.
 #[derive(Debug)]
 pub(super) struct Session {
     pub(super) id: SessionId,
     /// Tabs by connection id.
-    pub(super) tabs: HashMap<u64, TabSlot>,
+    pub(super) tabs: TabSlots,
     /// Agent connections that opened or asked in this session.
     pub(super) agents: HashSet<u64>,
     /// Requests by id, in every state.
@@ -112,7 +102,7 @@ impl Session {
     pub(super) fn new(id: SessionId, joins_per_second: u32) -> Self {
         Session {
             id,
-            tabs: HashMap::new(),
+            tabs: TabSlots::default(),
             agents: HashSet::new(),
             requests: HashMap::new(),
             unresolved: 0,
@@ -218,9 +208,9 @@ impl Session {
     }
 
     /// A long-poll starts waiting.
-    pub(super) fn begin_poll(&mut self, metrics: &Metrics) {
+    pub(super) fn begin_poll(&mut self) {
         self.pollers += 1;
-        self.refresh_presence(metrics);
+        self.refresh_presence();
     }
 
     /// A long-poll stops waiting; tabs hear of it only once the grace has passed. `true` if a
@@ -248,17 +238,17 @@ impl Session {
     }
 
     /// Tells the tabs if whether an agent is waiting has changed since they were last told.
-    pub(super) fn refresh_presence(&mut self, metrics: &Metrics) {
+    pub(super) fn refresh_presence(&mut self) {
         if self.shown_presence() != (self.announced_tabs, self.announced_online) {
-            self.announce_presence(metrics);
+            self.announce_presence();
         }
     }
 
     /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408, and so is
     /// one holding the most when the session goes past its queued-bytes budget.
     pub(super) fn broadcast(&self, frame: &Frame, metrics: &Metrics) {
-        for (link_id, slot) in &self.tabs {
-            self.send_to_slot(*link_id, slot, frame.clone(), metrics);
+        for (link_id, slot) in self.tabs.iter() {
+            self.send_to_slot(link_id, slot, frame.clone(), metrics);
         }
     }
 
@@ -267,7 +257,7 @@ impl Session {
     /// most (and not already closing) is closed with 4408: it is the one not reading. A tab
     /// that holds nothing gets the frame either way.
     pub(super) fn send_to(&self, link_id: u64, frame: Frame, metrics: &Metrics) -> bool {
-        match self.tabs.get(&link_id) {
+        match self.tabs.get(link_id) {
             Some(slot) => self.send_to_slot(link_id, slot, frame, metrics),
             None => false,
         }
@@ -289,27 +279,27 @@ impl Session {
         match worst {
             Some((worst_id, worst)) if worst.link.waiting() > 0 => {
                 worst.link.close_too_slow(metrics);
-                *worst_id != link_id && slot.link.send(frame, metrics)
+                worst_id != link_id && slot.link.send(frame, metrics)
             }
             _ => slot.link.send(frame, metrics),
         }
     }
 
     /// Tells every tab who is here.
-    pub(super) fn announce_presence(&mut self, metrics: &Metrics) {
-        self.announce_presence_except(None, metrics);
+    pub(super) fn announce_presence(&mut self) {
+        self.announce_presence_except(None);
     }
 
     /// Tells every tab but `skip` (a newcomer, whose snapshot already says it) who is here.
-    pub(super) fn announce_presence_except(&mut self, skip: Option<u64>, metrics: &Metrics) {
+    pub(super) fn announce_presence_except(&mut self, skip: Option<u64>) {
         (self.announced_tabs, self.announced_online) = self.shown_presence();
         let frame = Frame::encode(&ToTab::Presence {
             tabs: self.announced_tabs,
             agent_online: self.announced_online,
         });
-        for (id, slot) in &self.tabs {
-            if Some(*id) != skip {
-                slot.link.set_presence(frame.clone(), metrics);
+        for (id, slot) in self.tabs.iter() {
+            if Some(id) != skip {
+                slot.link.set_presence(frame.clone());
             }
         }
     }

@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 
 use super::Hub;
 use super::entry::EntryState;
+use super::hub_core::Sessions;
 use super::restore::record_entry;
 use super::session::Session;
 use crate::metrics::gauge_add;
@@ -193,7 +194,7 @@ impl Hub {
             let tabs: Vec<_> = state
                 .tabs
                 .iter()
-                .map(|(link, slot)| (*link, slot.tab.clone(), self.people.you(&slot.person)))
+                .map(|(link, slot)| (link, slot.tab.clone(), self.people.you(&slot.person)))
                 .collect();
             for (link, tab, you) in tabs {
                 let snapshot = state.snapshot(&tab, &you, max);
@@ -484,11 +485,7 @@ impl Hub {
     }
 
     /// Lets go of a session nobody here watches (the store keeps it).
-    pub(super) fn forget_session(
-        &self,
-        sessions: &mut std::collections::HashMap<SessionId, Session>,
-        id: &SessionId,
-    ) {
+    pub(super) fn forget_session(&self, sessions: &mut Sessions, id: &SessionId) {
         let Some(state) = sessions.remove(id) else {
             return;
         };
@@ -553,7 +550,7 @@ impl Hub {
                 sync.written = Some((here, now + PRESENCE_EVERY));
                 sync.presence_stale = false;
             }
-            state.refresh_presence(&self.metrics);
+            state.refresh_presence();
         }
     }
 }

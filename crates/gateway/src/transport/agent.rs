@@ -38,42 +38,59 @@ pub async fn agent_endpoint(
     let admitted = state.agent_keys.admit(&headers);
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
-    let config = socket_config(limits, limits.max_agent_frame_bytes);
+    let config = socket_config(
+        limits,
+        limits.max_agent_frame_bytes,
+        crate::config::AGENT_READ_BUFFER_BYTES,
+    );
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("agent");
         tracker.track_future(run(socket, state, admitted).instrument(span))
     })
 }
 
-async fn run(mut socket: WebSocket, state: AppState, admitted: Result<SessionScope, AgentRefusal>) {
-    let scope = match admitted {
-        Ok(scope) => scope,
-        Err(refusal) => {
-            let closing = Closing::with(close::BAD_KEY, refusal.message());
+/// The agent's task. Not an `async fn`, for the reason the tab's is not (its arguments are
+/// held once, not twice).
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn would hold its arguments twice"
+)]
+fn run(
+    mut socket: WebSocket,
+    state: AppState,
+    admitted: Result<SessionScope, AgentRefusal>,
+) -> impl Future<Output = ()> + Send {
+    async move {
+        let scope = match admitted {
+            Ok(scope) => scope,
+            Err(refusal) => {
+                let closing = Closing::with(close::BAD_KEY, refusal.message());
+                Box::pin(close_with(&mut socket, closing)).await;
+                return;
+            }
+        };
+        gauge_add(&state.hub.metrics().connection_tasks, 1);
+        if let Some(closing) = serve(&mut socket, &state, scope).await {
+            // Boxed, as every rare wait: a task is as large as its largest state.
             Box::pin(close_with(&mut socket, closing)).await;
-            return;
         }
-    };
-    gauge_add(&state.hub.metrics().connection_tasks, 1);
-    if let Some(closing) = serve(&mut socket, &state, scope).await {
-        // Boxed, as every rare wait: a task is as large as its largest state, idle or not.
-        Box::pin(close_with(&mut socket, closing)).await;
+        gauge_add(&state.hub.metrics().connection_tasks, -1);
     }
-    gauge_add(&state.hub.metrics().connection_tasks, -1);
 }
 
 async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) -> Option<Closing> {
     let limits = state.hub.limits();
-    let (link, mut queue, kick) = Link::new(limits.agent_queue);
+    let (link, mut queue) = Link::new(limits.agent_queue);
     let agent = Arc::new(state.hub.attach_agent(link, scope));
+    // Shutdown closes every agent the hub holds; one attached just after it closes here.
+    if state.shutdown.is_cancelled() {
+        return Some(Closing::with(close::GOING_AWAY, "shutting down"));
+    }
     let mut keepalive = Keepalive::new(limits.ping_interval);
     let mut pacer = Pacer::new(limits.agent_frames_per_second);
     let mut in_flight = JoinSet::new();
     let mut watch = Watch {
         queue: &mut queue,
-        presence: None,
-        kick: &kick,
-        shutdown: &state.shutdown,
         keepalive: &mut keepalive,
         metrics: state.hub.metrics(),
     };

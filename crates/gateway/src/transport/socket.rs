@@ -10,17 +10,15 @@ use askgate_protocol::close;
 use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::io::AsyncReadExt as _;
-use tokio::sync::watch;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::{CloseFrame, Frame as WireFrame, Utf8Bytes};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_util::sync::CancellationToken;
 
 pub(super) use super::upgrade::WebSocket;
 use crate::config::Limits;
-use crate::hub::{FRAGMENT_BYTES, Frame, Kick, Queue};
+use crate::hub::{Delivery, FRAGMENT_BYTES, Frame, Queue};
 use crate::metrics::{Metrics, count};
 use crate::pacer::Pacer;
 
@@ -35,16 +33,21 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 /// The most of a peer's unread input read after its bad input, before closing anyway.
 const DRAIN_BYTES: usize = 4 * 1024 * 1024;
 
-/// The socket configuration for a peer that may send messages of `max_message_bytes`.
+/// The socket configuration for a peer that may send messages of `max_message_bytes`, read
+/// `read_buffer_bytes` at a time.
 ///
 /// The message limit is on what peers send. What the gateway sends is not capped by it: a
 /// snapshot carries every open request, and an outcome carries a custom answer three times
 /// over, so either can be many times larger. The write buffer stays bounded anyway: a frame
 /// is written in fragments of [`FRAGMENT_BYTES`], each queued only once the buffer has been
 /// written out below `write_buffer_bytes`.
-pub(super) fn socket_config(limits: &Limits, max_message_bytes: usize) -> WebSocketConfig {
+pub(super) fn socket_config(
+    limits: &Limits,
+    max_message_bytes: usize,
+    read_buffer_bytes: usize,
+) -> WebSocketConfig {
     WebSocketConfig::default()
-        .read_buffer_size(limits.read_buffer_bytes)
+        .read_buffer_size(read_buffer_bytes)
         .write_buffer_size(limits.write_buffer_bytes)
         .max_write_buffer_size(usize::MAX)
         .max_message_size(Some(max_message_bytes))
@@ -61,27 +64,25 @@ pub(super) enum Event {
     Presence(Frame),
     /// Time to ping.
     Tick,
-    /// Close with this code (kicked by the hub, or shutdown).
+    /// Close with this code (asked for by the hub, or by shutdown).
     Close(u16),
 }
 
 /// The parts of a connection the event loop watches besides the socket.
 pub(super) struct Watch<'a> {
+    /// The connection's inbox: frames, a tab's presence, and the code to close with.
     pub(super) queue: &'a mut Queue,
-    /// A tab's latest `presence` (agents: none).
-    pub(super) presence: Option<&'a mut watch::Receiver<Option<Frame>>>,
-    pub(super) kick: &'a Kick,
-    pub(super) shutdown: &'a CancellationToken,
     pub(super) keepalive: &'a mut Keepalive,
     pub(super) metrics: &'a Metrics,
 }
 
 impl Watch<'_> {
-    /// Races `write` (one fragment, a flush or a ping) against a kick, shutdown, and a peer
-    /// that does not take it within a ping interval (its buffers are full: it has stopped
-    /// reading), which is closed as too slow (4408) rather than left holding the connection.
+    /// Races `write` (one fragment, a flush or a ping) against a close (asked for by the hub
+    /// or by shutdown), and a peer that does not take it within a ping interval (its buffers
+    /// are full: it has stopped reading), which is closed as too slow (4408) rather than left
+    /// holding the connection.
     async fn guard(
-        &self,
+        &mut self,
         write: impl Future<Output = Result<(), WsError>>,
     ) -> Result<(), Option<u16>> {
         // Nearly every write goes through at once: then no timer is set up at all.
@@ -90,21 +91,21 @@ impl Watch<'_> {
             return written.map_err(|_| None);
         }
         // Boxed, like a tab's frame handling: every connection's task would otherwise carry
-        // room for this rare wait (a timer and two watches) while it sits idle.
+        // room for this rare wait (a timer) while it sits idle.
         Box::pin(self.wait_for(write)).await
     }
 
     /// The rest of [`Watch::guard`], for a write that did not go through at once.
     async fn wait_for(
-        &self,
+        &mut self,
         write: Pin<&mut impl Future<Output = Result<(), WsError>>>,
     ) -> Result<(), Option<u16>> {
+        let period = self.keepalive.period;
         tokio::select! {
             biased;
             written = write => written.map_err(|_| None),
-            code = self.kick.kicked() => Err(Some(code)),
-            () = self.shutdown.cancelled() => Err(Some(close::GOING_AWAY)),
-            () = tokio::time::sleep(self.keepalive.period) => {
+            code = self.queue.closed() => Err(Some(code)),
+            () = tokio::time::sleep(period) => {
                 count(&self.metrics.closed_too_slow);
                 Err(Some(close::TOO_SLOW))
             }
@@ -117,29 +118,31 @@ pub(super) async fn poll_once<F: Future>(mut future: Pin<&mut F>) -> Poll<F::Out
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
-/// Waits for the next event.
+/// Waits for the next event: what the hub has for the connection first (a close before
+/// frames, queued frames before a tab's presence), then the peer's input, then the keepalive.
+///
+/// Polled by hand rather than raced with `select!`: the wait then holds no future of its own
+/// (no timer, channel or token waiter each with its state), which is what an idle
+/// connection's task is made of.
 pub(super) async fn next_event(socket: &mut WebSocket, watch: &mut Watch<'_>) -> Event {
-    tokio::select! {
-        biased;
-        code = watch.kick.kicked() => Event::Close(code),
-        () = watch.shutdown.cancelled() => Event::Close(close::GOING_AWAY),
-        queued = watch.queue.recv() => Event::Outgoing(queued),
-        // Queued frames first (a tab's snapshot precedes any presence), then presence.
-        Some(frame) = latest_presence(watch.presence.as_deref_mut()) => Event::Presence(frame),
-        message = socket.next() => Event::Incoming(message),
-        _ = watch.keepalive.interval.tick() => Event::Tick,
-    }
-}
-
-/// The next presence change, or never (no slot, or its sender is gone).
-async fn latest_presence(slot: Option<&mut watch::Receiver<Option<Frame>>>) -> Option<Frame> {
-    let Some(slot) = slot else {
-        return std::future::pending().await;
-    };
-    if slot.changed().await.is_err() {
-        return std::future::pending().await;
-    }
-    slot.borrow_and_update().clone()
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(delivery) = watch.queue.poll_next(cx) {
+            return Poll::Ready(match delivery {
+                Delivery::Close(code) => Event::Close(code),
+                Delivery::Frame(frame) => Event::Outgoing(Some(frame)),
+                Delivery::Presence(frame) => Event::Presence(frame),
+                Delivery::LetGo => Event::Outgoing(None),
+            });
+        }
+        if let Poll::Ready(message) = socket.poll_next_unpin(cx) {
+            return Poll::Ready(Event::Incoming(message));
+        }
+        if watch.keepalive.interval.poll_tick(cx).is_ready() {
+            return Poll::Ready(Event::Tick);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// What an event comes to, for the connection's own loop.
@@ -185,6 +188,19 @@ impl Closing {
 /// Handles `event` as every connection does: writes what the hub queued, keeps the peer
 /// alive, paces what it sends (pings included), and turns failures into close codes.
 pub(super) async fn step(
+    socket: &mut WebSocket,
+    watch: &mut Watch<'_>,
+    pacer: &mut Pacer,
+    event: Event,
+) -> Step {
+    // Boxed: writing, pinging and closing hold futures of their own (a frame's fragments, a
+    // flush, a timer), and a task is as large as its largest wait, so unboxed every idle
+    // connection would carry room for them. One allocation per event is little beside its
+    // write to the socket.
+    Box::pin(handle_event(socket, watch, pacer, event)).await
+}
+
+async fn handle_event(
     socket: &mut WebSocket,
     watch: &mut Watch<'_>,
     pacer: &mut Pacer,
@@ -248,17 +264,14 @@ pub(super) async fn write_frames(
     first: Frame,
     watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
-    let mut batch = Vec::with_capacity(BATCH_FRAMES);
-    batch.push(first);
-    while batch.len() < BATCH_FRAMES {
-        match watch.queue.try_recv() {
-            Some(frame) => batch.push(frame),
-            None => break,
-        }
-    }
+    write_frame(socket, &first, watch).await?;
+    drop(first);
     // Guarded fragment by fragment: a peer that reads slowly but steadily gets a whole batch
     // however long it takes; one that takes nothing for a ping interval is closed.
-    for frame in batch {
+    for _ in 1..BATCH_FRAMES {
+        let Some(frame) = watch.queue.try_frame() else {
+            break;
+        };
         write_frame(socket, &frame, watch).await?;
     }
     watch.guard(socket.flush()).await
@@ -268,7 +281,7 @@ pub(super) async fn write_frames(
 pub(super) async fn write_frame(
     socket: &mut WebSocket,
     frame: &Frame,
-    watch: &Watch<'_>,
+    watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
     let fragments = frame.len().div_ceil(FRAGMENT_BYTES).max(1);
     let mut pieces = frame.fragments(FRAGMENT_BYTES).peekable();
@@ -293,7 +306,7 @@ pub(super) async fn write_frame(
 pub(super) async fn send_ping(
     socket: &mut WebSocket,
     ping: Message,
-    watch: &Watch<'_>,
+    watch: &mut Watch<'_>,
 ) -> Result<(), Option<u16>> {
     watch.guard(socket.send(ping)).await
 }

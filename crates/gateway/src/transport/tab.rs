@@ -24,7 +24,7 @@ use super::socket::{
 };
 use super::upgrade::Upgrade;
 use crate::clock::now_ms;
-use crate::hub::{Link, TabHandle};
+use crate::hub::{Link, Queue, TabHandle};
 use crate::metrics::gauge_add;
 use crate::pacer::Pacer;
 use crate::people::{Person, ProxyIdentity};
@@ -41,7 +41,7 @@ pub async fn tab_endpoint(
     let proxied = state.proxies.identify(&headers, peer);
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
-    let config = socket_config(limits, limits.max_frame_bytes);
+    let config = socket_config(limits, limits.max_frame_bytes, limits.read_buffer_bytes);
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("tab", %session);
         tracker.track_future(run(socket, state, session, proxied).instrument(span))
@@ -63,23 +63,42 @@ impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
     }
 }
 
-async fn run(mut socket: WebSocket, state: AppState, session: String, proxied: ProxyIdentity) {
-    gauge_add(&state.hub.metrics().connection_tasks, 1);
-    if let Some(closing) = serve(&mut socket, &state, &session, proxied).await {
-        // Boxed, as every rare wait: a task is as large as its largest state, idle or not.
-        Box::pin(close_with(&mut socket, closing)).await;
+/// The tab's task. Not an `async fn`: one moves its arguments into locals of its own and
+/// keeps room for both, the socket twice over in every idle tab; a block holds each once.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn would hold its arguments twice"
+)]
+fn run(
+    mut socket: WebSocket,
+    state: AppState,
+    session: String,
+    proxied: ProxyIdentity,
+) -> impl Future<Output = ()> + Send {
+    async move {
+        gauge_add(&state.hub.metrics().connection_tasks, 1);
+        // Boxed, as every rare wait: a task is as large as its largest state, idle or not,
+        // and the hello, the key check and the store's load are over once the tab has joined.
+        let closing = match Box::pin(admit(&mut socket, &state, &session, proxied)).await {
+            Ok((handle, queue)) => serve(&mut socket, &state, &handle, queue).await,
+            Err(closing) => closing,
+        };
+        if let Some(closing) = closing {
+            Box::pin(close_with(&mut socket, closing)).await;
+        }
+        gauge_add(&state.hub.metrics().connection_tasks, -1);
     }
-    gauge_add(&state.hub.metrics().connection_tasks, -1);
 }
 
-/// Runs the connection; how to close it, if with a code.
-async fn serve(
+/// Reads the tab's hello, checks its key and joins it to its session: its handle and inbox,
+/// or how to close it.
+async fn admit(
     socket: &mut WebSocket,
     state: &AppState,
     session: &str,
     proxied: ProxyIdentity,
-) -> Option<Closing> {
-    let with = |code, reason| Some(Closing::with(code, reason));
+) -> Result<(TabHandle, Queue), Option<Closing>> {
+    let with = |code, reason| Err(Some(Closing::with(code, reason)));
     let Ok(session) = SessionId::parse(session) else {
         return with(close::UNKNOWN_SESSION, "not a session id");
     };
@@ -93,10 +112,10 @@ async fn serve(
             _ => return with(close::MALFORMED, "the first frame must be hello"),
         },
         Ok(Some(Err(error))) => {
-            let (code, reason) = code_for_read_error(&error, state.hub.metrics())?;
-            return Some(Closing::after_bad_input(code, reason));
+            let (code, reason) = code_for_read_error(&error, state.hub.metrics()).ok_or(None)?;
+            return Err(Some(Closing::after_bad_input(code, reason)));
         }
-        Ok(None | Some(Ok(Message::Close(_)))) => return None,
+        Ok(None | Some(Ok(Message::Close(_)))) => return Err(None),
         Ok(Some(Ok(_))) => return with(close::MALFORMED, "the first frame must be hello"),
         // Not a broken page, most likely a stalled network: the page may reconnect.
         Err(_) => return with(close::TOO_SLOW, "no hello in time"),
@@ -115,8 +134,7 @@ async fn serve(
     if let Err(error) = state.hub.synced(&session).await {
         tracing::warn!(%session, %error, "a tab joined a session that could not be loaded");
     }
-    let limits = state.hub.limits();
-    let (link, mut queue, mut presence, kick) = Link::new_tab(limits.tab_queue);
+    let (link, queue) = Link::new(state.hub.limits().tab_queue);
     let handle = match state.hub.join_tab(
         session,
         FromTab::requested_tab(requested_tab.as_deref()),
@@ -126,14 +144,26 @@ async fn serve(
         Ok(handle) => handle,
         Err(refused) => return with(refused.close_code(), refused.reason()),
     };
+    // Shutdown closes every tab the hub holds; one that joined just after it closes here.
+    if state.shutdown.is_cancelled() {
+        return with(close::GOING_AWAY, "shutting down");
+    }
     tracing::debug!(tab = %handle.tab(), "tab joined");
+    Ok((handle, queue))
+}
+
+/// Runs a joined tab until it ends; how to close it, if with a code.
+async fn serve(
+    socket: &mut WebSocket,
+    state: &AppState,
+    handle: &TabHandle,
+    mut queue: Queue,
+) -> Option<Closing> {
+    let limits = state.hub.limits();
     let mut keepalive = Keepalive::new(limits.ping_interval);
     let mut pacer = Pacer::new(limits.tab_frames_per_second);
     let mut watch = Watch {
         queue: &mut queue,
-        presence: Some(&mut presence),
-        kick: &kick,
-        shutdown: &state.shutdown,
         keepalive: &mut keepalive,
         metrics: state.hub.metrics(),
     };
@@ -147,7 +177,7 @@ async fn serve(
                 // Boxed: a connection's task is as large as its largest wait, and handling a
                 // frame (an answer waits on the hub and the store) would make every idle tab
                 // carry room for it.
-                if let Some(reply) = Box::pin(handle_frame(&handle, &text)).await {
+                if let Some(reply) = Box::pin(handle_frame(handle, &text)).await {
                     handle.reply(reply);
                 }
             }

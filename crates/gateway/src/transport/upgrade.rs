@@ -101,6 +101,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
 impl Upgrade {
     /// Answers 101 and, once the connection is handed over (within `timeout`, or it is
     /// dropped), runs `serve` on the socket in a task of its own.
+    ///
+    /// Two tasks: one waits for the handover, then spawns `serve`'s. A task is as large as
+    /// the largest state of its future, for as long as it runs; the connection's holds only
+    /// what serving needs, not room for the handover's timer and the closure's captures too.
     pub(super) fn on_upgrade<F, Fut>(
         self,
         config: WebSocketConfig,
@@ -112,7 +116,7 @@ impl Upgrade {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let on_upgrade = self.on_upgrade;
-        let task = async move {
+        let handover = async move {
             match tokio::time::timeout(timeout, on_upgrade).await {
                 Ok(Ok(upgraded)) => {
                     let socket = WebSocketStream::from_raw_socket(
@@ -121,13 +125,13 @@ impl Upgrade {
                         Some(config),
                     )
                     .await;
-                    serve(socket).await;
+                    tokio::spawn(serve(socket));
                 }
                 Ok(Err(error)) => tracing::debug!(%error, "the WebSocket upgrade failed"),
                 Err(_) => tracing::debug!("the WebSocket upgrade did not complete in time"),
             }
         };
-        tokio::spawn(task);
+        tokio::spawn(handover);
         let mut response = StatusCode::SWITCHING_PROTOCOLS.into_response();
         let headers = response.headers_mut();
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));

@@ -20,7 +20,7 @@ pub struct LimitArgs {
     /// message closes the socket (4413), a larger body is refused (413).
     #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_AGENT_FRAME_BYTES", default_value_t = config::DEFAULT_MAX_AGENT_FRAME_BYTES)]
     pub max_agent_frame_bytes: usize,
-    /// Read buffer per socket, in bytes.
+    /// Read buffer per tab socket, in bytes (an agent socket's is 16 KiB).
     #[arg(long, hide_env_values = true, env = "ASKGATE_READ_BUFFER_BYTES", default_value_t = config::DEFAULT_READ_BUFFER_BYTES)]
     pub read_buffer_bytes: usize,
     /// Write buffer per socket, in bytes.
