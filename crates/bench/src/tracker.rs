@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::histo::Hist;
 
-/// Most tabs per session the per-ask bitmap can tell apart.
-pub(crate) const MAX_TABS: usize = 128;
+/// Most tabs per session (the open-file limit stops a run well before it).
+pub(crate) const MAX_TABS: usize = 100_000;
 /// Unexpected frames kept verbatim for the report.
 const KEPT_SAMPLES: usize = 10;
 
@@ -26,12 +26,8 @@ struct Slot {
     sent_ns: AtomicU64,
     /// When the first answer to it was written (0: none yet).
     answered_ns: AtomicU64,
-    /// Which tabs got its `request`, one bit per tab.
-    seen: [AtomicU64; 2],
     /// Tabs that got its `request` (each counted once).
     deliveries: AtomicU32,
-    /// Which tabs got its `resolved`, one bit per tab.
-    resolved: [AtomicU64; 2],
     /// `accepted` frames.
     accepted: AtomicU32,
     /// `outcome` frames.
@@ -139,6 +135,11 @@ pub(crate) struct Tracker {
     epoch: Instant,
     tabs: u32,
     slots: Box<[Slot]>,
+    /// Which tabs got each ask's `request`, one bit per tab: `words` words per ask.
+    seen: Box<[AtomicU64]>,
+    /// Which tabs got each ask's `resolved`, likewise.
+    resolved: Box<[AtomicU64]>,
+    words: usize,
     /// The latencies.
     pub(crate) latency: Latencies,
     /// First outcomes received (the run's progress counter).
@@ -152,10 +153,19 @@ impl Tracker {
     /// Room for `asks` asks in sessions of `tabs` tabs (at most [`MAX_TABS`]).
     pub(crate) fn new(asks: u64, tabs: usize) -> Tracker {
         assert!(tabs <= MAX_TABS, "at most {MAX_TABS} tabs per session");
+        let words = tabs.div_ceil(64).max(1);
+        let bits = || {
+            (0..asks as usize * words)
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        };
         Tracker {
             epoch: Instant::now(),
             tabs: tabs as u32,
             slots: (0..asks).map(|_| Slot::default()).collect(),
+            seen: bits(),
+            resolved: bits(),
+            words,
             latency: Latencies::default(),
             outcomes: std::sync::Arc::default(),
             duplicates: AtomicU64::new(0),
@@ -178,6 +188,12 @@ impl Tracker {
         self.slots.get(usize::try_from(seq).ok()?)
     }
 
+    /// Ask `seq`'s bits in `bits` (`seq` has a slot).
+    fn bits_of<'a>(&self, bits: &'a [AtomicU64], seq: u64) -> &'a [AtomicU64] {
+        let at = seq as usize * self.words;
+        &bits[at..at + self.words]
+    }
+
     /// The agent is writing ask `seq` at `now`.
     pub(crate) fn ask_sent(&self, seq: u64, now: u64) {
         if let Some(slot) = self.slot(seq) {
@@ -190,7 +206,7 @@ impl Tracker {
         let Some(slot) = self.slot(seq) else {
             return self.odd("request with an unknown id");
         };
-        if !first_for_tab(&slot.seen, tab) {
+        if !first_for_tab(self.bits_of(&self.seen, seq), tab) {
             self.duplicates.fetch_add(1, Relaxed);
             return;
         }
@@ -220,9 +236,7 @@ impl Tracker {
 
     /// Tab `tab` received `resolved` for ask `seq`.
     pub(crate) fn resolved_seen(&self, seq: u64, tab: usize) {
-        if let Some(slot) = self.slot(seq)
-            && !first_for_tab(&slot.resolved, tab)
-        {
+        if self.slot(seq).is_some() && !first_for_tab(self.bits_of(&self.resolved, seq), tab) {
             self.resolved_duplicates.fetch_add(1, Relaxed);
         }
     }
@@ -321,13 +335,15 @@ impl Tracker {
                     accepted: slot.accepted.load(Relaxed),
                     tabs_with_request: slot.deliveries.load(Relaxed),
                     answered_ms: (answered != 0).then(|| answered as f64 / 1e6),
-                    resolved: tabs_in(&slot.resolved) as u32,
+                    resolved: tabs_in(self.bits_of(&self.resolved, seq as u64)) as u32,
                 });
             }
             audit.outcomes_doubled += outcomes.saturating_sub(1);
-            audit.requests_lost += tabs.saturating_sub(tabs_in(&slot.seen));
+            let seq = seq as u64;
+            audit.requests_lost += tabs.saturating_sub(tabs_in(self.bits_of(&self.seen, seq)));
             if outcomes > 0 {
-                audit.resolved_lost += tabs.saturating_sub(tabs_in(&slot.resolved));
+                let resolved = tabs_in(self.bits_of(&self.resolved, seq));
+                audit.resolved_lost += tabs.saturating_sub(resolved);
             }
         }
         audit
@@ -335,13 +351,13 @@ impl Tracker {
 }
 
 /// Sets `tab`'s bit; whether it was clear (the tab's first such frame).
-fn first_for_tab(bits: &[AtomicU64; 2], tab: usize) -> bool {
+fn first_for_tab(bits: &[AtomicU64], tab: usize) -> bool {
     let bit = 1u64 << (tab % 64);
     bits[tab / 64].fetch_or(bit, Relaxed) & bit == 0
 }
 
 /// How many tabs' bits are set.
-fn tabs_in(bits: &[AtomicU64; 2]) -> u64 {
+fn tabs_in(bits: &[AtomicU64]) -> u64 {
     bits.iter()
         .map(|w| u64::from(w.load(Relaxed).count_ones()))
         .sum()
@@ -384,5 +400,34 @@ mod tests {
         assert_eq!(audit.resolved_lost, 1);
         assert_eq!(audit.resolved_doubled, 1);
         assert!(!audit.clean());
+    }
+
+    /// Sessions of thousands of tabs are told apart tab by tab.
+    #[test]
+    fn every_tab_of_a_large_session_counts() {
+        let t = Tracker::new(2, 10_000);
+        for seq in 0..2 {
+            t.ask_sent(seq, 10);
+            t.accepted(seq, 11);
+            assert!(t.outcome(seq, 40));
+        }
+        for tab in 0..10_000 {
+            t.request_seen(0, tab, 20);
+            t.resolved_seen(0, tab);
+        }
+        for tab in 0..9_999 {
+            t.request_seen(1, tab, 20);
+            t.resolved_seen(1, tab);
+        }
+        t.request_seen(1, 0, 21);
+        let audit = t.audit(2);
+        assert_eq!(audit.requests_lost, 1, "the last tab of ask 1");
+        assert_eq!(audit.resolved_lost, 1);
+        assert_eq!(audit.requests_doubled, 1);
+        assert_eq!(
+            t.latency.ask_to_all_tabs.summary().count,
+            1,
+            "only ask 0 reached all"
+        );
     }
 }
