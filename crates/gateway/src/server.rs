@@ -224,7 +224,7 @@ pub async fn serve(
     // cancels it; sockets still saying hello watch the token themselves.
     let hub = Arc::clone(&state.hub);
     let stopped = token.clone();
-    tokio::spawn(async move {
+    let closer = tokio::spawn(async move {
         stopped.cancelled().await;
         hub.kick_tabs(askgate_protocol::close::GOING_AWAY);
         hub.kick_agents(askgate_protocol::close::GOING_AWAY);
@@ -266,8 +266,10 @@ pub async fn serve(
     {
         tracing::warn!("some connections did not close within the grace period");
     }
-    // The sweeper stops on the token; waiting for it releases its hold on the hub and store.
+    // The sweeper and the closer stop on the token; waiting for them releases their hold on
+    // the hub and the store.
     let _ = sweeper.await;
+    let _ = closer.await;
     Ok(())
 }
 
