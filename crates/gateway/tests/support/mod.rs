@@ -24,6 +24,14 @@ pub fn tempdir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Removes a scratch directory made by [`tempdir`] once its owner is done, unless the test is
+/// failing: then it stays, with the logs a failure points to.
+pub fn remove_scratch(dir: &std::path::Path) {
+    if !std::thread::panicking() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// A loopback port nothing listens on right now (the caller binds it soon after; a clash is
 /// retried by whoever starts the server).
 pub fn free_port() -> u16 {

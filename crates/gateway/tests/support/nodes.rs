@@ -19,11 +19,23 @@ pub struct Node {
     lines: mpsc::Receiver<String>,
     /// Its data directory.
     pub data: PathBuf,
+    /// Whether the data directory is its own (made for it, removed with it) rather than one
+    /// the test keeps across restarts.
+    owns_data: bool,
+}
+
+/// A node's data directory: made for it, or the test's own (kept across restarts).
+enum Data {
+    Own(PathBuf),
+    Kept(PathBuf),
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
+        if self.owns_data {
+            super::remove_scratch(&self.data);
+        }
     }
 }
 
@@ -36,27 +48,31 @@ impl Node {
 
     /// A node, or every line it wrote if it stopped before listening.
     pub fn try_start(store: &str, args: &[&str]) -> Result<Node, Vec<String>> {
-        Self::try_start_in(tempdir("node"), store, args, &[])
+        Self::try_start_in(Data::Own(tempdir("node")), store, args, &[])
     }
 
     /// A node with environment variables `env` set.
     pub fn start_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Node {
-        Self::try_start_in(tempdir("node"), store, args, env)
+        Self::try_start_in(Data::Own(tempdir("node")), store, args, env)
             .unwrap_or_else(|said| panic!("the node did not start: {said:?}"))
     }
 
     /// A node whose data directory is `data` (kept across restarts).
     pub fn start_in(data: PathBuf, store: &str, args: &[&str]) -> Node {
-        Self::try_start_in(data, store, args, &[])
+        Self::try_start_in(Data::Kept(data), store, args, &[])
             .unwrap_or_else(|said| panic!("the node did not start: {said:?}"))
     }
 
     fn try_start_in(
-        data: PathBuf,
+        data: Data,
         store: &str,
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<Node, Vec<String>> {
+        let (data, owns_data) = match data {
+            Data::Own(dir) => (dir, true),
+            Data::Kept(dir) => (dir, false),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&data)
@@ -84,6 +100,7 @@ impl Node {
             stderr: kept,
             lines,
             data,
+            owns_data,
         };
         let deadline = Instant::now() + TIMEOUT;
         loop {

@@ -21,6 +21,7 @@ pub struct RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
+        super::remove_scratch(&self.dir);
     }
 }
 
