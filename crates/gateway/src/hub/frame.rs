@@ -63,6 +63,15 @@ impl Frame {
         self.pieces().iter().map(Bytes::len).sum()
     }
 
+    /// The whole text, when it is one piece of at most `max` bytes: what goes out as one
+    /// WebSocket frame, without being cut.
+    pub fn whole(&self, max: usize) -> Option<&Bytes> {
+        match &self.0 {
+            Pieces::One(whole) if whole.len() <= max => Some(whole),
+            _ => None,
+        }
+    }
+
     /// Whether it is empty (never, for an encoded message).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -132,6 +141,9 @@ mod tests {
         }
         let small = Frame::from_json(Bytes::from_static(b"{}"));
         assert_eq!(small.fragments(FRAGMENT_BYTES).count(), 1);
+        assert_eq!(small.whole(2).map(|b| &b[..]), Some(&b"{}"[..]));
+        assert!(small.whole(1).is_none());
+        assert!(frame.whole(1000).is_none());
     }
 
     #[test]

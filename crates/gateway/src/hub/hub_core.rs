@@ -1,12 +1,8 @@
 //! The hub itself: construction, the lock, peers arriving and leaving, and housekeeping.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
-
-use futures_util::FutureExt as _;
 
 use askgate_protocol::{SessionId, TabId, close};
 
@@ -19,7 +15,7 @@ use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
 use crate::people::{People, Person};
 use crate::scope::SessionScope;
-use crate::store::{Shared, Store, StoreError, StoreOp, Verdict};
+use crate::store::{Shared, Store};
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -317,49 +313,6 @@ impl Hub {
         }
     }
 
-    /// Hands `ops` to the store now; waits for them to be durable, then runs `finish` with
-    /// the result, in a task of its own, and waits for that. The caller may be dropped
-    /// meanwhile (axum drops a handler whose HTTP client hangs up): the change is still
-    /// finished, never left half-way between the store and the hub. `Err` only if the task
-    /// panicked or the runtime is shutting down.
-    pub(super) async fn commit_then<T: Send + 'static>(
-        self: &Arc<Self>,
-        ops: Vec<StoreOp>,
-        finish: impl FnOnce(&Arc<Hub>, Result<Vec<Verdict>, StoreError>) -> T + Send + 'static,
-    ) -> Result<T, tokio::task::JoinError> {
-        let committing = self.store_commit(ops);
-        let hub = Arc::clone(self);
-        tokio::spawn(async move { finish(&hub, committing.await) }).await
-    }
-
-    /// Hands `ops` to the store now (so commits keep the order of these calls); the future
-    /// waits for them to be durable, says what the store decided of each, and the time that
-    /// took is counted in the metrics.
-    pub(super) fn store_commit(
-        &self,
-        ops: Vec<StoreOp>,
-    ) -> impl Future<Output = Result<Vec<Verdict>, StoreError>> + Send + 'static {
-        let started = Instant::now();
-        // A store that panics (a bug), whether as it takes the commit or while it carries it
-        // out, has failed this commit like any other failure: the callers' error paths put the
-        // request back as it was. Left to unwind, the panic would skip them and leave the
-        // request half-changed, with everyone behind it waiting for good.
-        let committing = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.decide(ops)))
-            .unwrap_or_else(|panic| {
-                let failed = Err(StoreError(panic_message(panic.as_ref())));
-                Box::pin(std::future::ready(failed))
-            });
-        let metrics = Arc::clone(&self.metrics);
-        async move {
-            let committed = AssertUnwindSafe(committing)
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|panic| Err(StoreError(panic_message(panic.as_ref()))));
-            metrics.store_committed(started.elapsed());
-            committed
-        }
-    }
-
     /// How many sessions, tabs and requests (any state) the hub holds: for tests and leak
     /// checks.
     pub fn census(&self) -> (usize, usize, usize) {
@@ -368,14 +321,4 @@ impl Hub {
         let requests = sessions.values().map(|s| s.requests.len()).sum();
         (sessions.len(), tabs, requests)
     }
-}
-
-/// What a panic said, as the error of the commit it broke.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    let said = panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("no message");
-    format!("the store panicked ({said}); the change may not have been kept")
 }

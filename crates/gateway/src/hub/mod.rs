@@ -11,6 +11,7 @@
 mod agent_side;
 mod asking;
 mod auditing;
+mod committing;
 mod entry;
 mod finished;
 mod forgetting;

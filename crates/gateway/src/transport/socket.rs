@@ -193,51 +193,32 @@ pub(super) async fn step(
     pacer: &mut Pacer,
     event: Event,
 ) -> Step {
-    // Boxed: writing, pinging and closing hold futures of their own (a frame's fragments, a
-    // flush, a timer), and a task is as large as its largest wait, so unboxed every idle
-    // connection would carry room for them. One allocation per event is little beside its
-    // write to the socket.
-    Box::pin(handle_event(socket, watch, pacer, event)).await
-}
-
-async fn handle_event(
-    socket: &mut WebSocket,
-    watch: &mut Watch<'_>,
-    pacer: &mut Pacer,
-    event: Event,
-) -> Step {
     let ended = |code: Option<u16>| Step::End(code.map(|c| (c, "closing")));
-    match event {
-        Event::Close(code) => ended(Some(code)),
-        Event::Outgoing(Some(frame)) => match write_frames(socket, frame, watch).await {
-            Ok(()) => Step::Continue,
-            Err(code) => ended(code),
-        },
-        Event::Outgoing(None) => Step::End(None),
-        Event::Presence(frame) => {
-            let written = match write_frame(socket, &frame, watch).await {
-                Ok(()) => watch.guard(socket.flush()).await,
-                Err(code) => Err(code),
+    let wait = match event {
+        Event::Close(code) => return ended(Some(code)),
+        Event::Outgoing(Some(frame)) => {
+            let mut first = Some(frame);
+            let written = std::future::poll_fn(|cx| match first.take() {
+                Some(frame) => Poll::Ready(write_now(socket, cx, frame, watch.queue)),
+                None => Poll::Ready(Written::Failed),
+            })
+            .await;
+            match written {
+                Written::Done => return Step::Continue,
+                Written::Failed => return Step::End(None),
+                Written::Rest(rest) => Wait::Rest(rest),
+            }
+        }
+        Event::Outgoing(None) | Event::Incoming(None) => return Step::End(None),
+        Event::Presence(frame) => Wait::Presence(frame),
+        Event::Tick => Wait::Tick,
+        Event::Incoming(Some(Ok(Message::Close(_)))) => Wait::PeerClosed,
+        Event::Incoming(Some(Err(error))) => {
+            return match code_for_read_error(&error, watch.metrics) {
+                Some((code, reason)) => Step::Failed(code, reason),
+                None => Step::End(None),
             };
-            written.map_or_else(ended, |()| Step::Continue)
         }
-        Event::Tick => match watch.keepalive.tick() {
-            Some(ping) => match send_ping(socket, ping, watch).await {
-                Ok(()) => Step::Continue,
-                Err(code) => ended(code),
-            },
-            None => Step::End(None),
-        },
-        Event::Incoming(None) => Step::End(None),
-        Event::Incoming(Some(Ok(Message::Close(_)))) => {
-            // tungstenite has queued the reply to the peer's close; it goes out on a flush.
-            let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.flush()).await;
-            Step::End(None)
-        }
-        Event::Incoming(Some(Err(error))) => match code_for_read_error(&error, watch.metrics) {
-            Some((code, reason)) => Step::Failed(code, reason),
-            None => Step::End(None),
-        },
         Event::Incoming(Some(Ok(message))) => {
             watch.keepalive.alive();
             // Every frame counts, pings too: answering a flood of pings is work as well.
@@ -245,15 +226,102 @@ async fn handle_event(
                 count(&watch.metrics.closed_too_many_frames);
                 return Step::End(Some((close::TOO_MANY_FRAMES, "too many frames")));
             }
-            match message {
+            return match message {
                 Message::Text(text) => Step::Text(text),
                 Message::Binary(_) => Step::End(Some((close::MALFORMED, "frames are JSON text"))),
                 // Pongs are answered by tungstenite; raw frames are never read.
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
                     Step::Continue
                 }
-            }
+            };
         }
+    };
+    // Boxed: waiting on a write, a ping or a close holds futures of its own (a frame's
+    // fragments, a flush, a timer), and a task is as large as its largest wait, so unboxed
+    // every idle connection would carry room for them. Most events never get here: a frame
+    // the socket takes at once is written above, without an allocation.
+    Box::pin(wait_on(socket, watch, wait)).await
+}
+
+/// An event that may have to wait.
+enum Wait {
+    /// Frames the socket did not take at once (`None`: only the flush is left).
+    Rest(Option<Frame>),
+    Presence(Frame),
+    Tick,
+    /// The peer's close, whose reply is still to go out.
+    PeerClosed,
+}
+
+async fn wait_on(socket: &mut WebSocket, watch: &mut Watch<'_>, wait: Wait) -> Step {
+    let ended = |code: Option<u16>| Step::End(code.map(|c| (c, "closing")));
+    let written = match wait {
+        Wait::Rest(Some(frame)) => write_frames(socket, frame, watch).await,
+        Wait::Rest(None) => watch.guard(socket.flush()).await,
+        Wait::Presence(frame) => match write_frame(socket, &frame, watch).await {
+            Ok(()) => watch.guard(socket.flush()).await,
+            Err(code) => Err(code),
+        },
+        Wait::Tick => match watch.keepalive.tick() {
+            Some(ping) => send_ping(socket, ping, watch).await,
+            None => return Step::End(None),
+        },
+        Wait::PeerClosed => {
+            // tungstenite has queued the reply to the peer's close; it goes out on a flush.
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.flush()).await;
+            return Step::End(None);
+        }
+    };
+    written.map_or_else(ended, |()| Step::Continue)
+}
+
+/// What writing without waiting came to.
+enum Written {
+    /// Every frame written and flushed.
+    Done,
+    /// The socket failed.
+    Failed,
+    /// The socket would block, or a frame must go in fragments: the rest is for [`wait_on`].
+    Rest(Option<Frame>),
+}
+
+/// Writes `first` and whatever else is queued (up to a batch), then flushes, for as long as
+/// the socket takes them without waiting; stops at a frame too large for one fragment.
+fn write_now(
+    socket: &mut WebSocket,
+    cx: &mut std::task::Context<'_>,
+    first: Frame,
+    queue: &mut Queue,
+) -> Written {
+    let mut frame = first;
+    let mut written = 0;
+    loop {
+        let Some(whole) = frame.whole(FRAGMENT_BYTES) else {
+            return Written::Rest(Some(frame));
+        };
+        match socket.poll_ready_unpin(cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(_)) => return Written::Failed,
+            Poll::Pending => return Written::Rest(Some(frame)),
+        }
+        // As in `write_frame`: serde_json's output goes out without being checked again.
+        let wire = WireFrame::message(whole.clone(), OpCode::Data(Data::Text), true);
+        if socket.start_send_unpin(Message::Frame(wire)).is_err() {
+            return Written::Failed;
+        }
+        written += 1;
+        if written == BATCH_FRAMES {
+            break;
+        }
+        match queue.try_frame() {
+            Some(next) => frame = next,
+            None => break,
+        }
+    }
+    match socket.poll_flush_unpin(cx) {
+        Poll::Ready(Ok(())) => Written::Done,
+        Poll::Ready(Err(_)) => Written::Failed,
+        Poll::Pending => Written::Rest(None),
     }
 }
 
