@@ -6,6 +6,7 @@
 #   bench/profile.sh                                  # 1,000 × 3 at 2,000 asks/s
 #   bench/profile.sh --store memory                   # without the durable store
 #   bench/profile.sh -- --sessions 1 --tabs 100 --rate 100
+#   TABS_PER_SESSION=10000 bench/profile.sh -- --sessions 1 --tabs 10000 --rate 10
 #
 # Flags before `--` go to `askgate serve`, after it to `askgate-bench fanout`.
 set -euo pipefail
@@ -17,7 +18,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do serve_args+=("$1"); shift; done
 
 dir=$(mktemp -d /tmp/askgate-profile-XXXXXX)
 "$target/release/askgate" serve --listen 127.0.0.1:0 --data-dir "$dir/data" \
-  --tabs-per-session 128 --max-connections-per-address 0 --joins-per-session-per-second 1000000 \
+  --tabs-per-session "${TABS_PER_SESSION:-128}" --max-connections-per-address 0 --joins-per-session-per-second 1000000 \
   "${serve_args[@]}" 2> "$dir/server.log" &
 pid=$!
 bench=""
