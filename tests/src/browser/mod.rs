@@ -188,13 +188,28 @@ impl Browser {
 
     /// Makes the page see `prefers-color-scheme: dark` (or light), as if the system had it.
     pub async fn set_color_scheme(&self, dark: bool) {
+        self.emulate_media(dark, false).await;
+    }
+
+    /// Makes the page see `prefers-color-scheme: dark` (or light) and, when `reduce_motion`,
+    /// `prefers-reduced-motion: reduce`, as if the system had them.
+    pub async fn emulate_media(&self, dark: bool, reduce_motion: bool) {
         let scheme = if dark { "dark" } else { "light" };
-        let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
+        let motion = if reduce_motion {
+            "reduce"
+        } else {
+            "no-preference"
+        };
+        let params = json!({"features": [
+            {"name": "prefers-color-scheme", "value": scheme},
+            {"name": "prefers-reduced-motion", "value": motion},
+        ]});
         let body = json!({"cmd": "Emulation.setEmulatedMedia", "params": params});
         self.command("POST", "/goog/cdp/execute", Some(&body)).await;
         self.wait_until(
-            "return matchMedia('(prefers-color-scheme: dark)').matches === arguments[0];",
-            json!([dark]),
+            "return matchMedia('(prefers-color-scheme: dark)').matches === arguments[0] \
+                && matchMedia('(prefers-reduced-motion: reduce)').matches === arguments[1];",
+            json!([dark, reduce_motion]),
         )
         .await;
     }
