@@ -3,6 +3,8 @@
 //! The entry's text is written here, once, by the node; a store only numbers, times and
 //! seals it. Members come in a fixed order, so two nodes write the same bytes for one event.
 
+use std::borrow::Cow;
+
 use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, Outcome, RequestId, SessionId};
 use serde::Serialize;
@@ -22,9 +24,10 @@ pub struct Who {
     pub via: Option<Via>,
 }
 
-/// One thing that happened to a request (or, for `link_issued`, to a session).
+/// One thing that happened to a request (or, for `link_issued`, to a session). The JSON it
+/// carries is borrowed from the store change that made it, when one did.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub enum Event<'a> {
     /// An agent asked.
     Asked {
         /// The dialect.
@@ -34,7 +37,7 @@ pub enum Event {
         /// The title, if any.
         title: Option<String>,
         /// The questions as shown.
-        questions: Value,
+        questions: Cow<'a, Value>,
         /// Who alone may answer, if the ask said.
         answerers: Option<Vec<String>>,
         /// The timeout asked for, in ms.
@@ -45,7 +48,7 @@ pub enum Event {
         /// Who answered.
         who: Who,
         /// The dialect's response.
-        answer: Value,
+        answer: Cow<'a, Value>,
     },
     /// A tab's decline won.
     Declined {
@@ -76,7 +79,7 @@ pub enum Event {
     },
 }
 
-impl Event {
+impl Event<'_> {
     /// The `event` member.
     pub fn name(&self) -> &'static str {
         match self {
@@ -94,7 +97,7 @@ impl Event {
 
 /// An event to record: where, when (a local store's time; Redis uses its own clock), what.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Note {
+pub struct Note<'a> {
     /// The session.
     pub session: SessionId,
     /// The request, if the event is about one.
@@ -102,7 +105,7 @@ pub struct Note {
     /// When it happened (Unix ms).
     pub at_ms: u64,
     /// What happened.
-    pub event: Event,
+    pub event: Event<'a>,
 }
 
 /// What tells one question set from another: SHA-256 of the dialect, a newline and the
@@ -114,9 +117,9 @@ pub fn questions_digest(dialect: Dialect, questions: &Value) -> String {
     sha256_hex(&bytes)
 }
 
-impl Note {
+impl<'a> Note<'a> {
     /// The `asked` entry of a new request.
-    pub fn asked(request: &StoredRequest) -> Note {
+    pub fn asked(request: &'a StoredRequest) -> Note<'a> {
         Note {
             session: request.session.clone(),
             id: Some(request.id.clone()),
@@ -125,7 +128,7 @@ impl Note {
                 dialect: request.dialect,
                 digest: questions_digest(request.dialect, &request.questions),
                 title: request.title.clone(),
-                questions: request.questions.clone(),
+                questions: Cow::Borrowed(&request.questions),
                 answerers: request.answerers.clone(),
                 timeout_ms: request
                     .deadline_ms
@@ -135,7 +138,11 @@ impl Note {
     }
 
     /// The entry of a request's ending.
-    pub fn ended(session: &SessionId, id: &RequestId, resolution: &StoredResolution) -> Note {
+    pub fn ended(
+        session: &SessionId,
+        id: &RequestId,
+        resolution: &'a StoredResolution,
+    ) -> Note<'a> {
         let who = Who {
             user: resolution.user.clone(),
             tab: resolution.by.clone(),
@@ -144,7 +151,7 @@ impl Note {
         let event = match resolution.settlement.outcome {
             Outcome::Answered => Event::Answered {
                 who,
-                answer: resolution.settlement.response.clone(),
+                answer: Cow::Borrowed(&resolution.settlement.response),
             },
             Outcome::Declined => Event::Declined { who },
             Outcome::TimedOut => Event::TimedOut,
@@ -160,7 +167,7 @@ impl Note {
 
     /// The entry a store change makes, if it makes one (a deletion other than an ack makes
     /// none).
-    pub fn of(op: &StoreOp, now_ms: u64) -> Option<Note> {
+    pub fn of(op: &'a StoreOp, now_ms: u64) -> Option<Note<'a>> {
         match op {
             StoreOp::Put(request) => Some(Note::asked(request)),
             StoreOp::Resolve {
@@ -196,7 +203,7 @@ fn member(out: &mut Vec<u8>, name: &str, value: &impl Serialize) {
 
 /// The entry's members after `seq` and `at_ms`, as sealed: `"session":…,"id":…,"event":…,
 /// "user":…,"tab":…` and the event's own.
-pub fn tail(note: &Note) -> String {
+pub fn tail(note: &Note<'_>) -> String {
     let mut out = Vec::with_capacity(160);
     out.extend_from_slice(br#""session":"#);
     let _ = serde_json::to_writer(&mut out, note.session.as_str());
@@ -262,7 +269,7 @@ mod tests {
                     tab: Some("t-1".into()),
                     via: Some(Via::PersonalLink),
                 },
-                answer: serde_json::json!({"answers": []}),
+                answer: Cow::Owned(serde_json::json!({"answers": []})),
             },
         };
         assert_eq!(

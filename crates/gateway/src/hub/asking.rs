@@ -10,10 +10,10 @@ use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
+use super::ending_frames::outcome_frame;
 use super::entry::{EncodedRequest, Entry, EntryState};
 use super::frame::Frame;
 use super::links::Link;
-use super::outcomes::outcome_message;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
@@ -54,23 +54,23 @@ impl Hub {
     /// Queues the frame for `reply` to the asking socket, if there is one.
     pub(super) fn deliver(&self, asker: Option<&Link>, session: &SessionId, reply: &AskReply) {
         let Some(asker) = asker else { return };
-        let message = match reply {
+        let frame = match reply {
             AskReply::Accepted {
                 id, deadline_ms, ..
-            } => ToAgent::Accepted {
+            } => Frame::encode(&ToAgent::Accepted {
                 session: session.to_string(),
                 id: id.to_string(),
                 deadline_ms: *deadline_ms,
                 viewer_url: self.keys.viewer_url(session),
-            },
-            AskReply::Resolved { id, resolution } => outcome_message(session, id, resolution),
-            AskReply::Rejected { id, errors, .. } => ToAgent::Rejected {
+            }),
+            AskReply::Resolved { id, resolution } => outcome_frame(session, id, resolution),
+            AskReply::Rejected { id, errors, .. } => Frame::encode(&ToAgent::Rejected {
                 session: session.to_string(),
                 id: id.as_ref().map(ToString::to_string),
                 errors: errors.clone(),
-            },
+            }),
         };
-        asker.send(Frame::encode(&message), &self.metrics);
+        asker.send(frame, &self.metrics);
     }
 
     fn reject(

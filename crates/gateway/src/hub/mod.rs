@@ -12,6 +12,7 @@ mod agent_side;
 mod asking;
 mod auditing;
 mod committing;
+mod ending_frames;
 mod entry;
 mod finished;
 mod forgetting;

@@ -4,7 +4,6 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use askgate_protocol::wire::{OutcomeFrame, ToAgent};
 use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
@@ -43,22 +42,6 @@ pub enum Withdrawal {
     Forgotten,
     /// The store could not keep the ending; the request stays open.
     Failed(String),
-}
-
-/// The `outcome` frame of a resolved request.
-pub(super) fn outcome_message(
-    session: &SessionId,
-    id: &RequestId,
-    resolution: &StoredResolution,
-) -> ToAgent {
-    ToAgent::Outcome(OutcomeFrame {
-        session: session.to_string(),
-        id: id.to_string(),
-        settlement: resolution.settlement.clone(),
-        by: resolution.by.clone(),
-        user: resolution.user.clone(),
-        at_ms: resolution.at_ms,
-    })
 }
 
 impl Hub {

@@ -9,13 +9,11 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::wire::ToTab;
 use askgate_protocol::{Outcome, RequestId};
 
 use super::Hub;
+use super::ending_frames::{outcome_frame, resolved_frame};
 use super::entry::EntryState;
-use super::frame::Frame;
-use super::outcomes::outcome_message;
 use super::resolving::{Refusal, Resolution, STORE_RETRY};
 use super::session::Session;
 use crate::clock::now_ms;
@@ -157,19 +155,9 @@ impl Hub {
         }
         gauge_add(&self.metrics.open_requests, -1);
         gauge_add(&self.metrics.kept_outcomes, 1);
-        let resolved = Frame::encode(&ToTab::Resolved {
-            id: id.to_string(),
-            outcome: resolution.settlement.outcome,
-            by: resolution.by.clone(),
-            user: resolution.user.clone(),
-            via: resolution.via,
-            response: resolution.settlement.response.clone(),
-        });
+        let resolved = resolved_frame(id, &resolution);
         if let Some(asker) = &entry.asker {
-            asker.send(
-                Frame::encode(&outcome_message(&state.id, id, &resolution)),
-                &self.metrics,
-            );
+            asker.send(outcome_frame(&state.id, id, &resolution), &self.metrics);
         }
         let open_bytes = entry.encoded.view.len();
         state.finished.push(id, &entry.encoded.view, &resolution);

@@ -54,7 +54,7 @@ impl MemoryStore {
 }
 
 impl Kept {
-    fn record(&mut self, note: &Note) {
+    fn record(&mut self, note: &Note<'_>) {
         let trail = self.trails.entry(note.session.clone()).or_default();
         let head = (!trail.lines.is_empty())
             .then_some((trail.lines.len() as u64, trail.head_hash.as_str()));

@@ -115,7 +115,7 @@ pub enum StoreOp {
         acked: bool,
     },
     /// Record an event that changes nothing else (a refusal, a link issued).
-    Note(Note),
+    Note(Note<'static>),
     /// Drop the audit trails whose newest entry is older than `before_ms`, whole.
     DropStaleTrails {
         /// The cut-off (Unix ms).

@@ -32,7 +32,7 @@ fn read_head(text: &str) -> Option<(u64, u64, &str)> {
 
 impl TrailTables<'_> {
     /// Seals `note` onto its session's chain.
-    pub(super) fn record(&mut self, note: &Note) -> Result<(), String> {
+    pub(super) fn record(&mut self, note: &Note<'_>) -> Result<(), String> {
         let session = note.session.as_str();
         let head = self
             .heads

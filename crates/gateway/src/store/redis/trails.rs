@@ -25,7 +25,7 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    pub(super) fn of(note: &Note) -> Entry {
+    pub(super) fn of(note: &Note<'_>) -> Entry {
         let tail = tail(note);
         Entry {
             digest: sha256_hex(tail.as_bytes()),
@@ -67,7 +67,7 @@ impl Inner {
     }
 
     /// Seals `note` onto its session's trail.
-    pub(super) async fn note(&self, note: &Note) -> Result<Verdict, StoreError> {
+    pub(super) async fn note(&self, note: &Note<'_>) -> Result<Verdict, StoreError> {
         let entry = Entry::of(note);
         let session = &note.session;
         let _: String = self
