@@ -68,8 +68,10 @@ fn at_least_one_byte(text: &str) -> Result<usize, String> {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+/// The async runtime, with `worker_threads` threads for tasks.
+fn runtime(worker_threads: u16) -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(worker_threads.max(1)))
         .enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
@@ -94,15 +96,16 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Serve(args) => {
             init_tracing("info");
-            runtime().and_then(|rt| rt.block_on(serve::run(*args)))
+            runtime(args.worker_threads).and_then(|rt| rt.block_on(serve::run(*args)))
         }
         Command::Demo(args) => {
             init_tracing("warn");
-            runtime().and_then(|rt| rt.block_on(demo::run(*args)))
+            runtime(args.serve.worker_threads).and_then(|rt| rt.block_on(demo::run(*args)))
         }
         Command::Audit(command) => {
             init_tracing("warn");
-            runtime().and_then(|rt| rt.block_on(audit::run(command)))
+            let threads = crate::config::DEFAULT_WORKER_THREADS;
+            runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
         }
         Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
             .or_else(quiet_when_stdout_closed),

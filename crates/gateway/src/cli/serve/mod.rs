@@ -64,6 +64,16 @@ pub struct ServeArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
 
+    /// Threads that run sockets and the hub (the embedded store syncs on its own thread).
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_WORKER_THREADS",
+        default_value_t = crate::config::DEFAULT_WORKER_THREADS,
+        value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::config::MAX_WORKER_THREADS))
+    )]
+    pub worker_threads: u16,
+
     /// The limits.
     #[command(flatten)]
     pub limits: LimitArgs,

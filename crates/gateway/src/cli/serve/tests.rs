@@ -320,3 +320,18 @@ fn the_audit_retention_is_a_positive_number_of_days() {
         Duration::from_secs(90 * 24 * 3600)
     );
 }
+
+#[test]
+fn the_worker_threads_are_one_by_default_and_at_least_one() {
+    assert_eq!(parse(&[]).worker_threads, 1);
+    assert_eq!(parse(&["--worker-threads", "4"]).worker_threads, 4);
+    for bad in ["0", "1025", "-1", "two"] {
+        let flag = format!("--worker-threads={bad}");
+        let argv = ["serve", flag.as_str()];
+        let said = match Serve::try_parse_from(argv) {
+            Ok(parsed) => panic!("--worker-threads {bad} should be refused, got {parsed:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(said.contains("--worker-threads"), "{bad}: {said}");
+    }
+}
