@@ -52,8 +52,19 @@ pub struct Sealed {
 
 /// Seals `tail` as entry `seq` at `at_ms`, after the entry whose hash is `prev`.
 pub fn seal(prev: &str, seq: u64, at_ms: u64, tail: &str) -> Sealed {
+    use std::fmt::Write as _;
     let hash = link_hash(prev, seq, at_ms, tail);
-    let line = format!(r#"{{"seq":{seq},"at_ms":{at_ms},{tail},"prev":"{prev}","hash":"{hash}"}}"#);
+    // Sized once: the tail carries the questions' digest and the answer, and a line grown
+    // piece by piece is copied on each doubling.
+    let head = r#"{"seq":,"at_ms":,"#.len() + 20 + 20;
+    let mut line = String::with_capacity(head + tail.len() + SUFFIX_LEN);
+    let _ = write!(line, r#"{{"seq":{seq},"at_ms":{at_ms},"#);
+    line.push_str(tail);
+    line.push_str(r#","prev":""#);
+    line.push_str(prev);
+    line.push_str(r#"","hash":""#);
+    line.push_str(&hash);
+    line.push_str(r#""}"#);
     Sealed { seq, line, hash }
 }
 

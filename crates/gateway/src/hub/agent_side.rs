@@ -81,8 +81,9 @@ impl AgentHandle {
         });
     }
 
-    /// `ask`: replies `accepted`, the stored `outcome` of a repeat, or `rejected`.
-    pub async fn ask(&self, frame: &AskFrame) {
+    /// `ask`: replies `accepted`, the stored `outcome` of a repeat, or `rejected`. The
+    /// questions are moved out of `frame`.
+    pub async fn ask(&self, frame: &mut AskFrame) {
         // Before the questions are even read: the session is not this key's to ask in. A
         // session that is not a string is left to the check below, which names its type.
         let out_of_scope = frame
@@ -95,7 +96,7 @@ impl AgentHandle {
                 ErrorCode::Forbidden,
                 message,
             )]),
-            None => frame.check(self.hub.limits.max_timeout_s),
+            None => frame.check_taking(self.hub.limits.max_timeout_s),
         };
         match checked {
             Ok(checked) => {

@@ -24,6 +24,9 @@ pub(super) const FINISHED_BYTES: usize = 1024 * 1024;
 #[derive(Debug)]
 struct FinishedEntry {
     id: RequestId,
+    /// [`fingerprint`] of `id`: compared first, so a lookup of an id not listed (every new
+    /// ask makes one) does not compare it byte for byte with every entry.
+    fingerprint: u64,
     at_ms: u64,
     /// When the hub forgot the request (acknowledged or expired); `None` while it is held.
     forgotten_at_ms: Option<u64>,
@@ -53,6 +56,7 @@ impl Finished {
     pub(super) fn push(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
         let entry = FinishedEntry {
             id: id.clone(),
+            fingerprint: fingerprint(id),
             at_ms: resolution.at_ms,
             forgotten_at_ms: None,
             view: view.slice(..view.len().saturating_sub(1)),
@@ -80,19 +84,28 @@ impl Finished {
 
     /// Request `id` has been forgotten at `now_ms`: its listing runs out after the grace.
     pub(super) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
-        if let Some(entry) = self.entries.iter_mut().find(|e| e.id == *id) {
+        if let Some(at) = self.position(id) {
+            let entry = &mut self.entries[at];
             entry.forgotten_at_ms = Some(now_ms);
         }
     }
 
     /// Drops request `id`'s entry (it is asked anew).
     pub(super) fn remove(&mut self, id: &RequestId) {
-        if let Some(at) = self.entries.iter().position(|e| e.id == *id) {
+        if let Some(at) = self.position(id) {
             if let Some(entry) = self.entries.remove(at) {
                 self.bytes -= entry.bytes();
             }
             self.generation += 1;
         }
+    }
+
+    /// Where request `id` is listed, if it is.
+    fn position(&self, id: &RequestId) -> Option<usize> {
+        let fingerprint = fingerprint(id);
+        self.entries
+            .iter()
+            .position(|e| e.fingerprint == fingerprint && e.id == *id)
     }
 
     /// Drops the entries forgotten longer ago than the grace.
@@ -119,6 +132,14 @@ impl Finished {
     pub(super) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
         self.entries.iter().map(|e| [&e.view, &e.ending])
     }
+}
+
+/// A request id's hash, to tell most other ids apart by one comparison.
+fn fingerprint(id: &RequestId) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    id.as_str().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// How a request ended, as the rest of its finished view: `,"outcome":...,"by":...,"user":...,"at_ms":...}`,

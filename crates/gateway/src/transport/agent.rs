@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use askgate_protocol::close;
-use askgate_protocol::wire::AgentFrame;
+use askgate_protocol::wire::{AgentFrame, read_agent_frame};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -107,7 +107,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
             Step::Failed(code, reason) => break Some(Closing::after_bad_input(code, reason)),
             Step::Text(text) => text,
         };
-        match serde_json::from_str::<AgentFrame>(&text) {
+        match read_agent_frame(&text) {
             Ok(frame) => {
                 let agent = Arc::clone(&agent);
                 let mut task =
@@ -131,7 +131,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
 async fn handle(agent: &AgentHandle, frame: AgentFrame) {
     match frame {
         AgentFrame::Open { session } => agent.open(session.as_deref()),
-        AgentFrame::Ask(ask) => {
+        AgentFrame::Ask(mut ask) => {
             let span = tracing::debug_span!(
                 "ask",
                 session = ask.session.as_str().unwrap_or("-"),
@@ -141,7 +141,7 @@ async fn handle(agent: &AgentHandle, frame: AgentFrame) {
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("-")
             );
-            agent.ask(&ask).instrument(span).await;
+            agent.ask(&mut ask).instrument(span).await;
         }
         AgentFrame::Cancel { session, id } => agent.cancel(&session, &id).await,
         AgentFrame::Link {

@@ -8,7 +8,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use askgate_protocol::wire::{FromTab, Via};
+use askgate_protocol::wire::{FromTab, Via, read_tab_frame};
 use askgate_protocol::{SessionId, close};
 use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
 use axum::http::HeaderMap;
@@ -186,7 +186,7 @@ async fn serve(
 }
 
 async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Frame> {
-    match serde_json::from_str::<FromTab>(text) {
+    match read_tab_frame(text) {
         Ok(FromTab::Answer { id, response }) => handle.answer(&id, response).await,
         Ok(FromTab::Decline { id, dismiss }) => handle.decline(&id, dismiss).await,
         Ok(FromTab::History) => Some(handle.history().await),

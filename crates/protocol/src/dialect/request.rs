@@ -13,14 +13,20 @@ impl Dialect {
     /// The request an ask carries for this dialect, read with `field` (which gives a field
     /// of the ask by name, or `None` when it is absent).
     pub fn gather<'a>(self, field: impl Fn(&str) -> Option<&'a Value>) -> Value {
+        self.gather_owned(|name| field(name).cloned())
+    }
+
+    /// [`gather`](Self::gather), with `field` giving each field's value to keep (an ask taken
+    /// apart moves its fields in rather than copying them).
+    pub fn gather_owned(self, mut field: impl FnMut(&str) -> Option<Value>) -> Value {
         match self.face().fields() {
-            [only] => field(only).cloned().unwrap_or(Value::Null),
+            [only] => field(only).unwrap_or(Value::Null),
             fields => Value::Object(
                 fields
                     .iter()
                     .filter_map(|name| {
                         let value = field(name).filter(|v| !v.is_null())?;
-                        Some(((*name).to_owned(), value.clone()))
+                        Some(((*name).to_owned(), value))
                     })
                     .collect(),
             ),

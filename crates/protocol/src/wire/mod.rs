@@ -13,6 +13,9 @@ use crate::ids::{RequestId, SessionId, TabId, parse_field};
 use crate::people::check_answerers;
 pub use crate::people::{Via, You};
 
+mod reading;
+pub use reading::{read_agent_frame, read_tab_frame};
+
 /// Longest `title`, in characters after stripping.
 pub const MAX_TITLE_CHARS: usize = 200;
 
@@ -56,8 +59,9 @@ pub enum AgentFrame {
 }
 
 /// The `ask` frame, fields as sent: each of any JSON type, so that one of the wrong type is
-/// refused by [`AskFrame::check`] at its path rather than failing the whole frame.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// refused by [`AskFrame::check`] at its path rather than failing the whole frame. Read by
+/// hand ([`reading`]), as serde's derived reading would, without buffering the frame first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct AskFrame {
     /// The session (a string).
     #[serde(default)]
@@ -110,6 +114,30 @@ impl AskFrame {
     /// # Errors
     /// Every problem found, each with its path (`session`, `timeout_s`, `questions[0].header`...).
     pub fn check(&self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
+        let fields = self.check_fields(max_timeout_s);
+        let request = fields.dialect.map(|dialect| {
+            self.foreign_fields(dialect)?;
+            Ok(dialect.gather(|name| self.field(name)))
+        });
+        fields.finish(request)
+    }
+
+    /// [`check`](Self::check), moving the dialect's request out of the frame instead of
+    /// copying it (the frame keeps every other field, for a refusal to quote).
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    pub fn check_taking(&mut self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
+        let fields = self.check_fields(max_timeout_s);
+        let request = fields.dialect.map(|dialect| {
+            self.foreign_fields(dialect)?;
+            Ok(dialect.gather_owned(|name| self.take_field(name)))
+        });
+        fields.finish(request)
+    }
+
+    /// Every field but the dialect's request, checked.
+    fn check_fields(&self, max_timeout_s: f64) -> CheckedFields {
         let mut errors = Vec::new();
         let session = string_field("session", &self.session)
             .and_then(|session| parse_field("session", session, SessionId::parse))
@@ -141,30 +169,14 @@ impl AskFrame {
         let answerers = check_answerers(self.answerers.as_ref())
             .map_err(|e| errors.push(e))
             .ok();
-        let questions = match dialect {
-            Some(dialect) => self
-                .request_of(dialect)
-                .and_then(|request| {
-                    QuestionSet::validate(dialect, &request).map_err(ValidationErrors::into_vec)
-                })
-                .map_err(|e| errors.extend(e))
-                .ok(),
-            None => None,
-        };
-        match (session, questions, timeout_ms, title, answerers) {
-            (Some(session), Some(questions), Some(timeout_ms), Some(title), Some(answerers))
-                if errors.is_empty() =>
-            {
-                Ok(CheckedAsk {
-                    session,
-                    id,
-                    questions,
-                    timeout_ms,
-                    title,
-                    answerers,
-                })
-            }
-            _ => Err(errors),
+        CheckedFields {
+            errors,
+            session,
+            id,
+            dialect,
+            timeout_ms,
+            title,
+            answerers,
         }
     }
 
@@ -176,9 +188,18 @@ impl AskFrame {
         }
     }
 
-    /// The dialect's request, gathered from its fields; a field of another dialect is an
-    /// error, so a request sent under the wrong name is not silently read as empty.
-    fn request_of(&self, dialect: Dialect) -> Result<Value, Vec<FieldError>> {
+    /// A field of the ask by name, taken out of it.
+    fn take_field(&mut self, name: &str) -> Option<Value> {
+        let value = match name {
+            "questions" => std::mem::take(&mut self.questions),
+            _ => self.rest.remove(name)?,
+        };
+        Some(value).filter(|v| !v.is_null())
+    }
+
+    /// The fields of other dialects sent with the ask, each an error, so a request sent
+    /// under the wrong name is not silently read as empty.
+    fn foreign_fields(&self, dialect: Dialect) -> Result<(), Vec<FieldError>> {
         let sent = self
             .rest
             .iter()
@@ -205,10 +226,62 @@ impl AskFrame {
                 )
             })
             .collect();
-        if !foreign.is_empty() {
-            return Err(foreign);
+        if foreign.is_empty() {
+            Ok(())
+        } else {
+            Err(foreign)
         }
-        Ok(dialect.gather(|name| self.field(name)))
+    }
+}
+
+/// An ask's fields but its request, checked: each `None` where it was refused.
+struct CheckedFields {
+    errors: Vec<FieldError>,
+    session: Option<SessionId>,
+    id: Option<RequestId>,
+    dialect: Option<Dialect>,
+    timeout_ms: Option<Option<u64>>,
+    title: Option<Option<String>>,
+    answerers: Option<Option<Vec<String>>>,
+}
+
+impl CheckedFields {
+    /// The checked ask, once its dialect's `request` (when the dialect was known) is
+    /// validated too; else every error found.
+    fn finish(
+        mut self,
+        request: Option<Result<Value, Vec<FieldError>>>,
+    ) -> Result<CheckedAsk, Vec<FieldError>> {
+        let questions = match (self.dialect, request) {
+            (Some(dialect), Some(request)) => request
+                .and_then(|request| {
+                    QuestionSet::validate(dialect, &request).map_err(ValidationErrors::into_vec)
+                })
+                .map_err(|e| self.errors.extend(e))
+                .ok(),
+            _ => None,
+        };
+        match (
+            self.session.take(),
+            questions,
+            self.timeout_ms.take(),
+            self.title.take(),
+            self.answerers.take(),
+        ) {
+            (Some(session), Some(questions), Some(timeout_ms), Some(title), Some(answerers))
+                if self.errors.is_empty() =>
+            {
+                Ok(CheckedAsk {
+                    session,
+                    id: self.id.take(),
+                    questions,
+                    timeout_ms,
+                    title,
+                    answerers,
+                })
+            }
+            _ => Err(std::mem::take(&mut self.errors)),
+        }
     }
 }
 
