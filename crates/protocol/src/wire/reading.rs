@@ -130,17 +130,32 @@ impl<'de> Visitor<'de> for AskVisitor {
     }
 }
 
-/// The named fields of an ask met so far.
+/// The named fields of an ask met so far, one bit each (in [`ASK_FIELDS`]' order).
 #[derive(Default)]
-struct Seen(Vec<&'static str>);
+struct Seen(u8);
+
+/// The fields an ask names, each read at most once.
+const ASK_FIELDS: [&str; 7] = [
+    "session",
+    "questions",
+    "id",
+    "dialect",
+    "timeout_s",
+    "title",
+    "answerers",
+];
 
 impl Seen {
     /// `value` of field `name`, unless it was met before.
     fn once<T, E: de::Error>(&mut self, name: &'static str, value: T) -> Result<T, E> {
-        if self.0.contains(&name) {
+        let bit = ASK_FIELDS
+            .iter()
+            .position(|field| *field == name)
+            .map_or(0, |at| 1u8 << at);
+        if self.0 & bit != 0 {
             return Err(E::duplicate_field(name));
         }
-        self.0.push(name);
+        self.0 |= bit;
         Ok(value)
     }
 }
@@ -198,6 +213,11 @@ mod tests {
                 "nul",
             ]
             .map(str::to_owned),
+        );
+        texts.extend(
+            ASK_FIELDS
+                .iter()
+                .map(|field| format!(r#"{{"type":"ask","{field}":"a","{field}":"b"}}"#)),
         );
         texts
     }
