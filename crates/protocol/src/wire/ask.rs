@@ -1,0 +1,320 @@
+//! The `ask` frame as sent, and its check: every field judged at its path, the dialect's
+//! request validated by its dialect.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::dialect::{Dialect, QuestionSet};
+use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
+use crate::ids::{RequestId, SessionId, parse_field};
+use crate::people::check_answerers;
+
+/// Longest `title`, in characters after stripping.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// The `ask` frame, fields as sent: each of any JSON type, so that one of the wrong type is
+/// refused by [`AskFrame::check`] at its path rather than failing the whole frame. Read by
+/// hand (`wire::reading`), as serde's derived reading would, without buffering the frame first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AskFrame {
+    /// The session (a string).
+    #[serde(default)]
+    pub session: Value,
+    /// The request id (a string); generated (uuid4 hex) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    /// The dialect's name (`"harness"` when absent): see [`Dialect::all`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Value>,
+    /// The question dialects' questions list.
+    #[serde(default)]
+    pub questions: Value,
+    /// Seconds until the request times out; absent or null for no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<Value>,
+    /// A line shown above the questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Value>,
+    /// The people (or `group:NAME`s) who alone may answer or decline; absent: anyone who
+    /// holds the link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerers: Option<Value>,
+    /// Every other field: the other dialects' (an approval's `calls`, a form's `message`,
+    /// `schema`...), each read by the dialect it belongs to; fields of no dialect are ignored.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// An `ask` that passed every check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedAsk {
+    /// The session.
+    pub session: SessionId,
+    /// The request id, if the agent chose one.
+    pub id: Option<RequestId>,
+    /// The validated questions.
+    pub questions: QuestionSet,
+    /// Milliseconds until the deadline, if any.
+    pub timeout_ms: Option<u64>,
+    /// The stripped title, if any.
+    pub title: Option<String>,
+    /// Who alone may answer, as sent (people and `group:NAME`s), if the ask limits it.
+    pub answerers: Option<Vec<String>>,
+}
+
+impl AskFrame {
+    /// Checks every field; `max_timeout_s` bounds `timeout_s`.
+    ///
+    /// # Errors
+    /// Every problem found, each with its path (`session`, `timeout_s`, `questions[0].header`...).
+    pub fn check(&self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
+        let fields = self.check_fields(max_timeout_s);
+        let request = fields.dialect.map(|dialect| {
+            self.foreign_fields(dialect)?;
+            Ok(dialect.gather(|name| self.field(name)))
+        });
+        fields.finish(request)
+    }
+
+    /// [`check`](Self::check), moving the dialect's request out of the frame instead of
+    /// copying it (the frame keeps every other field, for a refusal to quote).
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    pub fn check_taking(&mut self, max_timeout_s: f64) -> Result<CheckedAsk, Vec<FieldError>> {
+        let fields = self.check_fields(max_timeout_s);
+        let request = fields.dialect.map(|dialect| {
+            self.foreign_fields(dialect)?;
+            Ok(dialect.gather_owned(|name| self.take_field(name)))
+        });
+        fields.finish(request)
+    }
+
+    /// Every field but the dialect's request, checked.
+    fn check_fields(&self, max_timeout_s: f64) -> CheckedFields {
+        let mut errors = Vec::new();
+        let session = string_field("session", &self.session)
+            .and_then(|session| parse_field("session", session, SessionId::parse))
+            .map_err(|e| errors.push(e))
+            .ok();
+        let id = match &self.id {
+            None => None,
+            Some(id) => string_field("id", id)
+                .and_then(|id| parse_field("id", id, RequestId::parse))
+                .map_err(|e| errors.push(e))
+                .ok(),
+        };
+        let dialect = match &self.dialect {
+            None => Some(Dialect::HARNESS),
+            Some(name) => string_field("dialect", name)
+                .and_then(|name| {
+                    Dialect::parse(name)
+                        .map_err(|m| FieldError::new("dialect", ErrorCode::InvalidValue, m))
+                })
+                .map_err(|e| errors.push(e))
+                .ok(),
+        };
+        let timeout_ms = check_timeout(self.timeout_s.as_ref(), max_timeout_s)
+            .map_err(|e| errors.push(e))
+            .ok();
+        let title = check_title(self.title.as_ref())
+            .map_err(|e| errors.push(e))
+            .ok();
+        let answerers = check_answerers(self.answerers.as_ref())
+            .map_err(|e| errors.push(e))
+            .ok();
+        CheckedFields {
+            errors,
+            session,
+            id,
+            dialect,
+            timeout_ms,
+            title,
+            answerers,
+        }
+    }
+
+    /// A field of the ask by name: `questions`, or one of the rest.
+    fn field(&self, name: &str) -> Option<&Value> {
+        match name {
+            "questions" => Some(&self.questions).filter(|v| !v.is_null()),
+            _ => self.rest.get(name).filter(|v| !v.is_null()),
+        }
+    }
+
+    /// A field of the ask by name, taken out of it.
+    fn take_field(&mut self, name: &str) -> Option<Value> {
+        let value = match name {
+            "questions" => std::mem::take(&mut self.questions),
+            _ => self.rest.remove(name)?,
+        };
+        Some(value).filter(|v| !v.is_null())
+    }
+
+    /// The fields of other dialects sent with the ask, each an error, so a request sent
+    /// under the wrong name is not silently read as empty.
+    fn foreign_fields(&self, dialect: Dialect) -> Result<(), Vec<FieldError>> {
+        let sent = self
+            .rest
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(name, _)| name.as_str())
+            .chain((!self.questions.is_null()).then_some("questions"));
+        let foreign: Vec<FieldError> = sent
+            .filter(|name| dialect.is_foreign_field(name))
+            .map(|name| {
+                FieldError::new(
+                    name,
+                    ErrorCode::UnknownField,
+                    format!(
+                        "the {} dialect's request goes in {}, not `{name}`",
+                        dialect.as_str(),
+                        dialect
+                            .face()
+                            .fields()
+                            .iter()
+                            .map(|f| format!("`{f}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+            .collect();
+        if foreign.is_empty() {
+            Ok(())
+        } else {
+            Err(foreign)
+        }
+    }
+}
+
+/// An ask's fields but its request, checked: each `None` where it was refused.
+struct CheckedFields {
+    errors: Vec<FieldError>,
+    session: Option<SessionId>,
+    id: Option<RequestId>,
+    dialect: Option<Dialect>,
+    timeout_ms: Option<Option<u64>>,
+    title: Option<Option<String>>,
+    answerers: Option<Option<Vec<String>>>,
+}
+
+impl CheckedFields {
+    /// The checked ask, once its dialect's `request` (when the dialect was known) is
+    /// validated too; else every error found.
+    fn finish(
+        mut self,
+        request: Option<Result<Value, Vec<FieldError>>>,
+    ) -> Result<CheckedAsk, Vec<FieldError>> {
+        let questions = match (self.dialect, request) {
+            (Some(dialect), Some(request)) => request
+                .and_then(|request| {
+                    QuestionSet::validate(dialect, &request).map_err(ValidationErrors::into_vec)
+                })
+                .map_err(|e| self.errors.extend(e))
+                .ok(),
+            _ => None,
+        };
+        match (
+            self.session.take(),
+            questions,
+            self.timeout_ms.take(),
+            self.title.take(),
+            self.answerers.take(),
+        ) {
+            (Some(session), Some(questions), Some(timeout_ms), Some(title), Some(answerers))
+                if self.errors.is_empty() =>
+            {
+                Ok(CheckedAsk {
+                    session,
+                    id: self.id.take(),
+                    questions,
+                    timeout_ms,
+                    title,
+                    answerers,
+                })
+            }
+            _ => Err(std::mem::take(&mut self.errors)),
+        }
+    }
+}
+
+/// A field that must be a string.
+fn string_field<'v>(path: &str, value: &'v Value) -> Result<&'v str, FieldError> {
+    match value {
+        Value::String(text) => Ok(text),
+        Value::Null => Err(FieldError::new(
+            path,
+            ErrorCode::MissingField,
+            "required: a string",
+        )),
+        other => Err(FieldError::new(
+            path,
+            ErrorCode::WrongType,
+            format!("must be a string, got {}", json_kind(other)),
+        )),
+    }
+}
+
+/// The longest timeout held: a thousand years, in milliseconds. A longer one means the same to
+/// anyone waiting, and is held as this.
+pub(super) const MAX_TIMEOUT_MS: u64 = 1000 * 365 * 24 * 3600 * 1000;
+
+fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64>, FieldError> {
+    let seconds = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(_) => {
+            return Err(FieldError::new(
+                "timeout_s",
+                ErrorCode::WrongType,
+                "must be a number of seconds, or null for no deadline",
+            ));
+        }
+    };
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err(FieldError::new(
+            "timeout_s",
+            ErrorCode::InvalidValue,
+            format!("must be positive, got {seconds}; use null for no deadline"),
+        ));
+    }
+    if seconds > max_timeout_s {
+        return Err(FieldError::new(
+            "timeout_s",
+            ErrorCode::InvalidValue,
+            format!("at most {max_timeout_s} seconds, got {seconds}"),
+        ));
+    }
+    // At least one millisecond, so a tiny positive timeout still means "a deadline"; at most
+    // a thousand years, so a deadline stays an integer every client reads exactly (a
+    // JavaScript number holds integers exactly up to 2^53 ms, about the year 287,000).
+    let millis = (seconds * 1000.0).ceil().min(MAX_TIMEOUT_MS as f64) as u64;
+    Ok(Some(millis.max(1)))
+}
+
+/// A title is askgate's own, shown above the questions and never handed to a framework: any
+/// text the contract allows (at most 200 characters), emoji sequences and line breaks
+/// included. The page shows it as text, isolated from the text around it.
+fn check_title(value: Option<&Value>) -> Result<Option<String>, FieldError> {
+    let text = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => text.trim(),
+        Some(_) => {
+            return Err(FieldError::new(
+                "title",
+                ErrorCode::WrongType,
+                "must be a string",
+            ));
+        }
+    };
+    let length = text.chars().count();
+    if length > MAX_TITLE_CHARS {
+        return Err(FieldError::new(
+            "title",
+            ErrorCode::TooLong,
+            format!("at most {MAX_TITLE_CHARS} characters, got {length}"),
+        ));
+    }
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+}

@@ -1,0 +1,115 @@
+//! The frames: round trips, and each check of an ask.
+
+use serde_json::{Value, json};
+
+use super::ask::MAX_TIMEOUT_MS;
+use super::*;
+
+fn ask(value: Value) -> AskFrame {
+    match serde_json::from_value(value).unwrap() {
+        AgentFrame::Ask(frame) => *frame,
+        other => panic!("not an ask: {other:?}"),
+    }
+}
+
+fn questions() -> Value {
+    json!([{"header": "Color", "question": "Which?", "options": [{"label": "Red"}, {"label": "Blue"}]}])
+}
+
+#[test]
+fn a_good_ask_checks() {
+    let frame = ask(
+        json!({"type": "ask", "session": "s1", "id": "r1", "questions": questions(), "timeout_s": 1.5, "title": " Deploy "}),
+    );
+    let checked = frame.check(86_400.0).unwrap();
+    assert_eq!(checked.session.as_str(), "s1");
+    assert_eq!(checked.timeout_ms, Some(1500));
+    assert_eq!(checked.title.as_deref(), Some("Deploy"));
+}
+
+#[test]
+fn any_positive_timeout_is_taken_when_no_limit_is_set() {
+    let timeout = |seconds: Value| {
+        let frame = ask(
+            json!({"type": "ask", "session": "s", "questions": questions(), "timeout_s": seconds}),
+        );
+        frame.check(f64::INFINITY).map(|checked| checked.timeout_ms)
+    };
+    assert_eq!(timeout(json!(30 * 24 * 3600)), Ok(Some(2_592_000_000)));
+    assert_eq!(timeout(json!(1e-9)), Ok(Some(1)));
+    assert_eq!(timeout(json!(1e300)), Ok(Some(MAX_TIMEOUT_MS)));
+    assert_eq!(timeout(json!(u64::MAX)), Ok(Some(MAX_TIMEOUT_MS)));
+    let frame =
+        ask(json!({"type": "ask", "session": "s", "questions": questions(), "timeout_s": 61}));
+    let errors = frame.check(60.0).unwrap_err();
+    assert_eq!(errors[0].message, "at most 60 seconds, got 61");
+}
+
+#[test]
+fn a_title_may_hold_any_text_up_to_200_characters() {
+    let title = "👩\u{200d}💻 Review\nsecond line \u{1FAE8}\u{ad}";
+    let frame =
+        ask(json!({"type": "ask", "session": "s", "questions": questions(), "title": title}));
+    assert_eq!(frame.check(60.0).unwrap().title.as_deref(), Some(title));
+    let longest = "é".repeat(200);
+    let frame =
+        ask(json!({"type": "ask", "session": "s", "questions": questions(), "title": longest}));
+    assert!(frame.check(60.0).is_ok());
+    let frame = ask(
+        json!({"type": "ask", "session": "s", "questions": questions(), "title": longest + "x"}),
+    );
+    let errors = frame.check(60.0).unwrap_err();
+    assert_eq!(errors[0].path, "title");
+    assert_eq!(errors[0].message, "at most 200 characters, got 201");
+}
+
+#[test]
+fn every_bad_field_is_named() {
+    let frame = ask(
+        json!({"type": "ask", "session": "a b", "id": "", "dialect": "x", "questions": [], "timeout_s": -1, "title": 5}),
+    );
+    let errors = frame.check(86_400.0).unwrap_err();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["session", "id", "dialect", "timeout_s", "title"]);
+    let frame = ask(json!({"type": "ask", "session": "s", "questions": [], "timeout_s": "10"}));
+    let errors = frame.check(86_400.0).unwrap_err();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["timeout_s", "questions"]);
+}
+
+#[test]
+fn frames_round_trip() {
+    let frame = ToTab::Presence {
+        tabs: 2,
+        agent_online: true,
+    };
+    let text = serde_json::to_string(&frame).unwrap();
+    assert_eq!(text, r#"{"type":"presence","tabs":2,"agent_online":true}"#);
+    assert_eq!(serde_json::from_str::<ToTab>(&text).unwrap(), frame);
+    let hello: FromTab = serde_json::from_str(r#"{"type":"hello","key":"k"}"#).unwrap();
+    assert_eq!(
+        hello,
+        FromTab::Hello {
+            key: "k".into(),
+            tab: None
+        }
+    );
+}
+
+#[test]
+fn a_decline_dismisses_only_when_it_says_so() {
+    let plain: FromTab = serde_json::from_str(r#"{"type":"decline","id":"r1"}"#).unwrap();
+    let dismissed: FromTab =
+        serde_json::from_str(r#"{"type":"decline","id":"r1","dismiss":true}"#).unwrap();
+    let decline = |dismiss| FromTab::Decline {
+        id: "r1".into(),
+        dismiss,
+    };
+    assert_eq!((plain, dismissed), (decline(false), decline(true)));
+    assert_eq!(
+        serde_json::to_string(&decline(false)).unwrap(),
+        r#"{"type":"decline","id":"r1"}"#
+    );
+    let wrong = serde_json::from_str::<FromTab>(r#"{"type":"decline","id":"r1","dismiss":1}"#);
+    assert!(wrong.is_err());
+}
