@@ -18,26 +18,24 @@ pub const MAX_TITLE_CHARS: usize = 200;
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct AskFrame {
     /// The session (a string).
-    #[serde(default)]
     pub session: Value,
     /// The request id (a string); generated (uuid4 hex) when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
     /// The dialect's name (`"harness"` when absent): see [`Dialect::all`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dialect: Option<Value>,
     /// The question dialects' questions list.
-    #[serde(default)]
     pub questions: Value,
     /// Seconds until the request times out; absent or null for no deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<Value>,
     /// A line shown above the questions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<Value>,
     /// The people (or `group:NAME`s) who alone may answer or decline; absent: anyone who
     /// holds the link.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub answerers: Option<Value>,
     /// Every other field: the other dialects' (an approval's `calls`, a form's `message`,
     /// `schema`...), each read by the dialect it belongs to; fields of no dialect are ignored.
