@@ -4,12 +4,14 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use askgate::store::{DurableStore, Store, StoreOp, StoredRequest, StoredResolution};
+use askgate::store::{DurableStore, LogSettings, Store, StoreOp, StoredRequest, StoredResolution};
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
 use serde_json::json;
-use support::tempdir;
+use support::{remove_scratch, tempdir};
 
 fn questions() -> QuestionSet {
     let questions = json!([{"header": "Color", "question": "Which?",
@@ -101,4 +103,169 @@ async fn what_was_committed_is_there_after_a_restart() {
     }
     let store = DurableStore::open(&dir).unwrap();
     assert_eq!(ids(&store).await, ["r2"]);
+}
+
+/// A store whose checkpoints wait an hour: what it commits is in its log, not in redb.
+fn logging_only(dir: &std::path::Path, rotate_at_bytes: u64) -> DurableStore {
+    let settings = LogSettings {
+        checkpoint_every: Duration::from_secs(3600),
+        rotate_at_bytes,
+    };
+    DurableStore::open_with(dir, Arc::default(), settings).unwrap()
+}
+
+/// A copy of `dir`'s files, as a crash would leave them while the store runs.
+fn copied(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let copy = tempdir(name);
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    copy
+}
+
+fn log_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".wal"))
+        .collect();
+    names.sort();
+    names
+}
+
+async fn trail(store: &DurableStore) -> Vec<String> {
+    let session = SessionId::parse("s").unwrap();
+    store.trails().audit(&session, 0, 100).await.unwrap()
+}
+
+/// Commits redb has not been given yet come back from the log alone, with the same audit
+/// entries sealed as a checkpoint seals them; a record cut short at the log's end (a crash
+/// mid-append) is left out, and the store goes on from there.
+#[tokio::test]
+async fn the_log_alone_brings_back_what_redb_was_not_given() {
+    let dir = tempdir("durable-log-only");
+    let store = logging_only(&dir, u64::MAX);
+    store.commit(vec![put("r1")]).await.unwrap();
+    store.commit(vec![resolve("r1")]).await.unwrap();
+    store.commit(vec![put("r2")]).await.unwrap();
+    store.commit(vec![ack("r1")]).await.unwrap();
+    let crashed = copied(&dir, "durable-log-only-crashed");
+    // Reading the trail makes the running store write redb: its lines are what a checkpoint
+    // seals.
+    let checkpointed = trail(&store).await;
+    let events: Vec<String> = checkpointed
+        .iter()
+        .map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            format!(
+                "{} {}",
+                entry["event"].as_str().unwrap(),
+                entry["id"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(events, ["asked r1", "declined r1", "asked r2", "acked r1"]);
+    drop(store);
+
+    // A crash mid-append leaves a record cut short after the last one (records are a
+    // 16-byte header, its first four bytes the payload's length, then the payload; the
+    // file's zeros follow them).
+    let log = crashed.join(&log_files(&crashed)[0]);
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mut end = 0;
+    while bytes[end..end + 16].iter().any(|b| *b != 0) {
+        end += 16 + u32::from_le_bytes(bytes[end..end + 4].try_into().unwrap()) as usize;
+    }
+    bytes[end..end + 6].copy_from_slice(&[200, 0, 0, 0, 1, 2]);
+    std::fs::write(&log, &bytes).unwrap();
+    let recovered = DurableStore::open(&crashed).unwrap();
+    assert_eq!(ids(&recovered).await, ["r2"]);
+    assert_eq!(
+        trail(&recovered).await,
+        checkpointed,
+        "the same lines, sealed on replay"
+    );
+    let loaded = recovered.load().await.unwrap();
+    assert_eq!(loaded[0].resolution, None, "r2 is still open");
+    recovered.commit(vec![resolve("r2")]).await.unwrap();
+    drop(recovered);
+    let reopened = DurableStore::open(&crashed).unwrap();
+    let loaded = reopened.load().await.unwrap();
+    assert!(
+        loaded[0].resolution.is_some(),
+        "what follows the torn record is kept"
+    );
+    assert_eq!(trail(&reopened).await.len(), 5);
+    drop(reopened);
+    remove_scratch(&dir);
+    remove_scratch(&crashed);
+}
+
+/// A full log file is closed and a new one started; closed files are deleted once redb holds
+/// them, and a start replays every file and deletes them.
+#[tokio::test]
+async fn full_log_files_are_deleted_once_redb_holds_them() {
+    let dir = tempdir("durable-log-files");
+    let store = logging_only(&dir, 1);
+    for id in ["r1", "r2", "r3"] {
+        store.commit(vec![put(id)]).await.unwrap();
+    }
+    let written = log_files(&dir);
+    assert!(
+        written.len() >= 4,
+        "three full files and the current one: {written:?}"
+    );
+    let crashed = copied(&dir, "durable-log-files-crashed");
+    trail(&store).await;
+    let left = log_files(&dir);
+    assert!(
+        left.iter().all(|name| name.as_str() > "log-00000003.wal"),
+        "the full files are deleted: {left:?}"
+    );
+    drop(store);
+    let reopened = DurableStore::open(&dir).unwrap();
+    assert_eq!(ids(&reopened).await, ["r1", "r2", "r3"]);
+    drop(reopened);
+    let recovered = DurableStore::open(&crashed).unwrap();
+    assert_eq!(
+        ids(&recovered).await,
+        ["r1", "r2", "r3"],
+        "every file replayed"
+    );
+    let left = log_files(&crashed);
+    assert!(
+        left.iter().all(|name| !written.contains(name)),
+        "replayed files deleted: {left:?}"
+    );
+    drop(recovered);
+    remove_scratch(&dir);
+    remove_scratch(&crashed);
+}
+
+/// A store written before the log (format 1) opens, and is marked format 2.
+#[tokio::test]
+async fn a_store_from_before_the_log_is_taken() {
+    let dir = tempdir("durable-format-1");
+    let meta = redb::TableDefinition::<&str, u64>::new("meta");
+    {
+        let db = redb::Database::create(dir.join(askgate::store::FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(meta).unwrap().insert("format", 1).unwrap();
+        txn.commit().unwrap();
+    }
+    let store = DurableStore::open(&dir).unwrap();
+    store.commit(vec![put("r1")]).await.unwrap();
+    drop(store);
+    let db = redb::Database::open(dir.join(askgate::store::FILE_NAME)).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let format = redb::ReadableTable::get(&txn.open_table(meta).unwrap(), "format")
+        .unwrap()
+        .unwrap()
+        .value();
+    assert_eq!(format, askgate::store::FORMAT_VERSION);
+    drop(txn);
+    drop(db);
+    assert_eq!(ids(&DurableStore::open(&dir).unwrap()).await, ["r1"]);
+    remove_scratch(&dir);
 }

@@ -28,8 +28,10 @@ const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
 /// commits.
 #[derive(Debug, Default)]
 pub struct StoreWrites {
-    /// Transactions committed.
+    /// Group commits kept (each one record in the log, one `fdatasync`).
     pub transactions: AtomicU64,
+    /// Checkpoints that wrote the log's records into redb.
+    pub checkpoints: AtomicU64,
 }
 
 /// The gateway's instruments.
@@ -187,8 +189,13 @@ impl Metrics {
             ),
             (
                 "askgate_store_transactions_total",
-                "Transactions the embedded store committed, each a group of commits and one fdatasync.",
+                "Group commits the embedded store kept, each one record in its log and one fdatasync.",
                 &self.store_writes.transactions,
+            ),
+            (
+                "askgate_store_checkpoints_total",
+                "Checkpoints that wrote the embedded store's log into its redb file.",
+                &self.store_writes.checkpoints,
             ),
         ];
         for (name, help, value) in counters {

@@ -10,7 +10,7 @@
 //! every node, and says what it decided. A store may group the operations of concurrent
 //! commits into one transaction; each caller still learns whether its own operations are kept.
 //!
-//! - [`memory`]: a map. [`durable`]: redb, group commits. [`redis`]: several nodes.
+//! - [`memory`]: a map. [`durable`]: a write-ahead log with group commits, and redb behind it. [`redis`]: several nodes.
 //! - [`shared`]: what only a shared store has (sessions loaded one by one, notices, the sweep).
 
 mod durable;
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::Note;
-pub use durable::{DurableStore, FILE_NAME, FORMAT_VERSION};
+pub use durable::{CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings};
 pub use memory::MemoryStore;
 pub use shared::Shared;
 

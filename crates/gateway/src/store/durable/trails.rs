@@ -1,14 +1,15 @@
 //! The audit trails in redb: table `audit`, key `(session, seq)`, value the sealed line; table
 //! `audit_heads`, key `session`, value `"{seq} {last at_ms} {hash}"` (the newest entry's
 //! number and hash, to seal the next one onto, and the time the retention counts from).
-//! Written in the same transaction as the change each entry records.
+//! Sealed when redb takes the change each entry records, in the same transaction, from what
+//! the log kept of it (its time and members), so a replay after a crash seals the same line.
 
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 
 use askgate_protocol::SessionId;
 
 use super::err;
-use crate::audit::{Note, seal_after};
+use crate::audit::{GENESIS, seal};
 use crate::store::StoreError;
 
 pub(super) const AUDIT: TableDefinition<'_, (&str, u64), &str> = TableDefinition::new("audit");
@@ -31,9 +32,9 @@ fn read_head(text: &str) -> Option<(u64, u64, &str)> {
 }
 
 impl TrailTables<'_> {
-    /// Seals `note` onto its session's chain.
-    pub(super) fn record(&mut self, note: &Note<'_>) -> Result<(), String> {
-        let session = note.session.as_str();
+    /// Seals the entry of `session` at `at_ms` whose members after `seq` and `at_ms` are
+    /// `tail` onto the session's chain.
+    pub(super) fn record(&mut self, session: &str, at_ms: u64, tail: &str) -> Result<(), String> {
         let head = self
             .heads
             .get(session)
@@ -46,8 +47,9 @@ impl TrailTables<'_> {
                     .ok_or_else(|| format!("the audit head of session {session} is damaged"))?,
             ),
         };
-        let sealed = seal_after(parsed.map(|(seq, _, hash)| (seq, hash)), note);
-        let last_at = parsed.map_or(note.at_ms, |(_, at, _)| at.max(note.at_ms));
+        let (seq, prev) = parsed.map_or((1, GENESIS), |(seq, _, hash)| (seq + 1, hash));
+        let sealed = seal(prev, seq, at_ms, tail);
+        let last_at = parsed.map_or(at_ms, |(_, at, _)| at.max(at_ms));
         self.entries
             .insert((session, sealed.seq), sealed.line.as_str())
             .map_err(|e| format!("writing an audit entry: {e}"))?;

@@ -1,20 +1,22 @@
-//! The durable store's one writer thread: group commit (see the module above). Every
-//! transaction waits for its `fdatasync` before anyone is told, a deletion's too: the audit
+//! The durable store's one writer thread: group commit into the log (see the module above).
+//! Every group waits for its `fdatasync` before anyone is told, a deletion's too: the audit
 //! trail records an ack, and a trail must hold after a crash whatever its node said it did.
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, SyncSender};
 
-use redb::{Database, ReadableTable as _};
 use tokio::sync::oneshot;
 
-use super::trails::{AUDIT, HEADS, TrailTables};
-use super::{REQUESTS, StoreError, StoreOp, StoredRequest};
-use crate::audit::Note;
+use super::StoreError;
+use super::checkpoint::ToCheckpoint;
+use super::log::{self, LogFile};
+use super::logged::{Logged, log_op};
 use crate::clock::now_ms;
 use crate::metrics::StoreWrites;
+use crate::store::StoreOp;
 
-/// Most commits folded into one transaction.
+/// Most commits folded into one group.
 const MAX_GROUP: usize = 4096;
 
 /// One caller's operations and where to report the commit.
@@ -23,95 +25,121 @@ pub(super) struct Job {
     pub(super) done: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Takes a job, folds in every job already waiting, commits once, counting the transaction.
-pub(super) fn write_loop(db: &Database, queue: &Receiver<Job>, counts: &StoreWrites) {
-    while let Ok(first) = queue.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
-        let result = commit_group(db, &group);
-        if result.is_ok() {
-            counts.transactions.fetch_add(1, Ordering::Relaxed);
-        }
-        for job in group {
-            let _ = job.done.send(result.clone().map_err(StoreError));
-        }
-    }
+/// The log as the writer holds it.
+pub(super) struct Writer {
+    pub(super) dir: PathBuf,
+    pub(super) file: LogFile,
+    /// The seq of the next group.
+    pub(super) next_seq: u64,
+    pub(super) checkpointer: SyncSender<ToCheckpoint>,
+    /// The current file may end in a torn record and no new one could be started: nothing
+    /// is appended until one is.
+    pub(super) broken: bool,
+    /// A file takes no more records once it holds this many bytes.
+    pub(super) rotate_at_bytes: u64,
+    /// The next file, made ready by the checkpointer.
+    pub(super) spares: Receiver<(LogFile, PathBuf)>,
 }
 
-fn commit_group(db: &Database, group: &[Job]) -> Result<(), String> {
-    let txn = db
-        .begin_write()
-        .map_err(|e| format!("starting a transaction: {e}"))?;
-    {
-        let mut table = txn
-            .open_table(REQUESTS)
-            .map_err(|e| format!("opening the requests table: {e}"))?;
-        let mut trails = TrailTables {
-            entries: txn
-                .open_table(AUDIT)
-                .map_err(|e| format!("opening the audit table: {e}"))?,
-            heads: txn
-                .open_table(HEADS)
-                .map_err(|e| format!("opening the audit heads: {e}"))?,
+impl Writer {
+    /// Takes a job, folds in every job already waiting, keeps them in the log as one record,
+    /// hands the changes to the checkpointer, then tells the callers.
+    pub(super) fn run(mut self, queue: &Receiver<Job>, counts: &StoreWrites) {
+        let mut payload = Vec::new();
+        while let Ok(first) = queue.recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match queue.try_recv() {
+                    Ok(job) => group.push(job),
+                    Err(_) => break,
+                }
+            }
+            let now = now_ms();
+            let mut changes = Vec::new();
+            for job in &mut group {
+                for op in std::mem::take(&mut job.ops) {
+                    log_op(op, now, &mut changes);
+                }
+            }
+            let result = self.keep(&changes, &mut payload);
+            if result.is_ok() {
+                counts.transactions.fetch_add(1, Ordering::Relaxed);
+                let seq = self.next_seq - 1;
+                // Before the callers hear: a reader who asks for a checkpoint after one of
+                // them did sees this group.
+                if self
+                    .checkpointer
+                    .send(ToCheckpoint::Kept { seq, changes })
+                    .is_err()
+                {
+                    tracing::error!(
+                        "the store's checkpointer has stopped; the log keeps the changes"
+                    );
+                }
+                self.rotate_if_full();
+            }
+            for job in group {
+                let _ = job.done.send(result.clone().map_err(StoreError));
+            }
+        }
+    }
+
+    /// Appends `changes` as the next record and waits for the disk.
+    fn keep(&mut self, changes: &[Logged], payload: &mut Vec<u8>) -> Result<(), String> {
+        if self.broken {
+            self.start_next_file();
+            if self.broken {
+                return Err(
+                    "the store's log cannot be written: no new log file could be started".into(),
+                );
+            }
+        }
+        payload.clear();
+        serde_json::to_writer(&mut *payload, changes).map_err(|e| format!("encoding: {e}"))?;
+        match self.file.append(self.next_seq, payload) {
+            Ok(()) => {
+                self.next_seq += 1;
+                Ok(())
+            }
+            Err((error, unusable)) => {
+                if unusable {
+                    // A torn record may end this file: the next one starts afresh.
+                    self.broken = true;
+                    self.start_next_file();
+                }
+                Err(format!("writing the store's log: {error}"))
+            }
+        }
+    }
+
+    /// Starts a new log file once this one is big enough; the checkpointer deletes the old
+    /// one once redb holds it.
+    fn rotate_if_full(&mut self) {
+        if self.file.len() >= self.rotate_at_bytes {
+            self.start_next_file();
+        }
+    }
+
+    /// Moves on to the next log file: the one the checkpointer made ready (written through
+    /// with zeros away from this thread), or, if it has none yet, a new one not prefilled.
+    fn start_next_file(&mut self) {
+        let number = self.file.number() + 1;
+        let next = match self.spares.try_recv() {
+            Ok((spare, path)) => spare.adopt(&path, &self.dir, number),
+            Err(_) => LogFile::create(&self.dir, number, 0),
         };
-        let now = now_ms();
-        for op in group.iter().flat_map(|job| &job.ops) {
-            if let Some(note) = Note::of(op, now) {
-                trails.record(&note)?;
+        match next {
+            Ok(file) => {
+                self.broken = false;
+                let closed = std::mem::replace(&mut self.file, file);
+                let _ = self.checkpointer.send(ToCheckpoint::Closed {
+                    path: log::path_of(&self.dir, closed.number()),
+                    last_seq: self.next_seq - 1,
+                });
             }
-            if let StoreOp::DropStaleTrails { before_ms } = op {
-                trails.drop_stale(*before_ms)?;
+            Err(error) => {
+                tracing::warn!(%error, number, "could not start a new log file; appending to the current one");
             }
-            apply(&mut table, op)?;
         }
     }
-    txn.commit().map_err(|e| format!("committing: {e}"))
-}
-
-fn apply(table: &mut redb::Table<'_, (&str, &str), &[u8]>, op: &StoreOp) -> Result<(), String> {
-    match op {
-        StoreOp::Put(request) => {
-            let bytes = serde_json::to_vec(request).map_err(|e| format!("encoding: {e}"))?;
-            table
-                .insert(
-                    (request.session.as_str(), request.id.as_str()),
-                    bytes.as_slice(),
-                )
-                .map_err(|e| format!("writing a request: {e}"))?;
-        }
-        StoreOp::Resolve {
-            session,
-            id,
-            resolution,
-            ..
-        } => {
-            let key = (session.as_str(), id.as_str());
-            let current = table
-                .get(key)
-                .map_err(|e| format!("reading a request: {e}"))?
-                .map(|v| v.value().to_vec());
-            if let Some(bytes) = current {
-                let mut request: StoredRequest = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("decoding a request: {e}"))?;
-                request.resolution = Some(resolution.clone());
-                let bytes = serde_json::to_vec(&request).map_err(|e| format!("encoding: {e}"))?;
-                table
-                    .insert(key, bytes.as_slice())
-                    .map_err(|e| format!("writing a resolution: {e}"))?;
-            }
-        }
-        StoreOp::Delete { session, id, .. } => {
-            table
-                .remove((session.as_str(), id.as_str()))
-                .map_err(|e| format!("deleting a request: {e}"))?;
-        }
-        // Trail changes only, made by the caller.
-        StoreOp::Note(_) | StoreOp::DropStaleTrails { .. } => {}
-    }
-    Ok(())
 }

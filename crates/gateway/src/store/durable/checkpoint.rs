@@ -1,0 +1,209 @@
+//! The checkpointer: a thread of its own that hands what the log has kept to redb, many group
+//! commits in one transaction, and deletes each log file once redb holds all of it.
+//!
+//! A redb transaction costs the same whether it holds one change or thousands (it rewrites
+//! each B-tree's path, the allocator's state and the header, then syncs), and a request's put,
+//! resolution and deletion mostly fall in the same one; so redb is written every
+//! [`CHECKPOINT_EVERY`], not once per group. A reader of the trails asks for a checkpoint
+//! first ([`ToCheckpoint::Flush`]): it then sees every commit made before it asked, since the
+//! writer hands each group here before it tells the group's callers.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
+
+use redb::Database;
+use tokio::sync::oneshot;
+
+use super::log::LogFile;
+use super::logged::{Logged, apply};
+use super::trails::{AUDIT, HEADS, TrailTables};
+use super::{META, REQUESTS, StoreError};
+use crate::metrics::StoreWrites;
+
+/// How long the log may hold what redb does not, while commits keep coming, unless set.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+/// How often a checkpoint also waits for the disk. The others leave redb's pages to the
+/// kernel: a crash takes redb back to its last durable checkpoint, whose `log_applied` says
+/// where the replay starts, and no log file is deleted before a durable checkpoint holds it.
+/// A durable one writes every page changed since the last (megabytes, under load) and syncs
+/// them, which holds up the log's own `fdatasync` on the same disk meanwhile.
+pub(super) const DURABLE_CHECKPOINT_EVERY: Duration = Duration::from_secs(4);
+
+/// The `meta` key saying up to which log record redb holds.
+pub(super) const APPLIED_KEY: &str = "log_applied";
+
+/// What the checkpointer is told, in the order it happened.
+pub(super) enum ToCheckpoint {
+    /// Group commit `seq` is in the log, making these changes.
+    Kept { seq: u64, changes: Vec<Logged> },
+    /// Log file `path` takes no more records; its last is `last_seq`. The writer is on the
+    /// next one: a spare is made ready for the one after.
+    Closed { path: PathBuf, last_seq: u64 },
+    /// Write what is held to redb now, then say whether that worked.
+    Flush(oneshot::Sender<Result<(), StoreError>>),
+}
+
+/// Where the checkpointer makes the writer's next log file ready.
+pub(super) struct Spares {
+    pub(super) dir: PathBuf,
+    pub(super) prefill_bytes: u64,
+    pub(super) ready: SyncSender<(LogFile, PathBuf)>,
+}
+
+impl Spares {
+    /// Makes a spare log file and hands it to the writer, which takes it when it needs one.
+    pub(super) fn make_ready(&self) {
+        match LogFile::create_spare(&self.dir, self.prefill_bytes) {
+            // One spare waits at a time; another is not made until the writer takes it.
+            Ok(spare) => {
+                if let Err(std::sync::mpsc::TrySendError::Full((_, path))) =
+                    self.ready.try_send(spare)
+                {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            // The writer makes its own when none is ready.
+            Err(error) => tracing::warn!(%error, "could not make the next log file ready"),
+        }
+    }
+}
+
+/// Applies `groups` to redb in one transaction, recording the last one's seq as applied;
+/// `durable`: waits for the disk (and makes every earlier non-durable one durable too).
+pub(super) fn commit_groups(
+    db: &Database,
+    groups: &[(u64, Vec<Logged>)],
+    durable: bool,
+) -> Result<(), String> {
+    let last_seq = groups.last().map(|(seq, _)| *seq);
+    if last_seq.is_none() && !durable {
+        return Ok(());
+    }
+    let mut txn = db
+        .begin_write()
+        .map_err(|e| format!("starting a transaction: {e}"))?;
+    if !durable {
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| format!("setting the durability: {e}"))?;
+    }
+    {
+        let mut table = txn
+            .open_table(REQUESTS)
+            .map_err(|e| format!("opening the requests table: {e}"))?;
+        let mut trails = TrailTables {
+            entries: txn
+                .open_table(AUDIT)
+                .map_err(|e| format!("opening the audit table: {e}"))?,
+            heads: txn
+                .open_table(HEADS)
+                .map_err(|e| format!("opening the audit heads: {e}"))?,
+        };
+        for change in groups.iter().flat_map(|(_, changes)| changes) {
+            apply(&mut table, &mut trails, change)?;
+        }
+        if let Some(last_seq) = last_seq {
+            txn.open_table(META)
+                .and_then(|mut meta| {
+                    meta.insert(APPLIED_KEY, last_seq)
+                        .map(drop)
+                        .map_err(Into::into)
+                })
+                .map_err(|e| format!("recording the log's place: {e}"))?;
+        }
+    }
+    txn.commit().map_err(|e| format!("committing: {e}"))
+}
+
+/// The checkpointer's loop, until the writer lets go of `queue`; what it holds then is
+/// written before it returns.
+pub(super) fn checkpoint_loop(
+    db: &Database,
+    queue: &Receiver<ToCheckpoint>,
+    every: Duration,
+    spares: &Spares,
+    counts: &StoreWrites,
+) {
+    let mut held: Vec<(u64, Vec<Logged>)> = Vec::new();
+    let mut closed: Vec<(PathBuf, u64)> = Vec::new();
+    let mut flushes = Vec::new();
+    // The last record redb holds, and the last a durable checkpoint holds.
+    let mut applied = 0u64;
+    let mut durably_applied = 0u64;
+    let mut last = Instant::now();
+    let mut last_durable = Instant::now();
+    let mut open = true;
+    while open {
+        let next = if !held.is_empty() {
+            queue.recv_timeout(every.saturating_sub(last.elapsed()))
+        } else if applied > durably_applied {
+            queue.recv_timeout(DURABLE_CHECKPOINT_EVERY.saturating_sub(last_durable.elapsed()))
+        } else {
+            queue.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        match next {
+            Ok(ToCheckpoint::Kept { seq, changes }) => held.push((seq, changes)),
+            Ok(ToCheckpoint::Closed { path, last_seq }) => {
+                closed.push((path, last_seq));
+                spares.make_ready();
+            }
+            Ok(ToCheckpoint::Flush(reply)) => flushes.push(reply),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => open = false,
+        }
+        let due = !flushes.is_empty() || !open || last.elapsed() >= every;
+        if !due {
+            continue;
+        }
+        last = Instant::now();
+        let unsynced = applied > durably_applied || !held.is_empty();
+        let durable = unsynced
+            && (!open
+                || last_durable.elapsed() >= DURABLE_CHECKPOINT_EVERY
+                || closed
+                    .first()
+                    .is_some_and(|(_, seq)| *seq <= applied.max(last_held(&held))));
+        let result = commit_groups(db, &held, durable);
+        match &result {
+            Ok(()) => {
+                if let Some((seq, _)) = held.last() {
+                    applied = *seq;
+                    counts.checkpoints.fetch_add(1, Ordering::Relaxed);
+                }
+                held.clear();
+                if durable {
+                    durably_applied = applied;
+                    last_durable = last;
+                }
+                delete_applied(&mut closed, durably_applied);
+            }
+            // What redb could not take stays held (and in the log): it is tried again at the
+            // next checkpoint, and a restart replays it from the log.
+            Err(error) => {
+                tracing::error!(%error, "the store's checkpoint failed; the log keeps its changes");
+            }
+        }
+        for reply in flushes.drain(..) {
+            let _ = reply.send(result.clone().map_err(StoreError));
+        }
+    }
+}
+
+fn last_held(held: &[(u64, Vec<Logged>)]) -> u64 {
+    held.last().map_or(0, |(seq, _)| *seq)
+}
+
+/// Deletes the closed log files redb now holds all of, durably.
+fn delete_applied(closed: &mut Vec<(PathBuf, u64)>, applied: u64) {
+    closed.retain(|(path, last_seq)| {
+        if *last_seq > applied {
+            return true;
+        }
+        if let Err(error) = std::fs::remove_file(path) {
+            tracing::warn!(path = %path.display(), %error, "a log file redb holds could not be deleted");
+        }
+        false
+    });
+}

@@ -1,0 +1,351 @@
+//! The write-ahead log: what the writer has made durable that redb may not hold yet.
+//!
+//! Files `log-NNNNNNNN.wal` in the data directory, numbered up from 1, each a run of records:
+//! `[payload length: u32 LE][CRC-32 of seq and payload: u32 LE][seq: u64 LE][payload]`. A
+//! record is one group commit; `seq` counts them across files, and redb's `meta` table says up
+//! to which one it holds. Reading stops at the first record that is cut short or fails its
+//! check (a crash mid-append leaves one at most, and its callers were never told it was kept).
+//! A file is written through with zeros when it is started; a header of zeros ends it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+/// A file name's parts around its number.
+const PREFIX: &str = "log-";
+const SUFFIX: &str = ".wal";
+/// A file made ready for the writer, not yet a log file.
+const SPARE_PREFIX: &str = "spare-log-";
+/// Bytes before a record's payload.
+const HEADER_BYTES: usize = 16;
+/// A file is closed for appends, and a new one started, once it holds this much (unless
+/// set); the checkpointer deletes it once redb holds all of it.
+pub(super) const ROTATE_AT_BYTES: u64 = 8 * 1024 * 1024;
+/// Most zeros a new file is written through with (its whole size up to this).
+pub(super) const PREFILL_MAX_BYTES: u64 = ROTATE_AT_BYTES;
+/// A longer payload is read as damage, not allocated (a group is at most 4,096 commits of
+/// frames of at most a few MiB each).
+const MAX_PAYLOAD_BYTES: u32 = 1 << 30;
+
+/// The path of log file `number` in `dir`.
+pub(super) fn path_of(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{PREFIX}{number:08}{SUFFIX}"))
+}
+
+/// Deletes the spare files left in `dir` (by a stop before the writer took them).
+pub(super) fn delete_spares(dir: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(SPARE_PREFIX))
+        {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Every log file in `dir`, by number.
+pub(super) fn files(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let number = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(PREFIX))
+            .and_then(|rest| rest.strip_suffix(SUFFIX))
+            .and_then(|digits| digits.parse::<u64>().ok());
+        if let Some(number) = number {
+            found.push((number, entry.path()));
+        }
+    }
+    found.sort_unstable();
+    Ok(found)
+}
+
+/// One record read back.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Record {
+    pub(super) seq: u64,
+    pub(super) payload: Vec<u8>,
+}
+
+/// The records of one log file, and why reading stopped before its end, if it did.
+pub(super) fn read(path: &Path) -> io::Result<(Vec<Record>, Option<String>)> {
+    let bytes = std::fs::read(path)?;
+    let mut records = Vec::new();
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let Some(header) = bytes.get(at..at + HEADER_BYTES) else {
+            return Ok((records, Some(format!("a record cut short at byte {at}"))));
+        };
+        if header.iter().all(|byte| *byte == 0) {
+            // The zeros a file is written through with: nothing was appended past here.
+            break;
+        }
+        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        let seq = u64::from_le_bytes([
+            header[8], header[9], header[10], header[11], header[12], header[13], header[14],
+            header[15],
+        ]);
+        let start = at + HEADER_BYTES;
+        let body = (len <= MAX_PAYLOAD_BYTES)
+            .then(|| bytes.get(start..start + len as usize))
+            .flatten();
+        let Some(payload) = body else {
+            return Ok((records, Some(format!("a record cut short at byte {at}"))));
+        };
+        if checksum(seq, payload) != crc {
+            return Ok((
+                records,
+                Some(format!("a record failing its check at byte {at}")),
+            ));
+        }
+        records.push(Record {
+            seq,
+            payload: payload.to_vec(),
+        });
+        at = start + payload.len();
+    }
+    Ok((records, None))
+}
+
+fn checksum(seq: u64, payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(payload);
+    hasher.finalize()
+}
+
+/// The file being appended to.
+pub(super) struct LogFile {
+    file: File,
+    number: u64,
+    len: u64,
+    /// A record's bytes, kept between appends.
+    buffer: Vec<u8>,
+}
+
+impl LogFile {
+    /// Creates log file `number` in `dir` (it must not exist), durably: the directory is
+    /// synced, so the file is there after a crash.
+    pub(super) fn create(dir: &Path, number: u64, prefill_bytes: u64) -> io::Result<Self> {
+        Self::create_at(&path_of(dir, number), number, prefill_bytes)
+    }
+
+    /// A file made ready ahead of its use, under a name no reader takes for a log file;
+    /// [`LogFile::adopt`] gives it its number.
+    pub(super) fn create_spare(dir: &Path, prefill_bytes: u64) -> io::Result<(Self, PathBuf)> {
+        let path = dir.join(format!("{SPARE_PREFIX}{}{SUFFIX}", rand::random::<u64>()));
+        Ok((Self::create_at(&path, 0, prefill_bytes)?, path))
+    }
+
+    /// Renames spare `path` to log file `number` in `dir`, durably.
+    pub(super) fn adopt(mut self, path: &Path, dir: &Path, number: u64) -> io::Result<Self> {
+        std::fs::rename(path, path_of(dir, number))?;
+        sync_dir(dir)?;
+        self.number = number;
+        Ok(self)
+    }
+
+    fn create_at(path: &Path, number: u64, prefill_bytes: u64) -> io::Result<Self> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        // Written through with zeros first: an append that neither grows the file nor fills
+        // a hole is synced without a journal commit (its `fdatasync` flushes the data alone).
+        prefill(&mut file, prefill_bytes)?;
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(LogFile {
+            file,
+            number,
+            len: 0,
+            buffer: Vec::new(),
+        })
+    }
+
+    pub(super) fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Appends record `seq` and waits for the disk (`fdatasync`). On failure the file is cut
+    /// back to where it was, so the next record does not follow a torn one; `Err(true)` if
+    /// even that failed and no more may be appended here.
+    pub(super) fn append(&mut self, seq: u64, payload: &[u8]) -> Result<(), (io::Error, bool)> {
+        let len = u32::try_from(payload.len())
+            .ok()
+            .filter(|len| *len <= MAX_PAYLOAD_BYTES)
+            .ok_or_else(|| {
+                let error = io::Error::new(io::ErrorKind::InvalidInput, "a group too large");
+                (error, false)
+            })?;
+        self.buffer.clear();
+        self.buffer.extend_from_slice(&len.to_le_bytes());
+        self.buffer
+            .extend_from_slice(&checksum(seq, payload).to_le_bytes());
+        self.buffer.extend_from_slice(&seq.to_le_bytes());
+        self.buffer.extend_from_slice(payload);
+        let written = self
+            .file
+            .write_all(&self.buffer)
+            .and_then(|()| self.file.sync_data());
+        match written {
+            Ok(()) => {
+                self.len += self.buffer.len() as u64;
+                Ok(())
+            }
+            Err(error) => {
+                // Zeros over whatever part of the record was written, then back to its start.
+                let restored = (|| {
+                    use std::io::Seek as _;
+                    self.file.seek(io::SeekFrom::Start(self.len))?;
+                    self.file.write_all(&vec![0u8; self.buffer.len()])?;
+                    self.file.sync_data()?;
+                    self.file.seek(io::SeekFrom::Start(self.len)).map(drop)
+                })();
+                Err((error, restored.is_err()))
+            }
+        }
+    }
+}
+
+/// Writes `bytes` zeros at the start of `file`, syncs them, and seeks back to the start.
+fn prefill(file: &mut File, bytes: u64) -> io::Result<()> {
+    use std::io::Seek as _;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        let chunk = left.min(zeros.len() as u64) as usize;
+        file.write_all(&zeros[..chunk])?;
+        left -= chunk as u64;
+    }
+    file.sync_data()?;
+    file.seek(io::SeekFrom::Start(0)).map(drop)
+}
+
+/// Syncs directory `dir`, so that files created or removed in it stay so after a crash.
+pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "askgate-log-{name}-{}-{}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn written(dir: &Path, records: &[(u64, &[u8])]) -> PathBuf {
+        let mut log = LogFile::create(dir, 1, 0).unwrap();
+        for (seq, payload) in records {
+            log.append(*seq, payload).unwrap();
+        }
+        path_of(dir, 1)
+    }
+
+    #[test]
+    fn records_read_back_as_appended() {
+        let dir = temp_dir("roundtrip");
+        let path = written(&dir, &[(1, b"one"), (2, b""), (3, b"three")]);
+        let (records, stopped) = read(&path).unwrap();
+        let seqs: Vec<(u64, &[u8])> = records
+            .iter()
+            .map(|r| (r.seq, r.payload.as_slice()))
+            .collect();
+        assert_eq!(seqs, [(1, &b"one"[..]), (2, &b""[..]), (3, &b"three"[..])]);
+        assert_eq!(stopped, None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_record_cut_short_ends_the_reading_at_the_one_before() {
+        let dir = temp_dir("torn");
+        let path = written(&dir, &[(1, b"kept"), (2, b"torn away")]);
+        let whole = std::fs::metadata(&path).unwrap().len();
+        for cut in [whole - 1, whole - 9, 16 + 4 + 3] {
+            let file = OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_len(cut).unwrap();
+            let (records, stopped) = read(&path).unwrap();
+            assert_eq!(records.len(), 1, "cut at {cut}");
+            assert_eq!(records[0].payload, b"kept");
+            assert_eq!(
+                stopped.unwrap(),
+                "a record cut short at byte 20",
+                "cut at {cut}"
+            );
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_record_ends_the_reading() {
+        let dir = temp_dir("damaged");
+        let path = written(&dir, &[(1, b"kept"), (2, b"damaged"), (3, b"after")]);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20 + 16 + 2] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let (records, stopped) = read(&path).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(stopped.unwrap(), "a record failing its check at byte 20");
+        // A length past any group is damage too, not an allocation.
+        bytes[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read(&path).unwrap().0.len(), 1);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_written_through_with_zeros_ends_at_its_last_record() {
+        let dir = temp_dir("prefilled");
+        let mut log = LogFile::create(&dir, 1, 4096).unwrap();
+        log.append(1, b"one").unwrap();
+        log.append(2, b"two").unwrap();
+        let path = path_of(&dir, 1);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        let (records, stopped) = read(&path).unwrap();
+        assert_eq!((records.len(), stopped), (2, None));
+        // A record torn over the zeros is cut short like any other.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[38..42].copy_from_slice(&9u32.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let (records, stopped) = read(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(stopped.unwrap(), "a record failing its check at byte 38");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn files_are_listed_by_number_and_others_ignored() {
+        let dir = temp_dir("files");
+        for number in [10, 2, 1] {
+            LogFile::create(&dir, number, 0).unwrap();
+        }
+        std::fs::write(dir.join("log-x.wal"), b"").unwrap();
+        std::fs::write(dir.join("askgate.redb"), b"").unwrap();
+        let numbers: Vec<u64> = files(&dir).unwrap().into_iter().map(|f| f.0).collect();
+        assert_eq!(numbers, [1, 2, 10]);
+        assert!(
+            LogFile::create(&dir, 2, 0).is_err(),
+            "an existing file is not reused"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
