@@ -17,8 +17,8 @@ use redb::Database;
 use tokio::sync::oneshot;
 
 use super::log::LogFile;
-use super::logged::{Logged, apply};
-use super::trails::{AUDIT, HEADS, TrailTables};
+use super::logged::{Logged, apply_all};
+use super::trails::TrailTables;
 use super::{META, REQUESTS, StoreError};
 use crate::metrics::StoreWrites;
 
@@ -44,6 +44,22 @@ pub(super) enum ToCheckpoint {
     Closed { path: PathBuf, last_seq: u64 },
     /// Write what is held to redb now, then say whether that worked.
     Flush(oneshot::Sender<Result<(), StoreError>>),
+}
+
+/// The checkpointer's niceness: it gives way to the threads that answer peers (the hub's and
+/// the log's). Its work may wait some milliseconds; theirs is what a peer waits for, and a
+/// checkpoint is tens of milliseconds of B-tree work at a time under load.
+const CHECKPOINT_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's priority to [`CHECKPOINT_NICENESS`] (Linux; elsewhere, and if
+/// refused, it keeps its own).
+pub(super) fn give_way() {
+    #[cfg(target_os = "linux")]
+    if let Err(error) =
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), CHECKPOINT_NICENESS)
+    {
+        tracing::debug!(%error, "the checkpointer keeps its priority");
+    }
 }
 
 /// Where the checkpointer makes the writer's next log file ready.
@@ -93,17 +109,12 @@ pub(super) fn commit_groups(
         let mut table = txn
             .open_table(REQUESTS)
             .map_err(|e| format!("opening the requests table: {e}"))?;
-        let mut trails = TrailTables {
-            entries: txn
-                .open_table(AUDIT)
-                .map_err(|e| format!("opening the audit table: {e}"))?,
-            heads: txn
-                .open_table(HEADS)
-                .map_err(|e| format!("opening the audit heads: {e}"))?,
-        };
-        for change in groups.iter().flat_map(|(_, changes)| changes) {
-            apply(&mut table, &mut trails, change)?;
-        }
+        let mut trails = TrailTables::open(&txn)?;
+        apply_all(
+            &mut table,
+            &mut trails,
+            groups.iter().flat_map(|(_, changes)| changes),
+        )?;
         if let Some(last_seq) = last_seq {
             txn.open_table(META)
                 .and_then(|mut meta| {

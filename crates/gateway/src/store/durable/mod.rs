@@ -181,6 +181,7 @@ impl DurableStore {
         let checkpointer = std::thread::Builder::new()
             .name("askgate-checkpoint".into())
             .spawn(move || {
+                checkpoint::give_way();
                 spares_made.make_ready();
                 checkpoint::checkpoint_loop(
                     &checkpoint_db,
