@@ -10,7 +10,8 @@
 //! every node, and says what it decided. A store may group the operations of concurrent
 //! commits into one transaction; each caller still learns whether its own operations are kept.
 //!
-//! - [`memory`]: a map. [`durable`]: a write-ahead log with group commits, and redb behind it. [`redis`]: several nodes.
+//! - [`memory`]: a map. [`durable`]: a write-ahead log with group commits, and redb behind
+//!   it. [`redis`]: several nodes.
 //! - [`shared`]: what only a shared store has (sessions loaded one by one, notices, the sweep).
 
 mod durable;

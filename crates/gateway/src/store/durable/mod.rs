@@ -4,7 +4,7 @@
 //! One writer thread owns the log ([`writer`]). Commits that arrive while it is busy are
 //! grouped into its next record, so concurrent asks and answers share one `fdatasync` of an
 //! append, and each caller waits for the record that holds its operations. A second thread,
-//! the checkpointer ([`checkpoint`]), writes what the log holds to redb a quarter-second's
+//! the checkpointer ([`checkpoint`]), writes what the log holds to redb some milliseconds'
 //! worth at a time and deletes log files redb holds all of; a reader of the trails or of the
 //! requests asks it to catch up first. At start, whatever the log holds past what redb has is
 //! replayed into redb ([`recovery`]) before anything is read. A commit used to be a redb
