@@ -173,20 +173,19 @@ pub(super) fn checkpoint_loop(
             continue;
         }
         last = Instant::now();
-        let unsynced = applied > durably_applied || !held.is_empty();
-        let durable = unsynced
+        // The last record redb will hold once this checkpoint is in.
+        let reached = held.last().map_or(applied, |(seq, _)| *seq);
+        let durable = reached > durably_applied
             && (!open
                 || last_durable.elapsed() >= DURABLE_CHECKPOINT_EVERY
-                || closed
-                    .first()
-                    .is_some_and(|(_, seq)| *seq <= applied.max(last_held(&held))));
+                || closed.first().is_some_and(|(_, seq)| *seq <= reached));
         let result = commit_groups(db, &held, durable);
         match &result {
             Ok(()) => {
-                if let Some((seq, _)) = held.last() {
-                    applied = *seq;
+                if !held.is_empty() {
                     counts.checkpoints.fetch_add(1, Ordering::Relaxed);
                 }
+                applied = reached;
                 held.clear();
                 if durable {
                     durably_applied = applied;
@@ -204,10 +203,6 @@ pub(super) fn checkpoint_loop(
             let _ = reply.send(result.clone().map_err(StoreError));
         }
     }
-}
-
-fn last_held(held: &[(u64, Vec<Logged>)]) -> u64 {
-    held.last().map_or(0, |(seq, _)| *seq)
 }
 
 /// Deletes the closed log files redb now holds all of, durably.

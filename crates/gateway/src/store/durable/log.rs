@@ -240,10 +240,11 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
+    /// A new directory for one test's files.
+    pub(in crate::store::durable) fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "askgate-log-{name}-{}-{}",
             std::process::id(),

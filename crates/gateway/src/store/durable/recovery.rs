@@ -88,12 +88,7 @@ mod tests {
     /// start, naming the file and the record: it was acknowledged, so it is not skipped.
     #[test]
     fn a_record_this_build_cannot_read_stops_the_start() {
-        let dir = std::env::temp_dir().join(format!(
-            "askgate-recovery-{}-{}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = log::tests::temp_dir("recovery");
         let path = dir.join(FILE_NAME);
         let db = Database::create(&path).unwrap();
         check_format(&db, &path).unwrap();

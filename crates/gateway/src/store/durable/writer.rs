@@ -61,10 +61,9 @@ impl Writer {
                     log_op(op, now, &mut changes);
                 }
             }
-            let result = self.keep(&changes, &mut payload);
-            if result.is_ok() {
+            let kept = self.keep(&changes, &mut payload);
+            if let Ok(seq) = kept {
                 counts.transactions.fetch_add(1, Ordering::Relaxed);
-                let seq = self.next_seq - 1;
                 // Before the callers hear: a reader who asks for a checkpoint after one of
                 // them did sees this group.
                 if self
@@ -78,14 +77,15 @@ impl Writer {
                 }
                 self.rotate_if_full();
             }
+            let result = kept.map(drop);
             for job in group {
                 let _ = job.done.send(result.clone().map_err(StoreError));
             }
         }
     }
 
-    /// Appends `changes` as the next record and waits for the disk.
-    fn keep(&mut self, changes: &[Logged], payload: &mut Vec<u8>) -> Result<(), String> {
+    /// Appends `changes` as the next record and waits for the disk; the record's seq.
+    fn keep(&mut self, changes: &[Logged], payload: &mut Vec<u8>) -> Result<u64, String> {
         if self.broken {
             self.start_next_file();
             if self.broken {
@@ -99,7 +99,7 @@ impl Writer {
         match self.file.append(self.next_seq, payload) {
             Ok(()) => {
                 self.next_seq += 1;
-                Ok(())
+                Ok(self.next_seq - 1)
             }
             Err((error, unusable)) => {
                 if unusable {
