@@ -1,10 +1,14 @@
 //! A store that holds commits at a gate, so a test can act while the gateway waits on the
-//! store: drop the caller, send a rival answer, or make the held commit fail.
+//! store: drop the caller, send a rival answer, or make the held commit fail. It can hold the
+//! whole commit, or only its durable step (as the embedded store's `fdatasync`), the change
+//! having been taken at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
+use askgate::store::{
+    Durability, MemoryStore, Steps, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails,
+};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::server::RECV_TIMEOUT;
@@ -14,6 +18,7 @@ use crate::server::RECV_TIMEOUT;
 pub struct GatedStore {
     inner: Arc<MemoryStore>,
     holding: AtomicBool,
+    holding_durable: AtomicBool,
     failing: Arc<AtomicBool>,
     arrived: Arc<Notify>,
     gate: Arc<Semaphore>,
@@ -24,6 +29,7 @@ impl Default for GatedStore {
         GatedStore {
             inner: Arc::new(MemoryStore::new()),
             holding: AtomicBool::new(false),
+            holding_durable: AtomicBool::new(false),
             failing: Arc::new(AtomicBool::new(false)),
             arrived: Arc::new(Notify::new()),
             gate: Arc::new(Semaphore::new(0)),
@@ -35,6 +41,12 @@ impl GatedStore {
     /// Whether commits from now on wait at the gate.
     pub fn hold(&self, holding: bool) {
         self.holding.store(holding, Ordering::SeqCst);
+    }
+
+    /// Whether commits made in two steps from now on are taken at once and wait at the gate
+    /// to be durable.
+    pub fn hold_durable(&self, holding: bool) {
+        self.holding_durable.store(holding, Ordering::SeqCst);
     }
 
     /// Whether held commits, once released, fail instead of being applied.
@@ -76,15 +88,28 @@ impl Store for GatedStore {
             Arc::clone(&self.gate),
         );
         Box::pin(async move {
-            arrived.notify_one();
-            if let Ok(permit) = gate.acquire().await {
-                permit.forget();
-            }
-            if failing.load(Ordering::SeqCst) {
-                return Err(StoreError("the disk is on fire (a test)".into()));
-            }
+            at_the_gate(&arrived, &gate, &failing).await?;
             inner.commit(ops).await
         })
+    }
+
+    fn decide_in_steps(&self, ops: Vec<StoreOp>, _durability: Durability) -> Steps {
+        if !self.holding_durable.load(Ordering::SeqCst) {
+            return Steps {
+                taken: self.decide(ops),
+                durable: Box::pin(std::future::ready(Ok(()))),
+            };
+        }
+        let taken = self.inner.decide(ops);
+        let (failing, arrived, gate) = (
+            Arc::clone(&self.failing),
+            Arc::clone(&self.arrived),
+            Arc::clone(&self.gate),
+        );
+        Steps {
+            taken,
+            durable: Box::pin(async move { at_the_gate(&arrived, &gate, &failing).await }),
+        }
     }
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
@@ -94,4 +119,20 @@ impl Store for GatedStore {
     fn trails(&self) -> &dyn Trails {
         self.inner.as_ref()
     }
+}
+
+/// Says a commit has arrived, waits for a permit, then fails if told to.
+async fn at_the_gate(
+    arrived: &Notify,
+    gate: &Semaphore,
+    failing: &AtomicBool,
+) -> Result<(), StoreError> {
+    arrived.notify_one();
+    if let Ok(permit) = gate.acquire().await {
+        permit.forget();
+    }
+    if failing.load(Ordering::SeqCst) {
+        return Err(StoreError("the disk is on fire (a test)".into()));
+    }
+    Ok(())
 }

@@ -313,6 +313,9 @@ pub(crate) async fn run_spread(
             .unwrap_or(f64::NAN);
         eprintln!("  server counted {} answered outcomes", thousands(answered));
         eprintln!("  {}", store_commits(&metrics));
+        if let Some(writes) = log_writes(&metrics, audit.asks) {
+            eprintln!("  {writes}");
+        }
     }
     Ok(FanoutReport {
         scenario: "fanout",
@@ -445,6 +448,26 @@ impl FanoutReport {
             println!("  no outcome: {m:?}");
         }
     }
+}
+
+/// What the embedded store wrote for each request: log records, waits for the disk, and
+/// checkpoints into redb (counted from the server's start, setup included).
+fn log_writes(metrics: &scrape::Metrics, requests: u64) -> Option<String> {
+    let count = |name: &str| metrics.get(name).copied();
+    let records = count("askgate_store_transactions_total")?;
+    let syncs = count("askgate_store_syncs_total")?;
+    let checkpoints = count("askgate_store_checkpoints_total").unwrap_or(f64::NAN);
+    (records > 0.0).then(|| {
+        let per = |n: f64| n / requests as f64;
+        format!(
+            "embedded store: {} log records ({:.2} a request), {} syncs ({:.3} a request), {} checkpoints",
+            thousands(records),
+            per(records),
+            thousands(syncs),
+            per(syncs),
+            thousands(checkpoints),
+        )
+    })
 }
 
 /// The server's store commits: how many, their mean, and how many were slow (a stalling disk

@@ -1,5 +1,6 @@
-//! The embedded store's writer: each commit one transaction (several grouped when they
-//! arrive together), counted for `/metrics`, and what it committed there after a restart.
+//! The embedded store's log: each commit one record, written before `commit` returns and made
+//! durable by the syncer, one wait for the disk for every record written meanwhile; counted
+//! for `/metrics`, and what it committed there after a restart.
 #![cfg(target_os = "linux")]
 
 mod support;
@@ -8,8 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use askgate::store::{DurableStore, LogSettings, Store, StoreOp, StoredRequest, StoredResolution};
+use askgate::store::{
+    Durability, DurableStore, LogSettings, Store, StoreOp, StoredRequest, StoredResolution,
+};
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
+use futures_util::FutureExt as _;
 use serde_json::json;
 use support::{remove_scratch, tempdir};
 
@@ -61,6 +65,11 @@ fn transactions(store: &DurableStore) -> u64 {
     store.writes().transactions.load(Ordering::Relaxed)
 }
 
+/// Waits for the disk so far.
+fn syncs(store: &DurableStore) -> u64 {
+    store.writes().syncs.load(Ordering::Relaxed)
+}
+
 async fn ids(store: &DurableStore) -> Vec<String> {
     let mut ids: Vec<String> = store
         .load()
@@ -87,6 +96,69 @@ async fn each_commit_is_a_transaction_and_is_counted() {
         .await
         .unwrap();
     assert_eq!(transactions(&store), 4);
+}
+
+/// The first step is the record's writing, done by the time the commit is handed over; the
+/// second waits for the disk.
+#[tokio::test]
+async fn a_commit_is_taken_at_once_and_durable_after_a_sync() {
+    let store = DurableStore::open(&tempdir("durable-writes-steps")).unwrap();
+    let steps = store.decide_in_steps(vec![put("r1")], Durability::Prompt);
+    assert!(
+        steps
+            .taken
+            .now_or_never()
+            .is_some_and(|taken| taken.is_ok()),
+        "taken as the commit is handed over"
+    );
+    assert_eq!(transactions(&store), 1);
+    steps.durable.await.unwrap();
+    assert_eq!(syncs(&store), 1);
+}
+
+/// A record nobody waits on promptly (an ack's deletion) does not make the syncer wait for the
+/// disk by itself: it rides the next prompt record's sync, or is synced within its bound.
+#[tokio::test]
+async fn lazy_records_ride_a_prompt_ones_sync_or_are_synced_within_their_bound() {
+    let store = DurableStore::open(&tempdir("durable-writes-lazy")).unwrap();
+    for id in ["r1", "r2", "r3"] {
+        store.commit(vec![put(id)]).await.unwrap();
+    }
+    let before = syncs(&store);
+    let mut lazy = store.decide_in_steps(vec![ack("r1")], Durability::Lazy);
+    (&mut lazy.taken).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(50), &mut lazy.durable).await;
+    assert!(waited.is_err(), "a lazy record alone is not synced at once");
+    assert_eq!(syncs(&store), before);
+    store.commit(vec![ack("r2")]).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), lazy.durable)
+        .await
+        .expect("durable with the prompt record")
+        .unwrap();
+    assert_eq!(syncs(&store) - before, 1, "both in one sync");
+    // Alone, it is synced within its bound all the same.
+    let alone = store.decide_in_steps(vec![ack("r3")], Durability::Lazy);
+    tokio::time::timeout(Duration::from_secs(10), alone.durable)
+        .await
+        .expect("durable within its bound")
+        .unwrap();
+    assert_eq!(syncs(&store) - before, 2);
+    assert_eq!(ids(&store).await, Vec::<String>::new());
+}
+
+/// Commits made together share the disk's waits: fewer syncs than commits.
+#[tokio::test]
+async fn concurrent_commits_share_syncs() {
+    let store = DurableStore::open(&tempdir("durable-writes-grouped")).unwrap();
+    let commits: Vec<_> = (0..50)
+        .map(|n| store.commit(vec![put(&format!("r{n}"))]))
+        .collect();
+    for committed in futures_util::future::join_all(commits).await {
+        committed.unwrap();
+    }
+    assert_eq!(transactions(&store), 50);
+    assert!(syncs(&store) < 50, "{} syncs for 50 commits", syncs(&store));
+    assert_eq!(ids(&store).await.len(), 50);
 }
 
 #[tokio::test]

@@ -1,23 +1,24 @@
-//! Asking, for sockets and HTTP alike, idempotently: a new request is stored, then shown to
-//! every tab; a repeat is answered from what the hub holds. A socket passes its [`Link`]:
-//! replies are then queued to it under the lock, in the order the hub decides (an `accepted`
-//! always before that request's `outcome`).
+//! Asking, for sockets and HTTP alike, idempotently: a new request is shown to every tab once
+//! the store has taken it, and `accepted` once it is durable; a repeat is answered from what
+//! the hub holds. A socket passes its [`Link`]: replies are then queued to it under the lock,
+//! in the order the hub decides (an `accepted` always before that request's `outcome`, which
+//! waits for it should the request end before it is durable).
 
 use std::sync::Arc;
 
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{ErrorCode, FieldError, Outcome, RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
-use super::ending_frames::outcome_frame;
+use super::ending_frames::{outcome_frame, resolved_frame};
 use super::entry::{EncodedRequest, Entry, EntryState};
 use super::frame::Frame;
 use super::links::Link;
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::{count, gauge_add};
-use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
+use crate::store::{Durability, StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -187,16 +188,18 @@ impl Hub {
                         if let Some(asker) = asker {
                             entry.asker = Some(asker.clone());
                         }
-                        let reply = match &entry.state {
-                            EntryState::Committing(notify) => {
-                                Err(Arc::clone(notify).notified_owned())
-                            }
-                            EntryState::Open | EntryState::Resolving => Ok(AskReply::Accepted {
+                        let reply = match (&entry.storing, &entry.state) {
+                            // Not durable yet: nothing can be promised of it.
+                            (Some(storing), _) => Err(Arc::clone(storing).notified_owned()),
+                            (
+                                None,
+                                EntryState::Committing | EntryState::Open | EntryState::Resolving,
+                            ) => Ok(AskReply::Accepted {
                                 id: id.clone(),
                                 deadline_ms: entry.deadline_ms,
                                 created: false,
                             }),
-                            EntryState::Resolved(resolution) => Ok(AskReply::Resolved {
+                            (None, EntryState::Resolved(resolution)) => Ok(AskReply::Resolved {
                                 id: id.clone(),
                                 resolution: resolution.clone(),
                             }),
@@ -235,9 +238,18 @@ impl Hub {
             id_sent,
             deadline_ms,
         };
+        let (taken, durable) =
+            self.store_commit_in_steps(vec![StoreOp::Put(record)], Durability::Prompt);
+        let hub = Arc::clone(self);
         let finished = self
-            .commit_then(vec![StoreOp::Put(record)], move |hub, committed| {
-                hub.finish_ask(&stored, asker.as_ref(), committed)
+            .run_to_end(async move {
+                match hub.show_ask(&stored, asker.as_ref(), taken.await) {
+                    Showing::Settled(reply) => reply,
+                    Showing::Open(accepted) => {
+                        let durable = durable.await;
+                        hub.accept_ask(&stored, asker.as_ref(), accepted, durable)
+                    }
+                }
             })
             .await;
         finished.unwrap_or_else(|error| {
@@ -250,15 +262,16 @@ impl Hub {
         })
     }
 
-    /// After the store took (or refused) a new request: opens it and shows it to every tab.
-    /// A shared store may instead say the id was asked already (on another node): the request
-    /// is then answered as a repeat, as the store holds it.
-    fn finish_ask(
+    /// After the store took (or refused) a new request: opens it and shows it to every tab;
+    /// its `accepted` waits for [`Hub::accept_ask`]. A shared store may instead say the id was
+    /// asked already (on another node): the request is then answered as a repeat, as the store
+    /// holds it.
+    fn show_ask(
         self: &Arc<Self>,
         stored: &Stored,
         asker: Option<&Link>,
         committed: Result<Vec<Verdict>, StoreError>,
-    ) -> AskReply {
+    ) -> Showing {
         let Stored {
             session: session_id,
             id,
@@ -266,10 +279,12 @@ impl Hub {
             deadline_ms,
         } = stored;
         let as_sent = id_sent.then(|| id.clone());
-        let vanished = || AskReply::Rejected {
-            id: as_sent.clone(),
-            errors: Vec::new(),
-            conflict: false,
+        let vanished = || {
+            Showing::Settled(AskReply::Rejected {
+                id: as_sent.clone(),
+                errors: Vec::new(),
+                conflict: false,
+            })
         };
         let verdict =
             committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
@@ -280,10 +295,10 @@ impl Hub {
         let Some(entry) = session.requests.get_mut(id) else {
             return vanished();
         };
-        let EntryState::Committing(notify) = &entry.state else {
+        let (EntryState::Committing, Some(storing)) = (&entry.state, &entry.storing) else {
             return vanished();
         };
-        let notify = Arc::clone(notify);
+        let storing = Arc::clone(storing);
         let mut deadline_ms = *deadline_ms;
         let failure = match verdict {
             Ok(Verdict::Done) => None,
@@ -298,8 +313,11 @@ impl Hub {
             Ok(Verdict::Exists(record)) => {
                 let reply = self.adopt(session, &record, asker);
                 self.release_held_back(session, id, true);
-                notify.notify_waiters();
-                return reply;
+                if let Some(entry) = session.requests.get_mut(id) {
+                    entry.storing = None;
+                }
+                storing.notify_waiters();
+                return Showing::Settled(reply);
             }
             Ok(Verdict::Conflict) => Some((
                 FieldError::new(
@@ -334,8 +352,14 @@ impl Hub {
                 session.uncount_open(entry.encoded.view.len());
             }
             self.release_held_back(session, id, false);
-            notify.notify_waiters();
-            return self.reject(asker, session_id, as_sent, vec![error], conflict);
+            storing.notify_waiters();
+            return Showing::Settled(self.reject(
+                asker,
+                session_id,
+                as_sent,
+                vec![error],
+                conflict,
+            ));
         }
         let Some(entry) = session.requests.get_mut(id) else {
             return vanished();
@@ -345,19 +369,91 @@ impl Hub {
             entry.timer = Some(self.arm_timer(session_id, id, deadline_ms));
         }
         gauge_add(&self.metrics.open_requests, 1);
-        tracing::debug!(session = %session_id, request = %id, "accepted");
-        let reply = AskReply::Accepted {
-            id: id.clone(),
-            deadline_ms,
-            created: true,
-        };
-        // Queued before any tab can see the request, so it precedes the request's outcome.
-        self.deliver(asker, session_id, &reply);
         let request_frame = entry.encoded.frame.clone();
         session.broadcast(&request_frame, &self.metrics);
         self.release_held_back(session, id, true);
-        notify.notify_waiters();
-        reply
+        Showing::Open(AskReply::Accepted {
+            id: id.clone(),
+            deadline_ms,
+            created: true,
+        })
+    }
+
+    /// Once the store has made a shown request durable: tells its agent `accepted` (and then
+    /// its outcome, should it have ended meanwhile), and lets the agent's repeats and
+    /// withdrawals, which waited, go on. Should the store have failed to, the request is
+    /// taken back from the tabs (`resolved` as `withdrawn`) and the ask rejected.
+    fn accept_ask(
+        &self,
+        stored: &Stored,
+        asker: Option<&Link>,
+        accepted: AskReply,
+        durable: Result<(), StoreError>,
+    ) -> AskReply {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            ..
+        } = stored;
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return accepted;
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return accepted;
+        };
+        let Some(storing) = entry.storing.take() else {
+            return accepted;
+        };
+        storing.notify_waiters();
+        let ended = match &entry.state {
+            EntryState::Resolved(resolution) => Some(resolution.clone()),
+            _ => None,
+        };
+        match durable {
+            Ok(()) => {}
+            // Its ending is durable, which only a later record of the log can be: told as kept.
+            Err(error) if ended.is_some() => {
+                tracing::warn!(session = %session_id, request = %id, %error, "a request's record failed to sync after its ending was kept");
+            }
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                self.take_back(session, id);
+                let error = FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the gateway could not store the request ({error}); try again"),
+                );
+                let as_sent = id_sent.then(|| id.clone());
+                return self.reject(asker, session_id, as_sent, vec![error], false);
+            }
+        }
+        tracing::debug!(session = %session_id, request = %id, "accepted");
+        self.deliver(asker, session_id, &accepted);
+        if let Some(resolution) = ended
+            && let Some(waiting) = session.requests.get(id).and_then(|e| e.asker.as_ref())
+        {
+            waiting.send(outcome_frame(session_id, id, &resolution), &self.metrics);
+        }
+        accepted
+    }
+
+    /// Takes back from the tabs a request shown but never made durable: gone from the session,
+    /// and `resolved` as `withdrawn` to every tab.
+    fn take_back(&self, session: &mut Session, id: &RequestId) {
+        let Some(mut entry) = session.requests.remove(id) else {
+            return;
+        };
+        if let Some(timer) = entry.timer.take() {
+            timer.abort();
+        }
+        session.uncount_open(entry.encoded.view.len());
+        gauge_add(&self.metrics.open_requests, -1);
+        entry.resolved.notify_waiters();
+        let withdrawn = entry.questions.settle_without_answer(Outcome::Withdrawn);
+        let resolution = StoredResolution::untouched(withdrawn, now_ms());
+        session.broadcast(&resolved_frame(id, &resolution), &self.metrics);
     }
 
     /// The id was asked already (another node holds it as `record`): this node's committing
@@ -428,6 +524,14 @@ fn retime(session: &mut Session, id: &RequestId, asked_at_ms: u64, deadline_ms: 
     session.open_bytes = (session.open_bytes + after).saturating_sub(before);
 }
 
+/// What showing a new request came to.
+enum Showing {
+    /// Open to tabs; its agent is to hear this once the store has made it durable.
+    Open(AskReply),
+    /// The ask is answered as it is (refused, or a repeat of a request asked elsewhere).
+    Settled(AskReply),
+}
+
 /// A new request whose store record is being committed.
 struct Stored {
     session: SessionId,
@@ -492,7 +596,8 @@ fn insert_committing(
             answerers: record.answerers.clone().map(Arc::from),
             encoded,
             asker: asker.cloned(),
-            state: EntryState::Committing(Arc::new(Notify::new())),
+            state: EntryState::Committing,
+            storing: Some(Arc::new(Notify::new())),
             timer: None,
             resolved: Arc::new(Notify::new()),
         },

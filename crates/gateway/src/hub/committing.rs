@@ -11,7 +11,7 @@ use futures_util::FutureExt as _;
 
 use super::Hub;
 use crate::metrics::Metrics;
-use crate::store::{StoreError, StoreFuture, StoreOp, Verdict};
+use crate::store::{Durability, StoreError, StoreFuture, StoreOp, Verdict};
 
 impl Hub {
     /// Hands `ops` to the store now; waits for them to be durable, then runs `finish` with
@@ -34,12 +34,27 @@ impl Hub {
         }
         // Otherwise in a task of its own, which runs to its end whatever becomes of the caller.
         let hub = Arc::clone(self);
-        tokio::spawn(async move { finish(&hub, committing.await) })
+        self.run_to_end(async move { finish(&hub, committing.await) })
             .await
-            .map_err(|error| match error.try_into_panic() {
-                Ok(panic) => Unfinished::Panicked(panic_text(panic.as_ref()).to_owned()),
-                Err(_) => Unfinished::ShuttingDown,
-            })
+    }
+
+    /// Runs `work` to its end whatever becomes of the caller: polled here first, and if it
+    /// has to wait, in a task of its own. `Err` if it panicked or the runtime is shutting down.
+    pub(super) async fn run_to_end<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, Unfinished> {
+        let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
+        let finished = match (&mut work).now_or_never() {
+            Some(finished) => finished,
+            None => tokio::spawn(work)
+                .await
+                .map_err(|error| match error.try_into_panic() {
+                    Ok(panic) => Unfinished::Panicked(panic_text(panic.as_ref()).to_owned()),
+                    Err(_) => Unfinished::ShuttingDown,
+                })?,
+        };
+        finished.map_err(|panic| Unfinished::Panicked(panic_text(panic.as_ref()).to_owned()))
     }
 
     /// Hands `ops` to the store now (so commits keep the order of these calls); the future
@@ -52,27 +67,61 @@ impl Hub {
         // request back as it was. Left to unwind, the panic would skip them and leave the
         // request half-changed, with everyone behind it waiting for good.
         let deciding = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.decide(ops)))
-            .unwrap_or_else(|panic| {
-                let failed = Err(StoreError(panic_message(panic.as_ref())));
-                Box::pin(std::future::ready(failed))
-            });
+            .unwrap_or_else(|panic| failed_with(StoreError(panic_message(panic.as_ref()))));
         Committing {
             deciding,
-            started,
-            metrics: Arc::clone(&self.metrics),
+            timed: Some((started, Arc::clone(&self.metrics))),
         }
+    }
+
+    /// Hands `ops` to the store now, as [`Hub::store_commit`] does, in two steps: the first
+    /// future is ready with what the store decided once the change may be shown, the second
+    /// once it is durable (and may be promised). The time counted is the second's, or with
+    /// [`Durability::Lazy`], which nobody waits on, the first's.
+    pub(super) fn store_commit_in_steps(
+        &self,
+        ops: Vec<StoreOp>,
+        durability: Durability,
+    ) -> (Committing, Committing<()>) {
+        let started = Instant::now();
+        let steps = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.store.decide_in_steps(ops, durability)
+        }));
+        let (taken, durable) = match steps {
+            Ok(steps) => (steps.taken, steps.durable),
+            Err(panic) => {
+                let error = StoreError(panic_message(panic.as_ref()));
+                (failed_with(error.clone()), failed_with(error))
+            }
+        };
+        // Counted once, at the step its caller waits for.
+        let timed = Some((started, Arc::clone(&self.metrics)));
+        let (taken_timed, durable_timed) = match durability {
+            Durability::Prompt => (None, timed),
+            Durability::Lazy => (timed, None),
+        };
+        let taken = Committing {
+            deciding: taken,
+            timed: taken_timed,
+        };
+        let durable = Committing {
+            deciding: durable,
+            timed: durable_timed,
+        };
+        (taken, durable)
     }
 }
 
-/// A commit the store has taken: ready with what it decided of each op.
-pub(super) struct Committing {
-    deciding: StoreFuture<'static, Vec<Verdict>>,
-    started: Instant,
-    metrics: Arc<Metrics>,
+/// A commit the store has taken: ready with what it decided of each op (or, for a commit's
+/// durable step, when that is done).
+pub(super) struct Committing<T = Vec<Verdict>> {
+    deciding: StoreFuture<'static, T>,
+    /// When it was handed over, to count how long it took: for the step that is waited on.
+    timed: Option<(Instant, Arc<Metrics>)>,
 }
 
-impl Future for Committing {
-    type Output = Result<Vec<Verdict>, StoreError>;
+impl<T> Future for Committing<T> {
+    type Output = Result<T, StoreError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -82,9 +131,16 @@ impl Future for Committing {
             Ok(Poll::Ready(committed)) => committed,
             Err(panic) => Err(StoreError(panic_message(panic.as_ref()))),
         };
-        this.metrics.store_committed(this.started.elapsed());
+        if let Some((started, metrics)) = &this.timed {
+            metrics.store_committed(started.elapsed());
+        }
         Poll::Ready(committed)
     }
+}
+
+/// A commit the store could not even take (it panicked): failed with `error`.
+fn failed_with<T: Send + 'static>(error: StoreError) -> StoreFuture<'static, T> {
+    Box::pin(std::future::ready(Err(error)))
 }
 
 /// Why a committed change was not finished in the hub.

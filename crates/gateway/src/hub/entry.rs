@@ -1,9 +1,13 @@
 //! One request as the hub holds it, and the states it goes through.
 //!
-//! `Committing` → (store has it) → `Open` → (a winner is chosen) → `Resolving` → (store has
-//! the resolution) → `Resolved` → (acked or expired) → gone. Only `Open` can be won; a rival
-//! arriving in `Resolved` is told "already resolved", one arriving in `Resolving` waits to
-//! learn whether the store kept the winner (`Resolved`) or not (`Open` again).
+//! `Committing` → (store has taken it) → `Open` → (a winner is chosen) → `Resolving` → (store
+//! has the resolution) → `Resolved` → (acked or expired) → gone. Only `Open` can be won; a
+//! rival arriving in `Resolved` is told "already resolved", one arriving in `Resolving` waits
+//! to learn whether the store kept the winner (`Resolved`) or not (`Open` again).
+//!
+//! Alongside, [`Entry::storing`] says whether its agent is still to hear `accepted`: a request
+//! is open to tabs once the store has taken it, but promised to its agent only once it is
+//! durable, which the embedded store says later (the syncer's `fdatasync`).
 
 use std::sync::Arc;
 
@@ -20,8 +24,8 @@ use crate::store::StoredResolution;
 /// Where a request is in its life.
 #[derive(Debug)]
 pub(super) enum EntryState {
-    /// Being written to the store; re-asks wait on the notify.
-    Committing(Arc<Notify>),
+    /// Being written to the store.
+    Committing,
     /// Shown to tabs; the first valid answer wins.
     Open,
     /// A winner was chosen; its resolution is being written to the store.
@@ -51,6 +55,9 @@ pub(super) struct Entry {
     /// The agent connection waiting for the outcome, if one is connected.
     pub(super) asker: Option<Link>,
     pub(super) state: EntryState,
+    /// Until its agent has been told `accepted` (the store made it durable, or it failed to):
+    /// what the agent's repeats and withdrawals wait on meanwhile.
+    pub(super) storing: Option<Arc<Notify>>,
     /// The deadline timer, aborted when the request ends another way.
     pub(super) timer: Option<AbortHandle>,
     /// Woken when the request ends, is forgotten, or opens again after its resolution could

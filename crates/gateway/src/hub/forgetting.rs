@@ -10,6 +10,9 @@
 
 use std::sync::{Arc, MutexGuard};
 
+use futures_util::FutureExt as _;
+use tokio::task::JoinHandle;
+
 use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
@@ -17,7 +20,7 @@ use super::entry::EntryState;
 use super::hub_core::Sessions;
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
-use crate::store::{StoreOp, Verdict};
+use crate::store::{Durability, StoreError, StoreOp, Verdict};
 
 /// A forgotten request whose record is to be deleted, and whether its agent acknowledged it
 /// (recorded in the audit trail as `acked`) rather than its retention running out.
@@ -62,7 +65,9 @@ impl Hub {
         let Some(deleted) = deleted else {
             return self.forget_unseen(session, id).await;
         };
-        deleted.await;
+        if let Some(deleting) = deleted {
+            let _ = deleting.await;
+        }
         AckReply::Forgotten
     }
 
@@ -113,7 +118,9 @@ impl Hub {
             (swept, self.delete_forgotten(&sessions, forgotten))
         };
         let (swept, deleted) = deleted;
-        deleted.await;
+        if let Some(deleting) = deleted {
+            let _ = deleting.await;
+        }
         swept
     }
 
@@ -131,13 +138,14 @@ impl Hub {
     }
 
     /// Hands the store the deletion of `forgotten` and of every earlier one it failed to make
-    /// whose id no request has taken since, under the lock held as `sessions`; the future
-    /// waits for it, and keeps what it could not delete for the next sweep.
+    /// whose id no request has taken since, under the lock held as `sessions`; what it could
+    /// not delete is kept for the next sweep. The task, if any, is what to wait for until the
+    /// store has taken it.
     fn delete_forgotten(
         self: &Arc<Self>,
         sessions: &MutexGuard<'_, Sessions>,
         mut forgotten: Vec<Forgotten>,
-    ) -> impl Future<Output = ()> + use<> {
+    ) -> Option<JoinHandle<()>> {
         // An earlier deletion is due again unless its id has been asked anew: once that ask is
         // stored, its record replaced the old one (nothing left to delete); while it is still
         // being stored, the deletion waits, since the store may yet refuse the new record.
@@ -146,7 +154,7 @@ impl Hub {
             let (session, id, _) = &pair;
             match sessions.get(session).and_then(|s| s.requests.get(id)) {
                 None => forgotten.push(pair),
-                Some(entry) if matches!(entry.state, EntryState::Committing(_)) => {
+                Some(entry) if entry.storing.is_some() => {
                     waiting.push(pair);
                 }
                 Some(_) => {}
@@ -161,24 +169,49 @@ impl Hub {
                 acked: *acked,
             })
             .collect();
-        let deleted = (!ops.is_empty()).then(|| self.store_commit(ops));
+        if ops.is_empty() {
+            return None;
+        }
+        // Nothing is promised on a deletion: it waits for the store to take it, not for the
+        // disk (a deletion lost to a crash of the machine only sends its agent the outcome
+        // again, which it has and acks again).
+        let (mut taken, mut durable) = self.store_commit_in_steps(ops, Durability::Lazy);
         let hub = Arc::clone(self);
-        // Spawned, so that a failed deletion is kept for the next sweep even when the caller
-        // stops waiting (an HTTP ack whose client hung up): these pairs left `undeleted` above.
-        let finishing = deleted.map(|deleted| {
-            tokio::spawn(async move {
-                if let Err(error) = deleted.await {
-                    let count = forgotten.len();
-                    tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
-                    hub.undeleted().extend(forgotten);
+        let failed = move |error: StoreError| {
+            let count = forgotten.len();
+            tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
+            hub.undeleted().extend(forgotten);
+        };
+        // A local store takes it at once; the rest is finished in a task of its own, so that a
+        // failed deletion is kept for the next sweep even when the caller stops waiting (an
+        // HTTP ack whose client hung up): these pairs left `undeleted` above.
+        match (&mut taken).now_or_never() {
+            Some(Err(error)) => failed(error),
+            Some(Ok(_)) => match (&mut durable).now_or_never() {
+                Some(Ok(())) => {}
+                Some(Err(error)) => failed(error),
+                None => {
+                    tokio::spawn(async move {
+                        if let Err(error) = durable.await {
+                            failed(error);
+                        }
+                    });
                 }
-            })
-        });
-        async move {
-            if let Some(finishing) = finishing {
-                let _ = finishing.await;
+            },
+            None => {
+                return Some(tokio::spawn(async move {
+                    if let Err(error) = async {
+                        taken.await?;
+                        durable.await
+                    }
+                    .await
+                    {
+                        failed(error);
+                    }
+                }));
             }
         }
+        None
     }
 
     fn undeleted(&self) -> MutexGuard<'_, Vec<Forgotten>> {

@@ -68,9 +68,10 @@ impl Hub {
                 if let Some(asker) = asker {
                     entry.asker = Some(asker.clone());
                 }
-                match &entry.state {
-                    EntryState::Committing(notify) => Arc::clone(notify).notified_owned(),
-                    EntryState::Resolved(resolution) => {
+                match (&entry.storing, &entry.state) {
+                    // Withdrawn only once its ask has been answered `accepted` (or refused).
+                    (Some(storing), _) => Arc::clone(storing).notified_owned(),
+                    (None, EntryState::Resolved(resolution)) => {
                         let reply = AskReply::Resolved {
                             id: id.clone(),
                             resolution: resolution.clone(),
@@ -78,7 +79,7 @@ impl Hub {
                         self.deliver(asker, session, &reply);
                         return Withdrawal::Ended(resolution.clone());
                     }
-                    EntryState::Open | EntryState::Resolving => break,
+                    (None, _) => break,
                 }
             };
             waiter.await;

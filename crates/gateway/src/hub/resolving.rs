@@ -229,7 +229,7 @@ impl Hub {
         let entry = state.requests.get_mut(id).ok_or(Refusal::Unknown)?;
         match entry.state {
             EntryState::Open => {}
-            EntryState::Committing(_) => return Err(Refusal::Unknown),
+            EntryState::Committing => return Err(Refusal::Unknown),
             EntryState::Resolved(_) => return Err(Refusal::AlreadyResolved),
             // Another ending is being stored. It wins, unless the store fails it and the
             // request opens again: wait to know which, rather than tell this one "already

@@ -133,6 +133,7 @@ pub(super) fn record_entry(
         encoded,
         asker: None,
         state,
+        storing: None,
         timer: None,
         resolved: Arc::new(Notify::new()),
     }

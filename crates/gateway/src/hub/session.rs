@@ -166,10 +166,7 @@ impl Session {
                 unwatched
                     && sync.loading.is_none()
                     && self.requests.values().all(|entry| {
-                        !matches!(
-                            entry.state,
-                            EntryState::Committing(_) | EntryState::Resolving
-                        )
+                        !matches!(entry.state, EntryState::Committing | EntryState::Resolving)
                     })
             }
         }

@@ -156,7 +156,8 @@ impl Hub {
         gauge_add(&self.metrics.open_requests, -1);
         gauge_add(&self.metrics.kept_outcomes, 1);
         let resolved = resolved_frame(id, &resolution);
-        if let Some(asker) = &entry.asker {
+        // An agent not yet told `accepted` hears the outcome right after it, from the ask.
+        if let (Some(asker), None) = (&entry.asker, &entry.storing) {
             asker.send(outcome_frame(&state.id, id, &resolution), &self.metrics);
         }
         let open_bytes = entry.encoded.view.len();

@@ -98,7 +98,7 @@ impl Hub {
                     }
                 }
                 // This node is changing it right now: look again shortly.
-                Some((EntryState::Committing(_) | EntryState::Resolving, _)) => {
+                Some((EntryState::Committing | EntryState::Resolving, _)) => {
                     Next::At(claim.now_ms + 1_000)
                 }
             }

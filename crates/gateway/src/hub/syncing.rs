@@ -173,7 +173,7 @@ impl Hub {
                     self.drop_entry(state, &id);
                     self.add_record(state, record);
                 }
-                Some(EntryState::Committing(_) | EntryState::Resolved(_)) => {}
+                Some(EntryState::Committing | EntryState::Resolved(_)) => {}
             }
         }
         let gone: Vec<_> = state
@@ -274,7 +274,7 @@ impl Hub {
         let committing = |id: &RequestId| {
             matches!(
                 state.requests.get(id).map(|e| &e.state),
-                Some(EntryState::Committing(_))
+                Some(EntryState::Committing)
             )
         };
         match change {

@@ -28,8 +28,10 @@ const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
 /// commits.
 #[derive(Debug, Default)]
 pub struct StoreWrites {
-    /// Group commits kept (each one record in the log, one `fdatasync`).
+    /// Commits written to the log (each one record).
     pub transactions: AtomicU64,
+    /// Waits for the disk (`fdatasync`) on the log, each for every record written meanwhile.
+    pub syncs: AtomicU64,
     /// Checkpoints that wrote the log's records into redb.
     pub checkpoints: AtomicU64,
 }
@@ -189,8 +191,13 @@ impl Metrics {
             ),
             (
                 "askgate_store_transactions_total",
-                "Group commits the embedded store kept, each one record in its log and one fdatasync.",
+                "Commits the embedded store wrote, each one record in its log.",
                 &self.store_writes.transactions,
+            ),
+            (
+                "askgate_store_syncs_total",
+                "Waits for the disk (fdatasync) on the embedded store's log, each for every record written meanwhile.",
+                &self.store_writes.syncs,
             ),
             (
                 "askgate_store_checkpoints_total",
@@ -215,7 +222,7 @@ impl Metrics {
             &mut out,
             &STORE_COMMIT_BUCKETS_S,
             "askgate_store_commit_seconds",
-            "From handing operations to the store to their commit (waiting for the writer included).",
+            "From handing operations to the store until the caller may go on: durable, or for an ack's deletion, written.",
         );
         self.shared.render(&mut out);
         out

@@ -10,6 +10,12 @@
 //! every node, and says what it decided. A store may group the operations of concurrent
 //! commits into one transaction; each caller still learns whether its own operations are kept.
 //!
+//! [`Store::decide_in_steps`] says it in two steps where the store has two: `taken` once a
+//! crash of the gateway's process can no longer lose the change (the embedded store has
+//! written it to its log, and the kernel holds it), `durable` once a crash of the machine
+//! cannot either (the log is synced). A new request is shown to tabs at the first step and
+//! `accepted` at the second; an ack's deletion promises nothing and waits for neither.
+//!
 //! - [`memory`]: a map. [`durable`]: a write-ahead log with group commits, and redb behind
 //!   it. [`redis`]: several nodes.
 //! - [`shared`]: what only a shared store has (sessions loaded one by one, notices, the sweep).
@@ -175,6 +181,24 @@ pub trait Trails: Send + Sync {
     fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>>;
 }
 
+/// How soon a change's `durable` step is wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Someone waits to be promised it: the store waits for the disk at once.
+    Prompt,
+    /// Nothing is promised on it (an ack's deletion): it may wait to share the disk's next
+    /// wait with other changes, for a bounded time.
+    Lazy,
+}
+
+/// A commit's two steps (see the module's notes).
+pub struct Steps {
+    /// What the store decided of each op, once a crash of this process no longer loses them.
+    pub taken: StoreFuture<'static, Vec<Verdict>>,
+    /// Ready once a crash of the machine no longer loses them either.
+    pub durable: StoreFuture<'static, ()>,
+}
+
 /// The store failed; the operation did not happen.
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("store: {0}")]
@@ -200,6 +224,16 @@ pub trait Store: Send + Sync + 'static {
             committing.await?;
             Ok(vec![Verdict::Done; count])
         })
+    }
+
+    /// Applies `ops` as [`Store::decide`] does, saying so in two steps (see the module's
+    /// notes). A store whose decision is durable when it is made keeps the default: its
+    /// `durable` step is ready with its `taken` one.
+    fn decide_in_steps(&self, ops: Vec<StoreOp>, _durability: Durability) -> Steps {
+        Steps {
+            taken: self.decide(ops),
+            durable: Box::pin(std::future::ready(Ok(()))),
+        }
     }
 
     /// The audit trails it keeps, for reading.

@@ -6,7 +6,7 @@
 //! once; so redb is written every [`CHECKPOINT_EVERY`], not once per group, and synced only
 //! every [`DURABLE_CHECKPOINT_EVERY`]. A reader of the trails asks for a checkpoint
 //! first ([`ToCheckpoint::Flush`]): it then sees every commit made before it asked, since the
-//! writer hands each group here before it tells the group's callers.
+//! syncer hands each durable batch here before it tells its callers.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -43,7 +43,7 @@ pub(super) const APPLIED_KEY: &str = "log_applied";
 pub(super) enum ToCheckpoint {
     /// Group commit `seq` is in the log, making these changes.
     Kept { seq: u64, changes: Vec<Logged> },
-    /// Log file `path` takes no more records; its last is `last_seq`. The writer is on the
+    /// Log file `path` takes no more records; its last is `last_seq`. The appender is on the
     /// next one: a spare is made ready for the one after.
     Closed { path: PathBuf, last_seq: u64 },
     /// Write what is held to redb now, then say whether that worked.
@@ -66,7 +66,7 @@ pub(super) fn give_way() {
     }
 }
 
-/// Where the checkpointer makes the writer's next log file ready.
+/// Where the checkpointer makes the appender's next log file ready.
 pub(super) struct Spares {
     pub(super) dir: PathBuf,
     pub(super) prefill_bytes: u64,
@@ -74,10 +74,10 @@ pub(super) struct Spares {
 }
 
 impl Spares {
-    /// Makes a spare log file and hands it to the writer, which takes it when it needs one.
+    /// Makes a spare log file and hands it to the appender, which takes it when it needs one.
     pub(super) fn make_ready(&self) {
         match LogFile::create_spare(&self.dir, self.prefill_bytes) {
-            // One spare waits at a time; another is not made until the writer takes it.
+            // One spare waits at a time; another is not made until the appender takes it.
             Ok(spare) => {
                 if let Err(std::sync::mpsc::TrySendError::Full((_, path))) =
                     self.ready.try_send(spare)
@@ -85,7 +85,7 @@ impl Spares {
                     let _ = std::fs::remove_file(path);
                 }
             }
-            // The writer makes its own when none is ready.
+            // The appender makes its own when none is ready.
             Err(error) => tracing::warn!(%error, "could not make the next log file ready"),
         }
     }
@@ -132,7 +132,7 @@ pub(super) fn commit_groups(
     txn.commit().map_err(|e| format!("committing: {e}"))
 }
 
-/// The checkpointer's loop, until the writer lets go of `queue`; what it holds then is
+/// The checkpointer's loop, until the syncer lets go of `queue`; what it holds then is
 /// written before it returns.
 pub(super) fn checkpoint_loop(
     db: &Database,

@@ -1,4 +1,4 @@
-//! The write-ahead log: what the writer has made durable that redb may not hold yet.
+//! The write-ahead log: what the store has kept that redb may not hold yet.
 //!
 //! Files `log-NNNNNNNN.wal` in the data directory, numbered up from 1, each a run of records:
 //! `[payload length: u32 LE][CRC-32 of seq and payload: u32 LE][seq: u64 LE][payload]`. A
@@ -10,11 +10,12 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A file name's parts around its number.
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".wal";
-/// A file made ready for the writer, not yet a log file.
+/// A file made ready for the appender, not yet a log file.
 const SPARE_PREFIX: &str = "spare-log-";
 /// Bytes before a record's payload.
 const HEADER_BYTES: usize = 16;
@@ -32,7 +33,7 @@ pub(super) fn path_of(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{PREFIX}{number:08}{SUFFIX}"))
 }
 
-/// Deletes the spare files left in `dir` (by a stop before the writer took them).
+/// Deletes the spare files left in `dir` (by a stop before the appender took them).
 pub(super) fn delete_spares(dir: &Path) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -124,6 +125,8 @@ fn checksum(seq: u64, payload: &[u8]) -> u32 {
 /// The file being appended to.
 pub(super) struct LogFile {
     file: File,
+    /// The same file, for the syncer to wait for the disk on while records are appended.
+    synced_by: Arc<File>,
     number: u64,
     len: u64,
     /// A record's bytes, kept between appends.
@@ -161,11 +164,17 @@ impl LogFile {
             sync_dir(dir)?;
         }
         Ok(LogFile {
+            synced_by: Arc::new(file.try_clone()?),
             file,
             number,
             len: 0,
             buffer: Vec::new(),
         })
+    }
+
+    /// The file, for waiting on the disk (`fdatasync`) from another thread.
+    pub(super) fn synced_by(&self) -> &Arc<File> {
+        &self.synced_by
     }
 
     pub(super) fn number(&self) -> u64 {
@@ -176,10 +185,16 @@ impl LogFile {
         self.len
     }
 
-    /// Appends record `seq` and waits for the disk (`fdatasync`). On failure the file is cut
-    /// back to where it was, so the next record does not follow a torn one; `Err(true)` if
-    /// even that failed and no more may be appended here.
-    pub(super) fn append(&mut self, seq: u64, payload: &[u8]) -> Result<(), (io::Error, bool)> {
+    /// Writes record `seq` after the last one, without waiting for the disk: once this
+    /// returns, a crash of the process no longer loses it (the kernel holds it); a crash of
+    /// the machine may, until the file is synced. On failure the file is cut back to where it
+    /// was, so the next record does not follow a torn one; `Err(true)` if even that failed
+    /// and no more may be written here.
+    pub(super) fn write_record(
+        &mut self,
+        seq: u64,
+        payload: &[u8],
+    ) -> Result<(), (io::Error, bool)> {
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|len| *len <= MAX_PAYLOAD_BYTES)
@@ -193,11 +208,7 @@ impl LogFile {
             .extend_from_slice(&checksum(seq, payload).to_le_bytes());
         self.buffer.extend_from_slice(&seq.to_le_bytes());
         self.buffer.extend_from_slice(payload);
-        let written = self
-            .file
-            .write_all(&self.buffer)
-            .and_then(|()| self.file.sync_data());
-        match written {
+        match self.file.write_all(&self.buffer) {
             Ok(()) => {
                 self.len += self.buffer.len() as u64;
                 Ok(())
@@ -214,6 +225,13 @@ impl LogFile {
                 Err((error, restored.is_err()))
             }
         }
+    }
+
+    /// Writes record `seq` and waits for the disk (tests; the store's syncer waits for it).
+    #[cfg(test)]
+    pub(super) fn append(&mut self, seq: u64, payload: &[u8]) -> Result<(), (io::Error, bool)> {
+        self.write_record(seq, payload)?;
+        self.file.sync_data().map_err(|error| (error, true))
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! A [`StoreOp`] becomes the changes it makes: rows to put, resolve or delete, and its audit
 //! entry as the time and members to seal (sealing needs the chain's head, which redb holds).
-//! The checkpointer applies these as they come from the writer; a restart applies them as read
+//! The checkpointer applies these as they come from the syncer; a restart applies them as read
 //! back from the log; both through [`apply_all`], so the two cannot disagree.
 
 use std::collections::HashMap;

@@ -1,15 +1,17 @@
 //! The durable store: a write-ahead log, and redb (pure Rust, ACID, copy-on-write B-trees)
 //! behind it, in the data directory.
 //!
-//! One writer thread owns the log ([`writer`]). Commits that arrive while it is busy are
-//! grouped into its next record, so concurrent asks and answers share one `fdatasync` of an
-//! append, and each caller waits for the record that holds its operations. A second thread,
-//! the checkpointer ([`checkpoint`]), writes what the log holds to redb some milliseconds'
-//! worth at a time and deletes log files redb holds all of; a reader of the trails or of the
-//! requests asks it to catch up first. At start, whatever the log holds past what redb has is
-//! replayed into redb ([`recovery`]) before anything is read. A commit used to be a redb
-//! transaction of its own: each rewrote the B-trees' paths and the allocator's state and
-//! synced them, most of the store's cost; the log's append is one write of the group's bytes.
+//! Each commit is written to the log as one record by its caller, under a lock
+//! ([`appender`]): once written, a crash of the process cannot lose it, and what it holds may be
+//! shown. A thread of its own, the syncer ([`syncer`]), waits for the disk once for every
+//! record written meanwhile (group commit) and then tells their callers, so concurrent asks
+//! and answers share one `fdatasync`. A second thread, the checkpointer ([`checkpoint`]),
+//! writes what the log holds to redb some milliseconds' worth at a time and deletes log files
+//! redb holds all of; a reader of the trails or of the requests asks it to catch up first. At
+//! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
+//! before anything is read. A commit used to be a redb transaction of its own: each rewrote
+//! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
+//! record is one write of its bytes.
 //!
 //! Layout: `log-NNNNNNNN.wal` ([`log`]); in `askgate.redb`, table `requests`, key
 //! `(session, id)`, value the JSON of a [`StoredRequest`]; table `meta`, key `format`, value
@@ -19,16 +21,18 @@
 //! trail tables came later without a new format: a store without them simply has no trail
 //! yet.)
 
+mod appender;
 mod checkpoint;
 mod log;
 mod logged;
 mod recovery;
+mod syncer;
 mod trails;
-mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
@@ -36,9 +40,12 @@ use tokio::sync::oneshot;
 
 use askgate_protocol::SessionId;
 
+use self::appender::{Appender, Durable};
 use self::checkpoint::ToCheckpoint;
-use self::writer::{Job, Writer};
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
+use self::syncer::{SyncQueue, Syncer, ToSync};
+use super::{
+    Durability, Steps, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails, Verdict,
+};
 use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
 
@@ -74,31 +81,38 @@ impl Default for LogSettings {
     }
 }
 
-/// Held changes the checkpointer may be handed before the writer waits for it.
+/// Batches of changes the checkpointer may be handed before the syncer waits for it.
 const CHECKPOINT_QUEUE: usize = 65_536;
 
 /// Requests and outcomes in a log and a redb file, written with group commit.
 pub struct DurableStore {
     db: Arc<Database>,
-    /// Jobs for the writer thread; dropping it stops the thread.
-    jobs: Option<std_mpsc::Sender<Job>>,
-    /// The writer thread, joined on drop so the log is closed when the store is gone.
-    writer: Option<std::thread::JoinHandle<()>>,
-    /// Flushes for the checkpointer; once the writer's copy is gone too, it writes what it
-    /// holds and stops.
+    /// The log, written by committing callers; `None` once the store is being dropped.
+    appender: Mutex<Option<Appender>>,
+    /// What the syncer makes durable (and flushes, which it passes on to the checkpointer
+    /// once what was written before them is durable); closed on drop.
+    to_sync: Arc<SyncQueue>,
+    /// The syncer thread, joined on drop so every record written is durable when the store
+    /// is gone.
+    syncer: Option<std::thread::JoinHandle<()>>,
+    /// Once the syncer's copy is gone too, the checkpointer writes what it holds and stops.
     checkpoints: Option<std_mpsc::SyncSender<ToCheckpoint>>,
-    /// The checkpointer thread, joined on drop after the writer.
+    /// The checkpointer thread, joined on drop after the syncer.
     checkpointer: Option<std::thread::JoinHandle<()>>,
-    /// Its transactions.
+    /// Its records, syncs and checkpoints.
     counts: Arc<StoreWrites>,
     path: PathBuf,
 }
 
 impl Drop for DurableStore {
     fn drop(&mut self) {
-        self.jobs.take();
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+        self.appender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        self.to_sync.close();
+        if let Some(syncer) = self.syncer.take() {
+            let _ = syncer.join();
         }
         self.checkpoints.take();
         if let Some(checkpointer) = self.checkpointer.take() {
@@ -129,7 +143,7 @@ impl DurableStore {
         Self::open_counted(data_dir, Arc::default())
     }
 
-    /// [`open`](Self::open), counting the writer's group commits into `counts`.
+    /// [`open`](Self::open), counting its records, syncs and checkpoints into `counts`.
     ///
     /// # Errors
     /// As for [`open`](Self::open).
@@ -192,30 +206,50 @@ impl DurableStore {
                 );
             })
             .map_err(|e| err("starting the store's checkpointer thread", e))?;
-        let (jobs, queue) = std_mpsc::channel::<Job>();
-        let writer = Writer {
+        let to_sync = Arc::new(SyncQueue::default());
+        let sync_queue = Arc::clone(&to_sync);
+        let failed_file = Arc::new(AtomicU64::new(0));
+        let syncing = Syncer {
+            checkpointer: checkpoints.clone(),
+            failed_file: Arc::clone(&failed_file),
+            counts: Arc::clone(&counts),
+        };
+        let syncer = std::thread::Builder::new()
+            .name("askgate-sync".into())
+            .spawn(move || syncing.run(&sync_queue))
+            .map_err(|e| err("starting the store's syncer thread", e))?;
+        let appender = Appender {
             dir: data_dir.to_owned(),
             file,
             next_seq: resumed.last_seq + 1,
-            checkpointer: checkpoints.clone(),
             broken: false,
             rotate_at_bytes: settings.rotate_at_bytes,
             spares,
+            to_sync: Arc::clone(&to_sync),
+            failed_file,
+            payload: Vec::new(),
+            counts: Arc::clone(&counts),
         };
-        let writer_counts = Arc::clone(&counts);
-        let writer = std::thread::Builder::new()
-            .name("askgate-store".into())
-            .spawn(move || writer.run(&queue, &writer_counts))
-            .map_err(|e| err("starting the store's writer thread", e))?;
         Ok(DurableStore {
             db,
-            jobs: Some(jobs),
-            writer: Some(writer),
+            appender: Mutex::new(Some(appender)),
+            to_sync,
+            syncer: Some(syncer),
             checkpoints: Some(checkpoints),
             checkpointer: Some(checkpointer),
             counts,
             path,
         })
+    }
+
+    /// Writes `ops` to the log; the receiver hears once they are durable.
+    fn append(&self, ops: Vec<StoreOp>, durability: Durability) -> Result<Durable, StoreError> {
+        self.appender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .ok_or_else(|| StoreError("the store is closing".into()))?
+            .append(ops, durability)
     }
 
     /// Runs `read` on redb once the checkpointer has written every commit made so far.
@@ -224,15 +258,12 @@ impl DurableStore {
         read: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'static, T> {
         let db = Arc::clone(&self.db);
-        let checkpoints = self.checkpoints.clone();
+        let to_sync = Arc::clone(&self.to_sync);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 let stopped = || StoreError("the store's checkpointer has stopped".into());
                 let (reply, flushed) = oneshot::channel();
-                checkpoints
-                    .ok_or_else(stopped)?
-                    .send(ToCheckpoint::Flush(reply))
-                    .map_err(|_| stopped())?;
+                to_sync.send(ToSync::Flush(reply));
                 flushed.blocking_recv().map_err(|_| stopped())??;
                 read(&db)
             })
@@ -241,7 +272,7 @@ impl DurableStore {
         })
     }
 
-    /// The writer's transactions so far.
+    /// Its records, syncs and checkpoints so far.
     pub fn writes(&self) -> &StoreWrites {
         &self.counts
     }
@@ -287,19 +318,31 @@ fn check_format(db: &Database, path: &Path) -> Result<(), StoreError> {
         .map_err(|e| err(&format!("writing to {}", path.display()), e))
 }
 
+/// Waits for the syncer's word on a record.
+fn made_durable(appended: Result<Durable, StoreError>) -> StoreFuture<'static, ()> {
+    Box::pin(async move {
+        appended?
+            .await
+            .map_err(|_| StoreError("the store's syncer thread has stopped".into()))?
+    })
+}
+
 impl Store for DurableStore {
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
-        let (done, committed) = oneshot::channel();
-        let sent = match &self.jobs {
-            Some(jobs) => jobs.send(Job { ops, done }).map_err(|_| ()),
-            None => Err(()),
+        made_durable(self.append(ops, Durability::Prompt))
+    }
+
+    fn decide_in_steps(&self, ops: Vec<StoreOp>, durability: Durability) -> Steps {
+        let count = ops.len();
+        let appended = self.append(ops, durability);
+        let taken = match &appended {
+            Ok(_) => Ok(vec![Verdict::Done; count]),
+            Err(error) => Err(error.clone()),
         };
-        Box::pin(async move {
-            sent.map_err(|_| StoreError("the store's writer thread has stopped".into()))?;
-            committed
-                .await
-                .map_err(|_| StoreError("the store's writer thread has stopped".into()))?
-        })
+        Steps {
+            taken: Box::pin(std::future::ready(taken)),
+            durable: made_durable(appended),
+        }
     }
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {

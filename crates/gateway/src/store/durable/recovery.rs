@@ -1,5 +1,5 @@
 //! At start: what the log holds past what redb has is written into redb, file by file, and
-//! the log files are deleted; the writer then starts a new one.
+//! the log files are deleted; the appender then starts a new one.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use super::checkpoint::{APPLIED_KEY, commit_groups};
 use super::logged::Logged;
 use super::{META, StoreError, err, log};
 
-/// Where the writer resumes.
+/// Where the appender resumes.
 pub(super) struct Resumed {
     /// The seq of the last record kept.
     pub(super) last_seq: u64,
