@@ -176,11 +176,15 @@ impl Hub {
         // disk (a deletion lost to a crash of the machine only sends its agent the outcome
         // again, which it has and acks again).
         let (mut taken, mut durable) = self.store_commit_in_steps(ops, Durability::Lazy);
-        let hub = Arc::clone(self);
+        // Weak: a deletion waiting for the disk must not keep a stopped gateway (and its
+        // store) alive meanwhile.
+        let hub = Arc::downgrade(self);
         let failed = move |error: StoreError| {
             let count = forgotten.len();
             tracing::warn!(%error, count, "could not delete forgotten outcomes from the store; tried again at the next sweep");
-            hub.undeleted().extend(forgotten);
+            if let Some(hub) = hub.upgrade() {
+                hub.undeleted().extend(forgotten);
+            }
         };
         // A local store takes it at once; the rest is finished in a task of its own, so that a
         // failed deletion is kept for the next sweep even when the caller stops waiting (an

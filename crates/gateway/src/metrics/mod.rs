@@ -24,8 +24,8 @@ const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-/// What the embedded store's writer did: one transaction, and one `fdatasync`, per group of
-/// commits.
+/// What the embedded store wrote: a log record per commit, a wait for the disk per group of
+/// records, and its checkpoints into redb.
 #[derive(Debug, Default)]
 pub struct StoreWrites {
     /// Commits written to the log (each one record).

@@ -55,7 +55,7 @@ impl Appender {
         let mut changes = Vec::with_capacity(ops.len() + 1);
         let now = now_ms();
         for op in ops {
-            log_op(op, now, &mut changes);
+            log_op(op, now, &mut changes).map_err(StoreError)?;
         }
         if self.failed_file.load(Ordering::Acquire) == self.file.number() {
             self.start_next_file();

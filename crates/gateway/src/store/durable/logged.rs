@@ -5,11 +5,13 @@
 //! The checkpointer applies these as they come from the syncer; a restart applies them as read
 //! back from the log; both through [`apply_all`], so the two cannot disagree.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use redb::ReadableTable as _;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 use askgate_protocol::{RequestId, SessionId};
 
@@ -21,7 +23,7 @@ use crate::store::{StoreOp, StoredRequest, StoredResolution};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) enum Logged {
     /// Keep a request, replacing any of the same id.
-    Put(StoredRequest),
+    Put(RequestRow),
     /// Record how a request ended (nothing, if it is not kept).
     Resolve {
         session: SessionId,
@@ -41,9 +43,68 @@ pub(super) enum Logged {
     DropStaleTrails { before_ms: u64 },
 }
 
+/// A request as its row holds it: the JSON of its [`StoredRequest`], encoded once, when its
+/// commit is written to the log (where it is these very bytes), and written to redb as it is
+/// unless the request has ended meanwhile. Its key comes along.
+#[derive(Clone, Debug)]
+pub(super) struct RequestRow {
+    session: SessionId,
+    id: RequestId,
+    json: Box<RawValue>,
+}
+
+impl RequestRow {
+    pub(super) fn of(request: &StoredRequest) -> Result<Self, String> {
+        Ok(RequestRow {
+            session: request.session.clone(),
+            id: request.id.clone(),
+            json: serde_json::value::to_raw_value(request)
+                .map_err(|e| format!("encoding a request: {e}"))?,
+        })
+    }
+
+    fn key(&self) -> (&str, &str) {
+        (self.session.as_str(), self.id.as_str())
+    }
+
+    fn decoded(&self) -> Result<StoredRequest, String> {
+        serde_json::from_str(self.json.get()).map_err(|e| format!("decoding a request: {e}"))
+    }
+}
+
+impl PartialEq for RequestRow {
+    fn eq(&self, other: &Self) -> bool {
+        self.json.get() == other.json.get()
+    }
+}
+
+impl Serialize for RequestRow {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// What the key is read from.
+        #[derive(Deserialize)]
+        struct Key {
+            session: SessionId,
+            id: RequestId,
+        }
+        let json = Box::<RawValue>::deserialize(deserializer)?;
+        let key: Key = serde_json::from_str(json.get()).map_err(serde::de::Error::custom)?;
+        Ok(RequestRow {
+            session: key.session,
+            id: key.id,
+            json,
+        })
+    }
+}
+
 /// Appends to `out` the changes `op` makes, committed at `now_ms`: its audit entry first, as
 /// it was recorded before the change it records.
-pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) {
+pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<(), String> {
     if let Some(note) = Note::of(&op, now_ms) {
         out.push(Logged::Audit {
             session: note.session.clone(),
@@ -52,7 +113,7 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) {
         });
     }
     match op {
-        StoreOp::Put(request) => out.push(Logged::Put(request)),
+        StoreOp::Put(request) => out.push(Logged::Put(RequestRow::of(&request)?)),
         StoreOp::Resolve {
             session,
             id,
@@ -67,6 +128,7 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) {
         StoreOp::DropStaleTrails { before_ms } => out.push(Logged::DropStaleTrails { before_ms }),
         StoreOp::Note(_) => {}
     }
+    Ok(())
 }
 
 /// What a checkpoint leaves of a request's row, written once at its end: most requests are
@@ -75,7 +137,7 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) {
 enum Row<'c> {
     /// Put by this checkpoint, and resolved since if `resolution`.
     Put {
-        request: &'c StoredRequest,
+        request: &'c RequestRow,
         resolution: Option<&'c StoredResolution>,
     },
     /// Resolved by this checkpoint, as redb holds it (nothing, if redb does not).
@@ -95,7 +157,7 @@ pub(super) fn apply_all<'c>(
     for change in changes {
         match change {
             Logged::Put(request) => {
-                let key = (request.session.as_str(), request.id.as_str());
+                let key = request.key();
                 let row = Row::Put {
                     request,
                     resolution: None,
@@ -139,18 +201,21 @@ fn write_row(
     key: (&str, &str),
     row: Row<'_>,
 ) -> Result<(), String> {
-    let encode =
-        |request: &StoredRequest| serde_json::to_vec(request).map_err(|e| format!("encoding: {e}"));
+    let encode = |request: &StoredRequest| {
+        serde_json::to_vec(request)
+            .map(Cow::Owned)
+            .map_err(|e| format!("encoding: {e}"))
+    };
     let bytes = match row {
         Row::Put {
             request,
             resolution: None,
-        } => encode(request)?,
+        } => Cow::Borrowed(request.json.get().as_bytes()),
         Row::Put {
             request,
             resolution: Some(resolution),
         } => {
-            let mut request = request.clone();
+            let mut request = request.decoded()?;
             request.resolution = Some(resolution.clone());
             encode(&request)?
         }
@@ -175,7 +240,7 @@ fn write_row(
         }
     };
     table
-        .insert(key, bytes.as_slice())
+        .insert(key, bytes.as_ref())
         .map_err(|e| format!("writing a request: {e}"))?;
     Ok(())
 }
@@ -219,7 +284,7 @@ mod tests {
                 let id = ids[rng.random_range(0..ids.len())];
                 let put = request(id, at);
                 match rng.random_range(0..4) {
-                    0 => Logged::Put(put),
+                    0 => Logged::Put(RequestRow::of(&put).unwrap()),
                     1 => Logged::Resolve {
                         session: put.session,
                         id: put.id,
@@ -278,6 +343,28 @@ mod tests {
             txn.commit().unwrap();
         }
         contents(&db)
+    }
+
+    /// A put, encoded once as its commit is written, is in the log what serde writes of the
+    /// request (so logs written before it was encoded once still replay), and reads back whole.
+    #[test]
+    fn a_put_is_logged_as_the_request_serialised_and_reads_back() {
+        let mut request = request("r1", 5);
+        request.title = Some("a \"title\" ✓".into());
+        let logged = Logged::Put(RequestRow::of(&request).unwrap());
+        let text = serde_json::to_string(&logged).unwrap();
+        let plain = serde_json::to_string(&serde_json::json!({ "Put": request })).unwrap();
+        assert_eq!(text, plain);
+        let back: Logged = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, logged);
+        let Logged::Put(row) = back else {
+            panic!("a put")
+        };
+        assert_eq!(row.key(), ("s1", "r1"));
+        assert_eq!(row.decoded().unwrap(), request);
+        // A row without its key is damage, not a request of nobody's.
+        let keyless = r#"{"Put":{"id":"r1"}}"#;
+        assert!(serde_json::from_str::<Logged>(keyless).is_err());
     }
 
     /// A checkpoint that writes each row once leaves what applying the changes one at a time
