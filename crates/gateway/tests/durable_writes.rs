@@ -146,6 +146,25 @@ async fn lazy_records_ride_a_prompt_ones_sync_or_are_synced_within_their_bound()
     assert_eq!(ids(&store).await, Vec::<String>::new());
 }
 
+/// The syncer paces its waits for the disk only under load (the fan-out benchmark counts them):
+/// one caller committing at a time is not held back to share a wait with others that do not
+/// come.
+#[tokio::test]
+async fn one_commit_at_a_time_is_not_paced() {
+    let settings = LogSettings {
+        sync_at_most_every: Duration::from_secs(3600),
+        ..LogSettings::default()
+    };
+    let dir = tempdir("durable-writes-unpaced");
+    let store = DurableStore::open_with(&dir, Arc::default(), settings).unwrap();
+    for id in ["r1", "r2", "r3"] {
+        tokio::time::timeout(Duration::from_secs(10), store.commit(vec![put(id)]))
+            .await
+            .expect("not held for the pace")
+            .unwrap();
+    }
+}
+
 /// Commits made together share the disk's waits: fewer syncs than commits.
 #[tokio::test]
 async fn concurrent_commits_share_syncs() {
@@ -182,6 +201,7 @@ fn logging_only(dir: &std::path::Path, rotate_at_bytes: u64) -> DurableStore {
     let settings = LogSettings {
         checkpoint_every: Duration::from_secs(3600),
         rotate_at_bytes,
+        ..LogSettings::default()
     };
     DurableStore::open_with(dir, Arc::default(), settings).unwrap()
 }

@@ -17,18 +17,18 @@ use askgate_protocol::{RequestId, SessionId};
 
 use super::trails::TrailTables;
 use crate::audit::{Note, tail};
-use crate::store::{StoreOp, StoredRequest, StoredResolution};
+use crate::store::{StoreOp, StoredRequest};
 
 /// One change redb is to take.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(super) enum Logged {
     /// Keep a request, replacing any of the same id.
     Put(RequestRow),
-    /// Record how a request ended (nothing, if it is not kept).
+    /// Record how a request ended (nothing, if it is not kept): a [`StoredResolution`].
     Resolve {
         session: SessionId,
         id: RequestId,
-        resolution: StoredResolution,
+        resolution: Encoded,
     },
     /// Forget a request.
     Delete { session: SessionId, id: RequestId },
@@ -43,14 +43,36 @@ pub(super) enum Logged {
     DropStaleTrails { before_ms: u64 },
 }
 
-/// A request as its row holds it: the JSON of its [`StoredRequest`], encoded once, when its
-/// commit is written to the log (where it is these very bytes), and written to redb as it is
-/// unless the request has ended meanwhile. Its key comes along.
-#[derive(Clone, Debug)]
+/// JSON as it was encoded once, when its commit was written to the log (where it is these very
+/// bytes): the checkpointer writes it to redb as it is, rather than a value to encode again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct Encoded(Box<RawValue>);
+
+impl Encoded {
+    fn of(value: &impl Serialize) -> Result<Self, String> {
+        serde_json::value::to_raw_value(value)
+            .map(Encoded)
+            .map_err(|e| format!("encoding: {e}"))
+    }
+
+    fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for Encoded {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
+    }
+}
+
+/// A request as its row holds it (the JSON of its [`StoredRequest`]), and its key.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct RequestRow {
     session: SessionId,
     id: RequestId,
-    json: Box<RawValue>,
+    json: Encoded,
 }
 
 impl RequestRow {
@@ -58,23 +80,12 @@ impl RequestRow {
         Ok(RequestRow {
             session: request.session.clone(),
             id: request.id.clone(),
-            json: serde_json::value::to_raw_value(request)
-                .map_err(|e| format!("encoding a request: {e}"))?,
+            json: Encoded::of(request)?,
         })
     }
 
     fn key(&self) -> (&str, &str) {
         (self.session.as_str(), self.id.as_str())
-    }
-
-    fn decoded(&self) -> Result<StoredRequest, String> {
-        serde_json::from_str(self.json.get()).map_err(|e| format!("decoding a request: {e}"))
-    }
-}
-
-impl PartialEq for RequestRow {
-    fn eq(&self, other: &Self) -> bool {
-        self.json.get() == other.json.get()
     }
 }
 
@@ -92,8 +103,8 @@ impl<'de> Deserialize<'de> for RequestRow {
             session: SessionId,
             id: RequestId,
         }
-        let json = Box::<RawValue>::deserialize(deserializer)?;
-        let key: Key = serde_json::from_str(json.get()).map_err(serde::de::Error::custom)?;
+        let json = Encoded::deserialize(deserializer)?;
+        let key: Key = serde_json::from_str(json.text()).map_err(serde::de::Error::custom)?;
         Ok(RequestRow {
             session: key.session,
             id: key.id,
@@ -122,7 +133,7 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
         } => out.push(Logged::Resolve {
             session,
             id,
-            resolution,
+            resolution: Encoded::of(&resolution)?,
         }),
         StoreOp::Delete { session, id, .. } => out.push(Logged::Delete { session, id }),
         StoreOp::DropStaleTrails { before_ms } => out.push(Logged::DropStaleTrails { before_ms }),
@@ -138,10 +149,10 @@ enum Row<'c> {
     /// Put by this checkpoint, and resolved since if `resolution`.
     Put {
         request: &'c RequestRow,
-        resolution: Option<&'c StoredResolution>,
+        resolution: Option<&'c Encoded>,
     },
     /// Resolved by this checkpoint, as redb holds it (nothing, if redb does not).
-    Resolved(&'c StoredResolution),
+    Resolved(&'c Encoded),
     /// Deleted by this checkpoint.
     Deleted,
 }
@@ -201,24 +212,15 @@ fn write_row(
     key: (&str, &str),
     row: Row<'_>,
 ) -> Result<(), String> {
-    let encode = |request: &StoredRequest| {
-        serde_json::to_vec(request)
-            .map(Cow::Owned)
-            .map_err(|e| format!("encoding: {e}"))
-    };
     let bytes = match row {
         Row::Put {
             request,
             resolution: None,
-        } => Cow::Borrowed(request.json.get().as_bytes()),
+        } => Cow::Borrowed(request.json.text().as_bytes()),
         Row::Put {
             request,
             resolution: Some(resolution),
-        } => {
-            let mut request = request.decoded()?;
-            request.resolution = Some(resolution.clone());
-            encode(&request)?
-        }
+        } => Cow::Owned(with_resolution(request.json.text(), resolution)?.into_bytes()),
         Row::Resolved(resolution) => {
             let current = table
                 .get(key)
@@ -227,10 +229,9 @@ fn write_row(
             let Some(bytes) = current else {
                 return Ok(());
             };
-            let mut request: StoredRequest =
-                serde_json::from_slice(&bytes).map_err(|e| format!("decoding a request: {e}"))?;
-            request.resolution = Some(resolution.clone());
-            encode(&request)?
+            let text =
+                std::str::from_utf8(&bytes).map_err(|e| format!("decoding a request: {e}"))?;
+            Cow::Owned(with_resolution(text, resolution)?.into_bytes())
         }
         Row::Deleted => {
             table
@@ -245,11 +246,31 @@ fn write_row(
     Ok(())
 }
 
+/// The JSON of a stored request, `request`, with its resolution set to `resolution`. An open
+/// request's JSON ends with its `resolution`, null (the last field of [`StoredRequest`]): the
+/// resolution takes the null's place; otherwise it is decoded and encoded again.
+fn with_resolution(request: &str, resolution: &Encoded) -> Result<String, String> {
+    const OPEN_END: &str = r#""resolution":null}"#;
+    if let Some(head) = request.strip_suffix(OPEN_END) {
+        let mut out = String::with_capacity(request.len() + resolution.text().len());
+        out.push_str(head);
+        out.push_str(r#""resolution":"#);
+        out.push_str(resolution.text());
+        out.push('}');
+        return Ok(out);
+    }
+    let decode = |e| format!("decoding a request: {e}");
+    let mut decoded: StoredRequest = serde_json::from_str(request).map_err(decode)?;
+    decoded.resolution = Some(serde_json::from_str(resolution.text()).map_err(decode)?);
+    serde_json::to_string(&decoded).map_err(|e| format!("encoding: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use redb::{Database, ReadableDatabase as _};
 
     use super::*;
+    use crate::store::StoredResolution;
     use crate::store::durable::REQUESTS;
     use crate::store::durable::trails::{AUDIT, HEADS};
     use askgate_protocol::{Dialect, Outcome, QuestionSet};
@@ -288,10 +309,11 @@ mod tests {
                     1 => Logged::Resolve {
                         session: put.session,
                         id: put.id,
-                        resolution: StoredResolution::untouched(
+                        resolution: Encoded::of(&StoredResolution::untouched(
                             question_set().settle_without_answer(Outcome::Withdrawn),
                             at,
-                        ),
+                        ))
+                        .unwrap(),
                     },
                     2 => Logged::Delete {
                         session: put.session,
@@ -361,10 +383,39 @@ mod tests {
             panic!("a put")
         };
         assert_eq!(row.key(), ("s1", "r1"));
-        assert_eq!(row.decoded().unwrap(), request);
+        let decoded: StoredRequest = serde_json::from_str(row.json.text()).unwrap();
+        assert_eq!(decoded, request);
         // A row without its key is damage, not a request of nobody's.
         let keyless = r#"{"Put":{"id":"r1"}}"#;
         assert!(serde_json::from_str::<Logged>(keyless).is_err());
+    }
+
+    /// A resolution put into a stored request's JSON gives what encoding the request with its
+    /// resolution gives, whether it was open (the null replaced) or had ended already.
+    #[test]
+    fn a_resolution_set_into_a_rows_json_is_the_request_resolved() {
+        let resolution = |at| {
+            StoredResolution::untouched(
+                question_set().settle_without_answer(Outcome::Withdrawn),
+                at,
+            )
+        };
+        let mut request = request("r1", 5);
+        request.answerers = Some(vec!["ann".into()]);
+        let open = serde_json::to_string(&request).unwrap();
+        for (row, at) in [(open, 7), (String::new(), 9)] {
+            let row = if row.is_empty() {
+                let mut ended = request.clone();
+                ended.resolution = Some(resolution(8));
+                serde_json::to_string(&ended).unwrap()
+            } else {
+                row
+            };
+            let set = with_resolution(&row, &Encoded::of(&resolution(at)).unwrap()).unwrap();
+            let mut expected = request.clone();
+            expected.resolution = Some(resolution(at));
+            assert_eq!(set, serde_json::to_string(&expected).unwrap());
+        }
     }
 
     /// A checkpoint that writes each row once leaves what applying the changes one at a time

@@ -70,6 +70,8 @@ pub struct LogSettings {
     pub checkpoint_every: Duration,
     /// A log file takes no more records once it holds this many bytes.
     pub rotate_at_bytes: u64,
+    /// Under load, the shortest time from one wait for the disk to the next.
+    pub sync_at_most_every: Duration,
 }
 
 impl Default for LogSettings {
@@ -77,6 +79,7 @@ impl Default for LogSettings {
         LogSettings {
             checkpoint_every: CHECKPOINT_EVERY,
             rotate_at_bytes: log::ROTATE_AT_BYTES,
+            sync_at_most_every: syncer::SYNC_AT_MOST_EVERY,
         }
     }
 }
@@ -210,6 +213,7 @@ impl DurableStore {
         let sync_queue = Arc::clone(&to_sync);
         let failed_file = Arc::new(AtomicU64::new(0));
         let syncing = Syncer {
+            at_most_every: settings.sync_at_most_every,
             checkpointer: checkpoints.clone(),
             failed_file: Arc::clone(&failed_file),
             counts: Arc::clone(&counts),

@@ -27,11 +27,15 @@ use crate::store::Durability;
 /// The longest a record nobody waits on stays written but not synced.
 pub(super) const SYNC_LAZILY_WITHIN: Duration = Duration::from_millis(200);
 
-/// The shortest time from one wait for the disk to the next. Each costs the kernel (and, on
-/// a virtual disk, the hypervisor) about a tenth of a millisecond of CPU however little it
-/// syncs; under load, records written meanwhile share the next one instead. What waits is an
-/// agent's `accepted` and `outcome`, never a tab's `request`.
+/// Under load, the shortest time from one wait for the disk to the next. Each costs the
+/// kernel (and, on a virtual disk, the hypervisor) about a tenth of a millisecond of CPU
+/// however little it syncs; records written meanwhile share the next one instead. What waits
+/// is an agent's `accepted` and `outcome`, never a tab's `request`.
 pub(super) const SYNC_AT_MOST_EVERY: Duration = Duration::from_millis(2);
+
+/// Records the last wait for the disk took for the syncer to be under load: fewer, and the
+/// next wait comes at once (one caller committing at a time is not made to wait for others).
+const PACED_FROM_RECORDS: usize = 4;
 
 /// What the syncer is told, in the order it happened.
 pub(super) enum ToSync {
@@ -135,6 +139,22 @@ impl SyncQueue {
         !batch.is_empty()
     }
 
+    /// Waits until `until`, or the closing: what is sent meanwhile wakes nobody.
+    fn pause_until(&self, until: Instant) {
+        let mut queued = self.lock();
+        loop {
+            let now = Instant::now();
+            if queued.closed || now >= until {
+                return;
+            }
+            queued = self
+                .wake
+                .wait_timeout(queued, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// Moves what is queued into `batch`; unless `batch` then holds something prompt, waits for
     /// something prompt until `until` (or the closing) and takes that too.
     fn take_rest(&self, batch: &mut Vec<ToSync>, until: Instant) {
@@ -158,6 +178,8 @@ impl SyncQueue {
 
 /// The syncer thread's state.
 pub(super) struct Syncer {
+    /// Under load, the shortest time from one wait for the disk to the next.
+    pub(super) at_most_every: Duration,
     pub(super) checkpointer: SyncSender<ToCheckpoint>,
     /// Shared with the appender: the number of the last file whose sync failed.
     pub(super) failed_file: Arc<AtomicU64>,
@@ -169,15 +191,17 @@ impl Syncer {
     /// returns.
     pub(super) fn run(self, queue: &SyncQueue) {
         let mut batch = Vec::new();
-        let mut last_sync: Option<Instant> = None;
+        // When the last wait for the disk began, if it took enough records to pace the next.
+        let mut paced_from: Option<Instant> = None;
         while queue.take_some(&mut batch) {
             let first_came = Instant::now();
             // Paced: what is written meanwhile shares this wait for the disk.
-            if let Some(next) = last_sync.map(|last| last + SYNC_AT_MOST_EVERY) {
-                std::thread::sleep(next.saturating_duration_since(first_came));
+            if let Some(last) = paced_from {
+                queue.pause_until(last + self.at_most_every);
             }
             queue.take_rest(&mut batch, first_came + SYNC_LAZILY_WITHIN);
-            last_sync = Some(Instant::now());
+            let records = batch.len();
+            paced_from = (records >= PACED_FROM_RECORDS).then(Instant::now);
             self.settle(&mut batch);
         }
     }
