@@ -335,7 +335,7 @@ async fn full_log_files_are_deleted_once_redb_holds_them() {
     remove_scratch(&crashed);
 }
 
-/// A store written before the log (format 1) opens, and is marked format 2.
+/// A store written before the log (format 1) opens, and is marked with this build's format.
 #[tokio::test]
 async fn a_store_from_before_the_log_is_taken() {
     let dir = tempdir("durable-format-1");
@@ -359,5 +359,69 @@ async fn a_store_from_before_the_log_is_taken() {
     drop(txn);
     drop(db);
     assert_eq!(ids(&DurableStore::open(&dir).unwrap()).await, ["r1"]);
+    remove_scratch(&dir);
+}
+
+/// A store of format 2 kept one audit entry a row: its trails read back as they were, and the
+/// entries sealed now chain on from them (several to a row).
+#[tokio::test]
+async fn a_trail_written_one_entry_a_row_reads_back_and_is_chained_onto() {
+    use askgate::audit::verify::ChainCheck;
+    use askgate::audit::{GENESIS, seal};
+    let dir = tempdir("durable-format-2");
+    let meta = redb::TableDefinition::<&str, u64>::new("meta");
+    let audit = redb::TableDefinition::<(&str, u64), &str>::new("audit");
+    let heads = redb::TableDefinition::<&str, &str>::new("audit_heads");
+    let mut older = Vec::new();
+    {
+        let db = redb::Database::create(dir.join(askgate::store::FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(meta).unwrap().insert("format", 2).unwrap();
+        let mut prev = GENESIS.to_owned();
+        for seq in 1..=3 {
+            let sealed = seal(
+                &prev,
+                seq,
+                1_000 + seq,
+                &format!(r#""session":"s","n":{seq}"#),
+            );
+            txn.open_table(audit)
+                .unwrap()
+                .insert(("s", seq), sealed.line.as_str())
+                .unwrap();
+            older.push(sealed.line);
+            prev = sealed.hash;
+        }
+        let head = format!("3 1003 {prev}");
+        txn.open_table(heads)
+            .unwrap()
+            .insert("s", head.as_str())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = DurableStore::open(&dir).unwrap();
+    store.commit(vec![put("r1")]).await.unwrap();
+    store.commit(vec![resolve("r1")]).await.unwrap();
+    let session = SessionId::parse("s").unwrap();
+    let lines = store.trails().audit(&session, 0, 100).await.unwrap();
+    assert_eq!(lines.len(), 5, "{lines:#?}");
+    assert_eq!(lines[..3], older[..]);
+    let mut check = ChainCheck::new("s");
+    for line in &lines {
+        check.next(line).unwrap();
+    }
+    assert_eq!(
+        store.trails().audit(&session, 2, 2).await.unwrap(),
+        lines[2..4]
+    );
+    assert_eq!(
+        store.trails().audit(&session, 4, 100).await.unwrap(),
+        lines[4..]
+    );
+    assert_eq!(
+        store.trails().recent_audit(&session, 3).await.unwrap(),
+        lines[2..]
+    );
+    drop(store);
     remove_scratch(&dir);
 }

@@ -200,7 +200,7 @@ pub(super) fn apply_all<'c>(
             Logged::DropStaleTrails { before_ms } => trails.drop_stale(*before_ms)?,
         }
     }
-    trails.write_heads()?;
+    trails.write_sealed()?;
     for (key, row) in rows {
         write_row(table, key, row)?;
     }
@@ -341,8 +341,9 @@ mod tests {
                 String::from_utf8_lossy(value.value())
             ));
         }
+        // Lines, not rows: how entries are grouped into rows follows the checkpoints.
         for row in txn.open_table(AUDIT).unwrap().iter().unwrap() {
-            out.push(row.unwrap().1.value().to_owned());
+            out.extend(row.unwrap().1.value().split('\n').map(str::to_owned));
         }
         for row in txn.open_table(HEADS).unwrap().iter().unwrap() {
             let (session, head) = row.unwrap();

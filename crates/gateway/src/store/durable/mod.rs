@@ -17,9 +17,10 @@
 //! `(session, id)`, value the JSON of a [`StoredRequest`]; table `meta`, key `format`, value
 //! [`FORMAT_VERSION`], and key `log_applied`, the last log record redb holds; the audit trails
 //! in [`trails`]. A data directory written in another format is refused with a clear error
-//! rather than misread; format 1 (redb alone, before the log) is taken and marked 2. (The
-//! trail tables came later without a new format: a store without them simply has no trail
-//! yet.)
+//! rather than misread; format 1 (redb alone, before the log) and 2 (an audit entry a row,
+//! which format 3 reads as rows of one line) are taken and marked 3: an askgate that reads
+//! format 2 would take a row of several entries for one. (The trail tables came later without
+//! a new format: a store without them simply has no trail yet.)
 
 mod appender;
 mod checkpoint;
@@ -50,9 +51,10 @@ use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
 
 /// The on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u64 = 2;
-/// The format before the log, read and marked [`FORMAT_VERSION`].
-const FORMAT_WITHOUT_LOG: u64 = 1;
+pub const FORMAT_VERSION: u64 = 3;
+/// Earlier formats, read and marked [`FORMAT_VERSION`]: redb alone, before the log; and one
+/// audit entry a row, before a row held what a checkpoint sealed onto its session.
+const FORMATS_TAKEN: [u64; 2] = [1, 2];
 /// The database file inside the data directory.
 pub const FILE_NAME: &str = "askgate.redb";
 /// redb's own page cache. Its default, 1 GiB, would let the process grow by as much as the
@@ -302,7 +304,11 @@ fn check_format(db: &Database, path: &Path) -> Result<(), StoreError> {
             .map(|v| v.value());
         match found {
             Some(FORMAT_VERSION) => {}
-            Some(FORMAT_WITHOUT_LOG) | None => {
+            Some(earlier) if FORMATS_TAKEN.contains(&earlier) => {
+                meta.insert("format", FORMAT_VERSION)
+                    .map_err(|e| err("writing the format version", e))?;
+            }
+            None => {
                 meta.insert("format", FORMAT_VERSION)
                     .map_err(|e| err("writing the format version", e))?;
             }

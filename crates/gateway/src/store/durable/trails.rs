@@ -1,4 +1,7 @@
-//! The audit trails in redb: table `audit`, key `(session, seq)`, value the sealed line; table
+//! The audit trails in redb: table `audit`, key `(session, seq)`, value the sealed lines of
+//! entries `seq`, `seq + 1`… of that session, one line each, joined by newlines (a sealed line
+//! is JSON on one line): all a checkpoint sealed onto the session, written as one row, since
+//! a row costs redb a B-tree insert and a page written whatever it holds. Table
 //! `audit_heads`, key `session`, value `"{seq} {last at_ms} {hash}"` (the newest entry's
 //! number and hash, to seal the next one onto, and the time the retention counts from).
 //! Sealed when redb takes the change each entry records, in the same transaction, from what
@@ -11,20 +14,30 @@ use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use askgate_protocol::SessionId;
 
 use super::err;
-use crate::audit::{GENESIS, seal};
+use crate::audit::{GENESIS, read_line, seal};
 use crate::store::StoreError;
 
 pub(super) const AUDIT: TableDefinition<'_, (&str, u64), &str> = TableDefinition::new("audit");
 pub(super) const HEADS: TableDefinition<'_, &str, &str> = TableDefinition::new("audit_heads");
 
-/// The trail tables, open in one write transaction. Heads sealed onto are kept here and
-/// written once each, by [`TrailTables::write_heads`]: a checkpoint seals thousands of entries
-/// onto a few hundred chains.
+/// The trail tables, open in one write transaction. What is sealed is kept here and written
+/// once for each session, by [`TrailTables::write_sealed`]: a checkpoint seals thousands of
+/// entries onto some hundreds of chains.
 pub(super) struct TrailTables<'t> {
     pub(super) entries: redb::Table<'t, (&'static str, u64), &'static str>,
     pub(super) heads: redb::Table<'t, &'static str, &'static str>,
-    /// Each chain's head as sealed onto in this transaction: seq, newest time, hash.
-    pub(super) sealed_heads: HashMap<String, (u64, u64, String)>,
+    /// Each chain sealed onto in this transaction.
+    sealed: HashMap<String, Sealing>,
+}
+
+/// What a transaction has sealed onto one chain.
+struct Sealing {
+    /// The head: seq, newest time, hash.
+    head: (u64, u64, String),
+    /// The seq of the first line below.
+    first_seq: u64,
+    /// The sealed lines, joined by newlines.
+    lines: String,
 }
 
 /// A head as kept: seq, the newest entry's time, hash.
@@ -47,15 +60,15 @@ impl<'t> TrailTables<'t> {
             heads: txn
                 .open_table(HEADS)
                 .map_err(|e| format!("opening the audit heads: {e}"))?,
-            sealed_heads: HashMap::new(),
+            sealed: HashMap::new(),
         })
     }
 
     /// Seals the entry of `session` at `at_ms` whose members after `seq` and `at_ms` are
     /// `tail` onto the session's chain.
     pub(super) fn record(&mut self, session: &str, at_ms: u64, tail: &str) -> Result<(), String> {
-        let head = match self.sealed_heads.remove(session) {
-            Some(head) => Some(head),
+        let head = match self.sealed.get(session) {
+            Some(sealing) => Some(sealing.head.clone()),
             None => self.stored_head(session)?,
         };
         let (seq, prev) = head
@@ -63,11 +76,22 @@ impl<'t> TrailTables<'t> {
             .map_or((1, GENESIS), |(seq, _, hash)| (seq + 1, hash.as_str()));
         let sealed = seal(prev, seq, at_ms, tail);
         let last_at = head.map_or(at_ms, |(_, at, _)| at.max(at_ms));
-        self.entries
-            .insert((session, sealed.seq), sealed.line.as_str())
-            .map_err(|e| format!("writing an audit entry: {e}"))?;
-        self.sealed_heads
-            .insert(session.to_owned(), (sealed.seq, last_at, sealed.hash));
+        let head = (sealed.seq, last_at, sealed.hash);
+        match self.sealed.get_mut(session) {
+            Some(sealing) => {
+                sealing.lines.push('\n');
+                sealing.lines.push_str(&sealed.line);
+                sealing.head = head;
+            }
+            None => {
+                let sealing = Sealing {
+                    head,
+                    first_seq: sealed.seq,
+                    lines: sealed.line,
+                };
+                self.sealed.insert(session.to_owned(), sealing);
+            }
+        }
         Ok(())
     }
 
@@ -85,9 +109,17 @@ impl<'t> TrailTables<'t> {
         Ok(Some((seq, at, hash.to_owned())))
     }
 
-    /// Writes the heads sealed onto since the last call.
-    pub(super) fn write_heads(&mut self) -> Result<(), String> {
-        for (session, (seq, last_at, hash)) in self.sealed_heads.drain() {
+    /// Writes what was sealed since the last call: for each session, its lines as one row and
+    /// its new head.
+    pub(super) fn write_sealed(&mut self) -> Result<(), String> {
+        for (session, sealing) in self.sealed.drain() {
+            self.entries
+                .insert(
+                    (session.as_str(), sealing.first_seq),
+                    sealing.lines.as_str(),
+                )
+                .map_err(|e| format!("writing audit entries: {e}"))?;
+            let (seq, last_at, hash) = sealing.head;
             let head = format!("{seq} {last_at} {hash}");
             self.heads
                 .insert(session.as_str(), head.as_str())
@@ -98,7 +130,7 @@ impl<'t> TrailTables<'t> {
 
     /// Drops, whole, every trail whose newest entry is older than `before_ms`.
     pub(super) fn drop_stale(&mut self, before_ms: u64) -> Result<(), String> {
-        self.write_heads()?;
+        self.write_sealed()?;
         let mut stale = Vec::new();
         for row in self
             .heads
@@ -147,22 +179,46 @@ pub(super) fn read(
         Err(e) => return Err(err("opening the audit table", e)),
     };
     let id = session.as_str();
-    let range = table
-        .range((id, after_seq.saturating_add(1))..=(id, u64::MAX))
-        .map_err(|e| err("reading the audit trail", e))?;
-    let rows: Box<dyn Iterator<Item = _>> = if newest {
-        Box::new(range.rev().take(limit))
-    } else {
-        Box::new(range.take(limit))
-    };
-    let mut lines = rows
-        .map(|row| {
-            row.map(|(_, line)| line.value().to_owned())
-                .map_err(|e| err("reading an audit entry", e))
-        })
-        .collect::<Result<Vec<String>, StoreError>>()?;
+    let reading = |e| err("reading the audit trail", e);
+    let mut lines = Vec::new();
     if newest {
+        for row in table
+            .range((id, 0)..=(id, u64::MAX))
+            .map_err(reading)?
+            .rev()
+        {
+            let (_, row) = row.map_err(reading)?;
+            let left = limit - lines.len();
+            lines.extend(row.value().rsplit('\n').take(left).map(str::to_owned));
+            if lines.len() == limit {
+                break;
+            }
+        }
         lines.reverse();
+        return Ok(lines);
+    }
+    // The row holding entry `after_seq + 1` starts at or before it.
+    let first = after_seq.saturating_add(1);
+    let start = table
+        .range((id, 0)..=(id, first))
+        .map_err(reading)?
+        .next_back()
+        .transpose()
+        .map_err(reading)?
+        .map_or(first, |(key, _)| key.value().1);
+    for row in table.range((id, start)..=(id, u64::MAX)).map_err(reading)? {
+        let (_, row) = row.map_err(reading)?;
+        for line in row.value().split('\n') {
+            if lines.len() == limit {
+                return Ok(lines);
+            }
+            let seq = read_line(line)
+                .map_err(|why| StoreError(format!("session {id}'s audit trail: {why}")))?
+                .seq;
+            if seq > after_seq {
+                lines.push(line.to_owned());
+            }
+        }
     }
     Ok(lines)
 }
@@ -183,4 +239,56 @@ pub(super) fn sessions(db: &redb::Database) -> Result<Vec<SessionId>, StoreError
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::Database;
+
+    use super::*;
+
+    /// A trail sealed over three transactions of 5, 1 and 3 entries: rows of several lines.
+    fn trail() -> (Database, Vec<String>) {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .unwrap();
+        let mut at = 0;
+        for entries in [5, 1, 3] {
+            let txn = db.begin_write().unwrap();
+            {
+                let mut trails = TrailTables::open(&txn).unwrap();
+                for _ in 0..entries {
+                    at += 1;
+                    let tail = format!(r#""session":"s","n":{at}"#);
+                    trails.record("s", at, &tail).unwrap();
+                    trails.record("other", at, &tail).unwrap();
+                }
+                trails.write_sealed().unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let all = read(&db, &SessionId::parse("s").unwrap(), 0, usize::MAX, false).unwrap();
+        (db, all)
+    }
+
+    #[test]
+    fn a_trail_reads_back_entry_by_entry_across_its_rows() {
+        let (db, all) = trail();
+        let seqs: Vec<u64> = all.iter().map(|l| read_line(l).unwrap().seq).collect();
+        assert_eq!(seqs, (1..=9).collect::<Vec<u64>>());
+        let session = SessionId::parse("s").unwrap();
+        for after in 0..=10 {
+            for limit in 0..=10 {
+                let skip = usize::try_from(after).unwrap().min(all.len());
+                let expected: Vec<String> = all[skip..].iter().take(limit).cloned().collect();
+                let got = read(&db, &session, after, limit, false).unwrap();
+                assert_eq!(got, expected, "after {after}, at most {limit}");
+            }
+        }
+        for limit in 0..=10 {
+            let expected = all[all.len().saturating_sub(limit)..].to_vec();
+            let got = read(&db, &session, 0, limit, true).unwrap();
+            assert_eq!(got, expected, "the newest {limit}");
+        }
+    }
 }
