@@ -290,15 +290,31 @@ async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_nam
         let db = redb::Database::open(data.join("askgate.redb")).unwrap();
         let txn = db.begin_write().unwrap();
         {
+            // A row holds what one checkpoint sealed onto the session, a line an entry: the
+            // row whose lines include the answer's, with that line changed.
             let mut table = txn.open_table(AUDIT).unwrap();
-            let line = table
-                .get((SESSION, seq))
+            let entry_start = format!(r#"{{"seq":{seq},"#);
+            let (first, row) = table
+                .range((SESSION, 0)..=(SESSION, seq))
                 .unwrap()
-                .unwrap()
-                .value()
-                .to_owned();
+                .map(|row| {
+                    let (key, value) = row.unwrap();
+                    (key.value().1, value.value().to_owned())
+                })
+                .find(|(_, row)| row.split('\n').any(|l| l.starts_with(&entry_start)))
+                .expect("the answer's entry is in a row");
+            let changed: Vec<String> = row
+                .split('\n')
+                .map(|line| {
+                    if line.starts_with(&entry_start) {
+                        with_one_byte_changed(line)
+                    } else {
+                        line.to_owned()
+                    }
+                })
+                .collect();
             table
-                .insert((SESSION, seq), with_one_byte_changed(&line).as_str())
+                .insert((SESSION, first), changed.join("\n").as_str())
                 .unwrap();
         }
         txn.commit().unwrap();
