@@ -34,7 +34,7 @@ pub(super) struct Appender {
     /// A file takes no more records once it holds this many bytes.
     pub(super) rotate_at_bytes: u64,
     /// The next file, made ready by the checkpointer.
-    pub(super) spares: Receiver<(LogFile, PathBuf)>,
+    pub(super) spares: Receiver<LogFile>,
     /// Written records, for the syncer.
     pub(super) to_sync: Arc<SyncQueue>,
     /// The number of the last log file whose sync failed (0: none): what the disk may have
@@ -113,20 +113,29 @@ impl Appender {
         }
     }
 
-    /// Moves on to the next log file: the one the checkpointer made ready (written through
-    /// with zeros away from this thread), or, if it has none yet, a new one not prefilled.
-    /// The syncer hears of the old one's closing after its last record.
+    /// Moves on to the next log file: the one the checkpointer made ready (created, written
+    /// through with zeros and synced away from this thread, which serves peers), or, if it has
+    /// none yet, a new one not prefilled. The syncer hears of the old one's closing after its
+    /// last record.
     fn start_next_file(&mut self) {
         let number = self.file.number() + 1;
         let next = match self.spares.try_recv() {
-            Ok((spare, path)) => spare.adopt(&path, &self.dir, number),
-            Err(_) => LogFile::create(&self.dir, number, 0),
+            Ok(spare) if spare.number() == number => Ok(spare),
+            other => {
+                // One made for another number (this thread made its own meanwhile) holds
+                // nothing: it goes, so that its number is free when its turn comes.
+                if let Ok(stale) = other {
+                    let _ = std::fs::remove_file(log::path_of(&self.dir, stale.number()));
+                }
+                LogFile::create(&self.dir, number, 0)
+            }
         };
         match next {
             Ok(file) => {
                 self.broken = false;
                 let closed = std::mem::replace(&mut self.file, file);
                 self.to_sync.send(ToSync::Closed {
+                    number: closed.number(),
                     path: log::path_of(&self.dir, closed.number()),
                     last_seq: self.next_seq - 1,
                 });

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use redb::Database;
 use tokio::sync::oneshot;
 
-use super::log::LogFile;
+use super::log::{self, LogFile};
 use super::logged::{Logged, apply_all};
 use super::trails::TrailTables;
 use super::{META, REQUESTS, StoreError};
@@ -43,9 +43,13 @@ pub(super) const APPLIED_KEY: &str = "log_applied";
 pub(super) enum ToCheckpoint {
     /// Group commit `seq` is in the log, making these changes.
     Kept { seq: u64, changes: Vec<Logged> },
-    /// Log file `path` takes no more records; its last is `last_seq`. The appender is on the
-    /// next one: a spare is made ready for the one after.
-    Closed { path: PathBuf, last_seq: u64 },
+    /// Log file `number` (at `path`) takes no more records; its last is `last_seq`. The
+    /// appender is on the next one: the one after is made ready.
+    Closed {
+        number: u64,
+        path: PathBuf,
+        last_seq: u64,
+    },
     /// Write what is held to redb now, then say whether that worked.
     Flush(oneshot::Sender<Result<(), StoreError>>),
 }
@@ -66,27 +70,28 @@ pub(super) fn give_way() {
     }
 }
 
-/// Where the checkpointer makes the appender's next log file ready.
+/// Where the checkpointer makes the appender's next log file ready: created, written through
+/// with zeros and its directory synced here, so the appender, which runs in a task serving
+/// peers, only switches files.
 pub(super) struct Spares {
     pub(super) dir: PathBuf,
     pub(super) prefill_bytes: u64,
-    pub(super) ready: SyncSender<(LogFile, PathBuf)>,
+    pub(super) ready: SyncSender<LogFile>,
 }
 
 impl Spares {
-    /// Makes a spare log file and hands it to the appender, which takes it when it needs one.
-    pub(super) fn make_ready(&self) {
-        match LogFile::create_spare(&self.dir, self.prefill_bytes) {
-            // One spare waits at a time; another is not made until the appender takes it.
+    /// Makes log file `number` ready and hands it to the appender, which takes it when it
+    /// moves on to that number.
+    pub(super) fn make_ready(&self, number: u64) {
+        match LogFile::create(&self.dir, number, self.prefill_bytes) {
+            // One waits at a time; another is not made until the appender takes it.
             Ok(spare) => {
-                if let Err(std::sync::mpsc::TrySendError::Full((_, path))) =
-                    self.ready.try_send(spare)
-                {
-                    let _ = std::fs::remove_file(path);
+                if let Err(std::sync::mpsc::TrySendError::Full(_)) = self.ready.try_send(spare) {
+                    let _ = std::fs::remove_file(log::path_of(&self.dir, number));
                 }
             }
             // The appender makes its own when none is ready.
-            Err(error) => tracing::warn!(%error, "could not make the next log file ready"),
+            Err(error) => tracing::warn!(%error, number, "could not make the next log file ready"),
         }
     }
 }
@@ -160,9 +165,13 @@ pub(super) fn checkpoint_loop(
         };
         match next {
             Ok(ToCheckpoint::Kept { seq, changes }) => held.push((seq, changes)),
-            Ok(ToCheckpoint::Closed { path, last_seq }) => {
+            Ok(ToCheckpoint::Closed {
+                number,
+                path,
+                last_seq,
+            }) => {
                 closed.push((path, last_seq));
-                spares.make_ready();
+                spares.make_ready(number + 2);
             }
             Ok(ToCheckpoint::Flush(reply)) => flushes.push(reply),
             Err(RecvTimeoutError::Timeout) => {}

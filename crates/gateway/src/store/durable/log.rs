@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// A file name's parts around its number.
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".wal";
-/// A file made ready for the appender, not yet a log file.
+/// A file made ready ahead of its use by askgate before 0.1's format 3, not yet a log file.
 const SPARE_PREFIX: &str = "spare-log-";
 /// Bytes before a record's payload.
 const HEADER_BYTES: usize = 16;
@@ -33,7 +33,8 @@ pub(super) fn path_of(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{PREFIX}{number:08}{SUFFIX}"))
 }
 
-/// Deletes the spare files left in `dir` (by a stop before the appender took them).
+/// Deletes the spare files an earlier askgate left in `dir` (next log files are made ready under
+/// their own names now: a log file that holds nothing is read as such).
 pub(super) fn delete_spares(dir: &Path) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -135,24 +136,10 @@ pub(super) struct LogFile {
 
 impl LogFile {
     /// Creates log file `number` in `dir` (it must not exist), durably: the directory is
-    /// synced, so the file is there after a crash.
+    /// synced, so the file is there after a crash. Made ahead of its use, it holds nothing
+    /// until then, and a reader finds no record in it.
     pub(super) fn create(dir: &Path, number: u64, prefill_bytes: u64) -> io::Result<Self> {
         Self::create_at(&path_of(dir, number), number, prefill_bytes)
-    }
-
-    /// A file made ready ahead of its use, under a name no reader takes for a log file;
-    /// [`LogFile::adopt`] gives it its number.
-    pub(super) fn create_spare(dir: &Path, prefill_bytes: u64) -> io::Result<(Self, PathBuf)> {
-        let path = dir.join(format!("{SPARE_PREFIX}{}{SUFFIX}", rand::random::<u64>()));
-        Ok((Self::create_at(&path, 0, prefill_bytes)?, path))
-    }
-
-    /// Renames spare `path` to log file `number` in `dir`, durably.
-    pub(super) fn adopt(mut self, path: &Path, dir: &Path, number: u64) -> io::Result<Self> {
-        std::fs::rename(path, path_of(dir, number))?;
-        sync_dir(dir)?;
-        self.number = number;
-        Ok(self)
     }
 
     fn create_at(path: &Path, number: u64, prefill_bytes: u64) -> io::Result<Self> {

@@ -192,6 +192,7 @@ impl DurableStore {
         let checkpoint_db = Arc::clone(&db);
         let checkpoint_counts = Arc::clone(&counts);
         let (ready, spares) = std_mpsc::sync_channel(1);
+        let first_file = resumed.next_file;
         let spares_made = checkpoint::Spares {
             dir: data_dir.to_owned(),
             prefill_bytes,
@@ -201,7 +202,7 @@ impl DurableStore {
             .name("askgate-checkpoint".into())
             .spawn(move || {
                 checkpoint::give_way();
-                spares_made.make_ready();
+                spares_made.make_ready(first_file + 1);
                 checkpoint::checkpoint_loop(
                     &checkpoint_db,
                     &checkpoint_queue,

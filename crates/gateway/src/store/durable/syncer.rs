@@ -49,8 +49,12 @@ pub(super) enum ToSync {
         done: oneshot::Sender<Result<(), StoreError>>,
         durability: Durability,
     },
-    /// Log file `path` takes no more records; its last is `last_seq`.
-    Closed { path: PathBuf, last_seq: u64 },
+    /// Log file `number` (at `path`) takes no more records; its last is `last_seq`.
+    Closed {
+        number: u64,
+        path: PathBuf,
+        last_seq: u64,
+    },
     /// Make every record written so far durable, then have the checkpointer write it to redb
     /// and say whether that worked.
     Flush(oneshot::Sender<Result<(), StoreError>>),
@@ -239,11 +243,17 @@ impl Syncer {
                         let _ = done.send(Err(StoreError(error)));
                     }
                 },
-                ToSync::Closed { path, last_seq } => {
+                ToSync::Closed {
+                    number,
+                    path,
+                    last_seq,
+                } => {
                     kept.hand_over(&self.checkpointer);
-                    let _ = self
-                        .checkpointer
-                        .send(ToCheckpoint::Closed { path, last_seq });
+                    let _ = self.checkpointer.send(ToCheckpoint::Closed {
+                        number,
+                        path,
+                        last_seq,
+                    });
                 }
                 ToSync::Flush(reply) => {
                     kept.hand_over(&self.checkpointer);
