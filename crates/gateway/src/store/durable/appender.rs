@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -18,6 +19,10 @@ use super::syncer::{SyncQueue, ToSync};
 use crate::clock::now_ms;
 use crate::metrics::StoreWrites;
 use crate::store::{Durability, StoreOp};
+
+/// How long the appender waits for the checkpointer to finish making ready the file it is
+/// moving on to, should the two meet.
+const SPARE_WAIT: Duration = Duration::from_secs(1);
 
 /// Where a record's caller hears that it is durable, or that it could not be made so.
 pub(super) type Durable = oneshot::Receiver<Result<(), StoreError>>;
@@ -127,7 +132,17 @@ impl Appender {
                 if let Ok(stale) = other {
                     let _ = std::fs::remove_file(log::path_of(&self.dir, stale.number()));
                 }
-                LogFile::create(&self.dir, number, 0)
+                match LogFile::create(&self.dir, number, 0) {
+                    // The checkpointer is making this very file ready: it comes within moments
+                    // (only when files fill faster than it makes them, as in tests).
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => self
+                        .spares
+                        .recv_timeout(SPARE_WAIT)
+                        .ok()
+                        .filter(|spare| spare.number() == number)
+                        .ok_or(error),
+                    created => created,
+                }
             }
         };
         match next {

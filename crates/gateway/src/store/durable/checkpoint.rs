@@ -90,6 +90,8 @@ impl Spares {
                     let _ = std::fs::remove_file(log::path_of(&self.dir, number));
                 }
             }
+            // The appender made this one itself, not finding it ready.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
             // The appender makes its own when none is ready.
             Err(error) => tracing::warn!(%error, number, "could not make the next log file ready"),
         }
