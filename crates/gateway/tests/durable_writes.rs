@@ -196,6 +196,31 @@ async fn what_was_committed_is_there_after_a_restart() {
     assert_eq!(ids(&store).await, ["r2"]);
 }
 
+/// Between durable checkpoints, redb's written pages are sent to the disk as often as the
+/// settings say, and counted.
+#[tokio::test]
+async fn redb_pages_are_sent_to_the_disk_between_durable_checkpoints() {
+    let settings = LogSettings {
+        writeback_every: Duration::ZERO,
+        ..LogSettings::default()
+    };
+    let dir = tempdir("durable-writeback");
+    let store = DurableStore::open_with(&dir, Arc::default(), settings).unwrap();
+    let writebacks = |store: &DurableStore| store.writes().writebacks.load(Ordering::Relaxed);
+    assert_eq!(writebacks(&store), 0);
+    // A reader's flush is a checkpoint; the writeback follows it, before the next one.
+    for id in ["r1", "r2"] {
+        store.commit(vec![put(id)]).await.unwrap();
+        assert_eq!(ids(&store).await.len(), if id == "r1" { 1 } else { 2 });
+    }
+    assert!(
+        writebacks(&store) >= 1,
+        "no writeback after two checkpoints"
+    );
+    drop(store);
+    remove_scratch(&dir);
+}
+
 /// A store whose checkpoints wait an hour: what it commits is in its log, not in redb.
 fn logging_only(dir: &std::path::Path, rotate_at_bytes: u64) -> DurableStore {
     let settings = LogSettings {

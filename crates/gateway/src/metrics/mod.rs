@@ -34,6 +34,8 @@ pub struct StoreWrites {
     pub syncs: AtomicU64,
     /// Checkpoints that wrote the log's records into redb.
     pub checkpoints: AtomicU64,
+    /// Times redb's written pages were sent to the disk between its durable checkpoints.
+    pub writebacks: AtomicU64,
 }
 
 /// The gateway's instruments.
@@ -203,6 +205,11 @@ impl Metrics {
                 "askgate_store_checkpoints_total",
                 "Checkpoints that wrote the embedded store's log into its redb file.",
                 &self.store_writes.checkpoints,
+            ),
+            (
+                "askgate_store_writebacks_total",
+                "Times the embedded store sent redb's written pages to the disk between its durable checkpoints.",
+                &self.store_writes.writebacks,
             ),
         ];
         for (name, help, value) in counters {

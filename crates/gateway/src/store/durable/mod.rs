@@ -74,6 +74,8 @@ pub struct LogSettings {
     pub rotate_at_bytes: u64,
     /// Under load, the shortest time from one wait for the disk to the next.
     pub sync_at_most_every: Duration,
+    /// How often redb's written pages are sent to the disk between durable checkpoints.
+    pub writeback_every: Duration,
 }
 
 impl Default for LogSettings {
@@ -82,6 +84,7 @@ impl Default for LogSettings {
             checkpoint_every: CHECKPOINT_EVERY,
             rotate_at_bytes: log::ROTATE_AT_BYTES,
             sync_at_most_every: syncer::SYNC_AT_MOST_EVERY,
+            writeback_every: checkpoint::WRITEBACK_EVERY,
         }
     }
 }
@@ -198,6 +201,8 @@ impl DurableStore {
             prefill_bytes,
             ready,
         };
+        let mut writeback = checkpoint::Writeback::open(&path, settings.writeback_every)
+            .map_err(|e| err(&format!("opening {} for its writeback", path.display()), e))?;
         let checkpointer = std::thread::Builder::new()
             .name("askgate-checkpoint".into())
             .spawn(move || {
@@ -208,6 +213,7 @@ impl DurableStore {
                     &checkpoint_queue,
                     settings.checkpoint_every,
                     &spares_made,
+                    &mut writeback,
                     &checkpoint_counts,
                 );
             })
