@@ -32,13 +32,15 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 /// How often a checkpoint also waits for the disk. The others leave redb's pages to the
 /// kernel: a crash takes redb back to its last durable checkpoint, whose `log_applied` says
 /// where the replay starts, and no log file is deleted before a durable checkpoint holds it.
-/// A durable one writes every page changed since the last (megabytes, under load) and syncs
-/// them, which holds up the log's own `fdatasync` on the same disk meanwhile.
+/// A durable one writes and syncs every page changed since the last that is not yet on the
+/// disk ([`WRITEBACK_EVERY`] keeps those few), which holds up the log's own `fdatasync` on the
+/// same disk meanwhile.
 pub(super) const DURABLE_CHECKPOINT_EVERY: Duration = Duration::from_secs(4);
 
 /// How often, between durable checkpoints, redb's written pages are sent to the disk. redb
-/// leaves a non-durable checkpoint's pages to the kernel, which holds them for up to 30 s, so
-/// a durable checkpoint had seconds of them to write at once (some 30 MB under 1,000 x 3 tabs
+/// writes a non-durable checkpoint's pages to its file (beyond the few MiB its own buffer
+/// keeps) and leaves them to the kernel, which holds them for up to 30 s, so a durable
+/// checkpoint had seconds of them to write at once (some 30 MB under 1,000 x 3 tabs
 /// at 2,000 asks a second) and the log's syncs waited behind them: the agent's p99 was
 /// 19-27 ms. Sent a tenth of a second at a time it was 13-15 ms, for 15 % more bytes written
 /// (a page changed twice between syncs is written twice); `bench/history/`.
