@@ -330,3 +330,54 @@ impl Kept {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::durable::log::tests::temp_dir;
+
+    /// Records written while the syncer was busy (here: before it started) share one wait
+    /// for the disk, and every caller hears, in order.
+    #[test]
+    fn records_written_meanwhile_share_one_wait_for_the_disk() {
+        let dir = temp_dir("syncer-shared");
+        let file = Arc::new(File::create(dir.join("log")).unwrap());
+        let queue = SyncQueue::default();
+        let mut heard = Vec::new();
+        for seq in 1..=50 {
+            let (done, hears) = oneshot::channel();
+            queue.send(ToSync::Written {
+                seq,
+                file: 1,
+                synced_by: Arc::clone(&file),
+                changes: Vec::new(),
+                done,
+                durability: Durability::Prompt,
+            });
+            heard.push(hears);
+        }
+        queue.close();
+        let (checkpointer, checkpoints) = std::sync::mpsc::sync_channel(64);
+        let counts = Arc::new(StoreWrites::default());
+        let syncer = Syncer {
+            at_most_every: SYNC_AT_MOST_EVERY,
+            checkpointer,
+            failed_file: Arc::default(),
+            counts: Arc::clone(&counts),
+        };
+        syncer.run(&queue);
+        assert_eq!(counts.syncs.load(Ordering::Relaxed), 1);
+        for mut hears in heard {
+            assert!(matches!(hears.try_recv(), Ok(Ok(()))));
+        }
+        let handed: Vec<u64> = checkpoints
+            .try_iter()
+            .filter_map(|message| match message {
+                ToCheckpoint::Kept { seq, .. } => Some(seq),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(handed, [50], "one hand-over, up to the last record");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
