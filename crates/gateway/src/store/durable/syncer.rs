@@ -337,7 +337,7 @@ mod tests {
     use crate::store::durable::log::tests::temp_dir;
 
     /// Records written while the syncer was busy (here: before it started) share one wait
-    /// for the disk, and every caller hears, in order.
+    /// for the disk, and every caller hears.
     #[test]
     fn records_written_meanwhile_share_one_wait_for_the_disk() {
         let dir = temp_dir("syncer-shared");
