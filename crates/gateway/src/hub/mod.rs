@@ -9,6 +9,7 @@
 //! [`Store`]: crate::store::Store
 
 mod agent_side;
+mod applying;
 mod asking;
 mod auditing;
 mod committing;
@@ -21,6 +22,7 @@ mod hub_core;
 mod inbox;
 mod issuing;
 mod links;
+mod opening;
 mod outcomes;
 mod queued;
 mod resolving;
@@ -31,6 +33,7 @@ mod snapshot;
 mod sweeping;
 mod syncing;
 mod tab_slots;
+mod upkeep;
 
 pub use asking::AskReply;
 pub use forgetting::AckReply;

@@ -9,7 +9,8 @@
 
 use askgate_protocol::SessionId;
 
-use super::{Inner, redis_error};
+use super::Inner;
+use super::lua::redis_error;
 use crate::audit::{Note, chain::sha256_hex, tail};
 use crate::clock::now_ms;
 use crate::store::{StoreError, Verdict};

@@ -1,0 +1,156 @@
+//! Applying what the shared store holds to this node's copy of a session: records from a
+//! load (a diff: new requests shown, endings announced, vanished ones dropped) and single
+//! changes from notices; changes to a request this node is still storing wait for its ask.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use askgate_protocol::{QuestionSet, RequestId};
+
+use super::Hub;
+use super::entry::EntryState;
+use super::restore::record_entry;
+use super::session::Session;
+use crate::metrics::gauge_add;
+use crate::store::StoredRequest;
+use crate::store::shared::{Change, SessionRecords};
+
+impl Hub {
+    /// Makes `state` what the store holds: requests new here are added (and shown), ones
+    /// resolved there are announced, ones gone there are dropped.
+    pub(super) fn apply_records(&self, state: &mut Session, records: SessionRecords) {
+        let mut kept = HashSet::with_capacity(records.requests.len());
+        for record in records.requests {
+            kept.insert(record.id.clone());
+            match state.requests.get(&record.id).map(|entry| &entry.state) {
+                None => self.add_record(state, record),
+                Some(EntryState::Open | EntryState::Resolving) => {
+                    if let Some(resolution) = record.resolution {
+                        self.announce_resolution(state, &record.id, resolution);
+                    }
+                }
+                // Asked anew after a forgetting this node did not hear of.
+                Some(EntryState::Resolved(_)) if record.resolution.is_none() => {
+                    let id = record.id.clone();
+                    self.drop_entry(state, &id);
+                    self.add_record(state, record);
+                }
+                Some(EntryState::Committing | EntryState::Resolved(_)) => {}
+            }
+        }
+        let gone: Vec<_> = state
+            .requests
+            .values()
+            .filter(|entry| !kept.contains(&entry.id))
+            .filter(|entry| matches!(entry.state, EntryState::Open | EntryState::Resolved(_)))
+            .map(|entry| (entry.id.clone(), matches!(entry.state, EntryState::Open)))
+            .collect();
+        let mut vanished_open = false;
+        for (id, open) in gone {
+            vanished_open |= open;
+            self.drop_entry(state, &id);
+        }
+        if vanished_open {
+            // Ended and forgotten elsewhere, both unheard: only a snapshot can tell the tabs.
+            let max = self.limits.max_frame_bytes;
+            let tabs: Vec<_> = state
+                .tabs
+                .iter()
+                .map(|(link, slot)| (link, slot.tab.clone(), self.people.you(&slot.person)))
+                .collect();
+            for (link, tab, you) in tabs {
+                let snapshot = state.snapshot(&tab, &you, max);
+                state.send_to(link, snapshot, &self.metrics);
+            }
+        }
+    }
+
+    /// A request another node asked (or this node missed): held and shown to the tabs here.
+    pub(super) fn add_record(&self, state: &mut Session, record: StoredRequest) {
+        let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+            Ok(questions) => Arc::new(questions),
+            Err(errors) => {
+                tracing::error!(session = %record.session, request = %record.id, %errors, "a shared request does not validate here; not shown");
+                return;
+            }
+        };
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let id = record.id.clone();
+        let entry = record_entry(state, record, questions, seq);
+        let open = matches!(entry.state, EntryState::Open);
+        let frame = open.then(|| entry.encoded.frame.clone());
+        gauge_add(
+            if open {
+                &self.metrics.open_requests
+            } else {
+                &self.metrics.kept_outcomes
+            },
+            1,
+        );
+        state.finished.remove(&id);
+        state.requests.insert(id, entry);
+        if let Some(frame) = frame {
+            state.broadcast(&frame, &self.metrics);
+        }
+    }
+
+    /// Drops a request the store no longer has.
+    pub(super) fn drop_entry(&self, state: &mut Session, id: &RequestId) {
+        let Some(entry) = state.forget(id) else {
+            return;
+        };
+        if let Some(timer) = &entry.timer {
+            timer.abort();
+        }
+        match entry.state {
+            EntryState::Open => {
+                state.uncount_open(entry.encoded.view.len());
+                gauge_add(&self.metrics.open_requests, -1);
+            }
+            _ => gauge_add(&self.metrics.kept_outcomes, -1),
+        }
+        entry.resolved.notify_waiters();
+    }
+
+    /// Applies a change to a request this node is not storing.
+    pub(super) fn apply_change(&self, state: &mut Session, change: Change) {
+        match change {
+            Change::Resolved { id, resolution } => {
+                self.announce_resolution(state, &id, *resolution);
+            }
+            Change::Forgot { id } => {
+                if matches!(
+                    state.requests.get(&id).map(|e| &e.state),
+                    Some(EntryState::Resolved(_))
+                ) {
+                    self.drop_entry(state, &id);
+                }
+            }
+            Change::Put(_) | Change::Presence => {}
+        }
+    }
+
+    /// The ask of `id` is finished here (stored or not): the changes to it that arrived
+    /// meanwhile are applied now (`keep`), or dropped with it.
+    pub(super) fn release_held_back(&self, state: &mut Session, id: &RequestId, keep: bool) {
+        let Some(sync) = state.sync.as_mut() else {
+            return;
+        };
+        if sync.held_back.is_empty() {
+            return;
+        }
+        let (mine, others): (Vec<Change>, Vec<Change>) = std::mem::take(&mut sync.held_back)
+            .into_iter()
+            .partition(|change| match change {
+                Change::Resolved { id: of, .. } | Change::Forgot { id: of } => of == id,
+                _ => false,
+            });
+        sync.held_back = others;
+        if keep {
+            for change in mine {
+                self.apply_change(state, change);
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! A new request once the store has replied: opened and shown to every tab, `accepted` to its
+//! agent once durable, taken back from the tabs when it could not be made so, or adopted as
+//! the request another node already holds under its id.
+
+use std::sync::Arc;
+
+use askgate_protocol::wire::RequestView;
+use askgate_protocol::{ErrorCode, FieldError, Outcome, RequestId};
+
+use super::Hub;
+use super::asking::{AskReply, Showing, Stored};
+use super::ending_frames::{outcome_frame, resolved_frame};
+use super::entry::{EncodedRequest, EntryState};
+use super::links::Link;
+use super::session::Session;
+use crate::clock::now_ms;
+use crate::metrics::gauge_add;
+use crate::store::{StoreError, StoredRequest, StoredResolution, Verdict};
+
+impl Hub {
+    /// After the store took (or refused) a new request: opens it and shows it to every tab;
+    /// its `accepted` waits for [`Hub::accept_ask`]. A shared store may instead say the id was
+    /// asked already (on another node): the request is then answered as a repeat, as the store
+    /// holds it.
+    pub(super) fn show_ask(
+        self: &Arc<Self>,
+        stored: &Stored,
+        asker: Option<&Link>,
+        committed: Result<Vec<Verdict>, StoreError>,
+    ) -> Showing {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            deadline_ms,
+        } = stored;
+        let as_sent = id_sent.then(|| id.clone());
+        let vanished = || {
+            Showing::Settled(AskReply::Rejected {
+                id: as_sent.clone(),
+                errors: Vec::new(),
+                conflict: false,
+            })
+        };
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return vanished();
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
+        };
+        let (EntryState::Committing, Some(storing)) = (&entry.state, &entry.storing) else {
+            return vanished();
+        };
+        let storing = Arc::clone(storing);
+        let mut deadline_ms = *deadline_ms;
+        let failure = match verdict {
+            Ok(Verdict::Done) => None,
+            Ok(Verdict::Created {
+                asked_at_ms,
+                deadline_ms: kept,
+            }) => {
+                deadline_ms = kept;
+                retime(session, id, asked_at_ms, kept);
+                None
+            }
+            Ok(Verdict::Exists(record)) => {
+                let reply = self.adopt(session, &record, asker);
+                self.release_held_back(session, id, true);
+                if let Some(entry) = session.requests.get_mut(id) {
+                    entry.storing = None;
+                }
+                storing.notify_waiters();
+                return Showing::Settled(reply);
+            }
+            Ok(Verdict::Conflict) => Some((
+                FieldError::new(
+                    "id",
+                    ErrorCode::InvalidValue,
+                    "this request id is already used in this session by different questions",
+                ),
+                true,
+            )),
+            Ok(other) => Some((
+                FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the store answered an ask with {other:?}; try again"),
+                ),
+                false,
+            )),
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                Some((
+                    FieldError::new(
+                        "",
+                        ErrorCode::Unavailable,
+                        format!("the gateway could not store the request ({error}); try again"),
+                    ),
+                    false,
+                ))
+            }
+        };
+        if let Some((error, conflict)) = failure {
+            if let Some(entry) = session.requests.remove(id) {
+                session.uncount_open(entry.encoded.view.len());
+            }
+            self.release_held_back(session, id, false);
+            storing.notify_waiters();
+            return Showing::Settled(self.reject(
+                asker,
+                session_id,
+                as_sent,
+                vec![error],
+                conflict,
+            ));
+        }
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
+        };
+        entry.state = EntryState::Open;
+        if let Some(deadline_ms) = deadline_ms {
+            entry.timer = Some(self.arm_timer(session_id, id, deadline_ms));
+        }
+        gauge_add(&self.metrics.open_requests, 1);
+        let request_frame = entry.encoded.frame.clone();
+        session.broadcast(&request_frame, &self.metrics);
+        self.release_held_back(session, id, true);
+        Showing::Open(AskReply::Accepted {
+            id: id.clone(),
+            deadline_ms,
+            created: true,
+        })
+    }
+
+    /// Once the store has made a shown request durable: tells its agent `accepted` (and then
+    /// its outcome, should it have ended meanwhile), and lets the agent's repeats and
+    /// withdrawals, which waited, go on. Should the store have failed to, the request is
+    /// taken back from the tabs (`resolved` as `withdrawn`) and the ask rejected.
+    pub(super) fn accept_ask(
+        &self,
+        stored: &Stored,
+        asker: Option<&Link>,
+        accepted: AskReply,
+        durable: Result<(), StoreError>,
+    ) -> AskReply {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            ..
+        } = stored;
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return accepted;
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return accepted;
+        };
+        let Some(storing) = entry.storing.take() else {
+            return accepted;
+        };
+        storing.notify_waiters();
+        let ended = match &entry.state {
+            EntryState::Resolved(resolution) => Some(resolution.clone()),
+            _ => None,
+        };
+        match durable {
+            Ok(()) => {}
+            // Its ending is durable, which only a later record of the log can be: told as kept.
+            Err(error) if ended.is_some() => {
+                tracing::warn!(session = %session_id, request = %id, %error, "a request's record failed to sync after its ending was kept");
+            }
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                self.take_back(session, id);
+                let error = FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the gateway could not store the request ({error}); try again"),
+                );
+                let as_sent = id_sent.then(|| id.clone());
+                return self.reject(asker, session_id, as_sent, vec![error], false);
+            }
+        }
+        tracing::debug!(session = %session_id, request = %id, "accepted");
+        self.deliver(asker, session_id, &accepted);
+        if let Some(resolution) = ended
+            && let Some(waiting) = session.requests.get(id).and_then(|e| e.asker.as_ref())
+        {
+            waiting.send(outcome_frame(session_id, id, &resolution), &self.metrics);
+        }
+        accepted
+    }
+
+    /// Takes back from the tabs a request shown but never made durable: gone from the session,
+    /// and `resolved` as `withdrawn` to every tab.
+    fn take_back(&self, session: &mut Session, id: &RequestId) {
+        let Some(mut entry) = session.requests.remove(id) else {
+            return;
+        };
+        if let Some(timer) = entry.timer.take() {
+            timer.abort();
+        }
+        session.uncount_open(entry.encoded.view.len());
+        gauge_add(&self.metrics.open_requests, -1);
+        entry.resolved.notify_waiters();
+        let withdrawn = entry.questions.settle_without_answer(Outcome::Withdrawn);
+        let resolution = StoredResolution::untouched(withdrawn, now_ms());
+        session.broadcast(&resolved_frame(id, &resolution), &self.metrics);
+    }
+
+    /// The id was asked already (another node holds it as `record`): this node's committing
+    /// entry becomes that request, and the ask is answered as a repeat of it.
+    fn adopt(
+        &self,
+        session: &mut Session,
+        record: &StoredRequest,
+        asker: Option<&Link>,
+    ) -> AskReply {
+        let id = record.id.clone();
+        let deadline_ms = record.deadline_ms;
+        let resolution = record.resolution.clone();
+        retime(session, &id, record.asked_at_ms, record.deadline_ms);
+        let Some(entry) = session.requests.get_mut(&id) else {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        };
+        let reply = match resolution {
+            Some(resolution) => {
+                let bytes = entry.encoded.view.len();
+                session.finished.push(&id, &entry.encoded.view, &resolution);
+                let resolution = Box::new(resolution);
+                entry.state = EntryState::Resolved(resolution.clone());
+                session.uncount_open(bytes);
+                gauge_add(&self.metrics.kept_outcomes, 1);
+                AskReply::Resolved { id, resolution }
+            }
+            None => {
+                entry.state = EntryState::Open;
+                gauge_add(&self.metrics.open_requests, 1);
+                let frame = entry.encoded.frame.clone();
+                session.broadcast(&frame, &self.metrics);
+                AskReply::Accepted {
+                    id,
+                    deadline_ms,
+                    created: false,
+                }
+            }
+        };
+        self.deliver(asker, &session.id.clone(), &reply);
+        reply
+    }
+}
+
+/// Gives request `id` of `session` the times the store set on its own clock, re-encoding what
+/// tabs are shown of it when they differ from this node's guess.
+fn retime(session: &mut Session, id: &RequestId, asked_at_ms: u64, deadline_ms: Option<u64>) {
+    let Some(entry) = session.requests.get_mut(id) else {
+        return;
+    };
+    if entry.asked_at_ms == asked_at_ms && entry.deadline_ms == deadline_ms {
+        return;
+    }
+    let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
+        return;
+    };
+    view.asked_at_ms = asked_at_ms;
+    view.deadline_ms = deadline_ms;
+    let before = entry.encoded.view.len();
+    entry.encoded = EncodedRequest::new(&view);
+    entry.asked_at_ms = asked_at_ms;
+    entry.deadline_ms = deadline_ms;
+    let after = entry.encoded.view.len();
+    session.open_bytes = (session.open_bytes + after).saturating_sub(before);
+}

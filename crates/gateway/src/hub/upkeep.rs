@@ -1,0 +1,165 @@
+//! The upkeep of shared sessions, every second: loads again what failed to load or is still
+//! behind the store after two reads of its sequence numbers, writes this node's presence where
+//! it changed or is due, and lets go of sessions nobody here watches.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use askgate_protocol::SessionId;
+
+use super::Hub;
+use super::entry::EntryState;
+use super::hub_core::Sessions;
+use super::syncing::Reload;
+use crate::metrics::gauge_add;
+use crate::store::shared::{Presence, Shared};
+
+/// How often the upkeep runs.
+const UPKEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a node writes its presence in each session it holds, changed or not.
+const PRESENCE_EVERY: Duration = Duration::from_secs(5);
+
+impl Hub {
+    /// One round of upkeep.
+    pub(super) async fn upkeep_once(self: &Arc<Self>) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        let mut polled = Vec::new();
+        let mut failed = Vec::new();
+        {
+            let mut sessions = self.lock();
+            let idle: Vec<SessionId> = sessions
+                .values()
+                .filter(|s| s.sync.is_some() && s.is_idle())
+                .map(|s| s.id.clone())
+                .collect();
+            for id in idle {
+                self.forget_session(&mut sessions, &id);
+            }
+            for state in sessions.values() {
+                let Some(sync) = &state.sync else { continue };
+                match (sync.loaded, sync.loading.is_some()) {
+                    (_, true) => {}
+                    (true, false) => polled.push((state.id.clone(), sync.seq)),
+                    (false, false) => failed.push(state.id.clone()),
+                }
+            }
+        }
+        for session in failed {
+            self.spawn_reload(session, Reload::Failed);
+        }
+        self.share_presence(&shared).await;
+        let ids: Vec<SessionId> = polled.iter().map(|(id, _)| id.clone()).collect();
+        let Ok(seqs) = shared.sequences(ids).await else {
+            return;
+        };
+        let mut behind = Vec::new();
+        {
+            let mut sessions = self.lock();
+            for ((id, seq_when_asked), store_seq) in polled.iter().zip(seqs) {
+                let Some(sync) = sessions.get_mut(id).and_then(|s| s.sync.as_mut()) else {
+                    continue;
+                };
+                if store_seq < *seq_when_asked {
+                    // Behind what this node had applied before it asked: the store lost
+                    // changes (a restart without a synced log), and it is the truth. (Behind
+                    // only what was applied since is notices outrunning the poll's reply.)
+                    behind.push(id.clone());
+                } else if store_seq <= sync.seq {
+                    sync.behind = None;
+                } else {
+                    match sync.behind {
+                        Some(seen) if sync.seq < seen => behind.push(id.clone()),
+                        _ => sync.behind = Some(store_seq),
+                    }
+                }
+            }
+        }
+        for id in behind {
+            self.spawn_reload(id, Reload::Behind);
+        }
+    }
+
+    /// Lets go of a session nobody here watches (the store keeps it).
+    pub(super) fn forget_session(&self, sessions: &mut Sessions, id: &SessionId) {
+        let Some(state) = sessions.remove(id) else {
+            return;
+        };
+        gauge_add(&self.metrics.sessions, -1);
+        for entry in state.requests.values() {
+            if let Some(timer) = &entry.timer {
+                timer.abort();
+            }
+            match entry.state {
+                EntryState::Open => gauge_add(&self.metrics.open_requests, -1),
+                EntryState::Resolved(_) => gauge_add(&self.metrics.kept_outcomes, -1),
+                _ => {}
+            }
+        }
+        if let Some(shared) = &self.shared {
+            shared.unwatch(id);
+            // This node no longer counts there.
+            if state
+                .sync
+                .as_ref()
+                .is_some_and(|sync| sync.written.is_some())
+            {
+                let clearing = shared.presence(id, Presence::default());
+                tokio::spawn(async move {
+                    let _ = clearing.await;
+                });
+            }
+        }
+    }
+
+    /// Writes this node's presence in each held session whose presence changed, or is due
+    /// again, or whose other nodes' changed; tells the tabs here when what they show changes.
+    async fn share_presence(&self, shared: &Arc<dyn Shared>) {
+        let now = tokio::time::Instant::now();
+        let due: Vec<(SessionId, Presence)> = {
+            let sessions = self.lock();
+            sessions
+                .values()
+                .filter_map(|state| {
+                    let sync = state.sync.as_ref()?;
+                    let here = state.presence_here();
+                    let needed = match sync.written {
+                        None => here != Presence::default() || sync.presence_stale,
+                        Some((written, until)) => {
+                            written != here || now >= until || sync.presence_stale
+                        }
+                    };
+                    needed.then(|| (state.id.clone(), here))
+                })
+                .collect()
+        };
+        for (session, here) in due {
+            let Ok(others) = shared.presence(&session, here).await else {
+                continue;
+            };
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(&session) else {
+                continue;
+            };
+            if let Some(sync) = state.sync.as_mut() {
+                sync.others = others;
+                sync.written = Some((here, now + PRESENCE_EVERY));
+                sync.presence_stale = false;
+            }
+            state.refresh_presence();
+        }
+    }
+}
+
+/// Runs the upkeep every second, for as long as the hub lives.
+pub(super) async fn upkeep(hub: Weak<Hub>) {
+    let mut every = tokio::time::interval(UPKEEP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(hub) = hub.upgrade() else { return };
+        hub.upkeep_once().await;
+    }
+}

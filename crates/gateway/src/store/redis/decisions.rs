@@ -1,0 +1,201 @@
+//! The decisions on Redis: asking, resolving and forgetting a request, each one script that
+//! Redis runs against its own clock, and the verdict read from its reply.
+
+use askgate_protocol::{Outcome, RequestId, SessionId};
+
+use super::Inner;
+use super::keys::Keys;
+use super::records::{self, Fields};
+use super::trails::{Entry, Index};
+use crate::audit::Note;
+use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
+
+impl Inner {
+    /// The deadline index's entry for a request, brought forward to `at_ms` (or added).
+    fn due_index(&self, session: &SessionId, id: &RequestId, at_ms: u64) -> Index {
+        Index {
+            key: self.keys.due(),
+            mode: "LT",
+            score: at_ms,
+            member: Keys::due_member(session, id),
+        }
+    }
+
+    async fn put(&self, request: &StoredRequest) -> Result<Verdict, StoreError> {
+        let (session, id) = (&request.session, &request.id);
+        let timeout_ms = request
+            .deadline_ms
+            .map(|deadline| deadline.saturating_sub(request.asked_at_ms));
+        let entry = Entry::of(&Note::asked(request));
+        let mut script = self.scripts.ask.key(self.keys.request(session, id));
+        script
+            .key(self.keys.ids(session))
+            .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
+            .arg(id.as_str())
+            .arg(records::digest(request))
+            .arg(records::body(request))
+            .arg(timeout_ms.map(|t| t.to_string()).unwrap_or_default())
+            .arg(self.keys.channel(session))
+            .arg(self.publish)
+            .arg(&entry.tail)
+            .arg(&entry.digest)
+            .arg(self.audit_retention_ms);
+        let mut indexes = vec![self.trails_index(session)];
+        indexes.extend(
+            request
+                .deadline_ms
+                .map(|deadline| self.due_index(session, id, deadline)),
+        );
+        let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
+        let text = |i: usize| reply.get(i).map_or("", String::as_str);
+        let bad = |e: String| StoreError(format!("redis replied to an ask unexpectedly: {e}"));
+        match text(0) {
+            "created" => Ok(Verdict::Created {
+                asked_at_ms: records::millis(text(1)).map_err(bad)?,
+                deadline_ms: records::deadline(text(2)).map_err(bad)?,
+            }),
+            "exists" => {
+                let fields = Fields {
+                    asked: text(1),
+                    deadline: text(2),
+                    state: text(3),
+                    resolution: text(4),
+                    resolved: text(5),
+                    body: text(6),
+                };
+                let stored = records::request(session, id, &fields).map_err(bad)?;
+                Ok(Verdict::Exists(Box::new(stored)))
+            }
+            "conflict" => Ok(Verdict::Conflict),
+            other => Err(bad(format!("{other:?}"))),
+        }
+    }
+
+    async fn resolve(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        resolution: &StoredResolution,
+        if_late: Option<&askgate_protocol::Settlement>,
+    ) -> Result<Verdict, StoreError> {
+        let kind = match resolution.settlement.outcome {
+            Outcome::Answered | Outcome::Declined => "answer",
+            Outcome::TimedOut => "timeout",
+            Outcome::Withdrawn => "withdraw",
+        };
+        // The sweep forgets the outcome once its retention has run out, whichever node kept it.
+        let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
+        let late = if_late.map(|settlement| StoredResolution::untouched(settlement.clone(), 0));
+        let won_entry = Entry::of(&Note::ended(session, id, resolution));
+        let late_entry = late
+            .as_ref()
+            .map(|late| Entry::of(&Note::ended(session, id, late)))
+            .unwrap_or_default();
+        let reply: Vec<String> = self
+            .index_then_run(
+                "resolving",
+                &[self.due_index(session, id, retained_until)],
+                self.scripts
+                    .resolve
+                    .key(self.keys.request(session, id))
+                    .key(self.keys.seq(session))
+                    .key(self.keys.trail(session))
+                    .key(self.keys.trail_head(session))
+                    .arg(id.as_str())
+                    .arg(kind)
+                    .arg(records::ending(resolution))
+                    .arg(late.as_ref().map(records::ending).unwrap_or_default())
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish)
+                    .arg(&won_entry.tail)
+                    .arg(&won_entry.digest)
+                    .arg(&late_entry.tail)
+                    .arg(&late_entry.digest)
+                    .arg(self.audit_retention_ms),
+            )
+            .await?;
+        let text = |i: usize| reply.get(i).map_or("", String::as_str);
+        let bad =
+            |e: String| StoreError(format!("redis replied to a resolution unexpectedly: {e}"));
+        let verdict = match text(0) {
+            "won" => Verdict::Won {
+                at_ms: records::millis(text(2)).map_err(bad)?,
+            },
+            "lost" | "late" => Verdict::Lost(Box::new(
+                records::resolution(text(1), text(2)).map_err(bad)?,
+            )),
+            "early" => Verdict::Early {
+                left_ms: records::deadline(text(1)).map_err(bad)?.unwrap_or(u64::MAX),
+            },
+            "unknown" => Verdict::Unknown,
+            other => return Err(bad(format!("{other:?}"))),
+        };
+        self.metrics.shared.script_outcome(text(0));
+        Ok(verdict)
+    }
+
+    async fn forget(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        acked: bool,
+    ) -> Result<Verdict, StoreError> {
+        let op = StoreOp::Delete {
+            session: session.clone(),
+            id: id.clone(),
+            acked,
+        };
+        let entry = Note::of(&op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default();
+        let reply: String = self
+            .run(
+                "forgetting",
+                self.scripts
+                    .forget
+                    .key(self.keys.request(session, id))
+                    .key(self.keys.ids(session))
+                    .key(self.keys.seq(session))
+                    .key(self.keys.trail(session))
+                    .key(self.keys.trail_head(session))
+                    .arg(id.as_str())
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish)
+                    .arg("")
+                    .arg(&entry.tail)
+                    .arg(&entry.digest)
+                    .arg(self.audit_retention_ms),
+            )
+            .await?;
+        Ok(match reply.as_str() {
+            "done" | "kept" => Verdict::Done,
+            "still_open" => Verdict::StillOpen,
+            _ => Verdict::Unknown,
+        })
+    }
+
+    pub(super) async fn decide(&self, ops: Vec<StoreOp>) -> Result<Vec<Verdict>, StoreError> {
+        let mut verdicts = Vec::with_capacity(ops.len());
+        for op in ops {
+            let verdict = match op {
+                StoreOp::Put(request) => self.put(&request).await?,
+                StoreOp::Resolve {
+                    session,
+                    id,
+                    resolution,
+                    if_late,
+                } => {
+                    self.resolve(&session, &id, &resolution, if_late.as_ref())
+                        .await?
+                }
+                StoreOp::Delete { session, id, acked } => self.forget(&session, &id, acked).await?,
+                StoreOp::Note(note) => self.note(&note).await?,
+                StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
+            };
+            verdicts.push(verdict);
+        }
+        Ok(verdicts)
+    }
+}

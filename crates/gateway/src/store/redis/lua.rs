@@ -1,0 +1,115 @@
+//! Running the Lua scripts: each loaded once (and again by `EVALSHA`'s fallback when Redis
+//! forgot them), timed for the metrics, and on one server sent in the same write as the index
+//! entries they rely on.
+
+use redis::Script;
+
+use super::Inner;
+use super::trails::Index;
+use crate::store::StoreError;
+
+/// The scripts, loaded once (and again by `EVALSHA`'s fallback when Redis forgot them).
+pub(super) struct Scripts {
+    pub(super) ask: Script,
+    pub(super) resolve: Script,
+    pub(super) forget: Script,
+    pub(super) session: Script,
+    pub(super) claim: Script,
+    pub(super) unclaim: Script,
+    pub(super) presence: Script,
+    pub(super) note: Script,
+}
+
+/// A script that seals audit entries: SHA-256 and the chain in front of its own text.
+macro_rules! with_chain {
+    ($file:literal) => {
+        concat!(
+            include_str!("scripts/sha256.lua"),
+            include_str!("scripts/chain.lua"),
+            include_str!($file)
+        )
+    };
+}
+impl Scripts {
+    pub(super) fn new() -> Scripts {
+        Scripts {
+            ask: Script::new(with_chain!("scripts/ask.lua")),
+            resolve: Script::new(with_chain!("scripts/resolve.lua")),
+            forget: Script::new(with_chain!("scripts/forget.lua")),
+            note: Script::new(with_chain!("scripts/note.lua")),
+            session: Script::new(include_str!("scripts/session.lua")),
+            claim: Script::new(include_str!("scripts/claim.lua")),
+            unclaim: Script::new(include_str!("scripts/unclaim.lua")),
+            presence: Script::new(include_str!("scripts/presence.lua")),
+        }
+    }
+}
+
+pub(super) fn redis_error(doing: &str, error: &redis::RedisError) -> StoreError {
+    StoreError(format!("redis unavailable while {doing}: {error}"))
+}
+
+impl Inner {
+    /// Runs `script` with its keys and arguments, timing it for the metrics.
+    pub(super) async fn run<T: redis::FromRedisValue>(
+        &self,
+        doing: &str,
+        invocation: &mut redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result = invocation.invoke_async(&mut conn).await;
+        self.metrics.shared.round_trip(started.elapsed());
+        result.map_err(|e| redis_error(doing, &e))
+    }
+
+    /// Writes `indexes` (entries of the sorted sets nodes look things up in), then runs
+    /// `script`. On one server all go in one write (a pipeline: Redis runs them in order, so
+    /// the entries are there before the script's change is), saving the round trip an answer
+    /// would otherwise wait for; on a Cluster the keys are in different slots, so one after
+    /// the other.
+    pub(super) async fn index_then_run<T: redis::FromRedisValue>(
+        &self,
+        doing: &str,
+        indexes: &[Index],
+        script: &mut redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        if indexes.is_empty() {
+            return self.run(doing, script).await;
+        }
+        if self.conn.is_cluster() {
+            for index in indexes {
+                self.index(index).await?;
+            }
+            return self.run(doing, script).await;
+        }
+        let mut pipe = redis::pipe();
+        for index in indexes {
+            pipe.add_command(index.command()).ignore();
+        }
+        pipe.invoke_script(script);
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result: redis::RedisResult<(T,)> = pipe.query_async(&mut conn).await;
+        self.metrics.shared.round_trip(started.elapsed());
+        match result {
+            Ok((reply,)) => Ok(reply),
+            // Redis does not have the script (it restarted): the entries are in; load and run it.
+            Err(error)
+                if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                self.run(doing, script).await
+            }
+            Err(error) => Err(redis_error(doing, &error)),
+        }
+    }
+
+    /// Writes one index entry.
+    pub(super) async fn index(&self, index: &Index) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let result: Result<(), _> = index.command().query_async(&mut conn).await;
+        self.metrics.shared.round_trip(started.elapsed());
+        result.map_err(|e| redis_error("writing an index", &e))
+    }
+}

@@ -1,0 +1,225 @@
+//! The shared side: what nodes coordinate through Redis besides decisions. A session loaded
+//! when a tab first watches it here, sequence numbers to catch missed notices, claims on due
+//! deadlines so one node times each out, and presence (tabs and agents on every node).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askgate_protocol::{RequestId, SessionId};
+use tokio::sync::mpsc;
+
+use super::Inner;
+use super::keys::Keys;
+use super::lua::redis_error;
+use super::records::{self, Fields};
+use super::subscriber::Subscriber;
+use crate::store::shared::{DueClaim, Notice, Presence, SessionRecords, Shared};
+use crate::store::{StoreError, StoreFuture};
+
+/// How long a sweeper's claim on a due entry lasts: if it dies holding it, another node takes
+/// the entry then.
+const CLAIM_LEASE: Duration = Duration::from_secs(5);
+
+/// How many due entries one sweep claims at most.
+const CLAIM_BATCH: usize = 64;
+
+/// How long a node's presence entry counts after it was written. A node writes its entries
+/// on every change and every 5 s, so one that dies stops counting within this (and others
+/// notice at their next read, within 5 s more).
+const PRESENCE_TTL: Duration = Duration::from_secs(20);
+
+impl Inner {
+    async fn load_session(&self, session: &SessionId) -> Result<SessionRecords, StoreError> {
+        let reply: Vec<String> = self
+            .run(
+                "loading a session",
+                self.scripts
+                    .session
+                    .key(self.keys.ids(session))
+                    .key(self.keys.seq(session))
+                    .arg(self.keys.request_prefix(session)),
+            )
+            .await?;
+        let bad = |e: String| StoreError(format!("redis holds a session askgate cannot read: {e}"));
+        let mut parts = reply.iter().map(String::as_str);
+        let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
+        let rest: Vec<&str> = parts.collect();
+        let mut requests = Vec::with_capacity(rest.len() / 7);
+        for chunk in rest.chunks_exact(7) {
+            let Ok(id) = RequestId::parse(chunk[0]) else {
+                continue;
+            };
+            let fields = Fields {
+                asked: chunk[1],
+                deadline: chunk[2],
+                state: chunk[3],
+                resolution: chunk[4],
+                resolved: chunk[5],
+                body: chunk[6],
+            };
+            match records::request(session, &id, &fields) {
+                Ok(request) => requests.push(request),
+                // One damaged record must not keep the rest of the session from showing.
+                Err(error) => {
+                    tracing::error!(%session, request = %id, %error, "a request in redis could not be read; left there");
+                }
+            }
+        }
+        Ok(SessionRecords { seq, requests })
+    }
+
+    async fn sequences(&self, sessions: Vec<SessionId>) -> Result<Vec<u64>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.conn.is_cluster() {
+            // Keys in many slots: one GET each, all at once.
+            let reads = sessions.iter().map(|session| {
+                let mut conn = self.conn.clone();
+                let key = self.keys.seq(session);
+                async move {
+                    redis::cmd("GET")
+                        .arg(key)
+                        .query_async::<Option<u64>>(&mut conn)
+                        .await
+                }
+            });
+            let started = std::time::Instant::now();
+            let seqs = futures_util::future::join_all(reads).await;
+            self.metrics.shared.round_trip(started.elapsed());
+            return seqs
+                .into_iter()
+                .map(|seq| seq.map(Option::unwrap_or_default))
+                .collect::<Result<_, _>>()
+                .map_err(|e| redis_error("reading sequence numbers", &e));
+        }
+        let mut pipe = redis::pipe();
+        for session in &sessions {
+            pipe.get(self.keys.seq(session));
+        }
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.clone();
+        let seqs: Vec<Option<u64>> = pipe
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| redis_error("reading sequence numbers", &e))?;
+        self.metrics.shared.round_trip(started.elapsed());
+        Ok(seqs.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    async fn claim_due(&self) -> Result<Vec<DueClaim>, StoreError> {
+        let lease_ms = u64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(u64::MAX);
+        let reply: Vec<String> = self
+            .run(
+                "claiming deadlines",
+                self.scripts
+                    .claim
+                    .key(self.keys.due())
+                    .arg(lease_ms)
+                    .arg(CLAIM_BATCH),
+            )
+            .await?;
+        let bad = |e: String| StoreError(format!("redis replied to a claim unexpectedly: {e}"));
+        let now_ms = records::millis(reply.first().map_or("", String::as_str)).map_err(bad)?;
+        let claimed_until_ms =
+            records::millis(reply.get(1).map_or("", String::as_str)).map_err(bad)?;
+        Ok(reply
+            .iter()
+            .skip(2)
+            .filter_map(|member| Keys::parse_due_member(member))
+            .map(|(session, id)| DueClaim {
+                session,
+                id,
+                claimed_until_ms,
+                now_ms,
+            })
+            .collect())
+    }
+
+    async fn presence(&self, session: &SessionId, here: Presence) -> Result<Presence, StoreError> {
+        let ttl_ms = u64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(u64::MAX);
+        let (tabs, online): (usize, u8) = self
+            .run(
+                "writing presence",
+                self.scripts
+                    .presence
+                    .key(self.keys.presence(session))
+                    .arg(&self.node)
+                    .arg(here.tabs)
+                    .arg(u8::from(here.agent_online))
+                    .arg(ttl_ms)
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish),
+            )
+            .await?;
+        Ok(Presence {
+            tabs,
+            agent_online: online == 1,
+        })
+    }
+
+    async fn settle_claim(&self, claim: &DueClaim, next_ms: Option<u64>) -> Result<(), StoreError> {
+        let _: i64 = self
+            .run(
+                "settling a deadline claim",
+                self.scripts
+                    .unclaim
+                    .key(self.keys.due())
+                    .arg(Keys::due_member(&claim.session, &claim.id))
+                    .arg(claim.claimed_until_ms)
+                    .arg(next_ms.map(|n| n.to_string()).unwrap_or_default()),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// The shared side of the Redis store.
+pub(super) struct SharedSide {
+    pub(super) inner: Arc<Inner>,
+    pub(super) subscriber: Subscriber,
+}
+
+impl Shared for SharedSide {
+    fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.load_session(&session).await })
+    }
+
+    fn sequences(&self, sessions: Vec<SessionId>) -> StoreFuture<'static, Vec<u64>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.sequences(sessions).await })
+    }
+
+    fn watch(&self, session: &SessionId) -> StoreFuture<'static, ()> {
+        let watching = self.subscriber.watch(self.inner.keys.channel(session));
+        Box::pin(watching)
+    }
+
+    fn unwatch(&self, session: &SessionId) {
+        self.subscriber.unwatch(self.inner.keys.channel(session));
+    }
+
+    fn take_notices(&self) -> Option<mpsc::Receiver<Notice>> {
+        self.subscriber.take_notices()
+    }
+
+    fn claim_due(&self) -> StoreFuture<'static, Vec<DueClaim>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.claim_due().await })
+    }
+
+    fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.settle_claim(&claim, next_ms).await })
+    }
+
+    fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.presence(&session, here).await })
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.subscriber.ready()
+    }
+}
