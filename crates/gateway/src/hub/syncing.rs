@@ -192,7 +192,7 @@ impl Hub {
     }
 
     /// Handles one notice from the store.
-    fn on_notice(self: &Arc<Self>, notice: Notice) {
+    pub(super) fn on_notice(self: &Arc<Self>, notice: Notice) {
         match notice {
             Notice::Change {
                 session,
@@ -255,24 +255,5 @@ impl Hub {
             .await;
             let _ = hub.finish_load(&session, loaded);
         });
-    }
-
-    /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
-    /// They hold the hub weakly, and end with it.
-    pub fn start_shared(self: &Arc<Self>) {
-        let Some(shared) = self.shared.clone() else {
-            return;
-        };
-        if let Some(mut notices) = shared.take_notices() {
-            let hub = Arc::downgrade(self);
-            tokio::spawn(async move {
-                while let Some(notice) = notices.recv().await {
-                    let Some(hub) = hub.upgrade() else { return };
-                    hub.on_notice(notice);
-                }
-            });
-        }
-        tokio::spawn(super::upkeep::upkeep(Arc::downgrade(self)));
-        tokio::spawn(super::sweeping::sweep_deadlines(Arc::downgrade(self)));
     }
 }

@@ -1,7 +1,7 @@
-//! The upkeep of shared sessions, every second: loads again what failed to load or is still
-//! behind the store after two reads of its sequence numbers, writes this node's presence where
-//! it changed or is due, and lets go of sessions nobody here watches.
-
+//! What keeps shared sessions in step, started once: the notice reader, the deadline sweep,
+//! and the upkeep, every second, which loads again what failed to load or is still behind the
+//! store after two reads of its sequence numbers, writes this node's presence where it changed
+//! or is due, and lets go of sessions nobody here watches.
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -21,8 +21,27 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(1);
 const PRESENCE_EVERY: Duration = Duration::from_secs(5);
 
 impl Hub {
+    /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
+    /// They hold the hub weakly, and end with it.
+    pub fn start_shared(self: &Arc<Self>) {
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        if let Some(mut notices) = shared.take_notices() {
+            let hub = Arc::downgrade(self);
+            tokio::spawn(async move {
+                while let Some(notice) = notices.recv().await {
+                    let Some(hub) = hub.upgrade() else { return };
+                    hub.on_notice(notice);
+                }
+            });
+        }
+        tokio::spawn(upkeep(Arc::downgrade(self)));
+        tokio::spawn(super::sweeping::sweep_deadlines(Arc::downgrade(self)));
+    }
+
     /// One round of upkeep.
-    pub(super) async fn upkeep_once(self: &Arc<Self>) {
+    async fn upkeep_once(self: &Arc<Self>) {
         let Some(shared) = self.shared.clone() else {
             return;
         };
@@ -154,7 +173,7 @@ impl Hub {
 }
 
 /// Runs the upkeep every second, for as long as the hub lives.
-pub(super) async fn upkeep(hub: Weak<Hub>) {
+async fn upkeep(hub: Weak<Hub>) {
     let mut every = tokio::time::interval(UPKEEP_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -5,8 +5,9 @@ use askgate_protocol::{Outcome, RequestId, SessionId};
 
 use super::Inner;
 use super::keys::Keys;
+use super::lua::Index;
 use super::records::{self, Fields};
-use super::trails::{Entry, Index};
+use super::trails::Entry;
 use crate::audit::Note;
 use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 

@@ -5,7 +5,6 @@
 use redis::Script;
 
 use super::Inner;
-use super::trails::Index;
 use crate::store::StoreError;
 
 /// The scripts, loaded once (and again by `EVALSHA`'s fallback when Redis forgot them).
@@ -42,6 +41,27 @@ impl Scripts {
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),
             presence: Script::new(include_str!("scripts/presence.lua")),
         }
+    }
+}
+
+/// One entry of a sorted set nodes look things up in: `ZADD key mode score member`.
+pub(super) struct Index {
+    pub(super) key: String,
+    /// `LT` (only bring it forward) or `GT` (only push it later).
+    pub(super) mode: &'static str,
+    pub(super) score: u64,
+    pub(super) member: String,
+}
+
+impl Index {
+    pub(super) fn command(&self) -> redis::Cmd {
+        let mut command = redis::cmd("ZADD");
+        command
+            .arg(&self.key)
+            .arg(self.mode)
+            .arg(self.score)
+            .arg(&self.member);
+        command
     }
 }
 

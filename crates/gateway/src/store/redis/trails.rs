@@ -10,6 +10,7 @@
 use askgate_protocol::SessionId;
 
 use super::Inner;
+use super::lua::Index;
 use super::lua::redis_error;
 use crate::audit::{Note, chain::sha256_hex, tail};
 use crate::clock::now_ms;
@@ -32,27 +33,6 @@ impl Entry {
             digest: sha256_hex(tail.as_bytes()),
             tail,
         }
-    }
-}
-
-/// One entry of a sorted set nodes look things up in: `ZADD key mode score member`.
-pub(super) struct Index {
-    pub(super) key: String,
-    /// `LT` (only bring it forward) or `GT` (only push it later).
-    pub(super) mode: &'static str,
-    pub(super) score: u64,
-    pub(super) member: String,
-}
-
-impl Index {
-    pub(super) fn command(&self) -> redis::Cmd {
-        let mut command = redis::cmd("ZADD");
-        command
-            .arg(&self.key)
-            .arg(self.mode)
-            .arg(self.score)
-            .arg(&self.member);
-        command
     }
 }
 
