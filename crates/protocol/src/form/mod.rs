@@ -2,10 +2,11 @@
 //! Schema of primitive fields), or to open a URL, and gets back MCP's `ElicitResult`.
 //!
 //! - [`request`]: the ask's `message`, `mode`, `url`, `server`..., validated ([`Form`]).
-//! - [`fields`]: the `requestedSchema`, read into the fields a page shows ([`Field`]); any
-//!   keyword MCP does not define is refused with its path, as MCP clients must.
-//! - `scalars`, `choices`: the fields of one value (text, numbers, booleans), and those that
-//!   offer options.
+//! - [`schema`]: the `requestedSchema`, read into the fields a page shows; any keyword MCP
+//!   does not define is refused with its path, as MCP clients must.
+//! - [`fields`]: what a field is ([`Field`]), and the checks every property reader shares.
+//! - `scalars`, `choices`: the readers of fields of one value (text, numbers, booleans), and
+//!   of those that offer options.
 //! - [`content`]: an accepted form's content, checked against its fields.
 //! - `formats`: e-mail addresses, URIs, dates and times, as the MCP SDK's pydantic types take
 //!   them.
@@ -24,6 +25,7 @@ pub mod fields;
 mod formats;
 pub mod request;
 mod scalars;
+pub mod schema;
 
 pub use content::check_content;
 pub use face::FormFace;

@@ -4,7 +4,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::fields::{Field, read_schema};
+use super::fields::Field;
+use super::schema::read_schema;
 use super::{MAX_MESSAGE_CHARS, MAX_SERVER_CHARS, MAX_URL_BYTES};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::field_paths::{at_most_chars, optional_text};
@@ -213,58 +214,6 @@ fn url_host(url: &str) -> Result<String, String> {
     Ok(host)
 }
 
-/// Whether a field's name or title reads as asking for a secret.
-pub fn looks_sensitive(text: &str) -> bool {
-    const WORDS: [&str; 16] = [
-        "password",
-        "passwd",
-        "passphrase",
-        "pwd",
-        "pin",
-        "otp",
-        "secret",
-        "secrets",
-        "token",
-        "tokens",
-        "key",
-        "keys",
-        "apikey",
-        "credential",
-        "credentials",
-        "cvv",
-    ];
-    const INSIDE: [&str; 5] = [
-        "password",
-        "passphrase",
-        "apikey",
-        "privatekey",
-        "accesskey",
-    ];
-    // Split on anything but letters and at lower-to-upper changes (apiKey, API_KEY).
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && previous_lower && !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            previous_lower = c.is_lowercase();
-            word.extend(c.to_lowercase());
-        } else {
-            previous_lower = false;
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    let joined = words.concat();
-    words.iter().any(|w| WORDS.contains(&w.as_str())) || INSIDE.iter().any(|w| joined.contains(w))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,32 +237,6 @@ mod tests {
             "https:///x",
         ] {
             assert!(url_host(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn secrets_are_noticed() {
-        for name in [
-            "password",
-            "apiKey",
-            "API_KEY",
-            "github token",
-            "Your PIN",
-            "client_secret",
-            "privateKey",
-            "SSH key",
-        ] {
-            assert!(looks_sensitive(name), "{name}");
-        }
-        for name in [
-            "name",
-            "email",
-            "keyboard layout",
-            "monkey",
-            "pinned",
-            "tokenizer",
-        ] {
-            assert!(!looks_sensitive(name), "{name}");
         }
     }
 }
