@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +49,13 @@ pub struct AppState {
     pub web: WebAssets,
     /// The identity-aware proxy, if one is trusted.
     pub proxies: Arc<TrustedProxies>,
+}
+
+/// The pages' handlers take only the pages.
+impl FromRef<AppState> for WebAssets {
+    fn from_ref(state: &AppState) -> WebAssets {
+        state.web.clone()
+    }
 }
 
 /// The router, for a given state.

@@ -7,8 +7,6 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::server::AppState;
-
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 
 /// The embedded files: (name, content type, content). Only these names are served.
@@ -176,25 +174,25 @@ impl WebAssets {
 }
 
 /// `GET /`.
-pub async fn landing(State(state): State<AppState>) -> Response {
-    state.web.serve("index.html").await
+pub async fn landing(State(web): State<WebAssets>) -> Response {
+    web.serve("index.html").await
 }
 
 /// `GET /s/{session}`: the page reads the session from its path and the key from the
 /// fragment, so the server serves the same file for every session.
-pub async fn session_page(State(state): State<AppState>) -> Response {
-    state.web.serve("session.html").await
+pub async fn session_page(State(web): State<WebAssets>) -> Response {
+    web.serve("session.html").await
 }
 
 /// `GET /js/{file}`: the page's ES modules. Only names in the embedded table are served, so
 /// `--web-dir` never reads outside `web/js/`.
-pub async fn js(State(state): State<AppState>, UrlPath(file): UrlPath<String>) -> Response {
-    state.web.serve(&format!("js/{file}")).await
+pub async fn js(State(web): State<WebAssets>, UrlPath(file): UrlPath<String>) -> Response {
+    web.serve(&format!("js/{file}")).await
 }
 
 /// `GET /style.css`.
-pub async fn style(State(state): State<AppState>) -> Response {
-    state.web.serve("style.css").await
+pub async fn style(State(web): State<WebAssets>) -> Response {
+    web.serve("style.css").await
 }
 
 #[cfg(test)]

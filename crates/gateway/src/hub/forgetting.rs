@@ -17,14 +17,10 @@ use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
 use super::entry::EntryState;
-use super::hub_core::Sessions;
+use super::hub_core::{Forgotten, Sessions};
 use crate::clock::now_ms;
 use crate::metrics::gauge_add;
 use crate::store::{Durability, StoreError, StoreOp, Verdict};
-
-/// A forgotten request whose record is to be deleted, and whether its agent acknowledged it
-/// (recorded in the audit trail as `acked`) rather than its retention running out.
-pub(super) type Forgotten = (SessionId, RequestId, bool);
 
 /// What an `ack` found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

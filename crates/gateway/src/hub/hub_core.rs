@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use askgate_protocol::{SessionId, TabId, close};
+use askgate_protocol::{RequestId, SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
@@ -53,6 +53,10 @@ impl JoinRefused {
 /// not, and a session is a few hundred bytes where its box is one pointer.
 pub(super) type Sessions = HashMap<SessionId, Box<Session>>;
 
+/// A forgotten request whose record is to be deleted, and whether its agent acknowledged it
+/// (recorded in the audit trail as `acked`) rather than its retention running out.
+pub(super) type Forgotten = (SessionId, RequestId, bool);
+
 /// Sessions, requests and the peers attached to them.
 pub struct Hub {
     /// Every session. A std Mutex: held only for map updates and `try_send`s, never across an
@@ -71,7 +75,7 @@ pub struct Hub {
     /// Every agent connection, so it can be closed from outside (tests, operators).
     agents: Mutex<HashMap<u64, Link>>,
     /// Forgotten requests whose deletion the store failed: tried again at the next sweep.
-    pub(super) undeleted: Mutex<Vec<super::forgetting::Forgotten>>,
+    pub(super) undeleted: Mutex<Vec<Forgotten>>,
     /// Bytes queued to every tab and not yet written out.
     queued_total: Arc<AtomicUsize>,
 }
