@@ -7,8 +7,8 @@
 //!
 //! # Layout
 //! - `field_paths`: error paths into what agents and tabs send, and their text fields.
-//! - [`error`]: [`FieldError`](error::FieldError) (path, code, message) and
-//!   [`ValidationErrors`](error::ValidationErrors).
+//! - [`error`]: [`FieldError`] (path, code, message) and
+//!   [`ValidationErrors`].
 //! - [`unicode`]: the character rules, frozen at Unicode 14.0 (CPython 3.11): printable,
 //!   whitespace, the uniqueness fold, Python's `repr`.
 //! - [`harness`]: the pydantic-ai-harness `ask_user_question` dialect: validation,

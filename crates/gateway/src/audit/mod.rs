@@ -2,7 +2,7 @@
 //! the change it records, one hash chain per session.
 //!
 //! An entry is one line of JSON: `{"seq":N,"at_ms":T,` then what the event says (its
-//! [`tail`](event::tail): `"session"`, `"id"`, `"event"`, `"user"`, `"tab"` and the event's
+//! [`tail`]: `"session"`, `"id"`, `"event"`, `"user"`, `"tab"` and the event's
 //! own fields), then `,"prev":"…","hash":"…"}`. `hash` is
 //! `SHA-256(prev "\n" seq "\n" at_ms "\n" SHA-256(tail))` in lowercase hex, and `prev` is the
 //! hash of the session's entry before (64 zeros for its first): removing, reordering or

@@ -27,6 +27,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// The doc comments here are `--help` text, where `<session>` means a placeholder.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gateway: agents connect to /v1/agent, people open /s/<session>.

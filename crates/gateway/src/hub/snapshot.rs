@@ -66,7 +66,8 @@ pub(super) struct SnapshotHead<'a> {
 }
 
 impl SnapshotHead<'_> {
-    /// The `snapshot` frame up to its requests, as serde_json writes [`ToTab::Snapshot`].
+    /// The `snapshot` frame up to its requests, as serde_json writes
+    /// [`ToTab::Snapshot`](askgate_protocol::wire::ToTab::Snapshot).
     pub(super) fn encode(&self) -> Bytes {
         snapshot_head(self)
     }

@@ -1,11 +1,8 @@
 //! deepagents' question types, as stored after validation: unknown keys dropped, text
 //! verbatim (never stripped), `choices` and `required` present only when the model sent them.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use super::limits::Bounds;
-use super::validate::validate_questions;
 
 /// The tool's name, and the `type` of its interrupt payload.
 pub const TOOL_NAME: &str = "ask_user";
@@ -88,7 +85,7 @@ impl Question {
 ///
 /// Only [`validate_questions`](super::validate_questions) and
 /// [`validate_args`](super::validate_args) make one (deserialising validates too, by
-/// deepagents' own rules, [`Bounds::Framework`]), so holding one proves deepagents would
+/// deepagents' own rules, [`Bounds::Framework`](super::limits::Bounds::Framework)), so holding one proves deepagents would
 /// accept it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
@@ -123,13 +120,5 @@ impl DeepagentsQuestions {
     /// `{"type": "ask_user", "questions": [...], "tool_call_id": ...}`.
     pub fn interrupt_payload(&self, tool_call_id: &str) -> Value {
         json!({ "type": TOOL_NAME, "questions": self.0, "tool_call_id": tool_call_id })
-    }
-}
-
-impl<'de> Deserialize<'de> for DeepagentsQuestions {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Value::deserialize(deserializer)?;
-        validate_questions(&raw, Bounds::Framework)
-            .map_err(|e| serde::de::Error::custom(e.field_errors()))
     }
 }

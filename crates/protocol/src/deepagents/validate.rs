@@ -20,6 +20,7 @@
 //! Unknown keys are dropped silently at every level. Under [`Bounds::Gateway`] askgate's own
 //! limits are checked as well, independently of the above, and reported alongside.
 
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::limits::{Bounds, MAX_CHOICES, MAX_QUESTIONS, MAX_TEXT_CHARS};
@@ -293,4 +294,13 @@ fn check_choices(
     }
     // askgate's bounds do not stop deepagents' own cross-field rule from being checked.
     (!framework_failed(errors, before)).then_some(choices)
+}
+
+/// Deserialising validates: a question set read from anywhere is one the framework takes.
+impl<'de> Deserialize<'de> for DeepagentsQuestions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(deserializer)?;
+        validate_questions(&raw, Bounds::Framework)
+            .map_err(|e| serde::de::Error::custom(e.field_errors()))
+    }
 }

@@ -35,7 +35,8 @@ pub trait DialectFace: Debug + Send + Sync + 'static {
 
 /// A request one dialect accepted, in its normalised form.
 pub trait Validated: Debug + Send + Sync + 'static {
-    /// The normalised request, as tabs receive it in the dialect's [`field`](DialectFace::field).
+    /// The normalised request, as tabs receive it in the dialect's
+    /// [`fields`](DialectFace::fields).
     fn to_json(&self) -> Value;
 
     /// Checks a tab's `answer` against the request and builds what the agent receives.

@@ -16,7 +16,7 @@ pub struct QuestionSet {
 }
 
 impl QuestionSet {
-    /// Validates an ask's request (the dialect's [`field`](super::DialectFace::field));
+    /// Validates an ask's request (the dialect's [`fields`](super::DialectFace::fields));
     /// error paths start with that field's name.
     ///
     /// # Errors

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::validate::validate_questions;
 use crate::json::scan::Scanner;
 
 /// One choice the user can pick (`QuestionOption`), as stored after validation: stripped,
@@ -60,13 +59,6 @@ impl HarnessQuestions {
     /// The normalised tool arguments: `{"questions": [...]}` with every field present.
     pub fn to_args(&self) -> serde_json::Value {
         serde_json::json!({ "questions": self.0 })
-    }
-}
-
-impl<'de> Deserialize<'de> for HarnessQuestions {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = serde_json::Value::deserialize(deserializer)?;
-        validate_questions(&raw).map_err(serde::de::Error::custom)
     }
 }
 

@@ -9,6 +9,7 @@
 //! Unicode White_Space property (`str::trim`, as pydantic-core does) → length in code points →
 //! the printable rule (Unicode 14.0 categories; `\n` only in `question` and `description`).
 
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::fast_path::{CheckedArgs, check_args_json};
@@ -295,5 +296,13 @@ fn field_text<'v>(
             errors.push(text_error(&path, rule, problem));
             None
         }
+    }
+}
+
+/// Deserialising validates: a question set read from anywhere is one the framework takes.
+impl<'de> Deserialize<'de> for HarnessQuestions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(deserializer)?;
+        validate_questions(&raw).map_err(serde::de::Error::custom)
     }
 }

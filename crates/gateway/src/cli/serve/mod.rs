@@ -13,6 +13,8 @@ use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
 
 /// Flags of `askgate serve` (each also an environment variable).
+// The doc comments here are `--help` text, where `<listen address>` means a placeholder.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on. Without an agent key only loopback addresses are allowed.

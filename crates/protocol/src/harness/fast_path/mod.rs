@@ -11,7 +11,7 @@
 //! caller judges the input with the full validator. Both apply the same
 //! [`rules`](super::rules) and word errors alike ([`field_errors`](super::field_errors)).
 //!
-//! - [`read`]: the readers, from the arguments down to an option, on the scanner.
+//! - [`read`](mod@read): the readers, from the arguments down to an option, on the scanner.
 
 use std::borrow::Cow;
 

@@ -161,7 +161,7 @@ fn skip_string_at(bytes: &[u8], mut at: usize) -> Option<usize> {
 }
 
 /// Where the number starting at `start` ends, its grammar checked:
-/// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
+/// `` -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? ``
 fn skip_number_at(bytes: &[u8], start: usize) -> Option<usize> {
     let digits = |at: usize| {
         bytes[at..]
