@@ -6,16 +6,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::churn::{self, ChurnReport};
+use crate::churn;
 use crate::cli::{AnswerRule, ChurnArgs, FanoutArgs, IdleArgs, StoreArg, SuiteArgs, TargetArgs};
-use crate::fanout::{self, FanoutReport};
-use crate::idle::{self, IdleReport};
+use crate::fanout;
+use crate::idle;
 use crate::report::{Machine, emit_json};
 use crate::target::Target;
-use crate::targets;
+use crate::targets::{self, Report, Runs};
 
 /// Pause between runs, so one run's closing sockets do not weigh on the next.
 const BETWEEN_RUNS: Duration = Duration::from_secs(3);
@@ -26,18 +25,6 @@ pub(crate) enum Load {
     Fanout(FanoutArgs),
     Churn(ChurnArgs),
 }
-
-/// What a scenario run reported.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum Report {
-    Idle(IdleReport),
-    Fanout(Box<FanoutReport>),
-    Churn(ChurnReport),
-}
-
-/// Each run's report, with the name of the server it ran against.
-pub(crate) type Runs = Vec<(&'static str, Report)>;
 
 impl Load {
     /// Runs the scenario against `target`.

@@ -7,7 +7,18 @@ use crate::churn::{self, ChurnReport};
 use crate::fanout::FanoutReport;
 use crate::idle::IdleReport;
 use crate::report::Table;
-use crate::suite::{Report, Runs};
+
+/// What a scenario run reported.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum Report {
+    Idle(IdleReport),
+    Fanout(Box<FanoutReport>),
+    Churn(ChurnReport),
+}
+
+/// Each run's report, with the name of the server it ran against.
+pub(crate) type Runs = Vec<(&'static str, Report)>;
 
 /// One row of the targets table.
 #[derive(Debug, Serialize)]
