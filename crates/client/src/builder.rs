@@ -11,6 +11,7 @@ use crate::client::Client;
 use crate::connection::{DialError, dial};
 use crate::endpoint::agent_url;
 use crate::error::ClientError;
+use crate::shared::Settings;
 
 /// How long one connection attempt (TCP, then the WebSocket upgrade) may take. The first
 /// attempt fails [`ClientBuilder::connect`]; later ones are retried after a backoff.
@@ -27,29 +28,6 @@ pub const MAX_PING_INTERVAL: Duration = Duration::from_secs(3600);
 /// (`--max-agent-frame-bytes`). A larger ask fails with [`ClientError::TooLarge`] instead of
 /// getting the whole connection closed with 4413.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 1024 * 1024;
-
-/// The settings the connection task runs with, fixed at connect time.
-pub(crate) struct Settings {
-    /// The agent endpoint's WebSocket URL.
-    pub(crate) url: String,
-    /// The `Authorization` header value, `Bearer <key>`; checked to be a valid header.
-    pub(crate) authorization: Option<HeaderValue>,
-    pub(crate) backoff: Backoff,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) ping_interval: Duration,
-    pub(crate) max_frame_bytes: usize,
-}
-
-impl fmt::Debug for Settings {
-    /// The key stays out of logs.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Settings")
-            .field("url", &self.url)
-            .field("key", &self.authorization.as_ref().map(|_| "<redacted>"))
-            .field("backoff", &self.backoff)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Configures and connects a [`Client`].
 ///
@@ -182,5 +160,30 @@ impl ClientBuilder {
             }),
             Err(DialError::Fatal(error)) => Err(error),
         }
+    }
+}
+
+/// The two ways to start a client.
+impl Client {
+    /// Connects to the gateway at `url` with the default settings (see [`ClientBuilder`] for
+    /// the others).
+    ///
+    /// `url` is the agent endpoint `ws://host:port/v1/agent`, or the gateway's base URL
+    /// `http://host:port`, from which the endpoint is derived (see
+    /// [`agent_url`]). `key` is the agent key, if the gateway requires one.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::connect`].
+    pub async fn connect(url: &str, key: Option<String>) -> Result<Client, ClientError> {
+        let mut builder = ClientBuilder::new(url);
+        if let Some(key) = key {
+            builder = builder.key(key);
+        }
+        builder.connect().await
+    }
+
+    /// A builder, for a key, backoff or timeouts.
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(url)
     }
 }

@@ -5,8 +5,8 @@
 //! arrives withdraws the request, as a cancelled agent run should.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use askgate_protocol::harness::Question;
@@ -16,27 +16,10 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument as _;
 
 use crate::ask::{Answered, Ask, Opened, new_id};
-use crate::builder::{ClientBuilder, Settings};
 use crate::connection::{Command, Connection, Socket};
 use crate::error::ClientError;
 use crate::pending::Key;
-
-/// What every clone and the connection task share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) settings: Arc<Settings>,
-    /// Why the connection task stopped for good; set before its command channel closes.
-    pub(crate) fatal: OnceLock<ClientError>,
-    /// Numbers asks, so a late withdrawal cannot hit a later ask of the same request id.
-    next_ticket: AtomicU64,
-}
-
-impl Shared {
-    /// The error for a call the connection task can no longer take.
-    fn error(&self) -> ClientError {
-        self.fatal.get().cloned().unwrap_or(ClientError::Closed)
-    }
-}
+use crate::shared::{Settings, Shared};
 
 /// A connection to an askgate gateway's agent endpoint, shared by every clone.
 ///
@@ -61,36 +44,10 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// Connects to the gateway at `url` with the default settings (see [`ClientBuilder`] for
-    /// the others).
-    ///
-    /// `url` is the agent endpoint `ws://host:port/v1/agent`, or the gateway's base URL
-    /// `http://host:port`, from which the endpoint is derived (see
-    /// [`agent_url`](crate::agent_url)). `key` is the agent key, if the gateway requires one.
-    ///
-    /// # Errors
-    /// As [`ClientBuilder::connect`].
-    pub async fn connect(url: &str, key: Option<String>) -> Result<Client, ClientError> {
-        let mut builder = ClientBuilder::new(url);
-        if let Some(key) = key {
-            builder = builder.key(key);
-        }
-        builder.connect().await
-    }
-
-    /// A builder, for a key, backoff or timeouts.
-    pub fn builder(url: impl Into<String>) -> ClientBuilder {
-        ClientBuilder::new(url)
-    }
-
     /// Starts the connection task on a connected socket.
     pub(crate) fn spawn(settings: Arc<Settings>, socket: Socket) -> Client {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            settings: Arc::clone(&settings),
-            fatal: OnceLock::new(),
-            next_ticket: AtomicU64::new(0),
-        });
+        let shared = Arc::new(Shared::new(Arc::clone(&settings)));
         let span = tracing::debug_span!("askgate_client", url = %settings.url);
         let connection = Connection::new(settings, Arc::clone(&shared), receiver);
         tokio::spawn(connection.run(socket).instrument(span));

@@ -23,10 +23,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::ask::{Answered, Opened};
-use crate::builder::Settings;
-use crate::client::Shared;
 use crate::error::ClientError;
 use crate::pending::{Key, Pending, Reply};
+use crate::shared::{Settings, Shared};
 
 /// How long the task keeps going after the last `Client` is dropped, to deliver withdrawals
 /// of asks dropped just before. Past it, their requests stay open until their deadline.

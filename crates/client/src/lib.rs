@@ -68,6 +68,7 @@ mod connection;
 pub mod endpoint;
 pub mod error;
 mod pending;
+mod shared;
 
 pub use ask::{Answered, Ask, Opened};
 pub use askgate_protocol::harness::{Question, QuestionOption};
