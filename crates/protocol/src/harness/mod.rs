@@ -28,11 +28,12 @@ pub mod validate;
 pub use check::{ResponseError, check_response};
 pub use face::HarnessFace;
 pub use fast_path::{
-    CheckedArgs, check_args_at, check_args_json, check_args_json_fully, validate_node,
+    CheckedArgs, check_args_at, check_args_json, check_args_json_fully, validate_args_json,
+    validate_node,
 };
 pub use render::{DECLINED, ResultText, TIMED_OUT, ToolResult, ask_user_result};
 pub use schema::{INSTRUCTIONS, TOOL_NAME, tool_definition};
 pub use types::{
     AskUserAnswer, AskUserResponse, HarnessQuestions, Question, QuestionOption, ResponseRef,
 };
-pub use validate::{TopLevelExtras, validate_args, validate_args_json, validate_questions};
+pub use validate::{TopLevelExtras, validate_args, validate_questions};

@@ -12,7 +12,6 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::fast_path::{CheckedArgs, check_args_json};
 use super::field_errors::{
     arguments_not_an_object, duplicate_header, duplicate_label, missing, not_a_bool, options_count,
     text_error, too_few_questions, too_many_questions, unknown, wrong_type,
@@ -70,20 +69,6 @@ pub(super) fn validate_view(
         }
     }
     finish(questions, errors)
-}
-
-/// Validates tool arguments given as JSON text (an OpenAI-style string tool call).
-///
-/// Well-formed arguments take a fast path that reads the text straight into borrowed fields;
-/// anything unusual is judged by [`validate_args`], which finds every error.
-///
-/// # Errors
-/// `invalid_json` for text that is not JSON, else as [`validate_args`].
-pub fn validate_args_json(
-    text: &str,
-    extras: TopLevelExtras,
-) -> Result<HarnessQuestions, ValidationErrors> {
-    check_args_json(text, extras).map(CheckedArgs::into_owned)
 }
 
 /// Validates the `questions` list alone; paths start with `questions`.

@@ -32,7 +32,7 @@ use crate::json::write::{push_list, push_str};
 use read::read_args;
 
 /// Valid tool arguments' normalised `questions` list, borrowing from the arguments' text
-/// where it can: what [`validate_args_json`](super::validate_args_json) proves, without
+/// where it can: what [`validate_args_json`] proves, without
 /// copying a valid call's strings. Serialises exactly as [`HarnessQuestions`] does.
 #[derive(Serialize)]
 #[serde(transparent)]
@@ -128,8 +128,22 @@ impl CheckedArgs<'_> {
     }
 }
 
+/// Validates tool arguments given as JSON text (an OpenAI-style string tool call).
+///
+/// Well-formed arguments take a fast path that reads the text straight into borrowed fields;
+/// anything unusual is judged by [`validate_args`], which finds every error.
+///
+/// # Errors
+/// `invalid_json` for text that is not JSON, else as [`validate_args`].
+pub fn validate_args_json(
+    text: &str,
+    extras: TopLevelExtras,
+) -> Result<HarnessQuestions, ValidationErrors> {
+    check_args_json(text, extras).map(CheckedArgs::into_owned)
+}
+
 /// Validates tool arguments given as JSON text, as
-/// [`validate_args_json`](super::validate_args_json) does, keeping a valid call's strings
+/// [`validate_args_json`] does, keeping a valid call's strings
 /// borrowed.
 ///
 /// # Errors
