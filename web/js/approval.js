@@ -11,7 +11,7 @@
  */
 
 import { growTextarea, make, shorten } from './page.js';
-import { updateReadiness } from './cards.js';
+import { updateReadiness } from './readiness.js';
 import { buildArgTree } from './argtree.js';
 import { buildEditor, diffArgs, readEdit } from './argedit.js';
 import { isObject, pathText } from './argcheck.js';

@@ -5,12 +5,11 @@
  * reads their answers, says how they make the response, and summarises an answer.
  */
 
-import { make, serverNow, state, ui } from './page.js';
-import { send, updateRetryText } from './connection.js';
-import { announce, updateTitle } from './status.js';
-import { fold } from './finished.js';
+import { make, send, serverNow, state, ui } from './page.js';
+import { announce, updateRetryText, updateTitle } from './status.js';
 import { endedByYou, endedHere, endingText, mayAnswer, waitingFor } from './people.js';
 import { dialectOf } from './dialects.js';
+import { renderErrors, updateReadiness } from './readiness.js';
 
 const FOLD_DELAY_MS = 4000;
 const DECLINE_CONFIRM_MS = 5000;
@@ -133,32 +132,6 @@ export function applyAccess(rec) {
   if (rec.notesEl) rec.notesEl.hidden = rec.readOnly;
   rec.questions.forEach((qr) => { qr.fieldset.disabled = rec.readOnly; });
   updateReadiness(rec);
-}
-
-export function updateReadiness(rec) {
-  let ready = rec.supported;
-  for (const qr of rec.questions) {
-    const result = rec.dialect.read(qr);
-    qr.localError = result.problem || '';
-    ready = ready && 'answer' in result;
-    for (const input of qr.fieldset.querySelectorAll('.option > input')) {
-      input.parentNode.classList.toggle('is-picked', input.checked);
-    }
-  }
-  renderErrors(rec);
-  // A dialect that reveals what is missing keeps Submit pressable, to say so.
-  if (rec.submitBtn) rec.submitBtn.disabled = !((ready || rec.dialect.reveal) && rec.phase === 'open');
-  rec.extraButtons.forEach((button) => { button.disabled = rec.phase !== 'open'; });
-  return ready;
-}
-
-export function renderErrors(rec) {
-  rec.errorEl.replaceChildren(...rec.cardErrors.map((m) => make('p', '', m)));
-  for (const qr of rec.questions) {
-    const messages = qr.serverErrors.concat(qr.localError ? [qr.localError] : []);
-    qr.errorEl.replaceChildren(...messages.map((m) => make('p', '', m)));
-    qr.fieldset.classList.toggle('has-error', messages.length > 0);
-  }
 }
 
 function clearServerErrors(rec) {
@@ -323,6 +296,11 @@ export function closedWhileAway(rec, text) {
   announce(text);
 }
 
+// Folds a final card into the finished list once its moment has passed. finished.js, which
+// builds on the cards, hands it over (whenFinalFold), so the cards need not import it back.
+let foldFinal = () => {};
+export function whenFinalFold(fold) { foldFinal = fold; }
+
 function markFinal(rec, end, text, foldDelay) {
   const hadFocus = rec.el.contains(document.activeElement);
   rec.end = end;
@@ -339,7 +317,7 @@ function markFinal(rec, end, text, foldDelay) {
   updateTitle();
   updateEmpty();
   clearTimeout(rec.foldTimer);
-  rec.foldTimer = setTimeout(() => fold(rec), foldDelay);
+  rec.foldTimer = setTimeout(() => foldFinal(rec), foldDelay);
 }
 
 // Removes an open card for good (the page can no longer show the session).

@@ -11,7 +11,7 @@
  */
 
 import { growTextarea, make, pickList, shorten } from './page.js';
-import { updateReadiness } from './cards.js';
+import { updateReadiness } from './readiness.js';
 
 export const CLAUDE_INCOMPLETE = 'Answer every question (pick an option or write your own), or ' +
   'answer in your own words below, to submit.';

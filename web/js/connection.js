@@ -3,15 +3,18 @@
  * history / presence / error).
  */
 
-import { state, ui } from './page.js';
+import { send, state, ui } from './page.js';
 import {
-  applyAccess, closedWhileAway, createCard, disableCard, finalize, removeCard, renderErrors,
-  reopen, setStatus, tick, updateEmpty,
+  applyAccess, closedWhileAway, createCard, disableCard, finalize, removeCard, reopen, setStatus,
+  tick, updateEmpty,
 } from './cards.js';
+import { renderErrors } from './readiness.js';
 import { dropFinished, fold, listFinished } from './finished.js';
 import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
 import { setYou } from './people.js';
-import { announce, noteNew, renderPresence, setConnection, showNotice, toast } from './status.js';
+import {
+  announce, noteNew, renderPresence, setConnection, showNotice, toast, updateRetryText,
+} from './status.js';
 
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_SLOW_MS = 5000; // after "try later" / "too many frames": back off harder
@@ -91,14 +94,6 @@ export function connect() {
 
 // Sends `frame`: 'sent', 'offline', or 'too-large' (over the gateway's frame limit, which
 // would close the socket: not sent, so the person can shorten it).
-export function send(frame) {
-  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return 'offline';
-  const text = JSON.stringify(frame);
-  if (new TextEncoder().encode(text).length > state.maxFrameBytes) return 'too-large';
-  state.ws.send(text);
-  return 'sent';
-}
-
 function onClose(ws, event) {
   if (ws !== state.ws) return;
   state.ws = null;
@@ -141,13 +136,6 @@ function scheduleReconnect(code) {
   state.retryAt = Date.now() + delay;
   state.retryTimer = setTimeout(connect, delay);
   updateRetryText();
-}
-
-export function updateRetryText() {
-  if (!state.retryAt) return;
-  const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
-  const reason = state.lostReason.charAt(0).toUpperCase() + state.lostReason.slice(1);
-  setConnection('reconnecting', reason + ' — reconnecting in ' + seconds + ' s');
 }
 
 /* ---------- frame handlers ---------- */

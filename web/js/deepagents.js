@@ -4,7 +4,7 @@
 // them and encodes `multi_select` exactly as the TUI does.
 
 import { growTextarea, make, pickList } from './page.js';
-import { updateReadiness } from './cards.js';
+import { updateReadiness } from './readiness.js';
 
 const DEEP_OTHER = 'Other (type your answer)';
 const DEEP_MAX_OTHERS = 10;

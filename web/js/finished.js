@@ -6,7 +6,7 @@
 
 import { make, serverNow, shorten, state, timeElement, ui } from './page.js';
 import {
-  buildCard, disableCard, endOf, finalize, focusCard, nearestOpenCard, updateEmpty,
+  buildCard, disableCard, endOf, finalize, focusCard, nearestOpenCard, updateEmpty, whenFinalFold,
 } from './cards.js';
 import { endingText } from './people.js';
 import { announce } from './status.js';
@@ -34,6 +34,7 @@ export function fold(rec) {
   // Open questions still need answers: a keyboard user goes on to the next of those.
   if (hadFocus) focusCard(next);
 }
+whenFinalFold(fold);
 
 function foldedName(rec) {
   const view = rec.view;

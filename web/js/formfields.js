@@ -16,7 +16,7 @@
  */
 
 import { make } from './page.js';
-import { updateReadiness } from './cards.js';
+import { updateReadiness } from './readiness.js';
 import { isEmail, isUri } from './formats.js';
 
 const KINDS = ['text', 'email', 'uri', 'date', 'date-time', 'number', 'integer', 'boolean', 'choice', 'choices'];

@@ -1,7 +1,7 @@
 /* pydantic-ai-harness questions: options, multi-select, one "Other…" text. */
 
 import { growTextarea, make, pickList } from './page.js';
-import { updateReadiness } from './cards.js';
+import { updateReadiness } from './readiness.js';
 import { unassignedInUnicode14 } from './unicode14.js';
 
 // The harness rejects control, format, private-use and unassigned characters and the

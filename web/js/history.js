@@ -11,8 +11,7 @@
  * Titles, questions, answers and names are untrusted: they are shown as text only (make).
  */
 
-import { make, pickList, serverNow, shorten, state, timeElement, ui } from './page.js';
-import { send } from './connection.js';
+import { make, pickList, send, serverNow, shorten, state, timeElement, ui } from './page.js';
 import { endedByYou, viaText } from './people.js';
 import { decisionText } from './approval.js';
 import { formSummaryList } from './form.js';

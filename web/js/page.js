@@ -1,6 +1,6 @@
 /* The answer page's shared pieces: the one `state` and `ui` every module reads and writes,
  * the server clock, the local-time wording of a moment, and the DOM helpers the cards, the
- * history and both dialects build with.
+ * history and both dialects build with, and the one way to send a frame on the socket.
  */
 
 export const state = {
@@ -143,4 +143,14 @@ export function growTextarea(area) {
   if (window.CSS && CSS.supports && CSS.supports('field-sizing', 'content')) return;
   area.style.height = 'auto';
   if (area.value) area.style.height = area.scrollHeight + 2 + 'px';
+}
+
+// Sends a frame on the page's socket: 'sent', or why not ('offline', 'too-large' for the
+// gateway's limit on a tab's frame).
+export function send(frame) {
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return 'offline';
+  const text = JSON.stringify(frame);
+  if (new TextEncoder().encode(text).length > state.maxFrameBytes) return 'too-large';
+  state.ws.send(text);
+  return 'sent';
 }

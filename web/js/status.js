@@ -109,3 +109,11 @@ export function setupNotifyButton() {
     if (result && typeof result.then === 'function') result.then(render, render);
   });
 }
+
+// The reconnect countdown, in the connection line.
+export function updateRetryText() {
+  if (!state.retryAt) return;
+  const seconds = Math.max(1, Math.ceil((state.retryAt - Date.now()) / 1000));
+  const reason = state.lostReason.charAt(0).toUpperCase() + state.lostReason.slice(1);
+  setConnection('reconnecting', reason + ' — reconnecting in ' + seconds + ' s');
+}

@@ -32,6 +32,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/page.js"),
     ),
     (
+        "js/readiness.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/readiness.js"),
+    ),
+    (
         "js/connection.js",
         JAVASCRIPT,
         include_str!("../../../web/js/connection.js"),
