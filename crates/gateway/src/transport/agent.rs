@@ -14,11 +14,11 @@ use axum::response::Response;
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
-use super::socket::{
-    Closing, Keepalive, Step, Watch, WebSocket, close_with, next_event, poll_once, socket_config,
-    step,
-};
+use super::closing::{Closing, close_with};
+use super::socket::{Step, next_event, socket_config, step};
 use super::upgrade::Upgrade;
+use super::upgrade::WebSocket;
+use super::watch::{Keepalive, Watch, poll_once};
 use crate::hub::{AgentHandle, Link};
 use crate::keys::AgentRefusal;
 use crate::metrics::gauge_add;

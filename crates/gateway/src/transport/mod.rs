@@ -2,6 +2,7 @@
 //! The only modules that speak WebSocket (tungstenite, after [`upgrade`]'s handshake).
 
 mod agent;
+mod closing;
 mod http;
 mod http_api;
 mod http_audit;
@@ -9,6 +10,8 @@ mod http_links;
 mod socket;
 mod tab;
 mod upgrade;
+mod watch;
+mod writing;
 
 pub use agent::agent_endpoint;
 pub use http::{healthz, metrics, readyz};

@@ -1,37 +1,23 @@
-//! What every socket connection shares: its configuration, the event loop's next event,
-//! writing queued frames (in fragments when large), keepalive, rate limiting, and closing
-//! with a code that the peer gets to read.
+//! What every socket connection shares: its configuration, the event loop's next event, and
+//! each event handled as every connection does. Writing is in [`writing`](super::writing), the
+//! close in [`closing`](super::closing), what the loop watches in [`watch`](super::watch).
 
-use std::pin::Pin;
 use std::task::Poll;
-use std::time::Duration;
 
 use askgate_protocol::close;
-use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
-use tokio::io::AsyncReadExt as _;
-use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
-use tokio_tungstenite::tungstenite::protocol::frame::{CloseFrame, Frame as WireFrame, Utf8Bytes};
+use tokio_tungstenite::tungstenite::protocol::frame::Utf8Bytes;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
-pub(super) use super::upgrade::WebSocket;
+use super::closing::{CLOSE_TIMEOUT, code_for_read_error};
+use super::upgrade::WebSocket;
+use super::watch::Watch;
+use super::writing::{Written, send_ping, write_frame, write_frames, write_now};
 use crate::config::Limits;
-use crate::hub::{Delivery, FRAGMENT_BYTES, Frame, Queue};
-use crate::metrics::{Metrics, count};
+use crate::hub::{Delivery, Frame};
+use crate::metrics::count;
 use crate::pacer::Pacer;
-
-/// Frames written per flush when a queue has several waiting.
-const BATCH_FRAMES: usize = 32;
-/// How long a close frame may take to go out.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
-/// How long, after the close frame, the peer's remaining input is read (and dropped) while
-/// waiting for its own close frame. Closing a socket with unread input makes the kernel reset
-/// the connection, and a reset can discard the close frame before the peer reads it.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
-/// The most of a peer's unread input read after its bad input, before closing anyway.
-const DRAIN_BYTES: usize = 4 * 1024 * 1024;
 
 /// The socket configuration for a peer that may send messages of `max_message_bytes`, read
 /// `read_buffer_bytes` at a time.
@@ -39,7 +25,7 @@ const DRAIN_BYTES: usize = 4 * 1024 * 1024;
 /// The message limit is on what peers send. What the gateway sends is not capped by it: a
 /// snapshot carries every open request, and an outcome carries a custom answer three times
 /// over, so either can be many times larger. The write buffer stays bounded anyway: a frame
-/// is written in fragments of [`FRAGMENT_BYTES`], each queued only once the buffer has been
+/// is written in fragments of [`FRAGMENT_BYTES`](crate::hub::FRAGMENT_BYTES), each queued only once the buffer has been
 /// written out below `write_buffer_bytes`.
 pub(super) fn socket_config(
     limits: &Limits,
@@ -66,56 +52,6 @@ pub(super) enum Event {
     Tick,
     /// Close with this code (asked for by the hub, or by shutdown).
     Close(u16),
-}
-
-/// The parts of a connection the event loop watches besides the socket.
-pub(super) struct Watch<'a> {
-    /// The connection's inbox: frames, a tab's presence, and the code to close with.
-    pub(super) queue: &'a mut Queue,
-    pub(super) keepalive: &'a mut Keepalive,
-    pub(super) metrics: &'a Metrics,
-}
-
-impl Watch<'_> {
-    /// Races `write` (one fragment, a flush or a ping) against a close (asked for by the hub
-    /// or by shutdown), and a peer that does not take it within a ping interval (its buffers
-    /// are full: it has stopped reading), which is closed as too slow (4408) rather than left
-    /// holding the connection.
-    async fn guard(
-        &mut self,
-        write: impl Future<Output = Result<(), WsError>>,
-    ) -> Result<(), Option<u16>> {
-        // Nearly every write goes through at once: then no timer is set up at all.
-        let mut write = std::pin::pin!(write);
-        if let Poll::Ready(written) = poll_once(write.as_mut()).await {
-            return written.map_err(|_| None);
-        }
-        // Boxed, like a tab's frame handling: every connection's task would otherwise carry
-        // room for this rare wait (a timer) while it sits idle.
-        Box::pin(self.wait_for(write)).await
-    }
-
-    /// The rest of [`Watch::guard`], for a write that did not go through at once.
-    async fn wait_for(
-        &mut self,
-        write: Pin<&mut impl Future<Output = Result<(), WsError>>>,
-    ) -> Result<(), Option<u16>> {
-        let period = self.keepalive.period;
-        tokio::select! {
-            biased;
-            written = write => written.map_err(|_| None),
-            code = self.queue.closed() => Err(Some(code)),
-            () = tokio::time::sleep(period) => {
-                count(&self.metrics.closed_too_slow);
-                Err(Some(close::TOO_SLOW))
-            }
-        }
-    }
-}
-
-/// Polls `future` once, in the calling task: what it does up to its first wait happens now.
-pub(super) async fn poll_once<F: Future>(mut future: Pin<&mut F>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// Waits for the next event: what the hub has for the connection first (a close before
@@ -156,33 +92,6 @@ pub(super) enum Step {
     /// The peer's input could not be read (a frame too large, not UTF-8, against the
     /// protocol): close with this code and reason, its unread input drained first.
     Failed(u16, &'static str),
-}
-
-/// How a connection ends, as its task hands it to [`close_with`].
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Closing {
-    pub(super) code: u16,
-    pub(super) reason: &'static str,
-    /// The WebSocket stream failed on the peer's input, which may still be arriving.
-    pub(super) after_bad_input: bool,
-}
-
-impl Closing {
-    pub(super) fn with(code: u16, reason: &'static str) -> Self {
-        Closing {
-            code,
-            reason,
-            after_bad_input: false,
-        }
-    }
-
-    pub(super) fn after_bad_input(code: u16, reason: &'static str) -> Self {
-        Closing {
-            code,
-            reason,
-            after_bad_input: true,
-        }
-    }
 }
 
 /// Handles `event` as every connection does: writes what the hub queued, keeps the peer
@@ -273,191 +182,4 @@ async fn wait_on(socket: &mut WebSocket, watch: &mut Watch<'_>, wait: Wait) -> S
         }
     };
     written.map_or_else(ended, |()| Step::Continue)
-}
-
-/// What writing without waiting came to.
-enum Written {
-    /// Every frame written and flushed.
-    Done,
-    /// The socket failed.
-    Failed,
-    /// The socket would block, or a frame must go in fragments: the rest is for [`wait_on`].
-    Rest(Option<Frame>),
-}
-
-/// Writes `first` and whatever else is queued (up to a batch), then flushes, for as long as
-/// the socket takes them without waiting; stops at a frame too large for one fragment.
-fn write_now(
-    socket: &mut WebSocket,
-    cx: &mut std::task::Context<'_>,
-    first: Frame,
-    queue: &mut Queue,
-) -> Written {
-    let mut frame = first;
-    let mut written = 0;
-    loop {
-        let Some(whole) = frame.whole(FRAGMENT_BYTES) else {
-            return Written::Rest(Some(frame));
-        };
-        match socket.poll_ready_unpin(cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(_)) => return Written::Failed,
-            Poll::Pending => return Written::Rest(Some(frame)),
-        }
-        // As in `write_frame`: serde_json's output goes out without being checked again.
-        let wire = WireFrame::message(whole.clone(), OpCode::Data(Data::Text), true);
-        if socket.start_send_unpin(Message::Frame(wire)).is_err() {
-            return Written::Failed;
-        }
-        written += 1;
-        if written == BATCH_FRAMES {
-            break;
-        }
-        match queue.try_frame() {
-            Some(next) => frame = next,
-            None => break,
-        }
-    }
-    match socket.poll_flush_unpin(cx) {
-        Poll::Ready(Ok(())) => Written::Done,
-        Poll::Ready(Err(_)) => Written::Failed,
-        Poll::Pending => Written::Rest(None),
-    }
-}
-
-/// Writes `first` and whatever else is queued (up to a batch), then flushes, each step
-/// guarded by [`Watch::guard`].
-pub(super) async fn write_frames(
-    socket: &mut WebSocket,
-    first: Frame,
-    watch: &mut Watch<'_>,
-) -> Result<(), Option<u16>> {
-    write_frame(socket, &first, watch).await?;
-    drop(first);
-    // Guarded fragment by fragment: a peer that reads slowly but steadily gets a whole batch
-    // however long it takes; one that takes nothing for a ping interval is closed.
-    for _ in 1..BATCH_FRAMES {
-        let Some(frame) = watch.queue.try_frame() else {
-            break;
-        };
-        write_frame(socket, &frame, watch).await?;
-    }
-    watch.guard(socket.flush()).await
-}
-
-/// Writes one frame (without a final flush), in fragments when it is larger than one.
-pub(super) async fn write_frame(
-    socket: &mut WebSocket,
-    frame: &Frame,
-    watch: &mut Watch<'_>,
-) -> Result<(), Option<u16>> {
-    let fragments = frame.len().div_ceil(FRAGMENT_BYTES).max(1);
-    let mut pieces = frame.fragments(FRAGMENT_BYTES).peekable();
-    let mut first = true;
-    while let Some(piece) = pieces.next() {
-        let last = pieces.peek().is_none();
-        let opcode = if first { Data::Text } else { Data::Continue };
-        first = false;
-        // Frames are encoded by serde_json (valid UTF-8) and cut between characters, so they
-        // go out as they are, without being checked again for every tab.
-        let wire = WireFrame::message(piece, OpCode::Data(opcode), last);
-        watch.guard(socket.feed(Message::Frame(wire))).await?;
-        // A large frame is flushed fragment by fragment, so the write buffer holds one.
-        if fragments > 1 && !last {
-            watch.guard(socket.flush()).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Sends a keepalive ping, guarded by [`Watch::guard`].
-pub(super) async fn send_ping(
-    socket: &mut WebSocket,
-    ping: Message,
-    watch: &mut Watch<'_>,
-) -> Result<(), Option<u16>> {
-    watch.guard(socket.send(ping)).await
-}
-
-/// Sends the close frame (within [`CLOSE_TIMEOUT`]), then reads and drops what the peer
-/// still sends, until its own close frame arrives (or its input ends) or [`DRAIN_TIMEOUT`]
-/// passes. After bad input the WebSocket stream reads nothing more, so the raw connection is
-/// read instead, up to [`DRAIN_BYTES`].
-pub(super) async fn close_with(socket: &mut WebSocket, closing: Closing) {
-    let frame = CloseFrame {
-        code: CloseCode::from(closing.code),
-        reason: Utf8Bytes::from(closing.reason),
-    };
-    let sent = tokio::time::timeout(CLOSE_TIMEOUT, socket.send(Message::Close(Some(frame)))).await;
-    if !matches!(sent, Ok(Ok(()))) {
-        return;
-    }
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        if closing.after_bad_input {
-            let raw = socket.get_mut();
-            let mut sink = vec![0u8; 8192];
-            let mut drained = 0;
-            while drained < DRAIN_BYTES {
-                match raw.read(&mut sink).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => drained += n,
-                }
-            }
-        } else {
-            while let Some(Ok(_)) = socket.next().await {}
-        }
-    })
-    .await;
-}
-
-/// The close code and reason for a failed read, or `None` when the connection just ended.
-pub(super) fn code_for_read_error(
-    error: &WsError,
-    metrics: &Metrics,
-) -> Option<(u16, &'static str)> {
-    match error {
-        WsError::Capacity(_) => {
-            count(&metrics.closed_too_large);
-            Some((close::TOO_LARGE, "frame too large"))
-        }
-        WsError::Utf8(_) => Some((close::INVALID_PAYLOAD, "a text frame that is not UTF-8")),
-        WsError::Protocol(
-            tokio_tungstenite::tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
-        ) => None,
-        WsError::Protocol(_) => Some((close::PROTOCOL_ERROR, "a WebSocket protocol violation")),
-        _ => None,
-    }
-}
-
-/// Pings on an interval; two pings without any sign of life end the connection.
-pub(super) struct Keepalive {
-    interval: Interval,
-    period: Duration,
-    unanswered: u8,
-}
-
-impl Keepalive {
-    pub(super) fn new(period: Duration) -> Self {
-        let mut interval = tokio::time::interval_at(Instant::now() + period, period);
-        interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        Keepalive {
-            interval,
-            period,
-            unanswered: 0,
-        }
-    }
-
-    /// The peer sent something: it is alive.
-    pub(super) fn alive(&mut self) {
-        self.unanswered = 0;
-    }
-
-    /// On a tick: `Some(ping)` to send, or `None` when two pings went unanswered.
-    pub(super) fn tick(&mut self) -> Option<Message> {
-        if self.unanswered >= 2 {
-            return None;
-        }
-        self.unanswered += 1;
-        Some(Message::Ping(Bytes::new()))
-    }
 }

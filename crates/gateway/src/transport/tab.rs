@@ -18,11 +18,11 @@ use futures_util::StreamExt as _;
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument as _;
 
-use super::socket::{
-    Closing, Keepalive, Step, Watch, WebSocket, close_with, code_for_read_error, next_event,
-    socket_config, step,
-};
+use super::closing::{Closing, close_with, code_for_read_error};
+use super::socket::{Step, next_event, socket_config, step};
 use super::upgrade::Upgrade;
+use super::upgrade::WebSocket;
+use super::watch::{Keepalive, Watch};
 use crate::clock::now_ms;
 use crate::hub::{Link, Queue, TabHandle};
 use crate::metrics::gauge_add;
