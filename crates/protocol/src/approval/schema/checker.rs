@@ -7,7 +7,8 @@ use super::MAX_SCHEMA_VISITS;
 use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::field_paths::{index_path, key_path};
 
-/// Checks `value` (at `path`) against a schema [`inspect`] found [`Support::Checked`], and
+/// Checks `value` (at `path`) against a schema [`inspect`](super::inspect) found
+/// [`Support::Checked`](super::Support::Checked), and
 /// lists every problem found.
 pub fn check(schema: &Value, value: &Value, path: &str) -> Vec<FieldError> {
     let mut checker = Checker {
