@@ -8,8 +8,7 @@ use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::field_paths::{index_path, key_path};
 
 /// Checks `value` (at `path`) against a schema [`inspect`](super::inspect) found
-/// [`Support::Checked`](super::Support::Checked), and
-/// lists every problem found.
+/// [`Support::Checked`](super::Support::Checked), and lists every problem found.
 pub fn check(schema: &Value, value: &Value, path: &str) -> Vec<FieldError> {
     let mut checker = Checker {
         visits: MAX_SCHEMA_VISITS,
