@@ -12,6 +12,10 @@ rounds=$1; shift
 servers=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do servers+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
+# The baseline's one dependency (ws), as bench/run.sh installs it.
+if printf '%s\n' "${servers[@]}" | grep -qx node && [ ! -d bench/node-baseline/node_modules ]; then
+  (cd bench/node-baseline && npm ci --no-audit --no-fund)
+fi
 for round in $(seq "$rounds"); do
   for server in "${servers[@]}"; do
     if [ "$server" = node ]; then spawn=(--spawn-node bench/node-baseline/server.js)
