@@ -92,8 +92,6 @@ export function connect() {
   ws.addEventListener('close', (event) => onClose(ws, event));
 }
 
-// Sends `frame`: 'sent', 'offline', or 'too-large' (over the gateway's frame limit, which
-// would close the socket: not sent, so the person can shorten it).
 function onClose(ws, event) {
   if (ws !== state.ws) return;
   state.ws = null;

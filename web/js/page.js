@@ -145,8 +145,8 @@ export function growTextarea(area) {
   if (area.value) area.style.height = area.scrollHeight + 2 + 'px';
 }
 
-// Sends a frame on the page's socket: 'sent', or why not ('offline', 'too-large' for the
-// gateway's limit on a tab's frame).
+// Sends `frame`: 'sent', 'offline', or 'too-large' (over the gateway's frame limit, which
+// would close the socket: not sent, so the person can shorten it).
 export function send(frame) {
   if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return 'offline';
   const text = JSON.stringify(frame);

@@ -1,4 +1,5 @@
-//! [`ClientBuilder`]: where the gateway is, the key, and how the connection behaves.
+//! [`ClientBuilder`]: where the gateway is, the key, and how the connection behaves; and the
+//! two ways to start a [`Client`] (`Client::connect`, `Client::builder`).
 
 use std::fmt;
 use std::sync::Arc;
