@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::http_api::{ApiError, authorize, within};
+use super::http_checks::{ApiError, authorize, within};
 use crate::server::AppState;
 
 /// Entries read from the store at a time.

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::http_api::{ApiError, authorize, body_object, session_id, within};
+use super::http_checks::{ApiError, authorize, body_object, session_id, within};
 use crate::server::AppState;
 
 /// `POST /v1/sessions/{session}/links`.

@@ -6,6 +6,7 @@ mod closing;
 mod http;
 mod http_api;
 mod http_audit;
+mod http_checks;
 mod http_links;
 mod socket;
 mod tab;
