@@ -25,8 +25,8 @@ use crate::pacer::Pacer;
 /// The message limit is on what peers send. What the gateway sends is not capped by it: a
 /// snapshot carries every open request, and an outcome carries a custom answer three times
 /// over, so either can be many times larger. The write buffer stays bounded anyway: a frame
-/// is written in fragments of [`FRAGMENT_BYTES`](crate::hub::FRAGMENT_BYTES), each queued only once the buffer has been
-/// written out below `write_buffer_bytes`.
+/// is written in fragments of [`FRAGMENT_BYTES`](crate::hub::FRAGMENT_BYTES), each queued
+/// only once the buffer has been written out below `write_buffer_bytes`.
 pub(super) fn socket_config(
     limits: &Limits,
     max_message_bytes: usize,
