@@ -85,8 +85,8 @@ impl Question {
 ///
 /// Only [`validate_questions`](super::validate_questions) and
 /// [`validate_args`](super::validate_args) make one (deserialising validates too, by
-/// deepagents' own rules, [`Bounds::Framework`](super::limits::Bounds::Framework)), so holding one proves deepagents would
-/// accept it.
+/// deepagents' own rules, [`Bounds::Framework`](super::limits::Bounds::Framework)), so
+/// holding one proves deepagents would accept it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct DeepagentsQuestions(Vec<Question>);

@@ -16,7 +16,8 @@
 //!   common face with the gateway's rules.
 //!
 //! deepagents lines (`dialect: "deepagents"`) are judged by deepagents' own rules only
-//! ([`Bounds::Framework`](askgate_protocol::deepagents::Bounds::Framework): none of the gateway's bounds), so the verdict is the real package's:
+//! ([`Bounds::Framework`](askgate_protocol::deepagents::Bounds::Framework): none of the
+//! gateway's bounds), so the verdict is the real package's:
 //! - `request` `{"args": {...}}` or `{"args_json": "..."}` (decoded as Python's `json.loads`
 //!   would, lone surrogates kept), optional `tool_call_id` (default `call_1`): the interrupt
 //!   payload, or `ok: false` with `error` = the exact `ToolNode` message the model reads,

@@ -24,7 +24,8 @@ use crate::store::{StoreOp, StoredRequest};
 pub(super) enum Logged {
     /// Keep a request, replacing any of the same id.
     Put(RequestRow),
-    /// Record how a request ended (nothing, if it is not kept): a [`StoredResolution`](crate::store::StoredResolution).
+    /// Record how a request ended (nothing, if it is not kept): a
+    /// [`StoredResolution`](crate::store::StoredResolution).
     Resolve {
         session: SessionId,
         id: RequestId,
