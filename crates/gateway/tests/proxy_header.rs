@@ -137,24 +137,24 @@ async fn the_user_header_twice_is_refused_and_once_still_works() {
     .await;
 
     // Once, as before: the upgrade goes through and the proxy's name is the tab's person.
+    let key = bobs_key(&node, "s1").await;
+    let snapshot = tab_claiming_alice(&node, "s1", &key).await;
+    assert_eq!(snapshot["you"]["user"], "alice@example.com", "{snapshot}");
+    assert_eq!(snapshot["you"]["via"], "proxy", "{snapshot}");
+}
+
+/// The key of a personal link for bob on `session`.
+async fn bobs_key(node: &Node, session: &str) -> String {
     let (_, body) = support::peer::http(
-        &node,
+        node,
         "POST",
-        "/v1/sessions/s1/links",
+        &format!("/v1/sessions/{session}/links"),
         Some(&json!({"user": "bob@example.com"})),
     )
     .await;
     let link: Value = serde_json::from_str(&body).unwrap();
-    let key = link["url"]
-        .as_str()
-        .unwrap()
-        .split("#k=")
-        .nth(1)
-        .unwrap()
-        .to_owned();
-    let snapshot = tab_claiming_alice(&node, "s1", &key).await;
-    assert_eq!(snapshot["you"]["user"], "alice@example.com", "{snapshot}");
-    assert_eq!(snapshot["you"]["via"], "proxy", "{snapshot}");
+    let url = link["url"].as_str().expect("a link");
+    url.split("#k=").nth(1).expect("a key").to_owned()
 }
 
 /// A tab on `session` at `node` whose upgrade carries `X-Forwarded-Email: alice`: its snapshot.
@@ -203,18 +203,9 @@ async fn a_user_header_from_an_untrusted_address_is_ignored_and_logged() {
             "127.0.0.2/32",
         ],
     );
-    let (_, body) = support::peer::http(
-        &node,
-        "POST",
-        "/v1/sessions/s1/links",
-        Some(&json!({"user": "bob@example.com"})),
-    )
-    .await;
-    let link: Value = serde_json::from_str(&body).unwrap();
-    let url = link["url"].as_str().unwrap();
     // A personal link for bob, opened with a header claiming alice: the header must not count.
-    let key = url.split("#k=").nth(1).unwrap();
-    let snapshot = tab_claiming_alice(&node, "s1", key).await;
+    let key = bobs_key(&node, "s1").await;
+    let snapshot = tab_claiming_alice(&node, "s1", &key).await;
     assert_eq!(snapshot["you"]["user"], "bob@example.com", "{snapshot}");
     assert_eq!(snapshot["you"]["via"], "personal-link");
     logged(
