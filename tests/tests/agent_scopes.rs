@@ -322,3 +322,65 @@ async fn the_bearer_scheme_is_read_in_any_case() {
         assert_eq!(status, 201, "{authorization:?}: {body}");
     }
 }
+
+/// A scope ends at a separator: a key bound to `team-a` (no separator at its end) acts on
+/// `team-a` and `team-a-1`, is refused on `team-ab-1` (another team's, which a plain
+/// `starts_with` let it reach) on the socket and over HTTP, and its generated sessions land
+/// inside its scope.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scope_ends_at_a_separator() {
+    let mut config = test_config();
+    config.agent_keys = vec![AgentKey::scoped(
+        "kt",
+        SessionScope::prefix("team-a").expect("a valid prefix"),
+    )];
+    let server = TestServer::start_with(config).await;
+    let mut agent = server.agent_with_key("kt").await;
+
+    agent
+        .send(&json!({"type": "open", "session": "team-ab-1"}))
+        .await;
+    let refused = reply_to(&mut agent, "the open of team-ab-1").await;
+    assert_eq!(
+        (&refused["type"], &refused["code"]),
+        (&json!("error"), &json!("forbidden")),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains("#k="), "{refused}");
+    agent.send(&ask("team-ab-1", "r1", &["Color"], None)).await;
+    let rejected = reply_to(&mut agent, "the ask on team-ab-1").await;
+    assert_eq!(rejected["type"], "rejected", "{rejected}");
+    assert_eq!(rejected["errors"][0]["code"], "forbidden", "{rejected}");
+    let post = json!({"id": "r1", "questions": questions(&["Color"])});
+    assert_forbidden_call(
+        "POST on team-ab-1",
+        &http(
+            server.addr,
+            "POST",
+            "/v1/sessions/team-ab-1/requests",
+            Some(&post),
+            Some("kt"),
+        )
+        .await,
+    );
+
+    for session in ["team-a", "team-a-1"] {
+        agent
+            .send(&json!({"type": "open", "session": session}))
+            .await;
+        assert_eq!(agent.recv_type("opened").await["session"], session);
+        let path = format!("/v1/sessions/{session}/requests");
+        let (status, created) = http(server.addr, "POST", &path, Some(&post), Some("kt")).await;
+        assert_eq!(status, 201, "{session}: {created}");
+    }
+
+    agent.send(&json!({"type": "open"})).await;
+    let opened = agent.recv_type("opened").await;
+    let generated = opened["session"].as_str().expect("a session id").to_owned();
+    assert!(generated.starts_with("team-a-s-"), "{generated}");
+    agent.send(&ask(&generated, "r1", &["Color"], None)).await;
+    assert_eq!(
+        agent.recv_type("accepted").await["session"],
+        json!(generated)
+    );
+}

@@ -683,6 +683,15 @@ async fn a_url_is_shown_whole_and_opened_only_on_consent() {
         "auth.example.com",
     )
     .await;
+    // A plain ASCII host: nothing to warn about, nothing written another way.
+    assert_eq!(
+        texts(
+            &browser,
+            &format!("{0} .url-warning, {0} .url-written", card("u1"))
+        )
+        .await,
+        json!([])
+    );
     assert_text(
         &browser,
         &format!("{} .form-server-name", card("u1")),
@@ -722,6 +731,86 @@ async fn a_url_is_shown_whole_and_opened_only_on_consent() {
     assert_eq!(
         frames_about(&browser, "u1").await,
         json!([{"type": "answer", "id": "u1", "response": {"content": {}}}])
+    );
+}
+
+/// The address `https://аpple.com/…` with a Cyrillic `а`: the gateway's host and the site
+/// the page shows are the browser's ASCII form, `xn--pple-43d.com`, with the name as written
+/// beside it and a warning that it mixes alphabets; the highlighted host is the name as
+/// written, which is what the browser opens.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_mixes_alphabets_is_shown_in_ascii_with_a_warning() {
+    let server = TestServer::start().await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let (mut tab, _) = server.tab("s").await;
+    let url = "https://\u{430}pple.com/sign-in";
+    let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
+                       "mode": "url", "message": "Sign in.", "url": url});
+    let _agent = agent_asking(&server, &frame).await;
+    let view = tab.recv_until("request").await["request"].clone();
+    assert_eq!(view["host"], "xn--pple-43d.com", "{view}");
+
+    let intro = card("u1");
+    browser.wait_for(&format!("{intro} .url-warning")).await;
+    assert_text(&browser, &format!("{intro} .url-site"), "xn--pple-43d.com").await;
+    assert_text(
+        &browser,
+        &format!("{intro} .url-written"),
+        "\u{430}pple.com",
+    )
+    .await;
+    assert_text(
+        &browser,
+        &format!("{intro} .form-url .url-host"),
+        "\u{430}pple.com",
+    )
+    .await;
+    let warnings = texts(&browser, &format!("{intro} .url-warning")).await;
+    let warnings = warnings.as_array().expect("a list");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("mixes alphabets (Latin and Cyrillic)"),
+        "{warnings:?}"
+    );
+    assert_fits_phone_and_desktop(&browser, &intro).await;
+}
+
+/// Stands in for a gateway that tells the page another host than the address has: every
+/// `host` in a frame the page receives becomes `window.__toldHost`, once that is set.
+const TELL_ANOTHER_HOST: &str = "(() => { \
+    const listen = WebSocket.prototype.addEventListener; \
+    WebSocket.prototype.addEventListener = function (type, listener, ...rest) { \
+      if (type !== 'message') return listen.call(this, type, listener, ...rest); \
+      return listen.call(this, type, (event) => { \
+        if (typeof window.__toldHost !== 'string') return listener(event); \
+        const data = JSON.stringify(JSON.parse(event.data), (key, value) => \
+          key === 'host' && typeof value === 'string' ? window.__toldHost : value); \
+        return listener(new MessageEvent('message', { data })); \
+      }, ...rest); \
+    }; \
+    window.__toldHost = 'accounts.example.com'; \
+  })();";
+
+/// When the gateway's `host` is not the host the page reads in the address, the page trusts
+/// neither: it shows the host the browser would open and a warning naming both.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_the_gateway_and_the_page_disagree_on_is_warned_about() {
+    let server = TestServer::start().await;
+    let browser = open_page_with(&server, "s", &[TELL_ANOTHER_HOST, STUB_WINDOW_OPEN]).await;
+    let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
+                       "mode": "url", "message": "Sign in.",
+                       "url": "https://evil.example/sign-in"});
+    let _agent = agent_asking(&server, &frame).await;
+    let intro = card("u1");
+    browser.wait_for(&format!("{intro} .url-warning")).await;
+    assert_text(&browser, &format!("{intro} .url-site"), "evil.example").await;
+    let warning = text(&browser, &format!("{intro} .url-warning")).await;
+    assert!(
+        warning.contains("evil.example") && warning.contains("accounts.example.com"),
+        "{warning}"
     );
 }
 
@@ -892,6 +981,14 @@ async fn form_cards_pass_axe() {
     let _url_agent = agent_asking(&server, &url).await;
     browser.wait_for(&format!("{} .form-url", card("u1"))).await;
     assert_accessible(&browser, "a URL card").await;
+    let mixed = json!({"type": "ask", "session": "s", "id": "u2", "dialect": "form",
+                       "mode": "url", "message": "Sign in.",
+                       "url": "https://\u{430}pple.com/sign-in"});
+    let _mixed_agent = agent_asking(&server, &mixed).await;
+    browser
+        .wait_for(&format!("{} .url-warning", card("u2")))
+        .await;
+    assert_accessible(&browser, "a URL card whose host mixes alphabets").await;
     click_centred(&browser, &format!("{} .not-now", card("u1"))).await;
     browser
         .wait_for_text(

@@ -80,39 +80,95 @@ function buildIntro(rec) {
   return wrap;
 }
 
-// Where the host is in `url` (after the scheme and any user info), or null.
-function hostSpan(url, host) {
-  if (!host) return null;
+// The host a browser opens for `url`, in its ASCII (punycode) form, as `window.open` will
+// read it: the WHATWG parser's own answer, or null when it cannot read one.
+function openedHost(url) {
+  try {
+    const parsed = new URL(url);
+    return /^https?:$/.test(parsed.protocol) && parsed.hostname ? parsed.hostname : null;
+  } catch {
+    return null;
+  }
+}
+
+// The host as a person reads it in `url` (after the scheme and any user info, before any
+// port), with where it is: {text, start, end}, or null.
+function writtenHost(url) {
   const scheme = url.indexOf('://');
   if (scheme < 0) return null;
   const start = scheme + 3;
   const rest = url.slice(start);
-  const end = rest.search(/[/?#]/);
+  const end = rest.search(/[/?#\\]/);
   const authority = end < 0 ? rest : rest.slice(0, end);
   const at = authority.lastIndexOf('@') + 1;
-  const found = authority.toLowerCase().indexOf(host.toLowerCase(), at);
-  // The host, and then only a port or the end of the authority.
-  if (found < 0 || !/^(?::\d*)?$/.test(authority.slice(found + host.length))) return null;
-  return [start + found, start + found + host.length];
+  const hostPort = authority.slice(at);
+  const text = hostPort.startsWith('[')
+    ? hostPort.slice(0, hostPort.indexOf(']') + 1)
+    : hostPort.split(':')[0];
+  if (!text) return null;
+  return { text, start: start + at, end: start + at + text.length };
 }
 
-// The address, whole, as text: the host picked out, nothing a link.
+// Alphabets whose letters pass for one another's; a label that mixes two of them is the
+// usual way to imitate a known name (Cyrillic `а` for Latin `a`).
+const ALPHABETS = Object.freeze(['Latin', 'Cyrillic', 'Greek', 'Armenian', 'Georgian', 'Cherokee']
+  .map((name) => [name, new RegExp(`\\p{Script=${name}}`, 'u')]));
+
+// The alphabets mixed within one label of `host`, or null when none is.
+function mixedAlphabets(host) {
+  for (const label of host.split('.')) {
+    const found = ALPHABETS.filter(([, letters]) => letters.test(label)).map(([name]) => name);
+    if (found.length > 1) return found;
+  }
+  return null;
+}
+
+const isAscii = (text) => /^[\x00-\x7f]*$/.test(text);
+
+function urlWarning(text) {
+  const warning = make('p', 'form-warning url-warning');
+  warning.append(make('strong', 'form-warning-head', 'Careful:'), ' ', text);
+  return warning;
+}
+
+// The address, whole, as text: the host picked out (only where it is what the browser
+// opens), nothing a link; the site in its ASCII form, and a warning where the address may
+// not go where it seems to.
 function buildUrl(rec, id) {
   const url = String(rec.view.url);
-  const host = typeof rec.view.host === 'string' ? rec.view.host : '';
+  const told = typeof rec.view.host === 'string' ? rec.view.host : '';
+  const opened = openedHost(url);
+  const written = writtenHost(url);
   const box = make('div', 'form-url-box');
+  const warnings = [];
+  if (!opened) {
+    warnings.push('this page cannot work out which site this address opens. Do not open it.');
+  } else if (opened !== told) {
+    warnings.push(`this page reads the address as going to ${opened}, but the gateway said ` +
+      `${told || 'nothing'}. Do not open it unless you are sure where it goes.`);
+  }
+  const mixed = written && mixedAlphabets(written.text);
+  if (mixed) {
+    warnings.push(`the site's name mixes alphabets (${mixed.join(' and ')}), a common way to ` +
+      'imitate another site: letters that look alike are not the same.');
+  }
+  for (const text of warnings) box.appendChild(urlWarning(text));
   box.appendChild(make('p', 'form-url-label', 'It asks you to open this address:', { id: id + '-url-label' }));
   const shown = box.appendChild(make('p', 'form-url', null, { id: id + '-url', dir: 'ltr' }));
-  const span = hostSpan(url, host);
-  if (span) {
-    shown.append(make('span', 'url-part', url.slice(0, span[0])),
-      make('strong', 'url-host', url.slice(span[0], span[1])), make('span', 'url-part', url.slice(span[1])));
+  // Picked out only when that text, read alone, is the host the browser opens.
+  if (written && opened && openedHost('https://' + written.text + '/') === opened) {
+    shown.append(make('span', 'url-part', url.slice(0, written.start)),
+      make('strong', 'url-host', written.text), make('span', 'url-part', url.slice(written.end)));
   } else {
     shown.appendChild(make('span', 'url-part', url));
   }
-  if (host) {
+  if (opened) {
     const site = box.appendChild(make('p', 'form-url-site'));
-    site.append('Site: ', make('strong', 'url-site', host, { dir: 'ltr' }));
+    site.append('Site: ', make('strong', 'url-site', opened, { dir: 'ltr' }));
+    if (written && !isAscii(written.text)) {
+      site.append(' (written ', make('span', 'url-written', written.text, { dir: 'ltr' }),
+        ', with letters outside ASCII: this is the name the browser opens)');
+    }
   }
   box.appendChild(make('p', 'form-url-note',
     'Nothing is opened until you press “Open and continue”. Check that the site is one you expect.'));

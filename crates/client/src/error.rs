@@ -71,8 +71,8 @@ pub enum ClientError {
         /// What was wrong, in words.
         message: String,
     },
-    /// The agent key may not act on this session: the gateway binds the key to sessions
-    /// whose id starts with another prefix (`--agent-key KEY:PREFIX`). An `open`, `ask` or
+    /// The agent key may not act on this session: the gateway binds the key to the sessions
+    /// within another prefix (`--agent-key KEY:PREFIX`). An `open`, `ask` or
     /// [`withdraw`](crate::Client::withdraw) of it fails with this at once, and is not sent
     /// again: the same key is refused every time, and nothing of the session was read or
     /// changed.

@@ -136,8 +136,8 @@ impl AgentKey {
         }
     }
 
-    /// `KEY` (every session) or `KEY:PREFIX` (the sessions whose id starts with `PREFIX`),
-    /// split at the first `:`, so a key itself cannot hold one.
+    /// `KEY` (every session) or `KEY:PREFIX` (the sessions within `PREFIX`, a scope that
+    /// ends at a separator), split at the first `:`, so a key itself cannot hold one.
     ///
     /// # Errors
     /// The key is empty, or the prefix is not one a session id can start with. The message
@@ -339,10 +339,11 @@ mod tests {
 
         let colons = AgentKey::parse("k:a:b").unwrap();
         assert_eq!(
-            (colons.secret(), colons.scope().allows("a:b1")),
+            (colons.secret(), colons.scope().allows("a:b-1")),
             ("k", true)
         );
         assert!(!colons.scope().allows("a1"));
+        assert!(!colons.scope().allows("a:b1"));
         assert!(
             AgentKey::parse(":team-a-")
                 .unwrap_err()

@@ -1,5 +1,9 @@
-//! Which sessions an agent key may act on: all of them, or those whose id starts with the
-//! key's prefix.
+//! Which sessions an agent key may act on: all of them, or those within the key's prefix.
+//!
+//! A scope ends at a separator, so that `team-a` does not reach into `team-ab`: a prefix
+//! covers the session id equal to it and the ids that continue it with a separator (`-` `.`
+//! `_` `:`), and a prefix that itself ends with a separator covers every id that starts with
+//! it. Plain `starts_with` would let the key of `team-a` act on `team-ab-1`, another team's.
 //!
 //! Several keys on one gateway would otherwise be one trust domain: any of them could open
 //! another's session, read its viewer link, and take and acknowledge its outcomes. A scoped
@@ -12,12 +16,22 @@ use askgate_protocol::SessionId;
 use askgate_protocol::ids::MAX_SESSION_ID_CHARS;
 
 /// Characters of a session id the hub generates for an `open` without one (`s-` and 16 hex
-/// digits). A scoped key's generated ids are its prefix followed by one, so a prefix must
-/// leave room for them; the hub's tests hold its generator to this length.
+/// digits). A scoped key's generated ids are its prefix followed by one (and by a separator
+/// first, when the prefix does not end with one), so a prefix must leave room for them; the
+/// hub's tests hold its generator to this length.
 pub const GENERATED_SESSION_ID_CHARS: usize = 18;
 
-/// The longest prefix a key may be scoped to.
-pub const MAX_PREFIX_CHARS: usize = MAX_SESSION_ID_CHARS - GENERATED_SESSION_ID_CHARS;
+/// The separator put between a prefix that does not end with one and a generated id.
+const JOINING_SEPARATOR: char = '-';
+
+/// The longest prefix a key may be scoped to: room for a separator and a generated id.
+pub const MAX_PREFIX_CHARS: usize =
+    MAX_SESSION_ID_CHARS - JOINING_SEPARATOR.len_utf8() - GENERATED_SESSION_ID_CHARS;
+
+/// Where a scope may end: the session-id characters that are not letters or digits.
+fn is_separator(c: char) -> bool {
+    matches!(c, '-' | '.' | '_' | ':')
+}
 
 /// The sessions one agent key may act on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -37,7 +51,7 @@ impl SessionScope {
         SessionScope { prefix: None }
     }
 
-    /// The sessions whose id starts with `prefix`.
+    /// The sessions within `prefix`: equal to it, or continuing it at a separator.
     ///
     /// # Errors
     /// The prefix is empty, holds a character no session id may hold, or is too long for a
@@ -63,8 +77,9 @@ impl SessionScope {
         if prefix.len() > MAX_PREFIX_CHARS {
             return Err(format!(
                 "the session prefix after `:` has {} characters, more than the {MAX_PREFIX_CHARS} \
-                 that leave room for a generated session id ({GENERATED_SESSION_ID_CHARS} more, \
-                 within the {MAX_SESSION_ID_CHARS} a session id may have)",
+                 that leave room for a generated session id (a separator and \
+                 {GENERATED_SESSION_ID_CHARS} more, within the {MAX_SESSION_ID_CHARS} a session \
+                 id may have)",
                 prefix.len()
             ));
         }
@@ -77,25 +92,34 @@ impl SessionScope {
     pub fn allows(&self, session: &str) -> bool {
         self.prefix
             .as_deref()
-            .is_none_or(|prefix| session.starts_with(prefix))
+            .is_none_or(|prefix| within(prefix, session))
     }
 
     /// Refuses `session` if it is outside the scope.
     ///
     /// # Errors
-    /// What to tell the agent: which prefix its key is bound to.
+    /// What to tell the agent: which prefix its key is bound to, and where the scope ends.
     pub fn permit(&self, session: &str) -> Result<(), String> {
         match self.prefix.as_deref() {
-            Some(prefix) if !session.starts_with(prefix) => Err(format!(
-                "this agent key may act only on sessions whose id starts with {prefix:?}, \
-                 and {session:?} does not"
-            )),
+            Some(prefix) if !within(prefix, session) => Err(if prefix.ends_with(is_separator) {
+                format!(
+                    "this agent key may act only on sessions whose id starts with {prefix:?}, \
+                     and {session:?} does not"
+                )
+            } else {
+                format!(
+                    "this agent key may act only on the session {prefix:?} and on sessions \
+                     whose id continues it after a separator (- . _ :), and {session:?} is \
+                     neither"
+                )
+            }),
             _ => Ok(()),
         }
     }
 
     /// The session an `open` without one creates: `generated`, after the prefix if there is
-    /// one.
+    /// one (and a separator, when the prefix does not end with one, so that the id lands
+    /// inside the scope).
     ///
     /// # Errors
     /// The two together are not a valid session id (a `generated` id longer than the hub
@@ -103,8 +127,21 @@ impl SessionScope {
     pub fn place(&self, generated: &SessionId) -> Result<SessionId, String> {
         match self.prefix.as_deref() {
             None => Ok(generated.clone()),
-            Some(prefix) => SessionId::parse(format!("{prefix}{generated}")),
+            Some(prefix) if prefix.ends_with(is_separator) => {
+                SessionId::parse(format!("{prefix}{generated}"))
+            }
+            Some(prefix) => SessionId::parse(format!("{prefix}{JOINING_SEPARATOR}{generated}")),
         }
+    }
+}
+
+/// Whether `session` is within `prefix`'s scope: equal to it, or continuing it at a
+/// separator (the prefix's own last character, or the session's next one).
+fn within(prefix: &str, session: &str) -> bool {
+    match session.strip_prefix(prefix) {
+        None => false,
+        Some("") => true,
+        Some(rest) => prefix.ends_with(is_separator) || rest.starts_with(is_separator),
     }
 }
 
@@ -143,9 +180,48 @@ mod tests {
             SessionScope::everywhere().place(&generated).unwrap(),
             generated
         );
-        let longest = SessionScope::prefix(&"p".repeat(MAX_PREFIX_CHARS)).unwrap();
-        let placed = longest.place(&generated).unwrap();
-        assert_eq!(placed.as_str().len(), MAX_SESSION_ID_CHARS);
+        for longest in [
+            "p".repeat(MAX_PREFIX_CHARS),
+            format!("{}-", "p".repeat(MAX_PREFIX_CHARS - 1)),
+        ] {
+            let scope = SessionScope::prefix(&longest).unwrap();
+            let placed = scope.place(&generated).unwrap();
+            assert!(placed.as_str().len() <= MAX_SESSION_ID_CHARS, "{placed}");
+            assert!(scope.allows(placed.as_str()), "{placed}");
+        }
+    }
+
+    #[test]
+    fn a_scope_ends_at_a_separator() {
+        let scope = SessionScope::prefix("team-a").unwrap();
+        for inside in [
+            "team-a", "team-a-1", "team-a.1", "team-a_1", "team-a:1", "team-a--",
+        ] {
+            assert!(scope.allows(inside), "{inside}");
+            assert_eq!(scope.permit(inside), Ok(()), "{inside}");
+        }
+        for outside in ["team-ab-1", "team-ab", "team-a1", "team-", "xteam-a-1", ""] {
+            assert!(!scope.allows(outside), "{outside}");
+            let refusal = scope.permit(outside).unwrap_err();
+            assert!(
+                refusal.contains("\"team-a\"") && refusal.contains("after a separator"),
+                "{refusal}"
+            );
+        }
+        let generated = SessionId::parse("s-0123456789abcdef").unwrap();
+        let placed = scope.place(&generated).unwrap();
+        assert_eq!(placed.as_str(), "team-a-s-0123456789abcdef");
+        assert!(scope.allows(placed.as_str()));
+        // A prefix ending with any separator is its own boundary.
+        for prefix in ["t.", "t_", "t:"] {
+            let scope = SessionScope::prefix(prefix).unwrap();
+            assert!(scope.allows(&format!("{prefix}x")), "{prefix}");
+            assert!(!scope.allows("tx"), "{prefix}");
+            assert_eq!(
+                scope.place(&generated).unwrap().as_str(),
+                format!("{prefix}s-0123456789abcdef")
+            );
+        }
     }
 
     #[test]
@@ -161,7 +237,7 @@ mod tests {
         }
         let long = "p".repeat(MAX_PREFIX_CHARS + 1);
         let error = SessionScope::prefix(&long).unwrap_err();
-        assert!(error.contains("has 111 characters"), "{error}");
+        assert!(error.contains("has 110 characters"), "{error}");
         assert!(!error.contains(&long), "{error}");
         assert!(SessionScope::prefix("a:b.c_d-").is_ok());
     }

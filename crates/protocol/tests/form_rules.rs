@@ -435,15 +435,32 @@ fn url_mode_is_consent_to_open() {
     let set = QuestionSet::validate(
         form(),
         &json!({"message": "Sign in to continue", "mode": "url", "elicitation_id": "e-1",
-                "url": "https://accounts.example@evil.example:8443/login?next=/"}),
+                "url": "https://accounts.example:8443/login?next=/"}),
     )
     .unwrap();
     let view = set.to_json();
-    assert_eq!(view["host"], "evil.example");
+    assert_eq!(view["host"], "accounts.example");
     assert_eq!(view["elicitation_id"], "e-1");
     assert!(
         view.get("fields").is_none() && view.get("schema").is_none(),
         "{view}"
+    );
+    // User info that reads like a site is refused at ask time, with what the browser opens.
+    let refused = QuestionSet::validate(
+        form(),
+        &json!({"message": "Sign in", "mode": "url",
+                "url": "https://accounts.example@evil.example:8443/login"}),
+    )
+    .unwrap_err();
+    let error = &refused.errors()[0];
+    assert_eq!(
+        (error.path.as_str(), error.code),
+        ("url", ErrorCode::InvalidValue)
+    );
+    assert!(
+        error.message.contains("would open `evil.example`"),
+        "{}",
+        error.message
     );
     for consent in [json!({}), json!({"content": {}})] {
         assert_eq!(

@@ -3,13 +3,18 @@
 //! whose address is inside a `--trusted-proxy` network. The same header from anywhere else is
 //! ignored, and logged (at most every 10 s), since it means someone is trying it on or the
 //! proxy's address is not the one configured.
+//!
+//! The header must come once, as one value: sent twice (or as a comma-joined list, which HTTP
+//! treats as the same thing), the first value may be the client's own, put in front of the
+//! proxy's. Such a request is refused before any handler reads it, from any address (the
+//! header is read on every connection, trusted or not), and logged at most every 10 s.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use askgate_protocol::people::check_user_name;
-use axum::http::{HeaderMap, HeaderName};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 /// How often an ignored header is logged, at most.
 const LOG_EVERY: Duration = Duration::from_secs(10);
@@ -89,9 +94,35 @@ pub enum ProxyIdentity {
 pub struct TrustedProxies {
     header: Option<HeaderName>,
     networks: Vec<Network>,
-    /// When an ignored header was last logged (ms since `started`), for the rate limit.
-    last_logged: AtomicU64,
-    started: Option<Instant>,
+    /// The header from an address outside `--trusted-proxy`.
+    ignored_log: RateLimitedLog,
+    /// The header more than once on one request.
+    repeated_log: RateLimitedLog,
+}
+
+/// Why a request carrying the user header more than once is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepeatedHeader {
+    /// The configured header.
+    pub header: HeaderName,
+    /// How many lines of it the request had.
+    pub lines: usize,
+}
+
+impl RepeatedHeader {
+    /// What the client is told.
+    pub fn message(&self) -> String {
+        let how = if self.lines > 1 {
+            format!("{} times", self.lines)
+        } else {
+            "as a comma-separated list".to_owned()
+        };
+        format!(
+            "the identity header {} was sent {how}; it must come once, with one value (a \
+             second value could be put in front of the proxy's)",
+            self.header
+        )
+    }
 }
 
 impl TrustedProxies {
@@ -100,22 +131,67 @@ impl TrustedProxies {
         TrustedProxies {
             header,
             networks,
-            last_logged: AtomicU64::new(0),
-            started: Some(Instant::now()),
+            ..TrustedProxies::default()
         }
     }
 
-    /// Who the proxy says the request's person is, for a request from `peer`.
-    pub fn identify(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> ProxyIdentity {
+    /// The user header's one value, if the request has it: every reading of the header goes
+    /// through here.
+    ///
+    /// # Errors
+    /// The header is there more than once, or its one value is a comma-joined list: the
+    /// request must be refused (and is logged, at most every 10 s).
+    pub fn lone_value<'h>(
+        &self,
+        headers: &'h HeaderMap,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<&'h HeaderValue>, RepeatedHeader> {
         let Some(name) = &self.header else {
+            return Ok(None);
+        };
+        let mut values = headers.get_all(name).iter();
+        let Some(first) = values.next() else {
+            return Ok(None);
+        };
+        let lines = 1 + values.count();
+        if lines == 1 && !first.as_bytes().contains(&b',') {
+            return Ok(Some(first));
+        }
+        if self.repeated_log.ready() {
+            tracing::warn!(
+                header = %name,
+                lines,
+                peer = ?peer,
+                "refused a request with the user header more than once or as a list (logged at \
+                 most every 10 s)"
+            );
+        }
+        Err(RepeatedHeader {
+            header: name.clone(),
+            lines,
+        })
+    }
+
+    /// Who the proxy says the request's person is, for a request from `peer`. A request with
+    /// the header more than once is refused before this is asked (see
+    /// [`TrustedProxies::lone_value`]); asked anyway, it names nobody.
+    pub fn identify(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> ProxyIdentity {
+        let Ok(Some(value)) = self.lone_value(headers, peer) else {
             return ProxyIdentity::None;
         };
-        let Some(value) = headers.get(name) else {
+        let Some(name) = &self.header else {
             return ProxyIdentity::None;
         };
         let trusted = peer.is_some_and(|ip| self.networks.iter().any(|n| n.contains(ip)));
         if !trusted {
-            self.log_ignored(name, peer);
+            if self.ignored_log.ready() {
+                tracing::warn!(
+                    header = %name,
+                    peer = ?peer,
+                    "ignored a user header from an address outside --trusted-proxy (logged at \
+                     most every 10 s)"
+                );
+            }
             return ProxyIdentity::None;
         }
         match value.to_str().map(str::trim) {
@@ -128,25 +204,38 @@ impl TrustedProxies {
             }
         }
     }
+}
 
-    fn log_ignored(&self, header: &HeaderName, peer: Option<IpAddr>) {
-        let now = self
-            .started
-            .map_or(0, |started| started.elapsed().as_millis() as u64)
-            + LOG_EVERY.as_millis() as u64;
+/// A warning that may be logged at most once every [`LOG_EVERY`]: a client can cause it on
+/// every request.
+#[derive(Debug)]
+struct RateLimitedLog {
+    /// When it was last logged (ms since `started`, plus one period so that the first call
+    /// logs).
+    last_logged: AtomicU64,
+    started: Instant,
+}
+
+impl Default for RateLimitedLog {
+    fn default() -> Self {
+        RateLimitedLog {
+            last_logged: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl RateLimitedLog {
+    /// Whether to log now (and, if so, the period starts again).
+    fn ready(&self) -> bool {
+        let every = LOG_EVERY.as_millis() as u64;
+        let now = self.started.elapsed().as_millis() as u64 + every;
         let last = self.last_logged.load(Ordering::Relaxed);
-        if now >= last + LOG_EVERY.as_millis() as u64
+        now >= last + every
             && self
                 .last_logged
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
-        {
-            tracing::warn!(
-                header = %header,
-                peer = ?peer,
-                "ignored a user header from an address outside --trusted-proxy (logged at most every 10 s)"
-            );
-        }
     }
 }
 
@@ -202,5 +291,44 @@ mod tests {
             proxies.identify(&HeaderMap::new(), Some(ip("127.0.0.1"))),
             ProxyIdentity::None
         );
+    }
+
+    #[test]
+    fn the_header_twice_or_as_a_list_is_refused_from_anywhere() {
+        let proxies = TrustedProxies::new(
+            Some(HeaderName::from_static("x-forwarded-email")),
+            vec![Network::parse("127.0.0.1/32").unwrap()],
+        );
+        let mut twice = HeaderMap::new();
+        twice.append("x-forwarded-email", "mallory@example.com".parse().unwrap());
+        twice.append("x-forwarded-email", "alice@example.com".parse().unwrap());
+        let mut listed = HeaderMap::new();
+        listed.insert(
+            "x-forwarded-email",
+            "mallory@example.com, alice@example.com".parse().unwrap(),
+        );
+        for peer in [Some(ip("127.0.0.1")), Some(ip("10.0.0.1")), None] {
+            let refusal = proxies.lone_value(&twice, peer).unwrap_err();
+            assert_eq!(refusal.lines, 2);
+            assert!(
+                refusal
+                    .message()
+                    .contains("x-forwarded-email was sent 2 times")
+            );
+            assert_eq!(proxies.identify(&twice, peer), ProxyIdentity::None);
+            let refusal = proxies.lone_value(&listed, peer).unwrap_err();
+            assert!(refusal.message().contains("as a comma-separated list"));
+            assert_eq!(proxies.identify(&listed, peer), ProxyIdentity::None);
+        }
+        // Without --user-header nothing is read, so nothing is refused.
+        let unconfigured = TrustedProxies::new(None, Vec::new());
+        assert_eq!(unconfigured.lone_value(&twice, None), Ok(None));
+    }
+
+    #[test]
+    fn a_warning_is_logged_once_per_period() {
+        let log = RateLimitedLog::default();
+        assert!(log.ready());
+        assert!(!log.ready());
     }
 }

@@ -1,18 +1,43 @@
 //! What every HTTP API call checks before its own work, and the error body each refusal gets
 //! (`{"errors":[{path, message, code}]}`): the agent key and the sessions it may act on, the
-//! ids in the path, a JSON object for a body.
+//! ids in the path, a JSON object for a body; and, for every request the gateway serves
+//! (pages, sockets' upgrades, API calls), the `--user-header` at most once.
 
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::keys::AgentRefusal;
 use crate::scope::SessionScope;
 use crate::server::AppState;
+use crate::transport::tab::PeerAddress;
+
+/// Refuses (400, before any handler: a socket is not upgraded) a request that carries the
+/// identity header more than once or as a list, wherever it comes from, so that no reading
+/// of it can take a value the client put in front of the proxy's.
+pub async fn single_identity_header(
+    State(state): State<AppState>,
+    PeerAddress(peer): PeerAddress,
+    request: Request,
+    next: Next,
+) -> Response {
+    match state.proxies.lone_value(request.headers(), peer) {
+        Ok(_) => next.run(request).await,
+        Err(repeated) => ApiError::one(
+            StatusCode::BAD_REQUEST,
+            "",
+            ErrorCode::InvalidValue,
+            repeated.message(),
+        )
+        .into_response(),
+    }
+}
 
 /// An error response: a status and `{"errors":[{path, message, code}]}`.
 #[derive(Debug)]

@@ -18,6 +18,7 @@ pub use agent::agent_endpoint;
 pub use http::{healthz, metrics, readyz};
 pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
 pub use http_audit::get_audit;
+pub use http_checks::single_identity_header;
 pub use http_links::post_link;
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

@@ -180,8 +180,11 @@ pub fn validate_form(request: &Value) -> Result<Form, ValidationErrors> {
     }
 }
 
-/// The host of an `http` or `https` URL, lowercased: what the person must see to know where
-/// the link goes (the part after any `user@`, which reads like a host but is not one).
+/// The host a browser opens for an `http` or `https` URL, in its ASCII form (punycode for a
+/// name that is not all ASCII), as the WHATWG URL Standard parses it: what `new URL(url)
+/// .hostname` gives in the page. A URL whose parsed host is not the one a person reading it
+/// would take it for is refused, with the reason: the only difference allowed between the
+/// host as written and as parsed is a non-ASCII label becoming its `xn--` form.
 fn url_host(url: &str) -> Result<String, String> {
     if url.len() > MAX_URL_BYTES {
         return Err(format!("at most {MAX_URL_BYTES} bytes, got {}", url.len()));
@@ -197,21 +200,94 @@ fn url_host(url: &str) -> Result<String, String> {
         .strip_prefix("https://")
         .or_else(|| lower.strip_prefix("http://"))
         .ok_or("must be an http:// or https:// URL")?;
+    // How a person reads the address: the authority ends at the first `/`, `?` or `#`, and
+    // the host is what follows any `user@` and precedes any `:port`.
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = match host_port.strip_prefix('[') {
+    let (user_info, host_port) = match authority.rsplit_once('@') {
+        Some((user_info, host)) => (Some(user_info), host),
+        None => (None, authority),
+    };
+    let written = match host_port.strip_prefix('[') {
         Some(v6) => v6
             .split_once(']')
             .map(|(h, _)| format!("[{h}]"))
             .unwrap_or_default(),
         None => host_port.split(':').next().unwrap_or("").to_owned(),
     };
-    if host.is_empty() || host == "[]" {
+    if written.is_empty() || written == "[]" {
         return Err("has no host".into());
     }
-    Ok(host)
+    let parsed = url::Url::parse(url)
+        .map_err(|e| format!("is not an address a browser can open: {e}"))
+        .and_then(|parsed| match parsed.host_str() {
+            Some(host) if matches!(parsed.scheme(), "http" | "https") => Ok(host.to_owned()),
+            _ => Err("has no host".to_owned()),
+        });
+    // Which host the browser goes to instead, when it can be worked out.
+    let opens = |parsed: &Result<String, String>| match parsed {
+        Ok(host) if *host != written => {
+            format!(": a browser would open `{host}`, not `{written}`")
+        }
+        _ => String::new(),
+    };
+    if url.contains('\\') {
+        return Err(format!(
+            "holds a backslash (\\), which a browser reads as `/`{}",
+            opens(&parsed)
+        ));
+    }
+    if let Some(user_info) = user_info {
+        let opened = match &parsed {
+            Ok(host) => format!(": a browser would open `{host}`"),
+            Err(_) => String::new(),
+        };
+        return Err(format!(
+            "has user info before `@` ({}), which reads like a site but is not one{opened}",
+            // As written (the lowercased copy has the same byte offsets).
+            shortened(&url[url.len() - rest.len()..][..user_info.len()]),
+        ));
+    }
+    if written.contains('%') {
+        return Err(format!(
+            "has a percent-escape in its host ({}), which a browser decodes{}",
+            shortened(&written),
+            opens(&parsed)
+        ));
+    }
+    let parsed = parsed?;
+    if !written_as_parsed(&written, &parsed) {
+        return Err(format!(
+            "has a host written {} that a browser reads as `{parsed}` (an IP address written \
+             an unusual way, or characters a browser rewrites): write the host as it is opened",
+            shortened(&written)
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Whether the host as written (lowercased) is the parsed one, but for its non-ASCII labels
+/// (and only those) becoming punycode: the same labels, in the same places.
+fn written_as_parsed(written: &str, parsed: &str) -> bool {
+    written.split('.').count() == parsed.split('.').count()
+        && written
+            .split('.')
+            .zip(parsed.split('.'))
+            .all(|(written, parsed)| {
+                if written.is_ascii() {
+                    written == parsed
+                } else {
+                    parsed.starts_with("xn--")
+                }
+            })
+}
+
+/// `text` for an error message: whole if short, else its start and an ellipsis.
+fn shortened(text: &str) -> String {
+    const MOST: usize = 64;
+    match text.char_indices().nth(MOST) {
+        Some((cut, _)) => format!("`{}…`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
 }
 
 #[cfg(test)]
@@ -224,19 +300,105 @@ mod tests {
             url_host("https://Example.com/a?b#c").unwrap(),
             "example.com"
         );
-        assert_eq!(
-            url_host("https://bank.com@evil.example:8443/x").unwrap(),
-            "evil.example"
-        );
         assert_eq!(url_host("http://[::1]:80/").unwrap(), "[::1]");
+        assert_eq!(
+            url_host("https://example.com.:8443/x").unwrap(),
+            "example.com."
+        );
+        assert_eq!(url_host("http://127.0.0.1:80/").unwrap(), "127.0.0.1");
         for bad in [
             "javascript:alert(1)",
             "ftp://x",
             "https://",
             "https://a b",
             "https:///x",
+            "https:example.com",
+            "https://exa mple.com",
+            "https://example.com:port/",
+            "https://xn--/",
         ] {
             assert!(url_host(bad).is_err(), "{bad}");
         }
+    }
+
+    /// The refusal of `url`, which must say each of `says`.
+    fn refused(url: &str, says: &[&str]) {
+        let error = url_host(url).expect_err(url);
+        for part in says {
+            assert!(error.contains(part), "{url}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_backslash_is_refused_naming_the_host_a_browser_opens() {
+        refused(
+            "https://evil.example\\@accounts.google.com/",
+            &[
+                "backslash",
+                "would open `evil.example`, not `accounts.google.com`",
+            ],
+        );
+        refused("https://example.com\\path", &["backslash"]);
+        refused("https://example.com/a\\b", &["backslash"]);
+    }
+
+    #[test]
+    fn user_info_is_refused_naming_the_host_a_browser_opens() {
+        refused(
+            "https://Bank.com@evil.example:8443/x",
+            &[
+                "user info before `@` (`Bank.com`)",
+                "would open `evil.example`",
+            ],
+        );
+        refused(
+            "https://user:pass@example.com/",
+            &["user info", "`user:pass`"],
+        );
+        refused("https://@example.com/", &["user info"]);
+        let long = format!("https://{}@example.com/", "a".repeat(500));
+        let error = url_host(&long).unwrap_err();
+        assert!(error.len() < 300, "{error}");
+    }
+
+    #[test]
+    fn a_non_ascii_host_is_given_in_punycode() {
+        // A Cyrillic `а` in front of Latin `pple`: accepted, and shown as the browser's ASCII
+        // form, where it cannot pass for apple.com.
+        assert_eq!(
+            url_host("https://\u{0430}pple.com/").unwrap(),
+            "xn--pple-43d.com"
+        );
+        assert_eq!(
+            url_host("https://B\u{fc}cher.example/").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        assert_eq!(
+            url_host("https://xn--bcher-kva.example/").unwrap(),
+            "xn--bcher-kva.example"
+        );
+    }
+
+    #[test]
+    fn a_host_a_browser_rewrites_is_refused() {
+        refused(
+            "http://0x7f.1/",
+            &["written `0x7f.1`", "reads as `127.0.0.1`"],
+        );
+        refused("http://127.1/", &["reads as `127.0.0.1`"]);
+        refused("http://0177.0.0.1/", &["reads as `127.0.0.1`"]);
+        refused("http://2130706433/", &["reads as `127.0.0.1`"]);
+        refused(
+            "https://example%2ecom/",
+            &["percent-escape in its host (`example%2ecom`)"],
+        );
+        refused("https://%65xample.com/", &["percent-escape"]);
+        // Full-width letters and an ideographic full stop, which a browser maps to ASCII.
+        refused("https://\u{ff47}oogle.com/", &["reads as `google.com`"]);
+        refused("https://evil\u{3002}example/", &["reads as `evil.example`"]);
+        refused(
+            "http://[::FFFF:127.0.0.1]/",
+            &["reads as `[::ffff:7f00:1]`"],
+        );
     }
 }

@@ -35,10 +35,12 @@ pub struct ServeArgs {
     /// the environment, separate them with commas. None: local mode (loopback only).
     ///
     /// `KEY` acts on every session. `KEY:PREFIX` (split at the first `:`, so a key cannot
-    /// hold one) acts only on sessions whose id starts with PREFIX: any other is refused with
-    /// `forbidden` (HTTP 403), and an `open` without a session gets one made of PREFIX and a
-    /// generated id. PREFIX takes the characters of a session id (letters, digits, . _ : -),
-    /// at most 110 of them.
+    /// hold one) acts only on the session PREFIX and those whose id continues it after a
+    /// separator (- . _ :), so `team-a` covers `team-a` and `team-a-1` but not `team-ab-1`; a
+    /// PREFIX ending with a separator covers every id starting with it. Any other session is
+    /// refused with `forbidden` (HTTP 403), and an `open` without a session gets one made of
+    /// PREFIX, a `-` unless PREFIX ends with a separator, and a generated id. PREFIX takes the
+    /// characters of a session id (letters, digits, . _ : -), at most 109 of them.
     #[arg(
         long = "agent-key",
         hide_env_values = true,
@@ -122,8 +124,9 @@ fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
         // operator should see it (by position and length only: both parts may be secret).
         if let Some(chars) = key.scope().prefix_chars() {
             tracing::info!(
-                "--agent-key number {position} acts only on sessions whose id starts with its \
-                 {chars}-character prefix (the part after its first `:`)"
+                "--agent-key number {position} acts only on the sessions within its \
+                 {chars}-character prefix (the part after its first `:`; the scope ends at a \
+                 separator)"
             );
         }
         keys.push((position, key));

@@ -17,7 +17,8 @@ pub struct PeopleArgs {
     /// Take a tab's person from this request header (`X-Forwarded-Email`,
     /// `X-Pomerium-Claim-Email`, `Cf-Access-Authenticated-User-Email`, `Tailscale-User-Login`),
     /// set by an identity-aware proxy. Counted only on connections from a --trusted-proxy
-    /// address; from anywhere else it is ignored and logged.
+    /// address; from anywhere else it is ignored and logged. A request with it more than
+    /// once, or as a comma-separated list, is refused (400, no upgrade) from any address.
     #[arg(
         long,
         hide_env_values = true,

@@ -232,8 +232,8 @@ fn a_malformed_scope_is_refused_by_position_without_echoing_it() {
         ),
         (
             &too_long,
-            "--agent-key number 1: the session prefix after `:` has 111 characters, more than \
-             the 110",
+            "--agent-key number 1: the session prefix after `:` has 110 characters, more than \
+             the 109",
         ),
         (
             "ksecret:a-,ksecret:b-",
