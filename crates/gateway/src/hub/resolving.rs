@@ -23,7 +23,7 @@ use super::frame::Frame;
 use super::links::TabHandle;
 use crate::clock::{now_ms, until};
 use crate::metrics::count;
-use crate::people::{NotAllowed, Person};
+use crate::people::{KeyRefusal, NotAllowed, Person};
 use crate::store::{StoreOp, StoredResolution};
 
 /// How long a request whose deadline passed waits before timing out again, when the store
@@ -80,6 +80,8 @@ pub(super) enum Refusal {
     DoesNotFit(ValidationErrors),
     /// This person may not answer this request; the request stays open.
     Forbidden(NotAllowed),
+    /// The tab's personal link has expired: it is no one now, and the request stays open.
+    LinkExpired,
     /// The store could not keep the resolution; the request stays open.
     Store(String),
 }
@@ -103,6 +105,11 @@ impl Refusal {
             Refusal::Forbidden(why) => {
                 vec![FieldError::new("", ErrorCode::Forbidden, why.message())]
             }
+            Refusal::LinkExpired => vec![FieldError::new(
+                "",
+                ErrorCode::Forbidden,
+                KeyRefusal::Expired.reason(),
+            )],
             Refusal::Store(error) => vec![FieldError::new(
                 "",
                 ErrorCode::Unavailable,
@@ -220,6 +227,13 @@ impl Hub {
         id: &RequestId,
         ending: &Ending,
     ) -> Result<Begun, Refusal> {
+        if let Ending::Answer { person, .. } | Ending::Decline { person, .. } = ending
+            && person.expired_at(now_ms())
+        {
+            // Judged as the ending is taken, not when the tab joined: the link may have run
+            // out since, with its tab's close not yet sent.
+            return Err(Refusal::LinkExpired);
+        }
         let mut sessions = self.lock();
         let state = sessions.get_mut(session).ok_or(Refusal::Unknown)?;
         let tab_ending = matches!(ending, Ending::Answer { .. } | Ending::Decline { .. });

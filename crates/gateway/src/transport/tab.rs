@@ -3,7 +3,7 @@
 //! The first frame must be `hello` with the session's viewer key or a personal key signed for
 //! it (within the hello timeout, else the socket closes with 4408 and the page reconnects);
 //! then the tab receives `snapshot` and live updates, and may send `answer`, `decline` and
-//! `history`. Who the tab is comes from its key, or from a trusted proxy's header on the
+//! `history`. A tab admitted with a personal link is closed with 4401 when the link expires. Who the tab is comes from its key, or from a trusted proxy's header on the
 //! upgrade request; never from anything the page says.
 
 use std::net::{IpAddr, SocketAddr};
@@ -23,11 +23,11 @@ use super::socket::{Step, next_event, socket_config, step};
 use super::upgrade::Upgrade;
 use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, until};
 use crate::hub::{Link, Queue, TabHandle};
 use crate::metrics::gauge_add;
 use crate::pacer::Pacer;
-use crate::people::{Person, ProxyIdentity};
+use crate::people::{KeyRefusal, Person, ProxyIdentity};
 use crate::server::AppState;
 
 /// The upgrade handler.
@@ -167,8 +167,20 @@ async fn serve(
         keepalive: &mut keepalive,
         metrics: state.hub.metrics(),
     };
+    // Only a personal link's tab has one (boxed: every other tab pays a pointer for it).
+    let mut link_expiry = handle
+        .person()
+        .expires_ms
+        .map(|expires_ms| Box::pin(tokio::time::sleep(until(expires_ms))));
     loop {
-        let event = next_event(socket, &mut watch).await;
+        let event = match link_expiry.as_mut() {
+            None => next_event(socket, &mut watch).await,
+            Some(expiry) => tokio::select! {
+                biased;
+                () = expiry.as_mut() => return Some(link_expired()),
+                event = next_event(socket, &mut watch) => event,
+            },
+        };
         match step(socket, &mut watch, &mut pacer, event).await {
             Step::Continue => {}
             Step::End(ending) => return ending.map(|(code, reason)| Closing::with(code, reason)),
@@ -180,9 +192,19 @@ async fn serve(
                 if let Some(reply) = Box::pin(handle_frame(handle, &text)).await {
                     handle.reply(reply);
                 }
+                // The timer may not have fired yet (a busy task, a clock stepped forward):
+                // the hub has refused what came after the expiry, and the tab goes now.
+                if handle.person().expired_at(now_ms()) {
+                    return Some(link_expired());
+                }
             }
         }
     }
+}
+
+/// The close of a tab whose personal link has run out, with the reason the page shows.
+fn link_expired() -> Closing {
+    Closing::with(close::BAD_KEY, KeyRefusal::Expired.reason())
 }
 
 async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Frame> {
