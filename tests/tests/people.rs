@@ -382,23 +382,6 @@ async fn a_proxy_header_names_the_person_only_from_a_trusted_address() {
     assert_eq!(tab.recv_type("snapshot").await["you"]["user"], Value::Null);
 }
 
-/// The trail's entries of `session`, as JSON.
-async fn trail(server: &TestServer, session: &str) -> Vec<Value> {
-    let session = SessionId::parse(session).unwrap();
-    let lines = server
-        .state
-        .hub
-        .store_handle()
-        .trails()
-        .audit(&session, 0, 10_000)
-        .await
-        .unwrap();
-    lines
-        .iter()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_tab_is_its_person_only_until_its_link_expires() {
     let server = TestServer::start().await;
@@ -452,7 +435,8 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
         pending(&server, "s1", "r1").await,
         "nothing was resolved after the expiry"
     );
-    let answers: Vec<Value> = trail(&server, "s1")
+    let answers: Vec<Value> = server
+        .trail("s1")
         .await
         .into_iter()
         .filter(|entry| entry["user"] == "alice@example.com")
