@@ -4,11 +4,12 @@
 //! having been taken at once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use askgate::store::{
     Durability, MemoryStore, Steps, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails,
 };
+use askgate_protocol::SessionId;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::server::RECV_TIMEOUT;
@@ -22,6 +23,8 @@ pub struct GatedStore {
     failing: Arc<AtomicBool>,
     arrived: Arc<Notify>,
     gate: Arc<Semaphore>,
+    /// Reads of a trail (both kinds).
+    trail_reads: AtomicUsize,
 }
 
 impl Default for GatedStore {
@@ -33,6 +36,7 @@ impl Default for GatedStore {
             failing: Arc::new(AtomicBool::new(false)),
             arrived: Arc::new(Notify::new()),
             gate: Arc::new(Semaphore::new(0)),
+            trail_reads: AtomicUsize::new(0),
         }
     }
 }
@@ -67,6 +71,32 @@ impl GatedStore {
     /// Lets one held commit through.
     pub fn release_one(&self) {
         self.gate.add_permits(1);
+    }
+
+    /// How many times a session's trail has been read.
+    pub fn trail_reads(&self) -> usize {
+        self.trail_reads.load(Ordering::SeqCst)
+    }
+}
+
+impl Trails for GatedStore {
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>> {
+        self.trail_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.audit(session, after_seq, limit)
+    }
+
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
+        self.trail_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.recent_audit(session, count)
+    }
+
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {
+        self.inner.audit_sessions()
     }
 }
 
@@ -117,7 +147,7 @@ impl Store for GatedStore {
     }
 
     fn trails(&self) -> &dyn Trails {
-        self.inner.as_ref()
+        self
     }
 }
 

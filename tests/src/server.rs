@@ -94,6 +94,26 @@ impl TestServer {
         format!("http://{}{path}", self.addr)
     }
 
+    /// The audit trail's entries of `session`, as JSON, read from the store.
+    ///
+    /// # Panics
+    /// When the session id is not valid or the store cannot be read.
+    pub async fn trail(&self, session: &str) -> Vec<Value> {
+        let session = SessionId::parse(session).expect("a session id");
+        let lines = self
+            .state
+            .hub
+            .store_handle()
+            .trails()
+            .audit(&session, 0, 1_000_000)
+            .await
+            .expect("the trail");
+        lines
+            .iter()
+            .map(|line| serde_json::from_str(line).expect("an entry"))
+            .collect()
+    }
+
     /// The viewer key of `session`.
     pub fn viewer_key(&self, session: &str) -> String {
         let session = SessionId::parse(session).expect("valid session id");

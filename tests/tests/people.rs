@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use askgate::config::PeopleSettings;
-use askgate::people::Groups;
+use askgate::hub::Link;
 use askgate::people::proxy::Network;
+use askgate::people::{Groups, Person};
 use askgate_protocol::SessionId;
+use askgate_protocol::wire::Via;
 use askgate_tests::server::{TestServer, WsClient, answer, ask, http, test_config};
 use serde_json::{Value, json};
 
@@ -378,4 +380,78 @@ async fn a_proxy_header_names_the_person_only_from_a_trusted_address() {
     )
     .await;
     assert_eq!(tab.recv_type("snapshot").await["you"]["user"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_tab_is_its_person_only_until_its_link_expires() {
+    let server = TestServer::start().await;
+    let mut agent = server.agent().await;
+    agent.send(&ask("s1", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let s1 = SessionId::parse("s1").unwrap();
+    let keys = server.state.hub.keys();
+
+    // A link with a few seconds left: the tab joins as alice, then is told, and closed.
+    let soon = askgate::clock::now_ms() + 3_000;
+    let key = keys.personal_key(&s1, "alice@example.com", soon);
+    let (mut alice, snapshot) = tab_with_key(&server, "s1", &key).await;
+    assert_eq!(snapshot["you"]["user"], "alice@example.com");
+    assert_eq!(
+        alice.closed_with_reason().await,
+        (
+            4401,
+            "this personal link has expired; ask for a new one".into()
+        )
+    );
+    assert!(
+        askgate::clock::now_ms() >= soon,
+        "closed at the expiry, not before"
+    );
+
+    // An answer taken at the expiry's very moment, its tab not yet closed: refused.
+    let person =
+        Person::named("alice@example.com", Via::PersonalLink).until(askgate::clock::now_ms());
+    let (link, _queue) = Link::new(8);
+    let edge = server
+        .state
+        .hub
+        .join_tab(s1.clone(), None, person, link)
+        .unwrap();
+    let refused = edge
+        .answer("r1", answer("r1", &["Color"], "Red")["response"].clone())
+        .await
+        .expect("the answer is refused");
+    let refused: Value = serde_json::from_str(&refused.text()).unwrap();
+    assert_eq!(refused["type"], "answer_rejected");
+    assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
+    assert_eq!(
+        refused["errors"][0]["message"],
+        "this personal link has expired; ask for a new one"
+    );
+    let declined = edge.decline("r1", false).await;
+    assert!(declined.is_some(), "a decline is refused as well");
+    drop(edge);
+    assert!(
+        pending(&server, "s1", "r1").await,
+        "nothing was resolved after the expiry"
+    );
+    let answers: Vec<Value> = server
+        .trail("s1")
+        .await
+        .into_iter()
+        .filter(|entry| entry["user"] == "alice@example.com")
+        .collect();
+    assert!(
+        answers.is_empty(),
+        "the trail records nothing by alice: {answers:?}"
+    );
+
+    // The same person, with a link still good, answers.
+    let key = personal_key(&server, "s1", "alice@example.com").await;
+    let (mut alice, _) = tab_with_key(&server, "s1", &key).await;
+    alice.send(&answer("r1", &["Color"], "Red")).await;
+    assert_eq!(
+        agent.recv_until("outcome").await["user"],
+        "alice@example.com"
+    );
 }

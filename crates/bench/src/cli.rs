@@ -37,6 +37,30 @@ pub(crate) enum Command {
     /// The fan-out over N askgate nodes on one Redis (started here), every tab on another
     /// node than its agent; then the same on one node on the embedded store, to compare.
     Nodes(NodesCmd),
+    /// The fan-out quiet, then while N tabs of another session flood it with `history`
+    /// frames: ask → first tab p99 side by side, and whether the flooded one is within 2×.
+    HistoryFlood(FloodCmd),
+}
+
+/// `history-flood`: a target, the flood and the measured workload.
+#[derive(Debug, Args)]
+pub(crate) struct FloodCmd {
+    /// Which server.
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Tabs flooding one session with `history` frames.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) flood_tabs: usize,
+    /// `history` frames a second each flooding tab sends (19: just under the default
+    /// `--tab-frames-per-second`).
+    #[arg(long, default_value_t = 19.0)]
+    pub(crate) flood_rate: f64,
+    /// Requests asked and answered in the flooded session first, for its history to show.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) history: u64,
+    /// The measured workload, in sessions of its own.
+    #[command(flatten)]
+    pub(crate) load: FanoutArgs,
 }
 
 /// `nodes`: the binaries and the workload.

@@ -7,7 +7,8 @@
 //! - `agent`, `tab`: the simulated peers of the fan-out. `tracker`: per-ask bookkeeping and
 //!   the lost/doubled audit. `histo`: latency histograms.
 //! - `fanout`, `idle`, `churn`: the scenarios. `nodes`: the fan-out over several nodes on one
-//!   Redis, beside one node. `suite`: all of them, both servers;
+//!   Redis, beside one node. `flood`: the fan-out quiet and beside a flood of `history`
+//!   frames in another session. `suite`: all of them, both servers;
 //!   `targets`: the goals table and the ratios.
 //! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
 
@@ -16,6 +17,7 @@ mod churn;
 mod cli;
 mod conn;
 mod fanout;
+mod flood;
 mod frames;
 mod histo;
 mod idle;
@@ -67,6 +69,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Idle(cmd) => (cmd.target, Load::Idle(cmd.load)),
         Command::Churn(cmd) => (cmd.target, Load::Churn(cmd.load)),
         Command::Suite(args) => return suite::run(&args, json, threads).await,
+        Command::HistoryFlood(cmd) => {
+            // The measured workload's flags and one address for every tab, but the flooding
+            // tabs face the gateway's default join rate, as a flooding script would (the
+            // measured sessions' tabs join within it unless there are many per session).
+            let mut flags = fanout::server_flags(&cmd.load);
+            flags.push("--max-connections-per-address=0".into());
+            if cmd.load.tabs > 20 {
+                flags.push("--joins-per-session-per-second=1000000".into());
+            }
+            let target = Target::start(&cmd.target, &flags)?;
+            eprintln!("server: {}", target.command);
+            let report = flood::run(&cmd, &target, threads).await;
+            target.stop();
+            let report = report?;
+            report.print();
+            emit_json(json, &report)?;
+            return Ok(());
+        }
         Command::Nodes(cmd) => {
             let reports = nodes::run(&cmd, threads).await?;
             emit_json(json, &reports)?;

@@ -63,6 +63,9 @@ pub enum Event<'a> {
         action: &'static str,
         /// Why.
         reason: String,
+        /// How many times in all this tab was refused on this request for this reason,
+        /// recorded once they are counted (none on the entry of the first).
+        count: Option<u64>,
     },
     /// The deadline passed.
     TimedOut,
@@ -242,9 +245,17 @@ pub fn tail(note: &Note<'_>) -> String {
             member(&mut out, "questions", questions);
         }
         Event::Answered { answer, .. } => member(&mut out, "answer", answer),
-        Event::Refused { action, reason, .. } => {
+        Event::Refused {
+            action,
+            reason,
+            count,
+            ..
+        } => {
             member(&mut out, "action", action);
             member(&mut out, "reason", reason);
+            if let Some(count) = count {
+                member(&mut out, "count", count);
+            }
         }
         Event::LinkIssued { expires_ms, .. } => member(&mut out, "expires_ms", expires_ms),
         Event::Declined { .. } | Event::TimedOut | Event::Withdrawn | Event::Acked => {}

@@ -8,9 +8,33 @@ use serde_json::{Map, Value, json};
 
 /// Most ended requests the history shows.
 pub const HISTORY_LENGTH: usize = 50;
-/// Most entries read back from the trail to build it: enough for 50 requests' asks, endings
+/// Entries read back from the trail first to build it: enough for 50 requests' asks, endings
 /// and acknowledgements, with room for refusals and links.
 pub const HISTORY_ENTRIES_READ: usize = 400;
+/// Most entries looked through to find [`HISTORY_LENGTH`] ended requests: when the newest
+/// [`HISTORY_ENTRIES_READ`] hold fewer (refusals and links crowd them), older ones are read
+/// too, in windows each four times the last, up to this many in all.
+pub const HISTORY_ENTRIES_SCANNED: usize = 25_600;
+
+/// The event an entry records, read from its own `event` member without parsing the entry.
+/// Its first `"event":"` is its own: the members before it (numbers, and ids that hold no
+/// quote) cannot hold one, and one inside a later string would be escaped.
+pub fn own_event(line: &str) -> Option<&str> {
+    const MEMBER: &str = r#""event":""#;
+    let start = line.find(MEMBER)? + MEMBER.len();
+    let rest = &line[start..];
+    Some(&rest[..rest.find('"')?])
+}
+
+/// Whether an entry recording `event` ends a request (and so is shown in the history).
+pub fn is_ending(event: &str) -> bool {
+    matches!(event, "answered" | "declined" | "timed_out" | "withdrawn")
+}
+
+/// Whether the history needs an entry recording `event`: an ending, or the ask it shows.
+pub fn is_shown(event: &str) -> bool {
+    event == "asked" || is_ending(event)
+}
 
 /// The history in `lines` (a trail's newest entries, oldest first): at most
 /// [`HISTORY_LENGTH`] ended requests, newest first. Lines that do not read are skipped.
@@ -28,7 +52,7 @@ pub fn history(lines: &[String]) -> Vec<Value> {
             Some("asked") => {
                 asked.insert(id, entry);
             }
-            Some(outcome @ ("answered" | "declined" | "timed_out" | "withdrawn")) => {
+            Some(outcome) if is_ending(outcome) => {
                 let question = asked.get(&id);
                 let field = |name: &str| {
                     question
@@ -81,6 +105,16 @@ mod tests {
         assert_eq!(shown[1]["user"], "alice");
         assert_eq!(shown[1]["asked_at_ms"], 10);
         assert_eq!(shown[1]["answer"], json!({"x": 1}));
+    }
+
+    #[test]
+    fn an_entry_s_own_event_is_read_without_parsing_it() {
+        let answered = r#"{"seq":3,"at_ms":12,"session":"s","id":"a","event":"answered","user":"alice","tab":"t-1","answer":{"event":"refused"}}"#;
+        assert_eq!(own_event(answered), Some("answered"));
+        let escaped = r#"{"seq":3,"at_ms":12,"session":"s","id":null,"event":"link_issued","user":"\"event\":\"asked\""}"#;
+        assert_eq!(own_event(escaped), Some("link_issued"));
+        assert_eq!(own_event("not an entry"), None);
+        assert!(is_shown("asked") && is_shown("withdrawn") && !is_shown("refused"));
     }
 
     #[test]

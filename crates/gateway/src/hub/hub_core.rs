@@ -8,6 +8,7 @@ use askgate_protocol::{RequestId, SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
+use super::refusals::Tallies;
 use super::session::Session;
 use super::tab_slots::TabSlot;
 use crate::config::Limits;
@@ -272,6 +273,7 @@ impl Hub {
                 tab: tab.clone(),
                 link: link.clone(),
                 person: person.clone(),
+                refusals: Tallies::default(),
             },
         );
         gauge_add(&self.metrics.tabs, 1);
@@ -296,6 +298,10 @@ impl Hub {
         {
             gauge_add(&self.metrics.tabs, -1);
             entry.announce_presence();
+            if entry.tabs.is_empty() {
+                // No one left to ask for it; the session itself may linger a while.
+                entry.history = Arc::default();
+            }
         }
         self.drop_if_idle(&mut sessions, session);
     }

@@ -235,6 +235,7 @@ impl Hub {
             Some(resolution) => {
                 let bytes = entry.encoded.view.len();
                 session.finished.push(&id, &entry.encoded.view, &resolution);
+                session.history.ended();
                 let resolution = Box::new(resolution);
                 entry.state = EntryState::Resolved(resolution.clone());
                 session.uncount_open(bytes);

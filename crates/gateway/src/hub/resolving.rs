@@ -18,12 +18,14 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 
 use super::Hub;
+use super::auditing::counted_refusals;
 use super::entry::EntryState;
 use super::frame::Frame;
 use super::links::TabHandle;
+use crate::audit::Note;
 use crate::clock::{now_ms, until};
 use crate::metrics::count;
-use crate::people::{NotAllowed, Person};
+use crate::people::{KeyRefusal, NotAllowed, Person};
 use crate::store::{StoreOp, StoredResolution};
 
 /// How long a request whose deadline passed waits before timing out again, when the store
@@ -53,12 +55,22 @@ pub(super) enum Ending {
 
 /// What trying to end a request came to.
 enum Begun {
-    /// This ending won here: its resolution, when the request was asked, its deadline, and how
-    /// it ends instead should the store find it late.
-    Won(Box<(StoredResolution, u64, Option<u64>, Option<Settlement>)>),
+    /// This ending won here: its resolution, when the request was asked, its deadline, how
+    /// it ends instead should the store find it late, and the refusals the session's tabs
+    /// were counting on it, to record.
+    Won(Box<Won>),
     /// Another ending is being stored: wait until it is kept or fails.
     Wait(tokio::sync::futures::OwnedNotified),
 }
+
+/// What a winning ending takes from under the lock (see [`Begun::Won`]).
+type Won = (
+    StoredResolution,
+    u64,
+    Option<u64>,
+    Option<Settlement>,
+    Vec<Note<'static>>,
+);
 
 /// A resolution being committed, and what announcing it needs.
 pub(super) struct Resolution {
@@ -80,6 +92,8 @@ pub(super) enum Refusal {
     DoesNotFit(ValidationErrors),
     /// This person may not answer this request; the request stays open.
     Forbidden(NotAllowed),
+    /// The tab's personal link has expired: it is no one now, and the request stays open.
+    LinkExpired,
     /// The store could not keep the resolution; the request stays open.
     Store(String),
 }
@@ -103,6 +117,11 @@ impl Refusal {
             Refusal::Forbidden(why) => {
                 vec![FieldError::new("", ErrorCode::Forbidden, why.message())]
             }
+            Refusal::LinkExpired => vec![FieldError::new(
+                "",
+                ErrorCode::Forbidden,
+                KeyRefusal::Expired.reason(),
+            )],
             Refusal::Store(error) => vec![FieldError::new(
                 "",
                 ErrorCode::Unavailable,
@@ -187,7 +206,7 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
-        let (resolution, asked_at_ms, deadline_ms, if_late) = loop {
+        let (resolution, asked_at_ms, deadline_ms, if_late, counted) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
@@ -206,11 +225,15 @@ impl Hub {
             asked_at_ms,
             deadline_ms,
         };
-        self.commit_then(ops, move |hub, committed| {
-            hub.finish_resolve(ending, committed)
-        })
-        .await
-        .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())))
+        let ended = self
+            .commit_then(ops, move |hub, committed| {
+                hub.finish_resolve(ending, committed)
+            })
+            .await
+            .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())));
+        // After the ending, whether it was kept or not: the counts are of what happened.
+        self.record_notes(counted).await;
+        ended
     }
 
     /// Under the lock: wins the request for `ending` if it is open, or says what to wait for.
@@ -220,6 +243,13 @@ impl Hub {
         id: &RequestId,
         ending: &Ending,
     ) -> Result<Begun, Refusal> {
+        if let Ending::Answer { person, .. } | Ending::Decline { person, .. } = ending
+            && person.expired_at(now_ms())
+        {
+            // Judged as the ending is taken, not when the tab joined: the link may have run
+            // out since, with its tab's close not yet sent.
+            return Err(Refusal::LinkExpired);
+        }
         let mut sessions = self.lock();
         let state = sessions.get_mut(session).ok_or(Refusal::Unknown)?;
         let tab_ending = matches!(ending, Ending::Answer { .. } | Ending::Decline { .. });
@@ -293,11 +323,13 @@ impl Hub {
         // A shared store judges lateness on its own clock: it needs the timeout to put instead.
         let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
+        let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
         Ok(Begun::Won(Box::new((
             resolution,
-            entry.asked_at_ms,
-            entry.deadline_ms,
+            asked_at_ms,
+            deadline_ms,
             if_late,
+            counted_refusals(state, id),
         ))))
     }
 }

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::entry::{Entry, EntryState};
 use super::finished::Finished;
 use super::frame::Frame;
+use super::history_cache::HistoryCache;
 use super::snapshot::{SnapshotBody, SnapshotHead};
 use super::tab_slots::{TabSlot, TabSlots};
 use crate::clock::now_ms;
@@ -46,6 +47,8 @@ pub(super) struct Session {
     forgotten: VecDeque<RequestId>,
     /// Recent finished requests, for tabs that join later.
     pub(super) finished: Finished,
+    /// The `history` frame, kept until a request ends (emptied when the last tab leaves).
+    pub(super) history: Arc<HistoryCache>,
     /// Bytes queued to this session's tabs and not yet written out.
     pub(super) queued_bytes: Arc<AtomicUsize>,
     /// Paces tabs joining.
@@ -110,6 +113,7 @@ impl Session {
             next_seq: 0,
             forgotten: VecDeque::new(),
             finished: Finished::default(),
+            history: Arc::default(),
             queued_bytes: Arc::new(AtomicUsize::new(0)),
             joins: Pacer::new(joins_per_second),
             snapshot_body: SnapshotBody::default(),

@@ -162,6 +162,7 @@ impl Hub {
         }
         let open_bytes = entry.encoded.view.len();
         state.finished.push(id, &entry.encoded.view, &resolution);
+        state.history.ended();
         entry.state = EntryState::Resolved(Box::new(resolution));
         entry.resolved.notify_waiters();
         state.uncount_open(open_bytes);

@@ -8,6 +8,7 @@
 use askgate_protocol::TabId;
 
 use super::links::Link;
+use super::refusals::Tallies;
 use crate::people::Person;
 
 /// A tab watching the session.
@@ -17,6 +18,8 @@ pub(super) struct TabSlot {
     pub(super) link: Link,
     /// Who the tab's person is.
     pub(super) person: Person,
+    /// Refusals it keeps getting, counted.
+    pub(super) refusals: Tallies,
 }
 
 /// Every tab of a session, in no particular order.
@@ -58,6 +61,19 @@ impl TabSlots {
         self.slots.iter().map(|(id, slot)| (*id, slot))
     }
 
+    /// The tab of connection `link_id`, to change.
+    pub(super) fn get_mut(&mut self, link_id: u64) -> Option<&mut TabSlot> {
+        self.slots
+            .iter_mut()
+            .find(|(id, _)| *id == link_id)
+            .map(|(_, slot)| slot)
+    }
+
+    /// Each tab, to change.
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut TabSlot> {
+        self.slots.iter_mut().map(|(_, slot)| slot)
+    }
+
     /// Each tab.
     pub(super) fn values(&self) -> impl Iterator<Item = &TabSlot> {
         self.slots.iter().map(|(_, slot)| slot)
@@ -83,6 +99,7 @@ mod tests {
             tab: TabId::parse(tab.to_owned()).unwrap(),
             link: Link::new(1).0,
             person: Person::named("ada", Via::Proxy),
+            refusals: Tallies::default(),
         }
     }
 

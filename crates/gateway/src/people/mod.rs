@@ -28,6 +28,9 @@ pub struct Person {
     pub user: Option<Arc<str>>,
     /// How the gateway knows.
     pub via: Via,
+    /// When the person's identity ends (Unix ms): a personal link's expiry. None for the
+    /// anonymous link holder and a proxy's person, whose identity lasts as long as the tab.
+    pub expires_ms: Option<u64>,
 }
 
 impl Person {
@@ -36,6 +39,7 @@ impl Person {
         Person {
             user: None,
             via: Via::SessionLink,
+            expires_ms: None,
         }
     }
 
@@ -44,7 +48,23 @@ impl Person {
         Person {
             user: Some(Arc::from(user)),
             via,
+            expires_ms: None,
         }
+    }
+
+    /// The same person, known only until `expires_ms`.
+    pub fn until(self, expires_ms: u64) -> Self {
+        Person {
+            expires_ms: Some(expires_ms),
+            ..self
+        }
+    }
+
+    /// Whether the person's identity has ended by `now_ms` (a link's expiry is its first
+    /// moment of no longer working, as when a tab says hello).
+    pub fn expired_at(&self, now_ms: u64) -> bool {
+        self.expires_ms
+            .is_some_and(|expires_ms| expires_ms <= now_ms)
     }
 
     /// The name, if known.

@@ -148,7 +148,7 @@ impl ViewerKeys {
         if parts.expires_ms <= now_ms {
             return Err(KeyRefusal::Expired);
         }
-        Ok(Person::named(&parts.user, Via::PersonalLink))
+        Ok(Person::named(&parts.user, Via::PersonalLink).until(parts.expires_ms))
     }
 }
 
@@ -171,6 +171,12 @@ mod tests {
         let person = keys.identify(&session("s1"), &key, 1_999).unwrap();
         assert_eq!(person.name(), Some("alice@example.com"));
         assert_eq!(person.via, Via::PersonalLink);
+        assert_eq!(
+            person.expires_ms,
+            Some(2_000),
+            "the tab's identity ends with the link"
+        );
+        assert!(!person.expired_at(1_999) && person.expired_at(2_000));
         assert_eq!(
             keys.identify(&session("s1"), &key, 2_000),
             Err(KeyRefusal::Expired)

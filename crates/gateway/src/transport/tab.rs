@@ -3,8 +3,13 @@
 //! The first frame must be `hello` with the session's viewer key or a personal key signed for
 //! it (within the hello timeout, else the socket closes with 4408 and the page reconnects);
 //! then the tab receives `snapshot` and live updates, and may send `answer`, `decline` and
-//! `history`. Who the tab is comes from its key, or from a trusted proxy's header on the
-//! upgrade request; never from anything the page says.
+//! `history`. A tab admitted with a personal link is closed with 4401 when the link expires.
+//! Who the tab is comes from its key, or from a trusted proxy's header on the upgrade
+//! request; never from anything the page says.
+//!
+//! Every frame a tab sends takes one of its `--tab-frames-per-second`; a `history` frame,
+//! and an `answer` or `decline` that is refused, take [`COSTLY_FRAME`] in all: they cost the
+//! gateway a trail's read or a refusal's record, and a page sends either rarely.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -23,11 +28,11 @@ use super::socket::{Step, next_event, socket_config, step};
 use super::upgrade::Upgrade;
 use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, until};
 use crate::hub::{Link, Queue, TabHandle};
-use crate::metrics::gauge_add;
+use crate::metrics::{count, gauge_add};
 use crate::pacer::Pacer;
-use crate::people::{Person, ProxyIdentity};
+use crate::people::{KeyRefusal, Person, ProxyIdentity};
 use crate::server::AppState;
 
 /// The upgrade handler.
@@ -80,7 +85,11 @@ fn run(
         // Boxed, as every rare wait: a task is as large as its largest state, idle or not,
         // and the hello, the key check and the store's load are over once the tab has joined.
         let closing = match Box::pin(admit(&mut socket, &state, &session, proxied)).await {
-            Ok((handle, queue)) => serve(&mut socket, &state, &handle, queue).await,
+            Ok((handle, queue)) => {
+                let closing = serve(&mut socket, &state, &handle, queue).await;
+                Box::pin(handle.record_counted_refusals()).await;
+                closing
+            }
             Err(closing) => closing,
         };
         if let Some(closing) = closing {
@@ -167,8 +176,20 @@ async fn serve(
         keepalive: &mut keepalive,
         metrics: state.hub.metrics(),
     };
+    // Only a personal link's tab has one (boxed: every other tab pays a pointer for it).
+    let mut link_expiry = handle
+        .person()
+        .expires_ms
+        .map(|expires_ms| Box::pin(tokio::time::sleep(until(expires_ms))));
     loop {
-        let event = next_event(socket, &mut watch).await;
+        let event = match link_expiry.as_mut() {
+            None => next_event(socket, &mut watch).await,
+            Some(expiry) => tokio::select! {
+                biased;
+                () = expiry.as_mut() => return Some(link_expired()),
+                event = next_event(socket, &mut watch) => event,
+            },
+        };
         match step(socket, &mut watch, &mut pacer, event).await {
             Step::Continue => {}
             Step::End(ending) => return ending.map(|(code, reason)| Closing::with(code, reason)),
@@ -177,22 +198,82 @@ async fn serve(
                 // Boxed: a connection's task is as large as its largest wait, and handling a
                 // frame (an answer waits on the hub and the store) would make every idle tab
                 // carry room for it.
-                if let Some(reply) = Box::pin(handle_frame(handle, &text)).await {
-                    handle.reply(reply);
+                match Box::pin(handle_frame(handle, &text, &mut pacer)).await {
+                    Ok(Some(reply)) => handle.reply(reply),
+                    Ok(None) => {}
+                    Err(TooManyFrames) => {
+                        count(&state.hub.metrics().closed_too_many_frames);
+                        return Some(Closing::with(close::TOO_MANY_FRAMES, "too many frames"));
+                    }
+                }
+                // The timer may not have fired yet (a busy task, a clock stepped forward):
+                // the hub has refused what came after the expiry, and the tab goes now.
+                if handle.person().expired_at(now_ms()) {
+                    return Some(link_expired());
                 }
             }
         }
     }
 }
 
-async fn handle_frame(handle: &TabHandle, text: &str) -> Option<crate::hub::Frame> {
+/// The close of a tab whose personal link has run out, with the reason the page shows.
+fn link_expired() -> Closing {
+    Closing::with(close::BAD_KEY, KeyRefusal::Expired.reason())
+}
+
+/// How many frames of a tab's budget a `history` frame, or a refused `answer` or `decline`,
+/// takes in all: with the default 20 a second (bursts of 40), four a second (bursts of 8).
+pub(super) const COSTLY_FRAME: u32 = 5;
+
+/// A tab past its frame budget.
+struct TooManyFrames;
+
+/// Handles one frame of the tab's, admitted by `pacer` (which is charged the rest of a
+/// costly frame's price): the reply to queue, if any.
+async fn handle_frame(
+    handle: &TabHandle,
+    text: &str,
+    pacer: &mut Pacer,
+) -> Result<Option<crate::hub::Frame>, TooManyFrames> {
     match read_tab_frame(text) {
-        Ok(FromTab::Answer { id, response }) => handle.answer(&id, response).await,
-        Ok(FromTab::Decline { id, dismiss }) => handle.decline(&id, dismiss).await,
-        Ok(FromTab::History) => Some(handle.history().await),
-        Ok(FromTab::Hello { .. }) => Some(error_frame("bad_frame", "hello was already said")),
-        Err(e) => Some(error_frame("bad_frame", &format!("not a tab frame: {e}"))),
+        Ok(FromTab::Answer { id, response }) => {
+            costly_if_refused(handle.answer(&id, response).await, pacer)
+        }
+        Ok(FromTab::Decline { id, dismiss }) => {
+            costly_if_refused(handle.decline(&id, dismiss).await, pacer)
+        }
+        Ok(FromTab::History) => {
+            // Charged before the work, which is what the charge is for.
+            charge_costly(pacer)?;
+            Ok(Some(handle.history().await))
+        }
+        Ok(FromTab::Hello { .. }) => Ok(Some(error_frame("bad_frame", "hello was already said"))),
+        Err(e) => Ok(Some(error_frame(
+            "bad_frame",
+            &format!("not a tab frame: {e}"),
+        ))),
     }
+}
+
+/// Takes the rest of a costly frame's price from `pacer`.
+fn charge_costly(pacer: &mut Pacer) -> Result<(), TooManyFrames> {
+    if pacer.charge(COSTLY_FRAME - 1) {
+        Ok(())
+    } else {
+        Err(TooManyFrames)
+    }
+}
+
+/// An answer's or a decline's reply, which it has only when it was refused: then charged as
+/// a costly frame.
+fn costly_if_refused(
+    reply: Option<crate::hub::Frame>,
+    pacer: &mut Pacer,
+) -> Result<Option<crate::hub::Frame>, TooManyFrames> {
+    if reply.is_some() {
+        charge_costly(pacer)?;
+    }
+    Ok(reply)
 }
 
 fn error_frame(code: &str, message: &str) -> crate::hub::Frame {
