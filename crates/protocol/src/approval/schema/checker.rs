@@ -1,6 +1,9 @@
 //! Judging an edit against an [`EditSchema`]: every problem found, each at its path, within a
 //! budget of steps that bounds the work one check may do.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use serde_json::{Map, Value};
 
 use super::MAX_CHECK_STEPS;
@@ -14,7 +17,8 @@ use crate::field_paths::{index_path, key_path};
 pub struct Checked {
     /// Every problem found; empty when the value fits.
     pub errors: Vec<FieldError>,
-    /// Schema nodes visited, plus values read to compare with an `enum` or a `const`.
+    /// Schema nodes visited, plus values read to compare with an `enum` or a `const` (each
+    /// value read once, however many compare it).
     pub steps: u32,
 }
 
@@ -29,6 +33,9 @@ impl EditSchema {
         let mut checker = Checker {
             steps_left: MAX_CHECK_STEPS,
             errors: Vec::new(),
+            keys: HashMap::new(),
+            probing: 0,
+            probe_failed: false,
         };
         checker.check(&self.root, value, path);
         let steps = MAX_CHECK_STEPS - checker.steps_left;
@@ -58,29 +65,58 @@ struct Checker {
     /// Steps left; at 0 every check fails.
     steps_left: u32,
     errors: Vec<FieldError>,
+    /// The keys of the values compared so far, by the value's address: the branches of an
+    /// `anyOf` each compare the same value, which is read once. Addresses are stable and
+    /// distinct while the checked value is borrowed, which it is for the whole check.
+    keys: HashMap<usize, Rc<str>>,
+    /// How many `anyOf` / `oneOf` branches are being tried, one inside another: a branch
+    /// only needs to know whether the value fits, so its first problem ends its check and
+    /// no error is kept.
+    probing: u32,
+    /// Whether the branch being tried has found a problem.
+    probe_failed: bool,
 }
 
 impl Checker {
     fn fail(&mut self, path: &str, code: ErrorCode, message: impl Into<String>) {
-        self.errors.push(FieldError::new(path, code, message));
+        self.fail_with(path, code, || message.into());
     }
 
-    /// Whether `value` fits `node`, without keeping the errors.
+    /// [`fail`](Self::fail) with a message written only if it is kept: a branch being tried
+    /// keeps none.
+    fn fail_with(&mut self, path: &str, code: ErrorCode, message: impl FnOnce() -> String) {
+        if self.probing > 0 {
+            self.probe_failed = true;
+        } else {
+            self.errors.push(FieldError::new(path, code, message()));
+        }
+    }
+
+    /// Whether `value` fits `node`, stopping at the first problem and keeping no error.
     fn fits(&mut self, node: &Node, value: &Value, path: &str) -> bool {
-        let before = self.errors.len();
+        let outer_failed = std::mem::replace(&mut self.probe_failed, false);
+        self.probing += 1;
         self.check(node, value, path);
-        let fits = self.errors.len() == before && self.steps_left > 0;
-        self.errors.truncate(before);
+        self.probing -= 1;
+        let fits = !self.probe_failed && self.steps_left > 0;
+        self.probe_failed = outer_failed;
         fits
     }
 
-    /// The key `enum` and `const` compare, charged to the budget; `None` once it has run out.
-    fn key(&mut self, value: &Value) -> Option<String> {
-        canonical::key(value, &mut self.steps_left)
+    /// The key `enum` and `const` compare, charged to the budget the first time; `None` once
+    /// the budget has run out.
+    fn key(&mut self, value: &Value) -> Option<Rc<str>> {
+        let address = std::ptr::from_ref(value) as usize;
+        if let Some(key) = self.keys.get(&address) {
+            return Some(Rc::clone(key));
+        }
+        let key: Rc<str> = canonical::key(value, &mut self.steps_left)?.into();
+        self.keys.insert(address, Rc::clone(&key));
+        Some(key)
     }
 
     fn check(&mut self, node: &Node, value: &Value, path: &str) {
-        if self.steps_left == 0 {
+        if self.steps_left == 0 || self.probe_failed {
             return;
         }
         self.steps_left -= 1;
@@ -94,38 +130,38 @@ impl Checker {
         if let Some(types) = &rules.types
             && !type_fits(types, value)
         {
-            return self.fail(
-                path,
-                ErrorCode::WrongType,
-                format!("expected {}, got {}", type_words(types), json_kind(value)),
-            );
+            return self.fail_with(path, ErrorCode::WrongType, || {
+                format!("expected {}, got {}", type_words(types), json_kind(value))
+            });
         }
         if rules.allowed.is_some() || rules.constant.is_some() {
             let Some(key) = self.key(value) else { return };
             if let Some(allowed) = &rules.allowed
-                && !allowed.keys.contains(&key)
+                && !allowed.keys.contains(&*key)
             {
-                self.fail(
-                    path,
-                    ErrorCode::InvalidValue,
-                    format!("must be one of {}", allowed.listed),
-                );
+                self.fail_with(path, ErrorCode::InvalidValue, || {
+                    format!("must be one of {}", allowed.listed)
+                });
             }
             if let Some(constant) = &rules.constant
-                && constant.key != key
+                && *constant.key != *key
             {
-                self.fail(
-                    path,
-                    ErrorCode::InvalidValue,
-                    format!("must be {}", constant.value),
-                );
+                self.fail_with(path, ErrorCode::InvalidValue, || {
+                    format!("must be {}", constant.value)
+                });
             }
+        }
+        if self.probe_failed {
+            return;
         }
         match value {
             Value::Object(object) => self.check_object(rules, object, path),
             Value::Array(items) => {
                 if let Some(item_node) = &rules.items {
                     for (i, item) in items.iter().enumerate() {
+                        if self.steps_left == 0 || self.probe_failed {
+                            return;
+                        }
                         self.check(item_node, item, &index_path(path, i));
                     }
                 }
@@ -143,19 +179,24 @@ impl Checker {
                 self.fail(&key_path(path, name), ErrorCode::MissingField, "required");
             }
         }
+        if rules.properties.is_empty() && matches!(rules.additional, Additional::Unchecked) {
+            return;
+        }
         for (name, item) in object {
-            let at = key_path(path, name);
-            match rules.properties.get(name) {
-                Some(property) => self.check(property, item, &at),
-                None => match &rules.additional {
-                    Additional::Refused => self.fail(
-                        &at,
-                        ErrorCode::UnknownField,
-                        "not allowed: the tool takes no argument of this name",
-                    ),
-                    Additional::Checked(extra) => self.check(extra, item, &at),
-                    Additional::Unchecked => {}
-                },
+            if self.steps_left == 0 || self.probe_failed {
+                return;
+            }
+            match (rules.properties.get(name), &rules.additional) {
+                (Some(property), _) => self.check(property, item, &key_path(path, name)),
+                (None, Additional::Refused) => self.fail(
+                    &key_path(path, name),
+                    ErrorCode::UnknownField,
+                    "not allowed: the tool takes no argument of this name",
+                ),
+                (None, Additional::Checked(extra)) => {
+                    self.check(extra, item, &key_path(path, name));
+                }
+                (None, Additional::Unchecked) => {}
             }
         }
     }
@@ -216,11 +257,9 @@ impl Checker {
         if let Some(choices) = &rules.any_of
             && !choices.iter().any(|choice| self.fits(choice, value, path))
         {
-            self.fail(
-                path,
-                ErrorCode::InvalidValue,
-                format!("fits none of the {} allowed forms (anyOf)", choices.len()),
-            );
+            self.fail_with(path, ErrorCode::InvalidValue, || {
+                format!("fits none of the {} allowed forms (anyOf)", choices.len())
+            });
         }
         if let Some(choices) = &rules.one_of {
             let fitting = choices
