@@ -162,6 +162,63 @@ async fn bad_calls_are_rejected_with_paths() {
     );
 }
 
+/// A schema past its limits is refused when the agent asks, at the path of what is too large;
+/// an `enum` at the limit is accepted, and an edit is judged against it by value.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schema_past_its_limits_is_refused_at_the_ask() {
+    use askgate_protocol::approval::schema::MAX_ENUM_ENTRIES;
+    let server = TestServer::start().await;
+    let (mut tab, _) = server.tab("s").await;
+    let mut agent = server.agent().await;
+    let call = |entries: usize| {
+        let ids: Vec<usize> = (0..entries).collect();
+        json!([{"name": "pick", "args": {"x": 1}, "decisions": ["approve", "edit"],
+                "args_schema": {"type": "object", "properties": {"x": {"enum": ids}}}}])
+    };
+    agent
+        .send(
+            &json!({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
+                      "calls": call(MAX_ENUM_ENTRIES + 1)}),
+        )
+        .await;
+    let rejected = agent.recv_until("rejected").await;
+    let error = &rejected["errors"][0];
+    assert_eq!(
+        (&error["path"], &error["code"], &error["message"]),
+        (
+            &json!("calls[0].args_schema.properties.x.enum"),
+            &json!("too_many_items"),
+            &json!(format!(
+                "at most {MAX_ENUM_ENTRIES} entries, got {}",
+                MAX_ENUM_ENTRIES + 1
+            ))
+        ),
+        "{rejected}"
+    );
+    agent
+        .send(
+            &json!({"type": "ask", "session": "s", "id": "r2", "dialect": "approval",
+                      "calls": call(MAX_ENUM_ENTRIES)}),
+        )
+        .await;
+    agent.recv_until("accepted").await;
+    tab.recv_until("request").await;
+    let edit = |x: Value| {
+        json!({"type": "answer", "id": "r2",
+               "response": {"decisions": [{"type": "edit", "args": {"x": x}}]}})
+    };
+    tab.send(&edit(json!(MAX_ENUM_ENTRIES))).await;
+    let refused = tab.recv_until("answer_rejected").await;
+    assert_eq!(
+        error_paths(&refused),
+        ["response.decisions[0].args.x"],
+        "{refused}"
+    );
+    tab.send(&edit(json!(9_999.0))).await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["result"][0]["args"], json!({"x": 9_999.0}));
+}
+
 /// Over HTTP, an approval is posted with `calls` and polled like any other request.
 #[tokio::test(flavor = "multi_thread")]
 async fn approvals_over_http() {

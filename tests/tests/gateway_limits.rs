@@ -316,6 +316,55 @@ async fn the_bytes_of_open_requests_are_bounded() {
     agent.recv_type("accepted").await;
 }
 
+/// The open requests of all sessions together are bounded by `--max-open-bytes`: asks in
+/// several sessions are accepted while their bytes fit, the one that would pass the limit is
+/// rejected as `unavailable` over the socket and over HTTP (503), and the room comes back
+/// when a request ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bytes_of_open_requests_are_bounded_over_all_sessions() {
+    // Each request shows tabs about 9,300 bytes: room for two, not three.
+    let mut config = test_config();
+    config.limits.max_open_bytes = 25_000;
+    let server = TestServer::start_with(config).await;
+    let described = |session: &str, id: &str| {
+        json!({"type": "ask", "session": session, "id": id, "dialect": "approval",
+               "calls": [{"name": "deploy", "args": {}, "description": "d".repeat(9_000)}]})
+    };
+    let mut agent = server.agent().await;
+    for session in ["s1", "s2"] {
+        agent.send(&described(session, "r1")).await;
+        agent.recv_type("accepted").await;
+    }
+    agent.send(&described("s3", "r1")).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(rejected["errors"][0]["code"], "unavailable", "{rejected}");
+    let message = rejected["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("over all sessions") && message.contains("25000 (--max-open-bytes)"),
+        "{message}"
+    );
+    let mut body = described("s4", "r1");
+    body.as_object_mut().unwrap().remove("type");
+    body.as_object_mut().unwrap().remove("session");
+    let path = "/v1/sessions/s4/requests";
+    let (status, refused) = http(server.addr, "POST", path, Some(&body), None).await;
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
+
+    agent
+        .send(&json!({"type": "cancel", "session": "s1", "id": "r1"}))
+        .await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
+    agent.send(&described("s3", "r1")).await;
+    agent.recv_type("accepted").await;
+    agent
+        .send(&json!({"type": "cancel", "session": "s2", "id": "r1"}))
+        .await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
+    let (status, posted) = http(server.addr, "POST", path, Some(&body), None).await;
+    assert_eq!(status, 201, "{posted}");
+}
+
 /// Outcomes kept for an agent that does not acknowledge them are bounded: at the limit a new
 /// ask is rejected, a repeat of a resolved one still gets its outcome, and an ack makes room.
 #[tokio::test(flavor = "multi_thread")]

@@ -57,6 +57,15 @@ pub const DEFAULT_OPEN_REQUESTS_PER_SESSION: usize = 256;
 /// holds more, a new ask is rejected (`unavailable`) until requests end. A joining tab's
 /// snapshot carries every open request, so this bounds it too (to this, plus one request).
 pub const DEFAULT_OPEN_BYTES_PER_SESSION: usize = 16 * 1024 * 1024;
+/// `--max-open-bytes` by default is the machine's memory divided by this: an eighth. It is
+/// counted as tabs receive the requests, and each such byte costs about four of resident
+/// memory (the ask as read, its validated form, its store record and the frame for tabs:
+/// 16 MiB of one session's open requests measured 65 MB), so an eighth in open requests is
+/// about half the memory, and the other half is left to sockets, queues, the store and the
+/// rest of the machine.
+pub const MAX_OPEN_BYTES_MEMORY_DIVISOR: u64 = 8;
+/// `--max-open-bytes` where the machine's memory cannot be read (not Linux): 1 GiB.
+pub const FALLBACK_MAX_OPEN_BYTES: usize = 1024 * 1024 * 1024;
 /// Outcomes a session keeps that its agent has not acknowledged yet. One more ask is rejected
 /// until the agent acks some (or their retention runs out): memory stays bounded even for an
 /// agent that never acks.
@@ -127,6 +136,10 @@ pub struct Limits {
     pub open_requests_per_session: usize,
     /// See [`DEFAULT_OPEN_BYTES_PER_SESSION`].
     pub open_bytes_per_session: usize,
+    /// Bytes the open requests of all sessions may hold, as tabs receive them; while they
+    /// hold more, a new ask is rejected (`unavailable`) until requests end. See
+    /// [`default_max_open_bytes`].
+    pub max_open_bytes: usize,
     /// See [`DEFAULT_KEPT_OUTCOMES_PER_SESSION`].
     pub kept_outcomes_per_session: usize,
     /// See [`DEFAULT_MAX_SESSIONS`].
@@ -178,6 +191,7 @@ impl Default for Limits {
             tabs_per_session: DEFAULT_TABS_PER_SESSION,
             open_requests_per_session: DEFAULT_OPEN_REQUESTS_PER_SESSION,
             open_bytes_per_session: DEFAULT_OPEN_BYTES_PER_SESSION,
+            max_open_bytes: default_max_open_bytes(),
             kept_outcomes_per_session: DEFAULT_KEPT_OUTCOMES_PER_SESSION,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_timeout_s: DEFAULT_MAX_TIMEOUT_S,
@@ -353,6 +367,38 @@ impl Config {
     }
 }
 
+/// `--max-open-bytes` by default: the memory this process may use (the machine's `MemTotal`,
+/// or a smaller cgroup v2 `memory.max`) divided by [`MAX_OPEN_BYTES_MEMORY_DIVISOR`];
+/// [`FALLBACK_MAX_OPEN_BYTES`] where neither can be read.
+pub fn default_max_open_bytes() -> usize {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| mem_total_bytes(&text));
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    let memory = match (machine, cgroup) {
+        (Some(machine), Some(cgroup)) => machine.min(cgroup),
+        (one, other) => match one.or(other) {
+            Some(memory) => memory,
+            None => return FALLBACK_MAX_OPEN_BYTES,
+        },
+    };
+    usize::try_from(memory / MAX_OPEN_BYTES_MEMORY_DIVISOR).unwrap_or(usize::MAX)
+}
+
+/// `MemTotal` from the text of `/proc/meminfo`, in bytes.
+fn mem_total_bytes(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line["MemTotal:".len()..].split_whitespace();
+    let amount: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => amount.checked_mul(1024),
+        None => Some(amount),
+        Some(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,5 +418,13 @@ mod tests {
         assert!(error.contains("--agent-key"), "{error}");
         config.agent_keys = vec![AgentKey::unscoped("k")];
         assert!(config.check_bind(&"0.0.0.0:8080".parse().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn mem_total_is_read_in_bytes() {
+        let meminfo = "MemTotal:       24684544 kB\nMemFree:         2650000 kB\n";
+        assert_eq!(mem_total_bytes(meminfo), Some(24_684_544 * 1024));
+        assert_eq!(mem_total_bytes("MemFree: 1 kB\n"), None);
+        assert_eq!(mem_total_bytes("MemTotal: lots kB\n"), None);
     }
 }

@@ -6,6 +6,7 @@
 //! has replied is in [`opening`](super::opening).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
@@ -130,6 +131,25 @@ impl Hub {
         })
     }
 
+    /// Why the gateway can take no new request of `bytes` (as tabs receive it): the open
+    /// requests of all sessions would hold more than `--max-open-bytes`. Checked under the
+    /// lock that counts the request in, so concurrent asks cannot pass it together.
+    fn gateway_full(&self, bytes: usize) -> Option<FieldError> {
+        let total = self.open_bytes_total.load(Ordering::Relaxed);
+        let max = self.limits.max_open_bytes;
+        (total.saturating_add(bytes) > max).then(|| {
+            FieldError::new(
+                "",
+                ErrorCode::Unavailable,
+                format!(
+                    "the gateway's open requests, over all sessions, hold {total} bytes, and \
+                     this one's {bytes} would take them past the most allowed, {max} \
+                     (--max-open-bytes); wait for some to end"
+                ),
+            )
+        })
+    }
+
     /// Asks: stores the request, then shows it to every tab. A repeat of a known request
     /// (same questions) is answered from what the hub holds; `asker` becomes the socket its
     /// outcome goes to.
@@ -225,7 +245,12 @@ impl Hub {
                             timeout_ms,
                             answerers: answerers.clone(),
                         };
-                        break insert_committing(session, &id, &shown, asker);
+                        let (view, encoded) = shown_view(&id, &shown);
+                        if let Some(error) = self.gateway_full(encoded.view.len()) {
+                            let id = as_sent(&id);
+                            return self.reject(asker, &session_id, id, vec![error], false);
+                        }
+                        break insert_committing(session, &id, &shown, view, encoded, asker);
                     }
                 }
             };
@@ -289,13 +314,8 @@ struct Shown<'a> {
     answerers: Option<Vec<String>>,
 }
 
-/// Puts a new request in the session, in the `Committing` state; returns its store record.
-fn insert_committing(
-    session: &mut Session,
-    id: &RequestId,
-    shown: &Shown<'_>,
-    asker: Option<&Link>,
-) -> StoredRequest {
+/// What tabs are to be shown of a new request, asked now, and its encoding.
+fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest) {
     let questions = shown.questions;
     let asked_at_ms = now_ms();
     let view = RequestView {
@@ -308,6 +328,20 @@ fn insert_committing(
         answerers: shown.answerers.clone(),
     };
     let encoded = EncodedRequest::new(&view);
+    (view, encoded)
+}
+
+/// Puts a new request in the session, in the `Committing` state; returns its store record.
+fn insert_committing(
+    session: &mut Session,
+    id: &RequestId,
+    shown: &Shown<'_>,
+    view: RequestView,
+    encoded: EncodedRequest,
+    asker: Option<&Link>,
+) -> StoredRequest {
+    let questions = shown.questions;
+    let asked_at_ms = view.asked_at_ms;
     let deadline_ms = view.deadline_ms;
     let record = StoredRequest {
         session: session.id.clone(),

@@ -79,6 +79,9 @@ pub struct Hub {
     pub(super) undeleted: Mutex<Vec<Forgotten>>,
     /// Bytes queued to every tab and not yet written out.
     queued_total: Arc<AtomicUsize>,
+    /// Bytes every session's open requests hold (as tabs receive them), kept by the sessions,
+    /// for `--max-open-bytes`.
+    pub(super) open_bytes_total: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -112,6 +115,7 @@ impl Hub {
             agents: Mutex::new(HashMap::new()),
             undeleted: Mutex::new(Vec::new()),
             queued_total: Arc::new(AtomicUsize::new(0)),
+            open_bytes_total: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -169,7 +173,7 @@ impl Hub {
             if sessions.len() >= self.limits.max_sessions {
                 return None;
             }
-            let mut session = Session::new(id.clone(), self.limits.joins_per_session_per_second);
+            let mut session = self.new_session(id.clone());
             if self.shared.is_some() {
                 // Not loaded yet: the first call loads it, or else the upkeep does.
                 session.sync = Some(Box::default());
@@ -178,6 +182,15 @@ impl Hub {
             gauge_add(&self.metrics.sessions, 1);
         }
         sessions.get_mut(id).map(|session| &mut **session)
+    }
+
+    /// An empty session, counted into the gateway-wide totals.
+    pub(super) fn new_session(&self, id: SessionId) -> Session {
+        Session::new(
+            id,
+            self.limits.joins_per_session_per_second,
+            Arc::clone(&self.open_bytes_total),
+        )
     }
 
     /// Drops `id` if nothing is left in it.

@@ -278,5 +278,5 @@ fn retime(session: &mut Session, id: &RequestId, asked_at_ms: u64, deadline_ms: 
     entry.asked_at_ms = asked_at_ms;
     entry.deadline_ms = deadline_ms;
     let after = entry.encoded.view.len();
-    session.open_bytes = (session.open_bytes + after).saturating_sub(before);
+    session.resize_open(before, after);
 }

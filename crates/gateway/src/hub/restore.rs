@@ -47,10 +47,7 @@ impl Hub {
                 };
                 let session = sessions.entry(record.session.clone()).or_insert_with(|| {
                     gauge_add(&self.metrics.sessions, 1);
-                    Box::new(Session::new(
-                        record.session.clone(),
-                        self.limits.joins_per_session_per_second,
-                    ))
+                    Box::new(self.new_session(record.session.clone()))
                 });
                 let seq = session.next_seq;
                 session.next_seq += 1;

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use askgate_protocol::wire::{ToTab, You};
@@ -37,8 +37,11 @@ pub(super) struct Session {
     /// Requests not yet resolved (committing, open or resolving), for the per-session limit.
     pub(super) unresolved: usize,
     /// The bytes of those requests as tabs receive them, for the per-session limit that bounds
-    /// a snapshot.
+    /// a snapshot. Changed only through [`count_open`](Self::count_open) and its kin, which
+    /// keep `open_bytes_total` in step.
     pub(super) open_bytes: usize,
+    /// The bytes of every session's open requests, for the gateway-wide limit.
+    open_bytes_total: Arc<AtomicUsize>,
     /// The next request's sequence number.
     pub(super) next_seq: u64,
     /// Requests forgotten lately (acked, or kept past their retention), newest last: a tab's
@@ -101,8 +104,13 @@ pub(super) struct SessionSync {
 const FORGOTTEN_REMEMBERED: usize = 64;
 
 impl Session {
-    /// A session that lets `joins_per_second` tabs join a second.
-    pub(super) fn new(id: SessionId, joins_per_second: u32) -> Self {
+    /// A session that lets `joins_per_second` tabs join a second, and counts its open
+    /// requests' bytes into `open_bytes_total` too.
+    pub(super) fn new(
+        id: SessionId,
+        joins_per_second: u32,
+        open_bytes_total: Arc<AtomicUsize>,
+    ) -> Self {
         Session {
             id,
             tabs: TabSlots::default(),
@@ -110,6 +118,7 @@ impl Session {
             requests: HashMap::new(),
             unresolved: 0,
             open_bytes: 0,
+            open_bytes_total,
             next_seq: 0,
             forgotten: VecDeque::new(),
             finished: Finished::default(),
@@ -129,13 +138,26 @@ impl Session {
     /// A request of `bytes` (as tabs receive it) is now unresolved.
     pub(super) fn count_open(&mut self, bytes: usize) {
         self.unresolved += 1;
-        self.open_bytes += bytes;
+        self.resize_open(0, bytes);
     }
 
     /// A request of `bytes` is no longer unresolved: it ended, or was never stored.
     pub(super) fn uncount_open(&mut self, bytes: usize) {
         self.unresolved -= 1;
-        self.open_bytes = self.open_bytes.saturating_sub(bytes);
+        self.resize_open(bytes, 0);
+    }
+
+    /// An open request that held `before` bytes now holds `after`.
+    pub(super) fn resize_open(&mut self, before: usize, after: usize) {
+        let old = self.open_bytes;
+        self.open_bytes = (old + after).saturating_sub(before);
+        if self.open_bytes > old {
+            self.open_bytes_total
+                .fetch_add(self.open_bytes - old, Ordering::Relaxed);
+        } else {
+            self.open_bytes_total
+                .fetch_sub(old - self.open_bytes, Ordering::Relaxed);
+        }
     }
 
     /// Forgets request `id`, which has ended; notes it among the lately forgotten.
@@ -377,4 +399,13 @@ pub(super) fn generated_request_id() -> RequestId {
 pub(super) fn generated_session_id() -> SessionId {
     let n: u64 = rand::random();
     SessionId::parse(format!("s-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
+}
+
+/// A session dropped with requests still counted (a hub shutting down, a shared store's copy
+/// replaced) gives their bytes back to the gateway-wide count.
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.open_bytes_total
+            .fetch_sub(self.open_bytes, Ordering::Relaxed);
+    }
 }

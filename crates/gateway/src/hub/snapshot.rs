@@ -241,7 +241,11 @@ mod tests {
 
     #[test]
     fn a_snapshot_shares_its_body_until_the_session_changes() {
-        let mut session = Session::new(SessionId::parse("s").unwrap(), 10);
+        let mut session = Session::new(
+            SessionId::parse("s").unwrap(),
+            10,
+            std::sync::Arc::default(),
+        );
         let tab = TabId::parse("t-1").unwrap();
         let first = session.snapshot(&tab, &you(), 1024);
         let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);

@@ -1,9 +1,11 @@
 //! The tool calls of an approval request: their validation and their normalised form.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::schema::{self, Support};
+use super::schema::{self, EditSchema, Support};
 use super::{MAX_CALLS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::field_paths::{at_most_chars, index_path, key_path, optional_text};
@@ -89,6 +91,9 @@ pub struct Call {
     /// Why edits are checked as an object only although there is a schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edit_note: Option<String>,
+    /// `args_schema` read once, at the ask, when edits are checked against it.
+    #[serde(skip)]
+    pub edit_schema: Option<Arc<EditSchema>>,
 }
 
 /// The keys a call may have.
@@ -226,6 +231,10 @@ fn validate_call(item: &Value, path: &str, errors: &mut Vec<FieldError>) -> Opti
     if errors.len() > before {
         return None;
     }
+    let edit_schema = match (&support, args_schema) {
+        (Some(Support::Checked), Some(schema)) => Some(Arc::new(EditSchema::new(schema))),
+        _ => None,
+    };
     let (edit_check, edit_note) = match support {
         Some(Support::Checked) => (EditCheck::Schema, None),
         Some(Support::Unchecked { keyword, at }) => {
@@ -249,6 +258,7 @@ fn validate_call(item: &Value, path: &str, errors: &mut Vec<FieldError>) -> Opti
         decisions: decisions?,
         edit_check,
         edit_note,
+        edit_schema,
     })
 }
 

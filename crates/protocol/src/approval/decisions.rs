@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::calls::{Call, DecisionKind, EditCheck};
-use super::{MAX_MESSAGE_CHARS, schema};
+use super::MAX_MESSAGE_CHARS;
+use super::calls::{Call, DecisionKind};
 use crate::dialect::{Outcome, Settlement};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::field_paths::{at_most_chars, index_path, key_path, optional_text, response_object};
@@ -187,7 +187,15 @@ fn check_decision(call: &Call, decision: &Value, path: &str) -> Result<Decision,
 
 fn check_edit(call: &Call, args: Option<&Value>, path: &str) -> Result<Decision, Vec<FieldError>> {
     let args = match args {
-        Some(Value::Object(args)) => args,
+        Some(value @ Value::Object(args)) => {
+            if let Some(schema) = &call.edit_schema {
+                let errors = schema.check(value, path);
+                if !errors.is_empty() {
+                    return Err(errors);
+                }
+            }
+            args
+        }
         None | Some(Value::Null) => {
             return Err(vec![FieldError::new(
                 path,
@@ -203,12 +211,6 @@ fn check_edit(call: &Call, args: Option<&Value>, path: &str) -> Result<Decision,
             )]);
         }
     };
-    if let (EditCheck::Schema, Some(schema)) = (call.edit_check, &call.args_schema) {
-        let errors = schema::check(schema, &Value::Object(args.clone()), path);
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-    }
     Ok(Decision::Edit { args: args.clone() })
 }
 

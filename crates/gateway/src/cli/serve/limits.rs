@@ -48,6 +48,17 @@ pub struct LimitArgs {
     /// it a new ask is rejected until requests end.
     #[arg(long, hide_env_values = true, env = "ASKGATE_OPEN_BYTES_PER_SESSION", default_value_t = config::DEFAULT_OPEN_BYTES_PER_SESSION)]
     pub open_bytes_per_session: usize,
+    /// Bytes the open requests of all sessions together may hold, as tabs receive them; past
+    /// it a new ask is rejected (unavailable, HTTP 503) until requests end [default: an
+    /// eighth of the machine's memory (MemTotal, or a smaller cgroup memory.max), as each
+    /// open byte costs about four of memory; 1 GiB where it cannot be read].
+    #[arg(
+        long,
+        value_name = "BYTES",
+        hide_env_values = true,
+        env = "ASKGATE_MAX_OPEN_BYTES"
+    )]
+    pub max_open_bytes: Option<usize>,
     /// Outcomes per session not yet acknowledged by the agent; one more ask is rejected.
     #[arg(long, hide_env_values = true, env = "ASKGATE_KEPT_OUTCOMES_PER_SESSION", default_value_t = config::DEFAULT_KEPT_OUTCOMES_PER_SESSION)]
     pub kept_outcomes_per_session: usize,
@@ -166,6 +177,10 @@ impl LimitArgs {
                 self.open_bytes_per_session,
                 1,
             )?,
+            max_open_bytes: match self.max_open_bytes {
+                Some(bytes) => at_least("max-open-bytes", bytes, 1)?,
+                None => config::default_max_open_bytes(),
+            },
             kept_outcomes_per_session: at_least(
                 "kept-outcomes-per-session",
                 self.kept_outcomes_per_session,

@@ -3,13 +3,21 @@
 //! [`inspect`] reads a schema once, when the agent asks: a supported keyword with a malformed
 //! value refuses the ask (with the keyword's path); the first keyword askgate does not check
 //! makes edits checked as a JSON object only ([`Support::Unchecked`]), which tabs are told.
-//! [`check`] ([`checker`]) then judges an edit against a schema that [`inspect`] accepted.
+//! [`EditSchema`] reads an accepted schema once, at the ask, and
+//! [`EditSchema::check`] then judges each edit against it.
+//!
+//! - `canonical`: one key per JSON value as JSON Schema compares them, for `enum` and `const`.
+//! - `compiled`: [`EditSchema`], the schema read into rules, each `enum` indexed.
+//! - `checker`: an edit judged against an [`EditSchema`], within [`MAX_CHECK_STEPS`].
 
+mod canonical;
 mod checker;
+mod compiled;
 
 use serde_json::Value;
 
-pub use checker::check;
+pub use checker::Checked;
+pub use compiled::EditSchema;
 
 use crate::error::{ErrorCode, FieldError, json_kind};
 use crate::field_paths::{index_path, key_path};
@@ -53,9 +61,16 @@ const TYPES: [&str; 7] = [
     "object", "array", "string", "number", "integer", "boolean", "null",
 ];
 
-/// Schema nodes one check may visit: bounds the work of a wide `anyOf` applied to every item
-/// of a long array.
-pub const MAX_SCHEMA_VISITS: u32 = 200_000;
+/// Steps one edit's check may take (a schema node visited, or a value read to compare with an
+/// `enum` or a `const`): bounds the work of a wide `anyOf` applied to every item of a long
+/// array, and of large values compared with many `enum`s.
+pub const MAX_CHECK_STEPS: u32 = 200_000;
+
+/// Most values (objects, lists, strings, numbers, booleans, nulls) in one `args_schema`.
+pub const MAX_SCHEMA_VALUES: usize = 50_000;
+
+/// Most entries in one `enum`.
+pub const MAX_ENUM_ENTRIES: usize = 10_000;
 
 /// Whether edits can be checked against a schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,11 +86,32 @@ pub enum Support {
     },
 }
 
-/// Reads a schema at `path`: its shape, and whether every keyword is checked.
+/// Reads a schema at `path`: its size, its shape, and whether every keyword is checked.
 ///
 /// # Errors
-/// A checked keyword whose value is malformed, at its path.
+/// A schema of more than [`MAX_SCHEMA_VALUES`] values, an `enum` of more than
+/// [`MAX_ENUM_ENTRIES`], a checked keyword whose value is malformed: at its path.
 pub fn inspect(schema: &Value, path: &str) -> Result<Support, FieldError> {
+    let values = count_values(schema);
+    if values > MAX_SCHEMA_VALUES {
+        return Err(FieldError::new(
+            path,
+            ErrorCode::TooManyItems,
+            format!("at most {MAX_SCHEMA_VALUES} values in all, got {values}"),
+        ));
+    }
+    inspect_schema(schema, path)
+}
+
+fn count_values(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(count_values).sum(),
+        Value::Object(object) => object.values().map(count_values).sum(),
+        _ => 0,
+    }
+}
+
+fn inspect_schema(schema: &Value, path: &str) -> Result<Support, FieldError> {
     let object = match schema {
         Value::Bool(_) => return Ok(Support::Checked),
         Value::Object(object) => object,
@@ -145,7 +181,7 @@ fn inspect_keyword(keyword: &str, value: &Value, at: &str) -> Result<Support, Fi
             Value::Object(properties) => first_unchecked(
                 properties
                     .iter()
-                    .map(|(name, schema)| inspect(schema, &key_path(at, name))),
+                    .map(|(name, schema)| inspect_schema(schema, &key_path(at, name))),
             ),
             _ => malformed("an object of schemas"),
         },
@@ -154,11 +190,16 @@ fn inspect_keyword(keyword: &str, value: &Value, at: &str) -> Result<Support, Fi
             _ => malformed("a list of property names"),
         },
         "enum" => match value {
+            Value::Array(values) if values.len() > MAX_ENUM_ENTRIES => Err(FieldError::new(
+                at,
+                ErrorCode::TooManyItems,
+                format!("at most {MAX_ENUM_ENTRIES} entries, got {}", values.len()),
+            )),
             Value::Array(values) if !values.is_empty() => Ok(Support::Checked),
             _ => malformed("a non-empty list"),
         },
         "const" => Ok(Support::Checked),
-        "items" | "additionalProperties" => inspect(value, at),
+        "items" | "additionalProperties" => inspect_schema(value, at),
         "minimum" | "maximum" => match value {
             Value::Number(_) => Ok(Support::Checked),
             _ => malformed("a number"),
@@ -173,7 +214,7 @@ fn inspect_keyword(keyword: &str, value: &Value, at: &str) -> Result<Support, Fi
                 schemas
                     .iter()
                     .enumerate()
-                    .map(|(i, schema)| inspect(schema, &index_path(at, i))),
+                    .map(|(i, schema)| inspect_schema(schema, &index_path(at, i))),
             ),
             _ => malformed("a non-empty list of schemas"),
         },

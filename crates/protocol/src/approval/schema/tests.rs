@@ -2,13 +2,22 @@ use serde_json::{Value, json};
 
 use super::*;
 
-/// The paths and codes `check` reports for `value` under `schema`.
-fn problems(schema: &Value, value: &Value) -> Vec<(String, ErrorCode)> {
+/// Checks `value` against a schema `inspect` accepts.
+fn check(schema: &Value, value: &Value, path: &str) -> Vec<FieldError> {
+    checked(schema, value, path).errors
+}
+
+fn checked(schema: &Value, value: &Value, path: &str) -> Checked {
     assert_eq!(
         inspect(schema, "args_schema"),
         Ok(Support::Checked),
         "{schema}"
     );
+    EditSchema::new(schema).check_counting(value, path)
+}
+
+/// The paths and codes `check` reports for `value` under `schema`.
+fn problems(schema: &Value, value: &Value) -> Vec<(String, ErrorCode)> {
     check(schema, value, "args")
         .into_iter()
         .map(|e| (e.path, e.code))
@@ -211,4 +220,113 @@ fn the_work_of_one_check_is_bounded() {
 
 fn wide_of(n: i64) -> Vec<Value> {
     (0..n).map(|i| json!({"const": i})).collect()
+}
+
+fn numbers(n: usize) -> Vec<Value> {
+    (0..n).map(|i| json!(i)).collect()
+}
+
+#[test]
+fn an_enum_of_the_largest_size_costs_each_value_its_own_size() {
+    let schema = json!({"type": "object", "properties": {
+        "ids": {"type": "array", "items": {"enum": numbers(MAX_ENUM_ENTRIES)}},
+        "pair": {"enum": [{"a": 1, "b": [true]}, "x"]},
+    }});
+    let items = 5_000;
+    let mut ids = numbers(items);
+    ids[7] = json!(-1);
+    ids[8] = json!(3.0);
+    let value = json!({"ids": ids, "pair": {"b": [true], "a": 1.0}});
+    let result = checked(&schema, &value, "args");
+    assert_eq!(
+        result
+            .errors
+            .iter()
+            .map(|e| (e.path.as_str(), e.code))
+            .collect::<Vec<_>>(),
+        [("args.ids[7]", ErrorCode::InvalidValue)],
+        "3.0 is 3, and an object's key order does not matter"
+    );
+    // Per item: one schema node, one value read; then the object, the list and the pair.
+    assert!(
+        result.steps <= 2 * items as u32 + 10,
+        "{} steps for {items} items against {MAX_ENUM_ENTRIES} entries",
+        result.steps
+    );
+}
+
+#[test]
+fn a_schema_past_its_limits_is_refused_at_its_path() {
+    let long = json!({"type": "object", "properties": {
+        "x": {"enum": numbers(MAX_ENUM_ENTRIES + 1)}}});
+    let error = inspect(&long, "calls[0].args_schema").expect_err("too long an enum");
+    assert_eq!(
+        (error.path.as_str(), error.code, error.message.as_str()),
+        (
+            "calls[0].args_schema.properties.x.enum",
+            ErrorCode::TooManyItems,
+            format!(
+                "at most {MAX_ENUM_ENTRIES} entries, got {}",
+                MAX_ENUM_ENTRIES + 1
+            )
+            .as_str()
+        )
+    );
+    let at_most = json!({"enum": numbers(MAX_ENUM_ENTRIES)});
+    assert_eq!(inspect(&at_most, "s"), Ok(Support::Checked));
+
+    // Values anywhere count, annotations included.
+    let wide = json!({"type": "object", "examples": numbers(MAX_SCHEMA_VALUES)});
+    let error = inspect(&wide, "calls[2].args_schema").expect_err("too many values");
+    assert_eq!(
+        (error.path.as_str(), error.code, error.message.as_str()),
+        (
+            "calls[2].args_schema",
+            ErrorCode::TooManyItems,
+            format!(
+                "at most {MAX_SCHEMA_VALUES} values in all, got {}",
+                MAX_SCHEMA_VALUES + 3
+            )
+            .as_str()
+        )
+    );
+    let at_most = json!({"examples": numbers(MAX_SCHEMA_VALUES - 2)});
+    assert_eq!(inspect(&at_most, "s"), Ok(Support::Checked));
+}
+
+#[test]
+fn a_value_compared_with_many_enums_is_read_once() {
+    // 50 branches, each an enum, tried on every item of eleven values.
+    let branches: Vec<Value> = (0..50).map(|i| json!({"enum": [i]})).collect();
+    let schema = json!({"type": "array", "items": {"anyOf": branches}});
+    let item =
+        json!({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10});
+    let items = 1_000;
+    let result = checked(&schema, &Value::Array(vec![item; items]), "args");
+    assert_eq!(result.errors.len(), items, "{:?}", result.errors.first());
+    // Per item: its schema node, 50 branches, and its eleven values read once.
+    assert_eq!(result.steps, 1 + items as u32 * (1 + 50 + 11));
+}
+
+#[test]
+fn values_read_for_enums_count_against_the_budget() {
+    // An enum at each of three levels reads every number three times: once in the whole
+    // list, once in its row, once alone; the schema nodes visited alone stay far under.
+    let level = |inner: Option<Value>| {
+        let mut schema = json!({"type": "array", "enum": [[0]]});
+        if let Some(inner) = inner {
+            schema["items"] = inner;
+        }
+        schema
+    };
+    let schema = level(Some(level(Some(json!({"enum": [0]})))));
+    let rows = vec![Value::Array(numbers(200)); 300];
+    let result = checked(&schema, &Value::Array(rows), "args");
+    assert_eq!(result.errors.len(), 1, "{:?}", result.errors.first());
+    assert!(
+        result.errors[0].message.starts_with("too much to check"),
+        "{}",
+        result.errors[0].message
+    );
+    assert_eq!(result.steps, MAX_CHECK_STEPS);
 }
