@@ -325,6 +325,8 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         self.standing.caps.release(self.key, &self.standing);
+        // Its deadline has nothing left to cut: it stops waiting now, not seconds later.
+        self.standing.cut.cancel();
     }
 }
 
@@ -454,6 +456,18 @@ mod tests {
         assert_eq!(silent.standing().cut().await, Cut::Deadline);
         assert_eq!(started.elapsed(), deadline);
         assert_eq!(agent.standing().cut_already(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_connection_stops_waiting_for_its_deadline() {
+        let caps = ConnectionCaps::new(8, None, Arc::default());
+        let permit = caps.admit(ip("10.0.0.1")).unwrap();
+        let standing = Arc::clone(permit.standing());
+        let started = tokio::time::Instant::now();
+        drop(permit);
+        standing.enforce_deadline(Duration::from_secs(5)).await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(caps.held(), 0);
     }
 
     #[test]
