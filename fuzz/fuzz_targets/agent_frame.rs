@@ -2,6 +2,7 @@
 //! with serde's tagged reading; an `ask` is then checked as the hub checks it.
 #![no_main]
 
+use askgate_fuzz::readings_agree;
 use askgate_protocol::wire::{AgentFrame, read_agent_frame};
 use libfuzzer_sys::fuzz_target;
 
@@ -11,15 +12,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let fast = read_agent_frame(text);
     let tagged = serde_json::from_str::<AgentFrame>(text);
-    match (&fast, &tagged) {
-        (Ok(one), Ok(other)) => assert_eq!(one, other, "the two readings differ"),
-        (Err(one), Err(other)) => assert_eq!(
-            one.to_string(),
-            other.to_string(),
-            "a bad frame is refused in other words"
-        ),
-        _ => panic!("one reading takes the frame, the other not: {fast:?} / {tagged:?}"),
-    }
+    readings_agree(&fast, &tagged);
     if let Ok(AgentFrame::Ask(mut ask)) = fast {
         let checked = ask.check(f64::INFINITY);
         let taken = ask.check_taking(f64::INFINITY);

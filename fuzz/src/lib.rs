@@ -66,6 +66,23 @@ pub fn exercise_dialect(dialect: Dialect, data: &[u8]) {
     }
 }
 
+/// Holds a frame's fast reading to serde's tagged one: the same frame, or a refusal in the
+/// same words.
+pub fn readings_agree<T: PartialEq + std::fmt::Debug>(
+    fast: &Result<T, serde_json::Error>,
+    tagged: &Result<T, serde_json::Error>,
+) {
+    match (fast, tagged) {
+        (Ok(one), Ok(other)) => assert_eq!(one, other, "the two readings differ"),
+        (Err(one), Err(other)) => assert_eq!(
+            one.to_string(),
+            other.to_string(),
+            "a bad frame is refused in other words"
+        ),
+        _ => panic!("one reading takes the frame, the other not: {fast:?} / {tagged:?}"),
+    }
+}
+
 /// The dialect called `name` (the targets name only registered ones).
 pub fn dialect(name: &str) -> Dialect {
     Dialect::parse(name).expect("a registered dialect")

@@ -291,6 +291,21 @@ fn viewer_key_of(opened: &Value) -> String {
     url.split("#k=").nth(1).expect("a key").to_owned()
 }
 
+/// A gateway on the memory store with agent key `k`, an idle timeout far longer than any test
+/// (only the handshake deadline closes a silent connection) and `args`.
+fn keyed_gateway(args: &[&str]) -> Gateway {
+    let mut all = vec![
+        "--agent-key",
+        "k",
+        "--store",
+        "memory",
+        "--idle-timeout-s",
+        "600",
+    ];
+    all.extend_from_slice(args);
+    Gateway::start("", &all)
+}
+
 /// The lockout, scaled down: idle sockets from four addresses fill every place the
 /// caps allow, and an agent with a valid key and a tab with a valid hello from a fifth
 /// address still get in at once (the oldest keyless sockets give way). Before, both were
@@ -298,23 +313,14 @@ fn viewer_key_of(opened: &Value) -> String {
 /// that only the reserve can let them in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
-    let gateway = Gateway::start(
-        "",
-        &[
-            "--agent-key",
-            "k",
-            "--store",
-            "memory",
-            "--max-connections",
-            "40",
-            "--max-connections-per-address",
-            "10",
-            "--handshake-timeout-s",
-            "600",
-            "--idle-timeout-s",
-            "600",
-        ],
-    );
+    let gateway = keyed_gateway(&[
+        "--max-connections",
+        "40",
+        "--max-connections-per-address",
+        "10",
+        "--handshake-timeout-s",
+        "600",
+    ]);
     // A session to join, and its viewer key, before the crowd arrives.
     let other = Ipv4Addr::new(127, 0, 0, 5);
     let key = viewer_key_of(&agent_opens_from(other, gateway.addr, "k", "s").await);
@@ -332,19 +338,7 @@ async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
 /// timeout; an agent and a tab that showed theirs stay, and still answer afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
-    let gateway = Gateway::start(
-        "",
-        &[
-            "--agent-key",
-            "k",
-            "--store",
-            "memory",
-            "--handshake-timeout-s",
-            "1",
-            "--idle-timeout-s",
-            "600",
-        ],
-    );
+    let gateway = keyed_gateway(&["--handshake-timeout-s", "1"]);
     let here = Ipv4Addr::LOCALHOST;
     let stream = connect_from(here, gateway.addr).await;
     let mut request = format!("ws://{}/v1/agent", gateway.addr)

@@ -394,25 +394,13 @@ mod tests {
     #[test]
     fn keyed_connections_are_never_refused_while_keyless_ones_hold_places() {
         let caps = ConnectionCaps::new(8, None, Arc::default());
-        let keyed: Vec<_> = (0..4)
-            .map(|_| {
-                let permit = caps.admit(ip("10.0.0.1")).unwrap();
-                assert!(permit.standing().show_key());
-                permit
-            })
-            .collect();
+        let agents: Vec<_> = (0..4).map(|_| keyed(&caps, "10.0.0.1").unwrap()).collect();
         let keyless: Vec<_> = (0..4)
             .map(|_| caps.admit(ip("10.0.0.2")).unwrap())
             .collect();
         assert_eq!(caps.held(), 8);
         // Full: each newcomer takes the place of the oldest keyless connection.
-        let newcomers: Vec<_> = (0..4)
-            .map(|_| {
-                let permit = caps.admit(ip("10.0.0.3")).unwrap();
-                assert!(permit.standing().show_key());
-                permit
-            })
-            .collect();
+        let newcomers: Vec<_> = (0..4).map(|_| keyed(&caps, "10.0.0.3").unwrap()).collect();
         assert!(
             keyless
                 .iter()
@@ -421,7 +409,7 @@ mod tests {
         // Every place is keyed now: the next one is refused.
         drop(keyless);
         assert_eq!(caps.admit(ip("10.0.0.4")).unwrap_err(), CapRefusal::Total);
-        drop((keyed, newcomers));
+        drop((agents, newcomers));
         assert_eq!(caps.held(), 0);
     }
 
