@@ -94,6 +94,10 @@ pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
 /// How long a request's headers may take to arrive, from their first byte. A request that
 /// trickles in slower is cut off.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may go from accept without showing a key (an agent key on a request
+/// or an upgrade, or a tab's accepted `hello`); it is closed then. Shorter than the idle and
+/// header timeouts: sockets held open without a key are what crowds everyone else out.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long an HTTP connection may wait for a request with nothing arriving: a new one that
 /// sends nothing, or a keep-alive one between requests. It is closed after that.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -165,6 +169,8 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// See [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// See [`DEFAULT_HANDSHAKE_TIMEOUT`].
+    pub handshake_timeout: Duration,
     /// See [`DEFAULT_REQUEST_TIMEOUT`].
     pub request_timeout: Duration,
     /// See [`DEFAULT_UPGRADE_TIMEOUT`].
@@ -204,6 +210,7 @@ impl Default for Limits {
             max_connections_per_address: Some(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             upgrade_timeout: DEFAULT_UPGRADE_TIMEOUT,
             queued_bytes_per_session: DEFAULT_QUEUED_BYTES_PER_SESSION,

@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, StoreKind};
-use crate::connections::{ConnectionCaps, HttpTimeouts, ServeSettings, accept_loop, fd_limit};
+use crate::connections::{
+    ConnectionCaps, HttpTimeouts, KeyCheck, ServeSettings, accept_loop, fd_limit,
+};
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
@@ -251,6 +253,13 @@ pub async fn serve(
         timeouts: HttpTimeouts {
             header_read: limits.header_read_timeout,
             idle: limits.idle_timeout,
+        },
+        handshake_timeout: limits.handshake_timeout,
+        shows_key: {
+            let state = state.clone();
+            KeyCheck(Arc::new(move |headers| {
+                state.agent_keys.admit(headers).is_ok()
+            }))
         },
         request_timeout: limits.request_timeout,
         metrics: state.hub.shared_metrics(),

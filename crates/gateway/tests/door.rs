@@ -256,6 +256,136 @@ async fn one_address_cannot_lock_everyone_out() {
     drop(idle);
 }
 
+/// `count` idle connections from each of the loopback addresses `127.0.0.{addresses}`.
+async fn idle_sockets_from(
+    addresses: std::ops::Range<u8>,
+    count: usize,
+    addr: SocketAddr,
+) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for last in addresses {
+        for _ in 0..count {
+            idle.push(connect_from(Ipv4Addr::new(127, 0, 0, last), addr).await);
+        }
+    }
+    idle
+}
+
+/// A tab from `from` says hello with `key` to `session`; its first frame.
+async fn tab_joins_from(from: Ipv4Addr, addr: SocketAddr, session: &str, key: &str) -> Value {
+    let stream = connect_from(from, addr).await;
+    let request = format!("ws://{addr}/v1/sessions/{session}/live")
+        .into_client_request()
+        .unwrap();
+    let (mut socket, _) =
+        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+            .await
+            .expect("the upgrade is answered at once")
+            .expect("upgraded");
+    exchange(&mut socket, &json!({"type": "hello", "key": key}), AT_ONCE).await
+}
+
+/// The viewer key in an `opened` frame's link.
+fn viewer_key_of(opened: &Value) -> String {
+    let url = opened["viewer_url"].as_str().expect("a viewer link");
+    url.split("#k=").nth(1).expect("a key").to_owned()
+}
+
+/// A gateway on the memory store with agent key `k`, an idle timeout far longer than any test
+/// (only the handshake deadline closes a silent connection) and `args`.
+fn keyed_gateway(args: &[&str]) -> Gateway {
+    let mut all = vec![
+        "--agent-key",
+        "k",
+        "--store",
+        "memory",
+        "--idle-timeout-s",
+        "600",
+    ];
+    all.extend_from_slice(args);
+    Gateway::start("", &all)
+}
+
+/// The lockout, scaled down: idle sockets from four addresses fill every place the
+/// caps allow, and an agent with a valid key and a tab with a valid hello from a fifth
+/// address still get in at once (the oldest keyless sockets give way). Before, both were
+/// refused until the idle timeout closed the sockets. The handshake deadline is set long so
+/// that only the reserve can let them in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
+    let gateway = keyed_gateway(&[
+        "--max-connections",
+        "40",
+        "--max-connections-per-address",
+        "10",
+        "--handshake-timeout-s",
+        "600",
+    ]);
+    // A session to join, and its viewer key, before the crowd arrives.
+    let other = Ipv4Addr::new(127, 0, 0, 5);
+    let key = viewer_key_of(&agent_opens_from(other, gateway.addr, "k", "s").await);
+    let idle = idle_sockets_from(1..5, 10, gateway.addr).await;
+    let started = Instant::now();
+    let opened = agent_opens_from(other, gateway.addr, "k", "s2").await;
+    assert_eq!(opened["type"], "opened", "{opened}");
+    let snapshot = tab_joins_from(other, gateway.addr, "s", &key).await;
+    assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
+    assert!(started.elapsed() < AT_ONCE * 2, "{:?}", started.elapsed());
+    drop(idle);
+}
+
+/// A connection that shows no key is closed at the handshake deadline, well before the idle
+/// timeout; an agent and a tab that showed theirs stay, and still answer afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
+    let gateway = keyed_gateway(&["--handshake-timeout-s", "1"]);
+    let here = Ipv4Addr::LOCALHOST;
+    let stream = connect_from(here, gateway.addr).await;
+    let mut request = format!("ws://{}/v1/agent", gateway.addr)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", "Bearer k".parse().unwrap());
+    let (mut agent, _) = tokio_tungstenite::client_async(request, stream)
+        .await
+        .expect("upgraded");
+    let opened = exchange(
+        &mut agent,
+        &json!({"type": "open", "session": "s"}),
+        TIMEOUT,
+    )
+    .await;
+    let key = viewer_key_of(&opened);
+    let tab_stream = connect_from(here, gateway.addr).await;
+    let tab_request = format!("ws://{}/v1/sessions/s/live", gateway.addr)
+        .into_client_request()
+        .unwrap();
+    let (mut tab, _) = tokio_tungstenite::client_async(tab_request, tab_stream)
+        .await
+        .expect("upgraded");
+    let snapshot = exchange(&mut tab, &json!({"type": "hello", "key": key}), TIMEOUT).await;
+    assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
+    let mut silent = connect_from(here, gateway.addr).await;
+    let opened_at = Instant::now();
+    let mut buffer = [0u8; 64];
+    let read = tokio::time::timeout(TIMEOUT, silent.read(&mut buffer))
+        .await
+        .expect("the silent connection is closed within the test's patience");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    eprintln!("closed after {:?}", opened_at.elapsed());
+    // Past the deadline the keyed connections are still served.
+    let reopened = exchange(
+        &mut agent,
+        &json!({"type": "open", "session": "t"}),
+        TIMEOUT,
+    )
+    .await;
+    assert_eq!(reopened["type"], "opened", "{reopened}");
+    let history = exchange(&mut tab, &json!({"type": "history"}), TIMEOUT).await;
+    assert_eq!(history["type"], "history", "{history}");
+}
+
 /// The deepagents questions of one request about 450 KB long.
 fn bulky_questions() -> Value {
     let questions: Vec<Value> = (0..50)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use axum::http::{Request, Response, StatusCode};
+use axum::http::{HeaderMap, Request, Response, StatusCode};
 use axum::response::IntoResponse as _;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service as _;
 
-use super::caps::{CapRefusal, ConnectionCaps};
+use super::caps::{CapRefusal, ConnectionCaps, Cut, Standing};
 use super::watchdog::{Activity, HttpTimeouts, Overstay, WatchedStream};
 use crate::metrics::{Metrics, count};
 
@@ -48,10 +48,24 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 pub struct ServeSettings {
     /// The HTTP phase's timeouts.
     pub timeouts: HttpTimeouts,
+    /// From accept to a key shown; a connection that has shown none by then is cut.
+    pub handshake_timeout: Duration,
+    /// Whether a request's headers show a valid key (an agent's).
+    pub shows_key: KeyCheck,
     /// The most one request may take, body and handler (a long-poll included).
     pub request_timeout: Duration,
     /// Where connections are counted.
     pub metrics: Arc<Metrics>,
+}
+
+/// Whether a request's headers show a valid key.
+#[derive(Clone)]
+pub struct KeyCheck(pub Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for KeyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyCheck")
+    }
 }
 
 /// Accepts on `listener` until `shutdown`; every connection task runs on `tracker`.
@@ -86,11 +100,16 @@ pub async fn accept_loop(
                 // TCP_NODELAY, Nagle's algorithm holds a frame that follows another until the
                 // peer's delayed ACK, adding up to 40 ms.
                 let _ = stream.set_nodelay(true);
+                let standing = Arc::clone(permit.standing());
+                let deadline = Arc::clone(&standing);
+                let handshake_timeout = settings.handshake_timeout;
+                tokio::spawn(async move { deadline.enforce_deadline(handshake_timeout).await });
                 let activity = Activity::new();
                 let stream = WatchedStream::new(stream, Arc::clone(&activity), permit);
                 tracker.spawn(serve_connection(
                     stream,
                     peer,
+                    standing,
                     activity,
                     router.clone(),
                     settings.clone(),
@@ -126,17 +145,26 @@ pub async fn accept_loop(
 async fn serve_connection(
     stream: WatchedStream,
     peer: SocketAddr,
+    standing: Arc<Standing>,
     activity: Arc<Activity>,
     router: Router,
     settings: ServeSettings,
     shutdown: CancellationToken,
 ) {
     let service_activity = Arc::clone(&activity);
+    let service_standing = Arc::clone(&standing);
     let request_timeout = settings.request_timeout;
+    let shows_key = settings.shows_key.clone();
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let mut router = router.clone();
         let guard = service_activity.begin_request();
+        if !service_standing.is_keyed() && (shows_key.0)(request.headers()) {
+            service_standing.show_key();
+        }
         request.extensions_mut().insert(ConnectInfo(peer));
+        request
+            .extensions_mut()
+            .insert(Arc::clone(&service_standing));
         async move {
             let response = match tokio::time::timeout(request_timeout, router.call(request)).await {
                 Ok(Ok(response)) => response,
@@ -168,6 +196,13 @@ async fn serve_connection(
                 if why == Overstay::HeadersTooSlow {
                     tracing::info!(%peer, "closed a connection whose request headers did not arrive in time");
                 }
+                return;
+            }
+            why = standing.cut() => {
+                if why == Cut::Deadline {
+                    count(&settings.metrics.closed_overstaying);
+                }
+                tracing::debug!(%peer, "closing a connection: {}", why.message());
                 return;
             }
             () = shutdown.cancelled(), if !finishing => {

@@ -33,6 +33,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::Note;
+#[cfg(feature = "fuzzing")]
+pub use durable::fuzzing as durable_decoders;
 pub use durable::{CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings};
 pub use memory::MemoryStore;
 pub use shared::Shared;

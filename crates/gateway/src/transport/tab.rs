@@ -12,6 +12,7 @@
 //! gateway a trail's read or a refusal's record, and a page sends either rarely.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use askgate_protocol::wire::{FromTab, Via, read_tab_frame};
 use askgate_protocol::{SessionId, close};
@@ -29,6 +30,7 @@ use super::upgrade::Upgrade;
 use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch};
 use crate::clock::{now_ms, until};
+use crate::connections::{Cut, Standing};
 use crate::hub::{Link, Queue, TabHandle};
 use crate::metrics::{count, gauge_add};
 use crate::pacer::Pacer;
@@ -40,6 +42,7 @@ pub async fn tab_endpoint(
     State(state): State<AppState>,
     Path(session): Path<String>,
     PeerAddress(peer): PeerAddress,
+    ConnectionStanding(standing): ConnectionStanding,
     headers: HeaderMap,
     upgrade: Upgrade,
 ) -> Response {
@@ -49,8 +52,38 @@ pub async fn tab_endpoint(
     let config = socket_config(limits, limits.max_frame_bytes, limits.read_buffer_bytes);
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
         let span = tracing::info_span!("tab", %session);
-        tracker.track_future(run(socket, state, session, proxied).instrument(span))
+        let joining = Joining { proxied, standing };
+        tracker.track_future(run(socket, state, session, joining).instrument(span))
     })
+}
+
+/// What the upgrade request tells about a tab still to say hello.
+struct Joining {
+    /// Who a trusted proxy says it is.
+    proxied: ProxyIdentity,
+    /// Its connection's standing, when the accept loop keeps one: the hello shows its key.
+    standing: Option<Arc<Standing>>,
+}
+
+/// The connection's standing under the caps, when the accept loop recorded one.
+pub struct ConnectionStanding(pub Option<Arc<Standing>>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ConnectionStanding {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ConnectionStanding(
+            parts.extensions.get::<Arc<Standing>>().cloned(),
+        ))
+    }
+}
+
+/// How a tab cut before it showed its key is closed.
+fn closing_for(cut: Cut) -> Closing {
+    match cut {
+        Cut::Deadline => Closing::with(close::TOO_SLOW, "no hello in time"),
+        Cut::Crowded => Closing::with(close::TRY_AGAIN_LATER, cut.message()),
+    }
 }
 
 /// The address a request came from, when the accept loop recorded it.
@@ -78,13 +111,13 @@ fn run(
     mut socket: WebSocket,
     state: AppState,
     session: String,
-    proxied: ProxyIdentity,
+    joining: Joining,
 ) -> impl Future<Output = ()> + Send {
     async move {
         gauge_add(&state.hub.metrics().connection_tasks, 1);
         // Boxed, as every rare wait: a task is as large as its largest state, idle or not,
         // and the hello, the key check and the store's load are over once the tab has joined.
-        let closing = match Box::pin(admit(&mut socket, &state, &session, proxied)).await {
+        let closing = match Box::pin(admit(&mut socket, &state, &session, joining)).await {
             Ok((handle, queue)) => {
                 let closing = serve(&mut socket, &state, &handle, queue).await;
                 Box::pin(handle.record_counted_refusals()).await;
@@ -105,15 +138,23 @@ async fn admit(
     socket: &mut WebSocket,
     state: &AppState,
     session: &str,
-    proxied: ProxyIdentity,
+    joining: Joining,
 ) -> Result<(TabHandle, Queue), Option<Closing>> {
     let with = |code, reason| Err(Some(Closing::with(code, reason)));
+    let Joining { proxied, standing } = joining;
     let Ok(session) = SessionId::parse(session) else {
         return with(close::UNKNOWN_SESSION, "not a session id");
+    };
+    let cut = async {
+        match &standing {
+            Some(standing) => standing.cut().await,
+            None => std::future::pending().await,
+        }
     };
     let hello = tokio::select! {
         hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.next()) => hello,
         () = state.shutdown.cancelled() => return with(close::GOING_AWAY, "shutting down"),
+        why = cut => return Err(Some(closing_for(why))),
     };
     let (key, requested_tab) = match hello {
         Ok(Some(Ok(Message::Text(text)))) => match serde_json::from_str::<FromTab>(&text) {
@@ -156,6 +197,15 @@ async fn admit(
     // Shutdown closes every tab the hub holds; one that joined just after it closes here.
     if state.shutdown.is_cancelled() {
         return with(close::GOING_AWAY, "shutting down");
+    }
+    // Its key is shown: from now on it is never cut to make room for connections that have
+    // shown none, nor for its deadline; one cut meanwhile closes as it would have.
+    if let Some(standing) = &standing
+        && !standing.show_key()
+    {
+        return Err(Some(closing_for(
+            standing.cut_already().unwrap_or(Cut::Deadline),
+        )));
     }
     tracing::debug!(tab = %handle.tab(), "tab joined");
     Ok((handle, queue))

@@ -87,7 +87,8 @@ pub struct LimitArgs {
     pub shutdown_grace_s: f64,
     /// Connections held at once; one more is answered 503 and closed [default: as many as
     /// the open-file limit allows, less 128 kept for the store and refusals; the limit is
-    /// raised to its hard maximum at start].
+    /// raised to its hard maximum at start]. A quarter is kept for connections that have shown
+    /// a key: past the rest, a new connection cuts the oldest one that has shown none.
     #[arg(long, hide_env_values = true, env = "ASKGATE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
     /// Connections held from one client address (IPv4, or an IPv6 /64); one more is answered
@@ -103,6 +104,10 @@ pub struct LimitArgs {
     /// that sends nothing, a keep-alive one between requests) before it is closed.
     #[arg(long, hide_env_values = true, env = "ASKGATE_IDLE_TIMEOUT_S", default_value_t = config::DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
     pub idle_timeout_s: f64,
+    /// Seconds from accept until a connection must have shown a key (an agent key on a request
+    /// or an upgrade, or a tab's accepted hello); one that has not is closed (a tab with 4408).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_HANDSHAKE_TIMEOUT_S", default_value_t = config::DEFAULT_HANDSHAKE_TIMEOUT.as_secs_f64())]
+    pub handshake_timeout_s: f64,
     /// Seconds one HTTP request may take, body and handling; more than 60 (the longest
     /// long-poll). Past it: 408.
     #[arg(long, hide_env_values = true, env = "ASKGATE_REQUEST_TIMEOUT_S", default_value_t = config::DEFAULT_REQUEST_TIMEOUT.as_secs_f64())]
@@ -208,6 +213,7 @@ impl LimitArgs {
                 .filter(|cap| *cap > 0),
             header_read_timeout: within_a_day("header-read-timeout-s", self.header_read_timeout_s)?,
             idle_timeout: within_a_day("idle-timeout-s", self.idle_timeout_s)?,
+            handshake_timeout: within_a_day("handshake-timeout-s", self.handshake_timeout_s)?,
             request_timeout: {
                 let timeout = within_a_day("request-timeout-s", self.request_timeout_s)?;
                 if timeout.as_secs_f64() <= crate::transport::MAX_WAIT_S {

@@ -21,9 +21,14 @@
 //! which format 3 reads as rows of one line) are taken and marked 3: an askgate that reads
 //! format 2 would take a row of several entries for one. (The trail tables came later without
 //! a new format: a store without them simply has no trail yet.)
+//!
+//! With the `fuzzing` feature only, [`fuzzing`] lets the fuzz targets reach the log's and the
+//! records' decoders.
 
 mod appender;
 mod checkpoint;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod log;
 mod logged;
 mod recovery;

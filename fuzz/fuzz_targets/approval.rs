@@ -1,0 +1,8 @@
+//! Tool-call approvals: `calls` (each with its `args` and `args_schema`) NUL the person's
+//! decisions, edits included (checked against `args_schema`).
+#![no_main]
+
+use askgate_fuzz::{dialect, exercise_dialect};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| exercise_dialect(dialect("approval"), data));
