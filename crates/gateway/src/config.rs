@@ -298,6 +298,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Which store.
     pub store: StoreKind,
+    /// Start the embedded store even on a damaged log, moving the damaged files aside
+    /// (`--recover-damaged-log`).
+    pub recover_damaged_log: bool,
     /// How a Redis store is used (ignored by the others).
     pub redis: RedisSettings,
     /// Serve the web UI from this directory instead of the embedded copy (development).
@@ -331,6 +334,7 @@ impl Config {
             secret: secret.into(),
             data_dir: PathBuf::from("askgate-data"),
             store: StoreKind::Memory,
+            recover_damaged_log: false,
             redis: RedisSettings::default(),
             web_dir: None,
             limits: Limits::default(),

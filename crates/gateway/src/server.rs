@@ -25,7 +25,7 @@ use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
 use crate::people::{People, TrustedProxies};
 use crate::store::redis::{RedisOptions, RedisStore, check_durability};
-use crate::store::{DurableStore, MemoryStore, Store};
+use crate::store::{DurableStore, LogSettings, MemoryStore, Store};
 use crate::transport;
 use crate::web::{self, WebAssets};
 
@@ -99,9 +99,13 @@ pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState
     let (store, config): (Arc<dyn Store>, Cow<'_, Config>) = match &config.store {
         StoreKind::Memory => (Arc::new(MemoryStore::new()), Cow::Borrowed(config)),
         StoreKind::Embedded => (
-            Arc::new(DurableStore::open_counted(
+            Arc::new(DurableStore::open_with(
                 &config.data_dir,
                 Arc::clone(&metrics.store_writes),
+                LogSettings {
+                    recover_damaged_log: config.recover_damaged_log,
+                    ..LogSettings::default()
+                },
             )?),
             Cow::Borrowed(config),
         ),

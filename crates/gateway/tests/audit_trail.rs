@@ -283,6 +283,9 @@ async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_nam
 
     let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
     let seq = answered["seq"].as_u64().unwrap();
+    // What the killed gateway's log held reaches redb when the store next opens (`audit`
+    // reads without writing): opened and closed here, so the entry is in redb to change.
+    drop(askgate::store::DurableStore::open(&data).unwrap());
     {
         const AUDIT: redb::TableDefinition<'_, (&str, u64), &str> =
             redb::TableDefinition::new("audit");

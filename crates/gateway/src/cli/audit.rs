@@ -2,7 +2,9 @@
 //! `serve` opens the store (the same `--data-dir` / `--store` / `--redis-prefix`).
 //!
 //! The embedded store is one file a running gateway holds locked: stop it first, or read a
-//! running gateway's trails over HTTP (`GET /v1/audit`). A Redis store is read live.
+//! running gateway's trails over HTTP (`GET /v1/audit`). It is read read-only: never repaired,
+//! its log never replayed or deleted, so checking a store does not change it. A Redis store is
+//! read live.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use crate::audit::verify::ChainCheck;
 use crate::config::{StoreKind, check_redis_prefix};
 use crate::metrics::Metrics;
 use crate::store::redis::{RedisOptions, RedisStore};
-use crate::store::{DurableStore, FILE_NAME, Store};
+use crate::store::{FILE_NAME, ReadOnlyTrails, Store, Trails};
 
 /// Entries read from the store at a time.
 const PAGE: usize = 1000;
@@ -45,7 +47,24 @@ pub struct AuditArgs {
     pub session: Option<String>,
 }
 
-async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
+/// A store opened for its trails.
+enum Opened {
+    /// The embedded store, read-only.
+    Embedded(Box<ReadOnlyTrails>),
+    /// A store read live.
+    Shared(Arc<dyn Store>),
+}
+
+impl Opened {
+    fn trails(&self) -> &dyn Trails {
+        match self {
+            Opened::Embedded(trails) => trails.as_ref(),
+            Opened::Shared(store) => store.trails(),
+        }
+    }
+}
+
+async fn open(args: &AuditArgs) -> anyhow::Result<Opened> {
     match &args.stored.store {
         StoreKind::Embedded => {
             let file = args.stored.data_dir.join(FILE_NAME);
@@ -55,13 +74,13 @@ async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
                     file.display()
                 );
             }
-            let store = DurableStore::open(&args.stored.data_dir).with_context(|| {
+            let trails = ReadOnlyTrails::open(&args.stored.data_dir).with_context(|| {
                 format!(
-                    "opening {} (a running gateway holds it: stop it, or read its trails with GET /v1/audit)",
+                    "opening {} read-only (a running gateway holds it: stop it, or read its trails with GET /v1/audit)",
                     file.display()
                 )
             })?;
-            Ok(Arc::new(store))
+            Ok(Opened::Embedded(Box::new(trails)))
         }
         StoreKind::Memory => bail!("a memory store keeps nothing once its gateway stops"),
         StoreKind::Redis(url) => {
@@ -73,29 +92,29 @@ async fn open(args: &AuditArgs) -> anyhow::Result<Arc<dyn Store>> {
                 audit_retention: Duration::from_secs(3600),
             };
             let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
-            Ok(store)
+            Ok(Opened::Shared(store))
         }
     }
 }
 
-async fn sessions(store: &dyn Store, args: &AuditArgs) -> anyhow::Result<Vec<SessionId>> {
+async fn sessions(trails: &dyn Trails, args: &AuditArgs) -> anyhow::Result<Vec<SessionId>> {
     match &args.session {
         Some(session) => Ok(vec![
             SessionId::parse(session).map_err(|m| anyhow::anyhow!("--session: {m}"))?,
         ]),
-        None => Ok(store.trails().audit_sessions().await?),
+        None => Ok(trails.audit_sessions().await?),
     }
 }
 
 /// Calls `each` with every entry of `session`'s trail, oldest first.
 async fn walk(
-    store: &dyn Store,
+    trails: &dyn Trails,
     session: &SessionId,
     mut each: impl FnMut(&str) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
     let mut after = 0;
     loop {
-        let lines = store.trails().audit(session, after, PAGE).await?;
+        let lines = trails.audit(session, after, PAGE).await?;
         for line in &lines {
             if !each(line)? {
                 return Ok(());
@@ -120,10 +139,11 @@ pub async fn run(command: AuditCommand) -> anyhow::Result<()> {
 }
 
 async fn export(args: &AuditArgs) -> anyhow::Result<()> {
-    let store = open(args).await?;
+    let opened = open(args).await?;
+    let trails = opened.trails();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for session in sessions(store.as_ref(), args).await? {
-        walk(store.as_ref(), &session, |line| {
+    for session in sessions(trails, args).await? {
+        walk(trails, &session, |line| {
             writeln!(out, "{line}")?;
             Ok(true)
         })
@@ -134,13 +154,14 @@ async fn export(args: &AuditArgs) -> anyhow::Result<()> {
 }
 
 async fn verify(args: &AuditArgs) -> anyhow::Result<()> {
-    let store = open(args).await?;
-    let sessions = sessions(store.as_ref(), args).await?;
+    let opened = open(args).await?;
+    let trails = opened.trails();
+    let sessions = sessions(trails, args).await?;
     let (mut entries, mut broken) = (0, Vec::new());
     for session in &sessions {
         let mut check = ChainCheck::new(session.as_str());
         let mut first_broken = None;
-        walk(store.as_ref(), session, |line| match check.next(line) {
+        walk(trails, session, |line| match check.next(line) {
             Ok(()) => Ok(true),
             Err(error) => {
                 first_broken = Some(error);
@@ -151,12 +172,29 @@ async fn verify(args: &AuditArgs) -> anyhow::Result<()> {
         entries += check.checked();
         broken.extend(first_broken);
     }
-    if broken.is_empty() {
+    let mut damage = None;
+    if let Opened::Embedded(read) = &opened {
+        if let Some(why) = &read.copied_because {
+            eprintln!("note: {why}");
+        }
+        damage.clone_from(&read.damage);
+    }
+    if broken.is_empty() && damage.is_none() {
         println!(
             "{} sessions, {entries} entries: every chain holds",
             sessions.len()
         );
         return Ok(());
+    }
+    if let Some(damage) = damage {
+        println!("damaged: {damage}; see `askgate store check`");
+        if broken.is_empty() {
+            bail!(
+                "every chain redb holds holds ({} sessions, {entries} entries), but the store's \
+                 log is damaged: what it held past the damage is missing from the trails",
+                sessions.len()
+            );
+        }
     }
     for error in &broken {
         println!("broken: {error}");

@@ -4,6 +4,7 @@ pub mod audit;
 mod demo;
 mod schema;
 mod serve;
+pub mod store;
 mod store_flags;
 mod validate;
 
@@ -45,6 +46,9 @@ pub enum Command {
     /// Export or verify a store's audit trails.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Check the embedded store for damage, changing nothing.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
@@ -108,6 +112,10 @@ pub fn main() -> ExitCode {
             init_tracing("warn");
             let threads = crate::config::DEFAULT_WORKER_THREADS;
             runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
+        }
+        Command::Store(command) => {
+            init_tracing("warn");
+            store::run(command)
         }
         Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
             .or_else(quiet_when_stdout_closed),

@@ -33,7 +33,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::Note;
-pub use durable::{CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings};
+pub use durable::{
+    CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, ReadOnlyTrails,
+    StoreCheck, check as check_durable,
+};
 pub use memory::MemoryStore;
 pub use shared::Shared;
 

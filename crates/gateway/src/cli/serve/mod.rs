@@ -62,6 +62,13 @@ pub struct ServeArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_STRICT_DURABILITY")]
     pub strict_durability: bool,
 
+    /// Start even if the embedded store's log is damaged (not only torn by a crash): replay
+    /// the records before the damage, move the damaged log files into
+    /// <data-dir>/damaged-<time>/, and log (ERROR) what they held past it. Without it such a
+    /// store does not start (see `askgate store check`).
+    #[arg(long)]
+    pub recover_damaged_log: bool,
+
     /// Serve the web UI from this directory instead of the embedded copy (development).
     #[arg(long, hide_env_values = true, env = "ASKGATE_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
@@ -158,6 +165,7 @@ impl ServeArgs {
             secret,
             data_dir: self.stored.data_dir.clone(),
             store: self.stored.store.clone(),
+            recover_damaged_log: self.recover_damaged_log,
             redis: RedisSettings {
                 prefix: self.stored.redis_prefix.clone(),
                 strict_durability: self.strict_durability,

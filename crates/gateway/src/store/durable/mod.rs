@@ -9,7 +9,9 @@
 //! writes what the log holds to redb some milliseconds' worth at a time and deletes log files
 //! redb holds all of; a reader of the trails or of the requests asks it to catch up first. At
 //! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
-//! before anything is read. A commit used to be a redb transaction of its own: each rewrote
+//! before anything is read; a log damaged other than by a crash's torn tail ([`damage`]) stops
+//! the start instead. [`read_only`] reads a store without writing to it (`store check`,
+//! `audit verify` and `audit export`). A commit used to be a redb transaction of its own: each rewrote
 //! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
 //! record is one write of its bytes.
 //!
@@ -24,8 +26,10 @@
 
 mod appender;
 mod checkpoint;
+mod damage;
 mod log;
 mod logged;
+mod read_only;
 mod recovery;
 mod syncer;
 mod trails;
@@ -49,6 +53,7 @@ use super::{
 };
 use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
+pub use read_only::{ReadOnlyTrails, StoreCheck, check};
 
 /// The on-disk format this build reads and writes.
 pub const FORMAT_VERSION: u64 = 3;
@@ -65,9 +70,13 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("requests");
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 
-/// How the log is written.
+/// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
 pub struct LogSettings {
+    /// Start even if the log is damaged (not only torn by a crash): replay the records before
+    /// the damage, move the damaged files aside and log what they held
+    /// (`--recover-damaged-log`). Otherwise the store does not open.
+    pub recover_damaged_log: bool,
     /// How long the log may hold what redb does not, while commits keep coming.
     pub checkpoint_every: Duration,
     /// A log file takes no more records once it holds this many bytes.
@@ -81,6 +90,7 @@ pub struct LogSettings {
 impl Default for LogSettings {
     fn default() -> Self {
         LogSettings {
+            recover_damaged_log: false,
             checkpoint_every: CHECKPOINT_EVERY,
             rotate_at_bytes: log::ROTATE_AT_BYTES,
             sync_at_most_every: syncer::SYNC_AT_MOST_EVERY,
@@ -175,13 +185,22 @@ impl DurableStore {
                 e,
             )
         })?;
+        // Read before redb is opened (which may write to it): a damaged log leaves every file
+        // as it was.
+        let scan = damage::LogScan::of(data_dir)?;
+        if let Some(corruption) = scan.corruption()
+            && !settings.recover_damaged_log
+        {
+            return Err(corruption.refusal(data_dir));
+        }
         let path = data_dir.join(FILE_NAME);
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
         check_format(&db, &path)?;
-        let resumed = recovery::recover(&db, data_dir)?;
+        let resumed = recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log)?;
+        drop(scan);
         let prefill_bytes = settings.rotate_at_bytes.min(log::PREFILL_MAX_BYTES);
         let file =
             log::LogFile::create(data_dir, resumed.next_file, prefill_bytes).map_err(|e| {

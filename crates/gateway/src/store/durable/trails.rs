@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable as _, TableDefinition};
 
 use askgate_protocol::SessionId;
 
@@ -166,7 +166,7 @@ impl<'t> TrailTables<'t> {
 /// Entries of `session` after `after_seq`, at most `limit`; or with `newest`, the newest
 /// `limit` (oldest first either way).
 pub(super) fn read(
-    db: &redb::Database,
+    db: &impl ReadableDatabase,
     session: &SessionId,
     after_seq: u64,
     limit: usize,
@@ -224,7 +224,7 @@ pub(super) fn read(
 }
 
 /// Every session with a trail.
-pub(super) fn sessions(db: &redb::Database) -> Result<Vec<SessionId>, StoreError> {
+pub(super) fn sessions(db: &impl ReadableDatabase) -> Result<Vec<SessionId>, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let table = match txn.open_table(HEADS) {
         Ok(table) => table,
