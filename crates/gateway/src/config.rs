@@ -301,6 +301,8 @@ pub struct Config {
     /// Start the embedded store even on a damaged log, moving the damaged files aside
     /// (`--recover-damaged-log`).
     pub recover_damaged_log: bool,
+    /// The key audit chains are sealed with (none: unkeyed SHA-256).
+    pub audit_key: Option<std::sync::Arc<crate::audit::chain::AuditKey>>,
     /// How a Redis store is used (ignored by the others).
     pub redis: RedisSettings,
     /// Serve the web UI from this directory instead of the embedded copy (development).
@@ -335,6 +337,7 @@ impl Config {
             data_dir: PathBuf::from("askgate-data"),
             store: StoreKind::Memory,
             recover_damaged_log: false,
+            audit_key: None,
             redis: RedisSettings::default(),
             web_dir: None,
             limits: Limits::default(),

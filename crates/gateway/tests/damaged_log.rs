@@ -8,16 +8,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 
 use serde_json::{Value, json};
 
+use support::cli::{askgate, serve_refused};
 use support::nodes::Node;
 use support::peer::{Peer, answer, ask};
-use support::{TIMEOUT, remove_scratch, tempdir};
+use support::{remove_scratch, tempdir};
 
 const SESSION: &str = "s";
 
@@ -86,81 +84,6 @@ fn records_of_the_log(data: &Path) -> (PathBuf, Vec<usize>) {
     panic!("no log file holds a record in {}", data.display());
 }
 
-/// What a process that exits said and how it ended.
-struct Ran {
-    ok: bool,
-    said: String,
-}
-
-impl std::fmt::Display for Ran {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "(exit ok: {}) {}", self.ok, self.said)
-    }
-}
-
-/// `askgate serve` on `data`, expected to stop without listening: what it said, once it has
-/// ended. Should it listen instead, the test fails (and the process is killed).
-fn serve_refused(data: &Path) -> Ran {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", "embedded"])
-        .arg("--data-dir")
-        .arg(data)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("askgate serve runs");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut said = String::new();
-    loop {
-        match lines.recv_timeout(TIMEOUT) {
-            Ok(line) if line.starts_with("askgate listening on") => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the gateway started on a damaged log: {said}");
-            }
-            Ok(line) => {
-                said.push_str(&line);
-                said.push('\n');
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                panic!("the gateway neither started nor stopped: {said}");
-            }
-        }
-    }
-    let status = child.wait().unwrap();
-    Ran {
-        ok: status.success(),
-        said,
-    }
-}
-
-/// `askgate ARGS --data-dir DATA`.
-fn askgate(args: &[&str], data: &Path) -> Ran {
-    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .output()
-        .expect("askgate runs");
-    Ran {
-        ok: output.status.success(),
-        said: format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flipped_bit_before_the_tail_stops_the_start_and_recovery_moves_it_aside_and_says_what_was_lost()
  {
@@ -180,7 +103,7 @@ async fn a_flipped_bit_before_the_tail_stops_the_start_and_recovery_moves_it_asi
     let name = log.file_name().unwrap().to_str().unwrap().to_owned();
     let before = files(&data);
 
-    let refused = serve_refused(&data);
+    let refused = serve_refused(&data, &["--store", "embedded"]);
     assert!(!refused.ok, "{refused}");
     for said in [
         name.as_str(),

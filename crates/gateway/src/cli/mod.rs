@@ -1,6 +1,7 @@
 //! The `askgate` command line.
 
 pub mod audit;
+pub mod audit_key;
 mod demo;
 mod schema;
 mod serve;

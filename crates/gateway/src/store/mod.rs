@@ -35,7 +35,7 @@ use serde_json::Value;
 use crate::audit::Note;
 pub use durable::{
     CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, ReadOnlyTrails,
-    StoreCheck, check as check_durable,
+    StoreCheck, UNKEYED_FORMAT_VERSION, check as check_durable,
 };
 pub use memory::MemoryStore;
 pub use shared::Shared;

@@ -375,7 +375,8 @@ mod tests {
             let txn = db.begin_write().unwrap();
             {
                 let mut table = txn.open_table(REQUESTS).unwrap();
-                let mut trails = TrailTables::open(&txn).unwrap();
+                let mut trails =
+                    TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
                 apply_all(&mut table, &mut trails, *batch).unwrap();
             }
             txn.commit().unwrap();

@@ -11,7 +11,8 @@ use askgate_protocol::SessionId;
 
 use super::checkpoint::APPLIED_KEY;
 use super::damage::LogScan;
-use super::{DurableStore, FILE_NAME, LogSettings, META, StoreError, err, trails};
+use super::{DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, META, StoreError, err, trails};
+use crate::audit::chain::AuditKey;
 use crate::store::{StoreFuture, Trails};
 
 /// redb's `log_applied`, read without writing; why not, if it could not be.
@@ -164,6 +165,8 @@ pub struct ReadOnlyTrails {
     pub copied_because: Option<String>,
     /// The log's damage, said as `askgate store check` says it.
     pub damage: Option<String>,
+    /// Whether its audit chains are keyed (format 4).
+    pub keyed: bool,
     path: PathBuf,
 }
 
@@ -189,7 +192,7 @@ impl ReadOnlyTrails {
     ///
     /// # Errors
     /// There is no store, it is open in a gateway, or it or its copy cannot be read.
-    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+    pub fn open(data_dir: &Path, audit_key: Option<Arc<AuditKey>>) -> Result<Self, StoreError> {
         let path = data_dir.join(FILE_NAME);
         let scan = LogScan::of(data_dir)?;
         let damage = scan.corruption().map(|c| c.to_string());
@@ -207,11 +210,13 @@ impl ReadOnlyTrails {
                     .filter(|record| record.seq > applied)
                     .count();
                 if pending == 0 {
+                    let keyed = format(&db)? == Some(FORMAT_VERSION);
                     return Ok(ReadOnlyTrails {
                         direct: Some(db),
                         copy: None,
                         copied_because: None,
                         damage,
+                        keyed,
                         path,
                     });
                 }
@@ -222,7 +227,8 @@ impl ReadOnlyTrails {
             }
             Err(error) => return Err(explain(&path, error)),
         };
-        let (store, dir) = open_copy(data_dir, &scan)?;
+        let (store, dir) = open_copy(data_dir, &scan, audit_key)?;
+        let keyed = store.keyed();
         Ok(ReadOnlyTrails {
             direct: None,
             copy: Some((store, dir.clone())),
@@ -232,14 +238,33 @@ impl ReadOnlyTrails {
                 dir.display()
             )),
             damage,
+            keyed,
             path,
         })
     }
 }
 
+/// The store's format version, read without writing.
+fn format(db: &ReadOnlyDatabase) -> Result<Option<u64>, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(err("opening the meta table", e)),
+    };
+    Ok(meta
+        .get("format")
+        .map_err(|e| err("reading the format version", e))?
+        .map(|v| v.value()))
+}
+
 /// Copies redb and the log files of `data_dir` into a new private temporary directory and
 /// opens the store there (recovering past damage, which is reported apart).
-fn open_copy(data_dir: &Path, scan: &LogScan) -> Result<(DurableStore, PathBuf), StoreError> {
+fn open_copy(
+    data_dir: &Path,
+    scan: &LogScan,
+    audit_key: Option<Arc<AuditKey>>,
+) -> Result<(DurableStore, PathBuf), StoreError> {
     let dir = std::env::temp_dir().join(format!(
         "askgate-read-{}-{:016x}",
         std::process::id(),
@@ -260,7 +285,7 @@ fn open_copy(data_dir: &Path, scan: &LogScan) -> Result<(DurableStore, PathBuf),
                 recover_damaged_log: true,
                 ..LogSettings::default()
             };
-            DurableStore::open_with(&dir, Arc::default(), settings)
+            DurableStore::open_keyed(&dir, Arc::default(), settings, audit_key)
         });
     match made {
         Ok(store) => Ok((store, dir)),

@@ -13,6 +13,7 @@ use super::checkpoint::{APPLIED_KEY, commit_groups};
 use super::damage::{Corruption, LogScan};
 use super::logged::Logged;
 use super::{META, StoreError, err, log};
+use crate::audit::chain::ChainKey;
 
 /// Requests named one by one in the log of what a recovery lost; past this, a count.
 const LOST_NAMED_AT_MOST: usize = 100;
@@ -32,6 +33,7 @@ pub(super) fn recover(
     dir: &Path,
     scan: &LogScan,
     recover_damaged: bool,
+    chain: &ChainKey,
 ) -> Result<Resumed, StoreError> {
     let corruption = scan.corruption();
     if let Some(corruption) = &corruption
@@ -69,7 +71,7 @@ pub(super) fn recover(
         if !groups.is_empty() {
             tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
         }
-        commit_groups(db, &groups, true)
+        commit_groups(db, &groups, true, chain)
             .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))?;
     }
     let mut deleted = scan.files.as_slice();
@@ -223,11 +225,14 @@ mod tests {
         let dir = log::tests::temp_dir("recovery");
         let path = dir.join(FILE_NAME);
         let db = Database::create(&path).unwrap();
-        check_format(&db, &path).unwrap();
+        check_format(&db, &path, None).unwrap();
         let mut file = log::LogFile::create(&dir, 3, 64).unwrap();
         file.append(1, br#"[{"Put":{"session":"s"}}]"#).unwrap();
         let scan = LogScan::of(&dir).unwrap();
-        let error = recover(&db, &dir, &scan, false).err().expect("refused").0;
+        let error = recover(&db, &dir, &scan, false, &ChainKey::Unkeyed)
+            .err()
+            .expect("refused")
+            .0;
         assert!(
             error.starts_with("record 1 of the store's log ")
                 && error.contains("log-00000003.wal cannot be read (missing field `id`"),

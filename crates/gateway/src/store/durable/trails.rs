@@ -14,7 +14,8 @@ use redb::{ReadableDatabase, ReadableTable as _, TableDefinition};
 use askgate_protocol::SessionId;
 
 use super::err;
-use crate::audit::{GENESIS, read_line, seal};
+use crate::audit::chain::{ChainKey, seal_with};
+use crate::audit::{GENESIS, read_line};
 use crate::store::StoreError;
 
 pub(super) const AUDIT: TableDefinition<'_, (&str, u64), &str> = TableDefinition::new("audit");
@@ -28,6 +29,8 @@ pub(super) struct TrailTables<'t> {
     pub(super) heads: redb::Table<'t, &'static str, &'static str>,
     /// Each chain sealed onto in this transaction.
     sealed: HashMap<String, Sealing>,
+    /// How entries are hashed.
+    chain: ChainKey,
 }
 
 /// What a transaction has sealed onto one chain.
@@ -52,7 +55,7 @@ fn read_head(text: &str) -> Option<(u64, u64, &str)> {
 
 impl<'t> TrailTables<'t> {
     /// The trail tables of `txn`.
-    pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Self, String> {
+    pub(super) fn open(txn: &'t redb::WriteTransaction, chain: &ChainKey) -> Result<Self, String> {
         Ok(TrailTables {
             entries: txn
                 .open_table(AUDIT)
@@ -61,6 +64,7 @@ impl<'t> TrailTables<'t> {
                 .open_table(HEADS)
                 .map_err(|e| format!("opening the audit heads: {e}"))?,
             sealed: HashMap::new(),
+            chain: chain.clone(),
         })
     }
 
@@ -74,7 +78,7 @@ impl<'t> TrailTables<'t> {
         let (seq, prev) = head
             .as_ref()
             .map_or((1, GENESIS), |(seq, _, hash)| (seq + 1, hash.as_str()));
-        let sealed = seal(prev, seq, at_ms, tail);
+        let sealed = seal_with(&self.chain, prev, seq, at_ms, tail);
         let last_at = head.map_or(at_ms, |(_, at, _)| at.max(at_ms));
         let head = (sealed.seq, last_at, sealed.hash);
         match self.sealed.get_mut(session) {
@@ -256,7 +260,7 @@ mod tests {
         for entries in [5, 1, 3] {
             let txn = db.begin_write().unwrap();
             {
-                let mut trails = TrailTables::open(&txn).unwrap();
+                let mut trails = TrailTables::open(&txn, &ChainKey::Unkeyed).unwrap();
                 for _ in 0..entries {
                     at += 1;
                     let tail = format!(r#""session":"s","n":{at}"#);
