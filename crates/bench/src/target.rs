@@ -111,7 +111,9 @@ impl Target {
             .args(extra);
         // Nodes on one Redis seal the audit chain with one key, which Redis does not hold.
         if store.starts_with("redis") && !extra.iter().any(|flag| flag == "--audit-key-file") {
-            command.arg("--audit-key-file").arg(shared_audit_key_file()?);
+            command
+                .arg("--audit-key-file")
+                .arg(shared_audit_key_file()?);
         }
         spawn(Kind::Askgate, command, dir)
     }

@@ -331,3 +331,58 @@ fn a_malformed_key_file_is_refused_at_start_naming_it_and_what_is_wrong() {
     );
     remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn a_keyed_store_started_with_another_key_is_refused() {
+    let dir = tempdir("audit-other-key");
+    store_with_a_trail(&dir, Some(key(5))).await;
+    let other = key_file(&dir, "other-key", &key(6));
+    let ran = support::cli::serve_refused(&dir, &["--audit-key-file", other.to_str().unwrap()]);
+    assert!(!ran.ok, "{ran}");
+    assert!(
+        ran.said
+            .contains("were sealed with another audit key than the one given"),
+        "{ran}"
+    );
+    // Its own key starts it (and then the gateway is stopped by the test's end).
+    let right = key_file(&dir, "right-key", &key(5));
+    let store = DurableStore::open_keyed(
+        &dir,
+        Arc::default(),
+        Default::default(),
+        Some(Arc::new(
+            AuditKey::parse(&std::fs::read(right).unwrap()).unwrap(),
+        )),
+    );
+    assert!(store.is_ok());
+    drop(store);
+    remove_scratch(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_node_given_another_key_than_the_trails_is_refused() {
+    use support::nodes::Node;
+    use support::peer::{Peer, ask};
+    let redis = support::redis::RedisServer::start(&[]);
+    let url = redis.url();
+    let node = Node::start(&url, &[]);
+    let mut agent = Peer::agent(&node).await;
+    agent.send(&ask("s", "r1", None)).await;
+    agent.recv_about("accepted", "r1").await;
+    drop(node);
+    let dir = tempdir("audit-redis-other-key");
+    let other = key_file(&dir, "other-key", &key(7));
+    let ran = support::cli::serve_refused(
+        &dir,
+        &["--store", &url, "--audit-key-file", other.to_str().unwrap()],
+    );
+    assert!(!ran.ok, "{ran}");
+    assert!(
+        ran.said
+            .contains("sealed with another audit key than the one given"),
+        "{ran}"
+    );
+    // The nodes' own key still starts one.
+    drop(Node::start(&url, &[]));
+    remove_scratch(&dir);
+}

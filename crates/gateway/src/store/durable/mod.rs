@@ -227,6 +227,7 @@ impl DurableStore {
             .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
         let chain = check_format(&db, &path, audit_key)?;
+        check_key(&db, &path, &chain)?;
         let keyed = matches!(chain, ChainKey::Keyed(_));
         let resumed =
             recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log, &chain)?;
@@ -424,6 +425,26 @@ fn check_format(
     txn.commit()
         .map_err(|e| err(&format!("writing to {}", path.display()), e))?;
     Ok(chain)
+}
+
+/// Refuses a key other than the one the trails were sealed with: a session's newest entry must
+/// hash under it, or every entry sealed from now on would break its chain.
+fn check_key(db: &Database, path: &Path, chain: &ChainKey) -> Result<(), StoreError> {
+    if matches!(chain, ChainKey::Unkeyed) {
+        return Ok(());
+    }
+    let Some(line) = trails::an_entry(db)? else {
+        return Ok(());
+    };
+    match crate::audit::read_line(&line) {
+        Ok(read) if !read.hash_holds_with(chain) => Err(StoreError(format!(
+            "{}'s audit trails were sealed with another audit key than the one given (an \
+             entry's hash does not hold under it): give the key it was sealed with \
+             (--audit-key-file, or <data-dir>/audit-key)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Waits for the syncer's word on a record.

@@ -227,6 +227,34 @@ pub(super) fn read(
     Ok(lines)
 }
 
+/// One session's newest entry (the first session with a trail), if any trail is kept.
+pub(super) fn an_entry(db: &impl ReadableDatabase) -> Result<Option<String>, StoreError> {
+    let head = {
+        let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+        let table = match txn.open_table(HEADS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(err("opening the audit heads", e)),
+        };
+        let first = table
+            .iter()
+            .map_err(|e| err("reading audit heads", e))?
+            .next()
+            .transpose()
+            .map_err(|e| err("reading an audit head", e))?;
+        first.map(|(session, head)| (session.value().to_owned(), head.value().to_owned()))
+    };
+    let Some((session, head)) = head else {
+        return Ok(None);
+    };
+    let (Ok(session), Some((seq, _, _))) = (SessionId::parse(&session), read_head(&head)) else {
+        return Ok(None);
+    };
+    Ok(read(db, &session, seq.saturating_sub(1), 1, false)?
+        .into_iter()
+        .next())
+}
+
 /// Every session with a trail.
 pub(super) fn sessions(db: &impl ReadableDatabase) -> Result<Vec<SessionId>, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;

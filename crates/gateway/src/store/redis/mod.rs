@@ -187,6 +187,7 @@ impl RedisStore {
         }
         let keyed = self.chain_is_keyed().await?;
         if keyed {
+            self.check_key(key).await?;
             let _ = self.inner.chain_key.set(key.to_hex());
         } else {
             tracing::warn!(
@@ -194,6 +195,38 @@ impl RedisStore {
             );
         }
         Ok(keyed)
+    }
+
+    /// Refuses a key other than the one the trails were sealed with: one session's newest
+    /// entry must hash under it.
+    async fn check_key(&self, key: &AuditKey) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let failed = |e: redis::RedisError| StoreError(format!("reading an audit entry: {e}"));
+        let sessions: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.inner.keys.trails())
+            .arg(-1)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        let Some(session) = sessions.first().and_then(|s| SessionId::parse(s).ok()) else {
+            return Ok(());
+        };
+        let newest: Option<String> = redis::cmd("LINDEX")
+            .arg(self.inner.keys.trail(&session))
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        let chain = crate::audit::chain::ChainKey::Keyed(Arc::new(key.clone()));
+        match newest.as_deref().map(crate::audit::read_line) {
+            Some(Ok(read)) if !read.hash_holds_with(&chain) => Err(StoreError(format!(
+                "this deployment's audit trails were sealed with another audit key than the \
+                 one given (session {session}'s newest entry does not hold under it): give \
+                 every node the same --audit-key-file"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The durability settings of the server, read at start.
