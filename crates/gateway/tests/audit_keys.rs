@@ -386,3 +386,34 @@ async fn a_redis_node_given_another_key_than_the_trails_is_refused() {
     drop(Node::start(&url, &[]));
     remove_scratch(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_file_the_embedded_store_makes_one_beside_the_data_and_warns_each_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use support::nodes::Node;
+    let dir = tempdir("audit-generated-key");
+    let node = Node::start_in(dir.clone(), "embedded", &[]);
+    let warned = |node: &Node| {
+        node.said()
+            .iter()
+            .any(|line| line.contains("WARN") && line.contains("a key kept beside the data"))
+    };
+    assert!(warned(&node), "{:?}", node.said());
+    drop(node);
+    let path = dir.join("audit-key");
+    let made = std::fs::read(&path).unwrap();
+    assert!(AuditKey::parse(&made).is_ok());
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let node = Node::start_in(dir.clone(), "embedded", &[]);
+    assert!(warned(&node), "{:?}", node.said());
+    drop(node);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        made,
+        "reused, not made again"
+    );
+    remove_scratch(&dir);
+}
