@@ -1,4 +1,13 @@
 //! The `askgate` command line.
+//!
+//! - [`audit`]: `audit export` and `audit verify`, reading a store without changing it.
+//! - [`audit_key`]: the key audit chains are sealed with, read or made at start.
+//! - `demo`: `serve` with a demo agent asking in session `demo`.
+//! - `schema`: the tool definition a framework sends the model.
+//! - `serve`: the gateway's flags and its run.
+//! - [`store`]: `store check`, a store's damage reported read-only.
+//! - `store_flags`: `--data-dir`, `--store`, `--redis-prefix`, shared by the commands.
+//! - `validate`: judging tool calls read as JSON lines.
 
 pub mod audit;
 pub mod audit_key;
