@@ -109,6 +109,12 @@ impl Target {
             .arg(dir.join("data"))
             .args(["--store", store])
             .args(extra);
+        // Nodes on one Redis seal the audit chain with one key, which Redis does not hold.
+        if store.starts_with("redis") && !extra.iter().any(|flag| flag == "--audit-key-file") {
+            command
+                .arg("--audit-key-file")
+                .arg(shared_audit_key_file()?);
+        }
         spawn(Kind::Askgate, command, dir)
     }
 
@@ -140,6 +146,21 @@ impl Drop for Target {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// The audit key file every node this run starts on Redis is given: a random key, written
+/// once per run and left in the temp directory with the run's id.
+fn shared_audit_key_file() -> anyhow::Result<PathBuf> {
+    static WRITTEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(path) = WRITTEN.get() {
+        return Ok(path.clone());
+    }
+    let path = temp_dir("audit-key")?.join("audit-key");
+    let key: [u8; 32] = rand::random();
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(&path, format!("{hex}\n"))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(WRITTEN.get_or_init(|| path).clone())
 }
 
 /// A fresh directory for one run's data and log.

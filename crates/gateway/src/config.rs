@@ -319,6 +319,11 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Which store.
     pub store: StoreKind,
+    /// Start the embedded store even on a damaged log, moving the damaged files aside
+    /// (`--recover-damaged-log`).
+    pub recover_damaged_log: bool,
+    /// The key audit chains are sealed with (none: unkeyed SHA-256).
+    pub audit_key: Option<std::sync::Arc<crate::audit::chain::AuditKey>>,
     /// How a Redis store is used (ignored by the others).
     pub redis: RedisSettings,
     /// Serve the web UI from this directory instead of the embedded copy (development).
@@ -352,6 +357,8 @@ impl Config {
             secret: secret.into(),
             data_dir: PathBuf::from("askgate-data"),
             store: StoreKind::Memory,
+            recover_damaged_log: false,
+            audit_key: None,
             redis: RedisSettings::default(),
             web_dir: None,
             limits: Limits::default(),

@@ -27,7 +27,7 @@ use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
 use crate::people::{People, TrustedProxies};
 use crate::store::redis::{RedisOptions, RedisStore, check_durability};
-use crate::store::{DurableStore, MemoryStore, Store};
+use crate::store::{DurableStore, LogSettings, MemoryStore, Store};
 use crate::transport;
 use crate::web::{self, WebAssets};
 
@@ -106,9 +106,14 @@ pub async fn build(config: &Config, public_url: &str) -> anyhow::Result<AppState
     let (store, config): (Arc<dyn Store>, Cow<'_, Config>) = match &config.store {
         StoreKind::Memory => (Arc::new(MemoryStore::new()), Cow::Borrowed(config)),
         StoreKind::Embedded => (
-            Arc::new(DurableStore::open_counted(
+            Arc::new(DurableStore::open_keyed(
                 &config.data_dir,
                 Arc::clone(&metrics.store_writes),
+                LogSettings {
+                    recover_damaged_log: config.recover_damaged_log,
+                    ..LogSettings::default()
+                },
+                config.audit_key.clone(),
             )?),
             Cow::Borrowed(config),
         ),
@@ -136,6 +141,9 @@ async fn open_redis(
     let store = RedisStore::connect(&options, metrics).await?;
     let durability = store.durability().await?;
     check_durability(&durability, config.redis.strict_durability).map_err(anyhow::Error::msg)?;
+    if let Some(key) = &config.audit_key {
+        store.use_audit_key(key).await?;
+    }
     let mut config = config.clone();
     if config.redis.secret_from_store {
         config.secret = store.shared_secret().await?;

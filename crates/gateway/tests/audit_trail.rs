@@ -193,8 +193,8 @@ async fn every_event(nodes: &[&Node]) -> Vec<Value> {
             .count();
         assert_eq!(endings, 1, "{id}: {entries:#?}");
     }
-    // Every entry has what the API promises, and the chain holds.
-    let mut check = ChainCheck::new(SESSION);
+    // Every entry has what the API promises, and the chain holds, keyed with the node's key.
+    let mut check = ChainCheck::with_key(SESSION, Some(chain_key_of(first)));
     for entry in &entries {
         for field in [
             "seq", "at_ms", "session", "id", "event", "user", "tab", "prev", "hash",
@@ -216,6 +216,19 @@ async fn every_event(nodes: &[&Node]) -> Vec<Value> {
     assert_eq!(later.len(), entries.len() - 3);
     assert_eq!(later[0]["seq"], 4);
     entries
+}
+
+/// The audit key `node` seals with: the one generated in its data directory (embedded), or
+/// the tests' Redis key.
+fn chain_key_of(node: &Node) -> askgate::audit::chain::ChainKey {
+    let generated = node.data.join("audit-key");
+    let file = if generated.exists() {
+        generated
+    } else {
+        support::test_audit_key_file()
+    };
+    let key = askgate::audit::chain::AuditKey::parse(&std::fs::read(file).unwrap()).unwrap();
+    askgate::audit::chain::ChainKey::Keyed(std::sync::Arc::new(key))
 }
 
 /// What `askgate audit ARGS...` did: its exit status, and what it printed.
@@ -244,20 +257,29 @@ fn audit(args: &[&str]) -> Said {
     }
 }
 
-/// Checks an export printed exactly `entries`, one line each, and nothing else: no warning
-/// on its standard error either.
+/// Checks an export printed exactly `entries`, one line each, then the session's signed
+/// checkpoint naming the last of them, and nothing else: no warning on its standard error
+/// either.
 fn assert_exported(exported: &Said, entries: &[Value]) {
     assert!(exported.ok, "{exported}");
     assert_eq!(
         exported.stderr, "",
         "an export that went well says nothing else"
     );
-    let lines: Vec<Value> = exported
+    let mut lines: Vec<Value> = exported
         .stdout
         .lines()
         .map(|line| serde_json::from_str(line).expect("each exported line is JSON"))
         .collect();
+    let checkpoint = lines.pop().expect("a checkpoint last");
     assert_eq!(lines, entries, "the export and the streamed trail differ");
+    let last = entries.last().unwrap();
+    assert_eq!(checkpoint["checkpoint"], "askgate audit checkpoint v1");
+    assert_eq!(
+        (&checkpoint["last_seq"], &checkpoint["last_hash"]),
+        (&last["seq"], &last["hash"]),
+        "{checkpoint}"
+    );
 }
 
 /// Changes one byte of `line`, in the answer it records (still valid JSON, so only the hash
@@ -283,6 +305,19 @@ async fn on_the_embedded_store_every_event_is_recorded_and_a_changed_byte_is_nam
 
     let answered = entries.iter().find(|e| e["event"] == "answered").unwrap();
     let seq = answered["seq"].as_u64().unwrap();
+    // What the killed gateway's log held reaches redb when the store next opens (`audit`
+    // reads without writing): opened and closed here, so the entry is in redb to change.
+    let key = std::fs::read(data.join("audit-key")).unwrap();
+    let key = askgate::audit::chain::AuditKey::parse(&key).unwrap();
+    drop(
+        askgate::store::DurableStore::open_keyed(
+            &data,
+            Default::default(),
+            Default::default(),
+            Some(std::sync::Arc::new(key)),
+        )
+        .unwrap(),
+    );
     {
         const AUDIT: redb::TableDefinition<'_, (&str, u64), &str> =
             redb::TableDefinition::new("audit");
@@ -335,12 +370,21 @@ async fn on_redis_with_three_nodes_every_event_is_recorded_and_a_changed_byte_is
     let url = redis.url();
     let nodes: Vec<Node> = (0..3).map(|_| Node::start(&url, &[])).collect();
     let entries = every_event(&nodes.iter().collect::<Vec<_>>()).await;
+    let key_file = support::test_audit_key_file().to_str().unwrap().to_owned();
 
-    let said = audit(&["verify", "--store", &url]);
+    let said = audit(&["verify", "--store", &url, "--audit-key-file", &key_file]);
     assert!(said.ok, "{said}");
     assert!(said.stdout.contains("1 sessions"), "{said}");
     assert_exported(
-        &audit(&["export", "--store", &url, "--session", SESSION]),
+        &audit(&[
+            "export",
+            "--store",
+            &url,
+            "--session",
+            SESSION,
+            "--audit-key-file",
+            &key_file,
+        ]),
         &entries,
     );
 
@@ -356,7 +400,7 @@ async fn on_redis_with_three_nodes_every_event_is_recorded_and_a_changed_byte_is
             .trim(),
         "OK"
     );
-    let said = audit(&["verify", "--store", &url]);
+    let said = audit(&["verify", "--store", &url, "--audit-key-file", &key_file]);
     assert!(!said.ok, "a changed entry must fail verification: {said}");
     let said = said.to_string();
     assert!(

@@ -40,6 +40,15 @@ async fn lua_sha256_hex(conn: &mut redis::aio::MultiplexedConnection, message: &
     .expect("EVAL succeeded")
 }
 
+/// A connection to `redis`.
+async fn connected(redis: &RedisServer) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(redis.url()).expect("a redis URL");
+    tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection())
+        .await
+        .expect("connected in time")
+        .expect("connected")
+}
+
 fn inputs() -> Vec<(String, Vec<u8>)> {
     let mut inputs: Vec<(String, Vec<u8>)> = vec![
         ("empty".into(), Vec::new()),
@@ -77,11 +86,7 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lua_sha256_matches_sha2_inside_redis() {
     let redis = RedisServer::start(&[]);
-    let client = redis::Client::open(redis.url()).expect("a redis URL");
-    let mut conn = tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection())
-        .await
-        .expect("connected in time")
-        .expect("connected");
+    let mut conn = connected(&redis).await;
 
     assert_eq!(
         lua_sha256_hex(&mut conn, b"abc").await,
@@ -105,11 +110,7 @@ async fn lua_sha256_matches_sha2_inside_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_prefix_defines_no_globals_and_returns_nothing() {
     let redis = RedisServer::start(&[]);
-    let client = redis::Client::open(redis.url()).expect("a redis URL");
-    let mut conn = tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection())
-        .await
-        .expect("connected in time")
-        .expect("connected");
+    let mut conn = connected(&redis).await;
 
     // On its own the chunk runs (Redis refuses a script that sets a global) and returns
     // nothing, which Redis replies to with nil.
@@ -145,4 +146,76 @@ async fn the_prefix_defines_no_globals_and_returns_nothing() {
             redis::Value::Int(1)
         ])
     );
+}
+
+/// The audit chain's prefix, which keys a chain with HMAC-SHA256 on top of the SHA-256 above.
+const CHAIN_LUA: &str = include_str!("../src/store/redis/scripts/chain.lua");
+
+/// The Lua HMAC-SHA256 a keyed chain's entries are sealed with equals the Rust one
+/// (`AuditKey::mac`, the `hmac` crate's), for keys of every byte value and messages around
+/// the block boundaries; and an entry sealed by `chain.lua` under a key hashes as
+/// `crate::audit::chain` seals it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_hmac_and_a_keyed_entry_match_the_rust_chain_inside_redis() {
+    use askgate::audit::chain::{AuditKey, ChainKey, hex, link_hash_with, sha256_hex};
+    let redis = RedisServer::start(&[]);
+    let mut conn = connected(&redis).await;
+    let script = format!("{SHA256_LUA}\n{CHAIN_LUA}\nreturn hmac_sha256_hex(ARGV[1], ARGV[2])");
+    let keys = [
+        AuditKey::from_bytes([0; 32]),
+        AuditKey::from_bytes([0xff; 32]),
+        AuditKey::from_bytes(std::array::from_fn(|i| (i * 8) as u8)),
+    ];
+    for key in &keys {
+        for (name, message) in inputs().into_iter().step_by(7) {
+            let lua: String = tokio::time::timeout(
+                COMMAND_TIMEOUT,
+                redis::cmd("EVAL")
+                    .arg(&script)
+                    .arg(0)
+                    .arg(key.to_hex())
+                    .arg(&message)
+                    .query_async(&mut conn),
+            )
+            .await
+            .expect("EVAL answered in time")
+            .expect("EVAL succeeded");
+            assert_eq!(
+                lua,
+                hex(&key.mac(&message)),
+                "{name} under {}",
+                key.to_hex()
+            );
+        }
+    }
+
+    // One entry sealed by audit_append under a key, then checked by the Rust chain.
+    let tail = r#""session":"s","id":"r","event":"acked","user":null,"tab":null"#;
+    let seal = format!(
+        "{SHA256_LUA}\n{CHAIN_LUA}\naudit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], '1000', \
+         '60000', ARGV[3])\nreturn redis.call('LINDEX', KEYS[1], 0)"
+    );
+    let key = &keys[2];
+    let line: String = tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        redis::cmd("EVAL")
+            .arg(seal)
+            .arg(2)
+            .arg("t:{s}:audit")
+            .arg("t:{s}:audit:head")
+            .arg(tail)
+            .arg(sha256_hex(tail.as_bytes()))
+            .arg(key.to_hex())
+            .query_async(&mut conn),
+    )
+    .await
+    .expect("EVAL answered in time")
+    .expect("EVAL succeeded");
+    let keyed = ChainKey::Keyed(std::sync::Arc::new(key.clone()));
+    let read = askgate::audit::read_line(&line).unwrap();
+    assert_eq!(
+        read.hash,
+        link_hash_with(&keyed, askgate::audit::GENESIS, 1, 1000, tail)
+    );
+    assert!(!read.hash_holds(), "keyed, it is not the unkeyed hash");
 }

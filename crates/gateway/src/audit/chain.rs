@@ -1,6 +1,9 @@
 //! Sealing entries onto a session's chain, and reading sealed lines back. The Redis store's
 //! scripts do the same in Lua (`chain.lua`); the tests hold the two to one another.
 
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
 
 /// The `prev` of a session's first entry.
@@ -16,6 +19,100 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The secret an audit chain is keyed with (HMAC-SHA256): 32 bytes the store does not hold.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuditKey([u8; 32]);
+
+impl std::fmt::Debug for AuditKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuditKey(..)")
+    }
+}
+
+impl AuditKey {
+    /// The key of these bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> AuditKey {
+        AuditKey(bytes)
+    }
+
+    /// Reads a key from its text: exactly 64 hex digits, optionally followed by one newline.
+    ///
+    /// # Errors
+    /// Anything else, and what is wrong with it.
+    pub fn parse(text: &[u8]) -> Result<AuditKey, String> {
+        let digits = text.strip_suffix(b"\n").unwrap_or(text);
+        if digits.len() != 64 {
+            return Err(format!(
+                "expected 64 hex digits (32 bytes), optionally followed by a newline; found {} \
+                 bytes{}",
+                digits.len(),
+                if digits.ends_with(b"\n") || digits.ends_with(b"\r") {
+                    " (more than one line end)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let mut key = [0u8; 32];
+        for (at, pair) in digits.chunks(2).enumerate() {
+            let digit = |offset: usize| {
+                let byte = pair[offset];
+                char::from(byte)
+                    .to_digit(16)
+                    .map(|d| d as u8)
+                    .ok_or_else(|| {
+                        format!(
+                            "byte {} is {:?}, not a hex digit",
+                            2 * at + offset + 1,
+                            char::from(byte)
+                        )
+                    })
+            };
+            key[at] = digit(0)? << 4 | digit(1)?;
+        }
+        Ok(AuditKey(key))
+    }
+
+    /// A new random key.
+    pub fn random() -> AuditKey {
+        AuditKey(rand::random())
+    }
+
+    /// Its text, as a key file holds it (without the newline).
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// HMAC-SHA256 of `bytes` under this key.
+    pub fn mac(&self, bytes: &[u8]) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(bytes);
+        mac.finalize().into_bytes().into()
+    }
+}
+
+/// How a chain's entries are hashed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ChainKey {
+    /// Plain SHA-256, as trails were sealed before keyed chains: it shows accidental damage
+    /// only, since anyone who can write the store can hash again.
+    #[default]
+    Unkeyed,
+    /// HMAC-SHA256 under a key the store does not hold.
+    Keyed(Arc<AuditKey>),
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
 /// Appends the lowercase hex SHA-256 of `bytes` to `out`. By table rather than through
 /// `fmt`: every entry of every trail is hashed twice, and formatting 32 bytes one by one cost
 /// three times the hashing.
@@ -27,8 +124,15 @@ fn push_sha256_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
-/// The hash of an entry: its place in the chain (`prev`, `seq`), its time, and what it says.
+/// The hash of an entry in an unkeyed chain: its place in the chain (`prev`, `seq`), its time,
+/// and what it says.
 pub fn link_hash(prev: &str, seq: u64, at_ms: u64, tail: &str) -> String {
+    link_hash_with(&ChainKey::Unkeyed, prev, seq, at_ms, tail)
+}
+
+/// The hash of an entry in a chain keyed with `key`: over the same text as [`link_hash`], with
+/// HMAC-SHA256 under the key in place of SHA-256.
+pub fn link_hash_with(key: &ChainKey, prev: &str, seq: u64, at_ms: u64, tail: &str) -> String {
     use std::fmt::Write as _;
     // `prev \n seq \n at_ms \n sha256(tail)`: 64 + 3 newlines + two numbers of at most 20
     // digits + 64.
@@ -36,7 +140,10 @@ pub fn link_hash(prev: &str, seq: u64, at_ms: u64, tail: &str) -> String {
     text.push_str(prev);
     let _ = write!(text, "\n{seq}\n{at_ms}\n");
     push_sha256_hex(&mut text, tail.as_bytes());
-    sha256_hex(text.as_bytes())
+    match key {
+        ChainKey::Unkeyed => sha256_hex(text.as_bytes()),
+        ChainKey::Keyed(key) => hex(&key.mac(text.as_bytes())),
+    }
 }
 
 /// An entry sealed onto its chain.
@@ -50,10 +157,16 @@ pub struct Sealed {
     pub hash: String,
 }
 
-/// Seals `tail` as entry `seq` at `at_ms`, after the entry whose hash is `prev`.
+/// Seals `tail` as entry `seq` at `at_ms`, after the entry whose hash is `prev`, in an unkeyed
+/// chain.
 pub fn seal(prev: &str, seq: u64, at_ms: u64, tail: &str) -> Sealed {
+    seal_with(&ChainKey::Unkeyed, prev, seq, at_ms, tail)
+}
+
+/// [`seal`] in a chain hashed as `key` says.
+pub fn seal_with(key: &ChainKey, prev: &str, seq: u64, at_ms: u64, tail: &str) -> Sealed {
     use std::fmt::Write as _;
-    let hash = link_hash(prev, seq, at_ms, tail);
+    let hash = link_hash_with(key, prev, seq, at_ms, tail);
     // Sized once: the tail carries the questions' digest and the answer, and a line grown
     // piece by piece is copied on each doubling.
     let head = r#"{"seq":,"at_ms":,"#.len() + 20 + 20;
@@ -84,9 +197,14 @@ pub struct ReadLine<'a> {
 }
 
 impl ReadLine<'_> {
-    /// Whether `hash` is what its parts hash to.
+    /// Whether `hash` is what its parts hash to, unkeyed.
     pub fn hash_holds(&self) -> bool {
-        link_hash(self.prev, self.seq, self.at_ms, self.tail) == self.hash
+        self.hash_holds_with(&ChainKey::Unkeyed)
+    }
+
+    /// Whether `hash` is what its parts hash to under `key`.
+    pub fn hash_holds_with(&self, key: &ChainKey) -> bool {
+        link_hash_with(key, self.prev, self.seq, self.at_ms, self.tail) == self.hash
     }
 }
 
@@ -139,6 +257,7 @@ mod tests {
     use super::*;
 
     const TAIL: &str = r#""session":"s","id":"r","event":"acked","user":null,"tab":null"#;
+    const KEYED_VECTOR: &str = "bb2026f364218ba859fbb59fd36a0387abf0844caa164b3004c9eb580ff9f39e";
 
     #[test]
     fn a_sealed_line_reads_back_and_is_json() {
@@ -176,6 +295,36 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn a_keyed_entry_hashes_as_documented() {
+        // HMAC-SHA256(key, "<prev>\n<seq>\n<at_ms>\n" + sha256_hex(tail)) with the key
+        // 00 01 .. 1f, worked out apart from this code (Python's hmac and hashlib).
+        let key = AuditKey::from_bytes(std::array::from_fn(|i| i as u8));
+        let keyed = ChainKey::Keyed(Arc::new(key));
+        assert_eq!(
+            link_hash_with(&keyed, GENESIS, 7, 1_000, TAIL),
+            KEYED_VECTOR
+        );
+        assert_ne!(KEYED_VECTOR, link_hash(GENESIS, 7, 1_000, TAIL));
+    }
+
+    #[test]
+    fn a_key_file_is_64_hex_digits_and_perhaps_a_newline() {
+        let digits = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+        assert_eq!(
+            AuditKey::parse(digits.as_bytes()).unwrap().to_hex(),
+            digits.to_lowercase()
+        );
+        assert!(AuditKey::parse(format!("{digits}\n").as_bytes()).is_ok());
+        let wrong = |text: &str| AuditKey::parse(text.as_bytes()).unwrap_err();
+        assert!(wrong("").contains("found 0 bytes"), "{}", wrong(""));
+        assert!(wrong(&digits[..63]).contains("found 63 bytes"));
+        assert!(wrong(&format!("{digits}\n\n")).contains("more than one line end"));
+        assert!(wrong(&format!("{digits} ")).contains("found 65 bytes"));
+        let not_hex = format!("{}g", &digits[..63]);
+        assert_eq!(wrong(&not_hex), "byte 64 is 'g', not a hex digit");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::chain::{GENESIS, read_line};
+use super::chain::{ChainKey, GENESIS, read_line};
 
 /// The first broken entry of a chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,15 +42,24 @@ pub struct ChainCheck {
     session: String,
     position: u64,
     prev: String,
+    /// How hashes are recomputed; `None`: they are not (a keyed chain checked without its
+    /// key: shape, numbering and links only).
+    key: Option<ChainKey>,
 }
 
 impl ChainCheck {
-    /// A check of `session`'s chain, from its first entry.
+    /// A check of `session`'s unkeyed chain, from its first entry.
     pub fn new(session: &str) -> ChainCheck {
+        ChainCheck::with_key(session, Some(ChainKey::Unkeyed))
+    }
+
+    /// A check of `session`'s chain hashed as `key` says (`None`: hashes not recomputed).
+    pub fn with_key(session: &str, key: Option<ChainKey>) -> ChainCheck {
         ChainCheck {
             session: session.to_owned(),
             position: 0,
             prev: GENESIS.to_owned(),
+            key,
         }
     }
 
@@ -92,7 +101,11 @@ impl ChainCheck {
                     .to_owned(),
             ));
         }
-        if !read.hash_holds() {
+        if self
+            .key
+            .as_ref()
+            .is_some_and(|key| !read.hash_holds_with(key))
+        {
             return Err(broken(
                 seq,
                 "its hash does not match its contents: the entry was changed".to_owned(),
@@ -105,6 +118,11 @@ impl ChainCheck {
     /// How many entries held.
     pub fn checked(&self) -> u64 {
         self.position
+    }
+
+    /// The hash of the last entry that held (the genesis before any).
+    pub fn last_hash(&self) -> &str {
+        &self.prev
     }
 }
 

@@ -1,9 +1,20 @@
 //! The `askgate` command line.
+//!
+//! - [`audit`]: `audit export` and `audit verify`, reading a store without changing it.
+//! - [`audit_key`]: the key audit chains are sealed with, read or made at start.
+//! - `demo`: `serve` with a demo agent asking in session `demo`.
+//! - `schema`: the tool definition a framework sends the model.
+//! - `serve`: the gateway's flags and its run.
+//! - [`store`]: `store check`, a store's damage reported read-only.
+//! - `store_flags`: `--data-dir`, `--store`, `--redis-prefix`, shared by the commands.
+//! - `validate`: judging tool calls read as JSON lines.
 
 pub mod audit;
+pub mod audit_key;
 mod demo;
 mod schema;
 mod serve;
+pub mod store;
 mod store_flags;
 mod validate;
 
@@ -45,6 +56,9 @@ pub enum Command {
     /// Export or verify a store's audit trails.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Check the embedded store for damage, changing nothing.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
@@ -108,6 +122,10 @@ pub fn main() -> ExitCode {
             init_tracing("warn");
             let threads = crate::config::DEFAULT_WORKER_THREADS;
             runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
+        }
+        Command::Store(command) => {
+            init_tracing("warn");
+            store::run(command)
         }
         Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
             .or_else(quiet_when_stdout_closed),

@@ -35,7 +35,10 @@ use serde_json::Value;
 use crate::audit::Note;
 #[cfg(feature = "fuzzing")]
 pub use durable::fuzzing as durable_decoders;
-pub use durable::{CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings};
+pub use durable::{
+    CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, ReadOnlyTrails,
+    StoreCheck, UNKEYED_FORMAT_VERSION, check as check_durable,
+};
 pub use memory::MemoryStore;
 pub use shared::Shared;
 

@@ -2,8 +2,10 @@
 //! `askgate serve` processes, and WebSocket peers whose every receive has a timeout.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod cli;
 pub mod crash_load;
 pub mod nodes;
+pub mod ops;
 pub mod peer;
 pub mod proxy;
 pub mod redis;
@@ -30,6 +32,23 @@ pub fn remove_scratch(dir: &std::path::Path) {
     if !std::thread::panicking() {
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// The audit key file every Redis node of these tests is given (a Redis store needs one, the
+/// same on every node): a fixed key, written once per test process.
+pub fn test_audit_key_file() -> std::path::PathBuf {
+    static WRITTEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    WRITTEN
+        .get_or_init(|| {
+            let path = std::env::temp_dir().join(format!(
+                "askgate-test-audit-key-{}-{}",
+                std::process::id(),
+                rand::random::<u32>()
+            ));
+            std::fs::write(&path, format!("{}\n", "5a".repeat(32))).expect("a key file");
+            path
+        })
+        .clone()
 }
 
 /// A loopback port nothing listens on right now (the caller binds it soon after; a clash is

@@ -78,6 +78,18 @@ impl Node {
             .arg(&data)
             .args(["--store", store])
             .args(args)
+            .args(
+                (store.starts_with("redis") && !args.contains(&"--audit-key-file"))
+                    .then(|| {
+                        [
+                            "--audit-key-file".into(),
+                            super::test_audit_key_file().into(),
+                        ]
+                    })
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<std::ffi::OsString>>(),
+            )
             .env("RUST_LOG", "info,askgate=debug")
             .envs(env.iter().copied())
             .stdout(Stdio::null())

@@ -59,10 +59,24 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub stored: StoreFlags,
 
+    /// File holding the key the audit chain is sealed with (HMAC-SHA256): exactly 64 hex
+    /// digits, optionally followed by a newline; keep it away from the store. Default for the
+    /// embedded store: <data-dir>/audit-key, created (mode 0600) on first start, with a
+    /// warning at each start. Required with a Redis store (the same file on every node).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AUDIT_KEY_FILE")]
+    pub audit_key_file: Option<PathBuf>,
+
     /// Refuse to start on a Redis whose settings can lose what was accepted (eviction, no
     /// append-only file, or one not synced on every write).
     #[arg(long, hide_env_values = true, env = "ASKGATE_STRICT_DURABILITY")]
     pub strict_durability: bool,
+
+    /// Start even if the embedded store's log is damaged (not only torn by a crash): replay
+    /// the records before the damage, move the damaged log files into
+    /// <data-dir>/damaged-<time>/, and log (ERROR) what they held past it. Without it such a
+    /// store does not start (see `askgate store check`).
+    #[arg(long)]
+    pub recover_damaged_log: bool,
 
     /// Serve the web UI from this directory instead of the embedded copy (development).
     #[arg(long, hide_env_values = true, env = "ASKGATE_WEB_DIR")]
@@ -150,6 +164,11 @@ impl ServeArgs {
         // Nodes on one Redis must derive the same links: without a secret file given, the
         // secret is Redis's (the first node creates it), read once the store is open.
         let secret_from_store = shared && self.secret_file.is_none();
+        let audit_key = super::audit_key::for_serve(
+            self.audit_key_file.as_deref(),
+            &self.stored.store,
+            &self.stored.data_dir,
+        )?;
         let secret = match (&self.secret_file, secret_from_store) {
             (_, true) => Vec::new(),
             (Some(file), false) => load_or_create_secret(file)?,
@@ -161,6 +180,8 @@ impl ServeArgs {
             secret,
             data_dir: self.stored.data_dir.clone(),
             store: self.stored.store.clone(),
+            recover_damaged_log: self.recover_damaged_log,
+            audit_key,
             redis: RedisSettings {
                 prefix: self.stored.redis_prefix.clone(),
                 strict_durability: self.strict_durability,
@@ -198,7 +219,7 @@ pub fn load_or_create_secret(path: &Path) -> anyhow::Result<Vec<u8>> {
     }
 }
 
-fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -20,6 +20,7 @@ use super::log::{self, LogFile};
 use super::logged::{Logged, apply_all};
 use super::trails::TrailTables;
 use super::{META, REQUESTS, StoreError};
+use crate::audit::chain::ChainKey;
 use crate::metrics::StoreWrites;
 
 /// How long the log may hold what redb does not, while commits keep coming, unless set.
@@ -154,6 +155,7 @@ pub(super) fn commit_groups(
     db: &Database,
     groups: &[(u64, Vec<Logged>)],
     durable: bool,
+    chain: &ChainKey,
 ) -> Result<(), String> {
     let last_seq = groups.last().map(|(seq, _)| *seq);
     if last_seq.is_none() && !durable {
@@ -170,7 +172,7 @@ pub(super) fn commit_groups(
         let mut table = txn
             .open_table(REQUESTS)
             .map_err(|e| format!("opening the requests table: {e}"))?;
-        let mut trails = TrailTables::open(&txn)?;
+        let mut trails = TrailTables::open(&txn, chain)?;
         apply_all(
             &mut table,
             &mut trails,
@@ -198,6 +200,7 @@ pub(super) fn checkpoint_loop(
     spares: &Spares,
     writeback: &mut Writeback,
     counts: &StoreWrites,
+    chain: &ChainKey,
 ) {
     let mut held: Vec<(u64, Vec<Logged>)> = Vec::new();
     let mut closed: Vec<(PathBuf, u64)> = Vec::new();
@@ -241,7 +244,7 @@ pub(super) fn checkpoint_loop(
             && (!open
                 || last_durable.elapsed() >= DURABLE_CHECKPOINT_EVERY
                 || closed.first().is_some_and(|(_, seq)| *seq <= reached));
-        let result = commit_groups(db, &held, durable);
+        let result = commit_groups(db, &held, durable, chain);
         match &result {
             Ok(()) => {
                 if !held.is_empty() {

@@ -3,9 +3,11 @@
 //! Files `log-NNNNNNNN.wal` in the data directory, numbered up from 1, each a run of records:
 //! `[payload length: u32 LE][CRC-32 of seq and payload: u32 LE][seq: u64 LE][payload]`. A
 //! record is one group commit; `seq` counts them across files, and redb's `meta` table says up
-//! to which one it holds. Reading stops at the first record that is cut short or fails its
-//! check (a crash mid-append leaves one at most, and its callers were never told it was kept).
-//! A file is written through with zeros when it is started; a header of zeros ends it.
+//! to which one it holds. A file is written through with zeros when it is started; a header of
+//! zeros ends it. A crash mid-append leaves at most one record cut short or failing its check,
+//! at the end of what was appended, with nothing but zeros (or nothing) after it; so reading
+//! does not stop at a record that does not pass its checks, but looks for records past it, at
+//! every byte: what it finds tells a torn tail from damage ([`super::damage`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
@@ -75,45 +77,146 @@ pub(super) struct Record {
     pub(super) payload: Vec<u8>,
 }
 
-/// The records of one log file, and why reading stopped before its end, if it did.
-pub(super) fn read(path: &Path) -> io::Result<(Vec<Record>, Option<String>)> {
-    let bytes = std::fs::read(path)?;
-    let mut records = Vec::new();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let Some(header) = bytes.get(at..at + HEADER_BYTES) else {
-            return Ok((records, Some(format!("a record cut short at byte {at}"))));
-        };
-        if header.iter().all(|byte| *byte == 0) {
-            // The zeros a file is written through with: nothing was appended past here.
-            break;
-        }
-        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-        let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-        let seq = u64::from_le_bytes([
-            header[8], header[9], header[10], header[11], header[12], header[13], header[14],
-            header[15],
-        ]);
-        let start = at + HEADER_BYTES;
-        let body = (len <= MAX_PAYLOAD_BYTES)
-            .then(|| bytes.get(start..start + len as usize))
-            .flatten();
-        let Some(payload) = body else {
-            return Ok((records, Some(format!("a record cut short at byte {at}"))));
-        };
-        if checksum(seq, payload) != crc {
-            return Ok((
-                records,
-                Some(format!("a record failing its check at byte {at}")),
-            ));
-        }
-        records.push(Record {
-            seq,
-            payload: payload.to_vec(),
-        });
-        at = start + payload.len();
+/// What one log file holds.
+#[derive(Debug, Default)]
+pub(super) struct FileRead {
+    /// Its records, up to the first that could not be read (all of them, if none).
+    pub(super) records: Vec<Record>,
+    /// The first record that could not be read, if one could not.
+    pub(super) damage: Option<Damage>,
+}
+
+/// A record that could not be read, and what passes its checks past it.
+#[derive(Debug)]
+pub(super) struct Damage {
+    /// Where it starts in its file, in bytes.
+    pub(super) at: u64,
+    /// What is wrong with it: `cut short`, `fails its check`, ...
+    pub(super) why: &'static str,
+    /// The records past it that pass their checks, looked for at every byte after it.
+    pub(super) after: Vec<Record>,
+}
+
+impl FileRead {
+    /// The seq of the last record that passes its checks, before the damage or after it.
+    pub(super) fn last_seq(&self) -> Option<u64> {
+        let after = self.damage.as_ref().and_then(|d| d.after.last());
+        after.or(self.records.last()).map(|r| r.seq)
     }
-    Ok((records, None))
+
+    /// Whether the file holds nothing at all: no record and no damage (a file made ready
+    /// ahead of its use, all zeros).
+    pub(super) fn is_blank(&self) -> bool {
+        self.records.is_empty() && self.damage.is_none()
+    }
+}
+
+/// Reads one log file: every record that passes its checks, and the first that does not.
+pub(super) fn read(path: &Path) -> io::Result<FileRead> {
+    Ok(read_bytes(&std::fs::read(path)?))
+}
+
+/// Zeros where a header should be, with bytes other than zeros after them: the end of what
+/// was appended (a torn write can leave its later blocks and not its first), unless a record
+/// follows.
+const ZEROS_THEN_MORE: &str = "a header of zeros with records after it";
+
+/// What is at one place in a file.
+enum Next {
+    /// Nothing was appended from here: the file ends, or zeros follow.
+    End,
+    /// A record that passes its checks, and where the next one starts.
+    Record(Record, usize),
+    /// A record that does not, and why.
+    Bad(&'static str),
+}
+
+fn next_at(bytes: &[u8], at: usize) -> Next {
+    let rest = &bytes[at..];
+    let Some(header) = rest.get(..HEADER_BYTES) else {
+        return if rest.iter().all(|byte| *byte == 0) {
+            Next::End
+        } else {
+            Next::Bad("cut short")
+        };
+    };
+    if header.iter().all(|byte| *byte == 0) {
+        // The zeros a file is written through with: nothing was appended past here.
+        return Next::End;
+    }
+    let (len, crc, seq) = header_fields(header);
+    if len > MAX_PAYLOAD_BYTES {
+        return Next::Bad("longer than any group");
+    }
+    let Some(payload) = rest.get(HEADER_BYTES..HEADER_BYTES + len as usize) else {
+        return Next::Bad("cut short");
+    };
+    if checksum(seq, payload) != crc {
+        return Next::Bad("fails its check");
+    }
+    let record = Record {
+        seq,
+        payload: payload.to_vec(),
+    };
+    Next::Record(record, at + HEADER_BYTES + payload.len())
+}
+
+fn header_fields(header: &[u8]) -> (u32, u32, u64) {
+    let word = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    let seq = u64::from(word(8)) | (u64::from(word(12)) << 32);
+    (word(0), word(4), seq)
+}
+
+/// The first place from `from` on where a record starts that passes its checks and comes after
+/// record `after_seq`. Records are found past damage this way, whatever it did to the lengths;
+/// only a header whose seq and length fit is checksummed, so a file is read about once.
+fn find_record(bytes: &[u8], from: usize, after_seq: u64) -> Option<usize> {
+    let last_start = bytes.len().checked_sub(HEADER_BYTES)?;
+    (from..=last_start).find(|&at| {
+        let (len, crc, seq) = header_fields(&bytes[at..at + HEADER_BYTES]);
+        let start = at + HEADER_BYTES;
+        seq > after_seq
+            && len <= MAX_PAYLOAD_BYTES
+            && bytes.len() - start >= len as usize
+            && checksum(seq, &bytes[start..start + len as usize]) == crc
+    })
+}
+
+fn read_bytes(bytes: &[u8]) -> FileRead {
+    let mut read = FileRead::default();
+    let mut at = 0usize;
+    while at <= bytes.len() {
+        let why = match next_at(bytes, at) {
+            Next::Record(record, next) => {
+                match &mut read.damage {
+                    Some(damage) => damage.after.push(record),
+                    None => read.records.push(record),
+                }
+                at = next;
+                continue;
+            }
+            Next::End if bytes[at..].iter().all(|byte| *byte == 0) => break,
+            // Zeros, and something after them: if a record follows, the zeros are damage
+            // (a block lost), not the end.
+            Next::End => ZEROS_THEN_MORE,
+            Next::Bad(why) => why,
+        };
+        let found = find_record(bytes, at + 1, read.last_seq().unwrap_or(0));
+        if found.is_some() || why != ZEROS_THEN_MORE {
+            read.damage.get_or_insert(Damage {
+                at: at as u64,
+                why,
+                after: Vec::new(),
+            });
+        }
+        match found {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    read
 }
 
 fn checksum(seq: u64, payload: &[u8]) -> u32 {
@@ -275,17 +378,22 @@ pub(super) mod tests {
         path_of(dir, 1)
     }
 
+    fn seqs(records: &[Record]) -> Vec<u64> {
+        records.iter().map(|r| r.seq).collect()
+    }
+
     #[test]
     fn records_read_back_as_appended() {
         let dir = temp_dir("roundtrip");
         let path = written(&dir, &[(1, b"one"), (2, b""), (3, b"three")]);
-        let (records, stopped) = read(&path).unwrap();
-        let seqs: Vec<(u64, &[u8])> = records
+        let read = read(&path).unwrap();
+        let seqs: Vec<(u64, &[u8])> = read
+            .records
             .iter()
             .map(|r| (r.seq, r.payload.as_slice()))
             .collect();
         assert_eq!(seqs, [(1, &b"one"[..]), (2, &b""[..]), (3, &b"three"[..])]);
-        assert_eq!(stopped, None);
+        assert!(read.damage.is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -297,32 +405,39 @@ pub(super) mod tests {
         for cut in [whole - 1, whole - 9, 16 + 4 + 3] {
             let file = OpenOptions::new().write(true).open(&path).unwrap();
             file.set_len(cut).unwrap();
-            let (records, stopped) = read(&path).unwrap();
-            assert_eq!(records.len(), 1, "cut at {cut}");
-            assert_eq!(records[0].payload, b"kept");
-            assert_eq!(
-                stopped.unwrap(),
-                "a record cut short at byte 20",
-                "cut at {cut}"
-            );
+            let read = read(&path).unwrap();
+            assert_eq!(seqs(&read.records), [1], "cut at {cut}");
+            let damage = read.damage.unwrap();
+            assert_eq!((damage.at, damage.why), (20, "cut short"), "cut at {cut}");
+            assert!(damage.after.is_empty());
         }
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
-    fn a_damaged_record_ends_the_reading() {
+    fn records_past_a_damaged_one_are_found_and_counted() {
         let dir = temp_dir("damaged");
-        let path = written(&dir, &[(1, b"kept"), (2, b"damaged"), (3, b"after")]);
+        let path = written(
+            &dir,
+            &[(1, b"kept"), (2, b"damaged"), (3, b"after"), (4, b"")],
+        );
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20 + 16 + 2] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let (records, stopped) = read(&path).unwrap();
-        assert_eq!(records.len(), 1);
-        assert_eq!(stopped.unwrap(), "a record failing its check at byte 20");
-        // A length past any group is damage too, not an allocation.
+        let read = read(&path).unwrap();
+        assert_eq!(seqs(&read.records), [1]);
+        let damage = read.damage.as_ref().unwrap();
+        assert_eq!((damage.at, damage.why), (20, "fails its check"));
+        assert_eq!(seqs(&damage.after), [3, 4]);
+        assert_eq!(read.last_seq(), Some(4));
+        // A length past any group is damage too, not an allocation; and the records after it
+        // are still found.
         bytes[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(read(&path).unwrap().0.len(), 1);
+        let read = super::read(&path).unwrap();
+        let damage = read.damage.unwrap();
+        assert_eq!(damage.why, "longer than any group");
+        assert_eq!(seqs(&damage.after), [3, 4]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -334,15 +449,49 @@ pub(super) mod tests {
         log.append(2, b"two").unwrap();
         let path = path_of(&dir, 1);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
-        let (records, stopped) = read(&path).unwrap();
-        assert_eq!((records.len(), stopped), (2, None));
-        // A record torn over the zeros is cut short like any other.
+        let read = read(&path).unwrap();
+        assert_eq!(
+            (seqs(&read.records), read.damage.is_none()),
+            (vec![1, 2], true)
+        );
+        // A record torn over the zeros fails its check, with nothing after it.
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[38..42].copy_from_slice(&9u32.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let (records, stopped) = read(&path).unwrap();
-        assert_eq!(records.len(), 2);
-        assert_eq!(stopped.unwrap(), "a record failing its check at byte 38");
+        let read = super::read(&path).unwrap();
+        assert_eq!(seqs(&read.records), [1, 2]);
+        let damage = read.damage.unwrap();
+        assert_eq!(
+            (damage.at, damage.why, damage.after.len()),
+            (38, "fails its check", 0)
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn zeros_over_a_record_with_records_after_them_are_damage() {
+        let dir = temp_dir("zeroed");
+        let mut log = LogFile::create(&dir, 1, 4096).unwrap();
+        for seq in 1..=3 {
+            log.append(seq, b"some").unwrap();
+        }
+        let path = path_of(&dir, 1);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20..40].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let read = read(&path).unwrap();
+        let damage = read.damage.unwrap();
+        assert_eq!((damage.at, seqs(&damage.after)), (20, vec![3]));
+        // Stray bytes past the zeros that make no record end the file, as a torn write may
+        // leave them.
+        bytes[40..80].fill(0);
+        bytes[100] = 7;
+        std::fs::write(&path, &bytes).unwrap();
+        let read = super::read(&path).unwrap();
+        assert_eq!(
+            (seqs(&read.records), read.damage.is_none()),
+            (vec![1], true)
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -44,6 +44,20 @@ pub(super) enum Logged {
     DropStaleTrails { before_ms: u64 },
 }
 
+impl Logged {
+    /// The session it changes, and the request, if it names one.
+    pub(super) fn names(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            Logged::Put(row) => Some((row.session.as_str(), Some(row.id.as_str()))),
+            Logged::Resolve { session, id, .. } | Logged::Delete { session, id } => {
+                Some((session.as_str(), Some(id.as_str())))
+            }
+            Logged::Audit { session, .. } => Some((session.as_str(), None)),
+            Logged::DropStaleTrails { .. } => None,
+        }
+    }
+}
+
 /// JSON as it was encoded once, when its commit was written to the log (where it is these very
 /// bytes): the checkpointer writes it to redb as it is, rather than a value to encode again.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -361,7 +375,8 @@ mod tests {
             let txn = db.begin_write().unwrap();
             {
                 let mut table = txn.open_table(REQUESTS).unwrap();
-                let mut trails = TrailTables::open(&txn).unwrap();
+                let mut trails =
+                    TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
                 apply_all(&mut table, &mut trails, *batch).unwrap();
             }
             txn.commit().unwrap();

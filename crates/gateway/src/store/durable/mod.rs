@@ -9,17 +9,20 @@
 //! writes what the log holds to redb some milliseconds' worth at a time and deletes log files
 //! redb holds all of; a reader of the trails or of the requests asks it to catch up first. At
 //! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
-//! before anything is read. A commit used to be a redb transaction of its own: each rewrote
+//! before anything is read; a log damaged other than by a crash's torn tail ([`damage`]) stops
+//! the start instead. [`read_only`] reads a store without writing to it (`store check`,
+//! `audit verify` and `audit export`). A commit used to be a redb transaction of its own: each rewrote
 //! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
 //! record is one write of its bytes.
 //!
 //! Layout: `log-NNNNNNNN.wal` ([`log`]); in `askgate.redb`, table `requests`, key
 //! `(session, id)`, value the JSON of a [`StoredRequest`]; table `meta`, key `format`, value
-//! [`FORMAT_VERSION`], and key `log_applied`, the last log record redb holds; the audit trails
-//! in [`trails`]. A data directory written in another format is refused with a clear error
-//! rather than misread; format 1 (redb alone, before the log) and 2 (an audit entry a row,
-//! which format 3 reads as rows of one line) are taken and marked 3: an askgate that reads
-//! format 2 would take a row of several entries for one. (The trail tables came later without
+//! [`FORMAT_VERSION`] (keyed audit chains) or [`UNKEYED_FORMAT_VERSION`], and key
+//! `log_applied`, the last log record redb holds; the audit trails in [`trails`]. A data
+//! directory written in another format is refused with a clear error rather than misread;
+//! format 1 (redb alone, before the log) and 2 (an audit entry a row, which format 3 reads as
+//! rows of one line) are taken and marked 3 or 4: an askgate that reads format 2 would take a
+//! row of several entries for one. (The trail tables came later without
 //! a new format: a store without them simply has no trail yet.)
 //!
 //! With the `fuzzing` feature only, [`fuzzing`] lets the fuzz targets reach the log's and the
@@ -27,10 +30,12 @@
 
 mod appender;
 mod checkpoint;
+mod damage;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod log;
 mod logged;
+mod read_only;
 mod recovery;
 mod syncer;
 mod trails;
@@ -41,7 +46,10 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use redb::{
+    Database, ReadableDatabase as _, ReadableTable as _, ReadableTableMetadata as _,
+    TableDefinition,
+};
 use tokio::sync::oneshot;
 
 use askgate_protocol::SessionId;
@@ -52,13 +60,20 @@ use self::syncer::{SyncQueue, Syncer, ToSync};
 use super::{
     Durability, Steps, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails, Verdict,
 };
+use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
+pub use read_only::{ReadOnlyTrails, StoreCheck, check};
 
-/// The on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u64 = 3;
-/// Earlier formats, read and marked [`FORMAT_VERSION`]: redb alone, before the log; and one
-/// audit entry a row, before a row held what a checkpoint sealed onto its session.
+/// The on-disk format this build writes when its audit chains are keyed (HMAC-SHA256 under
+/// the audit key): format 3 with keyed chains. An askgate that reads format 3 only refuses it,
+/// rather than seal unkeyed entries onto keyed chains.
+pub const FORMAT_VERSION: u64 = 4;
+/// The format whose audit chains are unkeyed SHA-256: kept by a store that holds trails sealed
+/// so (they still verify, and go on unkeyed), and written when no audit key is given.
+pub const UNKEYED_FORMAT_VERSION: u64 = 3;
+/// Earlier formats, read and marked 3 or 4: redb alone, before the log; and one audit entry a
+/// row, before a row held what a checkpoint sealed onto its session.
 const FORMATS_TAKEN: [u64; 2] = [1, 2];
 /// The database file inside the data directory.
 pub const FILE_NAME: &str = "askgate.redb";
@@ -70,9 +85,13 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("requests");
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 
-/// How the log is written.
+/// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
 pub struct LogSettings {
+    /// Start even if the log is damaged (not only torn by a crash): replay the records before
+    /// the damage, move the damaged files aside and log what they held
+    /// (`--recover-damaged-log`). Otherwise the store does not open.
+    pub recover_damaged_log: bool,
     /// How long the log may hold what redb does not, while commits keep coming.
     pub checkpoint_every: Duration,
     /// A log file takes no more records once it holds this many bytes.
@@ -86,6 +105,7 @@ pub struct LogSettings {
 impl Default for LogSettings {
     fn default() -> Self {
         LogSettings {
+            recover_damaged_log: false,
             checkpoint_every: CHECKPOINT_EVERY,
             rotate_at_bytes: log::ROTATE_AT_BYTES,
             sync_at_most_every: syncer::SYNC_AT_MOST_EVERY,
@@ -115,6 +135,8 @@ pub struct DurableStore {
     /// Its records, syncs and checkpoints.
     counts: Arc<StoreWrites>,
     path: PathBuf,
+    /// Whether its audit chains are keyed.
+    keyed: bool,
 }
 
 impl Drop for DurableStore {
@@ -174,19 +196,47 @@ impl DurableStore {
         counts: Arc<StoreWrites>,
         settings: LogSettings,
     ) -> Result<Self, StoreError> {
+        Self::open_keyed(data_dir, counts, settings, None)
+    }
+
+    /// [`open_with`](Self::open_with), sealing audit entries with HMAC-SHA256 under
+    /// `audit_key` when given, unless the store holds trails sealed unkeyed (format 3): those
+    /// go on unkeyed, with a warning.
+    ///
+    /// # Errors
+    /// As for [`open_with`](Self::open_with); also a keyed store (format 4) opened without a
+    /// key.
+    pub fn open_keyed(
+        data_dir: &Path,
+        counts: Arc<StoreWrites>,
+        settings: LogSettings,
+        audit_key: Option<Arc<AuditKey>>,
+    ) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
             err(
                 &format!("creating the data directory {}", data_dir.display()),
                 e,
             )
         })?;
+        // Read before redb is opened (which may write to it): a damaged log leaves every file
+        // as it was.
+        let scan = damage::LogScan::of(data_dir)?;
+        if let Some(corruption) = scan.corruption()
+            && !settings.recover_damaged_log
+        {
+            return Err(corruption.refusal(data_dir));
+        }
         let path = data_dir.join(FILE_NAME);
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
-        check_format(&db, &path)?;
-        let resumed = recovery::recover(&db, data_dir)?;
+        let chain = check_format(&db, &path, audit_key)?;
+        check_key(&db, &path, &chain)?;
+        let keyed = matches!(chain, ChainKey::Keyed(_));
+        let resumed =
+            recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log, &chain)?;
+        drop(scan);
         let prefill_bytes = settings.rotate_at_bytes.min(log::PREFILL_MAX_BYTES);
         let file =
             log::LogFile::create(data_dir, resumed.next_file, prefill_bytes).map_err(|e| {
@@ -220,6 +270,7 @@ impl DurableStore {
                     &spares_made,
                     &mut writeback,
                     &checkpoint_counts,
+                    &chain,
                 );
             })
             .map_err(|e| err("starting the store's checkpointer thread", e))?;
@@ -257,6 +308,7 @@ impl DurableStore {
             checkpointer: Some(checkpointer),
             counts,
             path,
+            keyed,
         })
     }
 
@@ -295,18 +347,34 @@ impl DurableStore {
         &self.counts
     }
 
+    /// Whether its audit chains are keyed (HMAC-SHA256), not plain SHA-256.
+    pub fn keyed(&self) -> bool {
+        self.keyed
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
 
-/// Writes the format version into a new store, or checks an existing one.
-fn check_format(db: &Database, path: &Path) -> Result<(), StoreError> {
+/// Writes the format version into a new store, or checks an existing one; how its audit
+/// chains are hashed.
+fn check_format(
+    db: &Database,
+    path: &Path,
+    audit_key: Option<Arc<AuditKey>>,
+) -> Result<ChainKey, StoreError> {
     let txn = db
         .begin_write()
         .map_err(|e| err("starting a transaction", e))?;
+    let chain;
     {
+        let has_trails = !txn
+            .open_table(trails::HEADS)
+            .map_err(|e| err("opening the audit heads", e))?
+            .is_empty()
+            .map_err(|e| err("reading the audit heads", e))?;
         let mut meta = txn
             .open_table(META)
             .map_err(|e| err("opening the meta table", e))?;
@@ -314,30 +382,74 @@ fn check_format(db: &Database, path: &Path) -> Result<(), StoreError> {
             .get("format")
             .map_err(|e| err("reading the format version", e))?
             .map(|v| v.value());
-        match found {
-            Some(FORMAT_VERSION) => {}
-            Some(earlier) if FORMATS_TAKEN.contains(&earlier) => {
-                meta.insert("format", FORMAT_VERSION)
-                    .map_err(|e| err("writing the format version", e))?;
+        let marked = match (found, audit_key) {
+            (Some(FORMAT_VERSION), Some(key)) => {
+                chain = ChainKey::Keyed(key);
+                None
             }
-            None => {
-                meta.insert("format", FORMAT_VERSION)
-                    .map_err(|e| err("writing the format version", e))?;
-            }
-            Some(other) => {
+            (Some(FORMAT_VERSION), None) => {
                 return Err(StoreError(format!(
-                    "{} holds askgate store format {other}; this askgate reads format \
+                    "{} seals its audit trails with a key (format {FORMAT_VERSION}); give it \
+                     (--audit-key-file)",
+                    path.display()
+                )));
+            }
+            (Some(other), _)
+                if other != UNKEYED_FORMAT_VERSION && !FORMATS_TAKEN.contains(&other) =>
+            {
+                return Err(StoreError(format!(
+                    "{} holds askgate store format {other}; this askgate reads formats 1 to \
                      {FORMAT_VERSION}. Use the askgate version that wrote it, or another \
                      --data-dir",
                     path.display()
                 )));
             }
+            (found, Some(key)) if !has_trails => {
+                // No entry sealed yet: every one to come can be keyed.
+                chain = ChainKey::Keyed(key);
+                (found != Some(FORMAT_VERSION)).then_some(FORMAT_VERSION)
+            }
+            (found, key) => {
+                if key.is_some() {
+                    tracing::warn!(
+                        store = %path.display(),
+                        "this store's audit trails were sealed with unkeyed SHA-256 before audit keys, and go on so: they show accidental damage only, not a rewrite by someone who can write the store. A new data directory seals keyed trails"
+                    );
+                }
+                chain = ChainKey::Unkeyed;
+                (found != Some(UNKEYED_FORMAT_VERSION)).then_some(UNKEYED_FORMAT_VERSION)
+            }
+        };
+        if let Some(format) = marked {
+            meta.insert("format", format)
+                .map_err(|e| err("writing the format version", e))?;
         }
         txn.open_table(REQUESTS)
             .map_err(|e| err("opening the requests table", e))?;
     }
     txn.commit()
-        .map_err(|e| err(&format!("writing to {}", path.display()), e))
+        .map_err(|e| err(&format!("writing to {}", path.display()), e))?;
+    Ok(chain)
+}
+
+/// Refuses a key other than the one the trails were sealed with: a session's newest entry must
+/// hash under it, or every entry sealed from now on would break its chain.
+fn check_key(db: &Database, path: &Path, chain: &ChainKey) -> Result<(), StoreError> {
+    if matches!(chain, ChainKey::Unkeyed) {
+        return Ok(());
+    }
+    let Some(line) = trails::an_entry(db)? else {
+        return Ok(());
+    };
+    match crate::audit::read_line(&line) {
+        Ok(read) if !read.hash_holds_with(chain) => Err(StoreError(format!(
+            "{}'s audit trails were sealed with another audit key than the one given (an \
+             entry's hash does not hold under it): give the key it was sealed with \
+             (--audit-key-file, or <data-dir>/audit-key)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Waits for the syncer's word on a record.

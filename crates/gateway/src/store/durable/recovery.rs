@@ -1,13 +1,22 @@
 //! At start: what the log holds past what redb has is written into redb, file by file, and
-//! the log files are deleted; the appender then starts a new one.
+//! the log files are deleted; the appender then starts a new one. A log damaged other than by
+//! a crash ([`super::damage`]) stops the start, unless the store is told to recover: then the
+//! records before the damage are replayed, the damaged file and every later one are moved
+//! aside into `damaged-<time>/`, and what they held past the damage is logged as lost.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase as _};
 
 use super::checkpoint::{APPLIED_KEY, commit_groups};
+use super::damage::{Corruption, LogScan};
 use super::logged::Logged;
 use super::{META, StoreError, err, log};
+use crate::audit::chain::ChainKey;
+
+/// Requests named one by one in the log of what a recovery lost; past this, a count.
+const LOST_NAMED_AT_MOST: usize = 100;
 
 /// Where the appender resumes.
 pub(super) struct Resumed {
@@ -17,20 +26,33 @@ pub(super) struct Resumed {
     pub(super) next_file: u64,
 }
 
-/// Replays every log file in `dir` into `db`, then deletes them.
-pub(super) fn recover(db: &Database, dir: &Path) -> Result<Resumed, StoreError> {
+/// Replays the log files of `scan` (those of `dir`) into `db`, then deletes them; with damage,
+/// refuses, or with `recover_damaged`, replays what comes before it and moves the rest aside.
+pub(super) fn recover(
+    db: &Database,
+    dir: &Path,
+    scan: &LogScan,
+    recover_damaged: bool,
+    chain: &ChainKey,
+) -> Result<Resumed, StoreError> {
+    let corruption = scan.corruption();
+    if let Some(corruption) = &corruption
+        && !recover_damaged
+    {
+        return Err(corruption.refusal(dir));
+    }
+    if let Some((path, at, why)) = scan.torn_tail() {
+        // Cut short by a crash mid-append: that group's callers were never told it was kept,
+        // and nothing after it was written.
+        tracing::warn!(path = %path.display(), at, why, "the store's log ends in a record torn by a crash mid-append; its commit was never acknowledged");
+    }
+    let replayed = corruption
+        .as_ref()
+        .map_or(scan.files.len(), |corruption| corruption.file + 1);
     let mut last_seq = applied(db)?;
-    let files = log::files(dir).map_err(|e| err(&format!("listing {}", dir.display()), e))?;
-    for (_, path) in &files {
-        let (records, stopped) =
-            log::read(path).map_err(|e| err(&format!("reading {}", path.display()), e))?;
-        if let Some(why) = stopped {
-            // Cut short by a crash mid-append: that group's callers were never told it was
-            // kept, and nothing after it was written.
-            tracing::warn!(path = %path.display(), %why, "the store's log ends early; what follows was never acknowledged");
-        }
+    for (_, path, read) in &scan.files[..replayed] {
         let mut groups = Vec::new();
-        for record in records {
+        for record in &read.records {
             if record.seq <= last_seq {
                 continue;
             }
@@ -49,22 +71,134 @@ pub(super) fn recover(db: &Database, dir: &Path) -> Result<Resumed, StoreError> 
         if !groups.is_empty() {
             tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
         }
-        commit_groups(db, &groups, true)
+        commit_groups(db, &groups, true, chain)
             .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))?;
     }
-    for (_, path) in &files {
+    let mut deleted = scan.files.as_slice();
+    if let Some(corruption) = &corruption {
+        let moved_to = move_aside(dir, &scan.files[corruption.file..])?;
+        report_loss(scan, corruption, last_seq, &moved_to);
+        deleted = &scan.files[..corruption.file];
+    }
+    for (_, path, _) in deleted {
         std::fs::remove_file(path)
             .map_err(|e| err(&format!("deleting the replayed log {}", path.display()), e))?;
     }
     log::delete_spares(dir)
         .map_err(|e| err(&format!("deleting spare logs in {}", dir.display()), e))?;
-    if !files.is_empty() {
+    if !scan.files.is_empty() {
         log::sync_dir(dir).map_err(|e| err(&format!("syncing {}", dir.display()), e))?;
     }
     Ok(Resumed {
         last_seq,
-        next_file: files.last().map_or(1, |(number, _)| number + 1),
+        next_file: scan.files.last().map_or(1, |(number, _, _)| number + 1),
     })
+}
+
+/// Moves `files` into a new folder `damaged-<time>` of `dir`, durably; the folder.
+fn move_aside(dir: &Path, files: &[(u64, PathBuf, log::FileRead)]) -> Result<PathBuf, StoreError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut folder = dir.join(format!("damaged-{}", utc_stamp(now.as_secs())));
+    // Two recoveries in one second: the second folder gets the milliseconds too.
+    if folder.exists() {
+        folder = dir.join(format!(
+            "damaged-{}-{}",
+            utc_stamp(now.as_secs()),
+            now.subsec_millis()
+        ));
+    }
+    std::fs::create_dir(&folder).map_err(|e| err(&format!("creating {}", folder.display()), e))?;
+    for (_, path, _) in files {
+        let to = folder.join(path.file_name().unwrap_or_default());
+        std::fs::rename(path, &to)
+            .map_err(|e| err(&format!("moving {} to {}", path.display(), to.display()), e))?;
+    }
+    log::sync_dir(&folder).map_err(|e| err(&format!("syncing {}", folder.display()), e))?;
+    log::sync_dir(dir).map_err(|e| err(&format!("syncing {}", dir.display()), e))?;
+    Ok(folder)
+}
+
+/// `YYYYMMDDTHHMMSSZ` for `secs` after the Unix epoch (the civil calendar, proleptic
+/// Gregorian, by Howard Hinnant's days-to-date method).
+fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let of_day = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let of_era = z.rem_euclid(146_097);
+    let year_of_era = (of_era - of_era / 1460 + of_era / 36_524 - of_era / 146_096) / 365;
+    let of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * of_year + 2) / 153;
+    let day = of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// Logs what a recovery left out: the seqs past `kept_seq` up to the last one known, and the
+/// requests and sessions the readable ones name.
+fn report_loss(scan: &LogScan, corruption: &Corruption, kept_seq: u64, moved_to: &Path) {
+    let first = kept_seq + 1;
+    let last = corruption
+        .after_seqs
+        .map(|(_, last)| last)
+        .max(corruption.expected_seq)
+        .unwrap_or(first);
+    let lost: Vec<&log::Record> = scan
+        .lost_records(corruption.file)
+        .filter(|record| record.seq >= first)
+        .collect();
+    let mut requests = BTreeSet::new();
+    let mut sessions = BTreeSet::new();
+    for record in &lost {
+        let Ok(changes) = serde_json::from_slice::<Vec<Logged>>(&record.payload) else {
+            continue;
+        };
+        for change in &changes {
+            match change.names() {
+                Some((session, Some(id))) => requests.insert(format!("{session}/{id}")),
+                Some((session, None)) => sessions.insert(session.to_owned()),
+                None => false,
+            };
+        }
+    }
+    let named: Vec<&str> = requests
+        .iter()
+        .take(LOST_NAMED_AT_MOST)
+        .map(String::as_str)
+        .collect();
+    let unnamed = requests.len() - named.len();
+    let sessions: Vec<&str> = sessions.iter().map(String::as_str).collect();
+    let (lost_records, range) = if last >= first {
+        (last - first + 1, format!("{first} to {last}"))
+    } else {
+        (0, "none".to_owned())
+    };
+    tracing::error!(
+        damage = %corruption,
+        moved_to = %moved_to.display(),
+        lost_seqs = %range,
+        lost_records,
+        readable = lost.len(),
+        requests = %named.join(" "),
+        more_requests = unnamed,
+        sessions = %sessions.join(" "),
+        "started with --recover-damaged-log: the records before the damage were replayed; \
+         the damaged log file and every later one were moved aside, and the commits past the \
+         damage (acknowledged) are lost from the store; the requests they name are listed \
+         (session/request), and the sessions of their audit entries"
+    );
 }
 
 /// The last log record redb holds (0: none yet).
@@ -91,10 +225,14 @@ mod tests {
         let dir = log::tests::temp_dir("recovery");
         let path = dir.join(FILE_NAME);
         let db = Database::create(&path).unwrap();
-        check_format(&db, &path).unwrap();
+        check_format(&db, &path, None).unwrap();
         let mut file = log::LogFile::create(&dir, 3, 64).unwrap();
         file.append(1, br#"[{"Put":{"session":"s"}}]"#).unwrap();
-        let error = recover(&db, &dir).err().expect("refused").0;
+        let scan = LogScan::of(&dir).unwrap();
+        let error = recover(&db, &dir, &scan, false, &ChainKey::Unkeyed)
+            .err()
+            .expect("refused")
+            .0;
         assert!(
             error.starts_with("record 1 of the store's log ")
                 && error.contains("log-00000003.wal cannot be read (missing field `id`"),
@@ -107,5 +245,13 @@ mod tests {
         );
         drop(db);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_is_stamped_with_the_utc_time() {
+        // Worked out apart from this code (`date -u -d @SECS +%Y%m%dT%H%M%SZ`).
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(utc_stamp(1_796_524_212), "20261206T023012Z");
     }
 }

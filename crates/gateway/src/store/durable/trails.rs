@@ -9,12 +9,13 @@
 
 use std::collections::HashMap;
 
-use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable as _, TableDefinition};
 
 use askgate_protocol::SessionId;
 
 use super::err;
-use crate::audit::{GENESIS, read_line, seal};
+use crate::audit::chain::{ChainKey, seal_with};
+use crate::audit::{GENESIS, read_line};
 use crate::store::StoreError;
 
 pub(super) const AUDIT: TableDefinition<'_, (&str, u64), &str> = TableDefinition::new("audit");
@@ -28,6 +29,8 @@ pub(super) struct TrailTables<'t> {
     pub(super) heads: redb::Table<'t, &'static str, &'static str>,
     /// Each chain sealed onto in this transaction.
     sealed: HashMap<String, Sealing>,
+    /// How entries are hashed.
+    chain: ChainKey,
 }
 
 /// What a transaction has sealed onto one chain.
@@ -52,7 +55,7 @@ fn read_head(text: &str) -> Option<(u64, u64, &str)> {
 
 impl<'t> TrailTables<'t> {
     /// The trail tables of `txn`.
-    pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Self, String> {
+    pub(super) fn open(txn: &'t redb::WriteTransaction, chain: &ChainKey) -> Result<Self, String> {
         Ok(TrailTables {
             entries: txn
                 .open_table(AUDIT)
@@ -61,6 +64,7 @@ impl<'t> TrailTables<'t> {
                 .open_table(HEADS)
                 .map_err(|e| format!("opening the audit heads: {e}"))?,
             sealed: HashMap::new(),
+            chain: chain.clone(),
         })
     }
 
@@ -74,7 +78,7 @@ impl<'t> TrailTables<'t> {
         let (seq, prev) = head
             .as_ref()
             .map_or((1, GENESIS), |(seq, _, hash)| (seq + 1, hash.as_str()));
-        let sealed = seal(prev, seq, at_ms, tail);
+        let sealed = seal_with(&self.chain, prev, seq, at_ms, tail);
         let last_at = head.map_or(at_ms, |(_, at, _)| at.max(at_ms));
         let head = (sealed.seq, last_at, sealed.hash);
         match self.sealed.get_mut(session) {
@@ -166,7 +170,7 @@ impl<'t> TrailTables<'t> {
 /// Entries of `session` after `after_seq`, at most `limit`; or with `newest`, the newest
 /// `limit` (oldest first either way).
 pub(super) fn read(
-    db: &redb::Database,
+    db: &impl ReadableDatabase,
     session: &SessionId,
     after_seq: u64,
     limit: usize,
@@ -223,8 +227,36 @@ pub(super) fn read(
     Ok(lines)
 }
 
+/// One session's newest entry (the first session with a trail), if any trail is kept.
+pub(super) fn an_entry(db: &impl ReadableDatabase) -> Result<Option<String>, StoreError> {
+    let head = {
+        let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+        let table = match txn.open_table(HEADS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(err("opening the audit heads", e)),
+        };
+        let first = table
+            .iter()
+            .map_err(|e| err("reading audit heads", e))?
+            .next()
+            .transpose()
+            .map_err(|e| err("reading an audit head", e))?;
+        first.map(|(session, head)| (session.value().to_owned(), head.value().to_owned()))
+    };
+    let Some((session, head)) = head else {
+        return Ok(None);
+    };
+    let (Ok(session), Some((seq, _, _))) = (SessionId::parse(&session), read_head(&head)) else {
+        return Ok(None);
+    };
+    Ok(read(db, &session, seq.saturating_sub(1), 1, false)?
+        .into_iter()
+        .next())
+}
+
 /// Every session with a trail.
-pub(super) fn sessions(db: &redb::Database) -> Result<Vec<SessionId>, StoreError> {
+pub(super) fn sessions(db: &impl ReadableDatabase) -> Result<Vec<SessionId>, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let table = match txn.open_table(HEADS) {
         Ok(table) => table,
@@ -256,7 +288,7 @@ mod tests {
         for entries in [5, 1, 3] {
             let txn = db.begin_write().unwrap();
             {
-                let mut trails = TrailTables::open(&txn).unwrap();
+                let mut trails = TrailTables::open(&txn, &ChainKey::Unkeyed).unwrap();
                 for _ in 0..entries {
                     at += 1;
                     let tail = format!(r#""session":"s","n":{at}"#);

@@ -42,7 +42,8 @@ impl Inner {
             .arg(self.publish)
             .arg(&entry.tail)
             .arg(&entry.digest)
-            .arg(self.audit_retention_ms);
+            .arg(self.audit_retention_ms)
+            .arg(self.chain_arg());
         let mut indexes = vec![self.trails_index(session)];
         indexes.extend(
             request
@@ -114,7 +115,8 @@ impl Inner {
                     .arg(&won_entry.digest)
                     .arg(&late_entry.tail)
                     .arg(&late_entry.digest)
-                    .arg(self.audit_retention_ms),
+                    .arg(self.audit_retention_ms)
+                    .arg(self.chain_arg()),
             )
             .await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
@@ -167,7 +169,8 @@ impl Inner {
                     .arg("")
                     .arg(&entry.tail)
                     .arg(&entry.digest)
-                    .arg(self.audit_retention_ms),
+                    .arg(self.audit_retention_ms)
+                    .arg(self.chain_arg()),
             )
             .await?;
         Ok(match reply.as_str() {

@@ -92,6 +92,11 @@ impl Keys {
         Some((SessionId::parse(session).ok()?, RequestId::parse(id).ok()?))
     }
 
+    /// How this deployment's audit chains are hashed (`hmac-sha256` or `sha256`).
+    pub(super) fn chain_mode(&self) -> String {
+        format!("{}{{audit}}:chain", self.prefix)
+    }
+
     /// The viewer-link secret nodes share when no secret file is given.
     pub(super) fn secret(&self) -> String {
         format!("{}{{secret}}", self.prefix)

@@ -36,9 +36,14 @@ use self::shared_side::SharedSide;
 use self::subscriber::Subscriber;
 use super::shared::Shared;
 use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails, Verdict};
+use crate::audit::chain::AuditKey;
 use crate::metrics::Metrics;
 
 pub use settings::{Durability, check_durability};
+
+/// The marks of a deployment's audit chain mode.
+const KEYED_CHAIN: &str = "hmac-sha256";
+const UNKEYED_CHAIN: &str = "sha256";
 
 /// How long one command may take before the node counts Redis as unreachable for it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
@@ -73,6 +78,16 @@ struct Inner {
     publish: &'static str,
     /// This node, in presence entries and its probe channel.
     node: String,
+    /// The audit key's hex, passed to every script that seals an entry (never stored in
+    /// Redis); empty, or unset, for an unkeyed chain.
+    chain_key: std::sync::OnceLock<String>,
+}
+
+impl Inner {
+    /// The scripts' last argument: the audit key's hex, or '' (chain.lua).
+    pub(super) fn chain_arg(&self) -> &str {
+        self.chain_key.get().map_or("", String::as_str)
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -108,6 +123,7 @@ impl RedisStore {
             metrics: Arc::clone(&metrics),
             publish,
             node: node.clone(),
+            chain_key: std::sync::OnceLock::new(),
         });
         let subscriber = Subscriber::start(subscribing, conn, keys, &node, metrics);
         Ok(Arc::new(RedisStore { inner, subscriber }))
@@ -119,6 +135,98 @@ impl RedisStore {
     /// Redis cannot be reached.
     pub async fn shared_secret(&self) -> Result<Vec<u8>, StoreError> {
         settings::shared_secret(&mut self.inner.conn.clone(), &self.inner.keys.secret()).await
+    }
+
+    /// Whether this deployment's audit chains are keyed: marked in Redis by the first node
+    /// given an audit key while no trail existed; a deployment with unkeyed trails stays
+    /// unkeyed.
+    ///
+    /// # Errors
+    /// Redis cannot be reached.
+    pub async fn chain_is_keyed(&self) -> Result<bool, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let mode: Option<String> = redis::cmd("GET")
+            .arg(self.inner.keys.chain_mode())
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| StoreError(format!("reading the audit chain's mode: {e}")))?;
+        Ok(mode.as_deref() == Some(KEYED_CHAIN))
+    }
+
+    /// Seals audit entries with `key` (HMAC-SHA256), unless this deployment's trails are
+    /// unkeyed: decided by the first node, marked in Redis (`{prefix}{audit}:chain`,
+    /// `hmac-sha256` or `sha256`); whether they are keyed. The key itself is never written to
+    /// Redis: it goes with each script call.
+    ///
+    /// # Errors
+    /// Redis cannot be reached.
+    pub async fn use_audit_key(&self, key: &AuditKey) -> Result<bool, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let failed =
+            |e: redis::RedisError| StoreError(format!("marking the audit chain's mode: {e}"));
+        let mode = self.inner.keys.chain_mode();
+        let marked: Option<String> = redis::cmd("GET")
+            .arg(&mode)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        if marked.is_none() {
+            let trails: bool = redis::cmd("EXISTS")
+                .arg(self.inner.keys.trails())
+                .query_async(&mut conn)
+                .await
+                .map_err(failed)?;
+            let chosen = if trails { UNKEYED_CHAIN } else { KEYED_CHAIN };
+            let _: Option<String> = redis::cmd("SET")
+                .arg(&mode)
+                .arg(chosen)
+                .arg("NX")
+                .query_async(&mut conn)
+                .await
+                .map_err(failed)?;
+        }
+        let keyed = self.chain_is_keyed().await?;
+        if keyed {
+            self.check_key(key).await?;
+            let _ = self.inner.chain_key.set(key.to_hex());
+        } else {
+            tracing::warn!(
+                "this Redis deployment's audit trails were sealed with unkeyed SHA-256 before audit keys, and go on so: they show accidental damage only. A new --redis-prefix seals keyed trails"
+            );
+        }
+        Ok(keyed)
+    }
+
+    /// Refuses a key other than the one the trails were sealed with: one session's newest
+    /// entry must hash under it.
+    async fn check_key(&self, key: &AuditKey) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let failed = |e: redis::RedisError| StoreError(format!("reading an audit entry: {e}"));
+        let sessions: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.inner.keys.trails())
+            .arg(-1)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        let Some(session) = sessions.first().and_then(|s| SessionId::parse(s).ok()) else {
+            return Ok(());
+        };
+        let newest: Option<String> = redis::cmd("LINDEX")
+            .arg(self.inner.keys.trail(&session))
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .map_err(failed)?;
+        let chain = crate::audit::chain::ChainKey::Keyed(Arc::new(key.clone()));
+        match newest.as_deref().map(crate::audit::read_line) {
+            Some(Ok(read)) if !read.hash_holds_with(&chain) => Err(StoreError(format!(
+                "this deployment's audit trails were sealed with another audit key than the \
+                 one given (session {session}'s newest entry does not hold under it): give \
+                 every node the same --audit-key-file"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The durability settings of the server, read at start.

@@ -61,7 +61,8 @@ impl Inner {
                     .key(self.keys.trail_head(session))
                     .arg(&entry.tail)
                     .arg(&entry.digest)
-                    .arg(self.audit_retention_ms),
+                    .arg(self.audit_retention_ms)
+                    .arg(self.chain_arg()),
             )
             .await?;
         Ok(Verdict::Done)

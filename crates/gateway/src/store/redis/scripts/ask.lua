@@ -7,7 +7,8 @@
 --       4 the session's trail, 5 its head.
 -- ARGV: 1 id, 2 digest of the questions, 3 body (JSON), 4 timeout in ms or '',
 --       5 the session's channel, 6 the publish command (PUBLISH or SPUBLISH),
---       7 the `asked` entry's tail, 8 its digest, 9 the trail's retention in ms.
+--       7 the `asked` entry's tail, 8 its digest, 9 the trail's retention in ms, 10 the audit
+--       key's hex or '' (chain.lua).
 local digest = redis.call('HGET', KEYS[1], 'digest')
 if digest then
   if digest ~= ARGV[2] then
@@ -27,6 +28,6 @@ local seq = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], 'digest', ARGV[2], 'body', ARGV[3], 'asked', asked,
   'deadline', deadline, 'state', 'open')
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
-audit_append(KEYS[4], KEYS[5], ARGV[7], ARGV[8], asked, ARGV[9])
+audit_append(KEYS[4], KEYS[5], ARGV[7], ARGV[8], asked, ARGV[9], ARGV[10])
 redis.call(ARGV[6], ARGV[5], seq .. '\nput\n' .. ARGV[1] .. '\n' .. asked .. '\n' .. deadline .. '\n' .. ARGV[3])
 return {'created', asked, deadline, tostring(seq)}

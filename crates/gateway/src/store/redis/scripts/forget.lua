@@ -6,7 +6,8 @@
 -- KEYS: 1 the request's hash, 2 the session's ids, 3 the session's sequence,
 --       4 the session's trail, 5 its head.
 -- ARGV: 1 id, 2 channel, 3 publish command, 4 retention in ms or '',
---       5 the `acked` entry's tail or '', 6 its digest, 7 the trail's retention in ms.
+--       5 the `acked` entry's tail or '', 6 its digest, 7 the trail's retention in ms, 8 the
+--       audit key's hex or '' (chain.lua).
 local f = redis.call('HMGET', KEYS[1], 'state', 'resolved')
 if not f[1] then
   return 'unknown'
@@ -22,7 +23,7 @@ if ARGV[4] ~= '' then
   end
 end
 if ARGV[5] ~= '' then
-  audit_append(KEYS[4], KEYS[5], ARGV[5], ARGV[6], string.format('%.0f', now), ARGV[7])
+  audit_append(KEYS[4], KEYS[5], ARGV[5], ARGV[6], string.format('%.0f', now), ARGV[7], ARGV[8])
 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])

@@ -8,7 +8,7 @@
 -- ARGV: 1 id, 2 kind (answer, timeout or withdraw), 3 the resolution (JSON),
 --       4 the timeout's resolution for a late answer, or '', 5 channel, 6 publish command,
 --       7 the ending's entry tail, 8 its digest, 9 the late timeout's entry tail, 10 its
---       digest, 11 the trail's retention in ms.
+--       digest, 11 the trail's retention in ms, 12 the audit key's hex or '' (chain.lua).
 local f = redis.call('HMGET', KEYS[1], 'state', 'deadline', 'resolution', 'resolved')
 if not f[1] then
   return {'unknown'}
@@ -35,7 +35,7 @@ elseif ARGV[2] == 'answer' and deadline and now >= deadline and ARGV[4] ~= '' th
   tail, digest = ARGV[9], ARGV[10]
 end
 local at = string.format('%.0f', now)
-audit_append(KEYS[3], KEYS[4], tail, digest, at, ARGV[11])
+audit_append(KEYS[3], KEYS[4], tail, digest, at, ARGV[11], ARGV[12])
 redis.call('HSET', KEYS[1], 'state', 'resolved', 'resolution', resolution, 'resolved', at)
 local seq = redis.call('INCR', KEYS[2])
 redis.call(ARGV[6], ARGV[5], seq .. '\nresolved\n' .. ARGV[1] .. '\n' .. at .. '\n' .. resolution)

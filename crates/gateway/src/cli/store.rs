@@ -1,0 +1,53 @@
+//! `askgate store check`: what a store's log holds and whether it is damaged, read without
+//! changing anything (the gateway refuses to start on a damaged log; this says why and what
+//! `serve --recover-damaged-log` would keep and lose).
+
+use anyhow::bail;
+use clap::{Args, Subcommand};
+
+use super::store_flags::StoreFlags;
+use crate::config::StoreKind;
+
+/// What to do with the store.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Read the embedded store read-only and report its damage: exit 0 when the gateway
+    /// starts on it as it is, 1 when its log is damaged (naming file, byte and record).
+    Check(StoreArgs),
+}
+
+/// Which store, as `serve` was given it.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Where the store is, as given to `serve`.
+    #[command(flatten)]
+    pub stored: StoreFlags,
+}
+
+/// Runs `askgate store ...`.
+///
+/// # Errors
+/// The store cannot be read, or it is damaged.
+pub fn run(command: StoreCommand) -> anyhow::Result<()> {
+    let StoreCommand::Check(args) = command;
+    match &args.stored.store {
+        StoreKind::Embedded => {}
+        StoreKind::Memory => bail!("a memory store keeps nothing to check"),
+        StoreKind::Redis(_) => bail!(
+            "`store check` reads the embedded store's log; Redis keeps its own files (check \
+             them with redis-check-aof and redis-check-rdb)"
+        ),
+    }
+    if !args.stored.data_dir.is_dir() {
+        bail!(
+            "there is no data directory {} (give the --data-dir serve was given)",
+            args.stored.data_dir.display()
+        );
+    }
+    let checked = crate::store::check_durable(&args.stored.data_dir)?;
+    print!("{}", checked.report);
+    if checked.damaged {
+        bail!("the store's log is damaged (above)");
+    }
+    Ok(())
+}

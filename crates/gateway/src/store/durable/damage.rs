@@ -1,0 +1,243 @@
+//! Telling a crash from damage in the log.
+//!
+//! A crash mid-append leaves at most one record that does not pass its checks: the last one
+//! appended, in the file being appended to, with nothing readable after it. Its callers were
+//! never told it was kept. That is the *torn tail*: a record cut short or failing its check in
+//! the last log file that holds anything (files made ready ahead of use, all zeros, do not
+//! count), after which no record that passes its checks is found, at any byte. One more case
+//! is a crash's too: a torn record at the end of an earlier file whose seq the next file's
+//! first record carries again (the appender moved on after a failed write, and wrote that seq
+//! anew there).
+//!
+//! Any other record that does not pass its checks is damage: records after it, acknowledged,
+//! would be lost with it. The store then does not start ([`Corruption::refusal`]) unless told
+//! to move the damaged files aside ([`super::recovery`]); `askgate store check` reports it
+//! ([`super::read_only`]).
+
+use std::path::{Path, PathBuf};
+
+use super::log::{self, FileRead};
+use super::{StoreError, err};
+
+/// The log files of a data directory, read.
+#[derive(Debug)]
+pub(super) struct LogScan {
+    /// By number: the file's number, path and records.
+    pub(super) files: Vec<(u64, PathBuf, FileRead)>,
+}
+
+/// The first damage in a log that is not a torn tail.
+#[derive(Debug)]
+pub(super) struct Corruption {
+    /// Which of [`LogScan::files`] holds it.
+    pub(super) file: usize,
+    pub(super) path: PathBuf,
+    /// Where the record starts in its file, in bytes.
+    pub(super) at: u64,
+    pub(super) why: &'static str,
+    /// The seq the record should carry: one past the record before it (none for the first
+    /// record of the oldest file).
+    pub(super) expected_seq: Option<u64>,
+    /// Records after it, in its file and the later ones, that pass their checks.
+    pub(super) after: usize,
+    /// The seqs of the first and last of them.
+    pub(super) after_seqs: Option<(u64, u64)>,
+}
+
+impl LogScan {
+    /// Reads every log file in `dir` (nothing is written).
+    pub(super) fn of(dir: &Path) -> Result<Self, StoreError> {
+        let listed = log::files(dir).map_err(|e| err(&format!("listing {}", dir.display()), e))?;
+        let mut files = Vec::with_capacity(listed.len());
+        for (number, path) in listed {
+            let read =
+                log::read(&path).map_err(|e| err(&format!("reading {}", path.display()), e))?;
+            files.push((number, path, read));
+        }
+        Ok(LogScan { files })
+    }
+
+    /// Whether the damage in file `index` is a torn tail (see the module's comment).
+    fn is_torn_tail(&self, index: usize) -> bool {
+        let (_, _, read) = &self.files[index];
+        let Some(damage) = &read.damage else {
+            return false;
+        };
+        if !damage.after.is_empty() {
+            return false;
+        }
+        let next = self.files[index + 1..]
+            .iter()
+            .map(|(_, _, read)| read)
+            .find(|read| !read.is_blank());
+        match next {
+            None => true,
+            Some(next) => {
+                let first = next.records.first().map(|r| r.seq);
+                first.is_some() && first == self.seq_before(index).map(|seq| seq + 1)
+            }
+        }
+    }
+
+    /// The seq of the last record that passes its checks before file `index`'s damage.
+    fn seq_before(&self, index: usize) -> Option<u64> {
+        let (_, _, read) = &self.files[index];
+        read.records.last().map(|r| r.seq).or_else(|| {
+            self.files[..index]
+                .iter()
+                .rev()
+                .find_map(|(_, _, read)| read.last_seq())
+        })
+    }
+
+    /// The torn tail, if the log ends in one: its file and where.
+    pub(super) fn torn_tail(&self) -> Option<(&Path, u64, &'static str)> {
+        (0..self.files.len())
+            .rev()
+            .find(|index| self.is_torn_tail(*index))
+            .and_then(|index| {
+                let (_, path, read) = &self.files[index];
+                read.damage.as_ref().map(|d| (path.as_path(), d.at, d.why))
+            })
+    }
+
+    /// The first damage that is not a torn tail, if there is one.
+    pub(super) fn corruption(&self) -> Option<Corruption> {
+        let file = (0..self.files.len())
+            .find(|index| self.files[*index].2.damage.is_some() && !self.is_torn_tail(*index))?;
+        let (_, path, read) = &self.files[file];
+        let damage = read.damage.as_ref()?;
+        let after: Vec<u64> = self.lost_records(file).map(|record| record.seq).collect();
+        Some(Corruption {
+            file,
+            path: path.clone(),
+            at: damage.at,
+            why: damage.why,
+            expected_seq: self.seq_before(file).map(|seq| seq + 1),
+            after: after.len(),
+            after_seqs: after.first().zip(after.last()).map(|(a, b)| (*a, *b)),
+        })
+    }
+
+    /// The records that pass their checks after the damage in file `index`: past it in that
+    /// file, then every later file's.
+    pub(super) fn lost_records(&self, index: usize) -> impl Iterator<Item = &log::Record> {
+        let (_, _, read) = &self.files[index];
+        let in_file = read.damage.iter().flat_map(|d| d.after.iter());
+        let later = self.files[index + 1..].iter().flat_map(|(_, _, read)| {
+            let after = read.damage.iter().flat_map(|d| d.after.iter());
+            read.records.iter().chain(after)
+        });
+        in_file.chain(later)
+    }
+}
+
+impl std::fmt::Display for Corruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the store's log {} is damaged at byte {}: the record there {}",
+            self.path.display(),
+            self.at,
+            self.why
+        )?;
+        match self.expected_seq {
+            Some(seq) => write!(f, " (it should be record seq {seq})")?,
+            None => write!(f, " (the first record of the oldest log file)")?,
+        }
+        match self.after_seqs {
+            Some((first, last)) => write!(
+                f,
+                "; {} records after it pass their checks (seq {first} to {last})",
+                self.after
+            ),
+            None => write!(f, "; no record after it passes its checks"),
+        }
+    }
+}
+
+impl Corruption {
+    /// Why the store does not start, and what to do.
+    pub(super) fn refusal(&self, dir: &Path) -> StoreError {
+        StoreError(format!(
+            "{self}. A crash mid-append leaves a damaged record only at the end of the last \
+             log file, so this is damage, and records after it were acknowledged: askgate does \
+             not start, and every file is left as it is. `askgate store check --data-dir {dir}` \
+             reports what can be recovered; `askgate serve --recover-damaged-log` starts with \
+             the records before the damage, moving the damaged files aside",
+            dir = dir.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::durable::log::LogFile;
+    use crate::store::durable::log::tests::temp_dir;
+
+    /// Writes files numbered from 1 with records `seqs` each, then applies `damage` to the
+    /// bytes of file `file` (1-based).
+    fn logged(
+        name: &str,
+        seqs: &[&[u64]],
+        file: u64,
+        damage: impl FnOnce(&mut Vec<u8>),
+    ) -> PathBuf {
+        let dir = temp_dir(name);
+        for (number, seqs) in (1..).zip(seqs) {
+            let mut log = LogFile::create(&dir, number, 4096).unwrap();
+            for seq in *seqs {
+                log.append(*seq, b"[]").unwrap();
+            }
+        }
+        let path = log::path_of(&dir, file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        damage(&mut bytes);
+        std::fs::write(&path, &bytes).unwrap();
+        dir
+    }
+
+    /// Records of `[]` are 18 bytes: record `n` of a file (from 0) starts at `18 n`.
+    fn torn_at(bytes: &mut [u8], record: usize) {
+        bytes[18 * record..18 * record + 4].copy_from_slice(&9u32.to_le_bytes());
+    }
+
+    /// Whether there is a torn tail; the corruption's file, byte, expected seq and records
+    /// after it.
+    type Judged = (bool, Option<(usize, u64, Option<u64>, usize)>);
+
+    fn judged(dir: &Path) -> Judged {
+        let scan = LogScan::of(dir).unwrap();
+        let corruption = scan
+            .corruption()
+            .map(|c| (c.file, c.at, c.expected_seq, c.after));
+        std::fs::remove_dir_all(dir).unwrap();
+        (scan.torn_tail().is_some(), corruption)
+    }
+
+    #[test]
+    fn a_bad_last_record_with_only_blank_files_after_it_is_a_torn_tail() {
+        let dir = logged("tail", &[&[1, 2, 3], &[]], 1, |b| torn_at(b, 2));
+        assert_eq!(judged(&dir), (true, None));
+    }
+
+    #[test]
+    fn a_bad_record_with_a_good_one_after_it_is_damage_even_in_the_last_file() {
+        let dir = logged("middle", &[&[1, 2, 3]], 1, |b| b[18 + 17] ^= 1);
+        assert_eq!(judged(&dir), (false, Some((0, 18, Some(2), 1))));
+    }
+
+    #[test]
+    fn a_bad_record_at_the_end_of_an_earlier_file_is_damage() {
+        let dir = logged("earlier", &[&[1, 2], &[3, 4]], 1, |b| torn_at(b, 1));
+        assert_eq!(judged(&dir), (false, Some((0, 18, Some(2), 2))));
+    }
+
+    #[test]
+    fn a_torn_record_whose_seq_the_next_file_writes_again_is_a_crash() {
+        // The appender moved on after failing to write record 2, and wrote 2 anew.
+        let dir = logged("rewritten", &[&[1, 2], &[2, 3]], 1, |b| torn_at(b, 1));
+        assert_eq!(judged(&dir), (true, None));
+    }
+}

@@ -1,0 +1,345 @@
+//! Reading a data directory without changing it, for `askgate store check` and `askgate audit
+//! verify`: redb opened read-only (never repaired) and the log read, not replayed.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{ReadOnlyDatabase, ReadableDatabase as _};
+
+use askgate_protocol::SessionId;
+
+use super::checkpoint::APPLIED_KEY;
+use super::damage::LogScan;
+use super::{DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, META, StoreError, err, trails};
+use crate::audit::chain::AuditKey;
+use crate::store::{StoreFuture, Trails};
+
+/// redb's `log_applied`, read without writing; why not, if it could not be.
+fn applied(db: &ReadOnlyDatabase) -> Result<u64, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(err("opening the meta table", e)),
+    };
+    Ok(meta
+        .get(APPLIED_KEY)
+        .map_err(|e| err("reading the log's place", e))?
+        .map_or(0, |v| v.value()))
+}
+
+/// Why `path` could not be opened read-only, and what to do.
+fn explain(path: &Path, error: redb::DatabaseError) -> StoreError {
+    match error {
+        redb::DatabaseError::RepairAborted => StoreError(format!(
+            "{} was not closed cleanly (its gateway stopped without closing it) and is not \
+             repaired here; the gateway repairs it at its next start",
+            path.display()
+        )),
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError(format!(
+            "{} is open in a running gateway: stop it first",
+            path.display()
+        )),
+        other => err(&format!("opening {} read-only", path.display()), other),
+    }
+}
+
+/// What `askgate store check` found.
+#[derive(Debug)]
+pub struct StoreCheck {
+    /// One line per finding, for a person.
+    pub report: String,
+    /// Whether the log is damaged (not only torn by a crash): the gateway would not start.
+    pub damaged: bool,
+}
+
+/// Checks the store in `data_dir`: redb's state and every log file, changing nothing.
+///
+/// # Errors
+/// The directory or a log file cannot be read.
+pub fn check(data_dir: &Path) -> Result<StoreCheck, StoreError> {
+    let mut report = String::new();
+    let path = data_dir.join(FILE_NAME);
+    let applied = if path.exists() {
+        match ReadOnlyDatabase::open(&path)
+            .map_err(|e| explain(&path, e))
+            .and_then(|db| applied(&db))
+        {
+            Ok(seq) => {
+                let _ = writeln!(
+                    report,
+                    "{}: holds the log up to record seq {seq}",
+                    path.display()
+                );
+                Some(seq)
+            }
+            Err(error) => {
+                let _ = writeln!(report, "{}: not read: {error}", path.display());
+                None
+            }
+        }
+    } else {
+        let _ = writeln!(report, "{}: none (no store here yet)", path.display());
+        None
+    };
+    let scan = LogScan::of(data_dir)?;
+    let torn = scan.torn_tail().map(|(path, at, _)| (path.to_owned(), at));
+    for (_, path, read) in &scan.files {
+        let line = match (read.records.first(), read.records.last()) {
+            (Some(first), Some(last)) if first.seq == last.seq => {
+                format!("record seq {}", first.seq)
+            }
+            (Some(first), Some(last)) => format!("records seq {} to {}", first.seq, last.seq),
+            _ => "no record".to_owned(),
+        };
+        let _ = write!(report, "{}: {line}", path.display());
+        if let Some(damage) = &read.damage {
+            if torn.as_ref() == Some(&(path.clone(), damage.at)) {
+                let _ = write!(
+                    report,
+                    "; then a record torn by a crash mid-append at byte {} ({}): never \
+                     acknowledged, nothing lost",
+                    damage.at, damage.why
+                );
+            } else {
+                let _ = write!(
+                    report,
+                    "; then a damaged record at byte {} ({}), and {} records after it that \
+                     pass their checks",
+                    damage.at,
+                    damage.why,
+                    damage.after.len()
+                );
+            }
+        }
+        report.push('\n');
+    }
+    let Some(corruption) = scan.corruption() else {
+        let _ = writeln!(report, "clean: the gateway starts on this store as it is");
+        return Ok(StoreCheck {
+            report,
+            damaged: false,
+        });
+    };
+    let before: Vec<u64> = scan.files[..=corruption.file]
+        .iter()
+        .flat_map(|(_, _, read)| read.records.iter().map(|r| r.seq))
+        .filter(|seq| applied.is_none_or(|applied| *seq > applied))
+        .collect();
+    let _ = writeln!(report, "DAMAGED: {corruption}");
+    let _ = writeln!(
+        report,
+        "recoverable: {} records before the damage that redb does not hold yet{}",
+        before.len(),
+        before
+            .first()
+            .zip(before.last())
+            .map(|(a, b)| format!(" (seq {a} to {b})"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        report,
+        "the gateway does not start on this store; `askgate serve --recover-damaged-log` \
+         starts with the records before the damage and moves {} and every later log file into \
+         a damaged-<time> folder here, losing from the store the {} records after the damage \
+         that pass their checks (they stay in the moved files)",
+        corruption.path.display(),
+        corruption.after
+    );
+    Ok(StoreCheck {
+        report,
+        damaged: true,
+    })
+}
+
+/// A store's audit trails, read without writing to its data directory: from redb opened
+/// read-only when it was closed cleanly and its log holds nothing redb does not; otherwise from
+/// a copy of redb and the log in a private temporary directory, repaired and replayed there as
+/// the gateway does at start (entries the log holds are sealed onto their chains when redb
+/// takes them), and removed afterwards.
+pub struct ReadOnlyTrails {
+    direct: Option<ReadOnlyDatabase>,
+    copy: Option<(DurableStore, PathBuf)>,
+    /// Why a copy was read, if one was.
+    pub copied_because: Option<String>,
+    /// The log's damage, said as `askgate store check` says it.
+    pub damage: Option<String>,
+    /// Whether its audit chains are keyed (format 4).
+    pub keyed: bool,
+    path: PathBuf,
+}
+
+impl Drop for ReadOnlyTrails {
+    fn drop(&mut self) {
+        if let Some((store, dir)) = self.copy.take() {
+            drop(store);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl std::fmt::Debug for ReadOnlyTrails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOnlyTrails")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadOnlyTrails {
+    /// Opens the store in `data_dir` without writing to it.
+    ///
+    /// # Errors
+    /// There is no store, it is open in a gateway, or it or its copy cannot be read.
+    pub fn open(data_dir: &Path, audit_key: Option<Arc<AuditKey>>) -> Result<Self, StoreError> {
+        let path = data_dir.join(FILE_NAME);
+        let scan = LogScan::of(data_dir)?;
+        let damage = scan.corruption().map(|c| c.to_string());
+        let unclean = match ReadOnlyDatabase::open(&path) {
+            Ok(db) => {
+                let applied = applied(&db)?;
+                let pending = scan
+                    .files
+                    .iter()
+                    .flat_map(|(_, _, read)| {
+                        read.records
+                            .iter()
+                            .chain(read.damage.iter().flat_map(|d| &d.after))
+                    })
+                    .filter(|record| record.seq > applied)
+                    .count();
+                if pending == 0 {
+                    let keyed = format(&db)? == Some(FORMAT_VERSION);
+                    return Ok(ReadOnlyTrails {
+                        direct: Some(db),
+                        copy: None,
+                        copied_because: None,
+                        damage,
+                        keyed,
+                        path,
+                    });
+                }
+                format!("its log holds {pending} commits redb does not yet")
+            }
+            Err(redb::DatabaseError::RepairAborted) => {
+                "it was not closed cleanly (its gateway stopped without closing it)".to_owned()
+            }
+            Err(error) => return Err(explain(&path, error)),
+        };
+        let (store, dir) = open_copy(data_dir, &scan, audit_key)?;
+        let keyed = store.keyed();
+        Ok(ReadOnlyTrails {
+            direct: None,
+            copy: Some((store, dir.clone())),
+            copied_because: Some(format!(
+                "{unclean}: read from a copy in {}, repaired and replayed there as the gateway \
+                 does at start; the store itself is not changed",
+                dir.display()
+            )),
+            damage,
+            keyed,
+            path,
+        })
+    }
+}
+
+/// The store's format version, read without writing.
+fn format(db: &ReadOnlyDatabase) -> Result<Option<u64>, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(err("opening the meta table", e)),
+    };
+    Ok(meta
+        .get("format")
+        .map_err(|e| err("reading the format version", e))?
+        .map(|v| v.value()))
+}
+
+/// Copies redb and the log files of `data_dir` into a new private temporary directory and
+/// opens the store there (recovering past damage, which is reported apart).
+fn open_copy(
+    data_dir: &Path,
+    scan: &LogScan,
+    audit_key: Option<Arc<AuditKey>>,
+) -> Result<(DurableStore, PathBuf), StoreError> {
+    let dir = std::env::temp_dir().join(format!(
+        "askgate-read-{}-{:016x}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let made = make_private_dir(&dir)
+        .map_err(|e| err(&format!("creating {}", dir.display()), e))
+        .and_then(|()| {
+            let from = data_dir.join(FILE_NAME);
+            std::fs::copy(&from, dir.join(FILE_NAME))
+                .map_err(|e| err(&format!("copying {}", from.display()), e))?;
+            for (_, path, _) in &scan.files {
+                let to = dir.join(path.file_name().unwrap_or_default());
+                std::fs::copy(path, &to)
+                    .map_err(|e| err(&format!("copying {}", path.display()), e))?;
+            }
+            let settings = LogSettings {
+                recover_damaged_log: true,
+                ..LogSettings::default()
+            };
+            DurableStore::open_keyed(&dir, Arc::default(), settings, audit_key)
+        });
+    match made {
+        Ok(store) => Ok((store, dir)),
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(error)
+        }
+    }
+}
+
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+impl Trails for ReadOnlyTrails {
+    fn audit(
+        &self,
+        session: &SessionId,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'_, Vec<String>> {
+        match (&self.direct, &self.copy) {
+            (Some(db), _) => Box::pin(std::future::ready(trails::read(
+                db, session, after_seq, limit, false,
+            ))),
+            (None, Some((store, _))) => store.audit(session, after_seq, limit),
+            (None, None) => closed(),
+        }
+    }
+
+    fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
+        match (&self.direct, &self.copy) {
+            (Some(db), _) => Box::pin(std::future::ready(trails::read(
+                db, session, 0, count, true,
+            ))),
+            (None, Some((store, _))) => store.recent_audit(session, count),
+            (None, None) => closed(),
+        }
+    }
+
+    fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {
+        match (&self.direct, &self.copy) {
+            (Some(db), _) => Box::pin(std::future::ready(trails::sessions(db))),
+            (None, Some((store, _))) => store.audit_sessions(),
+            (None, None) => closed(),
+        }
+    }
+}
+
+fn closed<T: Send + 'static>() -> StoreFuture<'static, T> {
+    Box::pin(std::future::ready(Err(StoreError(
+        "the store was closed".into(),
+    ))))
+}
