@@ -317,6 +317,30 @@ async fn an_expired_personal_link_says_so() {
     assert_accessible(&browser, "an expired link").await;
 }
 
+/// A page open on a personal link when the link expires is told so, as when it is opened
+/// too late, and no longer acts as that person.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_open_when_its_link_expires_says_so() {
+    let server = TestServer::start().await;
+    let browser = Browser::start().await;
+    // Seconds enough for the page to load and join first, as alice.
+    let (url, _, expires_ms) = personal_link(&server, "s", ALICE, 6.0).await;
+    browser.goto(&url).await;
+    browser.wait_for("#you:not([hidden])").await;
+    assert!(now_ms() < expires_ms, "the page joined before the expiry");
+    browser
+        .wait_for_text(
+            "#notice",
+            "This personal link has expired; ask for a new one.",
+        )
+        .await;
+    browser
+        .wait_for(r#"#connection[data-state="closed"]"#)
+        .await;
+    assert!(now_ms() >= expires_ms, "told at the expiry, not before");
+    assert!(!shown(&browser, "#you").await);
+}
+
 /// A personal link opened on another session's page, and a key that is no key at all, each
 /// say why they were refused.
 #[tokio::test(flavor = "multi_thread")]

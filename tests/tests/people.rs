@@ -391,8 +391,9 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
     let s1 = SessionId::parse("s1").unwrap();
     let keys = server.state.hub.keys();
 
-    // A link with a few seconds left: the tab joins as alice, then is told, and closed.
-    let soon = askgate::clock::now_ms() + 3_000;
+    // A link with a few seconds left (room for a slow join): the tab joins as alice, then is
+    // told, and closed.
+    let soon = askgate::clock::now_ms() + 4_000;
     let key = keys.personal_key(&s1, "alice@example.com", soon);
     let (mut alice, snapshot) = tab_with_key(&server, "s1", &key).await;
     assert_eq!(snapshot["you"]["user"], "alice@example.com");
