@@ -115,7 +115,8 @@ async fn another_format_version_is_refused_clearly() {
         .expect("refused");
     let message = format!("{error:#}");
     assert!(
-        message.contains("format 99") && message.contains("reads format 3"),
+        message.contains("format 99")
+            && message.contains(&format!("reads format {}", askgate::store::FORMAT_VERSION)),
         "{message}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -55,6 +55,8 @@ pub struct VerifyArgs {
 }
 
 /// Which store, as `serve` was given it.
+// The doc comments here are `--help` text, where `<data-dir>` means a placeholder.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// Where the store is, as given to `serve`.

@@ -174,14 +174,27 @@ fn header_fields(header: &[u8]) -> (u32, u32, u64) {
 /// only a header whose seq and length fit is checksummed, so a file is read about once.
 fn find_record(bytes: &[u8], from: usize, after_seq: u64) -> Option<usize> {
     let last_start = bytes.len().checked_sub(HEADER_BYTES)?;
-    (from..=last_start).find(|&at| {
+    let mut at = from;
+    while at <= last_start {
+        // A header holds a seq of at least 1, so a byte other than zero within its 16: runs
+        // of zeros (the rest of a file after a torn record) are stepped over at once.
+        let nonzero = at + bytes[at..].iter().position(|byte| *byte != 0)?;
+        at = at.max(nonzero.saturating_sub(HEADER_BYTES - 1));
+        if at > last_start {
+            return None;
+        }
         let (len, crc, seq) = header_fields(&bytes[at..at + HEADER_BYTES]);
         let start = at + HEADER_BYTES;
-        seq > after_seq
+        if seq > after_seq
             && len <= MAX_PAYLOAD_BYTES
             && bytes.len() - start >= len as usize
             && checksum(seq, &bytes[start..start + len as usize]) == crc
-    })
+        {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
 }
 
 fn read_bytes(bytes: &[u8]) -> FileRead {

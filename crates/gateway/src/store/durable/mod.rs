@@ -398,7 +398,7 @@ fn check_format(
                 if other != UNKEYED_FORMAT_VERSION && !FORMATS_TAKEN.contains(&other) =>
             {
                 return Err(StoreError(format!(
-                    "{} holds askgate store format {other}; this askgate reads formats 1 to \
+                    "{} holds askgate store format {other}; this askgate reads format \
                      {FORMAT_VERSION}. Use the askgate version that wrote it, or another \
                      --data-dir",
                     path.display()
