@@ -49,9 +49,9 @@ pub struct LimitArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_OPEN_BYTES_PER_SESSION", default_value_t = config::DEFAULT_OPEN_BYTES_PER_SESSION)]
     pub open_bytes_per_session: usize,
     /// Bytes the open requests of all sessions together may hold, as tabs receive them; past
-    /// it a new ask is rejected (unavailable, HTTP 503) until requests end [default: an
-    /// eighth of the machine's memory (MemTotal, or a smaller cgroup memory.max), as each
-    /// open byte costs about four of memory; 1 GiB where it cannot be read].
+    /// it a new ask is rejected (unavailable, HTTP 503) until requests end [default: a
+    /// sixteenth of the machine's memory (MemTotal, or a smaller cgroup memory.max), as each
+    /// open byte costs four to six of memory; 1 GiB where it cannot be read].
     #[arg(
         long,
         value_name = "BYTES",

@@ -92,6 +92,8 @@ pub enum Support {
 /// A schema of more than [`MAX_SCHEMA_VALUES`] values, an `enum` of more than
 /// [`MAX_ENUM_ENTRIES`], a checked keyword whose value is malformed: at its path.
 pub fn inspect(schema: &Value, path: &str) -> Result<Support, FieldError> {
+    // Keywords first, so that an enum too long is named where it is.
+    let support = inspect_schema(schema, path)?;
     let values = count_values(schema);
     if values > MAX_SCHEMA_VALUES {
         return Err(FieldError::new(
@@ -100,7 +102,7 @@ pub fn inspect(schema: &Value, path: &str) -> Result<Support, FieldError> {
             format!("at most {MAX_SCHEMA_VALUES} values in all, got {values}"),
         ));
     }
-    inspect_schema(schema, path)
+    Ok(support)
 }
 
 fn count_values(value: &Value) -> usize {

@@ -272,6 +272,9 @@ fn a_schema_past_its_limits_is_refused_at_its_path() {
             .as_str()
         )
     );
+    let far_too_long = json!({"properties": {"x": {"enum": numbers(10 * MAX_ENUM_ENTRIES)}}});
+    let error = inspect(&far_too_long, "s").expect_err("too long an enum");
+    assert_eq!(error.path, "s.properties.x.enum", "{}", error.message);
     let at_most = json!({"enum": numbers(MAX_ENUM_ENTRIES)});
     assert_eq!(inspect(&at_most, "s"), Ok(Support::Checked));
 
