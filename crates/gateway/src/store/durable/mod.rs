@@ -25,8 +25,8 @@
 //! row of several entries for one. (The trail tables came later without
 //! a new format: a store without them simply has no trail yet.)
 //!
-//! With the `fuzzing` feature only, [`fuzzing`] lets the fuzz targets reach the log's and the
-//! records' decoders.
+//! With the `fuzzing` feature only, module `fuzzing` lets the fuzz targets reach the
+//! decoders of the log and of its records.
 
 mod appender;
 mod checkpoint;
