@@ -202,6 +202,36 @@ async fn refusals_are_recorded_once_per_tab_request_and_reason_with_a_count() {
 }
 
 #[tokio::test]
+async fn a_tab_refused_on_many_open_requests_in_a_loop_writes_one_entry_per_request() {
+    // More open requests than a tab once kept counts for (64): refused round after round,
+    // each request's first refusal is recorded once, never again as "first".
+    const REQUESTS: usize = 70;
+    let mut config = watch_only();
+    config.limits.tab_frames_per_second = 1_000_000;
+    let server = TestServer::start_with(config).await;
+    let mut agent = server.agent().await;
+    for n in 0..REQUESTS {
+        agent
+            .send(&ask("s1", &format!("r{n}"), &["Color"], None))
+            .await;
+        agent.recv_until("accepted").await;
+    }
+    let (mut tab, snapshot) = server.tab("s1").await;
+    let tab_id = snapshot["tab"].clone();
+    for _round in 0..3 {
+        for n in 0..REQUESTS {
+            tab.send(&answer(&format!("r{n}"), &["Color"], "Red")).await;
+            let refused = tab.recv_until("answer_rejected").await;
+            assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
+        }
+    }
+    let entries = server.trail("s1").await;
+    let refused = refusals_by(&entries, &tab_id);
+    assert_eq!(refused.len(), REQUESTS, "one first refusal per request");
+    assert!(refused.iter().all(|entry| entry.get("count").is_none()));
+}
+
+#[tokio::test]
 async fn refusals_never_push_ended_requests_out_of_the_history() {
     let server = TestServer::start().await;
     let mut agent = server.agent().await;

@@ -8,6 +8,7 @@ use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
 
 use super::Hub;
+use super::entry::EntryState;
 use super::frame::Frame;
 use super::links::TabHandle;
 use super::refusals::{Counted, Tallies, Tally};
@@ -29,9 +30,20 @@ impl TabHandle {
         let Ok(id) = RequestId::parse(id) else {
             return;
         };
-        let Some((counted, made_room)) =
-            self.with_tallies(|tallies| tallies.count(&id, action, why.reason()))
-        else {
+        let counted = {
+            let mut sessions = self.hub.lock();
+            sessions.get_mut(&self.session).and_then(|session| {
+                let requests = &session.requests;
+                let is_open = |request: &RequestId| {
+                    requests.get(request).is_some_and(|entry| {
+                        matches!(entry.state, EntryState::Committing | EntryState::Open)
+                    })
+                };
+                let slot = session.tabs.get_mut(self.link_id)?;
+                Some(slot.refusals.count(&id, action, why.reason(), is_open))
+            })
+        };
+        let Some((counted, ended)) = counted else {
             return;
         };
         let who = who_of(&self.tab, &self.person);
@@ -45,7 +57,11 @@ impl TabHandle {
             };
             notes.push(refusal_note(&self.session, &who, first, false));
         }
-        notes.extend(made_room.map(|tally| refusal_note(&self.session, &who, tally, true)));
+        notes.extend(
+            ended
+                .into_iter()
+                .map(|tally| refusal_note(&self.session, &who, tally, true)),
+        );
         self.hub.record_notes(notes).await;
     }
 
