@@ -195,6 +195,14 @@ fn url_host(url: &str) -> Result<String, String> {
             c as u32
         ));
     }
+    if let Some(c) = url.chars().find(|c| is_invisible_format(*c)) {
+        return Err(format!(
+            "must not contain invisible characters that reorder or hide text (bidirectional \
+             controls, zero-width characters), found U+{:04X}: the address would display as \
+             another",
+            c as u32
+        ));
+    }
     let lower = url.to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")
@@ -265,6 +273,24 @@ fn url_host(url: &str) -> Result<String, String> {
     Ok(parsed)
 }
 
+/// Whether `c` is a format character that draws nothing yet changes how the text around it
+/// shows: the Unicode bidirectional controls (which can show `moc.elgoog//:sptth` as
+/// `https://google.com`), zero-width spaces and joiners, the word joiner and invisible
+/// operators, the soft hyphen and the byte order mark.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
+}
+
 /// Whether the host as written (lowercased) is the parsed one, but for its non-ASCII labels
 /// (and only those) becoming punycode: the same labels, in the same places.
 fn written_as_parsed(written: &str, parsed: &str) -> bool {
@@ -327,6 +353,27 @@ mod tests {
         for part in says {
             assert!(error.contains(part), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn bidirectional_controls_and_invisible_characters_are_refused_anywhere() {
+        refused(
+            "https://evil.example/?\u{202E}moc.elgoog.stnuocca//:sptth",
+            &["U+202E", "reorder or hide"],
+        );
+        for c in [
+            '\u{061C}', '\u{200B}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{2066}',
+            '\u{2069}', '\u{2060}', '\u{FEFF}', '\u{00AD}',
+        ] {
+            for url in [
+                format!("https://example.com/a{c}b"),
+                format!("https://exa{c}mple.com/"),
+                format!("https://example.com/#{c}"),
+            ] {
+                refused(&url, &[&format!("U+{:04X}", c as u32)]);
+            }
+        }
+        assert!(url_host("https://example.com/caf\u{e9}").is_ok());
     }
 
     #[test]
