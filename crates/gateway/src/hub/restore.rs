@@ -37,7 +37,7 @@ impl Hub {
         {
             let mut sessions = self.lock();
             for record in records {
-                let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+                let questions = match QuestionSet::read_back(record.dialect, &record.questions) {
                     Ok(questions) => Arc::new(questions),
                     Err(errors) => {
                         tracing::error!(session = %record.session, request = %record.id, %errors, "a stored request no longer validates; left in the store");
@@ -102,7 +102,8 @@ pub(super) fn record_entry(
         id: record.id.to_string(),
         dialect: record.dialect,
         title: record.title,
-        questions: record.questions,
+        // As read back: what the dialect works out (a form's host) is this askgate's reading.
+        questions: questions.to_json(),
         asked_at_ms: record.asked_at_ms,
         deadline_ms: record.deadline_ms,
         answerers: record.answerers.clone(),

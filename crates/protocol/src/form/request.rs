@@ -61,11 +61,22 @@ pub const FIELDS: [&str; 8] = [
     "host",
 ];
 
-/// Validates a form request (an object of the ask's form fields).
+/// Which rules a URL-mode form's `url` is held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlRules {
+    /// An ask's: a URL whose host a person would misread is refused (see `url_host`).
+    Ask,
+    /// A stored request's, read back: any http or https URL with a host a browser opens is
+    /// accepted (an older askgate stored URLs the ask now refuses, and their agents wait on
+    /// them), its `host` worked out again as the browser's, which is what the page shows.
+    Stored,
+}
+
+/// Validates a form request (an object of the ask's form fields), its `url` held to `rules`.
 ///
 /// # Errors
 /// Every problem found, each at its path.
-pub fn validate_form(request: &Value) -> Result<Form, ValidationErrors> {
+pub fn validate_form(request: &Value, rules: UrlRules) -> Result<Form, ValidationErrors> {
     let empty = Map::new();
     let fields = request.as_object().unwrap_or(&empty);
     let mut errors = Vec::new();
@@ -152,7 +163,10 @@ pub fn validate_form(request: &Value) -> Result<Form, ValidationErrors> {
         Mode::Url => {
             misplaced("schema", &mut errors, "URL");
             match fields.get("url") {
-                Some(Value::String(url)) => match url_host(url) {
+                Some(Value::String(url)) => match match rules {
+                    UrlRules::Ask => url_host(url),
+                    UrlRules::Stored => browser_host(url),
+                } {
                     Ok(host) => {
                         form.host = Some(host);
                         form.url = Some(url.clone());
@@ -273,6 +287,17 @@ fn url_host(url: &str) -> Result<String, String> {
     Ok(parsed)
 }
 
+/// The host a browser opens for `url`, in its ASCII form, with none of the ask's checks of
+/// how a person would read it (see [`UrlRules::Stored`]).
+fn browser_host(url: &str) -> Result<String, String> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("is not an address a browser can open: {e}"))?;
+    match parsed.host_str() {
+        Some(host) if matches!(parsed.scheme(), "http" | "https") => Ok(host.to_owned()),
+        _ => Err("must be an http:// or https:// URL with a host".to_owned()),
+    }
+}
+
 /// Whether `c` is a format character that draws nothing yet changes how the text around it
 /// shows: the Unicode bidirectional controls (which can show `moc.elgoog//:sptth` as
 /// `https://google.com`), zero-width spaces and joiners, the word joiner and invisible
@@ -318,6 +343,8 @@ fn shortened(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -374,6 +401,17 @@ mod tests {
             }
         }
         assert!(url_host("https://example.com/caf\u{e9}").is_ok());
+    }
+
+    #[test]
+    fn a_stored_url_the_ask_now_refuses_reads_back_with_the_browser_s_host() {
+        let stored = json!({"message": "Sign in", "mode": "url",
+            "url": "https://accounts.example@evil.example/login", "host": "accounts.example"});
+        assert!(validate_form(&stored, UrlRules::Ask).is_err());
+        let form = validate_form(&stored, UrlRules::Stored).unwrap();
+        assert_eq!(form.host.as_deref(), Some("evil.example"));
+        let unopenable = json!({"message": "m", "mode": "url", "url": "javascript:alert(1)"});
+        assert!(validate_form(&unopenable, UrlRules::Stored).is_err());
     }
 
     #[test]
