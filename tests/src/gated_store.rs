@@ -25,6 +25,8 @@ pub struct GatedStore {
     gate: Arc<Semaphore>,
     /// Reads of a trail (both kinds).
     trail_reads: AtomicUsize,
+    /// Bytes of the entries those reads returned.
+    trail_bytes: Arc<AtomicUsize>,
 }
 
 impl Default for GatedStore {
@@ -37,6 +39,7 @@ impl Default for GatedStore {
             arrived: Arc::new(Notify::new()),
             gate: Arc::new(Semaphore::new(0)),
             trail_reads: AtomicUsize::new(0),
+            trail_bytes: Arc::default(),
         }
     }
 }
@@ -77,6 +80,22 @@ impl GatedStore {
     pub fn trail_reads(&self) -> usize {
         self.trail_reads.load(Ordering::SeqCst)
     }
+
+    /// How many bytes of entries those reads have returned.
+    pub fn trail_bytes(&self) -> usize {
+        self.trail_bytes.load(Ordering::SeqCst)
+    }
+
+    /// `read`, its entries' bytes counted.
+    fn counted<'a>(&self, read: StoreFuture<'a, Vec<String>>) -> StoreFuture<'a, Vec<String>> {
+        self.trail_reads.fetch_add(1, Ordering::SeqCst);
+        let bytes = Arc::clone(&self.trail_bytes);
+        Box::pin(async move {
+            let lines = read.await?;
+            bytes.fetch_add(lines.iter().map(String::len).sum(), Ordering::SeqCst);
+            Ok(lines)
+        })
+    }
 }
 
 impl Trails for GatedStore {
@@ -86,13 +105,11 @@ impl Trails for GatedStore {
         after_seq: u64,
         limit: usize,
     ) -> StoreFuture<'_, Vec<String>> {
-        self.trail_reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.audit(session, after_seq, limit)
+        self.counted(self.inner.audit(session, after_seq, limit))
     }
 
     fn recent_audit(&self, session: &SessionId, count: usize) -> StoreFuture<'_, Vec<String>> {
-        self.trail_reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.recent_audit(session, count)
+        self.counted(self.inner.recent_audit(session, count))
     }
 
     fn audit_sessions(&self) -> StoreFuture<'_, Vec<SessionId>> {

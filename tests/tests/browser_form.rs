@@ -778,6 +778,42 @@ async fn a_host_that_mixes_alphabets_is_shown_in_ascii_with_a_warning() {
     assert_fits_phone_and_desktop(&browser, &intro).await;
 }
 
+/// The same name written as its punycode, `https://xn--pple-43d.com/`: all ASCII as
+/// written, but it stands for a Cyrillic `а` and Latin `pple`, so the page decodes it, warns
+/// that it mixes alphabets and shows the decoded name beside the ASCII one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_punycode_host_that_mixes_alphabets_is_decoded_and_warned_about() {
+    let server = TestServer::start().await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let (mut tab, _) = server.tab("s").await;
+    let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
+                       "mode": "url", "message": "Sign in.",
+                       "url": "https://xn--pple-43d.com/sign-in"});
+    let _agent = agent_asking(&server, &frame).await;
+    let view = tab.recv_until("request").await["request"].clone();
+    assert_eq!(view["host"], "xn--pple-43d.com", "{view}");
+
+    let intro = card("u1");
+    browser.wait_for(&format!("{intro} .form-url-site")).await;
+    assert_text(&browser, &format!("{intro} .url-site"), "xn--pple-43d.com").await;
+    assert_text(
+        &browser,
+        &format!("{intro} .url-written"),
+        "\u{430}pple.com",
+    )
+    .await;
+    let warnings = texts(&browser, &format!("{intro} .url-warning")).await;
+    let warnings = warnings.as_array().expect("a list");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("mixes alphabets (Latin and Cyrillic)"),
+        "{warnings:?}"
+    );
+}
+
 /// Stands in for a gateway that tells the page another host than the address has: every
 /// `host` in a frame the page receives becomes `window.__toldHost`, once that is set.
 const TELL_ANOTHER_HOST: &str = "(() => { \

@@ -4,7 +4,11 @@
 
 use std::time::Duration;
 
-use askgate_tests::server::{TestServer, WsClient, http};
+use std::sync::Arc;
+
+use askgate::store::{MemoryStore, Store, StoreOp, StoredRequest};
+use askgate_protocol::{Dialect, RequestId, SessionId};
+use askgate_tests::server::{TestServer, WsClient, http, test_config};
 use serde_json::{Value, json};
 
 /// An agent that sent `frame` (an `ask`), and a tab that received the request.
@@ -268,4 +272,45 @@ async fn other_keys_are_ignored_but_another_dialects_request_is_not() {
     agent.send(&ask).await;
     let rejected = agent.recv_until("rejected").await;
     assert_eq!(rejected["errors"][0]["path"], "schema", "{rejected}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered() {
+    // An older askgate stored this URL (user info before `@`, which asks now refuse) with the
+    // host it read: the request comes back, shown with the host the browser opens.
+    let store = Arc::new(MemoryStore::new());
+    let record = StoredRequest {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse("u1").unwrap(),
+        dialect: Dialect::parse("form").unwrap(),
+        questions: json!({"message": "Sign in", "mode": "url",
+                          "url": "https://accounts.example@evil.example/login",
+                          "host": "accounts.example"}),
+        title: None,
+        asked_at_ms: askgate::clock::now_ms(),
+        deadline_ms: None,
+        answerers: None,
+        resolution: None,
+    };
+    store.commit(vec![StoreOp::Put(record)]).await.unwrap();
+    let server = TestServer::start_with_store(test_config(), store).await;
+    let (mut tab, snapshot) = server.tab("s").await;
+    let request = &snapshot["requests"][0];
+    assert_eq!(request["id"], "u1", "{snapshot}");
+    assert_eq!(request["host"], "evil.example", "{request}");
+    let poll = tokio::spawn(http(
+        server.addr,
+        "GET",
+        "/v1/sessions/s/requests/u1?wait_s=30",
+        None,
+        None,
+    ));
+    tab.send(&json!({"type": "answer", "id": "u1", "response": {}}))
+        .await;
+    let (status, resolved) = poll.await.unwrap();
+    assert_eq!(
+        (status, &resolved["response"]),
+        (200, &json!({"action": "accept"})),
+        "{resolved}"
+    );
 }

@@ -202,6 +202,80 @@ async fn refusals_are_recorded_once_per_tab_request_and_reason_with_a_count() {
 }
 
 #[tokio::test]
+async fn a_history_build_reads_a_bounded_number_of_bytes_and_its_frame_is_kept() {
+    // 3,000 large entries above the one ended request: the search for older endings stops
+    // at its byte budget (8 MiB) rather than read all 30 MB, and the frame is kept.
+    const NOTE_BYTES: usize = 10_000;
+    let store = Arc::new(GatedStore::default());
+    let server = TestServer::start_with_store(test_config(), store.clone()).await;
+    let mut agent = server.agent().await;
+    let (mut tab, _) = server.tab("s1").await;
+    ask_and_answer(&mut agent, &mut tab, "s1", "r1").await;
+    let session = SessionId::parse("s1").unwrap();
+    let notes = (0..3_000)
+        .map(|_| {
+            StoreOp::Note(Note {
+                session: session.clone(),
+                id: Some(RequestId::parse("r1").unwrap()),
+                at_ms: askgate::clock::now_ms(),
+                event: Event::Refused {
+                    who: Who {
+                        user: None,
+                        tab: None,
+                        via: Some(Via::SessionLink),
+                    },
+                    action: "answer",
+                    reason: "x".repeat(NOTE_BYTES),
+                    count: None,
+                },
+            })
+        })
+        .collect();
+    server.state.hub.store_handle().commit(notes).await.unwrap();
+
+    let (reads, bytes) = (store.trail_reads(), store.trail_bytes());
+    for _ in 0..3 {
+        assert!(history(&mut tab).await.is_empty(), "r1 is past the budget");
+    }
+    let read = store.trail_bytes() - bytes;
+    assert!(
+        read <= 8 * 1024 * 1024 + 2 * NOTE_BYTES,
+        "{read} bytes read for one history"
+    );
+    assert_eq!(store.trail_reads() - reads, 2, "one build: two windows");
+}
+
+#[tokio::test]
+async fn a_tab_refused_on_many_open_requests_in_a_loop_writes_one_entry_per_request() {
+    // More open requests than a tab once kept counts for (64): refused round after round,
+    // each request's first refusal is recorded once, never again as "first".
+    const REQUESTS: usize = 70;
+    let mut config = watch_only();
+    config.limits.tab_frames_per_second = 1_000_000;
+    let server = TestServer::start_with(config).await;
+    let mut agent = server.agent().await;
+    for n in 0..REQUESTS {
+        agent
+            .send(&ask("s1", &format!("r{n}"), &["Color"], None))
+            .await;
+        agent.recv_until("accepted").await;
+    }
+    let (mut tab, snapshot) = server.tab("s1").await;
+    let tab_id = snapshot["tab"].clone();
+    for _round in 0..3 {
+        for n in 0..REQUESTS {
+            tab.send(&answer(&format!("r{n}"), &["Color"], "Red")).await;
+            let refused = tab.recv_until("answer_rejected").await;
+            assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
+        }
+    }
+    let entries = server.trail("s1").await;
+    let refused = refusals_by(&entries, &tab_id);
+    assert_eq!(refused.len(), REQUESTS, "one first refusal per request");
+    assert!(refused.iter().all(|entry| entry.get("count").is_none()));
+}
+
+#[tokio::test]
 async fn refusals_never_push_ended_requests_out_of_the_history() {
     let server = TestServer::start().await;
     let mut agent = server.agent().await;

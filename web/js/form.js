@@ -17,6 +17,7 @@
 
 import { make, pickList, shorten } from './page.js';
 import { buildField, readField, valueText } from './formfields.js';
+import { unicodeHost } from './punycode.js';
 
 export const SECRET_WARNING = 'This form asks for something that looks like a password or key — ' +
   'askgate forms must not be used for secrets.';
@@ -147,7 +148,9 @@ function buildUrl(rec, id) {
     warnings.push(`this page reads the address as going to ${opened}, but the gateway said ` +
       `${told || 'nothing'}. Do not open it unless you are sure where it goes.`);
   }
-  const mixed = written && mixedAlphabets(written.text);
+  // What the name stands for: an `xn--` label written in ASCII can hide any alphabet.
+  const readAs = written ? unicodeHost(written.text) : null;
+  const mixed = readAs && mixedAlphabets(readAs);
   if (mixed) {
     warnings.push(`the site's name mixes alphabets (${mixed.join(' and ')}), a common way to ` +
       'imitate another site: letters that look alike are not the same.');
@@ -168,6 +171,9 @@ function buildUrl(rec, id) {
     if (written && !isAscii(written.text)) {
       site.append(' (written ', make('span', 'url-written', written.text, { dir: 'ltr' }),
         ', with letters outside ASCII: this is the name the browser opens)');
+    } else if (readAs && !isAscii(readAs)) {
+      site.append(' (which stands for ', make('span', 'url-written', readAs, { dir: 'ltr' }),
+        ', with letters outside ASCII)');
     }
   }
   box.appendChild(make('p', 'form-url-note',

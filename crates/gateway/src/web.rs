@@ -117,6 +117,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/formfields.js"),
     ),
     (
+        "js/punycode.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/punycode.js"),
+    ),
+    (
         "js/formats.js",
         JAVASCRIPT,
         include_str!("../../../web/js/formats.js"),

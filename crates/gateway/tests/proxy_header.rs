@@ -17,15 +17,11 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 /// Waits until `node` has logged a line holding `text`.
 async fn logged(node: &Node, text: &str) {
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    while !node.said().iter().any(|line| line.contains(text)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{text:?} was not logged: {:#?}",
-            node.said()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    assert!(
+        node.wrote_line(text).await,
+        "{text:?} was not logged: {:#?}",
+        node.said()
+    );
 }
 
 /// A request written out by hand, so that a header can come twice: its head (status line and

@@ -462,6 +462,19 @@ fn url_mode_is_consent_to_open() {
         "{}",
         error.message
     );
+    // A right-to-left override makes the rest of the address display backwards, as another.
+    let refused = QuestionSet::validate(
+        form(),
+        &json!({"message": "Sign in", "mode": "url",
+                "url": "https://evil.example/?\u{202E}moc.elgoog.stnuocca//:sptth"}),
+    )
+    .unwrap_err();
+    let error = &refused.errors()[0];
+    assert_eq!(
+        (error.path.as_str(), error.code),
+        ("url", ErrorCode::InvalidValue)
+    );
+    assert!(error.message.contains("U+202E"), "{}", error.message);
     for consent in [json!({}), json!({"content": {}})] {
         assert_eq!(
             set.settle_answer(&consent).unwrap().response,

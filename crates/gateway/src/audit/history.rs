@@ -15,6 +15,9 @@ pub const HISTORY_ENTRIES_READ: usize = 400;
 /// [`HISTORY_ENTRIES_READ`] hold fewer (refusals and links crowd them), older ones are read
 /// too, in windows each four times the last, up to this many in all.
 pub const HISTORY_ENTRIES_SCANNED: usize = 25_600;
+/// Most bytes of entries read to build the history (about: the windows are sized to it at
+/// the entries' size so far): large refusals or asks end the search sooner.
+pub const HISTORY_BYTES_READ: usize = 8 * 1024 * 1024;
 
 /// The event an entry records, read from its own `event` member without parsing the entry.
 /// Its first `"event":"` is its own: the members before it (numbers, and ids that hold no

@@ -67,7 +67,7 @@ impl Hub {
 
     /// A request another node asked (or this node missed): held and shown to the tabs here.
     pub(super) fn add_record(&self, state: &mut Session, record: StoredRequest) {
-        let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+        let questions = match QuestionSet::read_back(record.dialect, &record.questions) {
             Ok(questions) => Arc::new(questions),
             Err(errors) => {
                 tracing::error!(session = %record.session, request = %record.id, %errors, "a shared request does not validate here; not shown");

@@ -2,19 +2,22 @@
 //! recorded as notes (the first of each kind, then its count); and a tab reads the session's
 //! recent history from the trail.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
 
 use super::Hub;
+use super::entry::EntryState;
 use super::frame::Frame;
+use super::history_cache::HISTORY_CACHE_BYTES;
 use super::links::TabHandle;
 use super::refusals::{Counted, Tallies, Tally};
 use super::session::Session;
 use crate::audit::history::{
-    HISTORY_ENTRIES_READ, HISTORY_ENTRIES_SCANNED, HISTORY_LENGTH, history, is_ending, is_shown,
-    own_event,
+    HISTORY_BYTES_READ, HISTORY_ENTRIES_READ, HISTORY_ENTRIES_SCANNED, HISTORY_LENGTH, history,
+    is_ending, own_event,
 };
 use crate::audit::{Event, Note, Who};
 use crate::clock::now_ms;
@@ -29,9 +32,20 @@ impl TabHandle {
         let Ok(id) = RequestId::parse(id) else {
             return;
         };
-        let Some((counted, made_room)) =
-            self.with_tallies(|tallies| tallies.count(&id, action, why.reason()))
-        else {
+        let counted = {
+            let mut sessions = self.hub.lock();
+            sessions.get_mut(&self.session).and_then(|session| {
+                let requests = &session.requests;
+                let is_open = |request: &RequestId| {
+                    requests.get(request).is_some_and(|entry| {
+                        matches!(entry.state, EntryState::Committing | EntryState::Open)
+                    })
+                };
+                let slot = session.tabs.get_mut(self.link_id)?;
+                Some(slot.refusals.count(&id, action, why.reason(), is_open))
+            })
+        };
+        let Some((counted, ended)) = counted else {
             return;
         };
         let who = who_of(&self.tab, &self.person);
@@ -45,7 +59,11 @@ impl TabHandle {
             };
             notes.push(refusal_note(&self.session, &who, first, false));
         }
-        notes.extend(made_room.map(|tally| refusal_note(&self.session, &who, tally, true)));
+        notes.extend(
+            ended
+                .into_iter()
+                .map(|tally| refusal_note(&self.session, &who, tally, true)),
+        );
         self.hub.record_notes(notes).await;
     }
 
@@ -82,7 +100,7 @@ impl TabHandle {
             .map(|session| Arc::clone(&session.history));
         let build = || read_history(self.hub.store.trails(), &self.session);
         match cache {
-            Some(cache) => cache.frame(build).await,
+            Some(cache) => cache.frame(&self.hub.history_bytes_total, build).await,
             None => build().await.unwrap_or_else(|error| error),
         }
     }
@@ -145,8 +163,9 @@ fn refusal_note(session: &SessionId, who: &Who, tally: Tally, counted: bool) -> 
 
 /// The `history` frame of `session` from its trail (`Err`: the frame saying it could not be
 /// read). The newest entries first; older ones too while refusals and links leave fewer than
-/// [`HISTORY_LENGTH`] ended requests among them, up to [`HISTORY_ENTRIES_SCANNED`] in all.
-/// Only the asks and endings are kept of what is read.
+/// [`HISTORY_LENGTH`] ended requests among them, up to [`HISTORY_ENTRIES_SCANNED`] entries
+/// and about [`HISTORY_BYTES_READ`] bytes in all. Only the newest endings and their asks are
+/// kept of what is read, and the frame leaves the oldest out to fit [`HISTORY_CACHE_BYTES`].
 async fn read_history(trails: &dyn Trails, session: &SessionId) -> Result<Frame, Frame> {
     let unreadable = |error: StoreError| {
         Frame::encode(&ToTab::Error {
@@ -160,36 +179,81 @@ async fn read_history(trails: &dyn Trails, session: &SessionId) -> Result<Frame,
         .await
         .map_err(unreadable)?;
     let mut scanned = lines.len();
+    let mut bytes_read: usize = lines.iter().map(String::len).sum();
     let mut full = lines.len() == window;
     let mut oldest_seq = lines.first().and_then(|line| entry_seq(line));
-    lines.retain(|line| own_event(line).is_some_and(is_shown));
-    while full && scanned < HISTORY_ENTRIES_SCANNED && endings(&lines) < HISTORY_LENGTH {
+    keep_shown(&mut lines);
+    while full
+        && scanned < HISTORY_ENTRIES_SCANNED
+        && bytes_read < HISTORY_BYTES_READ
+        && endings(&lines) < HISTORY_LENGTH
+    {
         // Windows below the oldest read: seqs run 1, 2, 3... in a session's trail.
         let Some(before) = oldest_seq.filter(|seq| *seq > 1) else {
             break;
         };
-        window = (window * 4).min(HISTORY_ENTRIES_SCANNED - scanned);
+        // As many entries as the byte budget has room for, at the size read so far.
+        let average = bytes_read.div_ceil(scanned.max(1)).max(1);
+        window = (window * 4)
+            .min(HISTORY_ENTRIES_SCANNED - scanned)
+            .min((HISTORY_BYTES_READ - bytes_read).div_ceil(average));
         let after = before.saturating_sub(1 + window as u64);
-        let older = trails
+        let mut older = trails
             .audit(session, after, (before - 1 - after) as usize)
             .await
             .map_err(unreadable)?;
         scanned += older.len();
+        bytes_read += older.iter().map(String::len).sum::<usize>();
         full = after > 0;
         oldest_seq = older
             .first()
             .and_then(|line| entry_seq(line))
             .or(Some(after + 1));
-        let mut older: Vec<String> = older
-            .into_iter()
-            .filter(|line| own_event(line).is_some_and(is_shown))
-            .collect();
         older.append(&mut lines);
         lines = older;
+        keep_shown(&mut lines);
     }
-    Ok(Frame::encode(&ToTab::History {
-        entries: history(&lines),
-    }))
+    let mut entries = history(&lines);
+    fit_frame(&mut entries);
+    Ok(Frame::encode(&ToTab::History { entries }))
+}
+
+/// Keeps of `lines` (oldest first) the newest [`HISTORY_LENGTH`] endings and the asks of
+/// their requests: all the history shows of them.
+fn keep_shown(lines: &mut Vec<String>) {
+    let mut shown = HashSet::new();
+    let mut keep = vec![false; lines.len()];
+    for (at, line) in lines.iter().enumerate().rev() {
+        let Some(event) = own_event(line) else {
+            continue;
+        };
+        if is_ending(event) && shown.len() < HISTORY_LENGTH {
+            keep[at] = entry_id(line).is_some_and(|id| shown.insert(id.to_owned()));
+        }
+    }
+    for (at, line) in lines.iter().enumerate() {
+        if own_event(line) == Some("asked") {
+            keep[at] = entry_id(line).is_some_and(|id| shown.contains(id));
+        }
+    }
+    let mut keep = keep.into_iter();
+    lines.retain(|_| keep.next().unwrap_or(false));
+}
+
+/// Leaves the oldest of `entries` (newest first) out until the frame fits in
+/// [`HISTORY_CACHE_BYTES`].
+fn fit_frame(entries: &mut Vec<serde_json::Value>) {
+    // The frame's own members and the commas between entries, with room to spare.
+    const FRAME_OVERHEAD: usize = 64;
+    let mut size = FRAME_OVERHEAD;
+    let fits = entries
+        .iter()
+        .take_while(|entry| {
+            size += serde_json::to_vec(entry).map_or(0, |bytes| bytes.len()) + 1;
+            size <= HISTORY_CACHE_BYTES
+        })
+        .count();
+    entries.truncate(fits);
 }
 
 /// How many of `lines` end a request.
@@ -198,6 +262,14 @@ fn endings(lines: &[String]) -> usize {
         .iter()
         .filter(|line| own_event(line).is_some_and(is_ending))
         .count()
+}
+
+/// An entry's request id, read as [`own_event`] reads its event (ids hold no quotes).
+fn entry_id(line: &str) -> Option<&str> {
+    const MEMBER: &str = r#""id":""#;
+    let start = line.find(MEMBER)? + MEMBER.len();
+    let rest = &line[start..];
+    Some(&rest[..rest.find('"')?])
 }
 
 /// An entry's `seq`, its first member.

@@ -82,6 +82,10 @@ pub struct Hub {
     /// Bytes every session's open requests hold (as tabs receive them), kept by the sessions,
     /// for `--max-open-bytes`.
     pub(super) open_bytes_total: Arc<AtomicUsize>,
+    /// The bytes of `history` frames every session keeps (see [`history_cache`]).
+    ///
+    /// [`history_cache`]: super::history_cache
+    pub(super) history_bytes_total: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -116,6 +120,7 @@ impl Hub {
             undeleted: Mutex::new(Vec::new()),
             queued_total: Arc::new(AtomicUsize::new(0)),
             open_bytes_total: Arc::new(AtomicUsize::new(0)),
+            history_bytes_total: Arc::new(AtomicUsize::new(0)),
         })
     }
 

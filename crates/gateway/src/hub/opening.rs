@@ -233,12 +233,11 @@ impl Hub {
         };
         let reply = match resolution {
             Some(resolution) => {
-                let bytes = entry.encoded.view.len();
-                session.finished.push(&id, &entry.encoded.view, &resolution);
-                session.history.ended();
+                let view = entry.encoded.view.clone();
                 let resolution = Box::new(resolution);
                 entry.state = EntryState::Resolved(resolution.clone());
-                session.uncount_open(bytes);
+                session.record_ended(&id, &view, &resolution);
+                session.uncount_open(view.len());
                 gauge_add(&self.metrics.kept_outcomes, 1);
                 AskReply::Resolved { id, resolution }
             }

@@ -5,10 +5,6 @@
 
 use askgate_protocol::RequestId;
 
-/// Most requests a tab keeps counts for; past it, the oldest count is recorded at once to
-/// make room. A tab is refused only on open requests, and counts go with their request's end.
-pub(super) const REFUSALS_COUNTED_PER_TAB: usize = 64;
-
 /// One kind of refusal a tab got on one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Tally {
@@ -37,32 +33,45 @@ pub(super) struct Tallies {
 }
 
 impl Tallies {
-    /// Counts a refusal of `action` on `id` for `reason`; with it, a count that had to make
-    /// room (to be recorded now, when it counted repeats).
+    /// Counts a refusal of `action` on `id` for `reason`; with it, the counts of requests no
+    /// longer open (`is_open` says which are), to be recorded now. Only open requests keep a
+    /// count, so a tab holds at most its session's open requests times the reasons, and a
+    /// count is never dropped to make room (which would let its next refusal be "first"
+    /// again). A refusal on a request that ended meanwhile is recorded as first, not kept:
+    /// an ended request is not refused for who answers again.
     pub(super) fn count(
         &mut self,
         id: &RequestId,
         action: &'static str,
         reason: &'static str,
-    ) -> (Counted, Option<Tally>) {
+        is_open: impl Fn(&RequestId) -> bool,
+    ) -> (Counted, Vec<Tally>) {
         if let Some(tally) = self
             .tallies
             .iter_mut()
             .find(|tally| tally.id == *id && tally.reason == reason)
         {
             tally.count += 1;
-            return (Counted::Repeat, None);
+            return (Counted::Repeat, Vec::new());
         }
-        let evicted = (self.tallies.len() >= REFUSALS_COUNTED_PER_TAB)
-            .then(|| self.tallies.remove(0))
-            .filter(Tally::repeated);
-        self.tallies.push(Tally {
-            id: id.clone(),
-            reason,
-            action,
-            count: 1,
-        });
-        (Counted::First, evicted)
+        // Requests that ended where their counts were not taken (on another node, or by
+        // the deadline or the agent): a new kind is rare, so this costs little.
+        let (kept, ended): (Vec<Tally>, Vec<Tally>) = std::mem::take(&mut self.tallies)
+            .into_iter()
+            .partition(|tally| is_open(&tally.id));
+        self.tallies = kept;
+        if is_open(id) {
+            self.tallies.push(Tally {
+                id: id.clone(),
+                reason,
+                action,
+                count: 1,
+            });
+        }
+        (
+            Counted::First,
+            ended.into_iter().filter(Tally::repeated).collect(),
+        )
     }
 
     /// Takes the counts of request `id` (it ended) that counted repeats.
@@ -106,21 +115,29 @@ mod tests {
     fn the_first_of_a_kind_is_recorded_and_repeats_counted_until_taken() {
         let mut tallies = Tallies::default();
         assert_eq!(
-            tallies.count(&id("r1"), "answer", "not an answerer").0,
+            tallies
+                .count(&id("r1"), "answer", "not an answerer", |_| true)
+                .0,
             Counted::First
         );
         for _ in 0..9 {
             assert_eq!(
-                tallies.count(&id("r1"), "decline", "not an answerer").0,
+                tallies
+                    .count(&id("r1"), "decline", "not an answerer", |_| true)
+                    .0,
                 Counted::Repeat
             );
         }
         assert_eq!(
-            tallies.count(&id("r2"), "answer", "not an answerer").0,
+            tallies
+                .count(&id("r2"), "answer", "not an answerer", |_| true)
+                .0,
             Counted::First
         );
         assert_eq!(
-            tallies.count(&id("r1"), "answer", "identity required").0,
+            tallies
+                .count(&id("r1"), "answer", "identity required", |_| true)
+                .0,
             Counted::First
         );
         let ended = tallies.take_request(&id("r1"));
@@ -139,16 +156,30 @@ mod tests {
     }
 
     #[test]
-    fn a_tab_counts_for_a_bounded_number_of_requests() {
+    fn counts_are_kept_for_open_requests_only_and_never_dropped_to_make_room() {
         let mut tallies = Tallies::default();
-        for n in 0..REFUSALS_COUNTED_PER_TAB {
-            let request = id(&format!("r{n}"));
-            tallies.count(&request, "answer", "not an answerer");
-            tallies.count(&request, "answer", "not an answerer");
+        let open = |_: &RequestId| true;
+        for round in 0..3 {
+            for n in 0..300 {
+                let (counted, ended) =
+                    tallies.count(&id(&format!("r{n}")), "answer", "not an answerer", open);
+                assert_eq!(counted == Counted::First, round == 0, "r{n} round {round}");
+                assert!(ended.is_empty());
+            }
         }
-        let (counted, evicted) = tallies.count(&id("late"), "answer", "not an answerer");
+        let (counted, ended) = tallies.count(&id("late"), "answer", "not an answerer", |request| {
+            *request == id("late") || *request == id("r7")
+        });
         assert_eq!(counted, Counted::First);
-        assert_eq!(evicted.map(|t| (t.id, t.count)), Some((id("r0"), 2)));
-        assert_eq!(tallies.take_all().len(), REFUSALS_COUNTED_PER_TAB - 1);
+        assert_eq!(ended.len(), 299, "the ended requests' counts, recorded");
+        assert!(ended.iter().all(|tally| tally.count == 3));
+        assert_eq!(tallies.tallies.len(), 2, "r7 and late");
+        let (counted, ended) = tallies.count(&id("gone"), "answer", "not an answerer", |_| false);
+        assert_eq!(counted, Counted::First);
+        assert_eq!(ended.len(), 1, "r7; late was refused once");
+        assert!(
+            tallies.tallies.is_empty(),
+            "an ended request keeps no count"
+        );
     }
 }

@@ -236,7 +236,8 @@ impl Hub {
         ended
     }
 
-    /// Under the lock: wins the request for `ending` if it is open, or says what to wait for.
+    /// Wins the request for `ending` if it is open (under the lock), or says what to wait
+    /// for. A tab's link expiry is judged first, before the lock is taken.
     fn begin_ending(
         &self,
         session: &SessionId,
@@ -247,7 +248,8 @@ impl Hub {
             && person.expired_at(now_ms())
         {
             // Judged as the ending is taken, not when the tab joined: the link may have run
-            // out since, with its tab's close not yet sent.
+            // out since, with its tab's close not yet sent. Before the lock, not under it: a
+            // link that runs out while the lock is awaited still ends this one answer.
             return Err(Refusal::LinkExpired);
         }
         let mut sessions = self.lock();

@@ -37,7 +37,7 @@ impl Hub {
         {
             let mut sessions = self.lock();
             for record in records {
-                let questions = match QuestionSet::validate(record.dialect, &record.questions) {
+                let questions = match QuestionSet::read_back(record.dialect, &record.questions) {
                     Ok(questions) => Arc::new(questions),
                     Err(errors) => {
                         tracing::error!(session = %record.session, request = %record.id, %errors, "a stored request no longer validates; left in the store");
@@ -102,7 +102,8 @@ pub(super) fn record_entry(
         id: record.id.to_string(),
         dialect: record.dialect,
         title: record.title,
-        questions: record.questions,
+        // As read back: what the dialect works out (a form's host) is this askgate's reading.
+        questions: questions.to_json(),
         asked_at_ms: record.asked_at_ms,
         deadline_ms: record.deadline_ms,
         answerers: record.answerers.clone(),
@@ -110,9 +111,7 @@ pub(super) fn record_entry(
     let encoded = EncodedRequest::new(&view);
     let state = match record.resolution {
         Some(resolution) => {
-            session
-                .finished
-                .push(&record.id, &encoded.view, &resolution);
+            session.record_ended(&record.id, &encoded.view, &resolution);
             EntryState::Resolved(Box::new(resolution))
         }
         None => {
@@ -133,5 +132,64 @@ pub(super) fn record_entry(
         storing: None,
         timer: None,
         resolved: Arc::new(Notify::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use askgate_protocol::wire::Via;
+    use askgate_protocol::{Dialect, Outcome, RequestId, SessionId, Settlement};
+    use serde_json::json;
+
+    use super::*;
+    use crate::hub::frame::Frame;
+    use crate::store::StoredResolution;
+
+    #[tokio::test]
+    async fn a_request_read_back_already_ended_makes_the_history_stale() {
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Arc::default());
+        let total = Arc::new(AtomicUsize::new(0));
+        let built = |text: &'static str| async move {
+            Ok(Frame::from_json(bytes::Bytes::from_static(text.as_bytes())))
+        };
+        let history = Arc::clone(&session.history);
+        assert_eq!(
+            history.frame(&total, || built("before")).await.text(),
+            "before"
+        );
+        let questions =
+            json!([{"header": "H", "question": "Q?", "options": [{"label": "A"}, {"label": "B"}]}]);
+        let record = StoredRequest {
+            session: session.id.clone(),
+            id: RequestId::parse("r").unwrap(),
+            dialect: Dialect::HARNESS,
+            questions: questions.clone(),
+            title: None,
+            asked_at_ms: 5,
+            deadline_ms: None,
+            answerers: None,
+            resolution: Some(StoredResolution {
+                settlement: Settlement {
+                    outcome: Outcome::Withdrawn,
+                    response: serde_json::Value::Null,
+                    result: serde_json::Value::Null,
+                    model_text: None,
+                },
+                by: None,
+                user: None,
+                via: Some(Via::SessionLink),
+                at_ms: 7,
+            }),
+        };
+        let questions = Arc::new(QuestionSet::validate(Dialect::HARNESS, &questions).unwrap());
+        let entry = record_entry(&mut session, record, questions, 0);
+        assert!(matches!(entry.state, EntryState::Resolved(_)));
+        assert_eq!(
+            history.frame(&total, || built("after")).await.text(),
+            "after",
+            "built again with the ended request"
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use askgate_protocol::wire::{ToTab, You};
 use askgate_protocol::{RequestId, SessionId, TabId};
+use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::entry::{Entry, EntryState};
@@ -18,6 +19,7 @@ use super::tab_slots::{TabSlot, TabSlots};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
+use crate::store::StoredResolution;
 use crate::store::shared::{Change, Presence};
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
@@ -133,6 +135,19 @@ impl Session {
             grace_timer_set: false,
             sync: None,
         }
+    }
+
+    /// Request `id`, whose view tabs got is `view`, ended as `resolution` (or was found
+    /// ended): it joins the finished list tabs are shown, and the next `history` is built
+    /// again. Every way a request comes to an end here goes through this.
+    pub(super) fn record_ended(
+        &mut self,
+        id: &RequestId,
+        view: &Bytes,
+        resolution: &StoredResolution,
+    ) {
+        self.finished.push(id, view, resolution);
+        self.history.ended();
     }
 
     /// A request of `bytes` (as tabs receive it) is now unresolved.

@@ -160,12 +160,13 @@ impl Hub {
         if let (Some(asker), None) = (&entry.asker, &entry.storing) {
             asker.send(outcome_frame(&state.id, id, &resolution), &self.metrics);
         }
-        let open_bytes = entry.encoded.view.len();
-        state.finished.push(id, &entry.encoded.view, &resolution);
-        state.history.ended();
-        entry.state = EntryState::Resolved(Box::new(resolution));
-        entry.resolved.notify_waiters();
-        state.uncount_open(open_bytes);
+        let view = entry.encoded.view.clone();
+        state.record_ended(id, &view, &resolution);
+        if let Some(entry) = state.requests.get_mut(id) {
+            entry.state = EntryState::Resolved(Box::new(resolution));
+            entry.resolved.notify_waiters();
+        }
+        state.uncount_open(view.len());
         state.broadcast(&resolved, &self.metrics);
     }
 }

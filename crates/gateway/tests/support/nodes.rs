@@ -16,6 +16,8 @@ pub struct Node {
     /// Where it listens.
     pub addr: SocketAddr,
     stderr: Arc<Mutex<Vec<String>>>,
+    /// Told each time a line is kept in `stderr`.
+    wrote: Arc<tokio::sync::Notify>,
     lines: mpsc::Receiver<String>,
     /// Its data directory.
     pub data: PathBuf,
@@ -100,9 +102,12 @@ impl Node {
         let kept = Arc::new(Mutex::new(Vec::new()));
         let (tx, lines) = mpsc::channel();
         let keeping = Arc::clone(&kept);
+        let wrote = Arc::new(tokio::sync::Notify::new());
+        let writing = Arc::clone(&wrote);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 keeping.lock().unwrap().push(line.clone());
+                writing.notify_waiters();
                 let _ = tx.send(line);
             }
         });
@@ -110,6 +115,7 @@ impl Node {
             child: Some(child),
             addr: "127.0.0.1:0".parse().unwrap(),
             stderr: kept,
+            wrote,
             lines,
             data,
             owns_data,
@@ -132,6 +138,23 @@ impl Node {
     /// Every line it wrote so far.
     pub fn said(&self) -> Vec<String> {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits (up to [`TIMEOUT`]) until it has written a line holding `text`; whether it did.
+    pub async fn wrote_line(&self, text: &str) -> bool {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            // Listening before looking: a line kept in between still wakes this.
+            let wrote = self.wrote.notified();
+            tokio::pin!(wrote);
+            wrote.as_mut().enable();
+            if self.said().iter().any(|line| line.contains(text)) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, wrote).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// SIGKILL.

@@ -28,6 +28,18 @@ pub trait DialectFace: Debug + Send + Sync + 'static {
     /// Every problem found, each with its path.
     fn validate(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors>;
 
+    /// Reads back a request a store kept (normalised by this askgate or an older one): as
+    /// [`validate`](Self::validate), but what the ask-time policy has refused only since
+    /// (a rule that protects the person asked, not the gateway) is accepted, so an upgrade
+    /// never strands a request its agent waits on. What the dialect works out itself (a
+    /// form's `host`) is worked out again.
+    ///
+    /// # Errors
+    /// Every problem found, each with its path.
+    fn read_back(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors> {
+        self.validate(request)
+    }
+
     /// The tool definition the framework sends the model, or `None` when the dialect is not a
     /// tool the model calls (approvals judge other tools' calls).
     fn tool_definition(&self) -> Option<Value>;

@@ -26,6 +26,16 @@ impl QuestionSet {
         Ok(QuestionSet { dialect, validated })
     }
 
+    /// Reads back a request a store kept, as [`DialectFace::read_back`](super::DialectFace::read_back)
+    /// says: what an older askgate accepted is accepted.
+    ///
+    /// # Errors
+    /// Every problem found.
+    pub fn read_back(dialect: Dialect, request: &Value) -> Result<Self, ValidationErrors> {
+        let validated = dialect.face().read_back(request)?;
+        Ok(QuestionSet { dialect, validated })
+    }
+
     /// The dialect.
     pub fn dialect(&self) -> Dialect {
         self.dialect

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::content::check_content;
-use super::request::{FIELDS, Form, validate_form};
+use super::request::{FIELDS, Form, UrlRules, validate_form};
 use crate::dialect::{DialectFace, Outcome, Settlement, Validated};
 use crate::error::ValidationErrors;
 
@@ -24,7 +24,11 @@ impl DialectFace for FormFace {
     }
 
     fn validate(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors> {
-        validate_form(request).map(|form| Arc::new(form) as Arc<dyn Validated>)
+        validate_form(request, UrlRules::Ask).map(|form| Arc::new(form) as Arc<dyn Validated>)
+    }
+
+    fn read_back(&self, request: &Value) -> Result<Arc<dyn Validated>, ValidationErrors> {
+        validate_form(request, UrlRules::Stored).map(|form| Arc::new(form) as Arc<dyn Validated>)
     }
 
     /// Elicitation is the server's request to the client, not a tool the model calls.

@@ -30,7 +30,7 @@ pub mod schema;
 pub use content::check_content;
 pub use face::FormFace;
 pub use fields::{Choice, Field, FieldKind};
-pub use request::{Form, Mode};
+pub use request::{Form, Mode, UrlRules};
 
 /// Longest message, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 10_000;

@@ -61,11 +61,22 @@ pub const FIELDS: [&str; 8] = [
     "host",
 ];
 
-/// Validates a form request (an object of the ask's form fields).
+/// Which rules a URL-mode form's `url` is held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlRules {
+    /// An ask's: a URL whose host a person would misread is refused (see `url_host`).
+    Ask,
+    /// A stored request's, read back: any http or https URL with a host a browser opens is
+    /// accepted (an older askgate stored URLs the ask now refuses, and their agents wait on
+    /// them), its `host` worked out again as the browser's, which is what the page shows.
+    Stored,
+}
+
+/// Validates a form request (an object of the ask's form fields), its `url` held to `rules`.
 ///
 /// # Errors
 /// Every problem found, each at its path.
-pub fn validate_form(request: &Value) -> Result<Form, ValidationErrors> {
+pub fn validate_form(request: &Value, rules: UrlRules) -> Result<Form, ValidationErrors> {
     let empty = Map::new();
     let fields = request.as_object().unwrap_or(&empty);
     let mut errors = Vec::new();
@@ -152,7 +163,10 @@ pub fn validate_form(request: &Value) -> Result<Form, ValidationErrors> {
         Mode::Url => {
             misplaced("schema", &mut errors, "URL");
             match fields.get("url") {
-                Some(Value::String(url)) => match url_host(url) {
+                Some(Value::String(url)) => match match rules {
+                    UrlRules::Ask => url_host(url),
+                    UrlRules::Stored => browser_host(url),
+                } {
                     Ok(host) => {
                         form.host = Some(host);
                         form.url = Some(url.clone());
@@ -192,6 +206,14 @@ fn url_host(url: &str) -> Result<String, String> {
     if let Some(c) = url.chars().find(|c| c.is_control() || c.is_whitespace()) {
         return Err(format!(
             "must not contain spaces or control characters, found U+{:04X}",
+            c as u32
+        ));
+    }
+    if let Some(c) = url.chars().find(|c| is_invisible_format(*c)) {
+        return Err(format!(
+            "must not contain invisible characters that reorder or hide text (bidirectional \
+             controls, zero-width characters), found U+{:04X}: the address would display as \
+             another",
             c as u32
         ));
     }
@@ -265,6 +287,35 @@ fn url_host(url: &str) -> Result<String, String> {
     Ok(parsed)
 }
 
+/// The host a browser opens for `url`, in its ASCII form, with none of the ask's checks of
+/// how a person would read it (see [`UrlRules::Stored`]).
+fn browser_host(url: &str) -> Result<String, String> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("is not an address a browser can open: {e}"))?;
+    match parsed.host_str() {
+        Some(host) if matches!(parsed.scheme(), "http" | "https") => Ok(host.to_owned()),
+        _ => Err("must be an http:// or https:// URL with a host".to_owned()),
+    }
+}
+
+/// Whether `c` is a format character that draws nothing yet changes how the text around it
+/// shows: the Unicode bidirectional controls (which can show `moc.elgoog//:sptth` as
+/// `https://google.com`), zero-width spaces and joiners, the word joiner and invisible
+/// operators, the soft hyphen and the byte order mark.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
+}
+
 /// Whether the host as written (lowercased) is the parsed one, but for its non-ASCII labels
 /// (and only those) becoming punycode: the same labels, in the same places.
 fn written_as_parsed(written: &str, parsed: &str) -> bool {
@@ -292,6 +343,8 @@ fn shortened(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -327,6 +380,38 @@ mod tests {
         for part in says {
             assert!(error.contains(part), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn bidirectional_controls_and_invisible_characters_are_refused_anywhere() {
+        refused(
+            "https://evil.example/?\u{202E}moc.elgoog.stnuocca//:sptth",
+            &["U+202E", "reorder or hide"],
+        );
+        for c in [
+            '\u{061C}', '\u{200B}', '\u{200D}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{2066}',
+            '\u{2069}', '\u{2060}', '\u{FEFF}', '\u{00AD}',
+        ] {
+            for url in [
+                format!("https://example.com/a{c}b"),
+                format!("https://exa{c}mple.com/"),
+                format!("https://example.com/#{c}"),
+            ] {
+                refused(&url, &[&format!("U+{:04X}", c as u32)]);
+            }
+        }
+        assert!(url_host("https://example.com/caf\u{e9}").is_ok());
+    }
+
+    #[test]
+    fn a_stored_url_the_ask_now_refuses_reads_back_with_the_browser_s_host() {
+        let stored = json!({"message": "Sign in", "mode": "url",
+            "url": "https://accounts.example@evil.example/login", "host": "accounts.example"});
+        assert!(validate_form(&stored, UrlRules::Ask).is_err());
+        let form = validate_form(&stored, UrlRules::Stored).unwrap();
+        assert_eq!(form.host.as_deref(), Some("evil.example"));
+        let unopenable = json!({"message": "m", "mode": "url", "url": "javascript:alert(1)"});
+        assert!(validate_form(&unopenable, UrlRules::Stored).is_err());
     }
 
     #[test]
