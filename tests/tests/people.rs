@@ -439,7 +439,7 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
         .answer("r1", answer("r1", &["Color"], "Red")["response"].clone())
         .await
         .expect("the answer is refused");
-    let refused: Value = serde_json::from_str(&refused.text()).unwrap();
+    let refused: Value = serde_json::from_str(&refused.frame.text()).unwrap();
     assert_eq!(refused["type"], "answer_rejected");
     assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
     assert_eq!(
@@ -447,7 +447,10 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
         "this personal link has expired; ask for a new one"
     );
     let declined = edge.decline("r1", false).await;
-    assert!(declined.is_some(), "a decline is refused as well");
+    assert!(
+        declined.is_some_and(|declined| declined.for_who),
+        "a decline is refused as well, for who sent it"
+    );
     drop(edge);
     assert!(
         pending(&server, "s1", "r1").await,

@@ -118,6 +118,27 @@ async fn a_refused_answer_is_charged_as_five_frames() {
     );
 }
 
+/// Answers that lose a race or come late cost a frame each, as any frame: a page meets them
+/// in ordinary use, and they write nothing to the trail.
+#[tokio::test]
+async fn an_answer_to_a_request_already_ended_costs_one_frame() {
+    let mut config = test_config();
+    config.limits.tab_frames_per_second = 5;
+    let server = TestServer::start_with(config).await;
+    let mut agent = server.agent().await;
+    let (mut tab, _) = server.tab("s1").await;
+    ask_and_answer(&mut agent, &mut tab, "s1", "r1").await;
+    // With a burst of 10, six answers charged five frames each would close the tab.
+    flood(&mut tab, &answer("r1", &["Color"], "Blue"), 6).await;
+    for _ in 0..6 {
+        let rejected = tab.recv_until("answer_rejected").await;
+        assert_eq!(
+            rejected["errors"][0]["message"], "already resolved",
+            "{rejected}"
+        );
+    }
+}
+
 /// The `refused` entries of `trail` by tab `tab`.
 fn refusals_by<'t>(trail: &'t [Value], tab: &Value) -> Vec<&'t Value> {
     trail

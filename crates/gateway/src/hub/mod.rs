@@ -45,4 +45,5 @@ pub use inbox::{Delivery, Queue};
 pub use issuing::IssuedLink;
 pub use links::{AgentHandle, Link, TabHandle};
 pub use outcomes::{Lookup, Withdrawal};
+pub use resolving::Rejected;
 pub use restore::Restored;

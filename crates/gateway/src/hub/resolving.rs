@@ -132,8 +132,8 @@ impl Refusal {
 }
 
 impl TabHandle {
-    /// An `answer` from this tab. `None` if it won; else the `answer_rejected` frame for it.
-    pub async fn answer(&self, id: &str, response: Value) -> Option<Frame> {
+    /// An `answer` from this tab. `None` if it won; else why not.
+    pub async fn answer(&self, id: &str, response: Value) -> Option<Rejected> {
         let ending = Ending::Answer {
             tab: self.tab.clone(),
             person: self.person.clone(),
@@ -143,8 +143,8 @@ impl TabHandle {
     }
 
     /// A `decline` from this tab (with `dismiss`: put aside, not refused). `None` if it won;
-    /// else the `answer_rejected` frame for it.
-    pub async fn decline(&self, id: &str, dismiss: bool) -> Option<Frame> {
+    /// else why not.
+    pub async fn decline(&self, id: &str, dismiss: bool) -> Option<Rejected> {
         self.end(
             id,
             "decline",
@@ -157,7 +157,7 @@ impl TabHandle {
         .await
     }
 
-    async fn end(&self, id: &str, action: &'static str, ending: Ending) -> Option<Frame> {
+    async fn end(&self, id: &str, action: &'static str, ending: Ending) -> Option<Rejected> {
         let refusal = match RequestId::parse(id) {
             Ok(request) => self
                 .hub
@@ -170,11 +170,25 @@ impl TabHandle {
         if let Refusal::Forbidden(why) = &refusal {
             self.record_refusal(id, action, why).await;
         }
-        Some(Frame::encode(&ToTab::AnswerRejected {
-            id: id.to_owned(),
-            errors: refusal.into_errors(),
-        }))
+        let for_who = matches!(refusal, Refusal::Forbidden(_) | Refusal::LinkExpired);
+        Some(Rejected {
+            frame: Frame::encode(&ToTab::AnswerRejected {
+                id: id.to_owned(),
+                errors: refusal.into_errors(),
+            }),
+            for_who,
+        })
     }
+}
+
+/// An answer or decline that did not end its request.
+pub struct Rejected {
+    /// The `answer_rejected` frame for the tab.
+    pub frame: Frame,
+    /// Refused because of who sent it (not an answerer, no identity, an expired link): what
+    /// a tab that keeps sending costs the trail, unlike a race lost to another tab or an
+    /// answer that does not fit, which every page meets in ordinary use.
+    pub for_who: bool,
 }
 
 impl Hub {

@@ -8,7 +8,7 @@
 //! request; never from anything the page says.
 //!
 //! Every frame a tab sends takes one of its `--tab-frames-per-second`; a `history` frame,
-//! and an `answer` or `decline` that is refused, take [`COSTLY_FRAME`] in all: they cost the
+//! and an `answer` or `decline` refused because of who sent it, take [`COSTLY_FRAME`] in all: they cost the
 //! gateway a trail's read or a refusal's record, and a page sends either rarely.
 
 use std::net::{IpAddr, SocketAddr};
@@ -31,7 +31,7 @@ use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch};
 use crate::clock::{now_ms, until};
 use crate::connections::{Cut, Standing};
-use crate::hub::{Link, Queue, TabHandle};
+use crate::hub::{Link, Queue, Rejected, TabHandle};
 use crate::metrics::{count, gauge_add};
 use crate::pacer::Pacer;
 use crate::people::{KeyRefusal, Person, ProxyIdentity};
@@ -314,16 +314,19 @@ fn charge_costly(pacer: &mut Pacer) -> Result<(), TooManyFrames> {
     }
 }
 
-/// An answer's or a decline's reply, which it has only when it was refused: then charged as
-/// a costly frame.
+/// An answer's or a decline's reply, which it has only when it was rejected: charged as a
+/// costly frame when refused because of who sent it.
 fn costly_if_refused(
-    reply: Option<crate::hub::Frame>,
+    rejected: Option<Rejected>,
     pacer: &mut Pacer,
 ) -> Result<Option<crate::hub::Frame>, TooManyFrames> {
-    if reply.is_some() {
+    let Some(rejected) = rejected else {
+        return Ok(None);
+    };
+    if rejected.for_who {
         charge_costly(pacer)?;
     }
-    Ok(reply)
+    Ok(Some(rejected.frame))
 }
 
 fn error_frame(code: &str, message: &str) -> crate::hub::Frame {
