@@ -23,6 +23,20 @@ pub(super) const fn from_ranges(ranges: &[(u32, u32)]) -> PlaneBits {
     bits
 }
 
+/// The bits of the code points a `(code point, text)` table has entries for.
+pub(super) const fn from_points(points: &[(u32, &str)]) -> PlaneBits {
+    let mut bits = [0; PLANES_0_TO_2 / 64];
+    let mut i = 0;
+    while i < points.len() {
+        let cp = points[i].0 as usize;
+        if cp < PLANES_0_TO_2 {
+            bits[cp / 64] |= 1 << (cp % 64);
+        }
+        i += 1;
+    }
+    bits
+}
+
 /// Whether `cp`'s bit is set; `None` beyond plane 2.
 pub(super) fn get(bits: &PlaneBits, cp: usize) -> Option<bool> {
     bits.get(cp / 64).map(|word| word >> (cp % 64) & 1 == 1)

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
+use super::bitmap::{self, PlaneBits};
 use super::classes::is_space_separator;
 use super::tables::CASEFOLD;
 
@@ -44,7 +45,15 @@ pub fn uniqueness_key(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Bit `cp` set when `cp` has a case folding: most characters have none, and this spares them
+/// the table search.
+static FOLDS: PlaneBits = bitmap::from_points(CASEFOLD);
+
 fn push_casefolded(c: char, out: &mut String) {
+    if bitmap::get(&FOLDS, c as usize) == Some(false) {
+        out.push(c);
+        return;
+    }
     match CASEFOLD.binary_search_by_key(&(c as u32), |&(cp, _)| cp) {
         Ok(i) => out.push_str(CASEFOLD[i].1),
         Err(_) => out.push(c),

@@ -9,13 +9,13 @@ use askgate_protocol::{ErrorCode, FieldError, ValidationErrors};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Summary, invalid_request, line_error, present, push_refusal};
+use super::{Summary, invalid_request, line_error, present, refusal};
 
 /// A `request` input: the tool call's arguments as an object or as JSON text.
 #[derive(Deserialize)]
 struct RequestInput<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    args: Option<&'a str>,
+    #[serde(default, deserialize_with = "present_value")]
+    args: Option<Value>,
     #[serde(borrow, default)]
     args_json: Option<Cow<'a, str>>,
 }
@@ -23,12 +23,20 @@ struct RequestInput<'a> {
 /// A `response` or `render` input.
 #[derive(Deserialize)]
 struct ResultInput<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    request: Option<&'a str>,
+    #[serde(default, deserialize_with = "present_value")]
+    request: Option<Value>,
     #[serde(borrow, default, deserialize_with = "present")]
     response: Option<&'a str>,
     #[serde(default)]
     timed_out: Option<Value>,
+}
+
+/// Reads a field that is present, `null` included, as `Some`; absent fields default to
+/// `None` (serde maps `null` to `None` for a plain `Option`).
+fn present_value<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// A valid answer: `{"ok":true,"normalized":...}`.
@@ -38,22 +46,33 @@ struct Accepted<T> {
     normalized: T,
 }
 
+/// A valid request's normalised arguments.
+#[derive(Serialize)]
+struct Normalized {
+    questions: HarnessQuestions,
+}
+
+/// A valid response: the tool's result and the text the model reads.
+#[derive(Serialize)]
+struct Rendered {
+    result: ToolResult,
+    model_text: String,
+}
+
 /// The answer to a harness line, its input read by what its kind needs (so an error names
 /// what that kind could not read).
 pub(super) fn judge_raw(kind: &str, input: &str) -> String {
-    let mut out = Vec::new();
     match kind {
         "request" => match serde_json::from_str::<RequestInput<'_>>(input) {
-            Ok(parsed) => request_into(parsed, &mut out),
-            Err(e) => return line_error("input", &format!("not a request input: {e}")),
+            Ok(parsed) => request_answer(parsed),
+            Err(e) => line_error("input", &format!("not a request input: {e}")),
         },
         "response" | "render" => match serde_json::from_str::<ResultInput<'_>>(input) {
-            Ok(parsed) => result_into(kind, parsed, &mut out),
-            Err(e) => return line_error("input", &format!("not a {kind} input: {e}")),
+            Ok(parsed) => result_answer(kind, parsed),
+            Err(e) => line_error("input", &format!("not a {kind} input: {e}")),
         },
-        other => return unknown_kind(other),
+        other => unknown_kind(other),
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn unknown_kind(kind: &str) -> String {
@@ -66,59 +85,55 @@ fn unknown_kind(kind: &str) -> String {
     )
 }
 
-/// Appends `{"ok":true,"normalized":normalized}` to `out`.
-fn push_accepted(out: &mut Vec<u8>, normalized: impl Serialize) {
-    // Writing strings, lists and maps into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(
-        out,
-        &Accepted {
-            ok: true,
-            normalized,
-        },
-    );
+/// `{"ok":true,"normalized":normalized}`.
+fn accepted(normalized: impl Serialize) -> String {
+    // Writing strings, lists and maps cannot fail.
+    serde_json::to_string(&Accepted {
+        ok: true,
+        normalized,
+    })
+    .unwrap_or_default()
 }
 
-/// Appends a response or render line's answer to `out`.
-fn result_into(kind: &str, parsed: ResultInput<'_>, out: &mut Vec<u8>) {
+/// A response or render line's answer.
+fn result_answer(kind: &str, parsed: ResultInput<'_>) -> String {
     if kind == "render" && parsed.timed_out == Some(Value::Bool(true)) {
-        return push_accepted(out, harness::TIMED_OUT);
+        return accepted(harness::TIMED_OUT);
     }
     match harness_result(parsed) {
         // What the model reads: a sentence as is, answers as their compact JSON.
-        Ok(result) if kind == "render" => push_accepted(out, result.model_text()),
+        Ok(result) if kind == "render" => accepted(result.model_text()),
         Ok(result) => {
             let model_text = result.model_text();
-            push_accepted(out, json!({"result": result, "model_text": model_text}));
+            accepted(Rendered { result, model_text })
         }
-        Err(ResultError::Input(errors)) => push_refusal(out, &Summary::EachError, errors.errors()),
+        Err(ResultError::Input(errors)) => refusal(&Summary::EachError, errors.errors()),
         // The harness's own text, byte for byte: what a Python host would see raised.
         Err(ResultError::Answer(error)) => {
             let field_error = error.into_field_error();
-            push_refusal(
-                out,
+            refusal(
                 &Summary::Message(&field_error.message),
                 std::slice::from_ref(&field_error),
-            );
+            )
         }
     }
 }
 
-/// Appends a request line's answer to `out`.
-fn request_into(parsed: RequestInput<'_>, out: &mut Vec<u8>) {
-    let text = match (parsed.args, &parsed.args_json) {
-        (Some(args), None) => args,
-        (None, Some(text)) => text,
+/// A request line's answer.
+fn request_answer(parsed: RequestInput<'_>) -> String {
+    let verdict = match (&parsed.args, &parsed.args_json) {
+        (Some(args), None) => harness::validate_args(args, TopLevelExtras::Forbid),
+        (None, Some(text)) => harness::validate_args_json(text, TopLevelExtras::Forbid),
         _ => {
-            let answer = line_error(
+            return line_error(
                 "input",
                 "a request needs exactly one of `args` (an object) or `args_json` (a string)",
             );
-            return out.extend_from_slice(answer.as_bytes());
         }
     };
-    match harness::validate_args_json(text, TopLevelExtras::Forbid) {
-        Ok(questions) => push_accepted(out, json!({ "questions": questions })),
-        Err(errors) => push_refusal(out, &Summary::EachError, errors.errors()),
+    match verdict {
+        Ok(questions) => accepted(Normalized { questions }),
+        Err(errors) => refusal(&Summary::EachError, errors.errors()),
     }
 }
 
@@ -134,24 +149,23 @@ fn harness_result(input: ResultInput<'_>) -> Result<ToolResult, ResultError> {
             path, code, message,
         )))
     };
-    let Some(request) = input.request else {
+    let Some(request) = &input.request else {
         return Err(input_error(
             "request",
             ErrorCode::MissingField,
             "missing: the request answered".into(),
         ));
     };
-    let questions: HarnessQuestions = harness::validate_args_json(request, TopLevelExtras::Forbid)
-        .map_err(|errors| {
-            let errors = invalid_request(errors);
-            ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
-                ValidationErrors::single(FieldError::new(
-                    "request",
-                    ErrorCode::InvalidValue,
-                    "invalid request",
-                ))
-            }))
-        })?;
+    let questions = harness::validate_args(request, TopLevelExtras::Forbid).map_err(|errors| {
+        let errors = invalid_request(errors);
+        ResultError::Input(ValidationErrors::from_vec(errors).unwrap_or_else(|| {
+            ValidationErrors::single(FieldError::new(
+                "request",
+                ErrorCode::InvalidValue,
+                "invalid request",
+            ))
+        }))
+    })?;
     let Some(response) = input.response else {
         return Err(input_error(
             "response",

@@ -304,8 +304,8 @@ struct Refusal<'a> {
     errors: &'a [FieldError],
 }
 
-/// Appends a refusal to `out`.
-fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError]) {
+/// A refusal, as one line of JSON text.
+fn refusal(summary: &Summary<'_>, errors: &[FieldError]) -> String {
     let error = match summary {
         Summary::Message(message) => Cow::Borrowed(*message),
         Summary::EachError => Cow::Owned(
@@ -327,14 +327,8 @@ fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError])
         error: &error,
         errors,
     };
-    // Writing strings and lists into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(out, &refusal);
-}
-
-fn refusal(summary: &Summary<'_>, errors: &[FieldError]) -> String {
-    let mut out = Vec::new();
-    push_refusal(&mut out, summary, errors);
-    String::from_utf8_lossy(&out).into_owned()
+    // Writing strings and lists cannot fail.
+    serde_json::to_string(&refusal).unwrap_or_default()
 }
 
 fn line_error(path: &str, message: &str) -> String {
