@@ -64,11 +64,11 @@ struct Rendered {
 pub(super) fn judge_raw(kind: &str, input: &str) -> String {
     match kind {
         "request" => match serde_json::from_str::<RequestInput<'_>>(input) {
-            Ok(parsed) => request_answer(parsed),
+            Ok(parsed) => request_answer(&parsed),
             Err(e) => line_error("input", &format!("not a request input: {e}")),
         },
         "response" | "render" => match serde_json::from_str::<ResultInput<'_>>(input) {
-            Ok(parsed) => result_answer(kind, parsed),
+            Ok(parsed) => result_answer(kind, &parsed),
             Err(e) => line_error("input", &format!("not a {kind} input: {e}")),
         },
         other => unknown_kind(other),
@@ -96,7 +96,7 @@ fn accepted(normalized: impl Serialize) -> String {
 }
 
 /// A response or render line's answer.
-fn result_answer(kind: &str, parsed: ResultInput<'_>) -> String {
+fn result_answer(kind: &str, parsed: &ResultInput<'_>) -> String {
     if kind == "render" && parsed.timed_out == Some(Value::Bool(true)) {
         return accepted(harness::TIMED_OUT);
     }
@@ -120,7 +120,7 @@ fn result_answer(kind: &str, parsed: ResultInput<'_>) -> String {
 }
 
 /// A request line's answer.
-fn request_answer(parsed: RequestInput<'_>) -> String {
+fn request_answer(parsed: &RequestInput<'_>) -> String {
     let verdict = match (&parsed.args, &parsed.args_json) {
         (Some(args), None) => harness::validate_args(args, TopLevelExtras::Forbid),
         (None, Some(text)) => harness::validate_args_json(text, TopLevelExtras::Forbid),
@@ -143,7 +143,7 @@ enum ResultError {
     Answer(ResponseError),
 }
 
-fn harness_result(input: ResultInput<'_>) -> Result<ToolResult, ResultError> {
+fn harness_result(input: &ResultInput<'_>) -> Result<ToolResult, ResultError> {
     let input_error = |path: &str, code, message: String| {
         ResultError::Input(ValidationErrors::single(FieldError::new(
             path, code, message,
