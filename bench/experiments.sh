@@ -6,7 +6,8 @@
 #   joinburst  100 tabs joining one session at once, 10 times: how many the server closes with
 #              4408, with the default 64-frame tab queue and with --tab-queue 256 (presence is
 #              coalesced per tab, so a burst of joins should close none)
-# Results go to bench/experiments/<name>.json; the tables are printed.
+# The raw reports go to a temporary directory (kept only with KEEP_JSON=1, its path printed);
+# a line of key figures per run goes to bench/history/<commit>-experiments.txt.
 #
 #   bench/experiments.sh [buffers] [store] [joinburst]     # default: all
 set -euo pipefail
@@ -14,8 +15,9 @@ cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
 bench="$target/release/askgate-bench"
 askgate="$target/release/askgate"
-out=bench/experiments
-mkdir -p "$out"
+out=$(mktemp -d /tmp/askgate-experiments-XXXXXX)
+[ "${KEEP_JSON:-0}" = 1 ] && echo "raw reports in $out" || trap 'rm -rf "$out"' EXIT
+summary="bench/history/$(git rev-parse --short HEAD 2>/dev/null || echo unknown)-experiments.txt"
 cargo build --release -p askgate -p askgate-bench
 wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=(buffers store joinburst)
@@ -55,3 +57,7 @@ PY
     *) echo "unknown experiment $what" >&2; exit 2 ;;
   esac
 done
+{
+  echo "# bench/experiments.sh ${wanted[*]}: one line per run (python3 bench/summarize.py)"
+  python3 bench/summarize.py "$out"/*.json
+} | tee -a "$summary"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the release binaries, installs the Node.js baseline's dependencies if they are
 # missing, runs every target scenario against askgate (durable store) and the baseline, and
-# writes bench/results.json (and the printed tables to bench/results.txt).
+# writes the printed tables to bench/results.txt and a line of key figures per run to
+# bench/history/<commit>-suite.txt. The raw JSON report is kept only with KEEP_JSON=1 (in a
+# temporary directory, its path printed).
 #
 #   bench/run.sh                      # the full suite, about 12 minutes
 #   bench/run.sh --time-scale 0.1     # a quick check
@@ -20,7 +22,7 @@ fi
 
 # Copies, so a concurrent build cannot swap the binaries halfway through the suite.
 work=$(mktemp -d /tmp/askgate-bench-run-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+[ "${KEEP_JSON:-0}" = 1 ] && echo "raw report in $work/results.json" || trap 'rm -rf "$work"' EXIT
 cp "$target/release/askgate" "$target/release/askgate-bench" "$work/"
 version="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD -- crates/gateway crates/protocol 2>/dev/null || version="$version+uncommitted"
@@ -30,5 +32,6 @@ git diff --quiet HEAD -- crates/gateway crates/protocol 2>/dev/null || version="
   --askgate-version "$version" \
   --node-server bench/node-baseline/server.js \
   --memory-store-too \
-  --json bench/results.json \
+  --json "$work/results.json" \
   "$@" | tee bench/results.txt
+python3 bench/summarize.py "$work/results.json" | tee "bench/history/${version}-suite.txt"

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use askgate_protocol::harness::{AskUserResponse, Question};
+use askgate_protocol::harness::Question;
 use askgate_protocol::wire::{AskFrame, OutcomeFrame};
 use askgate_protocol::{Dialect, Outcome};
 use serde_json::Value;
@@ -70,13 +70,6 @@ impl Ask {
     #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
-        self
-    }
-
-    /// Sets the dialect.
-    #[must_use]
-    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
-        self.dialect = Some(dialect);
         self
     }
 
@@ -179,20 +172,10 @@ impl Answered {
         self.frame.settlement.outcome
     }
 
-    /// Whether a person answered.
-    pub fn is_answered(&self) -> bool {
-        self.outcome() == Outcome::Answered
-    }
-
     /// The dialect's response object (harness: `{"answers":[...],"cancelled":bool}`); null
     /// when withdrawn.
     pub fn response(&self) -> &Value {
         &self.frame.settlement.response
-    }
-
-    /// The harness response, typed; `None` for another dialect or a withdrawal.
-    pub fn harness_response(&self) -> Option<AskUserResponse> {
-        serde_json::from_value(self.response().clone()).ok()
     }
 
     /// What the tool returns (harness: the `ask_user_result` object, or the `DECLINED` /

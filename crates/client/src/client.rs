@@ -7,9 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use askgate_protocol::harness::Question;
 use askgate_protocol::wire::AgentFrame;
 use askgate_protocol::{ErrorCode, FieldError, SessionId};
 use tokio::sync::{mpsc, oneshot};
@@ -127,22 +125,6 @@ impl Client {
         let result = outcome.await;
         guard.disarm();
         result.unwrap_or_else(|_| Err(self.shared.error()))
-    }
-
-    /// Asks harness `questions` in `session` with an optional deadline: the common case of
-    /// [`ask`](Self::ask).
-    ///
-    /// # Errors
-    /// As [`ask`](Self::ask).
-    pub async fn ask_questions(
-        &self,
-        session: &str,
-        questions: Vec<Question>,
-        timeout: Option<Duration>,
-    ) -> Result<Answered, ClientError> {
-        let mut ask = Ask::harness(session, questions);
-        ask.timeout = timeout;
-        self.ask(ask).await
     }
 
     /// Withdraws request `id` of `session`, whoever asked it (an earlier run of this agent,

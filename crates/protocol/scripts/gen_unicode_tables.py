@@ -10,12 +10,7 @@ frozen here, read straight from Python's `unicodedata` and `str` methods:
 * SPACE_SEPARATORS: general category Zs (the printable rule lets every one through, and the
   uniqueness fold maps each to U+0020);
 * PY_WHITESPACE: `str.isspace()` (what Python's `str.strip()` removes);
-* CASEFOLD: every code point whose `str.casefold()` differs from itself;
-* FOLD_BOUND and FOLD_MAPPED: the uniqueness fold one character at a time. A character is
-  bound when its fold can depend on its neighbours (its decomposition starts with a combining
-  mark, or with a character that composes with the one before it); every other character
-  folds alone, so a text of such characters folds to the concatenation of their folds.
-  FOLD_MAPPED lists those whose fold is not themselves.
+* CASEFOLD: every code point whose `str.casefold()` differs from itself.
 
 It also writes web/js/unicode14.js: the code points unassigned in Unicode 14.0, which the
 answer page checks a typed answer against (a browser knows a newer Unicode, where some of them
@@ -65,7 +60,6 @@ def render() -> str:
     format_chars = [cp for cp in all_points if unicodedata.category(chr(cp)) == "Cf"]
     unassigned = [cp for cp in all_points if unicodedata.category(chr(cp)) == "Cn"]
     casefold = [(cp, chr(cp).casefold()) for cp in all_points if chr(cp).casefold() != chr(cp)]
-    bound, mapped = fold_by_character()
 
     header = [
         "//! Unicode 14.0 character classes as CPython 3.11 sees them.",
@@ -111,18 +105,6 @@ def render() -> str:
             "pub(crate) static CASEFOLD: &[(u32, &str)]",
             [f"(0x{cp:04X}, {rust_str(folded)})," for cp, folded in casefold],
         ),
-        table(
-            ["Inclusive ranges of code points whose uniqueness fold may depend on their neighbours,",
-             "and of every code point the printable rule rejects: text holding one is folded whole."],
-            "pub(crate) static FOLD_BOUND: &[(u32, u32)]",
-            [f"(0x{a:04X}, 0x{b:04X})," for a, b in ranges(bound)],
-        ),
-        table(
-            ["`(code point, its uniqueness fold)` for every character that folds alone to something",
-             "other than itself, sorted."],
-            "pub(crate) static FOLD_MAPPED: &[(u32, &str)]",
-            [f"(0x{cp:04X}, {rust_str(folded)})," for cp, folded in mapped],
-        ),
     ]
     return "\n".join(header + "\n\n".join(tables).split("\n")) + "\n"
 
@@ -134,48 +116,6 @@ def table(doc: list[str], declaration: str, rows: list[str]) -> str:
     lines += [f"    {row}" for row in rows]
     lines.append("];")
     return "\n".join(lines)
-
-
-def composition_seconds() -> set[int]:
-    """Every character that canonical composition can join to the character before it."""
-    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))  # Hangul V and T jamo
-    for cp in range(0x110000):
-        decomposition = unicodedata.decomposition(chr(cp))
-        if not decomposition or decomposition.startswith("<"):
-            continue
-        parts = [int(h, 16) for h in decomposition.split()]
-        pair = "".join(map(chr, parts))
-        if len(parts) == 2 and unicodedata.normalize("NFC", pair) == chr(cp):
-            seconds.add(parts[1])
-    return seconds
-
-
-def fold_by_character() -> tuple[list[int], list[tuple[int, str]]]:
-    """The code points whose fold may depend on context (or which the printable rule rejects),
-    and the others' folds where they differ from themselves.
-
-    A character folds alone when its full compatibility decomposition starts with a starter
-    that composes with nothing before it: that starter blocks whatever comes before from
-    reaching past it, and whatever comes after starts the same way, so NFKC of a text of such
-    characters is the concatenation of their NFKC forms; case folding goes character by
-    character.
-    """
-    seconds = composition_seconds()
-    bound, mapped = [], []
-    for cp in range(0x110000):
-        ch = chr(cp)
-        if not (ch.isprintable() or unicodedata.category(ch) == "Zs"):
-            bound.append(cp)
-            continue
-        spaced = " " if unicodedata.category(ch) == "Zs" else ch
-        first = unicodedata.normalize("NFKD", spaced)[0]
-        if unicodedata.combining(first) != 0 or ord(first) in seconds:
-            bound.append(cp)
-            continue
-        folded = harness_fold(ch)
-        if folded != ch:
-            mapped.append((cp, folded))
-    return bound, mapped
 
 
 def harness_fold(text: str) -> str:

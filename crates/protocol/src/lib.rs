@@ -16,8 +16,7 @@
 //! - [`deepagents`]: the deepagents-code `ask_user` dialect: validation, the interrupt and
 //!   resume payloads, `_parse_answers`, the `Q:`/`A:` transcript, the tool schema, and
 //!   askgate's stricter check of answers from tabs.
-//! - [`json`]: JSON read and written by hand: exactly as serde_json does, for hot paths, and
-//!   with lone surrogates, as Python hosts can write.
+//! - [`json`]: JSON with lone surrogates, as Python hosts can write it.
 //! - [`approval`]: tool-call approvals (OpenAI Agents, LangChain, pydantic-ai, AG-UI): the
 //!   calls, what each allows, the person's decisions, and edits checked against the tool's
 //!   schema.

@@ -24,9 +24,7 @@ use askgate_protocol::Dialect;
 use clap::{Parser, Subcommand};
 
 pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
-pub use validate::{
-    answer_line, answer_line_into, run as run_validate, run_stdin as run_validate_stdin,
-};
+pub use validate::{answer_line, run_stdin as run_validate_stdin};
 
 /// askgate: let AI agents ask people structured questions mid-run and get the answers back.
 #[derive(Debug, Parser)]

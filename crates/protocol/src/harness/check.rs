@@ -1,7 +1,7 @@
 //! `check_response`: does an answer fit its request? The harness's checks, in its order, with
 //! its exact messages, so a Python host reads the very text pydantic-ai-harness would raise.
 
-use super::types::{AnswerRef, AskUserAnswer, AskUserResponse, HarnessQuestions, Question};
+use super::types::{AskUserResponse, HarnessQuestions, Question};
 use crate::error::{ErrorCode, FieldError, Path};
 use crate::unicode::{first_forbidden, push_repr, py_is_blank, py_list_repr};
 
@@ -35,64 +35,13 @@ fn answer_path(answer: usize, field: &str) -> String {
     Path::Root.key("answers").index(answer).key(field).render()
 }
 
-/// `start` then `repr(text)` then `end`, in one allocation and without the formatting
-/// machinery: these messages are built for every response that does not fit.
+/// `start` then `repr(text)` then `end`.
 fn with_repr(start: &str, text: &str, end: &str) -> String {
     let mut message = String::with_capacity(start.len() + text.len() + end.len() + 2);
     message.push_str(start);
     push_repr(text, &mut message);
     message.push_str(end);
     message
-}
-
-/// What the check reads of a question, owned or borrowed.
-pub(crate) trait QuestionFacts {
-    fn header(&self) -> &str;
-    fn labels(&self) -> impl Iterator<Item = &str>;
-    fn multi_select(&self) -> bool;
-}
-
-/// What the check reads of an answer, owned or borrowed.
-pub(crate) trait AnswerFacts {
-    fn header(&self) -> &str;
-    fn selected(&self) -> &[impl AsRef<str>];
-    fn custom_answer(&self) -> Option<&str>;
-}
-
-impl QuestionFacts for Question {
-    fn header(&self) -> &str {
-        &self.header
-    }
-    fn labels(&self) -> impl Iterator<Item = &str> {
-        self.options.iter().map(|o| o.label.as_str())
-    }
-    fn multi_select(&self) -> bool {
-        self.multi_select
-    }
-}
-
-impl AnswerFacts for AnswerRef<'_> {
-    fn header(&self) -> &str {
-        self.header.as_ref()
-    }
-    fn selected(&self) -> &[impl AsRef<str>] {
-        &self.selected
-    }
-    fn custom_answer(&self) -> Option<&str> {
-        self.custom_answer.as_ref().map(AsRef::as_ref)
-    }
-}
-
-impl AnswerFacts for AskUserAnswer {
-    fn header(&self) -> &str {
-        &self.header
-    }
-    fn selected(&self) -> &[impl AsRef<str>] {
-        &self.selected
-    }
-    fn custom_answer(&self) -> Option<&str> {
-        self.custom_answer.as_deref()
-    }
 }
 
 /// Checks `response` against `request` exactly as the harness's `check_response` does.
@@ -103,16 +52,8 @@ pub fn check_response(
     request: &HarnessQuestions,
     response: &AskUserResponse,
 ) -> Result<(), ResponseError> {
-    check_answers(request.questions(), response.cancelled, &response.answers)
-}
-
-/// [`check_response`] on questions and answers however they are held.
-pub(crate) fn check_answers(
-    questions: &[impl QuestionFacts],
-    cancelled: bool,
-    answers: &[impl AnswerFacts],
-) -> Result<(), ResponseError> {
-    if cancelled {
+    let answers = &response.answers;
+    if response.cancelled {
         if !answers.is_empty() {
             return Err(ResponseError::at(
                 "answers".into(),
@@ -122,27 +63,27 @@ pub(crate) fn check_answers(
         return Ok(());
     }
     // Headers are unique, so a list of the still-unanswered questions is the harness's dict.
-    let mut pending: Vec<_> = questions.iter().collect();
+    let mut pending: Vec<&Question> = request.questions().iter().collect();
     for (i, answer) in answers.iter().enumerate() {
-        let Some(at) = pending.iter().position(|q| q.header() == answer.header()) else {
+        let Some(at) = pending.iter().position(|q| q.header == answer.header) else {
             return Err(ResponseError::at(
                 answer_path(i, "header"),
                 with_repr(
                     "answer for unknown or repeated question ",
-                    answer.header(),
+                    &answer.header,
                     "",
                 ),
             ));
         };
         let question = pending.swap_remove(at);
-        if let Some(custom) = answer.custom_answer() {
-            check_custom(i, !answer.selected().is_empty(), custom)?;
+        if let Some(custom) = &answer.custom_answer {
+            check_custom(i, !answer.selected.is_empty(), custom)?;
         } else {
-            check_picks(i, question, answer.selected())?;
+            check_picks(i, question, &answer.selected)?;
         }
     }
     if !pending.is_empty() {
-        let mut headers: Vec<&str> = pending.iter().map(|q| q.header()).collect();
+        let mut headers: Vec<&str> = pending.iter().map(|q| q.header.as_str()).collect();
         headers.sort_unstable();
         return Err(ResponseError::at(
             "answers".into(),
@@ -151,8 +92,6 @@ pub(crate) fn check_answers(
     }
     Ok(())
 }
-
-// Paths and quoted headers are built only for an error: most answers fit.
 
 fn check_custom(answer: usize, also_selected: bool, custom: &str) -> Result<(), ResponseError> {
     let error = |message: &str| {
@@ -177,19 +116,19 @@ fn check_custom(answer: usize, also_selected: bool, custom: &str) -> Result<(), 
 
 fn check_picks(
     answer: usize,
-    question: &impl QuestionFacts,
-    selected: &[impl AsRef<str>],
+    question: &Question,
+    selected: &[String],
 ) -> Result<(), ResponseError> {
     let error = |problem: &str| {
-        let mut message = with_repr("answer for ", question.header(), " ");
+        let mut message = with_repr("answer for ", &question.header, " ");
         message.push_str(problem);
         Err(ResponseError::at(answer_path(answer, "selected"), message))
     };
-    let offered = |label: &str| question.labels().any(|offered| offered == label);
-    if !selected.iter().all(|label| offered(label.as_ref())) {
+    let offered = |label: &str| question.options.iter().any(|o| o.label == label);
+    if !selected.iter().all(|label| offered(label)) {
         let unknown: Vec<&str> = selected
             .iter()
-            .map(AsRef::as_ref)
+            .map(String::as_str)
             .filter(|label| !offered(label))
             .collect();
         let listed = py_list_repr(&unknown);
@@ -199,17 +138,11 @@ fn check_picks(
         return error("picked nothing");
     }
     // Every pick is one of at most six labels: more picks than labels repeat one.
-    let repeated = selected.len() > question.labels().count()
-        || (1..selected.len()).any(|j| {
-            let label = selected[j].as_ref();
-            selected[..j]
-                .iter()
-                .any(|earlier| earlier.as_ref() == label)
-        });
+    let repeated = (1..selected.len()).any(|j| selected[..j].contains(&selected[j]));
     if repeated {
         return error("picked the same option twice");
     }
-    if selected.len() > 1 && !question.multi_select() {
+    if selected.len() > 1 && !question.multi_select {
         return error("picked several options but it is single-select");
     }
     Ok(())

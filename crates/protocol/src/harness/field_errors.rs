@@ -1,21 +1,19 @@
-//! The errors the harness validators report, worded once for both: the full validator over a
-//! tree and the fast path over the text.
+//! The errors the harness validator reports, each worded once.
 
 use serde_json::Value;
 
 use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextProblem, TextRule};
-use crate::error::{ErrorCode, FieldError, Path, json_quote, push_decimal};
-use crate::json::node::JsonView;
+use crate::error::{ErrorCode, FieldError, Path, json_kind, json_quote, push_decimal};
 
 /// Tool arguments that are not a JSON object.
-pub(super) fn arguments_not_an_object(args: &impl JsonView) -> FieldError {
+pub(super) fn arguments_not_an_object(args: &Value) -> FieldError {
     FieldError::new(
         "",
         ErrorCode::WrongType,
         format!(
             "the arguments must be an object with `questions`, got {}",
-            args.kind()
+            json_kind(args)
         ),
     )
 }
@@ -141,11 +139,11 @@ fn push_code_point(out: &mut String, c: char) {
     }
 }
 
-pub(super) fn not_a_bool(path: &Path<'_>, value: &impl JsonView) -> FieldError {
-    let got = match value.scalar() {
-        Some(Value::String(s)) => format!("the string {}", json_quote(&s)),
-        Some(Value::Number(n)) => format!("the number {n}"),
-        _ => value.kind().to_owned(),
+pub(super) fn not_a_bool(path: &Path<'_>, value: &Value) -> FieldError {
+    let got = match value {
+        Value::String(s) => format!("the string {}", json_quote(s)),
+        Value::Number(n) => format!("the number {n}"),
+        _ => json_kind(value).to_owned(),
     };
     FieldError::new(
         path.render(),
@@ -170,11 +168,11 @@ pub(super) fn unknown(path: &Path<'_>, hint: &str) -> FieldError {
     )
 }
 
-pub(super) fn wrong_type(path: &Path<'_>, expected: &str, value: &impl JsonView) -> FieldError {
+pub(super) fn wrong_type(path: &Path<'_>, expected: &str, value: &Value) -> FieldError {
     FieldError::new(
         path.render(),
         ErrorCode::WrongType,
-        format!("must be {expected}, got {}", value.kind()),
+        format!("must be {expected}, got {}", json_kind(value)),
     )
 }
 

@@ -2,9 +2,8 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::check::{AnswerFacts, ResponseError, check_response};
+use super::check::{ResponseError, check_response};
 use super::types::{AskUserResponse, HarnessQuestions};
-use crate::json::write::{push_list, push_str};
 
 /// The tool result when the user declines (the harness's `DECLINED`).
 pub const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";
@@ -56,55 +55,6 @@ impl Serialize for ToolResult {
             }
         }
     }
-}
-
-/// What the model reads once a response passed [`check_response`]: the [`DECLINED`] sentence,
-/// or the compact JSON of `{header: [labels] or [custom answer]}` in answer order, as
-/// [`ToolResult::model_text`] writes it.
-pub(crate) fn answers_text(cancelled: bool, answers: &[impl AnswerFacts]) -> ResultText {
-    if cancelled {
-        return ResultText::Sentence(DECLINED);
-    }
-    // Room for the text unescaped, so it is written without growing the buffer on the way.
-    let room: usize = answers
-        .iter()
-        .map(|answer| {
-            let picked = match answer.custom_answer() {
-                Some(custom) => custom.len() + 2,
-                None => answer.selected().iter().map(|l| l.as_ref().len() + 3).sum(),
-            };
-            answer.header().len() + 6 + picked
-        })
-        .sum();
-    let mut json = Vec::with_capacity(room + 2);
-    json.push(b'{');
-    for (i, answer) in answers.iter().enumerate() {
-        if i > 0 {
-            json.push(b',');
-        }
-        push_str(&mut json, answer.header());
-        json.push(b':');
-        match answer.custom_answer() {
-            Some(custom) => push_list(&mut json, &[custom], |out, text| push_str(out, text)),
-            None => push_list(&mut json, answer.selected(), |out, label| {
-                push_str(out, label.as_ref());
-            }),
-        }
-    }
-    json.push(b'}');
-    // Always UTF-8 (JSON punctuation around whole strings); the fallback only keeps this total.
-    let json = String::from_utf8(json)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    ResultText::Json(json)
-}
-
-/// What the model reads: a sentence, or the answers as compact JSON.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResultText {
-    /// [`DECLINED`] (or [`TIMED_OUT`]).
-    Sentence(&'static str),
-    /// `{header: [...]}`, compact, non-ASCII unescaped.
-    Json(String),
 }
 
 /// The harness's `ask_user_result`: checks the response, then builds the tool result.

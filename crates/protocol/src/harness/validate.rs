@@ -10,7 +10,7 @@
 //! the printable rule (Unicode 14.0 categories; `\n` only in `question` and `description`).
 
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::field_errors::{
     arguments_not_an_object, duplicate_header, duplicate_label, missing, not_a_bool, options_count,
@@ -20,7 +20,6 @@ use super::limits::{MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS};
 use super::rules::{TextRule, check_text, folded_duplicates, lax_bool};
 use super::types::{HarnessQuestions, Question, QuestionOption};
 use crate::error::{ErrorCode, FieldError, Path, ValidationErrors};
-use crate::json::node::JsonView;
 
 /// What to do with top-level keys other than `questions`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,20 +39,12 @@ pub fn validate_args(
     args: &Value,
     extras: TopLevelExtras,
 ) -> Result<HarnessQuestions, ValidationErrors> {
-    validate_view(args, extras)
-}
-
-/// [`validate_args`] on whichever tree holds the arguments.
-pub(super) fn validate_view(
-    args: &impl JsonView,
-    extras: TopLevelExtras,
-) -> Result<HarnessQuestions, ValidationErrors> {
-    if !args.is_object() {
+    let Some(object) = args.as_object() else {
         return Err(ValidationErrors::single(arguments_not_an_object(args)));
-    }
+    };
     let mut errors = Vec::new();
     let root = Path::Root;
-    let questions = match args.get("questions") {
+    let questions = match object.get("questions") {
         Some(value) => check_questions(&root.key("questions"), value, &mut errors),
         None => {
             errors.push(missing(&root.key("questions")));
@@ -61,7 +52,7 @@ pub(super) fn validate_view(
         }
     };
     if extras == TopLevelExtras::Forbid {
-        for key in args.keys().filter(|&k| k != "questions") {
+        for key in object.keys().filter(|&k| k != "questions") {
             errors.push(unknown(
                 &root.key(key),
                 "the arguments take only `questions`",
@@ -69,6 +60,24 @@ pub(super) fn validate_view(
         }
     }
     finish(questions, errors)
+}
+
+/// Validates tool arguments given as JSON text (an OpenAI-style string tool call).
+///
+/// # Errors
+/// `invalid_json` for text that is not JSON, else as [`validate_args`].
+pub fn validate_args_json(
+    text: &str,
+    extras: TopLevelExtras,
+) -> Result<HarnessQuestions, ValidationErrors> {
+    let args: Value = serde_json::from_str(text).map_err(|e| {
+        ValidationErrors::single(FieldError::new(
+            "",
+            ErrorCode::InvalidJson,
+            format!("the arguments are not valid JSON: {e}"),
+        ))
+    })?;
+    validate_args(&args, extras)
 }
 
 /// Validates the `questions` list alone; paths start with `questions`.
@@ -100,7 +109,7 @@ fn finish(
 
 fn check_questions(
     path: &Path<'_>,
-    value: &impl JsonView,
+    value: &Value,
     errors: &mut Vec<FieldError>,
 ) -> Option<Vec<Question>> {
     let Some(items) = value.as_array() else {
@@ -138,17 +147,17 @@ fn check_questions(
 /// The question if it is valid, and its stripped header if that field alone is.
 fn check_question<'a>(
     path: &Path<'_>,
-    object: &'a impl JsonView,
+    value: &'a Value,
     errors: &mut Vec<FieldError>,
 ) -> (Option<Question>, Option<&'a str>) {
-    if !object.is_object() {
+    let Some(object) = value.as_object() else {
         errors.push(wrong_type(
             path,
             "an object with header, question and options",
-            object,
+            value,
         ));
         return (None, None);
-    }
+    };
     let header = field_text(object, path, "header", TextRule::HEADER, true, errors);
     let question = field_text(object, path, "question", TextRule::QUESTION, true, errors);
     let options = match object.get("options") {
@@ -161,7 +170,7 @@ fn check_question<'a>(
     let multi_select = match object.get("multi_select") {
         None => Some(false),
         Some(v) => {
-            let parsed = v.scalar().as_ref().and_then(lax_bool);
+            let parsed = lax_bool(v);
             if parsed.is_none() {
                 errors.push(not_a_bool(&path.key("multi_select"), v));
             }
@@ -169,7 +178,10 @@ fn check_question<'a>(
         }
     };
     for key in object.keys() {
-        if !matches!(key, "header" | "question" | "options" | "multi_select") {
+        if !matches!(
+            key.as_str(),
+            "header" | "question" | "options" | "multi_select"
+        ) {
             errors.push(unknown(
                 &path.key(key),
                 "a question has only header, question, options and multi_select",
@@ -193,7 +205,7 @@ fn check_question<'a>(
 
 fn check_options(
     path: &Path<'_>,
-    value: &impl JsonView,
+    value: &Value,
     errors: &mut Vec<FieldError>,
 ) -> Option<Vec<QuestionOption>> {
     let Some(items) = value.as_array() else {
@@ -207,15 +219,14 @@ fn check_options(
     let mut labels: Vec<(usize, &str)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let item_path = path.index(i);
-        let object = item;
-        if !object.is_object() {
+        let Some(object) = item.as_object() else {
             errors.push(wrong_type(
                 &item_path,
                 "an object with a label and an optional description",
                 item,
             ));
             continue;
-        }
+        };
         let label = field_text(object, &item_path, "label", TextRule::LABEL, true, errors);
         let description = match object.get("description") {
             None => Some(None),
@@ -231,7 +242,7 @@ fn check_options(
             .map(Some),
         };
         for key in object.keys() {
-            if !matches!(key, "label" | "description") {
+            if !matches!(key.as_str(), "label" | "description") {
                 errors.push(unknown(
                     &item_path.key(key),
                     "an option has only label and description",
@@ -257,7 +268,7 @@ fn check_options(
 
 /// The stripped text of `object[key]`, or the errors that keep it from being one.
 fn field_text<'v>(
-    object: &'v impl JsonView,
+    object: &'v Map<String, Value>,
     parent: &Path<'_>,
     key: &str,
     rule: TextRule,

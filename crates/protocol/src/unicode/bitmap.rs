@@ -37,16 +37,6 @@ pub(super) const fn from_points(points: &[(u32, &str)]) -> PlaneBits {
     bits
 }
 
-/// Every bit flipped.
-pub(super) const fn complement(mut bits: PlaneBits) -> PlaneBits {
-    let mut word = 0;
-    while word < bits.len() {
-        bits[word] = !bits[word];
-        word += 1;
-    }
-    bits
-}
-
 /// Whether `cp`'s bit is set; `None` beyond plane 2.
 pub(super) fn get(bits: &PlaneBits, cp: usize) -> Option<bool> {
     bits.get(cp / 64).map(|word| word >> (cp % 64) & 1 == 1)

@@ -16,6 +16,6 @@ pub use classes::{
     is_plain_ascii, is_py_printable, is_py_whitespace, is_space_separator, measure_text,
     py_is_blank,
 };
-pub use fold::{push_uniqueness_key, uniqueness_key};
+pub use fold::uniqueness_key;
 pub(crate) use repr::push_repr;
 pub use repr::{py_list_repr, py_repr};

@@ -2,15 +2,9 @@
 //!
 //! The line format is the conformance vectors' (`{"dialect","kind","input"}`, other keys
 //! ignored), so the same lines can be fed to askgate and to the Python packages and the
-//! answers compared. Input is read in blocks of whole lines, judged on every core while more
-//! is read, and answers come out in input order, one line each.
+//! answers compared. Lines are read one at a time and answered in order, one line each.
 //!
-//! - [`pipeline`]: one worker per core, each reading a block of whole lines in turn, judging
-//!   it and writing out what is due; [`stream`] cuts input into blocks of whole lines.
-//! - [`harness_lines`]: harness lines, read in one strict pass by the borrowed scanner
-//!   (`askgate_protocol::json::scan`), valid answers written by hand; any line the scanner
-//!   gives up on is read by serde_json instead, with the same answer (a test holds them to it
-//!   on every vector and its mutations).
+//! - [`harness_lines`]: harness lines, read with serde_json.
 //! - [`deepagents_lines`]: deepagents lines, described below.
 //! - [`face_lines`]: lines of every other dialect (approvals), judged through the dialects'
 //!   common face with the gateway's rules.
@@ -30,136 +24,99 @@
 //!   "decode_multi_select" | "answer_is_empty", ...}`: what the deepagents helper returns.
 
 use std::borrow::Cow;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 
-use askgate_protocol::json::write::{push_escaped, push_list, push_str};
+use anyhow::Context as _;
 use askgate_protocol::{Dialect, ErrorCode, FieldError, ValidationErrors, json::lenient};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 mod deepagents_lines;
 mod face_lines;
 mod harness_lines;
-mod pipeline;
-mod stream;
-
-use pipeline::{BLOCK_BYTES, Judge, Source};
 
 /// The longest line `validate` reads unless told otherwise: far beyond any tool call, and
 /// small enough that a stream without line ends cannot take all the memory.
 pub(super) const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
 
-/// Reads lines from `input` until it ends and writes one answer line per input line.
+/// How much input is read, and output gathered, per system call.
+const BUFFER_BYTES: usize = 64 << 10;
+
+/// Reads lines from `input` until it ends and writes one answer line per input line. A line
+/// longer than `max_line_bytes` is read past, not kept, and answered with an error.
 ///
-/// Every core takes its turn to read a block of whole lines and judges it while the others
-/// read theirs. Each read takes what has arrived, and answers are flushed whenever every line read
-/// so far is answered, so a host that writes a line and waits for its answer (a co-process)
-/// gets it at once.
+/// Answers are flushed whenever no more input has been read ahead, so a host that writes a
+/// line and waits for its answer (a co-process) gets it at once.
 ///
 /// # Errors
 /// Only I/O errors on the streams; bad lines get error lines.
-pub fn run<W: Write + Send + 'static>(
-    input: impl Read + Send + 'static,
-    output: W,
-) -> anyhow::Result<W> {
-    judge_stream(input, output, false, || false, DEFAULT_MAX_LINE_BYTES)
+fn run(input: impl Read, output: impl Write, max_line_bytes: usize) -> anyhow::Result<()> {
+    let mut input = BufReader::with_capacity(BUFFER_BYTES, input);
+    let mut output = BufWriter::with_capacity(BUFFER_BYTES, output);
+    let mut line = Vec::new();
+    let mut answer = Vec::new();
+    loop {
+        let length = read_line(&mut input, &mut line, max_line_bytes, || output.flush())?;
+        let Some(length) = length else { break };
+        answer.clear();
+        if length > max_line_bytes as u64 {
+            answer_too_long(length, max_line_bytes, &mut answer);
+        } else {
+            answer_bytes(&line, &mut answer);
+        }
+        output.write_all(&answer).context("writing stdout")?;
+    }
+    output.flush().context("writing stdout")
 }
 
-/// [`run`] on this process's stdin. When stdin is a regular file, which no read waits on, it
-/// is read in whole blocks straight from the file. A line longer than `max_line_bytes` is
-/// read past, not kept, and answered with an error.
-///
-/// # Errors
-/// As [`run`].
-pub fn run_stdin(output: impl Write + Send + 'static, max_line_bytes: usize) -> anyhow::Result<()> {
-    match stdin_file() {
-        Some(file) => judge_stream(file, output, true, || false, max_line_bytes).map(drop),
-        None => {
-            widen_stdin_pipe();
-            judge_stream(
-                std::io::stdin(),
-                output,
-                false,
-                stdin_has_more,
-                max_line_bytes,
-            )
-            .map(drop)
+/// Reads the next line into `line` (its `\n` dropped) and gives its length in bytes, or `None`
+/// at the end of the input. A line longer than `max_line_bytes` is counted, not kept: `line`
+/// is then empty. `before_waiting` runs before every read the input may make wait.
+fn read_line(
+    input: &mut BufReader<impl Read>,
+    line: &mut Vec<u8>,
+    max_line_bytes: usize,
+    mut before_waiting: impl FnMut() -> std::io::Result<()>,
+) -> anyhow::Result<Option<u64>> {
+    line.clear();
+    let mut length: u64 = 0;
+    let mut started = false;
+    loop {
+        if input.buffer().is_empty() {
+            before_waiting().context("writing stdout")?;
+        }
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context("reading stdin")),
+        };
+        if available.is_empty() {
+            return Ok(started.then_some(length));
+        }
+        started = true;
+        let end = available.iter().position(|&b| b == b'\n');
+        let piece = &available[..end.unwrap_or(available.len())];
+        length += piece.len() as u64;
+        if length <= max_line_bytes as u64 {
+            line.extend_from_slice(piece);
+        } else {
+            line.clear();
+        }
+        let used = end.map_or(available.len(), |end| end + 1);
+        input.consume(used);
+        if end.is_some() {
+            return Ok(Some(length));
         }
     }
 }
 
-/// The most a pipe on stdin is widened to: Linux lets any process have pipes this large by
-/// default (`/proc/sys/fs/pipe-max-size`), and a wider pipe lets a writer that is ahead hand
-/// over more per read than the default 64 KiB.
-#[cfg(target_os = "linux")]
-const STDIN_PIPE_BYTES: usize = 1 << 20;
-
-#[cfg(target_os = "linux")]
-fn widen_stdin_pipe() {
-    // Not a pipe, or a limit that forbids it: stdin is read as it is.
-    let _ = rustix::pipe::fcntl_setpipe_size(std::io::stdin(), STDIN_PIPE_BYTES);
+/// [`run`] on this process's stdin.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_stdin(output: impl Write, max_line_bytes: usize) -> anyhow::Result<()> {
+    run(std::io::stdin(), output, max_line_bytes)
 }
-
-#[cfg(not(target_os = "linux"))]
-fn widen_stdin_pipe() {}
-
-/// Whether more of stdin has arrived (or it has ended), so reading it now would not wait.
-#[cfg(unix)]
-fn stdin_has_more() -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let stdin = std::io::stdin();
-    let mut waiting = [PollFd::new(&stdin, PollFlags::IN)];
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    poll(&mut waiting, Some(&now)).is_ok_and(|ready| ready > 0)
-}
-
-#[cfg(not(unix))]
-fn stdin_has_more() -> bool {
-    false
-}
-
-#[cfg(unix)]
-fn stdin_file() -> Option<std::fs::File> {
-    use std::os::fd::AsFd as _;
-    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let file = std::fs::File::from(stdin);
-    file.metadata().ok()?.is_file().then_some(file)
-}
-
-#[cfg(not(unix))]
-fn stdin_file() -> Option<std::fs::File> {
-    None
-}
-
-fn judge_stream<W: Write + Send + 'static>(
-    input: impl Read + Send + 'static,
-    output: W,
-    whole_reads: bool,
-    more_waiting: fn() -> bool,
-    max_line_bytes: usize,
-) -> anyhow::Result<W> {
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let output = std::io::BufWriter::with_capacity(16 << 10, output);
-    let source = Source {
-        block_bytes: BLOCK_BYTES,
-        whole_reads,
-        more_waiting,
-        max_line_bytes,
-    };
-    let output = pipeline::run(input, output, source, workers, JUDGE)?;
-    output
-        .into_inner()
-        .map_err(|e| anyhow::Error::new(e.into_error()).context("writing stdout"))
-}
-
-/// How `validate` answers lines.
-const JUDGE: Judge = Judge {
-    lines: answer_block,
-    too_long: answer_too_long,
-};
 
 /// Appends the answer to a line too long to read, and its newline, to `out`.
 fn answer_too_long(length: u64, max_line_bytes: usize, out: &mut Vec<u8>) {
@@ -175,55 +132,25 @@ fn answer_too_long(length: u64, max_line_bytes: usize, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-/// Appends the answers to a run of lines, one line each, to `out`; a line longer than
-/// `max_line_bytes` is answered as too long (the reader drops longer ones before their end,
-/// and whichever way a line was read, its answer must be the same).
-fn answer_block(lines: &[u8], max_line_bytes: usize, out: &mut Vec<u8>) {
-    // Input is nearly always UTF-8 throughout: check the run at once, line by line only if not.
-    if let Ok(text) = simdutf8::basic::from_utf8(lines) {
-        let mut start = 0;
-        let unterminated = !matches!(lines.last(), None | Some(b'\n'));
-        let ends = memchr::memchr_iter(b'\n', lines).chain(unterminated.then_some(lines.len()));
-        for end in ends {
-            // A newline is ASCII: the cut is on a character boundary.
-            let line = text.get(start..end).unwrap_or_default();
-            if line.len() > max_line_bytes {
-                answer_too_long(line.len() as u64, max_line_bytes, out);
-            } else {
-                answer_text(line.strip_suffix('\r').unwrap_or(line), out);
-            }
-            start = end + 1;
-        }
-        return;
-    }
-    for line in lines.split_inclusive(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
-        if line.len() > max_line_bytes {
-            answer_too_long(line.len() as u64, max_line_bytes, out);
-            continue;
-        }
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        match std::str::from_utf8(line) {
-            Ok(text) => answer_text(text, out),
-            Err(_) => {
-                out.extend_from_slice(not_utf8(line).as_bytes());
-                out.push(b'\n');
-            }
+/// Appends the answer to a line (without its `\n`) and its newline to `out`.
+fn answer_bytes(line: &[u8], out: &mut Vec<u8>) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        Ok(text) => answer_text(text, out),
+        Err(_) => {
+            out.extend_from_slice(not_utf8(line).as_bytes());
+            out.push(b'\n');
         }
     }
 }
 
 /// Appends the answer to one line and its newline to `out`.
 fn answer_text(line: &str, out: &mut Vec<u8>) {
-    let start = out.len();
     // A bug that panics on one line must not take the other lines' answers with it.
-    let answered =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer_line_into(line, out)));
-    if answered.is_err() {
-        out.truncate(start);
-        let answer = line_error("", "askgate failed on this line (a bug: please report it)");
-        out.extend_from_slice(answer.as_bytes());
-    }
+    let answer = std::panic::catch_unwind(|| answer_line(line)).unwrap_or_else(|_| {
+        line_error("", "askgate failed on this line (a bug: please report it)")
+    });
+    out.extend_from_slice(answer.as_bytes());
     out.push(b'\n');
 }
 
@@ -258,26 +185,9 @@ struct Line<'a> {
     input: Option<&'a str>,
 }
 
-/// The answer to one input line, as one line of JSON text (no newline).
+/// The answer to one input line, as one line of JSON text (no newline): read with
+/// serde_json, and failing that, as Python's JSON.
 pub fn answer_line(line: &str) -> String {
-    let mut out = Vec::new();
-    answer_line_into(line, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Appends the answer to one input line (no newline) to `out`: [`answer_line`] without a
-/// string of its own.
-pub fn answer_line_into(line: &str, out: &mut Vec<u8>) {
-    // Most lines are well-formed harness lines: read them in one strict pass. Any other line
-    // is read with serde_json, whose errors say what is wrong; the verdict is the same.
-    if let Some((kind, input)) = harness_lines::read_line(line) {
-        return harness_lines::judge_into(&kind, input, out);
-    }
-    out.extend_from_slice(answer_read_by_serde(line).as_bytes());
-}
-
-/// The answer to a line read with serde_json (and, failing that, as Python's JSON).
-fn answer_read_by_serde(line: &str) -> String {
     // JSON's own whitespace: a line of some other space is not empty, but not JSON either.
     if line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
         return failure(&FieldError::new(
@@ -386,42 +296,39 @@ enum Summary<'a> {
     Message(&'a str),
 }
 
-/// Appends a refusal, `{"ok":false,"error":...,"errors":[{"path","message","code"}...]}`, to
-/// `out`, byte for byte as serde_json would write it.
-fn push_refusal(out: &mut Vec<u8>, summary: &Summary<'_>, errors: &[FieldError]) {
-    out.extend_from_slice(br#"{"ok":false,"error":""#);
-    match summary {
-        Summary::Message(message) => push_escaped(out, message),
-        Summary::EachError => {
-            for (i, error) in errors.iter().enumerate() {
-                if i > 0 {
-                    out.extend_from_slice(b"; ");
-                }
-                if !error.path.is_empty() {
-                    push_escaped(out, &error.path);
-                    out.extend_from_slice(b": ");
-                }
-                push_escaped(out, &error.message);
-            }
-        }
-    }
-    out.extend_from_slice(br#"","errors":"#);
-    push_list(out, errors, |out, error| {
-        out.extend_from_slice(br#"{"path":"#);
-        push_str(out, &error.path);
-        out.extend_from_slice(br#","message":"#);
-        push_str(out, &error.message);
-        out.extend_from_slice(br#","code":""#);
-        out.extend_from_slice(error.code.as_str().as_bytes());
-        out.extend_from_slice(br#""}"#);
-    });
-    out.push(b'}');
+/// A refusal as it is written: `{"ok":false,"error":...,"errors":[{"path","message","code"}...]}`.
+#[derive(Serialize)]
+struct Refusal<'a> {
+    ok: bool,
+    error: &'a str,
+    errors: &'a [FieldError],
 }
 
+/// A refusal, as one line of JSON text.
 fn refusal(summary: &Summary<'_>, errors: &[FieldError]) -> String {
-    let mut out = Vec::new();
-    push_refusal(&mut out, summary, errors);
-    String::from_utf8_lossy(&out).into_owned()
+    let error = match summary {
+        Summary::Message(message) => Cow::Borrowed(*message),
+        Summary::EachError => Cow::Owned(
+            errors
+                .iter()
+                .map(|error| {
+                    if error.path.is_empty() {
+                        error.message.clone()
+                    } else {
+                        format!("{}: {}", error.path, error.message)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    let refusal = Refusal {
+        ok: false,
+        error: &error,
+        errors,
+    };
+    // Writing strings and lists cannot fail.
+    serde_json::to_string(&refusal).unwrap_or_default()
 }
 
 fn line_error(path: &str, message: &str) -> String {

@@ -1,10 +1,7 @@
-//! The stream (blocks, runs, the pipeline) and the line readers, held to `answer_line` and
-//! to serde_json.
+//! The line loop (line ends, the length limit, flushing, I/O errors) and the answers to
+//! lines that are not lines.
 
-use super::pipeline::{Judge, Source};
-use super::stream::BlockReader;
 use super::*;
-use askgate_protocol::json::mutate;
 
 /// Lines of assorted lengths, a CRLF, a blank line, bytes that are not UTF-8, and no
 /// newline at the end.
@@ -21,36 +18,6 @@ fn sample() -> Vec<u8> {
     input
 }
 
-#[test]
-fn blocks_end_at_line_ends_and_lose_nothing() {
-    let input = sample();
-    // Each size read as a file, as a stream that trickles in, and as one that pours in.
-    let reads: [(bool, fn() -> bool); 3] = [(true, || false), (false, || false), (false, || true)];
-    for (block_bytes, (whole_reads, more_waiting)) in [1, 2, 7, 64, 1000, 1 << 20]
-        .into_iter()
-        .flat_map(|bytes| reads.map(|read| (bytes, read)))
-    {
-        let mut reader = BlockReader::new(whole_reads, more_waiting, usize::MAX);
-        let mut stream = input.as_slice();
-        let mut joined = Vec::new();
-        loop {
-            let block = reader
-                .next_block(&mut stream, Vec::new(), block_bytes)
-                .unwrap();
-            assert_eq!(block.too_long, None);
-            let block = block.lines();
-            if block.is_empty() {
-                break;
-            }
-            joined.extend_from_slice(block);
-            if joined.len() < input.len() {
-                assert_eq!(block.last(), Some(&b'\n'), "block size {block_bytes}");
-            }
-        }
-        assert_eq!(joined, input, "block size {block_bytes}");
-    }
-}
-
 /// Hands out its bytes a few at a time, as a pipe fed by a slow writer does.
 struct Trickle(Vec<u8>, usize);
 
@@ -63,26 +30,19 @@ impl Read for Trickle {
     }
 }
 
+/// Answers to input read as a whole and to input trickling in a few bytes at a time.
 #[test]
-fn small_reads_and_small_blocks_give_the_same_answers() {
+fn small_reads_give_the_same_answers() {
     let input = sample();
-    let whole = run(std::io::Cursor::new(input.clone()), Vec::new()).unwrap();
-    // Block size, workers, and whether the stream pours in (more is always waiting).
-    let cases = [(1, 1, false), (7, 2, false), (64, 3, false), (64, 2, true)];
-    for (block_bytes, workers, pours) in cases {
-        let input = Trickle(input.clone(), 0);
-        let source = Source {
-            block_bytes,
-            whole_reads: false,
-            more_waiting: if pours { || true } else { || false },
-            max_line_bytes: usize::MAX,
-        };
-        let trickled = pipeline::run(input, Vec::new(), source, workers, JUDGE).unwrap();
-        assert_eq!(
-            trickled, whole,
-            "block size {block_bytes}, {workers} workers"
-        );
-    }
+    let mut whole = Vec::new();
+    run(std::io::Cursor::new(input.clone()), &mut whole, usize::MAX).unwrap();
+    let mut trickled = Vec::new();
+    run(Trickle(input, 0), &mut trickled, usize::MAX).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&trickled),
+        String::from_utf8_lossy(&whole)
+    );
+    assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 43);
 }
 
 /// Lines of 100 bytes (the limit in the test below), 101, far more, and short ones between,
@@ -120,24 +80,26 @@ fn a_line_over_the_limit_is_answered_without_being_kept() {
         .filter(|l| l.contains("over the limit of 100"));
     assert_eq!(too_long.count(), 4);
     assert_eq!(expected_text.lines().count(), lines.len());
-    let reads: [(bool, fn() -> bool); 3] = [(true, || false), (false, || false), (false, || true)];
-    for (block_bytes, (whole_reads, more_waiting)) in [1, 7, 64, 150, 4096, 1 << 20]
-        .into_iter()
-        .flat_map(|bytes| reads.map(|read| (bytes, read)))
-    {
-        let source = Source {
-            block_bytes,
-            whole_reads,
-            more_waiting,
-            max_line_bytes: 100,
-        };
-        let input = Trickle(input.clone(), 0);
-        let output = pipeline::run(input, Vec::new(), source, 2, JUDGE).unwrap();
+    for chunk in [1, 3, 7, 64, 150, 4096] {
+        let mut output = Vec::new();
+        run(Chunks(input.clone(), chunk), &mut output, 100).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&output),
             expected_text,
-            "block size {block_bytes}, whole reads {whole_reads}"
+            "reads of {chunk} bytes"
         );
+    }
+}
+
+/// Hands out its bytes this many at a time.
+struct Chunks(Vec<u8>, usize);
+
+impl Read for Chunks {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let n = buffer.len().min(self.1).min(self.0.len());
+        buffer[..n].copy_from_slice(&self.0[..n]);
+        self.0.drain(..n);
+        Ok(n)
     }
 }
 
@@ -158,20 +120,14 @@ impl Read for NoLineEnd {
 /// Input without line ends is read to its end in bounded memory, and counted.
 #[test]
 fn input_without_line_ends_takes_bounded_memory() {
-    for whole_reads in [true, false] {
-        let mut reader = BlockReader::new(whole_reads, || true, 10_000);
-        let mut input = NoLineEnd(50_000_000);
-        let block = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
-        assert_eq!(block.too_long, Some(50_000_000));
-        assert!(block.lines().is_empty());
-        let kept = block.into_buffer().capacity();
-        assert!(kept < 64 << 10, "{kept}");
-        let next = reader.next_block(&mut input, Vec::new(), 4096).unwrap();
-        assert!(
-            next.lines().is_empty() && next.too_long.is_none(),
-            "the input ended"
-        );
-    }
+    let mut input = BufReader::with_capacity(BUFFER_BYTES, NoLineEnd(50_000_000));
+    let mut line = Vec::new();
+    let length = read_line(&mut input, &mut line, 10_000, || Ok(())).unwrap();
+    assert_eq!(length, Some(50_000_000));
+    assert!(line.is_empty());
+    assert!(line.capacity() < 64 << 10, "{}", line.capacity());
+    let next = read_line(&mut input, &mut line, 10_000, || Ok(())).unwrap();
+    assert_eq!(next, None, "the input ended");
 }
 
 /// Hands out what the test sends, as much as has arrived per read, and waits for more the way
@@ -209,24 +165,16 @@ impl Write for Flushed {
     }
 }
 
-/// A read that fills a whole block must not make the next read wait for another whole block:
-/// lines that arrive through a socket with a large buffer are answered as they come.
+/// Lines that arrive as a co-process writes them are answered as they come, however many
+/// arrive in one read.
 #[test]
-fn a_full_read_does_not_make_the_next_one_wait_for_more() {
+fn lines_are_answered_before_more_arrive() {
     let line = br#"{"dialect":"harness","kind":"nope","input":{}}"#.to_vec();
-    let block_bytes = 4 * (line.len() + 1);
     let (send, received) = std::sync::mpsc::channel();
     let (flushed, answers) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let output = Flushed(flushed, Vec::new());
-        let source = Source {
-            block_bytes,
-            whole_reads: false,
-            more_waiting: || false,
-            max_line_bytes: usize::MAX,
-        };
-        let input = Feed(received, Vec::new());
-        pipeline::run(input, output, source, 2, JUDGE).ok();
+        run(Feed(received, Vec::new()), output, usize::MAX).ok();
     });
     let lines = |count: usize| -> Vec<u8> {
         let mut chunk = Vec::new();
@@ -236,7 +184,7 @@ fn a_full_read_does_not_make_the_next_one_wait_for_more() {
         }
         chunk
     };
-    // Exactly a block, then one line: each must be answered before anything more is sent.
+    // Several lines in one read, then one: each must be answered before anything more is sent.
     for count in [4, 1] {
         send.send(lines(count)).unwrap();
         let mut seen = 0;
@@ -257,14 +205,8 @@ fn lines_read_past_a_dropped_line_are_answered_without_waiting() {
     let (send, received) = std::sync::mpsc::channel();
     let (flushed, answers) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let source = Source {
-            block_bytes: 4096,
-            whole_reads: false,
-            more_waiting: || false,
-            max_line_bytes: 100,
-        };
         let input = Feed(received, Vec::new());
-        pipeline::run(input, Flushed(flushed, Vec::new()), source, 2, JUDGE).ok();
+        run(input, Flushed(flushed, Vec::new()), 100).ok();
     });
     send.send(vec![b'x'; 200]).unwrap();
     send.send(b"xx\n{\"dialect\":\"harness\",\"kind\":\"nope\",\"input\":{}}\n".to_vec())
@@ -297,37 +239,26 @@ impl Read for FailsAfter {
 }
 
 /// A read that fails is reported, after the whole lines read before it are answered (not
-/// the unfinished one), whether the reads were for one block or several.
+/// the unfinished one).
 #[test]
 fn a_failed_read_is_reported_after_the_lines_before_it() {
     let reads: Vec<&'static [u8]> = vec![
         br#"{"dialect":"harness","kind":"nope1","input":{}}"#,
         b"\n{\"dialect\":\"harness\",\"kind\":\"nope2\",\"input\":{}}\n{\"unfin",
     ];
-    for pours in [false, true] {
-        let (flushed, answers) = std::sync::mpsc::channel();
-        let source = Source {
-            block_bytes: 4096,
-            whole_reads: false,
-            more_waiting: if pours { || true } else { || false },
-            max_line_bytes: usize::MAX,
-        };
-        let output = Flushed(flushed, Vec::new());
-        let ended = pipeline::run(FailsAfter(reads.clone()), output, source, 2, JUDGE);
-        let error = ended.err().map(|e| format!("{e:#}")).unwrap_or_default();
-        assert!(
-            error.contains("the disk went away"),
-            "pours {pours}: {error:?}"
-        );
-        let written: Vec<u8> = answers.try_iter().flatten().collect();
-        let written = String::from_utf8_lossy(&written);
-        let lines: Vec<&str> = written.lines().collect();
-        assert_eq!(lines.len(), 2, "pours {pours}: {written}");
-        assert!(
-            lines[0].contains("nope1") && lines[1].contains("nope2"),
-            "{written}"
-        );
-    }
+    let (flushed, answers) = std::sync::mpsc::channel();
+    let output = Flushed(flushed, Vec::new());
+    let ended = run(FailsAfter(reads), output, usize::MAX);
+    let error = ended.err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(error.contains("the disk went away"), "{error:?}");
+    let written: Vec<u8> = answers.try_iter().flatten().collect();
+    let written = String::from_utf8_lossy(&written);
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines.len(), 2, "{written}");
+    assert!(
+        lines[0].contains("nope1") && lines[1].contains("nope2"),
+        "{written}"
+    );
 }
 
 /// Takes this many more bytes, then fails as a closed pipe does.
@@ -347,67 +278,18 @@ impl Write for ClosesAfter {
 }
 
 #[test]
-fn a_closed_output_stops_every_thread_with_an_error() {
-    let input = sample().repeat(2000);
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let output = ClosesAfter(10_000);
-        let source = Source {
-            block_bytes: 4096,
-            whole_reads: true,
-            more_waiting: || false,
-            max_line_bytes: usize::MAX,
-        };
-        let input = std::io::Cursor::new(input);
-        let ended = pipeline::run(input, output, source, 2, JUDGE);
-        done.send(ended.is_err()).ok();
-    });
-    let failed = finished
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("the pipeline did not stop");
-    assert!(failed, "a write error must be reported");
-}
-
-/// A worker that dies (a bug in the pipeline itself, outside the per-line guard) fails the
-/// run instead of leaving the caller waiting for answers that never come.
-#[test]
-fn a_worker_that_dies_fails_the_run() {
-    let input = sample().repeat(50);
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let dies_on_the_third_block = Judge {
-            lines: |lines, max_line_bytes, out| {
-                static BLOCKS: std::sync::atomic::AtomicUsize =
-                    std::sync::atomic::AtomicUsize::new(0);
-                assert!(
-                    BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) != 2,
-                    "the third block"
-                );
-                answer_block(lines, max_line_bytes, out);
-            },
-            too_long: answer_too_long,
-        };
-        let source = Source {
-            block_bytes: 256,
-            whole_reads: true,
-            more_waiting: || false,
-            max_line_bytes: usize::MAX,
-        };
-        let input = std::io::Cursor::new(input);
-        let ended = pipeline::run(input, Vec::new(), source, 2, dies_on_the_third_block);
-        done.send(ended.map_err(|e| e.to_string())).ok();
-    });
-    let ended = finished
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("the pipeline did not stop");
-    let error = ended.expect_err("a dead worker must fail the run");
-    assert!(error.contains("worker failed"), "{error}");
+fn a_closed_output_ends_the_run_with_an_error() {
+    let input = std::io::Cursor::new(sample().repeat(2000));
+    let ended = run(input, ClosesAfter(10_000), usize::MAX);
+    let error = ended.err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(error.contains("writing stdout"), "{error:?}");
 }
 
 #[test]
 fn the_stream_answers_each_line_as_answer_line_does() {
     let input = sample();
-    let output = run(std::io::Cursor::new(input.clone()), Vec::new()).unwrap();
+    let mut output = Vec::new();
+    run(std::io::Cursor::new(input.clone()), &mut output, usize::MAX).unwrap();
     let expected: String = input
         .split(|&b| b == b'\n')
         .map(|line| {
@@ -422,39 +304,6 @@ fn the_stream_answers_each_line_as_answer_line_does() {
     assert_eq!(String::from_utf8(output).unwrap(), expected);
     assert_eq!(expected.lines().count(), 43);
     assert!(expected.contains("the line is not UTF-8: invalid utf-8 sequence"));
-}
-
-/// Every conformance vector, and mutations of each.
-fn vectors_and_mutations() -> Vec<String> {
-    let vectors = include_str!("../../../../../tests/data/conformance/vectors.jsonl");
-    let keys = ["\"args\":{},", "\"expect\":1,"];
-    let mut lines = Vec::new();
-    for (i, line) in vectors.lines().enumerate() {
-        lines.push(line.to_owned());
-        lines.extend(mutate::mutations(line, 24, i as u64 + 1, &keys));
-    }
-    lines
-}
-
-/// The one-pass scanner is only a faster reading: wherever it reads a line, the answer
-/// must be the one serde_json's reading gives, byte for byte.
-#[test]
-fn the_scanner_and_serde_json_give_the_same_answers() {
-    let mut scanned = 0;
-    let lines = vectors_and_mutations();
-    for line in &lines {
-        if harness_lines::read_line(line).is_some() {
-            scanned += 1;
-        }
-        assert_eq!(answer_line(line), answer_read_by_serde(line), "{line}");
-    }
-    // The check means something only if the scanner read most lines and refused some.
-    assert!(
-        scanned > lines.len() / 4,
-        "{scanned} of {} scanned",
-        lines.len()
-    );
-    assert!(scanned < lines.len(), "the scanner refused no line");
 }
 
 /// A line that is JSON but not a line says what serde_json found wrong, and where; a line of
