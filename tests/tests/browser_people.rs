@@ -343,6 +343,9 @@ async fn a_page_open_when_its_link_expires_says_so() {
         );
         ttl_s *= 2.0;
     };
+    // A retried link lives longer than a wait's timeout: the wait for the notice starts at
+    // the expiry (a moment on the clock, not an event), so the timeout is the gateway's alone.
+    tokio::time::sleep(Duration::from_millis(expires_ms.saturating_sub(now_ms()))).await;
     browser
         .wait_for_text(
             "#notice",
