@@ -11,14 +11,18 @@ use super::logged::Logged;
 /// A log record read back: its sequence number and its payload.
 pub type LogRecord = (u64, Vec<u8>);
 
-/// The records of the log file at `path`, and why reading stopped early, as recovery reads
-/// them.
+/// The records of the log file at `path` up to the first that cannot be read, and where and
+/// why that one cannot, as recovery reads them.
 ///
 /// # Errors
 /// The file cannot be read.
 pub fn read_log_file(path: &Path) -> io::Result<(Vec<LogRecord>, Option<String>)> {
-    let (records, stopped) = log::read(path)?;
-    let records = records
+    let read = log::read(path)?;
+    let stopped = read
+        .damage
+        .map(|damage| format!("at byte {}: {}", damage.at, damage.why));
+    let records = read
+        .records
         .into_iter()
         .map(|record| (record.seq, record.payload))
         .collect();
