@@ -17,7 +17,7 @@ use askgate_tests::browser::page::{
     children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
     history_entry, open_page_with, outcome_as_response, submit, text, texts, unfold_history,
 };
-use askgate_tests::server::TestServer;
+use askgate_tests::server::{TestServer, WsClient};
 use serde_json::{Value, json};
 
 /// The warning a form with a field that looks like a secret carries.
@@ -741,27 +741,39 @@ async fn a_url_is_shown_whole_and_opened_only_on_consent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_host_that_mixes_alphabets_is_shown_in_ascii_with_a_warning() {
     let server = TestServer::start().await;
-    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let (browser, _agent, intro) =
+        apple_with_a_cyrillic_a(&server, "https://\u{430}pple.com/sign-in", ".url-warning").await;
+    assert_text(
+        &browser,
+        &format!("{intro} .form-url .url-host"),
+        "\u{430}pple.com",
+    )
+    .await;
+    assert_fits_phone_and_desktop(&browser, &intro).await;
+}
+
+/// Asks for `url`, a spelling of `аpple.com` with a Cyrillic `а`, and checks what the tab
+/// receives and what the card shows once `shown` is there: the ASCII site, the name as
+/// written beside it, and one warning that it mixes alphabets. The agent is kept asking.
+async fn apple_with_a_cyrillic_a(
+    server: &TestServer,
+    url: &str,
+    shown: &str,
+) -> (Browser, WsClient, String) {
+    let browser = open_page_with(server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
     let (mut tab, _) = server.tab("s").await;
-    let url = "https://\u{430}pple.com/sign-in";
     let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
                        "mode": "url", "message": "Sign in.", "url": url});
-    let _agent = agent_asking(&server, &frame).await;
+    let agent = agent_asking(server, &frame).await;
     let view = tab.recv_until("request").await["request"].clone();
     assert_eq!(view["host"], "xn--pple-43d.com", "{view}");
 
     let intro = card("u1");
-    browser.wait_for(&format!("{intro} .url-warning")).await;
+    browser.wait_for(&format!("{intro} {shown}")).await;
     assert_text(&browser, &format!("{intro} .url-site"), "xn--pple-43d.com").await;
     assert_text(
         &browser,
         &format!("{intro} .url-written"),
-        "\u{430}pple.com",
-    )
-    .await;
-    assert_text(
-        &browser,
-        &format!("{intro} .form-url .url-host"),
         "\u{430}pple.com",
     )
     .await;
@@ -775,7 +787,7 @@ async fn a_host_that_mixes_alphabets_is_shown_in_ascii_with_a_warning() {
             .contains("mixes alphabets (Latin and Cyrillic)"),
         "{warnings:?}"
     );
-    assert_fits_phone_and_desktop(&browser, &intro).await;
+    (browser, agent, intro)
 }
 
 /// The same name written as its punycode, `https://xn--pple-43d.com/`: all ASCII as
@@ -784,34 +796,12 @@ async fn a_host_that_mixes_alphabets_is_shown_in_ascii_with_a_warning() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_punycode_host_that_mixes_alphabets_is_decoded_and_warned_about() {
     let server = TestServer::start().await;
-    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
-    let (mut tab, _) = server.tab("s").await;
-    let frame = json!({"type": "ask", "session": "s", "id": "u1", "dialect": "form",
-                       "mode": "url", "message": "Sign in.",
-                       "url": "https://xn--pple-43d.com/sign-in"});
-    let _agent = agent_asking(&server, &frame).await;
-    let view = tab.recv_until("request").await["request"].clone();
-    assert_eq!(view["host"], "xn--pple-43d.com", "{view}");
-
-    let intro = card("u1");
-    browser.wait_for(&format!("{intro} .form-url-site")).await;
-    assert_text(&browser, &format!("{intro} .url-site"), "xn--pple-43d.com").await;
-    assert_text(
-        &browser,
-        &format!("{intro} .url-written"),
-        "\u{430}pple.com",
+    apple_with_a_cyrillic_a(
+        &server,
+        "https://xn--pple-43d.com/sign-in",
+        ".form-url-site",
     )
     .await;
-    let warnings = texts(&browser, &format!("{intro} .url-warning")).await;
-    let warnings = warnings.as_array().expect("a list");
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0]
-            .as_str()
-            .unwrap()
-            .contains("mixes alphabets (Latin and Cyrillic)"),
-        "{warnings:?}"
-    );
 }
 
 /// Stands in for a gateway that tells the page another host than the address has: every

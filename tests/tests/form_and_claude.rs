@@ -179,21 +179,7 @@ async fn a_url_request_over_http() {
     assert_eq!(status, 201, "{posted}");
     let request = tab.recv_until("request").await;
     assert_eq!(request["request"]["host"], "crm.example");
-    let poll = tokio::spawn(http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s/requests/u1?wait_s=30",
-        None,
-        None,
-    ));
-    tab.send(&json!({"type": "answer", "id": "u1", "response": {}}))
-        .await;
-    let (status, resolved) = poll.await.unwrap();
-    assert_eq!(
-        (status, &resolved["response"]),
-        (200, &json!({"action": "accept"})),
-        "{resolved}"
-    );
+    opened_by_the_tab(&server, &mut tab).await;
 
     let bad = json!({"id": "u2", "dialect": "form", "message": "m", "questions": []});
     let (status, refused) = http(
@@ -298,6 +284,12 @@ async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered
     let request = &snapshot["requests"][0];
     assert_eq!(request["id"], "u1", "{snapshot}");
     assert_eq!(request["host"], "evil.example", "{request}");
+    opened_by_the_tab(&server, &mut tab).await;
+}
+
+/// The URL request `u1` of session `s`, opened by `tab` (an empty answer): the agent's long
+/// poll gets MCP's `accept`.
+async fn opened_by_the_tab(server: &TestServer, tab: &mut WsClient) {
     let poll = tokio::spawn(http(
         server.addr,
         "GET",
