@@ -174,14 +174,21 @@ impl Standing {
         self.cut.cancel();
     }
 
+    /// Cuts the connection for its deadline unless it has shown a key. Under the caps' lock,
+    /// as [`show_key`](Self::show_key) is: a key shown while the deadline passes either
+    /// comes first (and nothing is cut) or finds the connection cut (and it closes), never
+    /// both a keyed connection and a cut one.
+    fn cut_unless_keyed(&self) {
+        let _held = self.caps.lock();
+        if !self.is_keyed() {
+            self.cut_for(Cut::Deadline);
+        }
+    }
+
     /// Cuts the connection when `deadline` passes unless it has shown a key by then.
     pub async fn enforce_deadline(&self, deadline: std::time::Duration) {
         tokio::select! {
-            () = tokio::time::sleep(deadline) => {
-                if !self.is_keyed() {
-                    self.cut_for(Cut::Deadline);
-                }
-            }
+            () = tokio::time::sleep(deadline) => self.cut_unless_keyed(),
             () = self.keyed.cancelled() => {}
             () = self.cut.cancelled() => {}
         }
@@ -444,6 +451,37 @@ mod tests {
         assert_eq!(silent.standing().cut().await, Cut::Deadline);
         assert_eq!(started.elapsed(), deadline);
         assert_eq!(agent.standing().cut_already(), None);
+    }
+
+    /// A key shown on one thread while the deadline passes on another: the connection ends
+    /// either keyed or cut, never both (a keyed connection must not close for its deadline).
+    #[test]
+    fn a_key_shown_as_the_deadline_passes_is_either_kept_or_cut_never_both() {
+        let caps = ConnectionCaps::new(1 << 20, None, Arc::default());
+        let rounds: usize = std::env::var("ASKGATE_CAPS_RACE_ROUNDS")
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(20_000);
+        let mut both = 0;
+        for _ in 0..rounds {
+            let permit = caps.admit(ip("10.0.0.1")).unwrap();
+            let standing = Arc::clone(permit.standing());
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let deadline = {
+                let (standing, start) = (Arc::clone(&standing), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    standing.cut_unless_keyed();
+                })
+            };
+            start.wait();
+            let keyed = standing.show_key();
+            deadline.join().unwrap();
+            if keyed && standing.cut_already().is_some() {
+                both += 1;
+            }
+        }
+        assert_eq!(both, 0, "{both} of {rounds} connections were keyed and cut");
     }
 
     #[tokio::test(start_paused = true)]
