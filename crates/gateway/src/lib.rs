@@ -16,6 +16,7 @@
 //! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
 //! - [`metrics`]: counters and gauges, in Prometheus text format.
 //! - [`clock`]: Unix milliseconds.
+//! - [`memory`]: giving the system back the memory of requests that ended (glibc).
 //! - [`pacer`]: a token bucket (frames per second, joins per second).
 //! - [`cli`]: the `askgate` command line.
 
@@ -26,6 +27,7 @@ pub mod config;
 pub mod connections;
 pub mod hub;
 pub mod keys;
+pub mod memory;
 pub mod metrics;
 pub mod pacer;
 pub mod people;

@@ -237,6 +237,10 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let tracker = state.tracker.clone();
     let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
+    tokio::spawn(crate::memory::give_back_after_requests_end(
+        state.hub.open_bytes(),
+        token.clone(),
+    ));
     let stop = token.clone();
     tokio::spawn(async move {
         shutdown.await;

@@ -144,6 +144,12 @@ impl Hub {
         Arc::clone(&self.metrics)
     }
 
+    /// The bytes of every session's open requests, as tabs receive them (what
+    /// `--max-open-bytes` bounds), kept current by the hub.
+    pub fn open_bytes(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.open_bytes_total)
+    }
+
     /// Whether the hub can decide asks and answers: its store is local, or the shared one
     /// answers; why not, if not.
     pub fn ready(&self) -> Result<(), String> {
