@@ -59,6 +59,7 @@
 //! - [`endpoint`] — [`agent_url`], the WebSocket URL derived from a base URL.
 //! - `connection` (private) — the task that owns the socket and reconnects.
 //! - `pending` (private) — the ledger of opens and asks in flight, keyed by `(session, id)`.
+//! - `shared` (private) — what the handles and the connection task share.
 
 pub mod ask;
 pub mod backoff;

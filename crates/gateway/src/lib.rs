@@ -10,15 +10,17 @@
 //! - [`people`]: who a tab is (personal links, a trusted proxy), who may answer, groups.
 //! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
 //! - [`audit`]: the audit trail's entries, their hash chain, verifying it, the page's history.
-//! - [`store`]: the `Store` seam the hub commits through, and its in-memory implementation.
+//! - [`store`]: the `Store` seam the hub commits through: in memory, embedded (redb and a
+//!   write-ahead log), Redis.
 //! - [`connections`]: TCP connections: caps, timeouts, the HTTP/1 serving loop.
 //! - [`transport`]: the WebSocket endpoints for agents and tabs, and plain HTTP.
+//! - [`web`]: the answer page and the landing page, embedded.
 //! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
 //! - [`metrics`]: counters and gauges, in Prometheus text format.
-//! - [`clock`]: Unix milliseconds.
 //! - [`memory`]: giving the system back the memory of requests that ended (glibc).
+//! - [`clock`]: Unix milliseconds.
 //! - [`pacer`]: a token bucket (frames per second, joins per second).
-//! - [`cli`]: the `askgate` command line.
+//! - [`cli`]: the `askgate` command line: serve, demo, validate, schema, audit, store.
 
 pub mod audit;
 pub mod cli;

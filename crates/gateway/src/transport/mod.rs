@@ -1,5 +1,18 @@
 //! The ways peers reach the hub: WebSocket endpoints for agents and tabs, and plain HTTP.
 //! The only modules that speak WebSocket (tungstenite, after [`upgrade`]'s handshake).
+//!
+//! - [`upgrade`]: the WebSocket handshake, done here so the socket is tungstenite's.
+//! - [`agent`]: `GET /v1/agent`, an agent's connection carrying any number of sessions.
+//! - [`tab`]: `GET /v1/sessions/{session}/live`, a browser tab watching a session.
+//! - [`socket`]: what every socket connection shares: settings, the loop's next event.
+//! - [`watch`]: what a connection's loop watches besides the socket (inbox, keepalive).
+//! - [`writing`]: writing what the hub queued, in batches, while the socket takes frames.
+//! - [`closing`]: ending a connection with a close code the peer gets to read.
+//! - [`http`]: health, readiness and metrics.
+//! - [`http_checks`]: what every HTTP API call checks first, and each refusal's body.
+//! - [`http_api`]: the HTTP API for paused runs (ask, long-poll, ack, withdraw).
+//! - [`http_links`]: `POST /v1/sessions/{session}/links`, personal links.
+//! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 
 mod agent;
 mod closing;

@@ -4,6 +4,8 @@
 //! socket, exactly as a remote agent would. It opens session `demo`, prints the link, and asks
 //! a short, realistic sequence, printing each outcome as the model would read it. Stopped and
 //! started again on the same data directory, it goes on where it stopped.
+//!
+//! - [`progress`]: how far the demo agent got, kept in the data directory.
 
 mod progress;
 

@@ -1,4 +1,7 @@
 //! `askgate serve`: run the gateway.
+//!
+//! - [`limits`]: the limit flags, each defaulting to its named constant in `config`.
+//! - [`people`]: the flags about people: identity header, anonymous tabs, links.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

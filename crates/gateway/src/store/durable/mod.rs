@@ -11,7 +11,8 @@
 //! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
 //! before anything is read; a log damaged other than by a crash's torn tail ([`damage`]) stops
 //! the start instead. [`read_only`] reads a store without writing to it (`store check`,
-//! `audit verify` and `audit export`). A commit used to be a redb transaction of its own: each rewrote
+//! `audit verify` and `audit export`); [`logged`] is what the log keeps of a commit and how redb
+//! takes it. A commit used to be a redb transaction of its own: each rewrote
 //! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
 //! record is one write of its bytes.
 //!
