@@ -16,35 +16,19 @@ such frames at that many a second for --seconds and reports the gateway's share 
 import argparse
 import json
 import os
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.request
 
 from websockets.sync.client import connect
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from gateway_process import recv_type, start_gateway
 
 
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def recv_type(ws, kind):
-    while True:
-        frame = json.loads(ws.recv(timeout=120))
-        if frame.get("type") == kind:
-            return frame
-        if frame.get("type") in ("rejected", "answer_rejected", "error") and kind != frame["type"]:
-            return frame
 
 
 def main():
@@ -56,27 +40,16 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     args = parser.parse_args()
 
-    port = free_port()
-    data = tempfile.mkdtemp(prefix="askgate-enum-")
-    server = subprocess.Popen(
-        [args.binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
-         "--max-agent-frame-bytes", str(4 * 1024 * 1024)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"127.0.0.1:{port}"
+    server, base = start_gateway(args.binary, "--max-agent-frame-bytes", str(4 * 1024 * 1024),
+                                 data_prefix="askgate-enum-")
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://{base}/healthz", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.05)
         agent = connect(f"ws://{base}/v1/agent", max_size=None)
         schema = {"type": "object",
                   "properties": {"x": {"type": "array", "items": {"enum": list(range(args.entries))}}}}
         agent.send(json.dumps({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
                                "calls": [{"name": "pick", "args": {"x": []}, "args_schema": schema,
                                           "decisions": ["approve", "edit"]}]}))
-        reply = recv_type(agent, "accepted")
+        reply = recv_type(agent, "accepted", refusals="return")
         if reply["type"] != "accepted":
             print(f"ask with a {args.entries}-entry enum: {reply['type']}: {reply['errors']}")
             return
@@ -111,7 +84,7 @@ def main():
         before = cpu_seconds(server.pid)
         started = time.monotonic()
         tab.send(edit)
-        reply = recv_type(tab, "answer_rejected")
+        reply = recv_type(tab, "answer_rejected", refusals="return")
         wall = time.monotonic() - started
         used = cpu_seconds(server.pid) - before
         time.sleep(0.3)
@@ -131,7 +104,7 @@ def main():
             sent = 0
             while time.monotonic() - started < args.seconds:
                 tab.send(edit)
-                recv_type(tab, "answer_rejected")
+                recv_type(tab, "answer_rejected", refusals="return")
                 sent += 1
                 pause = started + sent * interval - time.monotonic()
                 if pause > 0:

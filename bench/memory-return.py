@@ -18,20 +18,13 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
-import tempfile
 import threading
 import time
-import urllib.request
 
 from websockets.sync.client import connect
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from gateway_process import recv_type, start_gateway
 
 
 def rollup(pid):
@@ -43,15 +36,6 @@ def rollup(pid):
             if len(parts) == 3 and parts[2] == "kB":
                 figures[parts[0].rstrip(":")] = int(parts[1]) * 1024 / 1e6
     return figures["Rss"], figures.get("Anonymous", 0.0)
-
-
-def recv_type(ws, kind):
-    while True:
-        frame = json.loads(ws.recv(timeout=120))
-        if frame.get("type") == kind:
-            return frame
-        if frame.get("type") in ("rejected", "error"):
-            raise RuntimeError(f"expected {kind}, got {frame}")
 
 
 def request_calls(rng, target_bytes):
@@ -79,23 +63,12 @@ def main():
     print(f"seed {args.seed}")
     rng = random.Random(args.seed)
 
-    port = free_port()
-    data = tempfile.mkdtemp(prefix="askgate-mem-")
     env = dict(os.environ)
     for pair in args.env:
         name, value = pair.split("=", 1)
         env[name] = value
-    server = subprocess.Popen(
-        [args.binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    base = f"127.0.0.1:{port}"
+    server, base = start_gateway(args.binary, env=env, data_prefix="askgate-mem-")
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://{base}/healthz", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.05)
         time.sleep(1)
         start_rss, start_anon = rollup(server.pid)
         print(f"start: RSS {start_rss:.1f} MB (anonymous {start_anon:.1f})")

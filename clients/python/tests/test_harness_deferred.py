@@ -357,4 +357,6 @@ async def test_a_long_poll_that_keeps_failing_gives_up_at_the_deadline(gateway: 
             await collect_results(gateway.url, session, posted, wait=1.0, client=client)
         elapsed = time.monotonic() - started
     assert transport.polls > 1  # retried ...
-    assert 0.9 <= elapsed < 5  # ... until the caller's deadline, no longer
+    # ... until the caller's deadline, and then stops: a loop that ignored it would go on for a
+    # million failures. The upper bound is generous so that a busy machine cannot miss it.
+    assert 0.9 <= elapsed < 30, elapsed

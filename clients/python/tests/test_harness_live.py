@@ -148,7 +148,9 @@ async def test_gateway_deadline_reads_timed_out(gateway: Gateway, session: str, 
     got = script.tool_returns()["call-t"]
     assert got.content == TIMED_OUT
     assert got.model_response_str() == TIMED_OUT
-    assert 1.4 <= elapsed < 6, elapsed
+    # Not before the deadline, and ended by it rather than by anything later (the upper bound
+    # is generous, so that a busy machine cannot miss it).
+    assert 1.4 <= elapsed < 20, elapsed
     assert not answerer.client._asks and not answerer.client._withdrawing
 
 
