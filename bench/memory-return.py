@@ -12,6 +12,8 @@ RSS came back within 20 % of its start plus 20 MB.
     bench/memory-return.py target/release/askgate --sessions 6 --trim-with-gdb
       (at the end, calls malloc_trim(0) in the gateway under gdb: what RSS falls by then is
       memory the allocator held free, not memory the gateway still used)
+    bench/memory-return.py target/release/askgate --sessions 6 --malloc-info /tmp/mi.xml
+      (at the end, glibc's own account of each arena: in use, free, and the free chunks' sizes)
 """
 
 import argparse
@@ -58,6 +60,8 @@ def main():
     parser.add_argument("--settle-s", type=float, default=20)
     parser.add_argument("--seed", type=int, default=int(os.environ.get("SEED", "39")))
     parser.add_argument("--trim-with-gdb", action="store_true")
+    parser.add_argument("--malloc-info", metavar="PATH",
+                        help="at the end, write glibc's malloc_info XML (under gdb) to PATH")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the gateway")
     args = parser.parse_args()
     print(f"seed {args.seed}")
@@ -163,6 +167,14 @@ def main():
             print(f"  +{at:5.1f} s: RSS {rss:.1f} MB (anonymous {anon:.1f})")
         verdict = "met" if rss <= limit else "NOT met"
         print(f"end: RSS {rss:.1f} MB; target <= {limit:.1f} MB (start x 1.2 + 20): {verdict}")
+        if args.malloc_info:
+            # What glibc holds, arena by arena: in use against free (and how it is split).
+            subprocess.run(["gdb", "-p", str(server.pid), "-batch",
+                            "-ex", f'set $out = (void *) fopen("{args.malloc_info}", "w")',
+                            "-ex", "call (int) malloc_info(0, $out)",
+                            "-ex", "call (int) fclose($out)"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            print(f"malloc_info written to {args.malloc_info}")
         if args.trim_with_gdb:
             subprocess.run(["gdb", "-p", str(server.pid), "-batch", "-ex",
                             "call (int) malloc_trim(0)"],

@@ -5,9 +5,10 @@
 //! `--max-open-bytes` in all); when they end, later allocations that live on (finished lists,
 //! maps, the store's cache) sit above them, so without help the process stays at its peak:
 //! 565 MB kept after 97 MB of requests ended (bench/history/58fb855-memory-return.txt), 33 MB
-//! once `malloc_trim(0)` ran. So the gateway watches its open bytes and, once at least
-//! [`TRIM_AFTER_FREED`] of them ended since the last trim, asks glibc to trim, on a blocking
-//! thread, at most every [`TRIM_CHECK_EVERY`]. Other allocators (musl, macOS) return memory
+//! once `malloc_trim(0)` ran. So the gateway watches its open bytes and kept outcomes and asks
+//! glibc to trim, on a blocking thread, at most every [`TRIM_CHECK_EVERY`]: during a long drain
+//! once [`TRIM_AFTER_FREED`] open bytes have ended, and once the gateway is still after
+//! requests or outcomes ended. Other allocators (musl, macOS) return memory
 //! themselves; there this does nothing.
 
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
 
 /// How often the open bytes are looked at.
 pub const TRIM_CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -38,27 +41,60 @@ pub fn give_back_free_memory() -> bool {
     false
 }
 
-/// The open bytes seen since the last trim: whether the next look should trim.
+/// What the watch looks at: the open requests' bytes and the outcomes kept for their agents
+/// (an answered request's memory is freed when its agent acknowledges it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Look {
+    open_bytes: usize,
+    kept_outcomes: i64,
+}
+
+/// What the watch saw since the last trim.
 #[derive(Debug, Default)]
 struct SinceTrim {
-    peak: usize,
+    /// The most open bytes seen since the last trim.
+    peak_open_bytes: usize,
+    /// The previous look.
+    last: Option<Look>,
+    /// Whether requests or outcomes have ended since the last trim.
+    something_ended: bool,
 }
 
 impl SinceTrim {
-    /// Looks at `open` bytes now: true when at least [`TRIM_AFTER_FREED`] have ended since
-    /// the peak after the last trim (and the peak starts again from `open`).
-    fn freed_enough(&mut self, open: usize) -> bool {
-        self.peak = self.peak.max(open);
-        if self.peak - open >= TRIM_AFTER_FREED {
-            self.peak = open;
+    /// Whether to trim now: when at least [`TRIM_AFTER_FREED`] open bytes have ended since
+    /// the last trim (a long drain), or when something ended and the gateway has been still
+    /// for one look since (the memory of the last requests to end comes back too).
+    fn trim_now(&mut self, now: Look) -> bool {
+        self.peak_open_bytes = self.peak_open_bytes.max(now.open_bytes);
+        let still = self.last == Some(now);
+        if let Some(last) = self.last {
+            self.something_ended |=
+                now.open_bytes < last.open_bytes || now.kept_outcomes < last.kept_outcomes;
+        }
+        self.last = Some(now);
+        let drained = self.peak_open_bytes - now.open_bytes >= TRIM_AFTER_FREED;
+        if drained {
+            // What the requests held is freed after the look too (queued frames, the store's
+            // buffers): once still, trim again.
+            self.peak_open_bytes = now.open_bytes;
+            self.something_ended = true;
+            return true;
+        }
+        if still && self.something_ended {
+            self.something_ended = false;
             return true;
         }
         false
     }
 }
 
-/// Trims after open requests that held at least [`TRIM_AFTER_FREED`] end, until `stop`.
-pub async fn give_back_after_requests_end(open_bytes: Arc<AtomicUsize>, stop: CancellationToken) {
+/// Trims after open requests or kept outcomes end, as [`SinceTrim::trim_now`] says, until
+/// `stop`.
+pub async fn give_back_after_requests_end(
+    open_bytes: Arc<AtomicUsize>,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) {
     let mut since_trim = SinceTrim::default();
     let mut every = tokio::time::interval(TRIM_CHECK_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -67,7 +103,11 @@ pub async fn give_back_after_requests_end(open_bytes: Arc<AtomicUsize>, stop: Ca
             () = stop.cancelled() => return,
             _ = every.tick() => {}
         }
-        if since_trim.freed_enough(open_bytes.load(Ordering::Relaxed)) {
+        let now = Look {
+            open_bytes: open_bytes.load(Ordering::Relaxed),
+            kept_outcomes: metrics.kept_outcomes.load(Ordering::Relaxed),
+        };
+        if since_trim.trim_now(now) {
             let returned = tokio::task::spawn_blocking(give_back_free_memory).await;
             tracing::debug!(?returned, "asked the allocator to return freed memory");
         }
@@ -78,19 +118,48 @@ pub async fn give_back_after_requests_end(open_bytes: Arc<AtomicUsize>, stop: Ca
 mod tests {
     use super::*;
 
+    fn look(open_bytes: usize, kept_outcomes: i64) -> Look {
+        Look {
+            open_bytes,
+            kept_outcomes,
+        }
+    }
+
     #[test]
-    fn a_trim_follows_enough_freed_bytes_and_only_them() {
+    fn a_long_drain_trims_every_8_mib() {
         let mut since_trim = SinceTrim::default();
-        assert!(!since_trim.freed_enough(0));
-        assert!(!since_trim.freed_enough(20 << 20));
-        // Requests came and went below the threshold: nothing to give back yet.
-        assert!(!since_trim.freed_enough(13 << 20));
-        assert!(since_trim.freed_enough(12 << 20));
-        // The peak starts again from what is open now.
-        assert!(!since_trim.freed_enough(12 << 20));
-        assert!(!since_trim.freed_enough(5 << 20));
-        assert!(!since_trim.freed_enough(30 << 20));
-        assert!(since_trim.freed_enough(0));
+        assert!(!since_trim.trim_now(look(0, 0)));
+        assert!(!since_trim.trim_now(look(30 << 20, 0)));
+        assert!(!since_trim.trim_now(look(23 << 20, 0)));
+        assert!(since_trim.trim_now(look(22 << 20, 0)));
+        // The peak starts again from what is open then.
+        assert!(!since_trim.trim_now(look(15 << 20, 0)));
+        assert!(since_trim.trim_now(look(14 << 20, 0)));
+        // Once still, once more: what those requests held is also freed after the look.
+        assert!(since_trim.trim_now(look(14 << 20, 0)));
+        assert!(!since_trim.trim_now(look(14 << 20, 0)));
+    }
+
+    #[test]
+    fn a_trim_follows_the_last_ends_once_the_gateway_is_still() {
+        let mut since_trim = SinceTrim::default();
+        assert!(!since_trim.trim_now(look(1 << 20, 0)));
+        // A request answered: its bytes leave, an outcome is kept; then it is acknowledged.
+        assert!(!since_trim.trim_now(look(0, 1)));
+        assert!(!since_trim.trim_now(look(0, 0)));
+        assert!(since_trim.trim_now(look(0, 0)));
+        // Nothing ended since: no more trims while it stays still.
+        assert!(!since_trim.trim_now(look(0, 0)));
+        assert!(!since_trim.trim_now(look(0, 0)));
+    }
+
+    #[test]
+    fn new_work_alone_never_trims() {
+        let mut since_trim = SinceTrim::default();
+        for step in 0..10 {
+            assert!(!since_trim.trim_now(look(step << 20, step as i64)));
+            assert!(!since_trim.trim_now(look(step << 20, step as i64)));
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -98,6 +167,7 @@ mod tests {
         let stop = CancellationToken::new();
         let watch = tokio::spawn(give_back_after_requests_end(
             Arc::new(AtomicUsize::new(0)),
+            Arc::default(),
             stop.clone(),
         ));
         tokio::time::sleep(TRIM_CHECK_EVERY * 3).await;

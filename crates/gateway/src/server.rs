@@ -239,6 +239,7 @@ pub async fn serve(
     let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
     tokio::spawn(crate::memory::give_back_after_requests_end(
         state.hub.open_bytes(),
+        state.hub.shared_metrics(),
         token.clone(),
     ));
     let stop = token.clone();
