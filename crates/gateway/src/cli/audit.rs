@@ -127,6 +127,9 @@ async fn open(args: &AuditArgs, key: Option<&AuditKey>) -> anyhow::Result<Opened
                 audit_retention: Duration::from_secs(3600),
             };
             let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
+            if key.is_some() {
+                store.refuse_unkeyed_trails().await?;
+            }
             let keyed = store.chain_is_keyed().await?;
             Ok(Opened::Shared(store, keyed))
         }

@@ -200,12 +200,12 @@ impl DurableStore {
     }
 
     /// [`open_with`](Self::open_with), sealing audit entries with HMAC-SHA256 under
-    /// `audit_key` when given, unless the store holds trails sealed unkeyed (format 3): those
-    /// go on unkeyed, with a warning.
+    /// `audit_key` when given. Without one, a store that holds trails sealed unkeyed (format
+    /// 3) goes on unkeyed, with a warning.
     ///
     /// # Errors
     /// As for [`open_with`](Self::open_with); also a keyed store (format 4) opened without a
-    /// key.
+    /// key, and a store marked unkeyed that holds trails opened with one.
     pub fn open_keyed(
         data_dir: &Path,
         counts: Arc<StoreWrites>,
@@ -409,8 +409,9 @@ fn check_format(
                 chain = ChainKey::Keyed(key);
                 (found != Some(FORMAT_VERSION)).then_some(FORMAT_VERSION)
             }
-            (found, key) => {
-                if key.is_some() {
+            (found, Some(_)) => return Err(unkeyed_with_a_key(path, found)),
+            (found, None) => {
+                if has_trails {
                     tracing::warn!(
                         store = %path.display(),
                         "this store's audit trails were sealed with unkeyed SHA-256 before audit keys, and go on so: they show accidental damage only, not a rewrite by someone who can write the store. A new data directory seals keyed trails"
@@ -430,6 +431,62 @@ fn check_format(
     txn.commit()
         .map_err(|e| err(&format!("writing to {}", path.display()), e))?;
     Ok(chain)
+}
+
+/// Why a store marked unkeyed that holds trails is not opened with a key. Taking it would let
+/// whoever can write the store, without the key, undo the key: mark the store unkeyed and
+/// re-hash every entry with plain SHA-256.
+pub(crate) fn unkeyed_with_a_key(path: &Path, found: Option<u64>) -> StoreError {
+    let marked = found.map_or_else(
+        || "carries no format mark".to_owned(),
+        |format| format!("is marked unkeyed (format {format})"),
+    );
+    StoreError(format!(
+        "{} {marked} and holds audit trails, but an audit key is given (--audit-key-file, or \
+         <data-dir>/audit-key): its trails are not taken as unkeyed SHA-256 while a key is at \
+         hand. If they were sealed before audit keys, use the store without a key (no \
+         --audit-key-file, and move <data-dir>/audit-key away): they go on unkeyed. If they \
+         were keyed, someone who can write the store has marked it unkeyed and may have \
+         re-hashed its trails: check them against an export's checkpoint kept elsewhere \
+         (`askgate audit verify --checkpoint FILE`, without the key)",
+        path.display()
+    ))
+}
+
+/// Whether the store in `data_dir` holds audit trails sealed unkeyed (SHA-256, format 3 or
+/// earlier): such a store stays unkeyed, and no key is made for it. Opens the store (which
+/// repairs it if it was not closed cleanly, as the start that follows would).
+///
+/// # Errors
+/// The store cannot be opened or read.
+pub fn holds_unkeyed_trails(data_dir: &Path) -> Result<bool, StoreError> {
+    let path = data_dir.join(FILE_NAME);
+    if !path.exists() {
+        return Ok(false);
+    }
+    let db = Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .open(&path)
+        .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let format = match txn.open_table(META) {
+        Ok(meta) => meta
+            .get("format")
+            .map_err(|e| err("reading the format version", e))?
+            .map(|v| v.value()),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(err("opening the meta table", e)),
+    };
+    if format == Some(FORMAT_VERSION) {
+        return Ok(false);
+    }
+    match txn.open_table(trails::HEADS) {
+        Ok(heads) => Ok(!heads
+            .is_empty()
+            .map_err(|e| err("reading the audit heads", e))?),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(err("opening the audit heads", e)),
+    }
 }
 
 /// Refuses a key other than the one the trails were sealed with: a session's newest entry must

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{ReadOnlyDatabase, ReadableDatabase as _};
+use redb::{ReadOnlyDatabase, ReadableDatabase as _, ReadableTableMetadata as _};
 
 use askgate_protocol::SessionId;
 
@@ -210,7 +210,11 @@ impl ReadOnlyTrails {
                     .filter(|record| record.seq > applied)
                     .count();
                 if pending == 0 {
-                    let keyed = format(&db)? == Some(FORMAT_VERSION);
+                    let found = format(&db)?;
+                    let keyed = found == Some(FORMAT_VERSION);
+                    if !keyed && audit_key.is_some() && holds_trails(&db)? {
+                        return Err(super::unkeyed_with_a_key(&path, found));
+                    }
                     return Ok(ReadOnlyTrails {
                         direct: Some(db),
                         copy: None,
@@ -258,6 +262,18 @@ fn format(db: &ReadOnlyDatabase) -> Result<Option<u64>, StoreError> {
         .map(|v| v.value()))
 }
 
+/// Whether the store holds an audit trail, read without writing.
+fn holds_trails(db: &ReadOnlyDatabase) -> Result<bool, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    match txn.open_table(trails::HEADS) {
+        Ok(heads) => Ok(!heads
+            .is_empty()
+            .map_err(|e| err("reading the audit heads", e))?),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(err("opening the audit heads", e)),
+    }
+}
+
 /// Copies redb and the log files of `data_dir` into a new private temporary directory and
 /// opens the store there (recovering past damage, which is reported apart).
 fn open_copy(
@@ -291,7 +307,11 @@ fn open_copy(
         Ok(store) => Ok((store, dir)),
         Err(error) => {
             let _ = std::fs::remove_dir_all(&dir);
-            Err(error)
+            // What is wrong is wrong with the store: name it, not the copy.
+            Err(StoreError(error.0.replace(
+                &dir.display().to_string(),
+                &data_dir.display().to_string(),
+            )))
         }
     }
 }
