@@ -59,6 +59,15 @@ async fn answered(node: &Node, count: usize) {
     }
 }
 
+/// The bytes of the record at `at`: a 16-byte header (the payload's length first, its top bit
+/// set when the payload is followed by a 32-byte MAC, as on a store with keyed chains), the
+/// payload and the MAC.
+fn record_len(bytes: &[u8], at: usize) -> usize {
+    let field = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let mac = if field & (1 << 31) != 0 { 32 } else { 0 };
+    16 + (field & !(1 << 31)) as usize + mac
+}
+
 /// The log file holding records, and where each of its records starts.
 fn records_of_the_log(data: &Path) -> (PathBuf, Vec<usize>) {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(data)
@@ -71,11 +80,10 @@ fn records_of_the_log(data: &Path) -> (PathBuf, Vec<usize>) {
         let bytes = std::fs::read(&log).unwrap();
         let mut starts = Vec::new();
         let mut at = 0;
-        // Records are a 16-byte header (the payload's length first) and the payload; the
-        // file's zeros follow the last.
+        // The file's zeros follow the last record.
         while at + 16 <= bytes.len() && bytes[at..at + 16].iter().any(|b| *b != 0) {
             starts.push(at);
-            at += 16 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            at += record_len(&bytes, at);
         }
         if !starts.is_empty() {
             return (log, starts);
@@ -190,7 +198,7 @@ async fn a_torn_tail_is_still_taken() {
     let (log, starts) = records_of_the_log(&data);
     let mut bytes = std::fs::read(&log).unwrap();
     let last = *starts.last().unwrap();
-    let end = last + 16 + u32::from_le_bytes(bytes[last..last + 4].try_into().unwrap()) as usize;
+    let end = last + record_len(&bytes, last);
     bytes[end..end + 20]
         .copy_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9, 9, 9, 9, 9, 7, 7, 7, 7]);
     std::fs::write(&log, &bytes).unwrap();
@@ -250,4 +258,92 @@ async fn audit_verify_and_export_leave_the_data_directory_as_they_found_it() {
         "audit verify or export changed the data directory"
     );
     remove_scratch(&data);
+}
+
+/// Sets the CRC-32 of the record at `at` to what its seq and the bytes after its header (its
+/// payload, and its MAC if it carries one) make, as someone who can write the files can.
+fn recompute_crc(bytes: &mut [u8], at: usize) {
+    let len = record_len(bytes, at);
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&bytes[at + 8..at + 16]);
+    hasher.update(&bytes[at + 16..at + len]);
+    let crc = hasher.finalize().to_le_bytes();
+    bytes[at + 4..at + 8].copy_from_slice(&crc);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_record_rewritten_without_the_audit_key_stops_the_start_of_a_keyed_store() {
+    for strip in [false, true] {
+        let data = tempdir("forged-log");
+        let mut node = Node::start_in(data.clone(), "embedded", &[]);
+        answered(&node, 6).await;
+        node.kill();
+        drop(node);
+        // The key kept elsewhere, as it should be: the commands are given it.
+        let elsewhere = tempdir("forged-log-key");
+        let key = elsewhere.join("audit-key");
+        std::fs::rename(data.join("audit-key"), &key).unwrap();
+        let flag = ["--audit-key-file", key.to_str().unwrap()];
+
+        let (log, starts) = records_of_the_log(&data);
+        let mut bytes = std::fs::read(&log).unwrap();
+        // An answered record, its answer changed (same length), its CRC made to match.
+        let at = *starts
+            .iter()
+            .find(|at| {
+                let record = &bytes[**at..**at + record_len(&bytes, **at)];
+                record.windows(6).any(|w| w == b"\"Blue\"")
+            })
+            .expect("a record of an answer");
+        let end = at + record_len(&bytes, at);
+        let blue = at
+            + bytes[at..end]
+                .windows(6)
+                .position(|w| w == b"\"Blue\"")
+                .unwrap();
+        bytes[blue + 1..blue + 5].copy_from_slice(b"Pink");
+        if strip {
+            // And its MAC taken away (the length's top bit cleared, the 32 bytes removed).
+            let field = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            bytes[at..at + 4].copy_from_slice(&(field & !(1 << 31)).to_le_bytes());
+            if field & (1 << 31) != 0 {
+                bytes.drain(end - 32..end);
+                bytes.extend_from_slice(&[0; 32]);
+            }
+        }
+        recompute_crc(&mut bytes, at);
+        std::fs::write(&log, &bytes).unwrap();
+        let name = log.file_name().unwrap().to_str().unwrap().to_owned();
+        let why = if strip {
+            "carries no MAC"
+        } else {
+            "fails its MAC"
+        };
+        let before = files(&data);
+
+        let refused = serve_refused(&data, &flag);
+        assert!(!refused.ok, "{refused}");
+        for said in [name.as_str(), &format!("is damaged at byte {at}"), why] {
+            assert!(refused.said.contains(said), "{said:?} not in: {refused}");
+        }
+        let checked = askgate(&[&["store", "check"][..], &flag].concat(), &data);
+        assert!(!checked.ok, "{checked}");
+        assert!(
+            checked.said.contains("DAMAGED: the store's log")
+                && checked
+                    .said
+                    .contains(&format!("{name} is damaged at byte {at}"))
+                && checked.said.contains(why),
+            "{checked}"
+        );
+        let verified = askgate(&[&["audit", "verify"][..], &flag].concat(), &data);
+        assert!(!verified.ok, "{verified}");
+        assert!(verified.said.contains(why), "{verified}");
+        assert!(
+            files(&data) == before,
+            "serve, store check or audit verify changed the data directory"
+        );
+        remove_scratch(&elsewhere);
+        remove_scratch(&data);
+    }
 }

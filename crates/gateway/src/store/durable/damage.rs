@@ -9,6 +9,9 @@
 //! first record carries again (the appender moved on after a failed write, and wrote that seq
 //! anew there).
 //!
+//! A record that passes its CRC but not its MAC (a store with keyed chains), or carries none
+//! where the log's records do, was written so, not torn: it is never a torn tail.
+//!
 //! Any other record that does not pass its checks is damage: records after it, acknowledged,
 //! would be lost with it. The store then does not start ([`Corruption::refusal`]) unless told
 //! to move the damaged files aside ([`super::recovery`]); `askgate store check` reports it
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::log::{self, FileRead};
 use super::{StoreError, err};
+use crate::audit::chain::AuditKey;
 
 /// The log files of a data directory, read.
 #[derive(Debug)]
@@ -45,16 +49,54 @@ pub(super) struct Corruption {
 }
 
 impl LogScan {
-    /// Reads every log file in `dir` (nothing is written).
-    pub(super) fn of(dir: &Path) -> Result<Self, StoreError> {
+    /// Reads every log file in `dir` (nothing is written), checking the MACs of records that
+    /// carry one with `key`, if given.
+    pub(super) fn of(dir: &Path, key: Option<&AuditKey>) -> Result<Self, StoreError> {
         let listed = log::files(dir).map_err(|e| err(&format!("listing {}", dir.display()), e))?;
         let mut files = Vec::with_capacity(listed.len());
         for (number, path) in listed {
-            let read =
-                log::read(&path).map_err(|e| err(&format!("reading {}", path.display()), e))?;
+            let read = log::read(&path, key)
+                .map_err(|e| err(&format!("reading {}", path.display()), e))?;
             files.push((number, path, read));
         }
         Ok(LogScan { files })
+    }
+
+    /// Reads every log file in `dir` as [`of`](Self::of) does; when any record carries a MAC,
+    /// the log was written by a store whose chains are keyed, all of it (a start replays and
+    /// deletes every log file before it writes a new one), so a record without one is damage.
+    pub(super) fn of_store(dir: &Path, key: Option<&AuditKey>) -> Result<Self, StoreError> {
+        let mut scan = Self::of(dir, key)?;
+        let any_mac = scan.files.iter().any(|(_, _, read)| {
+            let after = read.damage.iter().flat_map(|d| &d.after);
+            read.records.iter().chain(after).any(|r| r.mac)
+        });
+        if any_mac {
+            scan.demand_macs();
+        }
+        Ok(scan)
+    }
+
+    /// Whether records failed their MAC and none held it: read with another key than the
+    /// log's, rather than rewritten.
+    pub(super) fn no_mac_holds(&self) -> bool {
+        let mut records = self.files.iter().flat_map(|(_, _, read)| {
+            let after = read.damage.iter().flat_map(|d| &d.after);
+            read.records.iter().chain(after)
+        });
+        let failed = self.files.iter().any(|(_, _, read)| {
+            read.damage
+                .as_ref()
+                .is_some_and(|d| d.why == log::FAILS_MAC)
+        });
+        failed && !records.any(|r| r.mac)
+    }
+
+    /// Takes every record without a MAC as damage: the store's records carry one.
+    pub(super) fn demand_macs(&mut self) {
+        for (_, _, read) in &mut self.files {
+            read.demand_macs();
+        }
     }
 
     /// Whether the damage in file `index` is a torn tail (see the module's comment).
@@ -63,7 +105,9 @@ impl LogScan {
         let Some(damage) = &read.damage else {
             return false;
         };
-        if !damage.after.is_empty() {
+        // A crash tears a record, which then fails its CRC; a record that passes it but not
+        // its MAC, or lacks one, was written so.
+        if !damage.after.is_empty() || [log::FAILS_MAC, log::NO_MAC].contains(&damage.why) {
             return false;
         }
         let next = self.files[index + 1..]
@@ -208,7 +252,7 @@ mod tests {
     type Judged = (bool, Option<(usize, u64, Option<u64>, usize)>);
 
     fn judged(dir: &Path) -> Judged {
-        let scan = LogScan::of(dir).unwrap();
+        let scan = LogScan::of(dir, None).unwrap();
         let corruption = scan
             .corruption()
             .map(|c| (c.file, c.at, c.expected_seq, c.after));
@@ -232,6 +276,28 @@ mod tests {
     fn a_bad_record_at_the_end_of_an_earlier_file_is_damage() {
         let dir = logged("earlier", &[&[1, 2], &[3, 4]], 1, |b| torn_at(b, 1));
         assert_eq!(judged(&dir), (false, Some((0, 18, Some(2), 2))));
+    }
+
+    #[test]
+    fn a_last_record_that_fails_its_mac_is_damage_not_a_torn_tail() {
+        let key = AuditKey::from_bytes([3; 32]);
+        let dir = temp_dir("forged-tail");
+        let mut log = LogFile::create(&dir, 1, 4096).unwrap();
+        for seq in 1..=3 {
+            log.append_keyed(seq, b"[]", Some(&key)).unwrap();
+        }
+        // Written with another key: it passes its CRC, not its MAC.
+        log.append_keyed(4, b"[]", Some(&AuditKey::from_bytes([4; 32])))
+            .unwrap();
+        let scan = LogScan::of_store(&dir, Some(&key)).unwrap();
+        assert!(scan.torn_tail().is_none());
+        let corruption = scan.corruption().expect("damage");
+        assert_eq!(
+            (corruption.at, corruption.why, corruption.expected_seq),
+            (3 * (16 + 2 + 32), log::FAILS_MAC, Some(4))
+        );
+        assert!(!scan.no_mac_holds(), "the others hold: not another key");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

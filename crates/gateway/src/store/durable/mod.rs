@@ -137,6 +137,8 @@ pub struct DurableStore {
     path: PathBuf,
     /// Whether its audit chains are keyed.
     keyed: bool,
+    /// The damage in its log that opening it recovered past (with `recover_damaged_log`).
+    recovered_damage: Option<String>,
 }
 
 impl Drop for DurableStore {
@@ -220,7 +222,15 @@ impl DurableStore {
         })?;
         // Read before redb is opened (which may write to it): a damaged log leaves every file
         // as it was.
-        let scan = damage::LogScan::of(data_dir)?;
+        let mut scan = damage::LogScan::of_store(data_dir, audit_key.as_deref())?;
+        if audit_key.is_some() && scan.no_mac_holds() {
+            return Err(StoreError(format!(
+                "no record's MAC in the store's log in {} holds under the audit key given: the \
+                 log and the trails were sealed with another audit key than the one given; give \
+                 the key they were sealed with (--audit-key-file, or <data-dir>/audit-key)",
+                data_dir.display()
+            )));
+        }
         if let Some(corruption) = scan.corruption()
             && !settings.recover_damaged_log
         {
@@ -231,9 +241,15 @@ impl DurableStore {
             .set_cache_size(CACHE_BYTES)
             .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
-        let chain = check_format(&db, &path, audit_key)?;
+        let (chain, keyed_before) = check_format(&db, &path, audit_key)?;
         check_key(&db, &path, &chain)?;
         let keyed = matches!(chain, ChainKey::Keyed(_));
+        if keyed_before {
+            // Its records were written with their MACs: one without was written (or stripped)
+            // by someone without the key. (A store keyed only now has a log written unkeyed.)
+            scan.demand_macs();
+        }
+        let recovered_damage = scan.corruption().map(|c| c.to_string());
         let resumed =
             recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log, &chain)?;
         drop(scan);
@@ -258,6 +274,7 @@ impl DurableStore {
         };
         let mut writeback = checkpoint::Writeback::open(&path, settings.writeback_every)
             .map_err(|e| err(&format!("opening {} for its writeback", path.display()), e))?;
+        let chain_for_log = chain.clone();
         let checkpointer = std::thread::Builder::new()
             .name("askgate-checkpoint".into())
             .spawn(move || {
@@ -298,6 +315,10 @@ impl DurableStore {
             failed_file,
             payload: Vec::new(),
             counts: Arc::clone(&counts),
+            key: match &chain_for_log {
+                ChainKey::Keyed(key) => Some(Arc::clone(key)),
+                ChainKey::Unkeyed => None,
+            },
         };
         Ok(DurableStore {
             db,
@@ -309,6 +330,7 @@ impl DurableStore {
             counts,
             path,
             keyed,
+            recovered_damage,
         })
     }
 
@@ -352,6 +374,11 @@ impl DurableStore {
         self.keyed
     }
 
+    /// The damage in its log that opening it recovered past, as `store check` says it.
+    pub fn recovered_damage(&self) -> Option<&str> {
+        self.recovered_damage.as_deref()
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -359,16 +386,17 @@ impl DurableStore {
 }
 
 /// Writes the format version into a new store, or checks an existing one; how its audit
-/// chains are hashed.
+/// chains are hashed, and whether they were keyed before (not only from now on).
 fn check_format(
     db: &Database,
     path: &Path,
     audit_key: Option<Arc<AuditKey>>,
-) -> Result<ChainKey, StoreError> {
+) -> Result<(ChainKey, bool), StoreError> {
     let txn = db
         .begin_write()
         .map_err(|e| err("starting a transaction", e))?;
     let chain;
+    let found;
     {
         let has_trails = !txn
             .open_table(trails::HEADS)
@@ -378,7 +406,7 @@ fn check_format(
         let mut meta = txn
             .open_table(META)
             .map_err(|e| err("opening the meta table", e))?;
-        let found = meta
+        found = meta
             .get("format")
             .map_err(|e| err("reading the format version", e))?
             .map(|v| v.value());
@@ -430,7 +458,7 @@ fn check_format(
     }
     txn.commit()
         .map_err(|e| err(&format!("writing to {}", path.display()), e))?;
-    Ok(chain)
+    Ok((chain, found == Some(FORMAT_VERSION)))
 }
 
 /// Why a store marked unkeyed that holds trails is not opened with a key. Taking it would let

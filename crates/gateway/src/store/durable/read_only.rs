@@ -54,24 +54,27 @@ pub struct StoreCheck {
     pub damaged: bool,
 }
 
-/// Checks the store in `data_dir`: redb's state and every log file, changing nothing.
+/// Checks the store in `data_dir`: redb's state and every log file, changing nothing; with
+/// `key`, the MACs of the log's records too (a store with keyed chains writes them).
 ///
 /// # Errors
 /// The directory or a log file cannot be read.
-pub fn check(data_dir: &Path) -> Result<StoreCheck, StoreError> {
+pub fn check(data_dir: &Path, key: Option<&AuditKey>) -> Result<StoreCheck, StoreError> {
     let mut report = String::new();
     let path = data_dir.join(FILE_NAME);
+    let mut keyed = false;
     let applied = if path.exists() {
         match ReadOnlyDatabase::open(&path)
             .map_err(|e| explain(&path, e))
-            .and_then(|db| applied(&db))
+            .and_then(|db| Ok((applied(&db)?, format(&db)?)))
         {
-            Ok(seq) => {
+            Ok((seq, format)) => {
                 let _ = writeln!(
                     report,
                     "{}: holds the log up to record seq {seq}",
                     path.display()
                 );
+                keyed = format == Some(FORMAT_VERSION);
                 Some(seq)
             }
             Err(error) => {
@@ -83,7 +86,21 @@ pub fn check(data_dir: &Path) -> Result<StoreCheck, StoreError> {
         let _ = writeln!(report, "{}: none (no store here yet)", path.display());
         None
     };
-    let scan = LogScan::of(data_dir)?;
+    let mut scan = LogScan::of_store(data_dir, key)?;
+    if keyed {
+        scan.demand_macs();
+    }
+    let macs = scan
+        .files
+        .iter()
+        .any(|(_, _, read)| read.records.iter().any(|r| r.mac));
+    if macs && key.is_none() {
+        let _ = writeln!(
+            report,
+            "the log's records carry MACs, not checked here: no audit key (--audit-key-file, or \
+             <data-dir>/audit-key)"
+        );
+    }
     let torn = scan.torn_tail().map(|(path, at, _)| (path.to_owned(), at));
     for (_, path, read) in &scan.files {
         let line = match (read.records.first(), read.records.last()) {
@@ -194,8 +211,7 @@ impl ReadOnlyTrails {
     /// There is no store, it is open in a gateway, or it or its copy cannot be read.
     pub fn open(data_dir: &Path, audit_key: Option<Arc<AuditKey>>) -> Result<Self, StoreError> {
         let path = data_dir.join(FILE_NAME);
-        let scan = LogScan::of(data_dir)?;
-        let damage = scan.corruption().map(|c| c.to_string());
+        let mut scan = LogScan::of_store(data_dir, audit_key.as_deref())?;
         let unclean = match ReadOnlyDatabase::open(&path) {
             Ok(db) => {
                 let applied = applied(&db)?;
@@ -215,6 +231,10 @@ impl ReadOnlyTrails {
                     if !keyed && audit_key.is_some() && holds_trails(&db)? {
                         return Err(super::unkeyed_with_a_key(&path, found));
                     }
+                    if keyed {
+                        scan.demand_macs();
+                    }
+                    let damage = scan.corruption().map(|c| c.to_string());
                     return Ok(ReadOnlyTrails {
                         direct: Some(db),
                         copy: None,
@@ -233,6 +253,10 @@ impl ReadOnlyTrails {
         };
         let (store, dir) = open_copy(data_dir, &scan, audit_key)?;
         let keyed = store.keyed();
+        // The copy read the log as the gateway would, and recovered past any damage there.
+        let damage = store
+            .recovered_damage()
+            .map(|d| d.replace(&dir.display().to_string(), &data_dir.display().to_string()));
         Ok(ReadOnlyTrails {
             direct: None,
             copy: Some((store, dir.clone())),

@@ -228,7 +228,7 @@ mod tests {
         check_format(&db, &path, None).unwrap();
         let mut file = log::LogFile::create(&dir, 3, 64).unwrap();
         file.append(1, br#"[{"Put":{"session":"s"}}]"#).unwrap();
-        let scan = LogScan::of(&dir).unwrap();
+        let scan = LogScan::of(&dir, None).unwrap();
         let error = recover(&db, &dir, &scan, false, &ChainKey::Unkeyed)
             .err()
             .expect("refused")
