@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use askgate::store::{DurableStore, Store as _};
 use support::cli::{askgate, serve_refused};
 use support::nodes::Node;
 use support::peer::{Peer, answer, ask};
@@ -346,4 +347,85 @@ async fn a_log_record_rewritten_without_the_audit_key_stops_the_start_of_a_keyed
         remove_scratch(&elsewhere);
         remove_scratch(&data);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damage_in_records_redb_already_holds_is_a_warning_and_the_file_is_kept_aside() {
+    let data = tempdir("applied-damage");
+    let key = askgate::audit::chain::AuditKey::from_bytes([9; 32]);
+    std::fs::write(data.join("audit-key"), format!("{}\n", key.to_hex())).unwrap();
+    // Closed cleanly: redb holds every record, and the log file is still there.
+    let store = DurableStore::open_keyed(
+        &data,
+        Default::default(),
+        Default::default(),
+        Some(std::sync::Arc::new(key)),
+    )
+    .unwrap();
+    for n in 1..=4 {
+        let id = format!("r{n}");
+        store.commit(vec![support::ops::put(&id)]).await.unwrap();
+        store
+            .commit(vec![support::ops::resolve(&id)])
+            .await
+            .unwrap();
+    }
+    drop(store);
+    let (log, starts) = records_of_the_log(&data);
+    let at = starts[1];
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[at + 16 + 5] ^= 0x04;
+    std::fs::write(&log, &bytes).unwrap();
+    let name = log.file_name().unwrap().to_str().unwrap().to_owned();
+
+    let checked = askgate(&["store", "check"], &data);
+    assert!(checked.ok, "nothing is lost, the gateway starts: {checked}");
+    assert!(
+        checked.said.contains("already applied, nothing lost")
+            && checked
+                .said
+                .contains(&format!("{name} is damaged at byte {at}")),
+        "{checked}"
+    );
+    let verified = askgate(&["audit", "verify"], &data);
+    assert!(verified.ok, "{verified}");
+    assert!(
+        verified.said.contains("1 sessions, 8 entries"),
+        "{verified}"
+    );
+
+    let node = Node::start_in(data.clone(), "embedded", &[]);
+    let warned = node
+        .said()
+        .into_iter()
+        .find(|line| line.contains("WARN") && line.contains("already applied, nothing lost"))
+        .unwrap_or_else(|| panic!("no WARN: {}", node.said().join("\n")));
+    assert!(
+        warned.contains(&name) && warned.contains(&format!("at={at}")),
+        "{warned}"
+    );
+    let mut agent = Peer::agent(&node).await;
+    agent.send(&json!({"type": "open", "session": "s"})).await;
+    agent.recv_type("opened").await;
+    drop(agent);
+    drop(node);
+    let kept: Vec<PathBuf> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("damaged-"))
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        std::fs::read(kept[0].join(&name)).unwrap(),
+        bytes,
+        "the damaged file is kept as it was"
+    );
+    // (The trail itself is past its retention by now: its requests were asked in 1970.)
+    let verified = askgate(&["audit", "verify"], &data);
+    assert!(verified.ok, "{verified}");
+    remove_scratch(&data);
 }

@@ -107,7 +107,7 @@ impl LogScan {
         };
         // A crash tears a record, which then fails its CRC; a record that passes it but not
         // its MAC, or lacks one, was written so.
-        if !damage.after.is_empty() || [log::FAILS_MAC, log::NO_MAC].contains(&damage.why) {
+        if !damage.after.is_empty() || is_written_so(damage.why) {
             return false;
         }
         let next = self.files[index + 1..]
@@ -132,6 +132,40 @@ impl LogScan {
                 .rev()
                 .find_map(|(_, _, read)| read.last_seq())
         })
+    }
+
+    /// Whether `corruption`, and any damage after it, lies only in records redb already holds
+    /// (up to seq `applied`): the records after it that pass their checks start at most one
+    /// past `applied`, those past `applied` follow each other without a gap, and the log does
+    /// not end in a record written so (a MAC that fails, or none): it may end torn by a crash,
+    /// which was never acknowledged. Nothing is lost then, and the log can be replayed past it.
+    pub(super) fn already_applied(&self, corruption: &Corruption, applied: u64) -> bool {
+        let Some((first, _)) = corruption.after_seqs else {
+            // Nothing after it to tell which seqs it held.
+            return false;
+        };
+        let mut past_applied = self
+            .lost_records(corruption.file)
+            .map(|record| record.seq)
+            .filter(|seq| *seq > applied);
+        let without_gaps = past_applied
+            .by_ref()
+            .zip(applied + 1..)
+            .all(|(seq, wanted)| seq == wanted);
+        let ends_written_so = self
+            .files
+            .iter()
+            .rev()
+            .map(|(_, _, read)| read)
+            .find(|read| !read.is_blank())
+            .and_then(|read| read.damage.as_ref())
+            .and_then(|damage| match damage.ends_damaged {
+                Some(why) => Some(why),
+                None if damage.after.is_empty() => Some(damage.why),
+                None => None,
+            })
+            .is_some_and(is_written_so);
+        first <= applied.saturating_add(1) && without_gaps && !ends_written_so
     }
 
     /// The torn tail, if the log ends in one: its file and where.
@@ -174,6 +208,11 @@ impl LogScan {
         });
         in_file.chain(later)
     }
+}
+
+/// Whether a record failed for a reason a crash does not give: it was written so.
+fn is_written_so(why: &str) -> bool {
+    [log::FAILS_MAC, log::NO_MAC].contains(&why)
 }
 
 impl std::fmt::Display for Corruption {
@@ -276,6 +315,50 @@ mod tests {
     fn a_bad_record_at_the_end_of_an_earlier_file_is_damage() {
         let dir = logged("earlier", &[&[1, 2], &[3, 4]], 1, |b| torn_at(b, 1));
         assert_eq!(judged(&dir), (false, Some((0, 18, Some(2), 2))));
+    }
+
+    /// Whether the corruption in `dir` lies in records redb holds when it holds up to each
+    /// of `applied`.
+    fn applied_judged(dir: &Path, applied: &[u64]) -> Vec<bool> {
+        let scan = LogScan::of(dir, None).unwrap();
+        let corruption = scan.corruption().expect("damage");
+        let judged = applied
+            .iter()
+            .map(|seq| scan.already_applied(&corruption, *seq))
+            .collect();
+        std::fs::remove_dir_all(dir).unwrap();
+        judged
+    }
+
+    #[test]
+    fn damage_is_already_applied_only_when_redb_holds_every_record_it_may_have_held() {
+        // Record 2 of 1..=4 damaged: redb must hold 2 (the records after it start at 3).
+        let dir = logged("applied", &[&[1, 2, 3, 4]], 1, |b| b[18 + 17] ^= 1);
+        assert_eq!(
+            applied_judged(&dir, &[0, 1, 2, 4, 9]),
+            [false, false, true, true, true]
+        );
+        // A second damaged record (5) after it: lost whatever redb holds, unless it holds 5.
+        let dir = logged("applied-twice", &[&[1, 2, 3, 4, 5, 6]], 1, |b| {
+            b[18 + 17] ^= 1;
+            b[4 * 18 + 17] ^= 1;
+        });
+        assert_eq!(applied_judged(&dir, &[2, 4, 5]), [false, false, true]);
+        // ...even at the end of its file, when a later file holds records.
+        let dir = logged("applied-then-end", &[&[1, 2, 3, 4], &[5, 6]], 1, |b| {
+            b[18 + 17] ^= 1;
+            b[3 * 18 + 17] ^= 1;
+        });
+        assert_eq!(applied_judged(&dir, &[2, 4]), [false, true]);
+        // A torn tail after it, in the last file, was never acknowledged.
+        let dir = logged("applied-then-torn", &[&[1, 2, 3, 4]], 1, |b| {
+            b[18 + 17] ^= 1;
+            torn_at(b, 3);
+        });
+        assert_eq!(applied_judged(&dir, &[1, 2]), [false, true]);
+        // Damage at the end of an earlier file: the next file says which seqs it held.
+        let dir = logged("applied-earlier", &[&[1, 2], &[3, 4]], 1, |b| torn_at(b, 1));
+        assert_eq!(applied_judged(&dir, &[1, 2]), [false, true]);
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub(super) struct Damage {
     pub(super) why: &'static str,
     /// The records past it that pass their checks, looked for at every byte after it.
     pub(super) after: Vec<Record>,
+    /// Why bytes past the last of them do not pass their checks either (no record follows),
+    /// if they do not: a second damage, or a torn tail after it.
+    pub(super) ends_damaged: Option<&'static str>,
 }
 
 impl FileRead {
@@ -143,12 +146,16 @@ impl FileRead {
         };
         let mut rest = self.records.split_off(first).into_iter();
         let at = rest.next().map_or(0, |r| r.at);
-        let earlier = self.damage.take().into_iter().flat_map(|d| d.after);
+        let old = self.damage.take();
+        // What was damage before is damage past this one now.
+        let ends_damaged = old.as_ref().map(|d| d.why);
+        let earlier = old.into_iter().flat_map(|d| d.after);
         let after = rest.chain(earlier).filter(|r| r.mac).collect();
         self.damage = Some(Damage {
             at,
             why: NO_MAC,
             after,
+            ends_damaged,
         });
     }
 }
@@ -292,13 +299,18 @@ fn read_bytes(bytes: &[u8], key: Option<&AuditKey>) -> FileRead {
             Next::End => ZEROS_THEN_MORE,
             Next::Bad(why) => why,
         };
+        let had_damage = read.damage.is_some();
         let found = find_record(bytes, at + 1, read.last_seq().unwrap_or(0), key);
         if found.is_some() || why != ZEROS_THEN_MORE {
-            read.damage.get_or_insert(Damage {
+            let damage = read.damage.get_or_insert(Damage {
                 at: at as u64,
                 why,
                 after: Vec::new(),
+                ends_damaged: None,
             });
+            if had_damage && found.is_none() {
+                damage.ends_damaged = Some(why);
+            }
         }
         match found {
             Some(next) => at = next,

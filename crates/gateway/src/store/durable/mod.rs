@@ -233,6 +233,7 @@ impl DurableStore {
         }
         if let Some(corruption) = scan.corruption()
             && !settings.recover_damaged_log
+            && !scan.already_applied(&corruption, read_only::applied_without_writing(data_dir)?)
         {
             return Err(corruption.refusal(data_dir));
         }
@@ -249,7 +250,10 @@ impl DurableStore {
             // by someone without the key. (A store keyed only now has a log written unkeyed.)
             scan.demand_macs();
         }
-        let recovered_damage = scan.corruption().map(|c| c.to_string());
+        let recovered_damage = scan
+            .corruption()
+            .filter(|c| !scan.already_applied(c, recovery::applied(&db).unwrap_or(0)))
+            .map(|c| c.to_string());
         let resumed =
             recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log, &chain)?;
         drop(scan);

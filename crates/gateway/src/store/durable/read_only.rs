@@ -29,6 +29,37 @@ fn applied(db: &ReadOnlyDatabase) -> Result<u64, StoreError> {
         .map_or(0, |v| v.value()))
 }
 
+/// redb's place in the log of the store in `data_dir` (0: no store yet), read without
+/// changing it: read-only when it was closed cleanly, else from a copy beside it, repaired
+/// there as a start would repair the store, and deleted.
+pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError> {
+    let path = data_dir.join(FILE_NAME);
+    if !path.exists() {
+        return Ok(0);
+    }
+    match ReadOnlyDatabase::open(&path) {
+        Ok(db) => applied(&db),
+        Err(redb::DatabaseError::RepairAborted) => {
+            let probe = data_dir.join(format!(".{FILE_NAME}.probe-{:016x}", rand::random::<u64>()));
+            let read = std::fs::copy(&path, &probe)
+                .map_err(|e| {
+                    err(
+                        &format!("copying {} to {}", path.display(), probe.display()),
+                        e,
+                    )
+                })
+                .and_then(|_| {
+                    let db = redb::Database::open(&probe)
+                        .map_err(|e| err(&format!("opening {}", probe.display()), e))?;
+                    super::recovery::applied(&db)
+                });
+            let _ = std::fs::remove_file(&probe);
+            read
+        }
+        Err(error) => Err(explain(&path, error)),
+    }
+}
+
 /// Why `path` could not be opened read-only, and what to do.
 fn explain(path: &Path, error: redb::DatabaseError) -> StoreError {
     match error {
@@ -139,6 +170,26 @@ pub fn check(data_dir: &Path, key: Option<&AuditKey>) -> Result<StoreCheck, Stor
             damaged: false,
         });
     };
+    // redb's place, even when it was not closed cleanly: damage it already holds loses nothing.
+    let holds = match applied {
+        Some(seq) => Some(seq),
+        None => applied_without_writing(data_dir).ok(),
+    };
+    if let Some(holds) = holds
+        && scan.already_applied(&corruption, holds)
+    {
+        let _ = writeln!(
+            report,
+            "damaged only in records redb already holds (up to seq {holds}): {corruption}; \
+             already applied, nothing lost: the gateway starts on this store, keeping {} aside \
+             in a damaged-<time> folder here",
+            corruption.path.display()
+        );
+        return Ok(StoreCheck {
+            report,
+            damaged: false,
+        });
+    }
     let before: Vec<u64> = scan.files[..=corruption.file]
         .iter()
         .flat_map(|(_, _, read)| read.records.iter().map(|r| r.seq))
@@ -234,7 +285,10 @@ impl ReadOnlyTrails {
                     if keyed {
                         scan.demand_macs();
                     }
-                    let damage = scan.corruption().map(|c| c.to_string());
+                    let damage = scan
+                        .corruption()
+                        .filter(|c| !scan.already_applied(c, applied))
+                        .map(|c| c.to_string());
                     return Ok(ReadOnlyTrails {
                         direct: Some(db),
                         copy: None,

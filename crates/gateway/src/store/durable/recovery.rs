@@ -35,9 +35,14 @@ pub(super) fn recover(
     recover_damaged: bool,
     chain: &ChainKey,
 ) -> Result<Resumed, StoreError> {
+    let mut last_seq = applied(db)?;
     let corruption = scan.corruption();
+    let applied_damage = corruption
+        .as_ref()
+        .is_some_and(|c| scan.already_applied(c, last_seq));
     if let Some(corruption) = &corruption
         && !recover_damaged
+        && !applied_damage
     {
         return Err(corruption.refusal(dir));
     }
@@ -46,37 +51,23 @@ pub(super) fn recover(
         // and nothing after it was written.
         tracing::warn!(path = %path.display(), at, why, "the store's log ends in a record torn by a crash mid-append; its commit was never acknowledged");
     }
+    if applied_damage {
+        return replay_past_applied_damage(db, dir, scan, chain, last_seq);
+    }
     let replayed = corruption
         .as_ref()
         .map_or(scan.files.len(), |corruption| corruption.file + 1);
-    let mut last_seq = applied(db)?;
     for (_, path, read) in &scan.files[..replayed] {
-        let mut groups = Vec::new();
-        for record in &read.records {
-            if record.seq <= last_seq {
-                continue;
-            }
-            let changes: Vec<Logged> = serde_json::from_slice(&record.payload).map_err(|e| {
-                StoreError(format!(
-                    "record {} of the store's log {} cannot be read ({e}); it was written by \
-                     another askgate version or damaged. Use the version that wrote it, or \
-                     move the file away to start without it",
-                    record.seq,
-                    path.display()
-                ))
-            })?;
-            last_seq = record.seq;
-            groups.push((record.seq, changes));
-        }
-        if !groups.is_empty() {
-            tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
-        }
-        commit_groups(db, &groups, true, chain)
-            .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))?;
+        replay(db, path, read.records.iter(), &mut last_seq, chain)?;
     }
     let mut deleted = scan.files.as_slice();
     if let Some(corruption) = &corruption {
-        let moved_to = move_aside(dir, &scan.files[corruption.file..])?;
+        let moved_to = move_aside(
+            dir,
+            scan.files[corruption.file..]
+                .iter()
+                .map(|(_, path, _)| path.as_path()),
+        )?;
         report_loss(scan, corruption, last_seq, &moved_to);
         deleted = &scan.files[..corruption.file];
     }
@@ -84,6 +75,11 @@ pub(super) fn recover(
         std::fs::remove_file(path)
             .map_err(|e| err(&format!("deleting the replayed log {}", path.display()), e))?;
     }
+    finish(dir, scan, last_seq)
+}
+
+/// Deletes the spare files and syncs `dir` once the log files of `scan` are gone.
+fn finish(dir: &Path, scan: &LogScan, last_seq: u64) -> Result<Resumed, StoreError> {
     log::delete_spares(dir)
         .map_err(|e| err(&format!("deleting spare logs in {}", dir.display()), e))?;
     if !scan.files.is_empty() {
@@ -95,8 +91,86 @@ pub(super) fn recover(
     })
 }
 
+/// Writes `records` of the log file `path` past `last_seq` into `db`, moving `last_seq` on.
+fn replay<'a>(
+    db: &Database,
+    path: &Path,
+    records: impl Iterator<Item = &'a log::Record>,
+    last_seq: &mut u64,
+    chain: &ChainKey,
+) -> Result<(), StoreError> {
+    let mut groups = Vec::new();
+    for record in records {
+        if record.seq <= *last_seq {
+            continue;
+        }
+        let changes: Vec<Logged> = serde_json::from_slice(&record.payload).map_err(|e| {
+            StoreError(format!(
+                "record {} of the store's log {} cannot be read ({e}); it was written by \
+                 another askgate version or damaged. Use the version that wrote it, or move \
+                 the file away to start without it",
+                record.seq,
+                path.display()
+            ))
+        })?;
+        *last_seq = record.seq;
+        groups.push((record.seq, changes));
+    }
+    if !groups.is_empty() {
+        tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
+    }
+    commit_groups(db, &groups, true, chain)
+        .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))
+}
+
+/// Replays a log whose damage lies only in records redb already holds
+/// ([`LogScan::already_applied`]): every record past redb's place, in the damaged file too;
+/// the damaged file is then kept aside in `damaged-<time>/` and the others deleted.
+fn replay_past_applied_damage(
+    db: &Database,
+    dir: &Path,
+    scan: &LogScan,
+    chain: &ChainKey,
+    mut last_seq: u64,
+) -> Result<Resumed, StoreError> {
+    let torn = scan.torn_tail().map(|(path, _, _)| path.to_owned());
+    for (_, path, read) in &scan.files {
+        let after = read.damage.iter().flat_map(|d| &d.after);
+        replay(
+            db,
+            path,
+            read.records.iter().chain(after),
+            &mut last_seq,
+            chain,
+        )?;
+    }
+    let (damaged, clean): (Vec<_>, Vec<_>) = scan.files.iter().partition(|(_, path, read)| {
+        read.damage.is_some() && torn.as_deref() != Some(path.as_path())
+    });
+    let damaged: Vec<&(u64, PathBuf, log::FileRead)> = damaged;
+    let moved_to = move_aside(dir, damaged.iter().map(|(_, path, _)| path.as_path()))?;
+    for (_, path, read) in &damaged {
+        let damage = read.damage.as_ref().map_or((0, ""), |d| (d.at, d.why));
+        tracing::warn!(
+            path = %path.display(),
+            at = damage.0,
+            why = damage.1,
+            kept_in = %moved_to.display(),
+            "the store's log is damaged only in records redb already holds: already applied, nothing lost; the damaged file is kept aside, not deleted, and the gateway starts"
+        );
+    }
+    for (_, path, _) in clean {
+        std::fs::remove_file(path)
+            .map_err(|e| err(&format!("deleting the replayed log {}", path.display()), e))?;
+    }
+    finish(dir, scan, last_seq)
+}
+
 /// Moves `files` into a new folder `damaged-<time>` of `dir`, durably; the folder.
-fn move_aside(dir: &Path, files: &[(u64, PathBuf, log::FileRead)]) -> Result<PathBuf, StoreError> {
+fn move_aside<'a>(
+    dir: &Path,
+    files: impl Iterator<Item = &'a Path>,
+) -> Result<PathBuf, StoreError> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -110,7 +184,7 @@ fn move_aside(dir: &Path, files: &[(u64, PathBuf, log::FileRead)]) -> Result<Pat
         ));
     }
     std::fs::create_dir(&folder).map_err(|e| err(&format!("creating {}", folder.display()), e))?;
-    for (_, path, _) in files {
+    for path in files {
         let to = folder.join(path.file_name().unwrap_or_default());
         std::fs::rename(path, &to)
             .map_err(|e| err(&format!("moving {} to {}", path.display(), to.display()), e))?;
@@ -202,7 +276,7 @@ fn report_loss(scan: &LogScan, corruption: &Corruption, kept_seq: u64, moved_to:
 }
 
 /// The last log record redb holds (0: none yet).
-fn applied(db: &Database) -> Result<u64, StoreError> {
+pub(super) fn applied(db: &Database) -> Result<u64, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let meta = txn
         .open_table(META)
