@@ -23,11 +23,17 @@ use super::log::{self, FileRead};
 use super::{StoreError, err};
 use crate::audit::chain::AuditKey;
 
-/// The log files of a data directory, read.
+/// The log files of a data directory, read: a summary of each (its records' seqs and places,
+/// its damage), not their payloads, so that what a start holds is bounded by one file, read
+/// again ([`reread`](LogScan::reread)) when it is replayed.
 #[derive(Debug)]
 pub(super) struct LogScan {
-    /// By number: the file's number, path and records.
+    /// By number: the file's number, path and records (without their payloads).
     pub(super) files: Vec<(u64, PathBuf, FileRead)>,
+    /// The key the records' MACs were checked with.
+    key: Option<AuditKey>,
+    /// Whether every record must carry a MAC ([`demand_macs`](LogScan::demand_macs)).
+    demanded: bool,
 }
 
 /// The first damage in a log that is not a torn tail.
@@ -57,9 +63,31 @@ impl LogScan {
         for (number, path) in listed {
             let read = log::read(&path, key)
                 .map_err(|e| err(&format!("reading {}", path.display()), e))?;
-            files.push((number, path, read));
+            files.push((number, path, read.summary()));
         }
-        Ok(LogScan { files })
+        Ok(LogScan {
+            files,
+            key: key.cloned(),
+            demanded: false,
+        })
+    }
+
+    /// File `index` read again, with its payloads; it must read as it did.
+    pub(super) fn reread(&self, index: usize) -> Result<FileRead, StoreError> {
+        let (_, path, summary) = &self.files[index];
+        let mut read = log::read(path, self.key.as_ref())
+            .map_err(|e| err(&format!("reading {}", path.display()), e))?;
+        if self.demanded {
+            read.demand_macs();
+        }
+        if !read.same_shape(summary) {
+            return Err(StoreError(format!(
+                "the store's log {} changed while the store was being opened: is another \
+                 askgate using this data directory?",
+                path.display()
+            )));
+        }
+        Ok(read)
     }
 
     /// Reads every log file in `dir` as [`of`](Self::of) does; when any record carries a MAC,
@@ -94,6 +122,7 @@ impl LogScan {
 
     /// Takes every record without a MAC as damage: the store's records carry one.
     pub(super) fn demand_macs(&mut self) {
+        self.demanded = true;
         for (_, _, read) in &mut self.files {
             read.demand_macs();
         }
@@ -359,6 +388,38 @@ mod tests {
         // Damage at the end of an earlier file: the next file says which seqs it held.
         let dir = logged("applied-earlier", &[&[1, 2], &[3, 4]], 1, |b| torn_at(b, 1));
         assert_eq!(applied_judged(&dir, &[1, 2]), [false, true]);
+    }
+
+    #[test]
+    fn a_scan_holds_no_payload_and_a_file_is_read_again_whole_when_replayed() {
+        let dir = temp_dir("summary");
+        let payload = vec![b'x'; 64 * 1024];
+        for (number, seqs) in [(1, 1..=4), (2, 5..=8), (3, 9..=12)] {
+            let mut log = LogFile::create(&dir, number, 0).unwrap();
+            for seq in seqs {
+                log.append(seq, &payload).unwrap();
+            }
+        }
+        let scan = LogScan::of(&dir, None).unwrap();
+        // 768 KiB of payloads in the files; none in what the scan keeps.
+        let held: usize = scan.files.iter().map(|(_, _, r)| r.payload_bytes()).sum();
+        assert_eq!(held, 0);
+        assert_eq!(scan.files[2].2.last_seq(), Some(12));
+        let read = scan.reread(1).unwrap();
+        assert_eq!(read.payload_bytes(), 4 * payload.len());
+        assert!(read.records.iter().all(|r| r.payload == payload));
+        // A file changed since it was scanned is not replayed as something else.
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log::path_of(&dir, 3))
+            .unwrap();
+        std::io::Write::write_all(&mut log, &[1; 40]).unwrap();
+        let changed = scan.reread(2).expect_err("refused").0;
+        assert!(
+            changed.contains("changed while the store was being opened"),
+            "{changed}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

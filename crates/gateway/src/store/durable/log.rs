@@ -135,6 +135,42 @@ impl FileRead {
         self.records.is_empty() && self.damage.is_none()
     }
 
+    /// This read as a summary: every record's seq, place and MAC, and the damage, without the
+    /// payloads (which are read again when needed, a file at a time).
+    pub(super) fn summary(mut self) -> Self {
+        let after = self.damage.iter_mut().flat_map(|d| d.after.iter_mut());
+        for record in self.records.iter_mut().chain(after) {
+            record.payload = Vec::new();
+        }
+        self
+    }
+
+    /// The bytes of payload it holds.
+    #[cfg(test)]
+    pub(super) fn payload_bytes(&self) -> usize {
+        let after = self.damage.iter().flat_map(|d| &d.after);
+        self.records
+            .iter()
+            .chain(after)
+            .map(|r| r.payload.capacity())
+            .sum()
+    }
+
+    /// The seqs of its records, before the damage and after it.
+    fn seqs(&self) -> (Vec<u64>, Vec<u64>) {
+        let after = self.damage.iter().flat_map(|d| &d.after);
+        (
+            self.records.iter().map(|r| r.seq).collect(),
+            after.map(|r| r.seq).collect(),
+        )
+    }
+
+    /// Whether `other` holds the same records and damage (payloads aside).
+    pub(super) fn same_shape(&self, other: &FileRead) -> bool {
+        let damage = |read: &FileRead| read.damage.as_ref().map(|d| (d.at, d.why));
+        self.seqs() == other.seqs() && damage(self) == damage(other)
+    }
+
     /// Takes a record without a MAC as damage ([`NO_MAC`]): on a store whose records carry
     /// one, it was written (or stripped of its MAC) by someone without the key.
     pub(super) fn demand_macs(&mut self) {

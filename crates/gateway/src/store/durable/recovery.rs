@@ -57,18 +57,20 @@ pub(super) fn recover(
     let replayed = corruption
         .as_ref()
         .map_or(scan.files.len(), |corruption| corruption.file + 1);
-    for (_, path, read) in &scan.files[..replayed] {
+    for (index, (_, path, _)) in scan.files[..replayed].iter().enumerate() {
+        let read = scan.reread(index)?;
         replay(db, path, read.records.iter(), &mut last_seq, chain)?;
     }
     let mut deleted = scan.files.as_slice();
     if let Some(corruption) = &corruption {
+        let lost = Lost::of(scan, corruption, last_seq)?;
         let moved_to = move_aside(
             dir,
             scan.files[corruption.file..]
                 .iter()
                 .map(|(_, path, _)| path.as_path()),
         )?;
-        report_loss(scan, corruption, last_seq, &moved_to);
+        lost.report(corruption, &moved_to);
         deleted = &scan.files[..corruption.file];
     }
     for (_, path, _) in deleted {
@@ -134,7 +136,8 @@ fn replay_past_applied_damage(
     mut last_seq: u64,
 ) -> Result<Resumed, StoreError> {
     let torn = scan.torn_tail().map(|(path, _, _)| path.to_owned());
-    for (_, path, read) in &scan.files {
+    for (index, (_, path, _)) in scan.files.iter().enumerate() {
+        let read = scan.reread(index)?;
         let after = read.damage.iter().flat_map(|d| &d.after);
         replay(
             db,
@@ -220,59 +223,91 @@ fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// Logs what a recovery left out: the seqs past `kept_seq` up to the last one known, and the
+/// What a recovery leaves out: the seqs past what was kept up to the last one known, and the
 /// requests and sessions the readable ones name.
-fn report_loss(scan: &LogScan, corruption: &Corruption, kept_seq: u64, moved_to: &Path) {
-    let first = kept_seq + 1;
-    let last = corruption
-        .after_seqs
-        .map(|(_, last)| last)
-        .max(corruption.expected_seq)
-        .unwrap_or(first);
-    let lost: Vec<&log::Record> = scan
-        .lost_records(corruption.file)
-        .filter(|record| record.seq >= first)
-        .collect();
-    let mut requests = BTreeSet::new();
-    let mut sessions = BTreeSet::new();
-    for record in &lost {
-        let Ok(changes) = serde_json::from_slice::<Vec<Logged>>(&record.payload) else {
-            continue;
+struct Lost {
+    first: u64,
+    last: u64,
+    readable: usize,
+    requests: BTreeSet<String>,
+    sessions: BTreeSet<String>,
+}
+
+impl Lost {
+    /// What the records past `kept_seq`, from the damage in `corruption` on, name; read again
+    /// a file at a time (before the files are moved aside).
+    fn of(scan: &LogScan, corruption: &Corruption, kept_seq: u64) -> Result<Self, StoreError> {
+        let first = kept_seq + 1;
+        let mut lost = Lost {
+            first,
+            last: corruption
+                .after_seqs
+                .map(|(_, last)| last)
+                .max(corruption.expected_seq)
+                .unwrap_or(first),
+            readable: 0,
+            requests: BTreeSet::new(),
+            sessions: BTreeSet::new(),
+        };
+        for index in corruption.file..scan.files.len() {
+            let read = scan.reread(index)?;
+            let after = read.damage.iter().flat_map(|d| &d.after);
+            // In the damaged file, only what follows the damage.
+            let before = (index > corruption.file).then_some(&read.records);
+            for record in before.into_iter().flatten().chain(after) {
+                if record.seq >= first {
+                    lost.readable += 1;
+                    lost.name(&record.payload);
+                }
+            }
+        }
+        Ok(lost)
+    }
+
+    fn name(&mut self, payload: &[u8]) {
+        let Ok(changes) = serde_json::from_slice::<Vec<Logged>>(payload) else {
+            return;
         };
         for change in &changes {
             match change.names() {
-                Some((session, Some(id))) => requests.insert(format!("{session}/{id}")),
-                Some((session, None)) => sessions.insert(session.to_owned()),
+                Some((session, Some(id))) => self.requests.insert(format!("{session}/{id}")),
+                Some((session, None)) => self.sessions.insert(session.to_owned()),
                 None => false,
             };
         }
     }
-    let named: Vec<&str> = requests
-        .iter()
-        .take(LOST_NAMED_AT_MOST)
-        .map(String::as_str)
-        .collect();
-    let unnamed = requests.len() - named.len();
-    let sessions: Vec<&str> = sessions.iter().map(String::as_str).collect();
-    let (lost_records, range) = if last >= first {
-        (last - first + 1, format!("{first} to {last}"))
-    } else {
-        (0, "none".to_owned())
-    };
-    tracing::error!(
-        damage = %corruption,
-        moved_to = %moved_to.display(),
-        lost_seqs = %range,
-        lost_records,
-        readable = lost.len(),
-        requests = %named.join(" "),
-        more_requests = unnamed,
-        sessions = %sessions.join(" "),
-        "started with --recover-damaged-log: the records before the damage were replayed; \
-         the damaged log file and every later one were moved aside, and the commits past the \
-         damage (acknowledged) are lost from the store; the requests they name are listed \
-         (session/request), and the sessions of their audit entries"
-    );
+
+    /// Logs it, with the damage and where the files went.
+    fn report(&self, corruption: &Corruption, moved_to: &Path) {
+        let named: Vec<&str> = self
+            .requests
+            .iter()
+            .take(LOST_NAMED_AT_MOST)
+            .map(String::as_str)
+            .collect();
+        let unnamed = self.requests.len() - named.len();
+        let sessions: Vec<&str> = self.sessions.iter().map(String::as_str).collect();
+        let (first, last) = (self.first, self.last);
+        let (lost_records, range) = if last >= first {
+            (last - first + 1, format!("{first} to {last}"))
+        } else {
+            (0, "none".to_owned())
+        };
+        tracing::error!(
+            damage = %corruption,
+            moved_to = %moved_to.display(),
+            lost_seqs = %range,
+            lost_records,
+            readable = self.readable,
+            requests = %named.join(" "),
+            more_requests = unnamed,
+            sessions = %sessions.join(" "),
+            "started with --recover-damaged-log: the records before the damage were replayed; \
+             the damaged log file and every later one were moved aside, and the commits past the \
+             damage (acknowledged) are lost from the store; the requests they name are listed \
+             (session/request), and the sessions of their audit entries"
+        );
+    }
 }
 
 /// The last log record redb holds (0: none yet).
