@@ -429,3 +429,96 @@ async fn damage_in_records_redb_already_holds_is_a_warning_and_the_file_is_kept_
     assert!(verified.ok, "{verified}");
     remove_scratch(&data);
 }
+
+/// The entries of `dir`, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_verify_copies_beside_the_data_and_leaves_nothing_even_when_interrupted() {
+    let parent = tempdir("verify-scratch");
+    let data = parent.join("data");
+    let mut node = Node::start_in(data.clone(), "embedded", &[]);
+    answered(&node, 2).await;
+    // Killed: redb must be repaired, so verify reads a copy.
+    node.kill();
+    drop(node);
+
+    let verified = askgate(&["audit", "verify"], &data);
+    assert!(verified.ok, "{verified}");
+    let copy = verified
+        .said
+        .split("read from a copy in ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("no copy named: {verified}"));
+    assert_eq!(
+        Path::new(copy).parent(),
+        Some(parent.as_path()),
+        "the copy is beside the data directory, on its filesystem: {verified}"
+    );
+    assert_eq!(names_in(&parent), ["data"], "the copy was removed");
+
+    // Interrupted while it holds the copy: it waits to read a checkpoint file that is a pipe
+    // no one writes to.
+    let elsewhere = tempdir("verify-scratch-fifo");
+    let fifo = elsewhere.join("checkpoints");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let mut verify = std::process::Command::new(env!("CARGO_BIN_EXE_askgate"))
+            .args(["audit", "verify", "--checkpoint"])
+            .arg(&fifo)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + support::TIMEOUT;
+        while !names_in(&parent)
+            .iter()
+            .any(|name| name.starts_with(".data.askgate-read-"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "SIG{signal}: no copy was made beside the data: {:?}",
+                names_in(&parent)
+            );
+            assert!(
+                verify.try_wait().unwrap().is_none(),
+                "SIG{signal}: it ended"
+            );
+            // Looking again for the copy to appear (there is no event to wait on for it).
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let pid = verify.id().to_string();
+        assert!(
+            std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let output = verify.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(code), "SIG{signal}: {output:?}");
+        assert_eq!(
+            names_in(&parent),
+            ["data"],
+            "SIG{signal}: the copy was removed"
+        );
+    }
+    remove_scratch(&elsewhere);
+    remove_scratch(&parent);
+}

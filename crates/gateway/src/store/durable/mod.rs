@@ -11,7 +11,8 @@
 //! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
 //! before anything is read; a log damaged other than by a crash's torn tail ([`damage`]) stops
 //! the start instead. [`read_only`] reads a store without writing to it (`store check`,
-//! `audit verify` and `audit export`). A commit used to be a redb transaction of its own: each rewrote
+//! `audit verify` and `audit export`), in a [`scratch`] directory beside it when it must
+//! repair a copy. A commit used to be a redb transaction of its own: each rewrote
 //! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
 //! record is one write of its bytes.
 //!
@@ -37,6 +38,7 @@ mod log;
 mod logged;
 mod read_only;
 mod recovery;
+mod scratch;
 mod syncer;
 mod trails;
 
@@ -64,6 +66,7 @@ use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
 pub use read_only::{ReadOnlyTrails, StoreCheck, check};
+pub use scratch::remove_live_scratch_dirs;
 
 /// The on-disk format this build writes when its audit chains are keyed (HMAC-SHA256 under
 /// the audit key): format 3 with keyed chains. An askgate that reads format 3 only refuses it,

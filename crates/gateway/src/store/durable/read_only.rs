@@ -11,6 +11,7 @@ use askgate_protocol::SessionId;
 
 use super::checkpoint::APPLIED_KEY;
 use super::damage::LogScan;
+use super::scratch::ScratchDir;
 use super::{DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, META, StoreError, err, trails};
 use crate::audit::chain::AuditKey;
 use crate::store::{StoreFuture, Trails};
@@ -30,8 +31,8 @@ fn applied(db: &ReadOnlyDatabase) -> Result<u64, StoreError> {
 }
 
 /// redb's place in the log of the store in `data_dir` (0: no store yet), read without
-/// changing it: read-only when it was closed cleanly, else from a copy beside it, repaired
-/// there as a start would repair the store, and deleted.
+/// changing it: read-only when it was closed cleanly, else from a copy in a scratch directory
+/// beside it, repaired there as a start would repair the store, and deleted.
 pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError> {
     let path = data_dir.join(FILE_NAME);
     if !path.exists() {
@@ -40,21 +41,22 @@ pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError
     match ReadOnlyDatabase::open(&path) {
         Ok(db) => applied(&db),
         Err(redb::DatabaseError::RepairAborted) => {
-            let probe = data_dir.join(format!(".{FILE_NAME}.probe-{:016x}", rand::random::<u64>()));
-            let read = std::fs::copy(&path, &probe)
-                .map_err(|e| {
-                    err(
-                        &format!("copying {} to {}", path.display(), probe.display()),
-                        e,
-                    )
-                })
-                .and_then(|_| {
-                    let db = redb::Database::open(&probe)
-                        .map_err(|e| err(&format!("opening {}", probe.display()), e))?;
-                    super::recovery::applied(&db)
-                });
-            let _ = std::fs::remove_file(&probe);
-            read
+            let scratch = ScratchDir::beside(data_dir).map_err(|e| {
+                err(
+                    &format!("making a scratch directory beside {}", data_dir.display()),
+                    e,
+                )
+            })?;
+            let probe = scratch.path().join(FILE_NAME);
+            std::fs::copy(&path, &probe).map_err(|e| {
+                err(
+                    &format!("copying {} to {}", path.display(), probe.display()),
+                    e,
+                )
+            })?;
+            let db = redb::Database::open(&probe)
+                .map_err(|e| err(&format!("opening {}", probe.display()), e))?;
+            super::recovery::applied(&db)
         }
         Err(error) => Err(explain(&path, error)),
     }
@@ -223,12 +225,12 @@ pub fn check(data_dir: &Path, key: Option<&AuditKey>) -> Result<StoreCheck, Stor
 
 /// A store's audit trails, read without writing to its data directory: from redb opened
 /// read-only when it was closed cleanly and its log holds nothing redb does not; otherwise from
-/// a copy of redb and the log in a private temporary directory, repaired and replayed there as
-/// the gateway does at start (entries the log holds are sealed onto their chains when redb
-/// takes them), and removed afterwards.
+/// a copy of redb and the log in a private scratch directory beside the data directory
+/// ([`ScratchDir`]), repaired and replayed there as the gateway does at start (entries the log
+/// holds are sealed onto their chains when redb takes them), and removed afterwards.
 pub struct ReadOnlyTrails {
     direct: Option<ReadOnlyDatabase>,
-    copy: Option<(DurableStore, PathBuf)>,
+    copy: Option<(DurableStore, ScratchDir)>,
     /// Why a copy was read, if one was.
     pub copied_because: Option<String>,
     /// The log's damage, said as `askgate store check` says it.
@@ -240,9 +242,10 @@ pub struct ReadOnlyTrails {
 
 impl Drop for ReadOnlyTrails {
     fn drop(&mut self) {
+        // The store's threads stop before its files go.
         if let Some((store, dir)) = self.copy.take() {
             drop(store);
-            let _ = std::fs::remove_dir_all(dir);
+            drop(dir);
         }
     }
 }
@@ -308,17 +311,21 @@ impl ReadOnlyTrails {
         let (store, dir) = open_copy(data_dir, &scan, audit_key)?;
         let keyed = store.keyed();
         // The copy read the log as the gateway would, and recovered past any damage there.
-        let damage = store
-            .recovered_damage()
-            .map(|d| d.replace(&dir.display().to_string(), &data_dir.display().to_string()));
+        let damage = store.recovered_damage().map(|d| {
+            d.replace(
+                &dir.path().display().to_string(),
+                &data_dir.display().to_string(),
+            )
+        });
+        let copied_because = format!(
+            "{unclean}: read from a copy in {}, repaired and replayed there as the gateway does \
+             at start, and removed when done; the store itself is not changed",
+            dir.path().display()
+        );
         Ok(ReadOnlyTrails {
             direct: None,
-            copy: Some((store, dir.clone())),
-            copied_because: Some(format!(
-                "{unclean}: read from a copy in {}, repaired and replayed there as the gateway \
-                 does at start; the store itself is not changed",
-                dir.display()
-            )),
+            copy: Some((store, dir)),
+            copied_because: Some(copied_because),
             damage,
             keyed,
             path,
@@ -352,26 +359,25 @@ fn holds_trails(db: &ReadOnlyDatabase) -> Result<bool, StoreError> {
     }
 }
 
-/// Copies redb and the log files of `data_dir` into a new private temporary directory and
+/// Copies redb and the log files of `data_dir` into a new scratch directory beside it and
 /// opens the store there (recovering past damage, which is reported apart).
 fn open_copy(
     data_dir: &Path,
     scan: &LogScan,
     audit_key: Option<Arc<AuditKey>>,
-) -> Result<(DurableStore, PathBuf), StoreError> {
-    let dir = std::env::temp_dir().join(format!(
-        "askgate-read-{}-{:016x}",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
-    let made = make_private_dir(&dir)
-        .map_err(|e| err(&format!("creating {}", dir.display()), e))
-        .and_then(|()| {
-            let from = data_dir.join(FILE_NAME);
-            std::fs::copy(&from, dir.join(FILE_NAME))
-                .map_err(|e| err(&format!("copying {}", from.display()), e))?;
+) -> Result<(DurableStore, ScratchDir), StoreError> {
+    let dir = ScratchDir::beside(data_dir).map_err(|e| {
+        err(
+            &format!("making a scratch directory beside {}", data_dir.display()),
+            e,
+        )
+    })?;
+    let from = data_dir.join(FILE_NAME);
+    let made = std::fs::copy(&from, dir.path().join(FILE_NAME))
+        .map_err(|e| err(&format!("copying {}", from.display()), e))
+        .and_then(|_| {
             for (_, path, _) in &scan.files {
-                let to = dir.join(path.file_name().unwrap_or_default());
+                let to = dir.path().join(path.file_name().unwrap_or_default());
                 std::fs::copy(path, &to)
                     .map_err(|e| err(&format!("copying {}", path.display()), e))?;
             }
@@ -379,26 +385,16 @@ fn open_copy(
                 recover_damaged_log: true,
                 ..LogSettings::default()
             };
-            DurableStore::open_keyed(&dir, Arc::default(), settings, audit_key)
+            DurableStore::open_keyed(dir.path(), Arc::default(), settings, audit_key)
         });
     match made {
         Ok(store) => Ok((store, dir)),
-        Err(error) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            // What is wrong is wrong with the store: name it, not the copy.
-            Err(StoreError(error.0.replace(
-                &dir.display().to_string(),
-                &data_dir.display().to_string(),
-            )))
-        }
+        // What is wrong is wrong with the store: name it, not the copy.
+        Err(error) => Err(StoreError(error.0.replace(
+            &dir.path().display().to_string(),
+            &data_dir.display().to_string(),
+        ))),
     }
-}
-
-fn make_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
 }
 
 impl Trails for ReadOnlyTrails {
