@@ -69,6 +69,19 @@ fn record_len(bytes: &[u8], at: usize) -> usize {
     16 + (field & !(1 << 31)) as usize + mac
 }
 
+/// The `damaged-<time>` folders the damaged log files were moved into.
+fn damaged_folders(data: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("damaged-"))
+        })
+        .collect()
+}
+
 /// The log file holding records, and where each of its records starts.
 fn records_of_the_log(data: &Path) -> (PathBuf, Vec<usize>) {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(data)
@@ -166,15 +179,7 @@ async fn a_flipped_bit_before_the_tail_stops_the_start_and_recovery_moves_it_asi
         assert!(lost.contains(part), "{part:?} not in: {lost}");
     }
     drop(node);
-    let moved: Vec<PathBuf> = std::fs::read_dir(&data)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("damaged-"))
-        })
-        .collect();
+    let moved = damaged_folders(&data);
     assert_eq!(moved.len(), 1, "{moved:?}");
     assert_eq!(
         std::fs::read(moved[0].join(&name)).unwrap(),
@@ -409,15 +414,7 @@ async fn damage_in_records_redb_already_holds_is_a_warning_and_the_file_is_kept_
     agent.recv_type("opened").await;
     drop(agent);
     drop(node);
-    let kept: Vec<PathBuf> = std::fs::read_dir(&data)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("damaged-"))
-        })
-        .collect();
+    let kept = damaged_folders(&data);
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(
         std::fs::read(kept[0].join(&name)).unwrap(),

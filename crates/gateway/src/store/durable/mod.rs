@@ -503,25 +503,7 @@ pub fn holds_unkeyed_trails(data_dir: &Path) -> Result<bool, StoreError> {
         .set_cache_size(CACHE_BYTES)
         .open(&path)
         .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
-    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
-    let format = match txn.open_table(META) {
-        Ok(meta) => meta
-            .get("format")
-            .map_err(|e| err("reading the format version", e))?
-            .map(|v| v.value()),
-        Err(redb::TableError::TableDoesNotExist(_)) => None,
-        Err(e) => return Err(err("opening the meta table", e)),
-    };
-    if format == Some(FORMAT_VERSION) {
-        return Ok(false);
-    }
-    match txn.open_table(trails::HEADS) {
-        Ok(heads) => Ok(!heads
-            .is_empty()
-            .map_err(|e| err("reading the audit heads", e))?),
-        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
-        Err(e) => Err(err("opening the audit heads", e)),
-    }
+    Ok(read_only::format(&db)? != Some(FORMAT_VERSION) && read_only::holds_trails(&db)?)
 }
 
 /// Refuses a key other than the one the trails were sealed with: a session's newest entry must

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{ReadOnlyDatabase, ReadableDatabase as _, ReadableTableMetadata as _};
+use redb::{ReadOnlyDatabase, ReadableDatabase, ReadableTableMetadata as _};
 
 use askgate_protocol::SessionId;
 
@@ -334,7 +334,7 @@ impl ReadOnlyTrails {
 }
 
 /// The store's format version, read without writing.
-fn format(db: &ReadOnlyDatabase) -> Result<Option<u64>, StoreError> {
+pub(super) fn format(db: &impl ReadableDatabase) -> Result<Option<u64>, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
@@ -348,7 +348,7 @@ fn format(db: &ReadOnlyDatabase) -> Result<Option<u64>, StoreError> {
 }
 
 /// Whether the store holds an audit trail, read without writing.
-fn holds_trails(db: &ReadOnlyDatabase) -> Result<bool, StoreError> {
+pub(super) fn holds_trails(db: &impl ReadableDatabase) -> Result<bool, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     match txn.open_table(trails::HEADS) {
         Ok(heads) => Ok(!heads
