@@ -519,3 +519,36 @@ async fn audit_verify_copies_beside_the_data_and_leaves_nothing_even_when_interr
     remove_scratch(&elsewhere);
     remove_scratch(&parent);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_start_of_a_store_from_before_audit_keys_leaves_every_file_as_it_was() {
+    let data = tempdir("damaged-unkeyed");
+    // Trails sealed unkeyed, as before audit keys; then a gateway (no key is made for it)
+    // killed with its log holding what redb does not.
+    let store = DurableStore::open(&data).unwrap();
+    store.commit(vec![support::ops::put("old")]).await.unwrap();
+    drop(store);
+    let mut node = Node::start_in(data.clone(), "embedded", &[]);
+    answered(&node, 6).await;
+    node.kill();
+    drop(node);
+    assert!(!data.join("audit-key").exists());
+    let (log, starts) = records_of_the_log(&data);
+    let at = starts[1];
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[at + 16 + 5] ^= 0x04;
+    std::fs::write(&log, &bytes).unwrap();
+    let before = files(&data);
+
+    let refused = serve_refused(&data, &[]);
+    assert!(!refused.ok, "{refused}");
+    assert!(
+        refused.said.contains(&format!("is damaged at byte {at}")),
+        "{refused}"
+    );
+    assert!(
+        files(&data) == before,
+        "a refused start changed the data directory (redb repaired?)"
+    );
+    remove_scratch(&data);
+}

@@ -489,21 +489,13 @@ pub(crate) fn unkeyed_with_a_key(path: &Path, found: Option<u64>) -> StoreError 
 }
 
 /// Whether the store in `data_dir` holds audit trails sealed unkeyed (SHA-256, format 3 or
-/// earlier): such a store stays unkeyed, and no key is made for it. Opens the store (which
-/// repairs it if it was not closed cleanly, as the start that follows would).
+/// earlier): such a store stays unkeyed, and no key is made for it. Read without changing the
+/// store (a start refused for a damaged log leaves every file as it was).
 ///
 /// # Errors
 /// The store cannot be opened or read.
 pub fn holds_unkeyed_trails(data_dir: &Path) -> Result<bool, StoreError> {
-    let path = data_dir.join(FILE_NAME);
-    if !path.exists() {
-        return Ok(false);
-    }
-    let db = Database::builder()
-        .set_cache_size(CACHE_BYTES)
-        .open(&path)
-        .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
-    Ok(read_only::format(&db)? != Some(FORMAT_VERSION) && read_only::holds_trails(&db)?)
+    read_only::unkeyed_trails_without_writing(data_dir)
 }
 
 /// Refuses a key other than the one the trails were sealed with: a session's newest entry must

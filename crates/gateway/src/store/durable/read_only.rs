@@ -17,7 +17,7 @@ use crate::audit::chain::AuditKey;
 use crate::store::{StoreFuture, Trails};
 
 /// redb's `log_applied`, read without writing; why not, if it could not be.
-fn applied(db: &ReadOnlyDatabase) -> Result<u64, StoreError> {
+fn applied(db: &impl ReadableDatabase) -> Result<u64, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
@@ -30,35 +30,66 @@ fn applied(db: &ReadOnlyDatabase) -> Result<u64, StoreError> {
         .map_or(0, |v| v.value()))
 }
 
-/// redb's place in the log of the store in `data_dir` (0: no store yet), read without
-/// changing it: read-only when it was closed cleanly, else from a copy in a scratch directory
-/// beside it, repaired there as a start would repair the store, and deleted.
-pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError> {
-    let path = data_dir.join(FILE_NAME);
-    if !path.exists() {
-        return Ok(0);
-    }
-    match ReadOnlyDatabase::open(&path) {
-        Ok(db) => applied(&db),
-        Err(redb::DatabaseError::RepairAborted) => {
-            let scratch = ScratchDir::beside(data_dir).map_err(|e| {
-                err(
-                    &format!("making a scratch directory beside {}", data_dir.display()),
-                    e,
-                )
-            })?;
-            let probe = scratch.path().join(FILE_NAME);
-            std::fs::copy(&path, &probe).map_err(|e| {
-                err(
-                    &format!("copying {} to {}", path.display(), probe.display()),
-                    e,
-                )
-            })?;
-            let db = redb::Database::open(&probe)
-                .map_err(|e| err(&format!("opening {}", probe.display()), e))?;
-            super::recovery::applied(&db)
+/// A store's redb, opened without changing it: read-only when it was closed cleanly, else a
+/// copy in a scratch directory beside it, repaired there as a start would repair the store
+/// (and deleted with this).
+enum Unchanged {
+    Clean(ReadOnlyDatabase),
+    Repaired(redb::Database, ScratchDir),
+}
+
+impl Unchanged {
+    /// The redb of the store in `data_dir`, if there is one.
+    fn open(data_dir: &Path) -> Result<Option<Unchanged>, StoreError> {
+        let path = data_dir.join(FILE_NAME);
+        if !path.exists() {
+            return Ok(None);
         }
-        Err(error) => Err(explain(&path, error)),
+        match ReadOnlyDatabase::open(&path) {
+            Ok(db) => Ok(Some(Unchanged::Clean(db))),
+            Err(redb::DatabaseError::RepairAborted) => {
+                let scratch = ScratchDir::beside(data_dir).map_err(|e| {
+                    err(
+                        &format!("making a scratch directory beside {}", data_dir.display()),
+                        e,
+                    )
+                })?;
+                let copy = scratch.path().join(FILE_NAME);
+                std::fs::copy(&path, &copy).map_err(|e| {
+                    err(
+                        &format!("copying {} to {}", path.display(), copy.display()),
+                        e,
+                    )
+                })?;
+                let db = redb::Database::open(&copy)
+                    .map_err(|e| err(&format!("repairing a copy of {}", path.display()), e))?;
+                Ok(Some(Unchanged::Repaired(db, scratch)))
+            }
+            Err(error) => Err(explain(&path, error)),
+        }
+    }
+}
+
+/// redb's place in the log of the store in `data_dir` (0: no store yet), read without
+/// changing it ([`Unchanged`]).
+pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError> {
+    match Unchanged::open(data_dir)? {
+        None => Ok(0),
+        Some(Unchanged::Clean(db)) => applied(&db),
+        Some(Unchanged::Repaired(db, _scratch)) => applied(&db),
+    }
+}
+
+/// Whether the store in `data_dir` holds audit trails and is not marked keyed, read without
+/// changing it ([`Unchanged`]).
+pub(super) fn unkeyed_trails_without_writing(data_dir: &Path) -> Result<bool, StoreError> {
+    fn unkeyed_trails(db: &impl ReadableDatabase) -> Result<bool, StoreError> {
+        Ok(format(db)? != Some(FORMAT_VERSION) && holds_trails(db)?)
+    }
+    match Unchanged::open(data_dir)? {
+        None => Ok(false),
+        Some(Unchanged::Clean(db)) => unkeyed_trails(&db),
+        Some(Unchanged::Repaired(db, _scratch)) => unkeyed_trails(&db),
     }
 }
 
