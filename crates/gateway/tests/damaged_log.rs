@@ -552,3 +552,46 @@ async fn a_refused_start_of_a_store_from_before_audit_keys_leaves_every_file_as_
     );
     remove_scratch(&data);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_log_stripped_of_every_mac_is_damage_for_store_check_too() {
+    let data = tempdir("stripped-log");
+    let mut node = Node::start_in(data.clone(), "embedded", &[]);
+    answered(&node, 3).await;
+    node.kill();
+    drop(node);
+    let (log, starts) = records_of_the_log(&data);
+    let mut bytes = std::fs::read(&log).unwrap();
+    // Last record first, so the places of the earlier ones hold.
+    for at in starts.iter().rev() {
+        let end = *at + record_len(&bytes, *at);
+        let field = u32::from_le_bytes(bytes[*at..*at + 4].try_into().unwrap());
+        assert!(
+            field & (1 << 31) != 0,
+            "a keyed store's record carries a MAC"
+        );
+        bytes[*at..*at + 4].copy_from_slice(&(field & !(1 << 31)).to_le_bytes());
+        bytes.drain(end - 32..end);
+        bytes.extend_from_slice(&[0; 32]);
+        recompute_crc(&mut bytes, *at);
+    }
+    std::fs::write(&log, &bytes).unwrap();
+    let before = files(&data);
+
+    let checked = askgate(&["store", "check"], &data);
+    assert!(!checked.ok, "{checked}");
+    assert!(
+        checked
+            .said
+            .contains("is damaged at byte 0: the record there carries no MAC"),
+        "{checked}"
+    );
+    let refused = serve_refused(&data, &[]);
+    assert!(!refused.ok, "{refused}");
+    assert!(refused.said.contains("carries no MAC"), "{refused}");
+    assert!(
+        files(&data) == before,
+        "store check changed the data directory"
+    );
+    remove_scratch(&data);
+}

@@ -120,6 +120,13 @@ impl LogScan {
         failed && !records.any(|r| r.mac)
     }
 
+    /// Whether a record that passes its checks carries no MAC.
+    pub(super) fn any_without_mac(&self) -> bool {
+        self.files
+            .iter()
+            .any(|(_, _, read)| read.records.iter().any(|r| !r.mac))
+    }
+
     /// Takes every record without a MAC as damage: the store's records carry one.
     pub(super) fn demand_macs(&mut self) {
         self.demanded = true;

@@ -226,6 +226,13 @@ impl DurableStore {
         // Read before redb is opened (which may write to it): a damaged log leaves every file
         // as it was.
         let mut scan = damage::LogScan::of_store(data_dir, audit_key.as_deref())?;
+        if audit_key.is_some()
+            && scan.any_without_mac()
+            && read_only::format_without_writing(data_dir)? == Some(FORMAT_VERSION)
+        {
+            // Every record of a keyed store's log carries a MAC: these were stripped of it.
+            scan.demand_macs();
+        }
         if audit_key.is_some() && scan.no_mac_holds() {
             return Err(StoreError(format!(
                 "no record's MAC in the store's log in {} holds under the audit key given: the \

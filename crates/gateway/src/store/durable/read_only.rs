@@ -80,6 +80,15 @@ pub(super) fn applied_without_writing(data_dir: &Path) -> Result<u64, StoreError
     }
 }
 
+/// The format mark of the store in `data_dir`, read without changing it ([`Unchanged`]).
+pub(super) fn format_without_writing(data_dir: &Path) -> Result<Option<u64>, StoreError> {
+    match Unchanged::open(data_dir)? {
+        None => Ok(None),
+        Some(Unchanged::Clean(db)) => format(&db),
+        Some(Unchanged::Repaired(db, _scratch)) => format(&db),
+    }
+}
+
 /// Whether the store in `data_dir` holds audit trails and is not marked keyed, read without
 /// changing it ([`Unchanged`]).
 pub(super) fn unkeyed_trails_without_writing(data_dir: &Path) -> Result<bool, StoreError> {
@@ -151,6 +160,11 @@ pub fn check(data_dir: &Path, key: Option<&AuditKey>) -> Result<StoreCheck, Stor
         None
     };
     let mut scan = LogScan::of_store(data_dir, key)?;
+    if applied.is_none() && scan.any_without_mac() && path.exists() {
+        // Records without a MAC, and redb not read: whether they should carry one is in redb
+        // (a writer could have stripped every record's).
+        keyed = format_without_writing(data_dir)? == Some(FORMAT_VERSION);
+    }
     if keyed {
         scan.demand_macs();
     }
