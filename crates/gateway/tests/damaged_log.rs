@@ -69,6 +69,28 @@ fn record_len(bytes: &[u8], at: usize) -> usize {
     16 + (field & !(1 << 31)) as usize + mac
 }
 
+/// A gateway on `data` that answered `count` requests, then killed: redb not closed, the log
+/// holding what redb has not taken.
+async fn answered_then_killed(data: &Path, count: usize) {
+    let mut node = Node::start_in(data.to_owned(), "embedded", &[]);
+    answered(&node, count).await;
+    node.kill();
+}
+
+/// Takes the MAC away from the record at `at` (the length's top bit cleared, the 32 bytes
+/// removed and zeros put at the file's end), as someone without the key could try.
+fn strip_mac(bytes: &mut Vec<u8>, at: usize) {
+    let end = at + record_len(bytes, at);
+    let field = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    assert!(
+        field & (1 << 31) != 0,
+        "a keyed store's record carries a MAC"
+    );
+    bytes[at..at + 4].copy_from_slice(&(field & !(1 << 31)).to_le_bytes());
+    bytes.drain(end - 32..end);
+    bytes.extend_from_slice(&[0; 32]);
+}
+
 /// The `damaged-<time>` folders the damaged log files were moved into.
 fn damaged_folders(data: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(data)
@@ -110,10 +132,7 @@ fn records_of_the_log(data: &Path) -> (PathBuf, Vec<usize>) {
 async fn a_flipped_bit_before_the_tail_stops_the_start_and_recovery_moves_it_aside_and_says_what_was_lost()
  {
     let data = tempdir("damaged-log");
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 12).await;
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 12).await;
 
     // One bit of the second record's payload, far from the log's end.
     let (log, starts) = records_of_the_log(&data);
@@ -194,10 +213,7 @@ async fn a_flipped_bit_before_the_tail_stops_the_start_and_recovery_moves_it_asi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_tail_is_still_taken() {
     let data = tempdir("torn-tail");
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 3).await;
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 3).await;
 
     // A crash mid-append: a header claiming 200 bytes and a few of them, then the file's
     // zeros.
@@ -232,11 +248,8 @@ async fn a_torn_tail_is_still_taken() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_verify_and_export_leave_the_data_directory_as_they_found_it() {
     let data = tempdir("verify-read-only");
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 3).await;
     // Killed: redb not closed, the log holding what it has not taken.
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 3).await;
     let before = files(&data);
     assert!(
         before
@@ -281,10 +294,7 @@ fn recompute_crc(bytes: &mut [u8], at: usize) {
 async fn a_log_record_rewritten_without_the_audit_key_stops_the_start_of_a_keyed_store() {
     for strip in [false, true] {
         let data = tempdir("forged-log");
-        let mut node = Node::start_in(data.clone(), "embedded", &[]);
-        answered(&node, 6).await;
-        node.kill();
-        drop(node);
+        answered_then_killed(&data, 6).await;
         // The key kept elsewhere, as it should be: the commands are given it.
         let elsewhere = tempdir("forged-log-key");
         let key = elsewhere.join("audit-key");
@@ -309,13 +319,7 @@ async fn a_log_record_rewritten_without_the_audit_key_stops_the_start_of_a_keyed
                 .unwrap();
         bytes[blue + 1..blue + 5].copy_from_slice(b"Pink");
         if strip {
-            // And its MAC taken away (the length's top bit cleared, the 32 bytes removed).
-            let field = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-            bytes[at..at + 4].copy_from_slice(&(field & !(1 << 31)).to_le_bytes());
-            if field & (1 << 31) != 0 {
-                bytes.drain(end - 32..end);
-                bytes.extend_from_slice(&[0; 32]);
-            }
+            strip_mac(&mut bytes, at);
         }
         recompute_crc(&mut bytes, at);
         std::fs::write(&log, &bytes).unwrap();
@@ -441,11 +445,8 @@ fn names_in(dir: &Path) -> Vec<String> {
 async fn audit_verify_copies_beside_the_data_and_leaves_nothing_even_when_interrupted() {
     let parent = tempdir("verify-scratch");
     let data = parent.join("data");
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 2).await;
     // Killed: redb must be repaired, so verify reads a copy.
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 2).await;
 
     let verified = askgate(&["audit", "verify"], &data);
     assert!(verified.ok, "{verified}");
@@ -528,10 +529,7 @@ async fn a_refused_start_of_a_store_from_before_audit_keys_leaves_every_file_as_
     let store = DurableStore::open(&data).unwrap();
     store.commit(vec![support::ops::put("old")]).await.unwrap();
     drop(store);
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 6).await;
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 6).await;
     assert!(!data.join("audit-key").exists());
     let (log, starts) = records_of_the_log(&data);
     let at = starts[1];
@@ -556,23 +554,12 @@ async fn a_refused_start_of_a_store_from_before_audit_keys_leaves_every_file_as_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_log_stripped_of_every_mac_is_damage_for_store_check_too() {
     let data = tempdir("stripped-log");
-    let mut node = Node::start_in(data.clone(), "embedded", &[]);
-    answered(&node, 3).await;
-    node.kill();
-    drop(node);
+    answered_then_killed(&data, 3).await;
     let (log, starts) = records_of_the_log(&data);
     let mut bytes = std::fs::read(&log).unwrap();
     // Last record first, so the places of the earlier ones hold.
     for at in starts.iter().rev() {
-        let end = *at + record_len(&bytes, *at);
-        let field = u32::from_le_bytes(bytes[*at..*at + 4].try_into().unwrap());
-        assert!(
-            field & (1 << 31) != 0,
-            "a keyed store's record carries a MAC"
-        );
-        bytes[*at..*at + 4].copy_from_slice(&(field & !(1 << 31)).to_le_bytes());
-        bytes.drain(end - 32..end);
-        bytes.extend_from_slice(&[0; 32]);
+        strip_mac(&mut bytes, *at);
         recompute_crc(&mut bytes, *at);
     }
     std::fs::write(&log, &bytes).unwrap();
