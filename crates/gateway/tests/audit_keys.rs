@@ -21,6 +21,7 @@ use support::{remove_scratch, tempdir};
 
 const AUDIT: redb::TableDefinition<'_, (&str, u64), &str> = redb::TableDefinition::new("audit");
 const HEADS: redb::TableDefinition<'_, &str, &str> = redb::TableDefinition::new("audit_heads");
+const META: redb::TableDefinition<'_, &str, u64> = redb::TableDefinition::new("meta");
 
 fn key(byte: u8) -> AuditKey {
     AuditKey::from_bytes([byte; 32])
@@ -96,25 +97,61 @@ fn write_rows(dir: &Path, rows: &[(u64, Vec<String>)]) {
 /// was before audit keys.
 fn rewrite_and_rehash(dir: &Path) {
     let mut rows = rows(dir);
+    for (_, lines) in &mut rows {
+        *lines = rehashed(lines, 2);
+    }
+    write_rows(dir, &rows);
+}
+
+/// `lines` (a trail's, oldest first, or the continuation of one) with entry 2 changed from
+/// `declined` to `answered` and every entry from seq `from` on hashed again with plain
+/// SHA-256.
+fn rehashed(lines: &[String], from: u64) -> Vec<String> {
     let mut prev: Option<String> = None;
+    let mut out = Vec::new();
+    for line in lines {
+        let read = read_line(line).unwrap();
+        if read.seq < from {
+            prev = Some(read.hash.to_owned());
+            out.push(line.clone());
+            continue;
+        }
+        let tail = if read.seq == 2 {
+            read.tail.replace("declined", "answered")
+        } else {
+            read.tail.to_owned()
+        };
+        let prev_hash = prev.as_deref().unwrap_or(askgate::audit::GENESIS);
+        let sealed = seal(prev_hash, read.seq, read.at_ms, &tail);
+        prev = Some(sealed.hash.clone());
+        out.push(sealed.line);
+    }
+    out
+}
+
+/// The downgrade someone who can write the store but holds no key can try: mark the store as
+/// one from before audit keys (`format` set to `mark`, or removed), and re-hash the whole
+/// trail with plain SHA-256, entry 2 changed.
+fn mark_unkeyed_and_rehash(dir: &Path, mark: Option<u64>) {
+    let mut rows = rows(dir);
+    let lines: Vec<String> = rows.iter().flat_map(|(_, l)| l.iter().cloned()).collect();
+    let mut all = rehashed(&lines, 1).into_iter();
     for (_, lines) in &mut rows {
         for line in lines.iter_mut() {
-            let read = read_line(line).unwrap();
-            let tail = if read.seq == 2 {
-                read.tail.replace("declined", "answered")
-            } else {
-                read.tail.to_owned()
-            };
-            if read.seq < 2 {
-                prev = Some(read.hash.to_owned());
-                continue;
-            }
-            let sealed = seal(prev.as_deref().unwrap(), read.seq, read.at_ms, &tail);
-            prev = Some(sealed.hash.clone());
-            *line = sealed.line;
+            *line = all.next().unwrap();
         }
     }
     write_rows(dir, &rows);
+    let db = redb::Database::open(dir.join("askgate.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta = txn.open_table(META).unwrap();
+        match mark {
+            Some(format) => drop(meta.insert("format", format).unwrap()),
+            None => drop(meta.remove("format").unwrap()),
+        }
+    }
+    txn.commit().unwrap();
 }
 
 /// Drops the trail's last entry.
@@ -415,5 +452,150 @@ async fn without_a_key_file_the_embedded_store_makes_one_beside_the_data_and_war
         made,
         "reused, not made again"
     );
+    remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn a_keyed_store_marked_unkeyed_and_rehashed_without_the_key_is_refused() {
+    for (mark, said) in [
+        (
+            Some(3),
+            "is marked unkeyed (format 3) and holds audit trails",
+        ),
+        (None, "carries no format mark and holds audit trails"),
+    ] {
+        let dir = tempdir("audit-downgraded");
+        let file = key_file(&dir, "audit-key", &key(8));
+        store_with_a_trail(&dir, Some(key(8))).await;
+        mark_unkeyed_and_rehash(&dir, mark);
+
+        // The key beside the data, or given: either way the downgrade is refused, not
+        // verified as an unkeyed chain that holds.
+        let verified = askgate(&["audit", "verify"], &dir);
+        assert!(!verified.ok, "{mark:?}: {verified}");
+        assert!(verified.said.contains(said), "{mark:?}: {verified}");
+        let elsewhere = tempdir("audit-downgraded-key");
+        let given = key_file(&elsewhere, "key", &key(8));
+        std::fs::remove_file(&file).unwrap();
+        let flag = ["--audit-key-file", given.to_str().unwrap()];
+        let verified = askgate(&[&["audit", "verify"][..], &flag].concat(), &dir);
+        assert!(!verified.ok, "{mark:?}: {verified}");
+        assert!(verified.said.contains(said), "{mark:?}: {verified}");
+        let exported = askgate(&[&["audit", "export"][..], &flag].concat(), &dir);
+        assert!(
+            !exported.ok,
+            "{mark:?}: no checkpoint signed over it: {exported}"
+        );
+        let refused = support::cli::serve_refused(&dir, &flag);
+        assert!(!refused.ok, "{mark:?}: {refused}");
+        assert!(refused.said.contains(said), "{mark:?}: {refused}");
+        assert!(
+            refused
+                .said
+                .contains("askgate audit verify --checkpoint FILE"),
+            "{refused}"
+        );
+        // Nor is a new key made for it in place of the one removed.
+        std::fs::copy(&given, &file).unwrap();
+        let refused = support::cli::serve_refused(&dir, &[]);
+        assert!(refused.said.contains(said), "{mark:?}: {refused}");
+        remove_scratch(&elsewhere);
+        remove_scratch(&dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_sealed_before_audit_keys_stays_unkeyed_and_gets_no_key_file() {
+    use support::nodes::Node;
+    let dir = tempdir("audit-legacy");
+    store_with_a_trail(&dir, None).await;
+    for start in 1..=2 {
+        let node = Node::start_in(dir.clone(), "embedded", &[]);
+        let said = node.said().join("\n");
+        assert!(
+            said.contains("sealed with unkeyed SHA-256 before audit keys"),
+            "start {start}: {said}"
+        );
+        drop(node);
+        assert!(
+            !dir.join("audit-key").exists(),
+            "start {start}: a key made for it would refuse its trails at the next start"
+        );
+    }
+    let verified = askgate(&["audit", "verify"], &dir);
+    assert!(verified.ok, "{verified}");
+    assert!(verified.said.contains("unkeyed SHA-256"), "{verified}");
+    remove_scratch(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_deployment_marked_unkeyed_or_unmarked_while_it_holds_trails_is_refused() {
+    use support::nodes::Node;
+    use support::peer::{Peer, ask};
+    let redis = support::redis::RedisServer::start(&[]);
+    let url = redis.url();
+    let node = Node::start(&url, &[]);
+    let mut agent = Peer::agent(&node).await;
+    for id in ["r1", "r2"] {
+        agent.send(&ask("s", id, None)).await;
+        agent.recv_about("accepted", id).await;
+    }
+    drop(agent);
+    drop(node);
+    assert_eq!(
+        redis.cli(&["GET", "askgate:{audit}:chain"]).trim(),
+        "hmac-sha256"
+    );
+
+    // Marked as a deployment from before audit keys, the trail re-hashed to match.
+    let trail = "askgate:{s}:audit";
+    let lines: Vec<String> = redis
+        .cli(&["LRANGE", trail, "0", "-1"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(lines.len() >= 2, "{lines:?}");
+    let lines = rehashed(&lines, 1);
+    let last = read_line(lines.last().unwrap()).unwrap();
+    let head = format!("{} {}", last.seq, last.hash);
+    redis.cli(&["DEL", trail]);
+    redis.cli(
+        &[
+            &["RPUSH", trail][..],
+            &lines.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat(),
+    );
+    redis.cli(&["SET", "askgate:{s}:audit:head", &head]);
+    redis.cli(&["SET", "askgate:{audit}:chain", "sha256"]);
+
+    let key_file = support::test_audit_key_file();
+    let keyed = [
+        "--store",
+        &url,
+        "--audit-key-file",
+        key_file.to_str().unwrap(),
+    ];
+    let dir = tempdir("audit-redis-downgraded");
+    for (step, said) in [
+        (
+            "marked sha256",
+            "marks its audit chains `sha256`, not `hmac-sha256`",
+        ),
+        (
+            "unmarked",
+            "holds no mark of how its audit chains are hashed",
+        ),
+    ] {
+        if step == "unmarked" {
+            redis.cli(&["DEL", "askgate:{audit}:chain"]);
+        }
+        let refused = support::cli::serve_refused(&dir, &keyed);
+        assert!(!refused.ok, "{step}: {refused}");
+        assert!(refused.said.contains(said), "{step}: {refused}");
+        let verified = askgate(&[&["audit", "verify"][..], &keyed].concat(), &dir);
+        assert!(!verified.ok, "{step}: {verified}");
+        assert!(verified.said.contains(said), "{step}: {verified}");
+    }
     remove_scratch(&dir);
 }

@@ -85,8 +85,16 @@ impl AuditKey {
 
     /// HMAC-SHA256 of `bytes` under this key.
     pub fn mac(&self, bytes: &[u8]) -> [u8; 32] {
+        self.mac_of(&[bytes])
+    }
+
+    /// HMAC-SHA256 of `parts`, one after the other, under this key (without copying them
+    /// into one buffer first).
+    pub fn mac_of(&self, parts: &[&[u8]]) -> [u8; 32] {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
-        mac.update(bytes);
+        for part in parts {
+            mac.update(part);
+        }
         mac.finalize().into_bytes().into()
     }
 }

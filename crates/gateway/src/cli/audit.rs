@@ -3,8 +3,9 @@
 //!
 //! The embedded store is one file a running gateway holds locked: stop it first, or read a
 //! running gateway's trails over HTTP (`GET /v1/audit`). It is read read-only: never repaired,
-//! its log never replayed or deleted, so checking a store does not change it. A Redis store is
-//! read live.
+//! its log never replayed or deleted, so checking a store does not change it (a store that
+//! needs repair is read from a copy in a scratch directory beside it, removed at the end, on a
+//! panic, and on SIGINT or SIGTERM). A Redis store is read live.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -127,6 +128,9 @@ async fn open(args: &AuditArgs, key: Option<&AuditKey>) -> anyhow::Result<Opened
                 audit_retention: Duration::from_secs(3600),
             };
             let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
+            if key.is_some() {
+                store.refuse_unkeyed_trails().await?;
+            }
             let keyed = store.chain_is_keyed().await?;
             Ok(Opened::Shared(store, keyed))
         }
@@ -238,12 +242,12 @@ fn read_checkpoints(path: &std::path::Path) -> anyhow::Result<HashMap<String, Ch
 
 async fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
     let key = key_of(&args.audit)?;
+    let opened = open(&args.audit, key.as_ref()).await?;
     let checkpoints = args
         .checkpoint
         .as_deref()
         .map(read_checkpoints)
         .transpose()?;
-    let opened = open(&args.audit, key.as_ref()).await?;
     let trails = opened.trails();
     let chain = match (opened.keyed(), &key) {
         (false, _) => Some(ChainKey::Unkeyed),

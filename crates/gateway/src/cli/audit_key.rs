@@ -3,6 +3,10 @@
 //! on first start and reused, with a warning at each start that a key beside the data proves
 //! less. A Redis store without it is refused: there is no data directory, and every node must
 //! seal with the same key.
+//!
+//! A store given a key (either way) refuses to be marked unkeyed while it holds trails: the
+//! mark is in the store, and whoever can write the store could otherwise undo the key. So no
+//! key is made for a store that holds trails sealed before audit keys: it stays unkeyed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,6 +53,10 @@ pub fn for_serve(
             let path = data_dir.join(GENERATED_KEY_FILE);
             let key = if path.exists() {
                 read_key_file(&path)?
+            } else if crate::store::holds_unkeyed_trails(data_dir)? {
+                // Its trails go on unkeyed (the store warns so): a key made now would only
+                // refuse them at the next start.
+                return Ok(None);
             } else {
                 let key = AuditKey::random();
                 std::fs::create_dir_all(data_dir).with_context(|| {

@@ -3,6 +3,7 @@
 //! - [`audit`]: `audit export` and `audit verify`, reading a store without changing it.
 //! - [`audit_key`]: the key audit chains are sealed with, read or made at start.
 //! - `demo`: `serve` with a demo agent asking in session `demo`.
+//! - `interrupted`: `audit` and `store` stopped by a signal remove their scratch directories.
 //! - `schema`: the tool definition a framework sends the model.
 //! - `serve`: the gateway's flags and its run.
 //! - [`store`]: `store check`, a store's damage reported read-only.
@@ -12,6 +13,7 @@
 pub mod audit;
 pub mod audit_key;
 mod demo;
+mod interrupted;
 mod schema;
 mod serve;
 pub mod store;
@@ -118,11 +120,13 @@ pub fn main() -> ExitCode {
         }
         Command::Audit(command) => {
             init_tracing("warn");
+            interrupted::remove_scratch_when_interrupted();
             let threads = crate::config::DEFAULT_WORKER_THREADS;
             runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
         }
         Command::Store(command) => {
             init_tracing("warn");
+            interrupted::remove_scratch_when_interrupted();
             store::run(command)
         }
         Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)

@@ -2,6 +2,8 @@
 //! changing anything (the gateway refuses to start on a damaged log; this says why and what
 //! `serve --recover-damaged-log` would keep and lose).
 
+use std::path::PathBuf;
+
 use anyhow::bail;
 use clap::{Args, Subcommand};
 
@@ -17,11 +19,19 @@ pub enum StoreCommand {
 }
 
 /// Which store, as `serve` was given it.
+// The doc comments here are `--help` text, where `<data-dir>` means a placeholder.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// Where the store is, as given to `serve`.
     #[command(flatten)]
     pub stored: StoreFlags,
+
+    /// The file holding the audit key, as given to `serve`: on a store whose audit chains are
+    /// keyed, each log record carries a MAC under it, checked here. Default:
+    /// <data-dir>/audit-key, if there is one.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AUDIT_KEY_FILE")]
+    pub audit_key_file: Option<PathBuf>,
 }
 
 /// Runs `askgate store ...`.
@@ -44,7 +54,8 @@ pub fn run(command: StoreCommand) -> anyhow::Result<()> {
             args.stored.data_dir.display()
         );
     }
-    let checked = crate::store::check_durable(&args.stored.data_dir)?;
+    let key = super::audit_key::for_audit(args.audit_key_file.as_deref(), &args.stored.data_dir)?;
+    let checked = crate::store::check_durable(&args.stored.data_dir, key.as_ref())?;
     print!("{}", checked.report);
     if checked.damaged {
         bail!("the store's log is damaged (above)");

@@ -16,6 +16,7 @@ use super::StoreError;
 use super::log::{self, LogFile};
 use super::logged::{Logged, log_op};
 use super::syncer::{SyncQueue, ToSync};
+use crate::audit::chain::AuditKey;
 use crate::clock::now_ms;
 use crate::metrics::StoreWrites;
 use crate::store::{Durability, StoreOp};
@@ -48,6 +49,9 @@ pub(super) struct Appender {
     /// A record's payload, kept between appends.
     pub(super) payload: Vec<u8>,
     pub(super) counts: Arc<StoreWrites>,
+    /// The audit key, on a store whose chains are keyed: each record carries its MAC under
+    /// it, so that a record rewritten without it is not sealed into the chain at replay.
+    pub(super) key: Option<Arc<AuditKey>>,
 }
 
 impl Appender {
@@ -94,7 +98,10 @@ impl Appender {
         self.payload.clear();
         serde_json::to_writer(&mut self.payload, changes).map_err(|e| format!("encoding: {e}"))?;
         let seq = self.next_seq;
-        match self.file.write_record(seq, &self.payload) {
+        match self
+            .file
+            .write_record(seq, &self.payload, self.key.as_deref())
+        {
             Ok(()) => {
                 self.next_seq += 1;
                 Ok(seq)

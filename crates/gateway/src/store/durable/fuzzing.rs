@@ -17,7 +17,7 @@ pub type LogRecord = (u64, Vec<u8>);
 /// # Errors
 /// The file cannot be read.
 pub fn read_log_file(path: &Path) -> io::Result<(Vec<LogRecord>, Option<String>)> {
-    let read = log::read(path)?;
+    let read = log::read(path, None)?;
     let stopped = read
         .damage
         .map(|damage| format!("at byte {}: {}", damage.at, damage.why));

@@ -1,8 +1,11 @@
 //! The write-ahead log: what the store has kept that redb may not hold yet.
 //!
 //! Files `log-NNNNNNNN.wal` in the data directory, numbered up from 1, each a run of records:
-//! `[payload length: u32 LE][CRC-32 of seq and payload: u32 LE][seq: u64 LE][payload]`. A
-//! record is one group commit; `seq` counts them across files, and redb's `meta` table says up
+//! `[payload length: u32 LE][CRC-32 of seq and payload: u32 LE][seq: u64 LE][payload]`. On a
+//! store whose audit chains are keyed, the length's top bit is set and the payload is followed
+//! by its MAC, HMAC-SHA256 under the audit key of [`MAC_CONTEXT`], seq and payload (the CRC-32
+//! then covers the MAC too): a record rewritten by someone without the key, which would be
+//! sealed into the keyed chain when replayed, fails it. A record is one group commit; `seq` counts them across files, and redb's `meta` table says up
 //! to which one it holds. A file is written through with zeros when it is started; a header of
 //! zeros ends it. A crash mid-append leaves at most one record cut short or failing its check,
 //! at the end of what was appended, with nothing but zeros (or nothing) after it; so reading
@@ -14,6 +17,8 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::audit::chain::AuditKey;
+
 /// A file name's parts around its number.
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".wal";
@@ -21,6 +26,19 @@ const SUFFIX: &str = ".wal";
 const SPARE_PREFIX: &str = "spare-log-";
 /// Bytes before a record's payload.
 const HEADER_BYTES: usize = 16;
+/// Set in a record's length field when a MAC follows its payload.
+const MAC_FLAG: u32 = 1 << 31;
+/// Bytes of a record's MAC.
+const MAC_BYTES: usize = 32;
+/// What a record's MAC covers first, so that it is never the MAC of anything else keyed
+/// with the audit key (a chain's hash, a checkpoint's seed).
+const MAC_CONTEXT: &[u8] = b"askgate log record v1\n";
+/// Why a record that passes its CRC is not taken: its MAC does not hold under the key. A
+/// crash does not do that (it tears a record, which fails its CRC): it is never a torn tail.
+pub(super) const FAILS_MAC: &str = "fails its MAC (it was not written with this store's audit key)";
+/// Why a record is not taken on a store whose records are keyed: it carries no MAC. Never a
+/// torn tail either.
+pub(super) const NO_MAC: &str = "carries no MAC, on a store whose log records carry one";
 /// A file is closed for appends, and a new one started, once it holds this much (unless
 /// set); the checkpointer deletes it once redb holds all of it.
 pub(super) const ROTATE_AT_BYTES: u64 = 8 * 1024 * 1024;
@@ -75,6 +93,10 @@ pub(super) fn files(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 pub(super) struct Record {
     pub(super) seq: u64,
     pub(super) payload: Vec<u8>,
+    /// Where it starts in its file, in bytes.
+    pub(super) at: u64,
+    /// Whether it carries a MAC (checked when read with the key).
+    pub(super) mac: bool,
 }
 
 /// What one log file holds.
@@ -95,6 +117,9 @@ pub(super) struct Damage {
     pub(super) why: &'static str,
     /// The records past it that pass their checks, looked for at every byte after it.
     pub(super) after: Vec<Record>,
+    /// Why bytes past the last of them do not pass their checks either (no record follows),
+    /// if they do not: a second damage, or a torn tail after it.
+    pub(super) ends_damaged: Option<&'static str>,
 }
 
 impl FileRead {
@@ -109,11 +134,72 @@ impl FileRead {
     pub(super) fn is_blank(&self) -> bool {
         self.records.is_empty() && self.damage.is_none()
     }
+
+    /// This read as a summary: every record's seq, place and MAC, and the damage, without the
+    /// payloads (which are read again when needed, a file at a time).
+    pub(super) fn summary(mut self) -> Self {
+        let after = self.damage.iter_mut().flat_map(|d| d.after.iter_mut());
+        for record in self.records.iter_mut().chain(after) {
+            record.payload = Vec::new();
+        }
+        self
+    }
+
+    /// The bytes of payload it holds.
+    #[cfg(test)]
+    pub(super) fn payload_bytes(&self) -> usize {
+        let after = self.damage.iter().flat_map(|d| &d.after);
+        self.records
+            .iter()
+            .chain(after)
+            .map(|r| r.payload.capacity())
+            .sum()
+    }
+
+    /// The seqs of its records, before the damage and after it.
+    fn seqs(&self) -> (Vec<u64>, Vec<u64>) {
+        let after = self.damage.iter().flat_map(|d| &d.after);
+        (
+            self.records.iter().map(|r| r.seq).collect(),
+            after.map(|r| r.seq).collect(),
+        )
+    }
+
+    /// Whether `other` holds the same records and damage (payloads aside).
+    pub(super) fn same_shape(&self, other: &FileRead) -> bool {
+        let damage = |read: &FileRead| read.damage.as_ref().map(|d| (d.at, d.why));
+        self.seqs() == other.seqs() && damage(self) == damage(other)
+    }
+
+    /// Takes a record without a MAC as damage ([`NO_MAC`]): on a store whose records carry
+    /// one, it was written (or stripped of its MAC) by someone without the key.
+    pub(super) fn demand_macs(&mut self) {
+        let Some(first) = self.records.iter().position(|r| !r.mac) else {
+            if let Some(damage) = &mut self.damage {
+                damage.after.retain(|r| r.mac);
+            }
+            return;
+        };
+        let mut rest = self.records.split_off(first).into_iter();
+        let at = rest.next().map_or(0, |r| r.at);
+        let old = self.damage.take();
+        // What was damage before is damage past this one now.
+        let ends_damaged = old.as_ref().map(|d| d.why);
+        let earlier = old.into_iter().flat_map(|d| d.after);
+        let after = rest.chain(earlier).filter(|r| r.mac).collect();
+        self.damage = Some(Damage {
+            at,
+            why: NO_MAC,
+            after,
+            ends_damaged,
+        });
+    }
 }
 
-/// Reads one log file: every record that passes its checks, and the first that does not.
-pub(super) fn read(path: &Path) -> io::Result<FileRead> {
-    Ok(read_bytes(&std::fs::read(path)?))
+/// Reads one log file: every record that passes its checks, and the first that does not. With
+/// `key`, a record's MAC, if it carries one, is one of its checks.
+pub(super) fn read(path: &Path, key: Option<&AuditKey>) -> io::Result<FileRead> {
+    Ok(read_bytes(&std::fs::read(path)?, key))
 }
 
 /// Zeros where a header should be, with bytes other than zeros after them: the end of what
@@ -131,7 +217,7 @@ enum Next {
     Bad(&'static str),
 }
 
-fn next_at(bytes: &[u8], at: usize) -> Next {
+fn next_at(bytes: &[u8], at: usize, key: Option<&AuditKey>) -> Next {
     let rest = &bytes[at..];
     let Some(header) = rest.get(..HEADER_BYTES) else {
         return if rest.iter().all(|byte| *byte == 0) {
@@ -145,20 +231,41 @@ fn next_at(bytes: &[u8], at: usize) -> Next {
         return Next::End;
     }
     let (len, crc, seq) = header_fields(header);
+    let (len, mac) = split_length(len);
     if len > MAX_PAYLOAD_BYTES {
         return Next::Bad("longer than any group");
     }
-    let Some(payload) = rest.get(HEADER_BYTES..HEADER_BYTES + len as usize) else {
+    let body_len = len as usize + if mac { MAC_BYTES } else { 0 };
+    let Some(body) = rest.get(HEADER_BYTES..HEADER_BYTES + body_len) else {
         return Next::Bad("cut short");
     };
-    if checksum(seq, payload) != crc {
+    if checksum(seq, body) != crc {
         return Next::Bad("fails its check");
+    }
+    let payload = &body[..len as usize];
+    if mac && key.is_some_and(|key| !mac_holds(key, seq, payload, &body[len as usize..])) {
+        return Next::Bad(FAILS_MAC);
     }
     let record = Record {
         seq,
         payload: payload.to_vec(),
+        at: at as u64,
+        mac,
     };
-    Next::Record(record, at + HEADER_BYTES + payload.len())
+    Next::Record(record, at + HEADER_BYTES + body_len)
+}
+
+/// A length field's payload length, and whether a MAC follows the payload.
+fn split_length(field: u32) -> (u32, bool) {
+    (field & !MAC_FLAG, field & MAC_FLAG != 0)
+}
+
+fn mac_of(key: &AuditKey, seq: u64, payload: &[u8]) -> [u8; MAC_BYTES] {
+    key.mac_of(&[MAC_CONTEXT, &seq.to_le_bytes(), payload])
+}
+
+fn mac_holds(key: &AuditKey, seq: u64, payload: &[u8], mac: &[u8]) -> bool {
+    mac_of(key, seq, payload)[..] == *mac
 }
 
 fn header_fields(header: &[u8]) -> (u32, u32, u64) {
@@ -172,7 +279,7 @@ fn header_fields(header: &[u8]) -> (u32, u32, u64) {
 /// The first place from `from` on where a record starts that passes its checks and comes after
 /// record `after_seq`. Records are found past damage this way, whatever it did to the lengths;
 /// only a header whose seq and length fit is checksummed, so a file is read about once.
-fn find_record(bytes: &[u8], from: usize, after_seq: u64) -> Option<usize> {
+fn find_record(bytes: &[u8], from: usize, after_seq: u64, key: Option<&AuditKey>) -> Option<usize> {
     let last_start = bytes.len().checked_sub(HEADER_BYTES)?;
     let mut at = from;
     while at <= last_start {
@@ -183,12 +290,24 @@ fn find_record(bytes: &[u8], from: usize, after_seq: u64) -> Option<usize> {
         if at > last_start {
             return None;
         }
-        let (len, crc, seq) = header_fields(&bytes[at..at + HEADER_BYTES]);
+        let (field, crc, seq) = header_fields(&bytes[at..at + HEADER_BYTES]);
+        let (len, mac) = split_length(field);
+        let body_len = len as usize + if mac { MAC_BYTES } else { 0 };
         let start = at + HEADER_BYTES;
         if seq > after_seq
             && len <= MAX_PAYLOAD_BYTES
-            && bytes.len() - start >= len as usize
-            && checksum(seq, &bytes[start..start + len as usize]) == crc
+            && bytes.len() - start >= body_len
+            && checksum(seq, &bytes[start..start + body_len]) == crc
+            && !(mac
+                && key.is_some_and(|key| {
+                    let payload = &bytes[start..start + len as usize];
+                    !mac_holds(
+                        key,
+                        seq,
+                        payload,
+                        &bytes[start + len as usize..start + body_len],
+                    )
+                }))
         {
             return Some(at);
         }
@@ -197,11 +316,11 @@ fn find_record(bytes: &[u8], from: usize, after_seq: u64) -> Option<usize> {
     None
 }
 
-fn read_bytes(bytes: &[u8]) -> FileRead {
+fn read_bytes(bytes: &[u8], key: Option<&AuditKey>) -> FileRead {
     let mut read = FileRead::default();
     let mut at = 0usize;
     while at <= bytes.len() {
-        let why = match next_at(bytes, at) {
+        let why = match next_at(bytes, at, key) {
             Next::Record(record, next) => {
                 match &mut read.damage {
                     Some(damage) => damage.after.push(record),
@@ -216,13 +335,18 @@ fn read_bytes(bytes: &[u8]) -> FileRead {
             Next::End => ZEROS_THEN_MORE,
             Next::Bad(why) => why,
         };
-        let found = find_record(bytes, at + 1, read.last_seq().unwrap_or(0));
+        let had_damage = read.damage.is_some();
+        let found = find_record(bytes, at + 1, read.last_seq().unwrap_or(0), key);
         if found.is_some() || why != ZEROS_THEN_MORE {
-            read.damage.get_or_insert(Damage {
+            let damage = read.damage.get_or_insert(Damage {
                 at: at as u64,
                 why,
                 after: Vec::new(),
+                ends_damaged: None,
             });
+            if had_damage && found.is_none() {
+                damage.ends_damaged = Some(why);
+            }
         }
         match found {
             Some(next) => at = next,
@@ -232,10 +356,10 @@ fn read_bytes(bytes: &[u8]) -> FileRead {
     read
 }
 
-fn checksum(seq: u64, payload: &[u8]) -> u32 {
+fn checksum(seq: u64, body: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&seq.to_le_bytes());
-    hasher.update(payload);
+    hasher.update(body);
     hasher.finalize()
 }
 
@@ -288,15 +412,16 @@ impl LogFile {
         self.len
     }
 
-    /// Writes record `seq` after the last one, without waiting for the disk: once this
-    /// returns, a crash of the process no longer loses it (the kernel holds it); a crash of
-    /// the machine may, until the file is synced. On failure the file is cut back to where it
-    /// was, so the next record does not follow a torn one; `Err(true)` if even that failed
-    /// and no more may be written here.
+    /// Writes record `seq` after the last one, with its MAC under `key` if given, without
+    /// waiting for the disk: once this returns, a crash of the process no longer loses it (the
+    /// kernel holds it); a crash of the machine may, until the file is synced. On failure the
+    /// file is cut back to where it was, so the next record does not follow a torn one;
+    /// `Err(true)` if even that failed and no more may be written here.
     pub(super) fn write_record(
         &mut self,
         seq: u64,
         payload: &[u8],
+        key: Option<&AuditKey>,
     ) -> Result<(), (io::Error, bool)> {
         let len = u32::try_from(payload.len())
             .ok()
@@ -306,11 +431,16 @@ impl LogFile {
                 (error, false)
             })?;
         self.buffer.clear();
-        self.buffer.extend_from_slice(&len.to_le_bytes());
-        self.buffer
-            .extend_from_slice(&checksum(seq, payload).to_le_bytes());
+        let field = if key.is_some() { len | MAC_FLAG } else { len };
+        self.buffer.extend_from_slice(&field.to_le_bytes());
+        self.buffer.extend_from_slice(&[0; 4]);
         self.buffer.extend_from_slice(&seq.to_le_bytes());
         self.buffer.extend_from_slice(payload);
+        if let Some(key) = key {
+            self.buffer.extend_from_slice(&mac_of(key, seq, payload));
+        }
+        let crc = checksum(seq, &self.buffer[HEADER_BYTES..]);
+        self.buffer[4..8].copy_from_slice(&crc.to_le_bytes());
         match self.file.write_all(&self.buffer) {
             Ok(()) => {
                 self.len += self.buffer.len() as u64;
@@ -333,7 +463,18 @@ impl LogFile {
     /// Writes record `seq` and waits for the disk (tests; the store's syncer waits for it).
     #[cfg(test)]
     pub(super) fn append(&mut self, seq: u64, payload: &[u8]) -> Result<(), (io::Error, bool)> {
-        self.write_record(seq, payload)?;
+        self.append_keyed(seq, payload, None)
+    }
+
+    /// [`append`](Self::append), with its MAC under `key` if given.
+    #[cfg(test)]
+    pub(super) fn append_keyed(
+        &mut self,
+        seq: u64,
+        payload: &[u8],
+        key: Option<&AuditKey>,
+    ) -> Result<(), (io::Error, bool)> {
+        self.write_record(seq, payload, key)?;
         self.file.sync_data().map_err(|error| (error, true))
     }
 }
@@ -399,7 +540,7 @@ pub(super) mod tests {
     fn records_read_back_as_appended() {
         let dir = temp_dir("roundtrip");
         let path = written(&dir, &[(1, b"one"), (2, b""), (3, b"three")]);
-        let read = read(&path).unwrap();
+        let read = read(&path, None).unwrap();
         let seqs: Vec<(u64, &[u8])> = read
             .records
             .iter()
@@ -418,7 +559,7 @@ pub(super) mod tests {
         for cut in [whole - 1, whole - 9, 16 + 4 + 3] {
             let file = OpenOptions::new().write(true).open(&path).unwrap();
             file.set_len(cut).unwrap();
-            let read = read(&path).unwrap();
+            let read = read(&path, None).unwrap();
             assert_eq!(seqs(&read.records), [1], "cut at {cut}");
             let damage = read.damage.unwrap();
             assert_eq!((damage.at, damage.why), (20, "cut short"), "cut at {cut}");
@@ -437,7 +578,7 @@ pub(super) mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20 + 16 + 2] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let read = read(&path).unwrap();
+        let read = read(&path, None).unwrap();
         assert_eq!(seqs(&read.records), [1]);
         let damage = read.damage.as_ref().unwrap();
         assert_eq!((damage.at, damage.why), (20, "fails its check"));
@@ -447,10 +588,64 @@ pub(super) mod tests {
         // are still found.
         bytes[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let read = super::read(&path).unwrap();
+        let read = super::read(&path, None).unwrap();
         let damage = read.damage.unwrap();
         assert_eq!(damage.why, "longer than any group");
         assert_eq!(seqs(&damage.after), [3, 4]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_keyed_record_is_taken_only_with_its_mac_under_the_key() {
+        let key = AuditKey::from_bytes([7; 32]);
+        let dir = temp_dir("keyed");
+        let mut log = LogFile::create(&dir, 1, 4096).unwrap();
+        for (seq, payload) in [(1, &b"one"[..]), (2, b"two"), (3, b"three")] {
+            log.append_keyed(seq, payload, Some(&key)).unwrap();
+        }
+        let path = path_of(&dir, 1);
+        let read = read(&path, Some(&key)).unwrap();
+        assert_eq!(seqs(&read.records), [1, 2, 3]);
+        assert!(read.records.iter().all(|r| r.mac) && read.damage.is_none());
+        assert_eq!(read.records[1].payload, b"two");
+
+        // Record 2 rewritten and its CRC made to match, as anyone who can write the file can:
+        // its MAC does not hold, and that is said apart from a failed check.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let second = 16 + 3 + MAC_BYTES;
+        bytes[second + 16] = b'T';
+        let crc = checksum(2, &bytes[second + 16..second + 16 + 3 + MAC_BYTES]);
+        bytes[second + 4..second + 8].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let forged = super::read(&path, Some(&key)).unwrap();
+        let damage = forged.damage.as_ref().unwrap();
+        assert_eq!(
+            (damage.at, damage.why, seqs(&damage.after)),
+            (second as u64, FAILS_MAC, vec![3])
+        );
+        // Without the key it reads, MAC unchecked (the store then refuses a keyed format).
+        assert_eq!(seqs(&super::read(&path, None).unwrap().records), [1, 2, 3]);
+        // Under another key no record holds.
+        let other = super::read(&path, Some(&AuditKey::from_bytes([8; 32]))).unwrap();
+        assert_eq!((other.records.len(), other.damage.unwrap().at), (0, 0));
+
+        // A record without a MAC, where the store's records carry one.
+        let mut mixed = FileRead::default();
+        for (seq, mac) in [(1, true), (2, false), (3, true)] {
+            mixed.records.push(Record {
+                seq,
+                payload: Vec::new(),
+                at: seq * 100,
+                mac,
+            });
+        }
+        mixed.demand_macs();
+        let damage = mixed.damage.unwrap();
+        assert_eq!(seqs(&mixed.records), [1]);
+        assert_eq!(
+            (damage.at, damage.why, seqs(&damage.after)),
+            (200, NO_MAC, vec![3])
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -462,7 +657,7 @@ pub(super) mod tests {
         log.append(2, b"two").unwrap();
         let path = path_of(&dir, 1);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
-        let read = read(&path).unwrap();
+        let read = read(&path, None).unwrap();
         assert_eq!(
             (seqs(&read.records), read.damage.is_none()),
             (vec![1, 2], true)
@@ -471,7 +666,7 @@ pub(super) mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[38..42].copy_from_slice(&9u32.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let read = super::read(&path).unwrap();
+        let read = super::read(&path, None).unwrap();
         assert_eq!(seqs(&read.records), [1, 2]);
         let damage = read.damage.unwrap();
         assert_eq!(
@@ -492,7 +687,7 @@ pub(super) mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20..40].fill(0);
         std::fs::write(&path, &bytes).unwrap();
-        let read = read(&path).unwrap();
+        let read = read(&path, None).unwrap();
         let damage = read.damage.unwrap();
         assert_eq!((damage.at, seqs(&damage.after)), (20, vec![3]));
         // Stray bytes past the zeros that make no record end the file, as a torn write may
@@ -500,7 +695,7 @@ pub(super) mod tests {
         bytes[40..80].fill(0);
         bytes[100] = 7;
         std::fs::write(&path, &bytes).unwrap();
-        let read = super::read(&path).unwrap();
+        let read = super::read(&path, None).unwrap();
         assert_eq!(
             (seqs(&read.records), read.damage.is_none()),
             (vec![1], true)

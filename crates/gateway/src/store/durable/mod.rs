@@ -11,8 +11,9 @@
 //! start, whatever the log holds past what redb has is replayed into redb ([`recovery`])
 //! before anything is read; a log damaged other than by a crash's torn tail ([`damage`]) stops
 //! the start instead. [`read_only`] reads a store without writing to it (`store check`,
-//! `audit verify` and `audit export`); [`logged`] is what the log keeps of a commit and how redb
-//! takes it. A commit used to be a redb transaction of its own: each rewrote
+//! `audit verify` and `audit export`), in a [`scratch`] directory beside it when it must
+//! repair a copy; [`logged`] is what the log keeps of a commit and how redb takes it. A commit
+//! used to be a redb transaction of its own: each rewrote
 //! the B-trees' paths and the allocator's state and synced them, most of the store's cost; a
 //! record is one write of its bytes.
 //!
@@ -38,6 +39,7 @@ mod log;
 mod logged;
 mod read_only;
 mod recovery;
+mod scratch;
 mod syncer;
 mod trails;
 
@@ -65,6 +67,7 @@ use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
 pub use checkpoint::CHECKPOINT_EVERY;
 pub use read_only::{ReadOnlyTrails, StoreCheck, check};
+pub use scratch::remove_live_scratch_dirs;
 
 /// The on-disk format this build writes when its audit chains are keyed (HMAC-SHA256 under
 /// the audit key): format 3 with keyed chains. An askgate that reads format 3 only refuses it,
@@ -138,6 +141,8 @@ pub struct DurableStore {
     path: PathBuf,
     /// Whether its audit chains are keyed.
     keyed: bool,
+    /// The damage in its log that opening it recovered past (with `recover_damaged_log`).
+    recovered_damage: Option<String>,
 }
 
 impl Drop for DurableStore {
@@ -201,12 +206,12 @@ impl DurableStore {
     }
 
     /// [`open_with`](Self::open_with), sealing audit entries with HMAC-SHA256 under
-    /// `audit_key` when given, unless the store holds trails sealed unkeyed (format 3): those
-    /// go on unkeyed, with a warning.
+    /// `audit_key` when given. Without one, a store that holds trails sealed unkeyed (format
+    /// 3) goes on unkeyed, with a warning.
     ///
     /// # Errors
     /// As for [`open_with`](Self::open_with); also a keyed store (format 4) opened without a
-    /// key.
+    /// key, and a store marked unkeyed that holds trails opened with one.
     pub fn open_keyed(
         data_dir: &Path,
         counts: Arc<StoreWrites>,
@@ -221,9 +226,25 @@ impl DurableStore {
         })?;
         // Read before redb is opened (which may write to it): a damaged log leaves every file
         // as it was.
-        let scan = damage::LogScan::of(data_dir)?;
+        let mut scan = damage::LogScan::of_store(data_dir, audit_key.as_deref())?;
+        if audit_key.is_some()
+            && scan.any_without_mac()
+            && read_only::format_without_writing(data_dir)? == Some(FORMAT_VERSION)
+        {
+            // Every record of a keyed store's log carries a MAC: these were stripped of it.
+            scan.demand_macs();
+        }
+        if audit_key.is_some() && scan.no_mac_holds() {
+            return Err(StoreError(format!(
+                "no record's MAC in the store's log in {} holds under the audit key given: the \
+                 log and the trails were sealed with another audit key than the one given; give \
+                 the key they were sealed with (--audit-key-file, or <data-dir>/audit-key)",
+                data_dir.display()
+            )));
+        }
         if let Some(corruption) = scan.corruption()
             && !settings.recover_damaged_log
+            && !scan.already_applied(&corruption, read_only::applied_without_writing(data_dir)?)
         {
             return Err(corruption.refusal(data_dir));
         }
@@ -232,9 +253,18 @@ impl DurableStore {
             .set_cache_size(CACHE_BYTES)
             .create(&path)
             .map_err(|e| err(&format!("opening the store {}", path.display()), e))?;
-        let chain = check_format(&db, &path, audit_key)?;
+        let (chain, keyed_before) = check_format(&db, &path, audit_key)?;
         check_key(&db, &path, &chain)?;
         let keyed = matches!(chain, ChainKey::Keyed(_));
+        if keyed_before {
+            // Its records were written with their MACs: one without was written (or stripped)
+            // by someone without the key. (A store keyed only now has a log written unkeyed.)
+            scan.demand_macs();
+        }
+        let recovered_damage = scan
+            .corruption()
+            .filter(|c| !scan.already_applied(c, recovery::applied(&db).unwrap_or(0)))
+            .map(|c| c.to_string());
         let resumed =
             recovery::recover(&db, data_dir, &scan, settings.recover_damaged_log, &chain)?;
         drop(scan);
@@ -259,6 +289,7 @@ impl DurableStore {
         };
         let mut writeback = checkpoint::Writeback::open(&path, settings.writeback_every)
             .map_err(|e| err(&format!("opening {} for its writeback", path.display()), e))?;
+        let chain_for_log = chain.clone();
         let checkpointer = std::thread::Builder::new()
             .name("askgate-checkpoint".into())
             .spawn(move || {
@@ -299,6 +330,10 @@ impl DurableStore {
             failed_file,
             payload: Vec::new(),
             counts: Arc::clone(&counts),
+            key: match &chain_for_log {
+                ChainKey::Keyed(key) => Some(Arc::clone(key)),
+                ChainKey::Unkeyed => None,
+            },
         };
         Ok(DurableStore {
             db,
@@ -310,6 +345,7 @@ impl DurableStore {
             counts,
             path,
             keyed,
+            recovered_damage,
         })
     }
 
@@ -353,6 +389,11 @@ impl DurableStore {
         self.keyed
     }
 
+    /// The damage in its log that opening it recovered past, as `store check` says it.
+    pub fn recovered_damage(&self) -> Option<&str> {
+        self.recovered_damage.as_deref()
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -360,16 +401,17 @@ impl DurableStore {
 }
 
 /// Writes the format version into a new store, or checks an existing one; how its audit
-/// chains are hashed.
+/// chains are hashed, and whether they were keyed before (not only from now on).
 fn check_format(
     db: &Database,
     path: &Path,
     audit_key: Option<Arc<AuditKey>>,
-) -> Result<ChainKey, StoreError> {
+) -> Result<(ChainKey, bool), StoreError> {
     let txn = db
         .begin_write()
         .map_err(|e| err("starting a transaction", e))?;
     let chain;
+    let found;
     {
         let has_trails = !txn
             .open_table(trails::HEADS)
@@ -379,7 +421,7 @@ fn check_format(
         let mut meta = txn
             .open_table(META)
             .map_err(|e| err("opening the meta table", e))?;
-        let found = meta
+        found = meta
             .get("format")
             .map_err(|e| err("reading the format version", e))?
             .map(|v| v.value());
@@ -410,8 +452,9 @@ fn check_format(
                 chain = ChainKey::Keyed(key);
                 (found != Some(FORMAT_VERSION)).then_some(FORMAT_VERSION)
             }
-            (found, key) => {
-                if key.is_some() {
+            (found, Some(_)) => return Err(unkeyed_with_a_key(path, found)),
+            (found, None) => {
+                if has_trails {
                     tracing::warn!(
                         store = %path.display(),
                         "this store's audit trails were sealed with unkeyed SHA-256 before audit keys, and go on so: they show accidental damage only, not a rewrite by someone who can write the store. A new data directory seals keyed trails"
@@ -430,7 +473,37 @@ fn check_format(
     }
     txn.commit()
         .map_err(|e| err(&format!("writing to {}", path.display()), e))?;
-    Ok(chain)
+    Ok((chain, found == Some(FORMAT_VERSION)))
+}
+
+/// Why a store marked unkeyed that holds trails is not opened with a key. Taking it would let
+/// whoever can write the store, without the key, undo the key: mark the store unkeyed and
+/// re-hash every entry with plain SHA-256.
+pub(crate) fn unkeyed_with_a_key(path: &Path, found: Option<u64>) -> StoreError {
+    let marked = found.map_or_else(
+        || "carries no format mark".to_owned(),
+        |format| format!("is marked unkeyed (format {format})"),
+    );
+    StoreError(format!(
+        "{} {marked} and holds audit trails, but an audit key is given (--audit-key-file, or \
+         <data-dir>/audit-key): its trails are not taken as unkeyed SHA-256 while a key is at \
+         hand. If they were sealed before audit keys, use the store without a key (no \
+         --audit-key-file, and move <data-dir>/audit-key away): they go on unkeyed. If they \
+         were keyed, someone who can write the store has marked it unkeyed and may have \
+         re-hashed its trails: check them against an export's checkpoint kept elsewhere \
+         (`askgate audit verify --checkpoint FILE`, without the key)",
+        path.display()
+    ))
+}
+
+/// Whether the store in `data_dir` holds audit trails sealed unkeyed (SHA-256, format 3 or
+/// earlier): such a store stays unkeyed, and no key is made for it. Read without changing the
+/// store (a start refused for a damaged log leaves every file as it was).
+///
+/// # Errors
+/// The store cannot be opened or read.
+pub fn holds_unkeyed_trails(data_dir: &Path) -> Result<bool, StoreError> {
+    read_only::unkeyed_trails_without_writing(data_dir)
 }
 
 /// Refuses a key other than the one the trails were sealed with: a session's newest entry must

@@ -35,9 +35,14 @@ pub(super) fn recover(
     recover_damaged: bool,
     chain: &ChainKey,
 ) -> Result<Resumed, StoreError> {
+    let mut last_seq = applied(db)?;
     let corruption = scan.corruption();
+    let applied_damage = corruption
+        .as_ref()
+        .is_some_and(|c| scan.already_applied(c, last_seq));
     if let Some(corruption) = &corruption
         && !recover_damaged
+        && !applied_damage
     {
         return Err(corruption.refusal(dir));
     }
@@ -46,44 +51,37 @@ pub(super) fn recover(
         // and nothing after it was written.
         tracing::warn!(path = %path.display(), at, why, "the store's log ends in a record torn by a crash mid-append; its commit was never acknowledged");
     }
+    if applied_damage {
+        return replay_past_applied_damage(db, dir, scan, chain, last_seq);
+    }
     let replayed = corruption
         .as_ref()
         .map_or(scan.files.len(), |corruption| corruption.file + 1);
-    let mut last_seq = applied(db)?;
-    for (_, path, read) in &scan.files[..replayed] {
-        let mut groups = Vec::new();
-        for record in &read.records {
-            if record.seq <= last_seq {
-                continue;
-            }
-            let changes: Vec<Logged> = serde_json::from_slice(&record.payload).map_err(|e| {
-                StoreError(format!(
-                    "record {} of the store's log {} cannot be read ({e}); it was written by \
-                     another askgate version or damaged. Use the version that wrote it, or \
-                     move the file away to start without it",
-                    record.seq,
-                    path.display()
-                ))
-            })?;
-            last_seq = record.seq;
-            groups.push((record.seq, changes));
-        }
-        if !groups.is_empty() {
-            tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
-        }
-        commit_groups(db, &groups, true, chain)
-            .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))?;
+    for (index, (_, path, _)) in scan.files[..replayed].iter().enumerate() {
+        let read = scan.reread(index)?;
+        replay(db, path, read.records.iter(), &mut last_seq, chain)?;
     }
     let mut deleted = scan.files.as_slice();
     if let Some(corruption) = &corruption {
-        let moved_to = move_aside(dir, &scan.files[corruption.file..])?;
-        report_loss(scan, corruption, last_seq, &moved_to);
+        let lost = Lost::of(scan, corruption, last_seq)?;
+        let moved_to = move_aside(
+            dir,
+            scan.files[corruption.file..]
+                .iter()
+                .map(|(_, path, _)| path.as_path()),
+        )?;
+        lost.report(corruption, &moved_to);
         deleted = &scan.files[..corruption.file];
     }
     for (_, path, _) in deleted {
         std::fs::remove_file(path)
             .map_err(|e| err(&format!("deleting the replayed log {}", path.display()), e))?;
     }
+    finish(dir, scan, last_seq)
+}
+
+/// Deletes the spare files and syncs `dir` once the log files of `scan` are gone.
+fn finish(dir: &Path, scan: &LogScan, last_seq: u64) -> Result<Resumed, StoreError> {
     log::delete_spares(dir)
         .map_err(|e| err(&format!("deleting spare logs in {}", dir.display()), e))?;
     if !scan.files.is_empty() {
@@ -95,8 +93,87 @@ pub(super) fn recover(
     })
 }
 
+/// Writes `records` of the log file `path` past `last_seq` into `db`, moving `last_seq` on.
+fn replay<'a>(
+    db: &Database,
+    path: &Path,
+    records: impl Iterator<Item = &'a log::Record>,
+    last_seq: &mut u64,
+    chain: &ChainKey,
+) -> Result<(), StoreError> {
+    let mut groups = Vec::new();
+    for record in records {
+        if record.seq <= *last_seq {
+            continue;
+        }
+        let changes: Vec<Logged> = serde_json::from_slice(&record.payload).map_err(|e| {
+            StoreError(format!(
+                "record {} of the store's log {} cannot be read ({e}); it was written by \
+                 another askgate version or damaged. Use the version that wrote it, or move \
+                 the file away to start without it",
+                record.seq,
+                path.display()
+            ))
+        })?;
+        *last_seq = record.seq;
+        groups.push((record.seq, changes));
+    }
+    if !groups.is_empty() {
+        tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
+    }
+    commit_groups(db, &groups, true, chain)
+        .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))
+}
+
+/// Replays a log whose damage lies only in records redb already holds
+/// ([`LogScan::already_applied`]): every record past redb's place, in the damaged file too;
+/// the damaged file is then kept aside in `damaged-<time>/` and the others deleted.
+fn replay_past_applied_damage(
+    db: &Database,
+    dir: &Path,
+    scan: &LogScan,
+    chain: &ChainKey,
+    mut last_seq: u64,
+) -> Result<Resumed, StoreError> {
+    let torn = scan.torn_tail().map(|(path, _, _)| path.to_owned());
+    for (index, (_, path, _)) in scan.files.iter().enumerate() {
+        let read = scan.reread(index)?;
+        let after = read.damage.iter().flat_map(|d| &d.after);
+        replay(
+            db,
+            path,
+            read.records.iter().chain(after),
+            &mut last_seq,
+            chain,
+        )?;
+    }
+    let (damaged, clean): (Vec<_>, Vec<_>) = scan.files.iter().partition(|(_, path, read)| {
+        read.damage.is_some() && torn.as_deref() != Some(path.as_path())
+    });
+    let damaged: Vec<&(u64, PathBuf, log::FileRead)> = damaged;
+    let moved_to = move_aside(dir, damaged.iter().map(|(_, path, _)| path.as_path()))?;
+    for (_, path, read) in &damaged {
+        let damage = read.damage.as_ref().map_or((0, ""), |d| (d.at, d.why));
+        tracing::warn!(
+            path = %path.display(),
+            at = damage.0,
+            why = damage.1,
+            kept_in = %moved_to.display(),
+            "the store's log is damaged only in records redb already holds: already applied, nothing lost; the damaged file is kept aside, not deleted, and the gateway starts"
+        );
+    }
+    for (_, path, _) in clean {
+        std::fs::remove_file(path)
+            .map_err(|e| err(&format!("deleting the replayed log {}", path.display()), e))?;
+    }
+    finish(dir, scan, last_seq)
+}
+
 /// Moves `files` into a new folder `damaged-<time>` of `dir`, durably; the folder.
-fn move_aside(dir: &Path, files: &[(u64, PathBuf, log::FileRead)]) -> Result<PathBuf, StoreError> {
+fn move_aside<'a>(
+    dir: &Path,
+    files: impl Iterator<Item = &'a Path>,
+) -> Result<PathBuf, StoreError> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -110,7 +187,7 @@ fn move_aside(dir: &Path, files: &[(u64, PathBuf, log::FileRead)]) -> Result<Pat
         ));
     }
     std::fs::create_dir(&folder).map_err(|e| err(&format!("creating {}", folder.display()), e))?;
-    for (_, path, _) in files {
+    for path in files {
         let to = folder.join(path.file_name().unwrap_or_default());
         std::fs::rename(path, &to)
             .map_err(|e| err(&format!("moving {} to {}", path.display(), to.display()), e))?;
@@ -146,63 +223,95 @@ fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// Logs what a recovery left out: the seqs past `kept_seq` up to the last one known, and the
+/// What a recovery leaves out: the seqs past what was kept up to the last one known, and the
 /// requests and sessions the readable ones name.
-fn report_loss(scan: &LogScan, corruption: &Corruption, kept_seq: u64, moved_to: &Path) {
-    let first = kept_seq + 1;
-    let last = corruption
-        .after_seqs
-        .map(|(_, last)| last)
-        .max(corruption.expected_seq)
-        .unwrap_or(first);
-    let lost: Vec<&log::Record> = scan
-        .lost_records(corruption.file)
-        .filter(|record| record.seq >= first)
-        .collect();
-    let mut requests = BTreeSet::new();
-    let mut sessions = BTreeSet::new();
-    for record in &lost {
-        let Ok(changes) = serde_json::from_slice::<Vec<Logged>>(&record.payload) else {
-            continue;
+struct Lost {
+    first: u64,
+    last: u64,
+    readable: usize,
+    requests: BTreeSet<String>,
+    sessions: BTreeSet<String>,
+}
+
+impl Lost {
+    /// What the records past `kept_seq`, from the damage in `corruption` on, name; read again
+    /// a file at a time (before the files are moved aside).
+    fn of(scan: &LogScan, corruption: &Corruption, kept_seq: u64) -> Result<Self, StoreError> {
+        let first = kept_seq + 1;
+        let mut lost = Lost {
+            first,
+            last: corruption
+                .after_seqs
+                .map(|(_, last)| last)
+                .max(corruption.expected_seq)
+                .unwrap_or(first),
+            readable: 0,
+            requests: BTreeSet::new(),
+            sessions: BTreeSet::new(),
+        };
+        for index in corruption.file..scan.files.len() {
+            let read = scan.reread(index)?;
+            let after = read.damage.iter().flat_map(|d| &d.after);
+            // In the damaged file, only what follows the damage.
+            let before = (index > corruption.file).then_some(&read.records);
+            for record in before.into_iter().flatten().chain(after) {
+                if record.seq >= first {
+                    lost.readable += 1;
+                    lost.name(&record.payload);
+                }
+            }
+        }
+        Ok(lost)
+    }
+
+    fn name(&mut self, payload: &[u8]) {
+        let Ok(changes) = serde_json::from_slice::<Vec<Logged>>(payload) else {
+            return;
         };
         for change in &changes {
             match change.names() {
-                Some((session, Some(id))) => requests.insert(format!("{session}/{id}")),
-                Some((session, None)) => sessions.insert(session.to_owned()),
+                Some((session, Some(id))) => self.requests.insert(format!("{session}/{id}")),
+                Some((session, None)) => self.sessions.insert(session.to_owned()),
                 None => false,
             };
         }
     }
-    let named: Vec<&str> = requests
-        .iter()
-        .take(LOST_NAMED_AT_MOST)
-        .map(String::as_str)
-        .collect();
-    let unnamed = requests.len() - named.len();
-    let sessions: Vec<&str> = sessions.iter().map(String::as_str).collect();
-    let (lost_records, range) = if last >= first {
-        (last - first + 1, format!("{first} to {last}"))
-    } else {
-        (0, "none".to_owned())
-    };
-    tracing::error!(
-        damage = %corruption,
-        moved_to = %moved_to.display(),
-        lost_seqs = %range,
-        lost_records,
-        readable = lost.len(),
-        requests = %named.join(" "),
-        more_requests = unnamed,
-        sessions = %sessions.join(" "),
-        "started with --recover-damaged-log: the records before the damage were replayed; \
-         the damaged log file and every later one were moved aside, and the commits past the \
-         damage (acknowledged) are lost from the store; the requests they name are listed \
-         (session/request), and the sessions of their audit entries"
-    );
+
+    /// Logs it, with the damage and where the files went.
+    fn report(&self, corruption: &Corruption, moved_to: &Path) {
+        let named: Vec<&str> = self
+            .requests
+            .iter()
+            .take(LOST_NAMED_AT_MOST)
+            .map(String::as_str)
+            .collect();
+        let unnamed = self.requests.len() - named.len();
+        let sessions: Vec<&str> = self.sessions.iter().map(String::as_str).collect();
+        let (first, last) = (self.first, self.last);
+        let (lost_records, range) = if last >= first {
+            (last - first + 1, format!("{first} to {last}"))
+        } else {
+            (0, "none".to_owned())
+        };
+        tracing::error!(
+            damage = %corruption,
+            moved_to = %moved_to.display(),
+            lost_seqs = %range,
+            lost_records,
+            readable = self.readable,
+            requests = %named.join(" "),
+            more_requests = unnamed,
+            sessions = %sessions.join(" "),
+            "started with --recover-damaged-log: the records before the damage were replayed; \
+             the damaged log file and every later one were moved aside, and the commits past the \
+             damage (acknowledged) are lost from the store; the requests they name are listed \
+             (session/request), and the sessions of their audit entries"
+        );
+    }
 }
 
 /// The last log record redb holds (0: none yet).
-fn applied(db: &Database) -> Result<u64, StoreError> {
+pub(super) fn applied(db: &Database) -> Result<u64, StoreError> {
     let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
     let meta = txn
         .open_table(META)
@@ -228,7 +337,7 @@ mod tests {
         check_format(&db, &path, None).unwrap();
         let mut file = log::LogFile::create(&dir, 3, 64).unwrap();
         file.append(1, br#"[{"Put":{"session":"s"}}]"#).unwrap();
-        let scan = LogScan::of(&dir).unwrap();
+        let scan = LogScan::of(&dir, None).unwrap();
         let error = recover(&db, &dir, &scan, false, &ChainKey::Unkeyed)
             .err()
             .expect("refused")

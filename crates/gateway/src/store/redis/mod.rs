@@ -41,9 +41,9 @@ use crate::metrics::Metrics;
 
 pub use settings::{Durability, check_durability};
 
-/// The marks of a deployment's audit chain mode.
+/// The mark of a deployment whose audit chains are keyed (`sha256` marked unkeyed ones,
+/// before audit keys).
 const KEYED_CHAIN: &str = "hmac-sha256";
-const UNKEYED_CHAIN: &str = "sha256";
 
 /// How long one command may take before the node counts Redis as unreachable for it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
@@ -138,63 +138,79 @@ impl RedisStore {
     }
 
     /// Whether this deployment's audit chains are keyed: marked in Redis by the first node
-    /// given an audit key while no trail existed; a deployment with unkeyed trails stays
-    /// unkeyed.
+    /// given an audit key (`{prefix}{audit}:chain`).
     ///
     /// # Errors
     /// Redis cannot be reached.
     pub async fn chain_is_keyed(&self) -> Result<bool, StoreError> {
+        Ok(self.chain_mode().await?.as_deref() == Some(KEYED_CHAIN))
+    }
+
+    async fn chain_mode(&self) -> Result<Option<String>, StoreError> {
         let mut conn = self.inner.conn.clone();
-        let mode: Option<String> = redis::cmd("GET")
+        redis::cmd("GET")
             .arg(self.inner.keys.chain_mode())
             .query_async(&mut conn)
             .await
-            .map_err(|e| StoreError(format!("reading the audit chain's mode: {e}")))?;
-        Ok(mode.as_deref() == Some(KEYED_CHAIN))
+            .map_err(|e| StoreError(format!("reading the audit chain's mode: {e}")))
     }
 
-    /// Seals audit entries with `key` (HMAC-SHA256), unless this deployment's trails are
-    /// unkeyed: decided by the first node, marked in Redis (`{prefix}{audit}:chain`,
-    /// `hmac-sha256` or `sha256`); whether they are keyed. The key itself is never written to
-    /// Redis: it goes with each script call.
+    /// Refuses trails this deployment does not mark keyed, for a node or command given a key:
+    /// the mark is in Redis, and whoever can write Redis could otherwise undo the key (mark the
+    /// chains `sha256`, or delete the mark, and re-hash every entry with plain SHA-256).
     ///
     /// # Errors
-    /// Redis cannot be reached.
-    pub async fn use_audit_key(&self, key: &AuditKey) -> Result<bool, StoreError> {
+    /// Trails exist and the mark is not `hmac-sha256`; Redis cannot be reached.
+    pub async fn refuse_unkeyed_trails(&self) -> Result<(), StoreError> {
+        let mode = self.chain_mode().await?;
+        if mode.as_deref() == Some(KEYED_CHAIN) {
+            return Ok(());
+        }
         let mut conn = self.inner.conn.clone();
-        let failed =
-            |e: redis::RedisError| StoreError(format!("marking the audit chain's mode: {e}"));
-        let mode = self.inner.keys.chain_mode();
-        let marked: Option<String> = redis::cmd("GET")
-            .arg(&mode)
+        let trails: bool = redis::cmd("EXISTS")
+            .arg(self.inner.keys.trails())
             .query_async(&mut conn)
             .await
-            .map_err(failed)?;
-        if marked.is_none() {
-            let trails: bool = redis::cmd("EXISTS")
-                .arg(self.inner.keys.trails())
+            .map_err(|e| StoreError(format!("reading the audit trails' index: {e}")))?;
+        if !trails {
+            return Ok(());
+        }
+        let marked = match mode {
+            Some(mode) => format!("marks its audit chains `{mode}`, not `{KEYED_CHAIN}`"),
+            None => "holds no mark of how its audit chains are hashed".to_owned(),
+        };
+        Err(StoreError(format!(
+            "this Redis deployment ({}) {marked}, and holds audit trails: they are not taken as \
+             unkeyed while an audit key is given. Trails sealed before audit keys stay so: start \
+             keyed trails under a new --redis-prefix (the old ones can still be exported and \
+             verified without a key). Otherwise someone who can write Redis has changed the \
+             mark and may have re-hashed the trails: check them against an export's checkpoint \
+             kept elsewhere (`askgate audit verify --checkpoint FILE`, without the key)",
+            self.inner.keys.chain_mode()
+        )))
+    }
+
+    /// Seals audit entries with `key` (HMAC-SHA256): marks the deployment keyed in Redis
+    /// (`{prefix}{audit}:chain`, `hmac-sha256`) while it holds no trail, and refuses trails
+    /// not marked so ([`refuse_unkeyed_trails`](Self::refuse_unkeyed_trails)) or sealed with
+    /// another key. The key itself is never written to Redis: it goes with each script call.
+    ///
+    /// # Errors
+    /// Trails not marked keyed, or sealed with another key; Redis cannot be reached.
+    pub async fn use_audit_key(&self, key: &AuditKey) -> Result<(), StoreError> {
+        self.refuse_unkeyed_trails().await?;
+        if !self.chain_is_keyed().await? {
+            let mut conn = self.inner.conn.clone();
+            let _: () = redis::cmd("SET")
+                .arg(self.inner.keys.chain_mode())
+                .arg(KEYED_CHAIN)
                 .query_async(&mut conn)
                 .await
-                .map_err(failed)?;
-            let chosen = if trails { UNKEYED_CHAIN } else { KEYED_CHAIN };
-            let _: Option<String> = redis::cmd("SET")
-                .arg(&mode)
-                .arg(chosen)
-                .arg("NX")
-                .query_async(&mut conn)
-                .await
-                .map_err(failed)?;
+                .map_err(|e| StoreError(format!("marking the audit chain's mode: {e}")))?;
         }
-        let keyed = self.chain_is_keyed().await?;
-        if keyed {
-            self.check_key(key).await?;
-            let _ = self.inner.chain_key.set(key.to_hex());
-        } else {
-            tracing::warn!(
-                "this Redis deployment's audit trails were sealed with unkeyed SHA-256 before audit keys, and go on so: they show accidental damage only. A new --redis-prefix seals keyed trails"
-            );
-        }
-        Ok(keyed)
+        self.check_key(key).await?;
+        let _ = self.inner.chain_key.set(key.to_hex());
+        Ok(())
     }
 
     /// Refuses a key other than the one the trails were sealed with: one session's newest
