@@ -10,17 +10,16 @@ use std::sync::atomic::Ordering;
 
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
-use tokio::sync::Notify;
 
 use super::Hub;
 use super::ending_frames::outcome_frame;
-use super::entry::{EncodedRequest, Entry, EntryState};
 use super::frame::Frame;
 use super::links::Link;
+use super::request::{EncodedRequest, EntryState};
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::count;
-use crate::store::{Durability, StoreOp, StoredRequest, StoredResolution};
+use crate::store::{Durability, StoreOp, StoredResolution};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -98,7 +97,7 @@ impl Hub {
     /// (by count, or by bytes), or the most outcomes its agent has not acknowledged, allowed. Not the request's fault,
     /// so `unavailable` (HTTP 503): it may be asked again once requests end or are acked.
     fn session_full(&self, session: &Session) -> Option<FieldError> {
-        if session.unresolved >= self.limits.open_requests_per_session {
+        if session.open.unresolved() >= self.limits.open_requests_per_session {
             return Some(FieldError::new(
                 "",
                 ErrorCode::Unavailable,
@@ -108,18 +107,22 @@ impl Hub {
                 ),
             ));
         }
-        if session.open_bytes >= self.limits.open_bytes_per_session {
+        if session.open.bytes() >= self.limits.open_bytes_per_session {
             return Some(FieldError::new(
                 "",
                 ErrorCode::Unavailable,
                 format!(
                     "this session's open requests already hold {} bytes, the most allowed is {}; \
                      wait for some to end",
-                    session.open_bytes, self.limits.open_bytes_per_session
+                    session.open.bytes(),
+                    self.limits.open_bytes_per_session
                 ),
             ));
         }
-        let kept = session.requests.len().saturating_sub(session.unresolved);
+        let kept = session
+            .requests
+            .len()
+            .saturating_sub(session.open.unresolved());
         (kept >= self.limits.kept_outcomes_per_session).then(|| {
             FieldError::new(
                 "",
@@ -135,7 +138,7 @@ impl Hub {
     /// requests of all sessions would hold more than `--max-open-bytes`. Checked under the
     /// lock that counts the request in, so concurrent asks cannot pass it together.
     fn gateway_full(&self, bytes: usize) -> Option<FieldError> {
-        let total = self.open_bytes_total.load(Ordering::Relaxed);
+        let total = self.ledger.open_bytes_total.load(Ordering::Relaxed);
         let max = self.limits.max_open_bytes;
         (total.saturating_add(bytes) > max).then(|| {
             FieldError::new(
@@ -250,7 +253,7 @@ impl Hub {
                             let id = as_sent(&id);
                             return self.reject(asker, &session_id, id, vec![error], false);
                         }
-                        break insert_committing(session, &id, &shown, view, encoded, asker);
+                        break session.begin_ask(&id, &questions, view, encoded, asker);
                     }
                 }
             };
@@ -329,52 +332,4 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)
-}
-
-/// Puts a new request in the session, in the `Committing` state; returns its store record.
-fn insert_committing(
-    session: &mut Session,
-    id: &RequestId,
-    shown: &Shown<'_>,
-    view: RequestView,
-    encoded: EncodedRequest,
-    asker: Option<&Link>,
-) -> StoredRequest {
-    let questions = shown.questions;
-    let asked_at_ms = view.asked_at_ms;
-    let deadline_ms = view.deadline_ms;
-    let record = StoredRequest {
-        session: session.id.clone(),
-        id: id.clone(),
-        dialect: view.dialect,
-        questions: view.questions,
-        title: view.title,
-        asked_at_ms,
-        deadline_ms,
-        answerers: view.answerers,
-        resolution: None,
-    };
-    let seq = session.next_seq;
-    session.next_seq += 1;
-    session.count_open(encoded.view.len());
-    // The id is asked anew: its earlier ending is no longer what a tab should show for it.
-    session.finished.remove(id);
-    session.requests.insert(
-        id.clone(),
-        Entry {
-            id: id.clone(),
-            seq,
-            questions: Arc::clone(questions),
-            asked_at_ms,
-            deadline_ms,
-            answerers: record.answerers.clone().map(Arc::from),
-            encoded,
-            asker: asker.cloned(),
-            state: EntryState::Committing,
-            storing: Some(Arc::new(Notify::new())),
-            timer: None,
-            resolved: Arc::new(Notify::new()),
-        },
-    );
-    record
 }

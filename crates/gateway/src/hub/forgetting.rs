@@ -16,10 +16,9 @@ use tokio::task::JoinHandle;
 use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
-use super::entry::EntryState;
 use super::hub_core::{Forgotten, Sessions};
+use super::request::EntryState;
 use crate::clock::now_ms;
-use crate::metrics::gauge_add;
 use crate::store::{Durability, StoreError, StoreOp, Verdict};
 
 /// What an `ack` found.
@@ -44,10 +43,7 @@ impl Hub {
             };
             match state.requests.get(id).map(|e| &e.state) {
                 Some(EntryState::Resolved(_)) => {
-                    if let Some(entry) = state.forget(id) {
-                        entry.resolved.notify_waiters();
-                    }
-                    gauge_add(&self.metrics.kept_outcomes, -1);
+                    state.forget(id);
                 }
                 Some(_) => return AckReply::NotResolved,
                 // Already forgotten: acks are idempotent.
@@ -104,7 +100,6 @@ impl Hub {
                     session.finished.prune(now);
                     for id in session.expired(now, retention_ms) {
                         session.forget(&id);
-                        gauge_add(&self.metrics.kept_outcomes, -1);
                         forgotten.push((session_id.clone(), id, false));
                     }
                 }

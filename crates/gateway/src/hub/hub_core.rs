@@ -2,13 +2,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use askgate_protocol::{RequestId, SessionId, TabId, close};
 
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
 use super::refusals::Tallies;
+use super::request::Ledger;
 use super::session::Session;
 use super::tab_slots::TabSlot;
 use crate::config::Limits;
@@ -79,9 +80,9 @@ pub struct Hub {
     pub(super) undeleted: Mutex<Vec<Forgotten>>,
     /// Bytes queued to every tab and not yet written out.
     queued_total: Arc<AtomicUsize>,
-    /// Bytes every session's open requests hold (as tabs receive them), kept by the sessions,
-    /// for `--max-open-bytes`.
-    pub(super) open_bytes_total: Arc<AtomicUsize>,
+    /// What every session's requests count into, and the hub their timers time them out
+    /// through.
+    pub(super) ledger: Arc<Ledger>,
     /// The bytes of `history` frames every session keeps (see [`history_cache`]).
     ///
     /// [`history_cache`]: super::history_cache
@@ -107,7 +108,8 @@ impl Hub {
         if shared.is_some() {
             metrics.shared.enabled.store(true, Ordering::Relaxed);
         }
-        Arc::new(Hub {
+        Arc::new_cyclic(|hub| Hub {
+            ledger: Arc::new(Ledger::new(Arc::clone(&metrics), Weak::clone(hub))),
             sessions: Mutex::new(HashMap::new()),
             shared,
             store,
@@ -119,7 +121,6 @@ impl Hub {
             agents: Mutex::new(HashMap::new()),
             undeleted: Mutex::new(Vec::new()),
             queued_total: Arc::new(AtomicUsize::new(0)),
-            open_bytes_total: Arc::new(AtomicUsize::new(0)),
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -194,7 +195,7 @@ impl Hub {
         Session::new(
             id,
             self.limits.joins_per_session_per_second,
-            Arc::clone(&self.open_bytes_total),
+            Arc::clone(&self.ledger),
         )
     }
 

@@ -4,18 +4,15 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::wire::RequestView;
-use askgate_protocol::{ErrorCode, FieldError, Outcome, RequestId};
+use askgate_protocol::{ErrorCode, FieldError};
 
 use super::Hub;
 use super::asking::{AskReply, Showing, Stored};
-use super::ending_frames::{outcome_frame, resolved_frame};
-use super::entry::{EncodedRequest, EntryState};
+use super::ending_frames::outcome_frame;
 use super::links::Link;
+use super::request::{Deadline, EntryState};
 use super::session::Session;
-use crate::clock::now_ms;
-use crate::metrics::gauge_add;
-use crate::store::{StoreError, StoredRequest, StoredResolution, Verdict};
+use crate::store::{StoreError, StoredRequest, Verdict};
 
 impl Hub {
     /// After the store took (or refused) a new request: opens it and shows it to every tab;
@@ -63,7 +60,7 @@ impl Hub {
                 deadline_ms: kept,
             }) => {
                 deadline_ms = kept;
-                retime(session, id, asked_at_ms, kept);
+                session.retime(id, asked_at_ms, kept);
                 None
             }
             Ok(Verdict::Exists(record)) => {
@@ -104,9 +101,7 @@ impl Hub {
             }
         };
         if let Some((error, conflict)) = failure {
-            if let Some(entry) = session.requests.remove(id) {
-                session.uncount_open(entry.encoded.view.len());
-            }
+            session.drop_unstored(id);
             self.release_held_back(session, id, false);
             storing.notify_waiters();
             return Showing::Settled(self.reject(
@@ -117,16 +112,10 @@ impl Hub {
                 conflict,
             ));
         }
-        let Some(entry) = session.requests.get_mut(id) else {
+        if !session.requests.contains_key(id) {
             return vanished();
-        };
-        entry.state = EntryState::Open;
-        if let Some(deadline_ms) = deadline_ms {
-            entry.timer = Some(self.arm_timer(session_id, id, deadline_ms));
         }
-        gauge_add(&self.metrics.open_requests, 1);
-        let request_frame = entry.encoded.frame.clone();
-        session.broadcast(&request_frame, &self.metrics);
+        session.open(id, Deadline::Here);
         self.release_held_back(session, id, true);
         Showing::Open(AskReply::Accepted {
             id: id.clone(),
@@ -175,7 +164,7 @@ impl Hub {
             }
             Err(error) => {
                 tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
-                self.take_back(session, id);
+                session.take_back(id);
                 let error = FieldError::new(
                     "",
                     ErrorCode::Unavailable,
@@ -195,23 +184,6 @@ impl Hub {
         accepted
     }
 
-    /// Takes back from the tabs a request shown but never made durable: gone from the session,
-    /// and `resolved` as `withdrawn` to every tab.
-    fn take_back(&self, session: &mut Session, id: &RequestId) {
-        let Some(mut entry) = session.requests.remove(id) else {
-            return;
-        };
-        if let Some(timer) = entry.timer.take() {
-            timer.abort();
-        }
-        session.uncount_open(entry.encoded.view.len());
-        gauge_add(&self.metrics.open_requests, -1);
-        entry.resolved.notify_waiters();
-        let withdrawn = entry.questions.settle_without_answer(Outcome::Withdrawn);
-        let resolution = StoredResolution::untouched(withdrawn, now_ms());
-        session.broadcast(&resolved_frame(id, &resolution), &self.metrics);
-    }
-
     /// The id was asked already (another node holds it as `record`): this node's committing
     /// entry becomes that request, and the ask is answered as a repeat of it.
     fn adopt(
@@ -223,29 +195,23 @@ impl Hub {
         let id = record.id.clone();
         let deadline_ms = record.deadline_ms;
         let resolution = record.resolution.clone();
-        retime(session, &id, record.asked_at_ms, record.deadline_ms);
-        let Some(entry) = session.requests.get_mut(&id) else {
+        session.retime(&id, record.asked_at_ms, record.deadline_ms);
+        if !session.requests.contains_key(&id) {
             return AskReply::Rejected {
                 id: Some(id),
                 errors: Vec::new(),
                 conflict: false,
             };
-        };
+        }
         let reply = match resolution {
             Some(resolution) => {
-                let view = entry.encoded.view.clone();
                 let resolution = Box::new(resolution);
-                entry.state = EntryState::Resolved(resolution.clone());
-                session.record_ended(&id, &view, &resolution);
-                session.uncount_open(view.len());
-                gauge_add(&self.metrics.kept_outcomes, 1);
+                session.found_ended(&id, resolution.clone());
                 AskReply::Resolved { id, resolution }
             }
             None => {
-                entry.state = EntryState::Open;
-                gauge_add(&self.metrics.open_requests, 1);
-                let frame = entry.encoded.frame.clone();
-                session.broadcast(&frame, &self.metrics);
+                // Timed out by the shared store's sweep, as the node that asked it first does.
+                session.open(&id, Deadline::Elsewhere);
                 AskReply::Accepted {
                     id,
                     deadline_ms,
@@ -256,26 +222,4 @@ impl Hub {
         self.deliver(asker, &session.id.clone(), &reply);
         reply
     }
-}
-
-/// Gives request `id` of `session` the times the store set on its own clock, re-encoding what
-/// tabs are shown of it when they differ from this node's guess.
-fn retime(session: &mut Session, id: &RequestId, asked_at_ms: u64, deadline_ms: Option<u64>) {
-    let Some(entry) = session.requests.get_mut(id) else {
-        return;
-    };
-    if entry.asked_at_ms == asked_at_ms && entry.deadline_ms == deadline_ms {
-        return;
-    }
-    let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
-        return;
-    };
-    view.asked_at_ms = asked_at_ms;
-    view.deadline_ms = deadline_ms;
-    let before = entry.encoded.view.len();
-    entry.encoded = EncodedRequest::new(&view);
-    entry.asked_at_ms = asked_at_ms;
-    entry.deadline_ms = deadline_ms;
-    let after = entry.encoded.view.len();
-    session.resize_open(before, after);
 }

@@ -8,8 +8,8 @@ use askgate_protocol::{RequestId, SessionId};
 
 use super::Hub;
 use super::asking::AskReply;
-use super::entry::EntryState;
 use super::links::Link;
+use super::request::EntryState;
 use super::resolving::{Ending, Refusal};
 use super::session::POLL_GRACE;
 use crate::store::StoredResolution;

@@ -15,15 +15,14 @@ use askgate_protocol::{
     ErrorCode, FieldError, Outcome, RequestId, SessionId, Settlement, TabId, ValidationErrors,
 };
 use serde_json::Value;
-use tokio::task::AbortHandle;
 
 use super::Hub;
 use super::auditing::counted_refusals;
-use super::entry::EntryState;
 use super::frame::Frame;
 use super::links::TabHandle;
+use super::request::EntryState;
 use crate::audit::Note;
-use crate::clock::{now_ms, until};
+use crate::clock::now_ms;
 use crate::metrics::count;
 use crate::people::{KeyRefusal, NotAllowed, Person};
 use crate::store::{StoreOp, StoredResolution};
@@ -192,25 +191,6 @@ pub struct Rejected {
 }
 
 impl Hub {
-    /// Starts the deadline timer of a request.
-    pub(super) fn arm_timer(
-        self: &Arc<Self>,
-        session: &SessionId,
-        id: &RequestId,
-        deadline_ms: u64,
-    ) -> AbortHandle {
-        // A weak handle: a sleeping timer must not keep a stopped gateway (and its store) alive.
-        let hub = Arc::downgrade(self);
-        let (session, id) = (session.clone(), id.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(until(deadline_ms)).await;
-            if let Some(hub) = hub.upgrade() {
-                let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
-            }
-        })
-        .abort_handle()
-    }
-
     /// Ends a request, if it is still open. A withdrawal is answered with how it ended, as
     /// stored (the agent's `cancel` and `DELETE` return it); other endings with nothing, so
     /// no copy of a long answer is made for it under the lock.
@@ -322,13 +302,6 @@ impl Hub {
                 None,
             ),
         };
-        entry.state = EntryState::Resolving;
-        if let Some(timer) = entry.timer.take() {
-            // The timer's own task must not abort itself mid-resolution.
-            if !matches!(ending, Ending::TimedOut) {
-                timer.abort();
-            }
-        }
         let resolution = StoredResolution {
             settlement,
             by: by.map(|(tab, _)| tab.to_string()),
@@ -340,6 +313,7 @@ impl Hub {
         let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
+        state.begin_resolving(id, matches!(ending, Ending::TimedOut));
         Ok(Begun::Won(Box::new((
             resolution,
             asked_at_ms,

@@ -4,14 +4,10 @@
 use std::sync::Arc;
 
 use askgate_protocol::QuestionSet;
-use askgate_protocol::wire::RequestView;
-use tokio::sync::Notify;
 
 use super::Hub;
-use super::entry::{EncodedRequest, Entry, EntryState};
+use super::request::{Admitted, Arrival};
 use super::resolving::Ending;
-use super::session::Session;
-use crate::clock::now_ms;
 use crate::metrics::gauge_add;
 use crate::store::StoredRequest;
 
@@ -49,34 +45,12 @@ impl Hub {
                     gauge_add(&self.metrics.sessions, 1);
                     Box::new(self.new_session(record.session.clone()))
                 });
-                let seq = session.next_seq;
-                session.next_seq += 1;
-                let was_resolved = record.resolution.is_some();
-                let (session_id, id, deadline_ms) = (
-                    record.session.clone(),
-                    record.id.clone(),
-                    record.deadline_ms,
-                );
-                let mut entry = record_entry(session, record, questions, seq);
-                if was_resolved {
-                    restored.resolved += 1;
-                    gauge_add(&self.metrics.kept_outcomes, 1);
-                } else {
-                    gauge_add(&self.metrics.open_requests, 1);
+                let (session_id, id) = (record.session.clone(), record.id.clone());
+                match session.admit_record(record, questions, Arrival::Restored) {
+                    Admitted::Open => restored.open += 1,
+                    Admitted::Overdue => overdue.push((session_id, id)),
+                    Admitted::Resolved => restored.resolved += 1,
                 }
-                if matches!(entry.state, EntryState::Open) {
-                    match deadline_ms {
-                        Some(deadline) if deadline <= now_ms() => {
-                            overdue.push((session_id, id.clone()));
-                        }
-                        Some(deadline) => {
-                            entry.timer = Some(self.arm_timer(&session_id, &id, deadline));
-                            restored.open += 1;
-                        }
-                        None => restored.open += 1,
-                    }
-                }
-                session.requests.insert(id, entry);
             }
         }
         // All at once, so their commits share the store's group commits: one at a time, each
@@ -90,51 +64,6 @@ impl Hub {
     }
 }
 
-/// The hub's entry for a request the store holds, with the session's counts and its list of
-/// finished requests updated: open, or resolved (then listed as finished).
-pub(super) fn record_entry(
-    session: &mut Session,
-    record: StoredRequest,
-    questions: Arc<QuestionSet>,
-    seq: u64,
-) -> Entry {
-    let view = RequestView {
-        id: record.id.to_string(),
-        dialect: record.dialect,
-        title: record.title,
-        // As read back: what the dialect works out (a form's host) is this askgate's reading.
-        questions: questions.to_json(),
-        asked_at_ms: record.asked_at_ms,
-        deadline_ms: record.deadline_ms,
-        answerers: record.answerers.clone(),
-    };
-    let encoded = EncodedRequest::new(&view);
-    let state = match record.resolution {
-        Some(resolution) => {
-            session.record_ended(&record.id, &encoded.view, &resolution);
-            EntryState::Resolved(Box::new(resolution))
-        }
-        None => {
-            session.count_open(encoded.view.len());
-            EntryState::Open
-        }
-    };
-    Entry {
-        id: record.id,
-        seq,
-        questions,
-        asked_at_ms: record.asked_at_ms,
-        deadline_ms: record.deadline_ms,
-        answerers: record.answerers.map(Arc::from),
-        encoded,
-        asker: None,
-        state,
-        storing: None,
-        timer: None,
-        resolved: Arc::new(Notify::new()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
@@ -145,11 +74,13 @@ mod tests {
 
     use super::*;
     use crate::hub::frame::Frame;
+    use crate::hub::request::Ledger;
+    use crate::hub::session::Session;
     use crate::store::StoredResolution;
 
     #[tokio::test]
     async fn a_request_read_back_already_ended_makes_the_history_stale() {
-        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Arc::default());
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Ledger::detached());
         let total = Arc::new(AtomicUsize::new(0));
         let built = |text: &'static str| async move {
             Ok(Frame::from_json(bytes::Bytes::from_static(text.as_bytes())))
@@ -184,8 +115,8 @@ mod tests {
             }),
         };
         let questions = Arc::new(QuestionSet::validate(Dialect::HARNESS, &questions).unwrap());
-        let entry = record_entry(&mut session, record, questions, 0);
-        assert!(matches!(entry.state, EntryState::Resolved(_)));
+        let admitted = session.admit_record(record, questions, Arrival::Restored);
+        assert_eq!(admitted, Admitted::Resolved);
         assert_eq!(
             history.frame(&total, || built("after")).await.text(),
             "after",

@@ -12,12 +12,10 @@ use std::sync::Arc;
 use askgate_protocol::{Outcome, RequestId};
 
 use super::Hub;
-use super::ending_frames::{outcome_frame, resolved_frame};
-use super::entry::EntryState;
+use super::request::EntryState;
 use super::resolving::{Refusal, Resolution, STORE_RETRY};
 use super::session::Session;
 use crate::clock::now_ms;
-use crate::metrics::gauge_add;
 use crate::store::{StoreError, StoredResolution, Verdict};
 
 impl Hub {
@@ -76,31 +74,24 @@ impl Hub {
             Ok(Verdict::Won { at_ms }) => resolution.at_ms = at_ms,
             Ok(Verdict::Lost(winner)) => {
                 tracing::debug!(%session, request = %id, "another node's ending won");
-                self.announce_resolution(state, id, *winner);
+                state.settle(id, *winner);
                 return Err(Refusal::AlreadyResolved);
             }
             Ok(Verdict::Early { left_ms }) => {
-                entry.state = EntryState::Open;
-                if left_ms != u64::MAX {
-                    let at = now_ms().saturating_add(left_ms.max(1));
-                    entry.timer = Some(self.arm_timer(session, id, at));
-                }
-                entry.resolved.notify_waiters();
+                let timer_at =
+                    (left_ms != u64::MAX).then(|| now_ms().saturating_add(left_ms.max(1)));
+                state.reopen(id, timer_at);
                 return Err(Refusal::Unknown);
             }
             Ok(Verdict::Unknown) => {
-                if let Some(entry) = state.requests.remove(id) {
-                    state.uncount_open(entry.encoded.view.len());
-                    gauge_add(&self.metrics.open_requests, -1);
-                    entry.resolved.notify_waiters();
-                }
+                state.vanished(id);
                 return Err(Refusal::Unknown);
             }
             Ok(other) => {
                 let error = StoreError(format!("the store answered a resolution with {other:?}"));
-                return Err(self.reopen(state, id, deadline_ms, &error));
+                return Err(reopen(state, id, deadline_ms, &error));
             }
-            Err(error) => return Err(self.reopen(state, id, deadline_ms, &error)),
+            Err(error) => return Err(reopen(state, id, deadline_ms, &error)),
         }
         let outcome = resolution.settlement.outcome;
         let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
@@ -108,65 +99,24 @@ impl Hub {
         self.metrics.resolved(outcome, latency);
         tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
         let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
-        self.announce_resolution(state, id, resolution);
+        state.settle(id, resolution);
         Ok(withdrawn)
     }
+}
 
-    /// The store did not keep the ending: the request is open again, its timer set again.
-    fn reopen(
-        self: &Arc<Self>,
-        state: &mut Session,
-        id: &RequestId,
-        deadline_ms: Option<u64>,
-        error: &StoreError,
-    ) -> Refusal {
-        let session = &state.id;
-        tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
-        if let Some(entry) = state.requests.get_mut(id) {
-            entry.state = EntryState::Open;
-            if let Some(deadline_ms) = deadline_ms {
-                // A deadline already past (its timing out is what failed) is tried again after
-                // a pause, not at once: the store would fail it again in a loop.
-                let retry_ms = deadline_ms.max(now_ms() + STORE_RETRY.as_millis() as u64);
-                entry.timer = Some(self.arm_timer(session, id, retry_ms));
-            }
-            // Rival endings waiting on this one may now take the request.
-            entry.resolved.notify_waiters();
-        }
-        Refusal::Store(error.to_string())
-    }
-
-    /// Marks request `id` of `state` resolved by `resolution` and tells everyone here: its
-    /// tabs `resolved`, its waiting agent `outcome`. Does nothing to one already resolved.
-    pub(super) fn announce_resolution(
-        &self,
-        state: &mut Session,
-        id: &RequestId,
-        resolution: StoredResolution,
-    ) {
-        let Some(entry) = state.requests.get_mut(id) else {
-            return;
-        };
-        if matches!(entry.state, EntryState::Resolved(_)) {
-            return;
-        }
-        if let Some(timer) = entry.timer.take() {
-            timer.abort();
-        }
-        gauge_add(&self.metrics.open_requests, -1);
-        gauge_add(&self.metrics.kept_outcomes, 1);
-        let resolved = resolved_frame(id, &resolution);
-        // An agent not yet told `accepted` hears the outcome right after it, from the ask.
-        if let (Some(asker), None) = (&entry.asker, &entry.storing) {
-            asker.send(outcome_frame(&state.id, id, &resolution), &self.metrics);
-        }
-        let view = entry.encoded.view.clone();
-        state.record_ended(id, &view, &resolution);
-        if let Some(entry) = state.requests.get_mut(id) {
-            entry.state = EntryState::Resolved(Box::new(resolution));
-            entry.resolved.notify_waiters();
-        }
-        state.uncount_open(view.len());
-        state.broadcast(&resolved, &self.metrics);
-    }
+/// The store did not keep the ending: the request is open again, its timer set again.
+fn reopen(
+    state: &mut Session,
+    id: &RequestId,
+    deadline_ms: Option<u64>,
+    error: &StoreError,
+) -> Refusal {
+    let session = &state.id;
+    tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
+    // A deadline already past (its timing out is what failed) is tried again after a pause,
+    // not at once: the store would fail it again in a loop.
+    let retry_at =
+        deadline_ms.map(|deadline| deadline.max(now_ms() + STORE_RETRY.as_millis() as u64));
+    state.reopen(id, retry_at);
+    Refusal::Store(error.to_string())
 }

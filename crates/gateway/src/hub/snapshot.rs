@@ -10,8 +10,8 @@ use std::io::Write as _;
 use askgate_protocol::wire::You;
 use bytes::Bytes;
 
-use super::entry::Entry;
 use super::finished::Finished;
+use super::request::Entry;
 
 /// What a snapshot's shared part is made of: the open requests (a request's view never
 /// changes, so its sequence number names it) and the finished list's generation.
@@ -136,8 +136,9 @@ mod tests {
     use askgate_protocol::wire::ToTab;
     use askgate_protocol::{RequestId, SessionId, TabId};
 
-    use super::super::entry::EncodedRequest;
     use super::super::frame::Frame;
+    use super::super::request::EncodedRequest;
+    use super::super::request::Ledger;
     use super::super::session::Session;
     use super::*;
     use crate::store::StoredResolution;
@@ -241,11 +242,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_shares_its_body_until_the_session_changes() {
-        let mut session = Session::new(
-            SessionId::parse("s").unwrap(),
-            10,
-            std::sync::Arc::default(),
-        );
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Ledger::detached());
         let tab = TabId::parse("t-1").unwrap();
         let first = session.snapshot(&tab, &you(), 1024);
         let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);

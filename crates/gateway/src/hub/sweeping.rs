@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Hub;
-use super::entry::EntryState;
+use super::request::EntryState;
 use super::resolving::{Ending, Refusal};
 use crate::store::StoreOp;
 use crate::store::shared::DueClaim;
@@ -134,13 +134,9 @@ impl Hub {
                 };
                 self.store_commit(vec![op]).await.ok()?;
                 let mut sessions = self.lock();
-                if let Some(entry) = sessions
-                    .get_mut(&claim.session)
-                    .and_then(|state| state.forget(&claim.id))
-                {
-                    crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
+                if let Some(state) = sessions.get_mut(&claim.session) {
                     // A long-poll waiting on it learns it is gone.
-                    entry.resolved.notify_waiters();
+                    state.forget(&claim.id);
                 }
                 self.metrics.shared.count(&self.metrics.shared.sweep_forgot);
                 Some(None)

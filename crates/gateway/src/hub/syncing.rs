@@ -19,7 +19,7 @@ use askgate_protocol::{RequestId, SessionId};
 use tokio::sync::Notify;
 
 use super::Hub;
-use super::entry::EntryState;
+use super::request::EntryState;
 use super::session::Session;
 use crate::store::StoreError;
 use crate::store::shared::{Change, Notice, SessionRecords};
@@ -176,7 +176,7 @@ impl Hub {
                 None => self.add_record(state, *record),
                 // Asked anew after a forgetting this node did not hear of.
                 Some(EntryState::Resolved(_)) => {
-                    self.drop_entry(state, &record.id);
+                    state.discard(&record.id);
                     self.add_record(state, *record);
                 }
                 Some(_) => {}

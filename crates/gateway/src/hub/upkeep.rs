@@ -8,7 +8,6 @@ use std::time::Duration;
 use askgate_protocol::SessionId;
 
 use super::Hub;
-use super::entry::EntryState;
 use super::hub_core::Sessions;
 use super::syncing::Reload;
 use crate::metrics::gauge_add;
@@ -107,16 +106,7 @@ impl Hub {
             return;
         };
         gauge_add(&self.metrics.sessions, -1);
-        for entry in state.requests.values() {
-            if let Some(timer) = &entry.timer {
-                timer.abort();
-            }
-            match entry.state {
-                EntryState::Open => gauge_add(&self.metrics.open_requests, -1),
-                EntryState::Resolved(_) => gauge_add(&self.metrics.kept_outcomes, -1),
-                _ => {}
-            }
-        }
+        state.let_go();
         if let Some(shared) = &self.shared {
             shared.unwatch(id);
             // This node no longer counts there.
