@@ -2,8 +2,13 @@
 //! the store has taken it, and `accepted` once it is durable; a repeat is answered from what
 //! the hub holds. A socket passes its [`Link`]: replies are then queued to it under the lock,
 //! in the order the hub decides (an `accepted` always before that request's `outcome`, which
-//! waits for it should the request end before it is durable). What happens once the store
-//! has replied is in [`opening`](super::opening).
+//! waits for it should the request end before it is durable).
+//!
+//! An ask goes through four steps: admitted (under the lock: a repeat answered, limits
+//! checked, the request put in `Committing`), committed (the store, lock released), shown (once
+//! the store has taken it: opened to every tab, or adopted as the request another node already
+//! holds under its id) and accepted (once durable: `accepted` to its agent, or taken back from
+//! the tabs when it could not be made so).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,11 +20,11 @@ use super::Hub;
 use super::ending_frames::outcome_frame;
 use super::frame::Frame;
 use super::links::Link;
-use super::request::{EncodedRequest, EntryState};
+use super::request::{Deadline, EncodedRequest, EntryState};
 use super::session::{Session, generated_request_id};
 use crate::clock::now_ms;
 use crate::metrics::count;
-use crate::store::{Durability, StoreOp, StoredResolution};
+use crate::store::{Durability, StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -293,7 +298,7 @@ impl Hub {
 }
 
 /// What showing a new request came to.
-pub(super) enum Showing {
+enum Showing {
     /// Open to tabs; its agent is to hear this once the store has made it durable.
     Open(AskReply),
     /// The ask is answered as it is (refused, or a repeat of a request asked elsewhere).
@@ -301,12 +306,12 @@ pub(super) enum Showing {
 }
 
 /// A new request whose store record is being committed.
-pub(super) struct Stored {
-    pub(super) session: SessionId,
-    pub(super) id: RequestId,
+struct Stored {
+    session: SessionId,
+    id: RequestId,
     /// Whether the agent sent `id` (else the gateway made it up).
-    pub(super) id_sent: bool,
-    pub(super) deadline_ms: Option<u64>,
+    id_sent: bool,
+    deadline_ms: Option<u64>,
 }
 
 /// What a new request shows to tabs.
@@ -332,4 +337,214 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)
+}
+
+impl Hub {
+    /// After the store took (or refused) a new request: opens it and shows it to every tab;
+    /// its `accepted` waits for [`Hub::accept_ask`]. A shared store may instead say the id was
+    /// asked already (on another node): the request is then answered as a repeat, as the store
+    /// holds it.
+    fn show_ask(
+        self: &Arc<Self>,
+        stored: &Stored,
+        asker: Option<&Link>,
+        committed: Result<Vec<Verdict>, StoreError>,
+    ) -> Showing {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            deadline_ms,
+        } = stored;
+        let as_sent = id_sent.then(|| id.clone());
+        let vanished = || {
+            Showing::Settled(AskReply::Rejected {
+                id: as_sent.clone(),
+                errors: Vec::new(),
+                conflict: false,
+            })
+        };
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return vanished();
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
+        };
+        let (EntryState::Committing, Some(storing)) = (&entry.state, &entry.storing) else {
+            return vanished();
+        };
+        let storing = Arc::clone(storing);
+        let mut deadline_ms = *deadline_ms;
+        let failure = match verdict {
+            Ok(Verdict::Done) => None,
+            Ok(Verdict::Created {
+                asked_at_ms,
+                deadline_ms: kept,
+            }) => {
+                deadline_ms = kept;
+                session.retime(id, asked_at_ms, kept);
+                None
+            }
+            Ok(Verdict::Exists(record)) => {
+                let reply = self.adopt(session, &record, asker);
+                self.release_held_back(session, id, true);
+                if let Some(entry) = session.requests.get_mut(id) {
+                    entry.storing = None;
+                }
+                storing.notify_waiters();
+                return Showing::Settled(reply);
+            }
+            Ok(Verdict::Conflict) => Some((
+                FieldError::new(
+                    "id",
+                    ErrorCode::InvalidValue,
+                    "this request id is already used in this session by different questions",
+                ),
+                true,
+            )),
+            Ok(other) => Some((
+                FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the store answered an ask with {other:?}; try again"),
+                ),
+                false,
+            )),
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                Some((
+                    FieldError::new(
+                        "",
+                        ErrorCode::Unavailable,
+                        format!("the gateway could not store the request ({error}); try again"),
+                    ),
+                    false,
+                ))
+            }
+        };
+        if let Some((error, conflict)) = failure {
+            session.drop_unstored(id);
+            self.release_held_back(session, id, false);
+            storing.notify_waiters();
+            return Showing::Settled(self.reject(
+                asker,
+                session_id,
+                as_sent,
+                vec![error],
+                conflict,
+            ));
+        }
+        if !session.requests.contains_key(id) {
+            return vanished();
+        }
+        session.open(id, Deadline::Here);
+        self.release_held_back(session, id, true);
+        Showing::Open(AskReply::Accepted {
+            id: id.clone(),
+            deadline_ms,
+            created: true,
+        })
+    }
+
+    /// Once the store has made a shown request durable: tells its agent `accepted` (and then
+    /// its outcome, should it have ended meanwhile), and lets the agent's repeats and
+    /// withdrawals, which waited, go on. Should the store have failed to, the request is
+    /// taken back from the tabs (`resolved` as `withdrawn`) and the ask rejected.
+    fn accept_ask(
+        &self,
+        stored: &Stored,
+        asker: Option<&Link>,
+        accepted: AskReply,
+        durable: Result<(), StoreError>,
+    ) -> AskReply {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            ..
+        } = stored;
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return accepted;
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return accepted;
+        };
+        let Some(storing) = entry.storing.take() else {
+            return accepted;
+        };
+        storing.notify_waiters();
+        let ended = match &entry.state {
+            EntryState::Resolved(resolution) => Some(resolution.clone()),
+            _ => None,
+        };
+        match durable {
+            Ok(()) => {}
+            // Its ending is durable, which only a later record of the log can be: told as kept.
+            Err(error) if ended.is_some() => {
+                tracing::warn!(session = %session_id, request = %id, %error, "a request's record failed to sync after its ending was kept");
+            }
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                session.take_back(id);
+                let error = FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the gateway could not store the request ({error}); try again"),
+                );
+                let as_sent = id_sent.then(|| id.clone());
+                return self.reject(asker, session_id, as_sent, vec![error], false);
+            }
+        }
+        tracing::debug!(session = %session_id, request = %id, "accepted");
+        self.deliver(asker, session_id, &accepted);
+        if let Some(resolution) = ended
+            && let Some(waiting) = session.requests.get(id).and_then(|e| e.asker.as_ref())
+        {
+            waiting.send(outcome_frame(session_id, id, &resolution), &self.metrics);
+        }
+        accepted
+    }
+
+    /// The id was asked already (another node holds it as `record`): this node's committing
+    /// entry becomes that request, and the ask is answered as a repeat of it.
+    fn adopt(
+        &self,
+        session: &mut Session,
+        record: &StoredRequest,
+        asker: Option<&Link>,
+    ) -> AskReply {
+        let id = record.id.clone();
+        let deadline_ms = record.deadline_ms;
+        let resolution = record.resolution.clone();
+        session.retime(&id, record.asked_at_ms, record.deadline_ms);
+        if !session.requests.contains_key(&id) {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        }
+        let reply = match resolution {
+            Some(resolution) => {
+                let resolution = Box::new(resolution);
+                session.found_ended(&id, resolution.clone());
+                AskReply::Resolved { id, resolution }
+            }
+            None => {
+                // Timed out by the shared store's sweep, as the node that asked it first does.
+                session.open(&id, Deadline::Elsewhere);
+                AskReply::Accepted {
+                    id,
+                    deadline_ms,
+                    created: false,
+                }
+            }
+        };
+        self.deliver(asker, &session.id.clone(), &reply);
+        reply
+    }
 }

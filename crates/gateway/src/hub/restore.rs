@@ -6,8 +6,8 @@ use std::sync::Arc;
 use askgate_protocol::QuestionSet;
 
 use super::Hub;
+use super::ending::Ending;
 use super::request::{Admitted, Arrival};
-use super::resolving::Ending;
 use crate::metrics::gauge_add;
 use crate::store::StoredRequest;
 

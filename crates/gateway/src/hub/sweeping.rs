@@ -12,8 +12,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Hub;
+use super::ending::{Ending, Refusal};
 use super::request::EntryState;
-use super::resolving::{Ending, Refusal};
 use crate::store::StoreOp;
 use crate::store::shared::DueClaim;
 

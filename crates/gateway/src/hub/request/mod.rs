@@ -52,10 +52,10 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use super::Hub;
+use super::ending::Ending;
 use super::ending_frames::{outcome_frame, resolved_frame};
 use super::frame::Frame;
 use super::links::Link;
-use super::resolving::Ending;
 use super::session::Session;
 use crate::clock::{now_ms, until};
 use crate::metrics::{Metrics, gauge_add};
