@@ -2,6 +2,11 @@
 //! outcome awaits the agent's ack and for [`KEPT_AFTER_FORGOTTEN`] after, at most
 //! [`FINISHED_KEPT`] of them and [`FINISHED_BYTES`] in all (oldest go first). Each is the
 //! request's view as tabs got it (the same bytes, not a copy) and its ending, encoded once.
+//!
+//! Listed in the order the endings were settled here, under the hub's lock once the store had
+//! kept them (at a restart, the order of their `at_ms`): a total order, which `at_ms` is not,
+//! since two requests can end in the same millisecond, and a page that lists them by time
+//! keeps this order for those.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -27,7 +32,6 @@ struct FinishedEntry {
     /// [`fingerprint`] of `id`: compared first, so a lookup of an id not listed (every new
     /// ask makes one) does not compare it byte for byte with every entry.
     fingerprint: u64,
-    at_ms: u64,
     /// When the hub forgot the request (acknowledged or expired); `None` while it is held.
     forgotten_at_ms: Option<u64>,
     /// The request's view without its closing `}`.
@@ -42,7 +46,7 @@ impl FinishedEntry {
     }
 }
 
-/// The list, oldest ending first.
+/// The list, oldest ending first, in the order they were pushed.
 #[derive(Debug, Default)]
 pub(super) struct Finished {
     entries: VecDeque<FinishedEntry>,
@@ -52,26 +56,19 @@ pub(super) struct Finished {
 }
 
 impl Finished {
-    /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended.
+    /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended: the
+    /// newest ending, whatever its `at_ms` says.
     pub(super) fn push(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
         let entry = FinishedEntry {
             id: id.clone(),
             fingerprint: fingerprint(id),
-            at_ms: resolution.at_ms,
             forgotten_at_ms: None,
             view: view.slice(..view.len().saturating_sub(1)),
             ending: ending_json(resolution),
         };
         self.remove(id);
-        // Usually the newest; restored ones may come in another order.
-        let at = self
-            .entries
-            .iter()
-            .rposition(|e| e.at_ms <= resolution.at_ms)
-            .map_or(0, |i| i + 1);
-        let at = at.min(self.entries.len());
         self.bytes += entry.bytes();
-        self.entries.insert(at, entry);
+        self.entries.push_back(entry);
         while self.entries.len() > FINISHED_KEPT
             || (self.bytes > FINISHED_BYTES && self.entries.len() > 1)
         {
@@ -164,4 +161,46 @@ fn ending_json(resolution: &StoredResolution) -> Bytes {
     let _ = serde_json::to_writer(&mut out, &resolution.at_ms);
     out.push(b'}');
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use askgate_protocol::{Outcome, Settlement};
+    use serde_json::Value;
+
+    use super::*;
+
+    fn ended_at(at_ms: u64) -> StoredResolution {
+        StoredResolution::untouched(
+            Settlement {
+                outcome: Outcome::Withdrawn,
+                response: Value::Null,
+                result: Value::Null,
+                model_text: None,
+            },
+            at_ms,
+        )
+    }
+
+    fn listed(finished: &Finished) -> Vec<String> {
+        finished
+            .views()
+            .map(|[view, _]| String::from_utf8(view.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn endings_are_listed_in_the_order_they_were_settled_whatever_their_clocks_say() {
+        let mut finished = Finished::default();
+        // The same millisecond, then one a clock put earlier (another node's, a retimed one).
+        for (id, at_ms) in [("r1", 10), ("r2", 10), ("r3", 9)] {
+            let view = Bytes::from(format!(r#"{{"id":"{id}"}}"#));
+            let id = RequestId::parse(id).unwrap();
+            finished.push(&id, &view, &ended_at(at_ms));
+        }
+        assert_eq!(
+            listed(&finished),
+            [r#"{"id":"r1""#, r#"{"id":"r2""#, r#"{"id":"r3""#]
+        );
+    }
 }

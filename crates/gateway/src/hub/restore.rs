@@ -27,7 +27,9 @@ pub struct Restored {
 impl Hub {
     /// Loads `records` (from [`Store::load`](crate::store::Store::load)) into an empty hub.
     pub async fn restore(self: &Arc<Self>, mut records: Vec<StoredRequest>) -> Restored {
-        records.sort_by_key(|r| r.asked_at_ms);
+        // Open requests in the order they were asked (snapshots list them so), ended ones in
+        // the order they ended (the finished list is in the order its entries come in).
+        records.sort_by_key(|r| r.resolution.as_ref().map_or(r.asked_at_ms, |r| r.at_ms));
         let mut restored = Restored::default();
         let mut overdue = Vec::new();
         {

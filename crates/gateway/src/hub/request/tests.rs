@@ -595,3 +595,28 @@ async fn letting_go_of_a_session_stops_its_counts() {
     assert_eq!(ledger.metrics.kept_outcomes.load(Ordering::Relaxed), 0);
     assert_eq!(ledger.open_bytes_total.load(Ordering::Relaxed), 0);
 }
+
+#[tokio::test]
+async fn a_restart_lists_ended_requests_in_the_order_they_ended_not_asked() {
+    let rig = rig();
+    let mut first = record("r1", Some(withdrawn(20)));
+    first.asked_at_ms = 1;
+    let mut second = record("r2", Some(withdrawn(10)));
+    second.asked_at_ms = 2;
+    let restored = rig.hub.restore(vec![first, second]).await;
+    assert_eq!(restored.resolved, 2);
+    assert_eq!(rig.finished_ids(), ["r2", "r1"]);
+}
+
+#[tokio::test]
+async fn requests_ending_in_turn_are_listed_in_turn() {
+    let rig = rig();
+    for request in ["r1", "r2", "r3"] {
+        rig.ask(request, None).await;
+    }
+    // Ended in another order than asked, each likely in the same millisecond as the last.
+    for request in ["r2", "r3", "r1"] {
+        assert_eq!(rig.answer(request, red()).await, None);
+    }
+    assert_eq!(rig.finished_ids(), ["r2", "r3", "r1"]);
+}
