@@ -317,7 +317,7 @@ impl Hub {
             at_ms: now_ms(),
         };
         // A shared store judges lateness on its own clock: it needs the timeout to put instead.
-        let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
+        let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
         state.begin_resolving(id, matches!(ending, Ending::TimedOut));

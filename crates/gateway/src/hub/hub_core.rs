@@ -9,6 +9,7 @@ use askgate_protocol::{RequestId, SessionId, TabId, close};
 use super::links::{AgentHandle, Link, TabHandle};
 use super::queued::{Budgets, TabBudget};
 use super::refusals::Tallies;
+use super::replica::Replica;
 use super::request::Ledger;
 use super::session::Session;
 use super::tab_slots::TabSlot;
@@ -17,7 +18,7 @@ use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
 use crate::people::{People, Person};
 use crate::scope::SessionScope;
-use crate::store::{Shared, Store};
+use crate::store::Store;
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -65,9 +66,9 @@ pub struct Hub {
     /// `.await`, so it is cheaper than an async one and cannot be held by a stalled task.
     sessions: Mutex<Sessions>,
     pub(super) store: Arc<dyn Store>,
-    /// The shared side of the store, when several nodes use it: sessions are then loaded as
-    /// this node's peers come to them, and kept in step by notices.
-    pub(super) shared: Option<Arc<dyn Shared>>,
+    /// This node's side of a store several nodes share: sessions are then loaded as this
+    /// node's peers come to them, and kept in step by notices. `None` on a local store.
+    pub(super) replica: Option<Replica>,
     pub(super) limits: Limits,
     pub(super) keys: ViewerKeys,
     /// Who may answer: identity required or not, and the operator's groups.
@@ -104,14 +105,11 @@ impl Hub {
         people: People,
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
-        let shared = store.shared();
-        if shared.is_some() {
-            metrics.shared.enabled.store(true, Ordering::Relaxed);
-        }
+        let replica = Replica::of(&*store, &metrics);
         Arc::new_cyclic(|hub| Hub {
             ledger: Arc::new(Ledger::new(Arc::clone(&metrics), Weak::clone(hub))),
             sessions: Mutex::new(HashMap::new()),
-            shared,
+            replica,
             store,
             limits,
             keys,
@@ -148,7 +146,9 @@ impl Hub {
     /// Whether the hub can decide asks and answers: its store is local, or the shared one
     /// answers; why not, if not.
     pub fn ready(&self) -> Result<(), String> {
-        self.shared.as_ref().map_or(Ok(()), |shared| shared.ready())
+        self.replica
+            .as_ref()
+            .map_or(Ok(()), |replica| replica.shared.ready())
     }
 
     /// The limits.
@@ -180,7 +180,7 @@ impl Hub {
                 return None;
             }
             let mut session = self.new_session(id.clone());
-            if self.shared.is_some() {
+            if self.replica.is_some() {
                 // Not loaded yet: the first call loads it, or else the upkeep does.
                 session.sync = Some(Box::default());
             }
@@ -202,7 +202,7 @@ impl Hub {
     /// Drops `id` if nothing is left in it.
     pub(super) fn drop_if_idle(&self, sessions: &mut Sessions, id: &SessionId) {
         if sessions.get(id).is_some_and(|session| session.is_idle()) {
-            if self.shared.is_some() {
+            if self.replica.is_some() {
                 self.forget_session(sessions, id);
             } else {
                 sessions.remove(id);

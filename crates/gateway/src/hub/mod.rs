@@ -9,7 +9,6 @@
 //! [`Store`]: crate::store::Store
 
 mod agent_side;
-mod applying;
 mod asking;
 mod auditing;
 mod committing;
@@ -25,14 +24,12 @@ mod links;
 mod outcomes;
 mod queued;
 mod refusals;
+mod replica;
 mod request;
 mod restore;
 mod session;
 mod snapshot;
-mod sweeping;
-mod syncing;
 mod tab_slots;
-mod upkeep;
 
 pub use asking::AskReply;
 pub use ending::Rejected;

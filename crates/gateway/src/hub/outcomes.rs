@@ -25,7 +25,7 @@ use super::links::Link;
 use super::request::EntryState;
 use super::session::POLL_GRACE;
 use crate::clock::now_ms;
-use crate::store::{Durability, StoreError, StoreOp, StoredResolution, Verdict};
+use crate::store::{Durability, StoreError, StoreOp, StoredResolution};
 
 /// What a lookup found.
 #[derive(Clone, Debug)]
@@ -255,7 +255,7 @@ impl Hub {
                 }
                 Some(_) => return AckReply::NotResolved,
                 // Already forgotten: acks are idempotent.
-                None if self.shared.is_none() => return AckReply::Forgotten,
+                None if self.replica.is_none() => return AckReply::Forgotten,
                 // This node's copy may be behind: the shared store decides.
                 None => break 'held None,
             }
@@ -269,29 +269,6 @@ impl Hub {
             let _ = deleting.await;
         }
         AckReply::Forgotten
-    }
-
-    /// An ack of a request this node does not hold: on a shared store, deleted there (only if
-    /// it has ended); on a local one, already forgotten.
-    async fn forget_unseen(self: &Arc<Self>, session: &SessionId, id: &RequestId) -> AckReply {
-        if self.shared.is_none() {
-            return AckReply::Forgotten;
-        }
-        let op = StoreOp::Delete {
-            session: session.clone(),
-            id: id.clone(),
-            acked: true,
-        };
-        match self.store_commit(vec![op]).await {
-            Ok(verdicts) if verdicts.first() == Some(&Verdict::StillOpen) => AckReply::NotResolved,
-            Ok(_) => AckReply::Forgotten,
-            Err(error) => {
-                // Kept for the next sweep, as a failed deletion of a held request is.
-                tracing::warn!(%session, request = %id, %error, "could not delete an acknowledged outcome; tried again at the next sweep");
-                self.undeleted().push((session.clone(), id.clone(), true));
-                AckReply::Forgotten
-            }
-        }
     }
 
     /// Forgets outcomes whose retention ran out; returns how many. Deletions an earlier
@@ -417,7 +394,7 @@ impl Hub {
         None
     }
 
-    fn undeleted(&self) -> MutexGuard<'_, Vec<Forgotten>> {
+    pub(super) fn undeleted(&self) -> MutexGuard<'_, Vec<Forgotten>> {
         self.undeleted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -12,13 +12,14 @@ use tokio::time::Instant;
 use super::finished::Finished;
 use super::frame::Frame;
 use super::history_cache::HistoryCache;
+use super::replica::SessionSync;
 use super::request::{Entry, EntryState, LatelyForgotten, Ledger, OpenCounts};
 use super::snapshot::{SnapshotBody, SnapshotHead};
 use super::tab_slots::{TabSlot, TabSlots};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
-use crate::store::shared::{Change, Presence};
+use crate::store::shared::Presence;
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
 /// again right away, and tabs should not see it leave and come back between two polls.
@@ -64,32 +65,6 @@ pub(super) struct Session {
     /// On a shared store: how far this node's copy has followed the store's.
     /// (Boxed: a session of a local store pays one pointer for it.)
     pub(super) sync: Option<Box<SessionSync>>,
-}
-
-/// How far a node's copy of a session has followed the shared store's.
-#[derive(Debug, Default)]
-pub(super) struct SessionSync {
-    /// The sequence number of the last change applied.
-    pub(super) seq: u64,
-    /// Whether the session has been loaded at least once.
-    pub(super) loaded: bool,
-    /// A load under way, which notices wait behind (`buffered`), and callers may wait on.
-    pub(super) loading: Option<Arc<tokio::sync::Notify>>,
-    /// Notices that came while loading, applied after it if they are newer.
-    pub(super) buffered: Vec<(u64, Change)>,
-    /// The store's sequence number when a poll last found this copy behind it: behind it
-    /// still at the next poll, the copy has missed a notice.
-    pub(super) behind: Option<u64>,
-    /// The other nodes' presence, as the store last said.
-    pub(super) others: Presence,
-    /// This node's presence as last written to the store, and when it is due again.
-    pub(super) written: Option<(Presence, Instant)>,
-    /// Another node's presence changed: read it again.
-    pub(super) presence_stale: bool,
-    /// Changes to requests this node is still storing (their notice outran the store's
-    /// reply to this node): applied once the ask is finished, so that the agent hears
-    /// `accepted` before the outcome.
-    pub(super) held_back: Vec<Change>,
 }
 
 impl Session {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use askgate_protocol::{QuestionSet, RequestId};
 
-use super::Hub;
-use super::request::{Arrival, EntryState};
-use super::session::Session;
+use super::super::Hub;
+use super::super::request::{Arrival, EntryState};
+use super::super::session::Session;
 use crate::store::StoredRequest;
 use crate::store::shared::{Change, SessionRecords};
 
@@ -90,7 +90,12 @@ impl Hub {
 
     /// The ask of `id` is finished here (stored or not): the changes to it that arrived
     /// meanwhile are applied now (`keep`), or dropped with it.
-    pub(super) fn release_held_back(&self, state: &mut Session, id: &RequestId, keep: bool) {
+    pub(in crate::hub) fn release_held_back(
+        &self,
+        state: &mut Session,
+        id: &RequestId,
+        keep: bool,
+    ) {
         let Some(sync) = state.sync.as_mut() else {
             return;
         };

@@ -11,9 +11,9 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::Hub;
-use super::ending::{Ending, Refusal};
-use super::request::EntryState;
+use super::super::Hub;
+use super::super::ending::{Ending, Refusal};
+use super::super::request::EntryState;
 use crate::store::StoreOp;
 use crate::store::shared::DueClaim;
 
@@ -46,7 +46,7 @@ pub(super) async fn sweep_deadlines(hub: Weak<Hub>) {
 impl Hub {
     /// One sweep of the store's due entries.
     async fn sweep_due(self: &Arc<Self>) {
-        let Some(shared) = self.shared.clone() else {
+        let Some(shared) = self.shared() else {
             return;
         };
         let Ok(claims) = shared.claim_due().await else {
