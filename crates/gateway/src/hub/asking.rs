@@ -17,11 +17,11 @@ use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 
 use super::Hub;
-use super::ending_frames::outcome_frame;
-use super::frame::Frame;
-use super::links::Link;
+use super::peers::frame::Frame;
+use super::peers::links::Link;
 use super::request::{Deadline, EncodedRequest, EntryState};
 use super::session::{Session, generated_request_id};
+use super::shown::ending_frames::outcome_frame;
 use crate::clock::now_ms;
 use crate::metrics::count;
 use crate::store::{Durability, StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};

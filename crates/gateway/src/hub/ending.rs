@@ -24,8 +24,8 @@ use serde_json::Value;
 
 use super::Hub;
 use super::auditing::counted_refusals;
-use super::frame::Frame;
-use super::links::TabHandle;
+use super::peers::frame::Frame;
+use super::peers::links::TabHandle;
 use super::request::EntryState;
 use super::session::Session;
 use crate::audit::Note;

@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use askgate_protocol::{RequestId, SessionId, TabId, close};
 
-use super::links::{AgentHandle, Link, TabHandle};
-use super::queued::{Budgets, TabBudget};
+use super::peers::links::{AgentHandle, Link, TabHandle};
+use super::peers::queued::{Budgets, TabBudget};
+use super::peers::tab_slots::TabSlot;
 use super::refusals::Tallies;
 use super::replica::Replica;
 use super::request::Ledger;
 use super::session::Session;
-use super::tab_slots::TabSlot;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
@@ -86,7 +86,7 @@ pub struct Hub {
     pub(super) ledger: Arc<Ledger>,
     /// The bytes of `history` frames every session keeps (see [`history_cache`]).
     ///
-    /// [`history_cache`]: super::history_cache
+    /// [`history_cache`]: super::shown::history_cache
     pub(super) history_bytes_total: Arc<AtomicUsize>,
 }
 

@@ -21,7 +21,7 @@ use super::Hub;
 use super::asking::AskReply;
 use super::ending::{Ending, Refusal};
 use super::hub_core::{Forgotten, Sessions};
-use super::links::Link;
+use super::peers::links::Link;
 use super::request::EntryState;
 use super::session::POLL_GRACE;
 use crate::clock::now_ms;

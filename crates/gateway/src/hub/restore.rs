@@ -75,7 +75,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::hub::frame::Frame;
+    use crate::hub::peers::frame::Frame;
     use crate::hub::request::Ledger;
     use crate::hub::session::Session;
     use crate::store::StoredResolution;

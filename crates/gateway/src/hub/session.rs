@@ -9,13 +9,13 @@ use askgate_protocol::wire::{ToTab, You};
 use askgate_protocol::{RequestId, SessionId, TabId};
 use tokio::time::Instant;
 
-use super::finished::Finished;
-use super::frame::Frame;
-use super::history_cache::HistoryCache;
+use super::peers::frame::Frame;
+use super::peers::tab_slots::{TabSlot, TabSlots};
 use super::replica::SessionSync;
 use super::request::{Entry, EntryState, LatelyForgotten, Ledger, OpenCounts};
-use super::snapshot::{SnapshotBody, SnapshotHead};
-use super::tab_slots::{TabSlot, TabSlots};
+use super::shown::finished::Finished;
+use super::shown::history_cache::HistoryCache;
+use super::shown::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;

@@ -53,10 +53,10 @@ use tokio::task::AbortHandle;
 
 use super::Hub;
 use super::ending::Ending;
-use super::ending_frames::{outcome_frame, resolved_frame};
-use super::frame::Frame;
-use super::links::Link;
+use super::peers::frame::Frame;
+use super::peers::links::Link;
 use super::session::Session;
+use super::shown::ending_frames::{outcome_frame, resolved_frame};
 use crate::clock::{now_ms, until};
 use crate::metrics::{Metrics, gauge_add};
 use crate::store::{StoredRequest, StoredResolution};

@@ -18,12 +18,12 @@ use crate::store::StoredResolution;
 
 /// How long a finished request stays listed once its outcome has been acknowledged (or
 /// expired) and forgotten.
-pub(super) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(10 * 60);
+pub(in crate::hub) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(10 * 60);
 /// The most finished requests a session lists.
-pub(super) const FINISHED_KEPT: usize = 32;
+pub(in crate::hub) const FINISHED_KEPT: usize = 32;
 /// The most bytes a session's finished list may hold (each entry carries its questions and
 /// the response).
-pub(super) const FINISHED_BYTES: usize = 1024 * 1024;
+pub(in crate::hub) const FINISHED_BYTES: usize = 1024 * 1024;
 
 /// One finished request.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ impl FinishedEntry {
 
 /// The list, oldest ending first, in the order they were pushed.
 #[derive(Debug, Default)]
-pub(super) struct Finished {
+pub(in crate::hub) struct Finished {
     entries: VecDeque<FinishedEntry>,
     bytes: usize,
     /// Changes whenever the list does, so a snapshot built from it can be reused until then.
@@ -58,7 +58,12 @@ pub(super) struct Finished {
 impl Finished {
     /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended: the
     /// newest ending, whatever its `at_ms` says.
-    pub(super) fn push(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
+    pub(in crate::hub) fn push(
+        &mut self,
+        id: &RequestId,
+        view: &Bytes,
+        resolution: &StoredResolution,
+    ) {
         let entry = FinishedEntry {
             id: id.clone(),
             fingerprint: fingerprint(id),
@@ -80,7 +85,7 @@ impl Finished {
     }
 
     /// Request `id` has been forgotten at `now_ms`: its listing runs out after the grace.
-    pub(super) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
+    pub(in crate::hub) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
         if let Some(at) = self.position(id) {
             let entry = &mut self.entries[at];
             entry.forgotten_at_ms = Some(now_ms);
@@ -88,7 +93,7 @@ impl Finished {
     }
 
     /// Drops request `id`'s entry (it is asked anew).
-    pub(super) fn remove(&mut self, id: &RequestId) {
+    pub(in crate::hub) fn remove(&mut self, id: &RequestId) {
         if let Some(at) = self.position(id) {
             if let Some(entry) = self.entries.remove(at) {
                 self.bytes -= entry.bytes();
@@ -106,7 +111,7 @@ impl Finished {
     }
 
     /// Drops the entries forgotten longer ago than the grace.
-    pub(super) fn prune(&mut self, now_ms: u64) {
+    pub(in crate::hub) fn prune(&mut self, now_ms: u64) {
         let grace_ms = KEPT_AFTER_FORGOTTEN.as_millis() as u64;
         let before = self.entries.len();
         self.entries
@@ -117,16 +122,16 @@ impl Finished {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::hub) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub(super) fn generation(&self) -> u64 {
+    pub(in crate::hub) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// Each entry's JSON, in its two pieces (the view, then the ending), oldest first.
-    pub(super) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
+    pub(in crate::hub) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
         self.entries.iter().map(|e| [&e.view, &e.ending])
     }
 }
