@@ -531,7 +531,7 @@ impl Hub {
         let reply = match resolution {
             Some(resolution) => {
                 let resolution = Box::new(resolution);
-                session.found_ended(&id, resolution.clone());
+                session.found_ended(&id, &resolution);
                 AskReply::Resolved { id, resolution }
             }
             None => {

@@ -71,7 +71,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use askgate_protocol::wire::Via;
-    use askgate_protocol::{Dialect, Outcome, RequestId, SessionId, Settlement};
+    use askgate_protocol::{Dialect, RequestId, SessionId, Settlement};
     use serde_json::json;
 
     use super::*;
@@ -104,16 +104,8 @@ mod tests {
             deadline_ms: None,
             answerers: None,
             resolution: Some(StoredResolution {
-                settlement: Settlement {
-                    outcome: Outcome::Withdrawn,
-                    response: serde_json::Value::Null,
-                    result: serde_json::Value::Null,
-                    model_text: None,
-                },
-                by: None,
-                user: None,
                 via: Some(Via::SessionLink),
-                at_ms: 7,
+                ..StoredResolution::untouched(Settlement::withdrawn(), 7)
             }),
         };
         let questions = Arc::new(QuestionSet::validate(Dialect::HARNESS, &questions).unwrap());

@@ -286,7 +286,7 @@ impl Session {
 
     /// `Committing` → `Resolved`: the id was asked on another node, and has ended there. Its
     /// tabs never saw it open; they see it finished.
-    pub(super) fn found_ended(&mut self, id: &RequestId, resolution: Box<StoredResolution>) {
+    pub(super) fn found_ended(&mut self, id: &RequestId, resolution: &StoredResolution) {
         let Some(entry) = self.requests.get_mut(id) else {
             return;
         };
@@ -294,8 +294,8 @@ impl Session {
             return;
         }
         let view = entry.encoded.view.clone();
-        entry.state = EntryState::Resolved(resolution.clone());
-        self.record_ended(id, &view, &resolution);
+        entry.state = EntryState::Resolved(Box::new(resolution.clone()));
+        self.record_ended(id, &view, resolution);
         self.open.uncount(view.len());
         gauge_add(&self.open.ledger.metrics.kept_outcomes, 1);
     }

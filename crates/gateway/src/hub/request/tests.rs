@@ -497,15 +497,7 @@ fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest 
 }
 
 fn withdrawn(at_ms: u64) -> StoredResolution {
-    StoredResolution::untouched(
-        Settlement {
-            outcome: Outcome::Withdrawn,
-            response: Value::Null,
-            result: Value::Null,
-            model_text: None,
-        },
-        at_ms,
-    )
+    StoredResolution::untouched(Settlement::withdrawn(), at_ms)
 }
 
 fn read(request: &StoredRequest) -> Arc<QuestionSet> {
@@ -560,7 +552,7 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
     let encoded = EncodedRequest::new(&view);
     session.begin_ask(&id("r"), &questions, view, encoded, None);
     assert_eq!(gauges(&session), (0, 0, 1), "committing: not yet open");
-    session.found_ended(&id("r"), Box::new(withdrawn(7)));
+    session.found_ended(&id("r"), &withdrawn(7));
     assert_eq!(gauges(&session), (0, 1, 0));
     assert!(session.finished.generation() > 0, "listed finished");
 }

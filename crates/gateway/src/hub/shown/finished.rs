@@ -170,22 +170,9 @@ fn ending_json(resolution: &StoredResolution) -> Bytes {
 
 #[cfg(test)]
 mod tests {
-    use askgate_protocol::{Outcome, Settlement};
-    use serde_json::Value;
+    use askgate_protocol::Settlement;
 
     use super::*;
-
-    fn ended_at(at_ms: u64) -> StoredResolution {
-        StoredResolution::untouched(
-            Settlement {
-                outcome: Outcome::Withdrawn,
-                response: Value::Null,
-                result: Value::Null,
-                model_text: None,
-            },
-            at_ms,
-        )
-    }
 
     fn listed(finished: &Finished) -> Vec<String> {
         finished
@@ -201,7 +188,11 @@ mod tests {
         for (id, at_ms) in [("r1", 10), ("r2", 10), ("r3", 9)] {
             let view = Bytes::from(format!(r#"{{"id":"{id}"}}"#));
             let id = RequestId::parse(id).unwrap();
-            finished.push(&id, &view, &ended_at(at_ms));
+            finished.push(
+                &id,
+                &view,
+                &StoredResolution::untouched(Settlement::withdrawn(), at_ms),
+            );
         }
         assert_eq!(
             listed(&finished),

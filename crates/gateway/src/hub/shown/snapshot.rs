@@ -247,18 +247,7 @@ mod tests {
         let first = session.snapshot(&tab, &you(), 1024);
         let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);
         assert!(first.shares_body_with(&second));
-        let resolution = StoredResolution {
-            settlement: Settlement {
-                outcome: Outcome::Withdrawn,
-                response: serde_json::Value::Null,
-                result: serde_json::Value::Null,
-                model_text: None,
-            },
-            by: None,
-            user: None,
-            via: None,
-            at_ms: 1,
-        };
+        let resolution = StoredResolution::untouched(Settlement::withdrawn(), 1);
         let id = RequestId::parse("r").unwrap();
         session.finished.push(
             &id,
