@@ -6,13 +6,12 @@
 //! change sends, and the waiters it wakes.
 //!
 //! ```text
-//!        begin_ask           open                 begin_resolving          settle
-//!  ask ───────────► Committing ────► Open ──────────────────────► Resolving ───────► Resolved
-//!                    │    │           ▲ │ ▲         reopen            │ │                │
-//!      drop_unstored │    │found_ended│ │ └───────────────────────────┘ │ vanished       │ forget
-//!                    ▼    └───────────┼─┼──────► Resolved               ▼                ▼
-//!                   gone   admit_record │ take_back ─► gone (tabs: withdrawn)  gone    forgotten
-//!                   (store) ──► Open or Resolved       discard: Open or Resolved ─► forgotten
+//! ask ─begin_ask─► Committing ─open─► Open ─begin_resolving─► Resolving ─settle─► Resolved ─forget─► forgotten
+//!
+//! Committing ─drop_unstored─► gone           Committing ─found_ended─► Resolved
+//! Open ─take_back─► gone                     Resolving ─reopen─► Open
+//! Resolving ─vanished─► gone                 Open, Resolved ─discard─► forgotten
+//! stored ─admit_record─► Open or Resolved    every request ─let_go─► not held here
 //! ```
 //!
 //! | change            | from → to               | bookkeeping                                                         |
@@ -28,7 +27,7 @@
 //! | `settle`          | Open, Resolving → Resolved | open gauge −, kept +; count and bytes −; timer stopped; listed finished; `resolved` to tabs, `outcome` to the agent; waiters woken |
 //! | `vanished`        | Resolving → gone        | open gauge −, count and bytes −; waiters woken                      |
 //! | `forget`          | Resolved → forgotten    | kept gauge −; listing runs out; remembered as lately forgotten      |
-//! | `discard`         | Open, Resolved → forgotten | what `take_back` or `forget` does, without frames                |
+//! | `discard`         | Open, Resolved → forgotten | its gauge −, count and bytes − if open; timer stopped; no frames |
 //! | `let_go`          | every request → (not held here) | gauges −, timers stopped                                    |
 //!
 //! Only `Open` can be won; a rival arriving in `Resolved` is told "already resolved", one

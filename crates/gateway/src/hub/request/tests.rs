@@ -9,6 +9,7 @@ use std::time::Duration;
 use askgate_protocol::wire::{CheckedAsk, Via};
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId, Settlement};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
 use super::super::{AckReply, AskReply, Hub, Link, Lookup, Queue, TabHandle, Withdrawal};
 use super::*;
@@ -28,6 +29,17 @@ struct Faulty {
     refuse_endings: AtomicUsize,
     /// Take new requests but never make them durable.
     lose_asks: AtomicBool,
+    /// While set, new requests and endings are stored only once it gives a permit.
+    gate: std::sync::Mutex<Option<Arc<Semaphore>>>,
+}
+
+impl Faulty {
+    /// Holds every new request and ending until the returned gate gives a permit each.
+    fn hold(&self) -> Arc<Semaphore> {
+        let gate = Arc::new(Semaphore::new(0));
+        *self.gate.lock().unwrap() = Some(Arc::clone(&gate));
+        gate
+    }
 }
 
 impl Store for Faulty {
@@ -40,12 +52,24 @@ impl Store for Faulty {
                 .is_ok(),
             _ => false,
         });
-        if refused {
-            return Box::pin(std::future::ready(Err(StoreError(
+        let held = ops
+            .iter()
+            .any(|op| matches!(op, StoreOp::Put(_) | StoreOp::Resolve { .. }));
+        let gate = self.gate.lock().unwrap().clone().filter(|_| held);
+        let committing = if refused {
+            Box::pin(std::future::ready(Err(StoreError(
                 "refused by the test".into(),
-            ))));
+            ))))
+        } else {
+            self.inner.commit(ops)
+        };
+        match gate {
+            Some(gate) => Box::pin(async move {
+                gate.acquire().await.expect("the gate stays open").forget();
+                committing.await
+            }),
+            None => committing,
         }
-        self.inner.commit(ops)
     }
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
@@ -611,4 +635,84 @@ async fn requests_ending_in_turn_are_listed_in_turn() {
         assert_eq!(rig.answer(request, red()).await, None);
     }
     assert_eq!(rig.finished_ids(), ["r2", "r3", "r1"]);
+}
+
+/// Lets the other futures of a `join!` run until they wait, then gives `gate` a permit.
+async fn open_after_a_while(gate: &Semaphore) {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    gate.add_permits(1);
+}
+
+#[tokio::test]
+async fn an_answer_to_a_request_still_being_stored_is_refused() {
+    let rig = rig();
+    let gate = rig.store.hold();
+    let (asked, refused) = tokio::join!(rig.ask("r", None), async {
+        assert_eq!(rig.state("r"), Some("committing"));
+        let refused = rig.answer("r", red()).await;
+        gate.add_permits(1);
+        refused
+    });
+    assert!(matches!(asked, AskReply::Accepted { .. }), "{asked:?}");
+    assert_eq!(refused.as_deref(), Some("no open request with this id"));
+    rig.assert_open_only(1);
+}
+
+/// A second tab of session `s` on `rig`'s hub, and its queue.
+fn second_tab(rig: &Rig) -> (TabHandle, Queue) {
+    let (link, queue) = Link::new(64);
+    let tab = rig
+        .hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    (tab, queue)
+}
+
+#[tokio::test]
+async fn a_rival_waits_while_the_winner_is_stored_then_is_told_it_lost() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    let (rival, _queue) = second_tab(&rig);
+    let gate = rig.store.hold();
+    let (won, lost, ()) = tokio::join!(
+        rig.answer("r", red()),
+        async {
+            assert_eq!(rig.state("r"), Some("resolving"));
+            rival.answer("r", red()).await
+        },
+        open_after_a_while(&gate),
+    );
+    assert_eq!(won, None);
+    let lost = lost.expect("refused").frame.text();
+    assert!(lost.contains("already resolved"), "{lost}");
+    rig.assert_none_open(1);
+}
+
+#[tokio::test]
+async fn a_rival_waiting_takes_the_request_when_the_winner_could_not_be_stored() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    let (rival, _queue) = second_tab(&rig);
+    let gate = rig.store.hold();
+    rig.store.refuse_endings.store(1, Ordering::Relaxed);
+    let (failed, won, ()) = tokio::join!(
+        rig.answer("r", red()),
+        async {
+            assert_eq!(rig.state("r"), Some("resolving"));
+            let won = rival.answer("r", red()).await;
+            won.map(|rejected| rejected.frame.text())
+        },
+        async {
+            open_after_a_while(&gate).await;
+            open_after_a_while(&gate).await;
+        },
+    );
+    assert!(failed.is_some_and(|error| error.contains("could not save the answer")));
+    assert_eq!(
+        won, None,
+        "the rival's answer won once the first was not kept"
+    );
+    rig.assert_none_open(1);
 }
