@@ -16,7 +16,7 @@ use super::session::Session;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
-use crate::people::{People, Person};
+use crate::people::{IssuedLink, People, Person, issue_link};
 use crate::scope::SessionScope;
 use crate::store::Store;
 
@@ -121,6 +121,19 @@ impl Hub {
             queued_total: Arc::new(AtomicUsize::new(0)),
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// Issues `user` a personal link to `session` (see [`issue_link`]).
+    ///
+    /// # Errors
+    /// As [`issue_link`]'s.
+    pub async fn issue_link(
+        &self,
+        session: &SessionId,
+        user: &str,
+        ttl_s: Option<&serde_json::Value>,
+    ) -> Result<IssuedLink, Vec<askgate_protocol::FieldError>> {
+        issue_link(&*self.store, &self.keys, session, user, ttl_s).await
     }
 
     /// The viewer keys (for checking a tab's `hello`).

@@ -14,7 +14,6 @@ mod auditing; // refusals counted into the audit trail, and the history read fro
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
-mod issuing; // personal links, issued to agents and recorded in the trail
 mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep
 mod peers; // who holds the other end: links, inboxes, tab slots, queued bytes, frames
 mod refusals; // the refusals a tab keeps getting, counted rather than each recorded
@@ -27,7 +26,6 @@ mod shown; // what tabs are sent: snapshot, ending frames, finished list, histor
 pub use asking::AskReply;
 pub use ending::Rejected;
 pub use hub_core::{Hub, JoinRefused};
-pub use issuing::IssuedLink;
 pub use outcomes::AckReply;
 pub use outcomes::{Lookup, Withdrawal};
 pub use peers::frame::{FRAGMENT_BYTES, Frame};
