@@ -390,7 +390,7 @@ impl Hub {
             }
             Ok(Verdict::Exists(record)) => {
                 let reply = self.adopt(session, &record, asker);
-                self.release_held_back(session, id, true);
+                self.ask_finished(session, id, true);
                 if let Some(entry) = session.requests.get_mut(id) {
                     entry.storing = None;
                 }
@@ -427,7 +427,7 @@ impl Hub {
         };
         if let Some((error, conflict)) = failure {
             session.drop_unstored(id);
-            self.release_held_back(session, id, false);
+            self.ask_finished(session, id, false);
             storing.notify_waiters();
             return Showing::Settled(self.reject(
                 asker,
@@ -441,7 +441,7 @@ impl Hub {
             return vanished();
         }
         session.open(id, Deadline::Here);
-        self.release_held_back(session, id, true);
+        self.ask_finished(session, id, true);
         Showing::Open(AskReply::Accepted {
             id: id.clone(),
             deadline_ms,

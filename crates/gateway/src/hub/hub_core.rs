@@ -18,7 +18,7 @@ use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
 use crate::people::{IssuedLink, People, Person, issue_link};
 use crate::scope::SessionScope;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -134,6 +134,27 @@ impl Hub {
         ttl_s: Option<&serde_json::Value>,
     ) -> Result<IssuedLink, Vec<askgate_protocol::FieldError>> {
         issue_link(&*self.store, &self.keys, session, user, ttl_s).await
+    }
+
+    /// Makes sure this node holds `session` as the shared store has it, when several nodes
+    /// share one (see [`replica`](super::replica)): the door the verbs go through before they
+    /// look at a session. A local store's hub has nothing to do.
+    ///
+    /// # Errors
+    /// The shared store could not be reached; the session stays held, and is loaded later.
+    pub async fn synced(self: &Arc<Self>, session: &SessionId) -> Result<(), StoreError> {
+        match self.replica {
+            Some(_) => self.load_shared(session).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The ask of request `id` of `session` is finished (stored, or not: `kept`): on a shared
+    /// store, the other nodes' changes to it that came meanwhile are applied, or dropped.
+    pub(super) fn ask_finished(&self, session: &mut Session, id: &RequestId, kept: bool) {
+        if self.replica.is_some() {
+            self.release_held_back_changes(session, id, kept);
+        }
     }
 
     /// The viewer keys (for checking a tab's `hello`).

@@ -90,7 +90,7 @@ impl Hub {
 
     /// The ask of `id` is finished here (stored or not): the changes to it that arrived
     /// meanwhile are applied now (`keep`), or dropped with it.
-    pub(in crate::hub) fn release_held_back(
+    pub(in crate::hub) fn release_held_back_changes(
         &self,
         state: &mut Session,
         id: &RequestId,

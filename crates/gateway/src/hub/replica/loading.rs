@@ -41,10 +41,12 @@ pub(super) enum Reload {
 }
 
 impl Hub {
-    /// Makes sure this node holds `session` as the shared store has it (a no-op on a local
-    /// store, or when already held). An error leaves the session held but unloaded: the
-    /// upkeep tries again.
-    pub async fn synced(self: &Arc<Self>, session: &SessionId) -> Result<(), StoreError> {
+    /// Makes sure this node holds `session` as the shared store has it (a no-op when already
+    /// held). An error leaves the session held but unloaded: the upkeep tries again.
+    pub(in crate::hub) async fn load_shared(
+        self: &Arc<Self>,
+        session: &SessionId,
+    ) -> Result<(), StoreError> {
         let Some(shared) = self.shared() else {
             return Ok(());
         };

@@ -1,14 +1,14 @@
 //! This node's copy of a shared session, when several nodes share one store (Redis); a hub
 //! on a local store has no [`Replica`] and never comes in here.
 //!
-//! The doors in, each one call: the verbs call [`Hub::synced`] before they look at a session
-//! (it returns at once without a replica), the ask calls [`Hub::release_held_back`] once it is
-//! finished, and every notice from the other nodes enters through [`Hub::on_notice`] (from
+//! The doors in, in the hub's core, each one call that does nothing without a replica: the
+//! verbs call [`Hub::synced`] before they look at a session, the ask calls
+//! [`Hub::ask_finished`] once it is finished; and every notice from the other nodes enters through [`Hub::on_notice`] (from
 //! the reader [`Hub::start_shared`] starts, with the upkeep and the deadline sweep); an ack
 //! of a request this node does not hold is decided by the shared store.
 //!
 //! [`Hub::synced`]: super::Hub::synced
-//! [`Hub::release_held_back`]: super::Hub::release_held_back
+//! [`Hub::ask_finished`]: super::Hub::ask_finished
 //! [`Hub::on_notice`]: super::Hub::on_notice
 //! [`Hub::start_shared`]: super::Hub::start_shared
 

@@ -65,7 +65,7 @@ impl Hub {
     /// never), or `None` to leave the claim to run out (the store could not be reached).
     async fn handle_due(self: &Arc<Self>, claim: &DueClaim) -> Option<Option<u64>> {
         let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
-        if self.synced(&claim.session).await.is_err() {
+        if self.load_shared(&claim.session).await.is_err() {
             return None;
         }
         let next = {
