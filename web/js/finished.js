@@ -69,10 +69,12 @@ function renderFolded(rec) {
   el.replaceChildren(body, dismiss);
 }
 
-// Puts `rec` in the finished list, which runs from the latest ending down.
+// Puts `rec` in the finished list, which runs from the latest ending down. Endings come here
+// in the order they ended (a snapshot's `finished` oldest first, then each as it folds), so
+// one at the same millisecond as another is the later, and goes above it.
 function placeFinished(rec) {
   const list = state.finished.filter((other) => other !== rec);
-  let at = list.findIndex((other) => other.end.at < rec.end.at);
+  let at = list.findIndex((other) => other.end.at <= rec.end.at);
   if (at < 0) at = list.length;
   list.splice(at, 0, rec);
   ui.finishedList.insertBefore(rec.el, list[at + 1] ? list[at + 1].el : null);

@@ -8,10 +8,10 @@ use askgate_protocol::wire::{AskFrame, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
 use serde_json::Value;
 
-use super::forgetting::AckReply;
-use super::frame::Frame;
-use super::links::AgentHandle;
+use super::outcomes::AckReply;
 use super::outcomes::Withdrawal;
+use super::peers::frame::Frame;
+use super::peers::links::AgentHandle;
 use super::session::generated_session_id;
 use crate::metrics::count;
 use crate::scope::SessionScope;

@@ -2,25 +2,29 @@
 //! the store has taken it, and `accepted` once it is durable; a repeat is answered from what
 //! the hub holds. A socket passes its [`Link`]: replies are then queued to it under the lock,
 //! in the order the hub decides (an `accepted` always before that request's `outcome`, which
-//! waits for it should the request end before it is durable). What happens once the store
-//! has replied is in [`opening`](super::opening).
+//! waits for it should the request end before it is durable).
+//!
+//! An ask goes through four steps: admitted (under the lock: a repeat answered, limits
+//! checked, the request put in `Committing`), committed (the store, lock released), shown (once
+//! the store has taken it: opened to every tab, or adopted as the request another node already
+//! holds under its id) and accepted (once durable: `accepted` to its agent, or taken back from
+//! the tabs when it could not be made so).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
-use tokio::sync::Notify;
 
 use super::Hub;
-use super::ending_frames::outcome_frame;
-use super::entry::{EncodedRequest, Entry, EntryState};
-use super::frame::Frame;
-use super::links::Link;
+use super::peers::frame::Frame;
+use super::peers::links::Link;
+use super::request::{Deadline, EncodedRequest, EntryState};
 use super::session::{Session, generated_request_id};
+use super::shown::ending_frames::outcome_frame;
 use crate::clock::now_ms;
 use crate::metrics::count;
-use crate::store::{Durability, StoreOp, StoredRequest, StoredResolution};
+use crate::store::{Durability, StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 
 /// What became of an ask.
 #[derive(Clone, Debug)]
@@ -98,7 +102,7 @@ impl Hub {
     /// (by count, or by bytes), or the most outcomes its agent has not acknowledged, allowed. Not the request's fault,
     /// so `unavailable` (HTTP 503): it may be asked again once requests end or are acked.
     fn session_full(&self, session: &Session) -> Option<FieldError> {
-        if session.unresolved >= self.limits.open_requests_per_session {
+        if session.open.unresolved() >= self.limits.open_requests_per_session {
             return Some(FieldError::new(
                 "",
                 ErrorCode::Unavailable,
@@ -108,18 +112,22 @@ impl Hub {
                 ),
             ));
         }
-        if session.open_bytes >= self.limits.open_bytes_per_session {
+        if session.open.bytes() >= self.limits.open_bytes_per_session {
             return Some(FieldError::new(
                 "",
                 ErrorCode::Unavailable,
                 format!(
                     "this session's open requests already hold {} bytes, the most allowed is {}; \
                      wait for some to end",
-                    session.open_bytes, self.limits.open_bytes_per_session
+                    session.open.bytes(),
+                    self.limits.open_bytes_per_session
                 ),
             ));
         }
-        let kept = session.requests.len().saturating_sub(session.unresolved);
+        let kept = session
+            .requests
+            .len()
+            .saturating_sub(session.open.unresolved());
         (kept >= self.limits.kept_outcomes_per_session).then(|| {
             FieldError::new(
                 "",
@@ -135,7 +143,7 @@ impl Hub {
     /// requests of all sessions would hold more than `--max-open-bytes`. Checked under the
     /// lock that counts the request in, so concurrent asks cannot pass it together.
     fn gateway_full(&self, bytes: usize) -> Option<FieldError> {
-        let total = self.open_bytes_total.load(Ordering::Relaxed);
+        let total = self.ledger.open_bytes_total.load(Ordering::Relaxed);
         let max = self.limits.max_open_bytes;
         (total.saturating_add(bytes) > max).then(|| {
             FieldError::new(
@@ -250,7 +258,7 @@ impl Hub {
                             let id = as_sent(&id);
                             return self.reject(asker, &session_id, id, vec![error], false);
                         }
-                        break insert_committing(session, &id, &shown, view, encoded, asker);
+                        break session.begin_ask(&id, &questions, view, encoded, asker);
                     }
                 }
             };
@@ -290,7 +298,7 @@ impl Hub {
 }
 
 /// What showing a new request came to.
-pub(super) enum Showing {
+enum Showing {
     /// Open to tabs; its agent is to hear this once the store has made it durable.
     Open(AskReply),
     /// The ask is answered as it is (refused, or a repeat of a request asked elsewhere).
@@ -298,12 +306,12 @@ pub(super) enum Showing {
 }
 
 /// A new request whose store record is being committed.
-pub(super) struct Stored {
-    pub(super) session: SessionId,
-    pub(super) id: RequestId,
+struct Stored {
+    session: SessionId,
+    id: RequestId,
     /// Whether the agent sent `id` (else the gateway made it up).
-    pub(super) id_sent: bool,
-    pub(super) deadline_ms: Option<u64>,
+    id_sent: bool,
+    deadline_ms: Option<u64>,
 }
 
 /// What a new request shows to tabs.
@@ -331,50 +339,212 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
     (view, encoded)
 }
 
-/// Puts a new request in the session, in the `Committing` state; returns its store record.
-fn insert_committing(
-    session: &mut Session,
-    id: &RequestId,
-    shown: &Shown<'_>,
-    view: RequestView,
-    encoded: EncodedRequest,
-    asker: Option<&Link>,
-) -> StoredRequest {
-    let questions = shown.questions;
-    let asked_at_ms = view.asked_at_ms;
-    let deadline_ms = view.deadline_ms;
-    let record = StoredRequest {
-        session: session.id.clone(),
-        id: id.clone(),
-        dialect: view.dialect,
-        questions: view.questions,
-        title: view.title,
-        asked_at_ms,
-        deadline_ms,
-        answerers: view.answerers,
-        resolution: None,
-    };
-    let seq = session.next_seq;
-    session.next_seq += 1;
-    session.count_open(encoded.view.len());
-    // The id is asked anew: its earlier ending is no longer what a tab should show for it.
-    session.finished.remove(id);
-    session.requests.insert(
-        id.clone(),
-        Entry {
-            id: id.clone(),
-            seq,
-            questions: Arc::clone(questions),
-            asked_at_ms,
+impl Hub {
+    /// After the store took (or refused) a new request: opens it and shows it to every tab;
+    /// its `accepted` waits for [`Hub::accept_ask`]. A shared store may instead say the id was
+    /// asked already (on another node): the request is then answered as a repeat, as the store
+    /// holds it.
+    fn show_ask(
+        self: &Arc<Self>,
+        stored: &Stored,
+        asker: Option<&Link>,
+        committed: Result<Vec<Verdict>, StoreError>,
+    ) -> Showing {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
             deadline_ms,
-            answerers: record.answerers.clone().map(Arc::from),
-            encoded,
-            asker: asker.cloned(),
-            state: EntryState::Committing,
-            storing: Some(Arc::new(Notify::new())),
-            timer: None,
-            resolved: Arc::new(Notify::new()),
-        },
-    );
-    record
+        } = stored;
+        let as_sent = id_sent.then(|| id.clone());
+        let vanished = || {
+            Showing::Settled(AskReply::Rejected {
+                id: as_sent.clone(),
+                errors: Vec::new(),
+                conflict: false,
+            })
+        };
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return vanished();
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return vanished();
+        };
+        let (EntryState::Committing, Some(storing)) = (&entry.state, &entry.storing) else {
+            return vanished();
+        };
+        let storing = Arc::clone(storing);
+        let mut deadline_ms = *deadline_ms;
+        let failure = match verdict {
+            Ok(Verdict::Done) => None,
+            Ok(Verdict::Created {
+                asked_at_ms,
+                deadline_ms: kept,
+            }) => {
+                deadline_ms = kept;
+                session.retime(id, asked_at_ms, kept);
+                None
+            }
+            Ok(Verdict::Exists(record)) => {
+                let reply = self.adopt(session, &record, asker);
+                self.ask_finished(session, id, true);
+                if let Some(entry) = session.requests.get_mut(id) {
+                    entry.storing = None;
+                }
+                storing.notify_waiters();
+                return Showing::Settled(reply);
+            }
+            Ok(Verdict::Conflict) => Some((
+                FieldError::new(
+                    "id",
+                    ErrorCode::InvalidValue,
+                    "this request id is already used in this session by different questions",
+                ),
+                true,
+            )),
+            Ok(other) => Some((
+                FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the store answered an ask with {other:?}; try again"),
+                ),
+                false,
+            )),
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                Some((
+                    FieldError::new(
+                        "",
+                        ErrorCode::Unavailable,
+                        format!("the gateway could not store the request ({error}); try again"),
+                    ),
+                    false,
+                ))
+            }
+        };
+        if let Some((error, conflict)) = failure {
+            session.drop_unstored(id);
+            self.ask_finished(session, id, false);
+            storing.notify_waiters();
+            return Showing::Settled(self.reject(
+                asker,
+                session_id,
+                as_sent,
+                vec![error],
+                conflict,
+            ));
+        }
+        if !session.requests.contains_key(id) {
+            return vanished();
+        }
+        session.open(id, Deadline::Here);
+        self.ask_finished(session, id, true);
+        Showing::Open(AskReply::Accepted {
+            id: id.clone(),
+            deadline_ms,
+            created: true,
+        })
+    }
+
+    /// Once the store has made a shown request durable: tells its agent `accepted` (and then
+    /// its outcome, should it have ended meanwhile), and lets the agent's repeats and
+    /// withdrawals, which waited, go on. Should the store have failed to, the request is
+    /// taken back from the tabs (`resolved` as `withdrawn`) and the ask rejected.
+    fn accept_ask(
+        &self,
+        stored: &Stored,
+        asker: Option<&Link>,
+        accepted: AskReply,
+        durable: Result<(), StoreError>,
+    ) -> AskReply {
+        let Stored {
+            session: session_id,
+            id,
+            id_sent,
+            ..
+        } = stored;
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(session_id) else {
+            return accepted;
+        };
+        let Some(entry) = session.requests.get_mut(id) else {
+            return accepted;
+        };
+        let Some(storing) = entry.storing.take() else {
+            return accepted;
+        };
+        storing.notify_waiters();
+        let ended = match &entry.state {
+            EntryState::Resolved(resolution) => Some(resolution.clone()),
+            _ => None,
+        };
+        match durable {
+            Ok(()) => {}
+            // Its ending is durable, which only a later record of the log can be: told as kept.
+            Err(error) if ended.is_some() => {
+                tracing::warn!(session = %session_id, request = %id, %error, "a request's record failed to sync after its ending was kept");
+            }
+            Err(error) => {
+                tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
+                session.take_back(id);
+                let error = FieldError::new(
+                    "",
+                    ErrorCode::Unavailable,
+                    format!("the gateway could not store the request ({error}); try again"),
+                );
+                let as_sent = id_sent.then(|| id.clone());
+                return self.reject(asker, session_id, as_sent, vec![error], false);
+            }
+        }
+        tracing::debug!(session = %session_id, request = %id, "accepted");
+        self.deliver(asker, session_id, &accepted);
+        if let Some(resolution) = ended
+            && let Some(waiting) = session.requests.get(id).and_then(|e| e.asker.as_ref())
+        {
+            waiting.send(outcome_frame(session_id, id, &resolution), &self.metrics);
+        }
+        accepted
+    }
+
+    /// The id was asked already (another node holds it as `record`): this node's committing
+    /// entry becomes that request, and the ask is answered as a repeat of it.
+    fn adopt(
+        &self,
+        session: &mut Session,
+        record: &StoredRequest,
+        asker: Option<&Link>,
+    ) -> AskReply {
+        let id = record.id.clone();
+        let deadline_ms = record.deadline_ms;
+        let resolution = record.resolution.clone();
+        session.retime(&id, record.asked_at_ms, record.deadline_ms);
+        if !session.requests.contains_key(&id) {
+            return AskReply::Rejected {
+                id: Some(id),
+                errors: Vec::new(),
+                conflict: false,
+            };
+        }
+        let reply = match resolution {
+            Some(resolution) => {
+                let resolution = Box::new(resolution);
+                session.found_ended(&id, &resolution);
+                AskReply::Resolved { id, resolution }
+            }
+            None => {
+                // Timed out by the shared store's sweep, as the node that asked it first does.
+                session.open(&id, Deadline::Elsewhere);
+                AskReply::Accepted {
+                    id,
+                    deadline_ms,
+                    created: false,
+                }
+            }
+        };
+        self.deliver(asker, &session.id.clone(), &reply);
+        reply
+    }
 }

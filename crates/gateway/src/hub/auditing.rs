@@ -9,12 +9,12 @@ use askgate_protocol::wire::ToTab;
 use askgate_protocol::{RequestId, SessionId, TabId};
 
 use super::Hub;
-use super::entry::EntryState;
-use super::frame::Frame;
-use super::history_cache::HISTORY_CACHE_BYTES;
-use super::links::TabHandle;
+use super::peers::frame::Frame;
+use super::peers::links::TabHandle;
 use super::refusals::{Counted, Tallies, Tally};
+use super::request::EntryState;
 use super::session::Session;
+use super::shown::history_cache::HISTORY_CACHE_BYTES;
 use crate::audit::history::{
     HISTORY_BYTES_READ, HISTORY_ENTRIES_READ, HISTORY_ENTRIES_SCANNED, HISTORY_LENGTH, history,
     is_ending, own_event,

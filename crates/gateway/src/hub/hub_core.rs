@@ -2,21 +2,23 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use askgate_protocol::{RequestId, SessionId, TabId, close};
 
-use super::links::{AgentHandle, Link, TabHandle};
-use super::queued::{Budgets, TabBudget};
+use super::peers::links::{AgentHandle, Link, TabHandle};
+use super::peers::queued::{Budgets, TabBudget};
+use super::peers::tab_slots::TabSlot;
 use super::refusals::Tallies;
+use super::replica::Replica;
+use super::request::Ledger;
 use super::session::Session;
-use super::tab_slots::TabSlot;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
-use crate::people::{People, Person};
+use crate::people::{IssuedLink, People, Person, issue_link};
 use crate::scope::SessionScope;
-use crate::store::{Shared, Store};
+use crate::store::{Store, StoreError};
 
 /// Why a tab was turned away, as a close code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -64,9 +66,9 @@ pub struct Hub {
     /// `.await`, so it is cheaper than an async one and cannot be held by a stalled task.
     sessions: Mutex<Sessions>,
     pub(super) store: Arc<dyn Store>,
-    /// The shared side of the store, when several nodes use it: sessions are then loaded as
-    /// this node's peers come to them, and kept in step by notices.
-    pub(super) shared: Option<Arc<dyn Shared>>,
+    /// This node's side of a store several nodes share: sessions are then loaded as this
+    /// node's peers come to them, and kept in step by notices. `None` on a local store.
+    pub(super) replica: Option<Replica>,
     pub(super) limits: Limits,
     pub(super) keys: ViewerKeys,
     /// Who may answer: identity required or not, and the operator's groups.
@@ -79,12 +81,12 @@ pub struct Hub {
     pub(super) undeleted: Mutex<Vec<Forgotten>>,
     /// Bytes queued to every tab and not yet written out.
     queued_total: Arc<AtomicUsize>,
-    /// Bytes every session's open requests hold (as tabs receive them), kept by the sessions,
-    /// for `--max-open-bytes`.
-    pub(super) open_bytes_total: Arc<AtomicUsize>,
+    /// What every session's requests count into, and the hub their timers time them out
+    /// through.
+    pub(super) ledger: Arc<Ledger>,
     /// The bytes of `history` frames every session keeps (see [`history_cache`]).
     ///
-    /// [`history_cache`]: super::history_cache
+    /// [`history_cache`]: super::shown::history_cache
     pub(super) history_bytes_total: Arc<AtomicUsize>,
 }
 
@@ -103,13 +105,11 @@ impl Hub {
         people: People,
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
-        let shared = store.shared();
-        if shared.is_some() {
-            metrics.shared.enabled.store(true, Ordering::Relaxed);
-        }
-        Arc::new(Hub {
+        let replica = Replica::of(&*store, &metrics);
+        Arc::new_cyclic(|hub| Hub {
+            ledger: Arc::new(Ledger::new(Arc::clone(&metrics), Weak::clone(hub))),
             sessions: Mutex::new(HashMap::new()),
-            shared,
+            replica,
             store,
             limits,
             keys,
@@ -119,9 +119,42 @@ impl Hub {
             agents: Mutex::new(HashMap::new()),
             undeleted: Mutex::new(Vec::new()),
             queued_total: Arc::new(AtomicUsize::new(0)),
-            open_bytes_total: Arc::new(AtomicUsize::new(0)),
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// Issues `user` a personal link to `session` (see [`issue_link`]).
+    ///
+    /// # Errors
+    /// As [`issue_link`]'s.
+    pub async fn issue_link(
+        &self,
+        session: &SessionId,
+        user: &str,
+        ttl_s: Option<&serde_json::Value>,
+    ) -> Result<IssuedLink, Vec<askgate_protocol::FieldError>> {
+        issue_link(&*self.store, &self.keys, session, user, ttl_s).await
+    }
+
+    /// Makes sure this node holds `session` as the shared store has it, when several nodes
+    /// share one (see [`replica`](super::replica)): the door the verbs go through before they
+    /// look at a session. A local store's hub has nothing to do.
+    ///
+    /// # Errors
+    /// The shared store could not be reached; the session stays held, and is loaded later.
+    pub async fn synced(self: &Arc<Self>, session: &SessionId) -> Result<(), StoreError> {
+        match self.replica {
+            Some(_) => self.load_shared(session).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The ask of request `id` of `session` is finished (stored, or not: `kept`): on a shared
+    /// store, the other nodes' changes to it that came meanwhile are applied, or dropped.
+    pub(super) fn ask_finished(&self, session: &mut Session, id: &RequestId, kept: bool) {
+        if self.replica.is_some() {
+            self.release_held_back_changes(session, id, kept);
+        }
     }
 
     /// The viewer keys (for checking a tab's `hello`).
@@ -153,7 +186,9 @@ impl Hub {
     /// Whether the hub can decide asks and answers: its store is local, or the shared one
     /// answers; why not, if not.
     pub fn ready(&self) -> Result<(), String> {
-        self.shared.as_ref().map_or(Ok(()), |shared| shared.ready())
+        self.replica
+            .as_ref()
+            .map_or(Ok(()), |replica| replica.shared.ready())
     }
 
     /// The limits.
@@ -185,7 +220,7 @@ impl Hub {
                 return None;
             }
             let mut session = self.new_session(id.clone());
-            if self.shared.is_some() {
+            if self.replica.is_some() {
                 // Not loaded yet: the first call loads it, or else the upkeep does.
                 session.sync = Some(Box::default());
             }
@@ -200,14 +235,14 @@ impl Hub {
         Session::new(
             id,
             self.limits.joins_per_session_per_second,
-            Arc::clone(&self.open_bytes_total),
+            Arc::clone(&self.ledger),
         )
     }
 
     /// Drops `id` if nothing is left in it.
     pub(super) fn drop_if_idle(&self, sessions: &mut Sessions, id: &SessionId) {
         if sessions.get(id).is_some_and(|session| session.is_idle()) {
-            if self.shared.is_some() {
+            if self.replica.is_some() {
                 self.forget_session(sessions, id);
             } else {
                 sessions.remove(id);

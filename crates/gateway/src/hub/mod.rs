@@ -8,42 +8,27 @@
 //!
 //! [`Store`]: crate::store::Store
 
-mod agent_side;
-mod applying;
-mod asking;
-mod auditing;
-mod committing;
-mod ending_frames;
-mod entry;
-mod finished;
-mod forgetting;
-mod frame;
-mod history_cache;
-mod hub_core;
-mod inbox;
-mod issuing;
-mod links;
-mod opening;
-mod outcomes;
-mod queued;
-mod refusals;
-mod resolving;
-mod restore;
-mod session;
-mod settling;
-mod snapshot;
-mod sweeping;
-mod syncing;
-mod tab_slots;
-mod upkeep;
+mod agent_side; // an agent socket's frames, turned into hub calls
+mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
+mod auditing; // refusals counted into the audit trail, and the history read from it
+mod committing; // handing changes to the store, in order, finished whatever the caller does
+mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
+mod hub_core; // the hub: construction, the lock, peers arriving and leaving
+mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep
+mod peers; // who holds the other end: links, inboxes, tab slots, queued bytes, frames
+mod refusals; // the refusals a tab keeps getting, counted rather than each recorded
+mod replica; // this node's copy of a shared (Redis) session, behind one door
+mod request; // a request's life: its states, and every transition with its bookkeeping
+mod restore; // requests brought back from the store at a restart
+mod session; // one session: its tabs, agents and requests; fan-out and presence
+mod shown; // what tabs are sent: snapshot, ending frames, finished list, history
 
 pub use asking::AskReply;
-pub use forgetting::AckReply;
-pub use frame::{FRAGMENT_BYTES, Frame};
+pub use ending::Rejected;
 pub use hub_core::{Hub, JoinRefused};
-pub use inbox::{Delivery, Queue};
-pub use issuing::IssuedLink;
-pub use links::{AgentHandle, Link, TabHandle};
+pub use outcomes::AckReply;
 pub use outcomes::{Lookup, Withdrawal};
-pub use resolving::Rejected;
+pub use peers::frame::{FRAGMENT_BYTES, Frame};
+pub use peers::inbox::{Delivery, Queue};
+pub use peers::links::{AgentHandle, Link, TabHandle};
 pub use restore::Restored;

@@ -4,14 +4,10 @@
 use std::sync::Arc;
 
 use askgate_protocol::QuestionSet;
-use askgate_protocol::wire::RequestView;
-use tokio::sync::Notify;
 
 use super::Hub;
-use super::entry::{EncodedRequest, Entry, EntryState};
-use super::resolving::Ending;
-use super::session::Session;
-use crate::clock::now_ms;
+use super::ending::Ending;
+use super::request::{Admitted, Arrival};
 use crate::metrics::gauge_add;
 use crate::store::StoredRequest;
 
@@ -31,7 +27,9 @@ pub struct Restored {
 impl Hub {
     /// Loads `records` (from [`Store::load`](crate::store::Store::load)) into an empty hub.
     pub async fn restore(self: &Arc<Self>, mut records: Vec<StoredRequest>) -> Restored {
-        records.sort_by_key(|r| r.asked_at_ms);
+        // Open requests in the order they were asked (snapshots list them so), ended ones in
+        // the order they ended (the finished list is in the order its entries come in).
+        records.sort_by_key(|r| r.resolution.as_ref().map_or(r.asked_at_ms, |r| r.at_ms));
         let mut restored = Restored::default();
         let mut overdue = Vec::new();
         {
@@ -49,34 +47,12 @@ impl Hub {
                     gauge_add(&self.metrics.sessions, 1);
                     Box::new(self.new_session(record.session.clone()))
                 });
-                let seq = session.next_seq;
-                session.next_seq += 1;
-                let was_resolved = record.resolution.is_some();
-                let (session_id, id, deadline_ms) = (
-                    record.session.clone(),
-                    record.id.clone(),
-                    record.deadline_ms,
-                );
-                let mut entry = record_entry(session, record, questions, seq);
-                if was_resolved {
-                    restored.resolved += 1;
-                    gauge_add(&self.metrics.kept_outcomes, 1);
-                } else {
-                    gauge_add(&self.metrics.open_requests, 1);
+                let (session_id, id) = (record.session.clone(), record.id.clone());
+                match session.admit_record(record, questions, Arrival::Restored) {
+                    Admitted::Open => restored.open += 1,
+                    Admitted::Overdue => overdue.push((session_id, id)),
+                    Admitted::Resolved => restored.resolved += 1,
                 }
-                if matches!(entry.state, EntryState::Open) {
-                    match deadline_ms {
-                        Some(deadline) if deadline <= now_ms() => {
-                            overdue.push((session_id, id.clone()));
-                        }
-                        Some(deadline) => {
-                            entry.timer = Some(self.arm_timer(&session_id, &id, deadline));
-                            restored.open += 1;
-                        }
-                        None => restored.open += 1,
-                    }
-                }
-                session.requests.insert(id, entry);
             }
         }
         // All at once, so their commits share the store's group commits: one at a time, each
@@ -90,66 +66,23 @@ impl Hub {
     }
 }
 
-/// The hub's entry for a request the store holds, with the session's counts and its list of
-/// finished requests updated: open, or resolved (then listed as finished).
-pub(super) fn record_entry(
-    session: &mut Session,
-    record: StoredRequest,
-    questions: Arc<QuestionSet>,
-    seq: u64,
-) -> Entry {
-    let view = RequestView {
-        id: record.id.to_string(),
-        dialect: record.dialect,
-        title: record.title,
-        // As read back: what the dialect works out (a form's host) is this askgate's reading.
-        questions: questions.to_json(),
-        asked_at_ms: record.asked_at_ms,
-        deadline_ms: record.deadline_ms,
-        answerers: record.answerers.clone(),
-    };
-    let encoded = EncodedRequest::new(&view);
-    let state = match record.resolution {
-        Some(resolution) => {
-            session.record_ended(&record.id, &encoded.view, &resolution);
-            EntryState::Resolved(Box::new(resolution))
-        }
-        None => {
-            session.count_open(encoded.view.len());
-            EntryState::Open
-        }
-    };
-    Entry {
-        id: record.id,
-        seq,
-        questions,
-        asked_at_ms: record.asked_at_ms,
-        deadline_ms: record.deadline_ms,
-        answerers: record.answerers.map(Arc::from),
-        encoded,
-        asker: None,
-        state,
-        storing: None,
-        timer: None,
-        resolved: Arc::new(Notify::new()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use askgate_protocol::wire::Via;
-    use askgate_protocol::{Dialect, Outcome, RequestId, SessionId, Settlement};
+    use askgate_protocol::{Dialect, RequestId, SessionId, Settlement};
     use serde_json::json;
 
     use super::*;
-    use crate::hub::frame::Frame;
+    use crate::hub::peers::frame::Frame;
+    use crate::hub::request::Ledger;
+    use crate::hub::session::Session;
     use crate::store::StoredResolution;
 
     #[tokio::test]
     async fn a_request_read_back_already_ended_makes_the_history_stale() {
-        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Arc::default());
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Ledger::detached());
         let total = Arc::new(AtomicUsize::new(0));
         let built = |text: &'static str| async move {
             Ok(Frame::from_json(bytes::Bytes::from_static(text.as_bytes())))
@@ -171,21 +104,13 @@ mod tests {
             deadline_ms: None,
             answerers: None,
             resolution: Some(StoredResolution {
-                settlement: Settlement {
-                    outcome: Outcome::Withdrawn,
-                    response: serde_json::Value::Null,
-                    result: serde_json::Value::Null,
-                    model_text: None,
-                },
-                by: None,
-                user: None,
                 via: Some(Via::SessionLink),
-                at_ms: 7,
+                ..StoredResolution::untouched(Settlement::withdrawn(), 7)
             }),
         };
         let questions = Arc::new(QuestionSet::validate(Dialect::HARNESS, &questions).unwrap());
-        let entry = record_entry(&mut session, record, questions, 0);
-        assert!(matches!(entry.state, EntryState::Resolved(_)));
+        let admitted = session.admit_record(record, questions, Arrival::Restored);
+        assert_eq!(admitted, Admitted::Resolved);
         assert_eq!(
             history.frame(&total, || built("after")).await.text(),
             "after",

@@ -1,26 +1,25 @@
 //! One session: its tabs, its agent connections, its requests; fan-out and presence.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use askgate_protocol::wire::{ToTab, You};
 use askgate_protocol::{RequestId, SessionId, TabId};
-use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::entry::{Entry, EntryState};
-use super::finished::Finished;
-use super::frame::Frame;
-use super::history_cache::HistoryCache;
-use super::snapshot::{SnapshotBody, SnapshotHead};
-use super::tab_slots::{TabSlot, TabSlots};
+use super::peers::frame::Frame;
+use super::peers::tab_slots::{TabSlot, TabSlots};
+use super::replica::SessionSync;
+use super::request::{Entry, EntryState, LatelyForgotten, Ledger, OpenCounts};
+use super::shown::finished::Finished;
+use super::shown::history_cache::HistoryCache;
+use super::shown::snapshot::{SnapshotBody, SnapshotHead};
 use crate::clock::now_ms;
 use crate::metrics::Metrics;
 use crate::pacer::Pacer;
-use crate::store::StoredResolution;
-use crate::store::shared::{Change, Presence};
+use crate::store::shared::Presence;
 
 /// How long after an HTTP long-poll ends its agent still counts as waiting: a host polls
 /// again right away, and tabs should not see it leave and come back between two polls.
@@ -36,20 +35,13 @@ pub(super) struct Session {
     pub(super) agents: HashSet<u64>,
     /// Requests by id, in every state.
     pub(super) requests: HashMap<RequestId, Entry>,
-    /// Requests not yet resolved (committing, open or resolving), for the per-session limit.
-    pub(super) unresolved: usize,
-    /// The bytes of those requests as tabs receive them, for the per-session limit that bounds
-    /// a snapshot. Changed only through [`count_open`](Self::count_open) and its kin, which
-    /// keep `open_bytes_total` in step.
-    pub(super) open_bytes: usize,
-    /// The bytes of every session's open requests, for the gateway-wide limit.
-    open_bytes_total: Arc<AtomicUsize>,
+    /// How many requests are unresolved and their bytes (changed only by the transitions in
+    /// [`request`](super::request)), and the gateway-wide counts they go into.
+    pub(super) open: OpenCounts,
     /// The next request's sequence number.
     pub(super) next_seq: u64,
-    /// Requests forgotten lately (acked, or kept past their retention), newest last: a tab's
-    /// late answer to one is told "already resolved", as the design says, rather than that
-    /// there is no such request. At most [`FORGOTTEN_REMEMBERED`].
-    forgotten: VecDeque<RequestId>,
+    /// Requests forgotten lately.
+    pub(super) forgotten: LatelyForgotten,
     /// Recent finished requests, for tabs that join later.
     pub(super) finished: Finished,
     /// The `history` frame, kept until a request ends (emptied when the last tab leaves).
@@ -75,54 +67,18 @@ pub(super) struct Session {
     pub(super) sync: Option<Box<SessionSync>>,
 }
 
-/// How far a node's copy of a session has followed the shared store's.
-#[derive(Debug, Default)]
-pub(super) struct SessionSync {
-    /// The sequence number of the last change applied.
-    pub(super) seq: u64,
-    /// Whether the session has been loaded at least once.
-    pub(super) loaded: bool,
-    /// A load under way, which notices wait behind (`buffered`), and callers may wait on.
-    pub(super) loading: Option<Arc<tokio::sync::Notify>>,
-    /// Notices that came while loading, applied after it if they are newer.
-    pub(super) buffered: Vec<(u64, Change)>,
-    /// The store's sequence number when a poll last found this copy behind it: behind it
-    /// still at the next poll, the copy has missed a notice.
-    pub(super) behind: Option<u64>,
-    /// The other nodes' presence, as the store last said.
-    pub(super) others: Presence,
-    /// This node's presence as last written to the store, and when it is due again.
-    pub(super) written: Option<(Presence, Instant)>,
-    /// Another node's presence changed: read it again.
-    pub(super) presence_stale: bool,
-    /// Changes to requests this node is still storing (their notice outran the store's
-    /// reply to this node): applied once the ask is finished, so that the agent hears
-    /// `accepted` before the outcome.
-    pub(super) held_back: Vec<Change>,
-}
-
-/// How many forgotten request ids a session remembers. A tab learns a request ended the
-/// moment it does; this covers answers already on their way, not days-old ones.
-const FORGOTTEN_REMEMBERED: usize = 64;
-
 impl Session {
-    /// A session that lets `joins_per_second` tabs join a second, and counts its open
-    /// requests' bytes into `open_bytes_total` too.
-    pub(super) fn new(
-        id: SessionId,
-        joins_per_second: u32,
-        open_bytes_total: Arc<AtomicUsize>,
-    ) -> Self {
+    /// A session that lets `joins_per_second` tabs join a second, and counts its requests
+    /// into `ledger` too.
+    pub(super) fn new(id: SessionId, joins_per_second: u32, ledger: Arc<Ledger>) -> Self {
         Session {
             id,
             tabs: TabSlots::default(),
             agents: HashSet::new(),
             requests: HashMap::new(),
-            unresolved: 0,
-            open_bytes: 0,
-            open_bytes_total,
+            open: OpenCounts::new(ledger),
             next_seq: 0,
-            forgotten: VecDeque::new(),
+            forgotten: LatelyForgotten::default(),
             finished: Finished::default(),
             history: Arc::default(),
             queued_bytes: Arc::new(AtomicUsize::new(0)),
@@ -135,60 +91,6 @@ impl Session {
             grace_timer_set: false,
             sync: None,
         }
-    }
-
-    /// Request `id`, whose view tabs got is `view`, ended as `resolution` (or was found
-    /// ended): it joins the finished list tabs are shown, and the next `history` is built
-    /// again. Every way a request comes to an end here goes through this.
-    pub(super) fn record_ended(
-        &mut self,
-        id: &RequestId,
-        view: &Bytes,
-        resolution: &StoredResolution,
-    ) {
-        self.finished.push(id, view, resolution);
-        self.history.ended();
-    }
-
-    /// A request of `bytes` (as tabs receive it) is now unresolved.
-    pub(super) fn count_open(&mut self, bytes: usize) {
-        self.unresolved += 1;
-        self.resize_open(0, bytes);
-    }
-
-    /// A request of `bytes` is no longer unresolved: it ended, or was never stored.
-    pub(super) fn uncount_open(&mut self, bytes: usize) {
-        self.unresolved -= 1;
-        self.resize_open(bytes, 0);
-    }
-
-    /// An open request that held `before` bytes now holds `after`.
-    pub(super) fn resize_open(&mut self, before: usize, after: usize) {
-        let old = self.open_bytes;
-        self.open_bytes = (old + after).saturating_sub(before);
-        if self.open_bytes > old {
-            self.open_bytes_total
-                .fetch_add(self.open_bytes - old, Ordering::Relaxed);
-        } else {
-            self.open_bytes_total
-                .fetch_sub(old - self.open_bytes, Ordering::Relaxed);
-        }
-    }
-
-    /// Forgets request `id`, which has ended; notes it among the lately forgotten.
-    pub(super) fn forget(&mut self, id: &RequestId) -> Option<Entry> {
-        let entry = self.requests.remove(id)?;
-        self.finished.forgotten(id, now_ms());
-        if self.forgotten.len() == FORGOTTEN_REMEMBERED {
-            self.forgotten.pop_front();
-        }
-        self.forgotten.push_back(id.clone());
-        Some(entry)
-    }
-
-    /// Whether request `id` ended and was forgotten lately.
-    pub(super) fn forgot_lately(&self, id: &RequestId) -> bool {
-        self.forgotten.contains(id)
     }
 
     /// Nothing and no one left: the session can be dropped. A copy of a shared store's
@@ -381,18 +283,6 @@ impl Session {
             }
         }
     }
-
-    /// Resolved requests whose retention ran out by `now_ms`.
-    pub(super) fn expired(&self, now_ms: u64, retention_ms: u64) -> Vec<RequestId> {
-        self.requests
-            .values()
-            .filter(|e| match &e.state {
-                EntryState::Resolved(r) => r.at_ms.saturating_add(retention_ms) <= now_ms,
-                _ => false,
-            })
-            .map(|e| e.id.clone())
-            .collect()
-    }
 }
 
 /// A fresh tab id: `t-` and 16 random hex digits.
@@ -414,13 +304,4 @@ pub(super) fn generated_request_id() -> RequestId {
 pub(super) fn generated_session_id() -> SessionId {
     let n: u64 = rand::random();
     SessionId::parse(format!("s-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
-}
-
-/// A session dropped with requests still counted (a hub shutting down, a shared store's copy
-/// replaced) gives their bytes back to the gateway-wide count.
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.open_bytes_total
-            .fetch_sub(self.open_bytes, Ordering::Relaxed);
-    }
 }

@@ -8,8 +8,10 @@
 //! - [`personal_links`]: keys signed for a session, a person and an expiry; nothing stored.
 //! - [`proxy`]: `--user-header` from `--trusted-proxy` addresses only.
 //! - [`groups`]: `--groups FILE`, group name → members.
+//! - [`issuing`]: personal links issued to agents, each recorded in the audit trail.
 
 pub mod groups;
+pub mod issuing;
 pub mod personal_links;
 pub mod proxy;
 
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use askgate_protocol::wire::{Via, You};
 
 pub use groups::Groups;
+pub use issuing::{IssuedLink, issue_link};
 pub use personal_links::{DEFAULT_LINK_TTL_S, KeyRefusal, MAX_LINK_TTL_S};
 pub use proxy::{ProxyIdentity, TrustedProxies};
 

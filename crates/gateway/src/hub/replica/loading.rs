@@ -18,9 +18,9 @@ use std::time::Duration;
 use askgate_protocol::{RequestId, SessionId};
 use tokio::sync::Notify;
 
-use super::Hub;
-use super::entry::EntryState;
-use super::session::Session;
+use super::super::Hub;
+use super::super::request::EntryState;
+use super::super::session::Session;
 use crate::store::StoreError;
 use crate::store::shared::{Change, Notice, SessionRecords};
 
@@ -41,11 +41,13 @@ pub(super) enum Reload {
 }
 
 impl Hub {
-    /// Makes sure this node holds `session` as the shared store has it (a no-op on a local
-    /// store, or when already held). An error leaves the session held but unloaded: the
-    /// upkeep tries again.
-    pub async fn synced(self: &Arc<Self>, session: &SessionId) -> Result<(), StoreError> {
-        let Some(shared) = self.shared.clone() else {
+    /// Makes sure this node holds `session` as the shared store has it (a no-op when already
+    /// held). An error leaves the session held but unloaded: the upkeep tries again.
+    pub(in crate::hub) async fn load_shared(
+        self: &Arc<Self>,
+        session: &SessionId,
+    ) -> Result<(), StoreError> {
+        let Some(shared) = self.shared() else {
             return Ok(());
         };
         loop {
@@ -101,7 +103,7 @@ impl Hub {
     ) -> Result<(), StoreError> {
         let mut sessions = self.lock();
         let Some(state) = sessions.get_mut(session) else {
-            if let Some(shared) = &self.shared {
+            if let Some(shared) = self.shared() {
                 shared.unwatch(session);
             }
             return loaded.map(drop);
@@ -176,7 +178,7 @@ impl Hub {
                 None => self.add_record(state, *record),
                 // Asked anew after a forgetting this node did not hear of.
                 Some(EntryState::Resolved(_)) => {
-                    self.drop_entry(state, &record.id);
+                    state.discard(&record.id);
                     self.add_record(state, *record);
                 }
                 Some(_) => {}
@@ -221,7 +223,7 @@ impl Hub {
 
     /// Loads `session` again in a task of its own, unless a load is under way.
     pub(super) fn spawn_reload(self: &Arc<Self>, session: SessionId, cause: Reload) {
-        let Some(shared) = self.shared.clone() else {
+        let Some(shared) = self.shared() else {
             return;
         };
         {

@@ -2,10 +2,16 @@
 //!
 //! Every ending takes the same path. Under the lock, the first ending to find the request
 //! `Open` wins and moves it to `Resolving` (rivals wait); with the lock released, the
-//! resolution is committed to the store; under the lock again ([`settling`](super::settling)),
-//! it becomes `Resolved` and is announced: `resolved` to every tab, `outcome` to the waiting
-//! agent, "already resolved" to the rivals. Should the store fail, the request is `Open` again
-//! and a rival may take it.
+//! resolution is committed to the store; under the lock again, it becomes `Resolved` and is
+//! announced: `resolved` to every tab, `outcome` to the waiting agent, "already resolved" to
+//! the rivals. Should the store fail, the request is `Open` again and a rival may take it.
+//!
+//! A local store always keeps the winner the hub chose. A shared store may say otherwise:
+//! another node's ending won first (`Lost`: that one is announced, and this one refused as
+//! "already resolved"), the deadline has not come by its clock (`Early`: the request opens
+//! again and its timer is set for what is left), or the request is gone (acknowledged
+//! elsewhere). A notice of another node's ending may also have been applied while this one was
+//! in flight; then the request is already `Resolved`, and nothing is announced twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,18 +21,18 @@ use askgate_protocol::{
     ErrorCode, FieldError, Outcome, RequestId, SessionId, Settlement, TabId, ValidationErrors,
 };
 use serde_json::Value;
-use tokio::task::AbortHandle;
 
 use super::Hub;
 use super::auditing::counted_refusals;
-use super::entry::EntryState;
-use super::frame::Frame;
-use super::links::TabHandle;
+use super::peers::frame::Frame;
+use super::peers::links::TabHandle;
+use super::request::EntryState;
+use super::session::Session;
 use crate::audit::Note;
-use crate::clock::{now_ms, until};
+use crate::clock::now_ms;
 use crate::metrics::count;
 use crate::people::{KeyRefusal, NotAllowed, Person};
-use crate::store::{StoreOp, StoredResolution};
+use crate::store::{StoreError, StoreOp, StoredResolution, Verdict};
 
 /// How long a request whose deadline passed waits before timing out again, when the store
 /// could not keep its timing out.
@@ -73,7 +79,7 @@ type Won = (
 );
 
 /// A resolution being committed, and what announcing it needs.
-pub(super) struct Resolution {
+struct Resolution {
     pub(super) session: SessionId,
     pub(super) id: RequestId,
     pub(super) resolution: StoredResolution,
@@ -192,25 +198,6 @@ pub struct Rejected {
 }
 
 impl Hub {
-    /// Starts the deadline timer of a request.
-    pub(super) fn arm_timer(
-        self: &Arc<Self>,
-        session: &SessionId,
-        id: &RequestId,
-        deadline_ms: u64,
-    ) -> AbortHandle {
-        // A weak handle: a sleeping timer must not keep a stopped gateway (and its store) alive.
-        let hub = Arc::downgrade(self);
-        let (session, id) = (session.clone(), id.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(until(deadline_ms)).await;
-            if let Some(hub) = hub.upgrade() {
-                let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
-            }
-        })
-        .abort_handle()
-    }
-
     /// Ends a request, if it is still open. A withdrawal is answered with how it ended, as
     /// stored (the agent's `cancel` and `DELETE` return it); other endings with nothing, so
     /// no copy of a long answer is made for it under the lock.
@@ -322,13 +309,6 @@ impl Hub {
                 None,
             ),
         };
-        entry.state = EntryState::Resolving;
-        if let Some(timer) = entry.timer.take() {
-            // The timer's own task must not abort itself mid-resolution.
-            if !matches!(ending, Ending::TimedOut) {
-                timer.abort();
-            }
-        }
         let resolution = StoredResolution {
             settlement,
             by: by.map(|(tab, _)| tab.to_string()),
@@ -337,9 +317,10 @@ impl Hub {
             at_ms: now_ms(),
         };
         // A shared store judges lateness on its own clock: it needs the timeout to put instead.
-        let if_late = (tab_ending && self.shared.is_some() && entry.deadline_ms.is_some())
+        let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
+        state.begin_resolving(id, matches!(ending, Ending::TimedOut));
         Ok(Begun::Won(Box::new((
             resolution,
             asked_at_ms,
@@ -348,4 +329,107 @@ impl Hub {
             counted_refusals(state, id),
         ))))
     }
+}
+
+impl Hub {
+    /// After the store took (or refused) a resolution: announces what it decided, or reopens
+    /// the request.
+    fn finish_resolve(
+        self: &Arc<Self>,
+        ending: Resolution,
+        committed: Result<Vec<Verdict>, StoreError>,
+    ) -> Result<Option<StoredResolution>, Refusal> {
+        let Resolution {
+            session,
+            id,
+            mut resolution,
+            asked_at_ms,
+            deadline_ms,
+        } = ending;
+        let (session, id) = (&session, &id);
+        let verdict =
+            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let mut sessions = self.lock();
+        let entry = sessions
+            .get_mut(session)
+            .and_then(|state| state.requests.get_mut(id));
+        if entry.is_none() {
+            // Gone while its ending was stored: on a shared store, the ending's own notice and
+            // then the agent's acknowledgement came back before the store's reply did.
+            return match verdict {
+                Ok(Verdict::Won { at_ms }) => {
+                    resolution.at_ms = at_ms;
+                    let outcome = resolution.settlement.outcome;
+                    self.metrics.resolved(outcome, None);
+                    Ok((outcome == Outcome::Withdrawn).then_some(resolution))
+                }
+                _ => Err(Refusal::Unknown),
+            };
+        }
+        let Some(state) = sessions.get_mut(session) else {
+            return Err(Refusal::Unknown);
+        };
+        let Some(entry) = state.requests.get_mut(id) else {
+            return Err(Refusal::Unknown);
+        };
+        // Another node's ending reached this node first, as a notice: it has been announced.
+        if let EntryState::Resolved(announced) = &entry.state {
+            let announced = StoredResolution::clone(announced);
+            return match verdict {
+                Ok(Verdict::Won { .. } | Verdict::Done) => {
+                    Ok((announced.settlement.outcome == Outcome::Withdrawn).then_some(announced))
+                }
+                _ => Err(Refusal::AlreadyResolved),
+            };
+        }
+        match verdict {
+            Ok(Verdict::Done) => {}
+            Ok(Verdict::Won { at_ms }) => resolution.at_ms = at_ms,
+            Ok(Verdict::Lost(winner)) => {
+                tracing::debug!(%session, request = %id, "another node's ending won");
+                state.settle(id, *winner);
+                return Err(Refusal::AlreadyResolved);
+            }
+            Ok(Verdict::Early { left_ms }) => {
+                let timer_at =
+                    (left_ms != u64::MAX).then(|| now_ms().saturating_add(left_ms.max(1)));
+                state.reopen(id, timer_at);
+                return Err(Refusal::Unknown);
+            }
+            Ok(Verdict::Unknown) => {
+                state.vanished(id);
+                return Err(Refusal::Unknown);
+            }
+            Ok(other) => {
+                let error = StoreError(format!("the store answered a resolution with {other:?}"));
+                return Err(reopen(state, id, deadline_ms, &error));
+            }
+            Err(error) => return Err(reopen(state, id, deadline_ms, &error)),
+        }
+        let outcome = resolution.settlement.outcome;
+        let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
+            .then(|| resolution.at_ms.saturating_sub(asked_at_ms));
+        self.metrics.resolved(outcome, latency);
+        tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
+        let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
+        state.settle(id, resolution);
+        Ok(withdrawn)
+    }
+}
+
+/// The store did not keep the ending: the request is open again, its timer set again.
+fn reopen(
+    state: &mut Session,
+    id: &RequestId,
+    deadline_ms: Option<u64>,
+    error: &StoreError,
+) -> Refusal {
+    let session = &state.id;
+    tracing::error!(%session, request = %id, %error, "could not store a resolution; the request stays open");
+    // A deadline already past (its timing out is what failed) is tried again after a pause,
+    // not at once: the store would fail it again in a loop.
+    let retry_at =
+        deadline_ms.map(|deadline| deadline.max(now_ms() + STORE_RETRY.as_millis() as u64));
+    state.reopen(id, retry_at);
+    Refusal::Store(error.to_string())
 }

@@ -11,9 +11,9 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::Hub;
-use super::entry::EntryState;
-use super::resolving::{Ending, Refusal};
+use super::super::Hub;
+use super::super::ending::{Ending, Refusal};
+use super::super::request::EntryState;
 use crate::store::StoreOp;
 use crate::store::shared::DueClaim;
 
@@ -46,7 +46,7 @@ pub(super) async fn sweep_deadlines(hub: Weak<Hub>) {
 impl Hub {
     /// One sweep of the store's due entries.
     async fn sweep_due(self: &Arc<Self>) {
-        let Some(shared) = self.shared.clone() else {
+        let Some(shared) = self.shared() else {
             return;
         };
         let Ok(claims) = shared.claim_due().await else {
@@ -65,7 +65,7 @@ impl Hub {
     /// never), or `None` to leave the claim to run out (the store could not be reached).
     async fn handle_due(self: &Arc<Self>, claim: &DueClaim) -> Option<Option<u64>> {
         let retention_ms = u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX);
-        if self.synced(&claim.session).await.is_err() {
+        if self.load_shared(&claim.session).await.is_err() {
             return None;
         }
         let next = {
@@ -134,13 +134,9 @@ impl Hub {
                 };
                 self.store_commit(vec![op]).await.ok()?;
                 let mut sessions = self.lock();
-                if let Some(entry) = sessions
-                    .get_mut(&claim.session)
-                    .and_then(|state| state.forget(&claim.id))
-                {
-                    crate::metrics::gauge_add(&self.metrics.kept_outcomes, -1);
+                if let Some(state) = sessions.get_mut(&claim.session) {
                     // A long-poll waiting on it learns it is gone.
-                    entry.resolved.notify_waiters();
+                    state.forget(&claim.id);
                 }
                 self.metrics.shared.count(&self.metrics.shared.sweep_forgot);
                 Some(None)

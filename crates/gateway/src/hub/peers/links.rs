@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askgate_protocol::{SessionId, TabId};
 
-use super::Hub;
+use super::super::Hub;
 use super::frame::Frame;
 use super::inbox::{Inbox, Queue, Refused};
 use super::queued::TabBudget;
@@ -16,7 +16,7 @@ use crate::scope::SessionScope;
 /// The hub's side of one connection: a handle on its inbox.
 #[derive(Debug)]
 pub struct Link {
-    pub(super) id: u64,
+    pub(in crate::hub) id: u64,
     inbox: Arc<Inbox>,
 }
 
@@ -45,18 +45,18 @@ impl Link {
     }
 
     /// Gives a joining tab its share of the queued-bytes budgets.
-    pub(super) fn set_budget(&self, budget: TabBudget) {
+    pub(in crate::hub) fn set_budget(&self, budget: TabBudget) {
         self.inbox.set_budget(budget);
     }
 
     /// Replaces the tab's pending `presence`.
-    pub(super) fn set_presence(&self, frame: Frame) {
+    pub(in crate::hub) fn set_presence(&self, frame: Frame) {
         self.inbox.set_presence(frame);
     }
 
     /// Queues `frame` (counted, for a tab). A full queue closes the peer with 4408 (too
     /// slow); `false` if the frame was not queued.
-    pub(super) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
+    pub(in crate::hub) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
         let budget = self.inbox.budget();
         let bytes = frame.len();
         if let Some(budget) = budget {
@@ -76,7 +76,7 @@ impl Link {
 
     /// Queues `frame` as [`Link::send`] does, unless it would take the tab's session or the
     /// gateway past its queued-bytes budget: then it comes back.
-    pub(super) fn send_within_budget(
+    pub(in crate::hub) fn send_within_budget(
         &self,
         frame: Frame,
         metrics: &metrics::Metrics,
@@ -88,24 +88,24 @@ impl Link {
     }
 
     /// Bytes queued to this tab and not yet taken (agents: 0).
-    pub(super) fn waiting(&self) -> usize {
+    pub(in crate::hub) fn waiting(&self) -> usize {
         self.inbox.budget().map_or(0, TabBudget::waiting)
     }
 
     /// Closes the peer as too slow (4408), counting it once.
-    pub(super) fn close_too_slow(&self, metrics: &metrics::Metrics) {
+    pub(in crate::hub) fn close_too_slow(&self, metrics: &metrics::Metrics) {
         if self.inbox.close(askgate_protocol::close::TOO_SLOW) {
             metrics::count(&metrics.closed_too_slow);
         }
     }
 
     /// Whether the peer has been asked to close.
-    pub(super) fn is_closing(&self) -> bool {
+    pub(in crate::hub) fn is_closing(&self) -> bool {
         self.inbox.is_closing()
     }
 
     /// Closes the peer with `code`.
-    pub(super) fn close(&self, code: u16) {
+    pub(in crate::hub) fn close(&self, code: u16) {
         let _ = self.inbox.close(code);
     }
 }
@@ -113,10 +113,10 @@ impl Link {
 /// One agent connection, attached to the hub until dropped.
 #[derive(Debug)]
 pub struct AgentHandle {
-    pub(super) hub: Arc<Hub>,
-    pub(super) link: Link,
+    pub(in crate::hub) hub: Arc<Hub>,
+    pub(in crate::hub) link: Link,
     /// The sessions its key may act on.
-    pub(super) scope: SessionScope,
+    pub(in crate::hub) scope: SessionScope,
 }
 
 impl Drop for AgentHandle {
@@ -128,12 +128,12 @@ impl Drop for AgentHandle {
 /// One tab, watching one session until dropped.
 #[derive(Debug)]
 pub struct TabHandle {
-    pub(super) hub: Arc<Hub>,
-    pub(super) session: SessionId,
-    pub(super) tab: TabId,
+    pub(in crate::hub) hub: Arc<Hub>,
+    pub(in crate::hub) session: SessionId,
+    pub(in crate::hub) tab: TabId,
     /// Who the tab's person is.
-    pub(super) person: Person,
-    pub(super) link_id: u64,
+    pub(in crate::hub) person: Person,
+    pub(in crate::hub) link_id: u64,
 }
 
 impl TabHandle {

@@ -10,7 +10,7 @@ use std::io::Write as _;
 use askgate_protocol::wire::You;
 use bytes::Bytes;
 
-use super::entry::Entry;
+use super::super::request::Entry;
 use super::finished::Finished;
 
 /// What a snapshot's shared part is made of: the open requests (a request's view never
@@ -23,14 +23,14 @@ struct SnapshotKey {
 
 /// The shared part of a session's last snapshot and what it was built from.
 #[derive(Debug, Default)]
-pub(super) struct SnapshotBody {
+pub(in crate::hub) struct SnapshotBody {
     last: Option<(SnapshotKey, Bytes)>,
 }
 
 impl SnapshotBody {
     /// The shared part for `open` (oldest first) and `finished`: the last one built, if they
     /// are what it was built from.
-    pub(super) fn body(
+    pub(in crate::hub) fn body(
         &mut self,
         open: &[&Entry],
         finished: &Finished,
@@ -56,19 +56,19 @@ impl SnapshotBody {
 }
 
 /// A snapshot's own fields, which differ from tab to tab.
-pub(super) struct SnapshotHead<'a> {
-    pub(super) session: &'a str,
-    pub(super) tab: &'a str,
-    pub(super) now_ms: u64,
-    pub(super) tabs: usize,
-    pub(super) agent_online: bool,
-    pub(super) you: Option<&'a You>,
+pub(in crate::hub) struct SnapshotHead<'a> {
+    pub(in crate::hub) session: &'a str,
+    pub(in crate::hub) tab: &'a str,
+    pub(in crate::hub) now_ms: u64,
+    pub(in crate::hub) tabs: usize,
+    pub(in crate::hub) agent_online: bool,
+    pub(in crate::hub) you: Option<&'a You>,
 }
 
 impl SnapshotHead<'_> {
     /// The `snapshot` frame up to its requests, as serde_json writes
     /// [`ToTab::Snapshot`](askgate_protocol::wire::ToTab::Snapshot).
-    pub(super) fn encode(&self) -> Bytes {
+    pub(in crate::hub) fn encode(&self) -> Bytes {
         snapshot_head(self)
     }
 }
@@ -136,9 +136,10 @@ mod tests {
     use askgate_protocol::wire::ToTab;
     use askgate_protocol::{RequestId, SessionId, TabId};
 
-    use super::super::entry::EncodedRequest;
-    use super::super::frame::Frame;
-    use super::super::session::Session;
+    use super::super::super::peers::frame::Frame;
+    use super::super::super::request::EncodedRequest;
+    use super::super::super::request::Ledger;
+    use super::super::super::session::Session;
     use super::*;
     use crate::store::StoredResolution;
 
@@ -241,27 +242,12 @@ mod tests {
 
     #[test]
     fn a_snapshot_shares_its_body_until_the_session_changes() {
-        let mut session = Session::new(
-            SessionId::parse("s").unwrap(),
-            10,
-            std::sync::Arc::default(),
-        );
+        let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Ledger::detached());
         let tab = TabId::parse("t-1").unwrap();
         let first = session.snapshot(&tab, &you(), 1024);
         let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);
         assert!(first.shares_body_with(&second));
-        let resolution = StoredResolution {
-            settlement: Settlement {
-                outcome: Outcome::Withdrawn,
-                response: serde_json::Value::Null,
-                result: serde_json::Value::Null,
-                model_text: None,
-            },
-            by: None,
-            user: None,
-            via: None,
-            at_ms: 1,
-        };
+        let resolution = StoredResolution::untouched(Settlement::withdrawn(), 1);
         let id = RequestId::parse("r").unwrap();
         session.finished.push(
             &id,

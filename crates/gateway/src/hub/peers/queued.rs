@@ -15,14 +15,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What the budgets allow.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Budgets {
-    pub(super) per_session: usize,
-    pub(super) total: usize,
+pub(in crate::hub) struct Budgets {
+    pub(in crate::hub) per_session: usize,
+    pub(in crate::hub) total: usize,
 }
 
 /// One tab's place in the counts: its own, its session's and the gateway's.
 #[derive(Debug)]
-pub(super) struct TabBudget {
+pub(in crate::hub) struct TabBudget {
     tab: AtomicUsize,
     session: Arc<AtomicUsize>,
     total: Arc<AtomicUsize>,
@@ -30,7 +30,7 @@ pub(super) struct TabBudget {
 }
 
 impl TabBudget {
-    pub(super) fn new(
+    pub(in crate::hub) fn new(
         session: Arc<AtomicUsize>,
         total: Arc<AtomicUsize>,
         budgets: Budgets,
@@ -44,12 +44,12 @@ impl TabBudget {
     }
 
     /// Bytes queued to this tab and not yet taken.
-    pub(super) fn waiting(&self) -> usize {
+    pub(in crate::hub) fn waiting(&self) -> usize {
         self.tab.load(Ordering::Acquire)
     }
 
     /// Whether `bytes` more would take the session or the gateway past its budget.
-    pub(super) fn over(&self, bytes: usize) -> bool {
+    pub(in crate::hub) fn over(&self, bytes: usize) -> bool {
         let past = |counter: &AtomicUsize, budget: usize| {
             counter.load(Ordering::Acquire).saturating_add(bytes) > budget
         };
@@ -57,14 +57,14 @@ impl TabBudget {
     }
 
     /// `bytes` are queued.
-    pub(super) fn charge(&self, bytes: usize) {
+    pub(in crate::hub) fn charge(&self, bytes: usize) {
         for counter in [&self.tab, &*self.session, &*self.total] {
             counter.fetch_add(bytes, Ordering::AcqRel);
         }
     }
 
     /// `bytes` are taken (or were never queued after all).
-    pub(super) fn release(&self, bytes: usize) {
+    pub(in crate::hub) fn release(&self, bytes: usize) {
         for counter in [&self.tab, &*self.session, &*self.total] {
             counter.fetch_sub(bytes, Ordering::AcqRel);
         }

@@ -4,7 +4,7 @@
 //! One small structure per connection, not a channel, a watch and a cancellation token each
 //! with its own allocation and its own waiting future: an idle tab holds this and nothing
 //! else of the hub's, and its task waits on one waker. The frames are bounded: a peer that
-//! cannot keep up is closed with 4408 (see [`Link::send`](super::Link)) rather than allowed
+//! cannot keep up is closed with 4408 (see [`Link::send`](super::super::Link)) rather than allowed
 //! to grow memory.
 
 use std::collections::VecDeque;
@@ -23,7 +23,7 @@ const ROOM_KEPT: usize = 8;
 
 /// Shared by the hub's links to a connection and the connection's [`Queue`].
 #[derive(Debug)]
-pub(super) struct Inbox {
+pub(in crate::hub) struct Inbox {
     pending: Mutex<Pending>,
     /// The close code asked for (0: none); the first asked for wins.
     close: AtomicU16,
@@ -51,7 +51,7 @@ struct Pending {
 
 /// Why a frame was not queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Refused {
+pub(in crate::hub) enum Refused {
     /// The queue holds its capacity already.
     Full,
     /// The connection has gone.
@@ -60,7 +60,7 @@ pub(super) enum Refused {
 
 impl Inbox {
     /// An inbox for `capacity` frames, with one link holding it.
-    pub(super) fn new(capacity: usize) -> Arc<Self> {
+    pub(in crate::hub) fn new(capacity: usize) -> Arc<Self> {
         Arc::new(Inbox {
             pending: Mutex::default(),
             close: AtomicU16::new(0),
@@ -79,7 +79,7 @@ impl Inbox {
     }
 
     /// Queues `frame` behind the others.
-    pub(super) fn push(&self, frame: Frame) -> Result<(), Refused> {
+    pub(in crate::hub) fn push(&self, frame: Frame) -> Result<(), Refused> {
         {
             let mut pending = self.lock();
             if pending.gone {
@@ -95,7 +95,7 @@ impl Inbox {
     }
 
     /// Replaces the pending `presence`.
-    pub(super) fn set_presence(&self, frame: Frame) {
+    pub(in crate::hub) fn set_presence(&self, frame: Frame) {
         {
             let mut pending = self.lock();
             if pending.gone {
@@ -107,7 +107,7 @@ impl Inbox {
     }
 
     /// Asks the connection to close with `code` (not 0); `true` if this was the first ask.
-    pub(super) fn close(&self, code: u16) -> bool {
+    pub(in crate::hub) fn close(&self, code: u16) -> bool {
         let first = self
             .close
             .compare_exchange(0, code.max(1), Ordering::AcqRel, Ordering::Acquire)
@@ -117,27 +117,27 @@ impl Inbox {
     }
 
     /// Whether the connection has been asked to close.
-    pub(super) fn is_closing(&self) -> bool {
+    pub(in crate::hub) fn is_closing(&self) -> bool {
         self.close.load(Ordering::Acquire) != 0
     }
 
     /// The tab's budget, once it has joined.
-    pub(super) fn budget(&self) -> Option<&TabBudget> {
+    pub(in crate::hub) fn budget(&self) -> Option<&TabBudget> {
         self.budget.get()
     }
 
     /// Gives the tab its share of the budgets (once; later calls change nothing).
-    pub(super) fn set_budget(&self, budget: TabBudget) {
+    pub(in crate::hub) fn set_budget(&self, budget: TabBudget) {
         let _ = self.budget.set(budget);
     }
 
     /// One more link holds it.
-    pub(super) fn link_added(&self) {
+    pub(in crate::hub) fn link_added(&self) {
         self.links.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A link let go; the last one wakes the connection, which has nothing more coming.
-    pub(super) fn link_dropped(&self) {
+    pub(in crate::hub) fn link_dropped(&self) {
         if self.links.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.waker.wake();
         }
@@ -171,7 +171,7 @@ pub struct Queue {
 }
 
 impl Queue {
-    pub(super) fn new(inbox: Arc<Inbox>) -> Self {
+    pub(in crate::hub) fn new(inbox: Arc<Inbox>) -> Self {
         Queue { inbox }
     }
 

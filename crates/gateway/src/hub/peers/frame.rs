@@ -33,12 +33,12 @@ impl Frame {
 
     /// A frame from JSON text already encoded (by serde_json, or pieced together from its
     /// output).
-    pub(super) fn from_json(json: Bytes) -> Frame {
+    pub(in crate::hub) fn from_json(json: Bytes) -> Frame {
         Frame(Pieces::One(json))
     }
 
     /// A frame whose text is `head` followed by `body`.
-    pub(super) fn joined(head: Bytes, body: Bytes) -> Frame {
+    pub(in crate::hub) fn joined(head: Bytes, body: Bytes) -> Frame {
         Frame(Pieces::Joined(Arc::new([head, body])))
     }
 
@@ -51,7 +51,7 @@ impl Frame {
 
     /// Whether `other`'s shared part is this one's, not a copy.
     #[cfg(test)]
-    pub(super) fn shares_body_with(&self, other: &Frame) -> bool {
+    pub(in crate::hub) fn shares_body_with(&self, other: &Frame) -> bool {
         match (self.pieces(), other.pieces()) {
             ([_, body], [_, other]) => !body.is_empty() && body.as_ptr() == other.as_ptr(),
             _ => false,

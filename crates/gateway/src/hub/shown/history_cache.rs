@@ -12,13 +12,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::frame::Frame;
+use super::super::peers::frame::Frame;
 
 /// The largest `history` frame: the build leaves the oldest requests out to stay within it.
-pub(super) const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
+pub(in crate::hub) const HISTORY_CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The most bytes of `history` frames kept by every session of the gateway together.
-pub(super) const HISTORY_CACHES_BYTES: usize = 64 * 1024 * 1024;
+pub(in crate::hub) const HISTORY_CACHES_BYTES: usize = 64 * 1024 * 1024;
 
 /// A kept frame, counted in the gateway-wide total until it is dropped.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl Drop for Kept {
 
 /// A session's cached `history` frame.
 #[derive(Debug, Default)]
-pub(super) struct HistoryCache {
+pub(in crate::hub) struct HistoryCache {
     /// Counts the session's endings seen here: the frame built at an older count is stale.
     endings: AtomicU64,
     /// The frame, and the count of endings it was built at.
@@ -47,7 +47,7 @@ pub(super) struct HistoryCache {
 impl HistoryCache {
     /// A request of the session ended: its entry is in the trail (endings are announced
     /// once stored), and the next `history` is built again.
-    pub(super) fn ended(&self) {
+    pub(in crate::hub) fn ended(&self) {
         self.endings.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -55,7 +55,7 @@ impl HistoryCache {
     /// if it came out whole (`Ok`) and fits in what is left of `total` (the bytes every
     /// session keeps, at most [`HISTORY_CACHES_BYTES`]). `Err` (the trail could not be read)
     /// is handed on and not kept.
-    pub(super) async fn frame<F>(
+    pub(in crate::hub) async fn frame<F>(
         &self,
         total: &Arc<AtomicUsize>,
         build: impl FnOnce() -> F,

@@ -2,6 +2,11 @@
 //! outcome awaits the agent's ack and for [`KEPT_AFTER_FORGOTTEN`] after, at most
 //! [`FINISHED_KEPT`] of them and [`FINISHED_BYTES`] in all (oldest go first). Each is the
 //! request's view as tabs got it (the same bytes, not a copy) and its ending, encoded once.
+//!
+//! Listed in the order the endings were settled here, under the hub's lock once the store had
+//! kept them (at a restart, the order of their `at_ms`): a total order, which `at_ms` is not,
+//! since two requests can end in the same millisecond, and a page that lists them by time
+//! keeps this order for those.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -13,12 +18,12 @@ use crate::store::StoredResolution;
 
 /// How long a finished request stays listed once its outcome has been acknowledged (or
 /// expired) and forgotten.
-pub(super) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(10 * 60);
+pub(in crate::hub) const KEPT_AFTER_FORGOTTEN: Duration = Duration::from_secs(10 * 60);
 /// The most finished requests a session lists.
-pub(super) const FINISHED_KEPT: usize = 32;
+pub(in crate::hub) const FINISHED_KEPT: usize = 32;
 /// The most bytes a session's finished list may hold (each entry carries its questions and
 /// the response).
-pub(super) const FINISHED_BYTES: usize = 1024 * 1024;
+pub(in crate::hub) const FINISHED_BYTES: usize = 1024 * 1024;
 
 /// One finished request.
 #[derive(Debug)]
@@ -27,7 +32,6 @@ struct FinishedEntry {
     /// [`fingerprint`] of `id`: compared first, so a lookup of an id not listed (every new
     /// ask makes one) does not compare it byte for byte with every entry.
     fingerprint: u64,
-    at_ms: u64,
     /// When the hub forgot the request (acknowledged or expired); `None` while it is held.
     forgotten_at_ms: Option<u64>,
     /// The request's view without its closing `}`.
@@ -42,9 +46,9 @@ impl FinishedEntry {
     }
 }
 
-/// The list, oldest ending first.
+/// The list, oldest ending first, in the order they were pushed.
 #[derive(Debug, Default)]
-pub(super) struct Finished {
+pub(in crate::hub) struct Finished {
     entries: VecDeque<FinishedEntry>,
     bytes: usize,
     /// Changes whenever the list does, so a snapshot built from it can be reused until then.
@@ -52,26 +56,24 @@ pub(super) struct Finished {
 }
 
 impl Finished {
-    /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended.
-    pub(super) fn push(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
+    /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended: the
+    /// newest ending, whatever its `at_ms` says.
+    pub(in crate::hub) fn push(
+        &mut self,
+        id: &RequestId,
+        view: &Bytes,
+        resolution: &StoredResolution,
+    ) {
         let entry = FinishedEntry {
             id: id.clone(),
             fingerprint: fingerprint(id),
-            at_ms: resolution.at_ms,
             forgotten_at_ms: None,
             view: view.slice(..view.len().saturating_sub(1)),
             ending: ending_json(resolution),
         };
         self.remove(id);
-        // Usually the newest; restored ones may come in another order.
-        let at = self
-            .entries
-            .iter()
-            .rposition(|e| e.at_ms <= resolution.at_ms)
-            .map_or(0, |i| i + 1);
-        let at = at.min(self.entries.len());
         self.bytes += entry.bytes();
-        self.entries.insert(at, entry);
+        self.entries.push_back(entry);
         while self.entries.len() > FINISHED_KEPT
             || (self.bytes > FINISHED_BYTES && self.entries.len() > 1)
         {
@@ -83,7 +85,7 @@ impl Finished {
     }
 
     /// Request `id` has been forgotten at `now_ms`: its listing runs out after the grace.
-    pub(super) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
+    pub(in crate::hub) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
         if let Some(at) = self.position(id) {
             let entry = &mut self.entries[at];
             entry.forgotten_at_ms = Some(now_ms);
@@ -91,7 +93,7 @@ impl Finished {
     }
 
     /// Drops request `id`'s entry (it is asked anew).
-    pub(super) fn remove(&mut self, id: &RequestId) {
+    pub(in crate::hub) fn remove(&mut self, id: &RequestId) {
         if let Some(at) = self.position(id) {
             if let Some(entry) = self.entries.remove(at) {
                 self.bytes -= entry.bytes();
@@ -109,7 +111,7 @@ impl Finished {
     }
 
     /// Drops the entries forgotten longer ago than the grace.
-    pub(super) fn prune(&mut self, now_ms: u64) {
+    pub(in crate::hub) fn prune(&mut self, now_ms: u64) {
         let grace_ms = KEPT_AFTER_FORGOTTEN.as_millis() as u64;
         let before = self.entries.len();
         self.entries
@@ -120,16 +122,16 @@ impl Finished {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::hub) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub(super) fn generation(&self) -> u64 {
+    pub(in crate::hub) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// Each entry's JSON, in its two pieces (the view, then the ending), oldest first.
-    pub(super) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
+    pub(in crate::hub) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
         self.entries.iter().map(|e| [&e.view, &e.ending])
     }
 }
@@ -164,4 +166,37 @@ fn ending_json(resolution: &StoredResolution) -> Bytes {
     let _ = serde_json::to_writer(&mut out, &resolution.at_ms);
     out.push(b'}');
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use askgate_protocol::Settlement;
+
+    use super::*;
+
+    fn listed(finished: &Finished) -> Vec<String> {
+        finished
+            .views()
+            .map(|[view, _]| String::from_utf8(view.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn endings_are_listed_in_the_order_they_were_settled_whatever_their_clocks_say() {
+        let mut finished = Finished::default();
+        // The same millisecond, then one a clock put earlier (another node's, a retimed one).
+        for (id, at_ms) in [("r1", 10), ("r2", 10), ("r3", 9)] {
+            let view = Bytes::from(format!(r#"{{"id":"{id}"}}"#));
+            let id = RequestId::parse(id).unwrap();
+            finished.push(
+                &id,
+                &view,
+                &StoredResolution::untouched(Settlement::withdrawn(), at_ms),
+            );
+        }
+        assert_eq!(
+            listed(&finished),
+            [r#"{"id":"r1""#, r#"{"id":"r2""#, r#"{"id":"r3""#]
+        );
+    }
 }

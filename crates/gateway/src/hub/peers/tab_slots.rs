@@ -7,30 +7,30 @@
 
 use askgate_protocol::TabId;
 
+use super::super::refusals::Tallies;
 use super::links::Link;
-use super::refusals::Tallies;
 use crate::people::Person;
 
 /// A tab watching the session.
 #[derive(Debug)]
-pub(super) struct TabSlot {
-    pub(super) tab: TabId,
-    pub(super) link: Link,
+pub(in crate::hub) struct TabSlot {
+    pub(in crate::hub) tab: TabId,
+    pub(in crate::hub) link: Link,
     /// Who the tab's person is.
-    pub(super) person: Person,
+    pub(in crate::hub) person: Person,
     /// Refusals it keeps getting, counted.
-    pub(super) refusals: Tallies,
+    pub(in crate::hub) refusals: Tallies,
 }
 
 /// Every tab of a session, in no particular order.
 #[derive(Debug, Default)]
-pub(super) struct TabSlots {
+pub(in crate::hub) struct TabSlots {
     slots: Vec<(u64, TabSlot)>,
 }
 
 impl TabSlots {
     /// Adds the tab of connection `link_id` (ids are unique: the hub hands them out).
-    pub(super) fn insert(&mut self, link_id: u64, slot: TabSlot) {
+    pub(in crate::hub) fn insert(&mut self, link_id: u64, slot: TabSlot) {
         if self.slots.capacity() == 0 {
             // Room for one: a session's first tab is often its only one.
             self.slots.reserve_exact(1);
@@ -39,7 +39,7 @@ impl TabSlots {
     }
 
     /// Removes the tab of connection `link_id`.
-    pub(super) fn remove(&mut self, link_id: u64) -> Option<TabSlot> {
+    pub(in crate::hub) fn remove(&mut self, link_id: u64) -> Option<TabSlot> {
         let at = self.slots.iter().position(|(id, _)| *id == link_id)?;
         let (_, slot) = self.slots.swap_remove(at);
         if self.slots.is_empty() {
@@ -49,7 +49,7 @@ impl TabSlots {
     }
 
     /// The tab of connection `link_id`.
-    pub(super) fn get(&self, link_id: u64) -> Option<&TabSlot> {
+    pub(in crate::hub) fn get(&self, link_id: u64) -> Option<&TabSlot> {
         self.slots
             .iter()
             .find(|(id, _)| *id == link_id)
@@ -57,12 +57,12 @@ impl TabSlots {
     }
 
     /// Each tab with its connection id.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &TabSlot)> {
+    pub(in crate::hub) fn iter(&self) -> impl Iterator<Item = (u64, &TabSlot)> {
         self.slots.iter().map(|(id, slot)| (*id, slot))
     }
 
     /// The tab of connection `link_id`, to change.
-    pub(super) fn get_mut(&mut self, link_id: u64) -> Option<&mut TabSlot> {
+    pub(in crate::hub) fn get_mut(&mut self, link_id: u64) -> Option<&mut TabSlot> {
         self.slots
             .iter_mut()
             .find(|(id, _)| *id == link_id)
@@ -70,20 +70,20 @@ impl TabSlots {
     }
 
     /// Each tab, to change.
-    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut TabSlot> {
+    pub(in crate::hub) fn values_mut(&mut self) -> impl Iterator<Item = &mut TabSlot> {
         self.slots.iter_mut().map(|(_, slot)| slot)
     }
 
     /// Each tab.
-    pub(super) fn values(&self) -> impl Iterator<Item = &TabSlot> {
+    pub(in crate::hub) fn values(&self) -> impl Iterator<Item = &TabSlot> {
         self.slots.iter().map(|(_, slot)| slot)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::hub) fn len(&self) -> usize {
         self.slots.len()
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::hub) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 }

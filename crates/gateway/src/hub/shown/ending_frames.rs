@@ -10,7 +10,7 @@ use askgate_protocol::{RequestId, SessionId};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::frame::Frame;
+use super::super::peers::frame::Frame;
 use crate::store::StoredResolution;
 
 /// `ToAgent::Outcome`, borrowed.
@@ -40,7 +40,7 @@ struct ResolvedOut<'a> {
 }
 
 /// The `outcome` frame of request `id` of `session`, which ended as `resolution`.
-pub(super) fn outcome_frame(
+pub(in crate::hub) fn outcome_frame(
     session: &SessionId,
     id: &RequestId,
     resolution: &StoredResolution,
@@ -56,7 +56,7 @@ pub(super) fn outcome_frame(
 }
 
 /// The `resolved` frame every tab gets when request `id` ends as `resolution`.
-pub(super) fn resolved_frame(id: &RequestId, resolution: &StoredResolution) -> Frame {
+pub(in crate::hub) fn resolved_frame(id: &RequestId, resolution: &StoredResolution) -> Frame {
     Frame::encode(&ResolvedOut {
         id: id.as_str(),
         outcome: resolution.settlement.outcome,

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use askgate_protocol::SessionId;
 
-use super::Hub;
-use super::entry::EntryState;
-use super::hub_core::Sessions;
-use super::syncing::Reload;
+use super::super::Hub;
+use super::super::hub_core::Sessions;
+use super::loading::Reload;
 use crate::metrics::gauge_add;
 use crate::store::shared::{Presence, Shared};
 
@@ -24,7 +23,7 @@ impl Hub {
     /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
     /// They hold the hub weakly, and end with it.
     pub fn start_shared(self: &Arc<Self>) {
-        let Some(shared) = self.shared.clone() else {
+        let Some(shared) = self.shared() else {
             return;
         };
         if let Some(mut notices) = shared.take_notices() {
@@ -37,12 +36,12 @@ impl Hub {
             });
         }
         tokio::spawn(upkeep(Arc::downgrade(self)));
-        tokio::spawn(super::sweeping::sweep_deadlines(Arc::downgrade(self)));
+        tokio::spawn(super::sweep::sweep_deadlines(Arc::downgrade(self)));
     }
 
     /// One round of upkeep.
     async fn upkeep_once(self: &Arc<Self>) {
-        let Some(shared) = self.shared.clone() else {
+        let Some(shared) = self.shared() else {
             return;
         };
         let mut polled = Vec::new();
@@ -102,22 +101,13 @@ impl Hub {
     }
 
     /// Lets go of a session nobody here watches (the store keeps it).
-    pub(super) fn forget_session(&self, sessions: &mut Sessions, id: &SessionId) {
+    pub(in crate::hub) fn forget_session(&self, sessions: &mut Sessions, id: &SessionId) {
         let Some(state) = sessions.remove(id) else {
             return;
         };
         gauge_add(&self.metrics.sessions, -1);
-        for entry in state.requests.values() {
-            if let Some(timer) = &entry.timer {
-                timer.abort();
-            }
-            match entry.state {
-                EntryState::Open => gauge_add(&self.metrics.open_requests, -1),
-                EntryState::Resolved(_) => gauge_add(&self.metrics.kept_outcomes, -1),
-                _ => {}
-            }
-        }
-        if let Some(shared) = &self.shared {
+        state.let_go();
+        if let Some(shared) = self.shared() {
             shared.unwatch(id);
             // This node no longer counts there.
             if state

@@ -7,11 +7,9 @@ use std::sync::Arc;
 
 use askgate_protocol::{QuestionSet, RequestId};
 
-use super::Hub;
-use super::entry::EntryState;
-use super::restore::record_entry;
-use super::session::Session;
-use crate::metrics::gauge_add;
+use super::super::Hub;
+use super::super::request::{Arrival, EntryState};
+use super::super::session::Session;
 use crate::store::StoredRequest;
 use crate::store::shared::{Change, SessionRecords};
 
@@ -26,13 +24,13 @@ impl Hub {
                 None => self.add_record(state, record),
                 Some(EntryState::Open | EntryState::Resolving) => {
                     if let Some(resolution) = record.resolution {
-                        self.announce_resolution(state, &record.id, resolution);
+                        state.settle(&record.id, resolution);
                     }
                 }
                 // Asked anew after a forgetting this node did not hear of.
                 Some(EntryState::Resolved(_)) if record.resolution.is_none() => {
                     let id = record.id.clone();
-                    self.drop_entry(state, &id);
+                    state.discard(&id);
                     self.add_record(state, record);
                 }
                 Some(EntryState::Committing | EntryState::Resolved(_)) => {}
@@ -48,7 +46,7 @@ impl Hub {
         let mut vanished_open = false;
         for (id, open) in gone {
             vanished_open |= open;
-            self.drop_entry(state, &id);
+            state.discard(&id);
         }
         if vanished_open {
             // Ended and forgotten elsewhere, both unheard: only a snapshot can tell the tabs.
@@ -74,58 +72,17 @@ impl Hub {
                 return;
             }
         };
-        let seq = state.next_seq;
-        state.next_seq += 1;
-        let id = record.id.clone();
-        let entry = record_entry(state, record, questions, seq);
-        let open = matches!(entry.state, EntryState::Open);
-        let frame = open.then(|| entry.encoded.frame.clone());
-        gauge_add(
-            if open {
-                &self.metrics.open_requests
-            } else {
-                &self.metrics.kept_outcomes
-            },
-            1,
-        );
-        state.finished.remove(&id);
-        state.requests.insert(id, entry);
-        if let Some(frame) = frame {
-            state.broadcast(&frame, &self.metrics);
-        }
-    }
-
-    /// Drops a request the store no longer has.
-    pub(super) fn drop_entry(&self, state: &mut Session, id: &RequestId) {
-        let Some(entry) = state.forget(id) else {
-            return;
-        };
-        if let Some(timer) = &entry.timer {
-            timer.abort();
-        }
-        match entry.state {
-            EntryState::Open => {
-                state.uncount_open(entry.encoded.view.len());
-                gauge_add(&self.metrics.open_requests, -1);
-            }
-            _ => gauge_add(&self.metrics.kept_outcomes, -1),
-        }
-        entry.resolved.notify_waiters();
+        state.admit_record(record, questions, Arrival::Shared);
     }
 
     /// Applies a change to a request this node is not storing.
     pub(super) fn apply_change(&self, state: &mut Session, change: Change) {
         match change {
             Change::Resolved { id, resolution } => {
-                self.announce_resolution(state, &id, *resolution);
+                state.settle(&id, *resolution);
             }
             Change::Forgot { id } => {
-                if matches!(
-                    state.requests.get(&id).map(|e| &e.state),
-                    Some(EntryState::Resolved(_))
-                ) {
-                    self.drop_entry(state, &id);
-                }
+                state.forget(&id);
             }
             Change::Put(_) | Change::Presence => {}
         }
@@ -133,7 +90,12 @@ impl Hub {
 
     /// The ask of `id` is finished here (stored or not): the changes to it that arrived
     /// meanwhile are applied now (`keep`), or dropped with it.
-    pub(super) fn release_held_back(&self, state: &mut Session, id: &RequestId, keep: bool) {
+    pub(in crate::hub) fn release_held_back_changes(
+        &self,
+        state: &mut Session,
+        id: &RequestId,
+        keep: bool,
+    ) {
         let Some(sync) = state.sync.as_mut() else {
             return;
         };

@@ -1,0 +1,683 @@
+//! One request's life: its states, and every change between them as one method of its
+//! session that does all the bookkeeping the change needs. Nothing else in the hub moves a
+//! request from one state to another or touches what these methods keep in step: the
+//! `open_requests` and `kept_outcomes` gauges, the session's and the gateway's open count and
+//! bytes, the deadline timer, the finished list (and the stale `history`), the frames the
+//! change sends, and the waiters it wakes.
+//!
+//! ```text
+//! ask ─begin_ask─► Committing ─open─► Open ─begin_resolving─► Resolving ─settle─► Resolved ─forget─► forgotten
+//!
+//! Committing ─drop_unstored─► gone           Committing ─found_ended─► Resolved
+//! Open ─take_back─► gone                     Resolving ─reopen─► Open
+//! Resolving ─vanished─► gone                 Open, Resolved ─discard─► forgotten
+//! stored ─admit_record─► Open or Resolved    every request ─let_go─► not held here
+//! ```
+//!
+//! | change            | from → to               | bookkeeping                                                         |
+//! |-------------------|-------------------------|---------------------------------------------------------------------|
+//! | `begin_ask`       | new → Committing        | open count and bytes +; earlier listing of the id dropped           |
+//! | `drop_unstored`   | Committing → gone       | open count and bytes −                                              |
+//! | `open`            | Committing → Open       | open gauge +; deadline timer; `request` to every tab                |
+//! | `found_ended`     | Committing → Resolved   | kept gauge +; open count and bytes −; listed finished               |
+//! | `admit_record`    | store → Open, Resolved  | as `begin_ask` + `open`, or kept gauge + and listed finished        |
+//! | `take_back`       | Open → gone             | open gauge −, count and bytes −; timer stopped; `resolved` withdrawn |
+//! | `begin_resolving` | Open → Resolving        | timer stopped (unless it is the one ending it)                      |
+//! | `reopen`          | Resolving → Open        | timer set again; rival endings woken                                |
+//! | `settle`          | Open, Resolving → Resolved | open gauge −, kept +; count and bytes −; timer stopped; listed finished; `resolved` to tabs, `outcome` to the agent; waiters woken |
+//! | `vanished`        | Resolving → gone        | open gauge −, count and bytes −; waiters woken                      |
+//! | `forget`          | Resolved → forgotten    | kept gauge −; listing runs out; remembered as lately forgotten      |
+//! | `discard`         | Open, Resolved → forgotten | its gauge −, count and bytes − if open; timer stopped; no frames |
+//! | `let_go`          | every request → (not held here) | gauges −, timers stopped                                    |
+//!
+//! Only `Open` can be won; a rival arriving in `Resolved` is told "already resolved", one
+//! arriving in `Resolving` waits to learn whether the store kept the winner (`Resolved`) or not
+//! (`Open` again). Alongside, [`Entry::storing`] says whether its agent is still to hear
+//! `accepted`: a request is open to tabs once the store has taken it, but promised to its
+//! agent only once it is durable, which the embedded store says later (the syncer's
+//! `fdatasync`).
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use askgate_protocol::wire::RequestView;
+use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
+use bytes::Bytes;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use super::Hub;
+use super::ending::Ending;
+use super::peers::frame::Frame;
+use super::peers::links::Link;
+use super::session::Session;
+use super::shown::ending_frames::{outcome_frame, resolved_frame};
+use crate::clock::{now_ms, until};
+use crate::metrics::{Metrics, gauge_add};
+use crate::store::{StoredRequest, StoredResolution};
+
+/// How many forgotten request ids a session remembers. A tab learns a request ended the
+/// moment it does; this covers answers already on their way, not days-old ones.
+const FORGOTTEN_REMEMBERED: usize = 64;
+
+/// What every session's requests count into, gateway-wide, and the hub their deadline timers
+/// end them through.
+#[derive(Debug)]
+pub(super) struct Ledger {
+    pub(super) metrics: Arc<Metrics>,
+    /// Bytes every session's open requests hold (as tabs receive them), for
+    /// `--max-open-bytes`.
+    pub(super) open_bytes_total: AtomicUsize,
+    /// Weak: a sleeping timer must not keep a stopped gateway (and its store) alive.
+    hub: Weak<Hub>,
+}
+
+impl Ledger {
+    pub(super) fn new(metrics: Arc<Metrics>, hub: Weak<Hub>) -> Self {
+        Ledger {
+            metrics,
+            open_bytes_total: AtomicUsize::new(0),
+            hub,
+        }
+    }
+
+    /// A ledger of its own, with no hub to time requests out through.
+    #[cfg(test)]
+    pub(super) fn detached() -> Arc<Self> {
+        Arc::new(Ledger::new(Arc::default(), Weak::new()))
+    }
+
+    /// Times request `id` of `session` out at `deadline_ms`, unless aborted first.
+    fn deadline_timer(&self, session: &SessionId, id: &RequestId, deadline_ms: u64) -> AbortHandle {
+        let hub = Weak::clone(&self.hub);
+        let (session, id) = (session.clone(), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(until(deadline_ms)).await;
+            if let Some(hub) = hub.upgrade() {
+                let _ = hub.resolve(&session, &id, Ending::TimedOut).await;
+            }
+        })
+        .abort_handle()
+    }
+}
+
+/// A session's unresolved requests (committing, open or resolving): how many, and their
+/// bytes as tabs receive them, for the per-session limits (the bytes bound a snapshot); the
+/// bytes are counted into the gateway-wide total too. Changed only by the transitions here.
+#[derive(Debug)]
+pub(super) struct OpenCounts {
+    unresolved: usize,
+    bytes: usize,
+    ledger: Arc<Ledger>,
+}
+
+impl OpenCounts {
+    pub(super) fn new(ledger: Arc<Ledger>) -> Self {
+        OpenCounts {
+            unresolved: 0,
+            bytes: 0,
+            ledger,
+        }
+    }
+
+    /// How many requests are unresolved.
+    pub(super) fn unresolved(&self) -> usize {
+        self.unresolved
+    }
+
+    /// Their bytes as tabs receive them.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn count(&mut self, bytes: usize) {
+        self.unresolved += 1;
+        self.resize(0, bytes);
+    }
+
+    fn uncount(&mut self, bytes: usize) {
+        self.unresolved -= 1;
+        self.resize(bytes, 0);
+    }
+
+    /// An unresolved request that held `before` bytes now holds `after`.
+    fn resize(&mut self, before: usize, after: usize) {
+        let old = self.bytes;
+        self.bytes = (old + after).saturating_sub(before);
+        let total = &self.ledger.open_bytes_total;
+        if self.bytes > old {
+            total.fetch_add(self.bytes - old, Ordering::Relaxed);
+        } else {
+            total.fetch_sub(old - self.bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A session dropped with requests still counted (a hub shutting down, a shared store's copy
+/// let go) gives their bytes back to the gateway-wide count.
+impl Drop for OpenCounts {
+    fn drop(&mut self) {
+        self.ledger
+            .open_bytes_total
+            .fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Requests forgotten lately (acked, or kept past their retention), newest last: a tab's late
+/// answer to one is told "already resolved", as the design says, rather than that there is no
+/// such request. At most [`FORGOTTEN_REMEMBERED`].
+#[derive(Debug, Default)]
+pub(super) struct LatelyForgotten(VecDeque<RequestId>);
+
+impl LatelyForgotten {
+    fn note(&mut self, id: &RequestId) {
+        if self.0.len() == FORGOTTEN_REMEMBERED {
+            self.0.pop_front();
+        }
+        self.0.push_back(id.clone());
+    }
+}
+
+/// Who times a request out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Deadline {
+    /// This node: its timer is set.
+    Here,
+    /// The shared store's sweep (the request was asked on another node), or the caller at
+    /// once (a restored request whose deadline passed while the gateway was down).
+    Elsewhere,
+}
+
+/// Where a stored request comes into this node's hub from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Arrival {
+    /// The store, at a restart: an ended request is listed finished.
+    Restored,
+    /// The shared store (asked on another node, or missed here). An ended one is not listed
+    /// finished, as before this module gathered the transitions; its deadline is the sweep's.
+    Shared,
+}
+
+/// What a stored request came in as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Admitted {
+    /// Open (and timed here, if restored with a deadline to come).
+    Open,
+    /// Restored open with its deadline past: the caller times it out now.
+    Overdue,
+    /// Already ended: its outcome kept.
+    Resolved,
+}
+
+/// The transitions. Each one looks up request `id` itself and does nothing to a request not
+/// in the state it changes from (a notice or another node's change may have moved it first).
+impl Session {
+    /// A new request, being stored: `Committing`, counted as unresolved. Returns its record.
+    pub(super) fn begin_ask(
+        &mut self,
+        id: &RequestId,
+        questions: &Arc<QuestionSet>,
+        view: RequestView,
+        encoded: EncodedRequest,
+        asker: Option<&Link>,
+    ) -> StoredRequest {
+        let record = StoredRequest {
+            session: self.id.clone(),
+            id: id.clone(),
+            dialect: view.dialect,
+            questions: view.questions,
+            title: view.title,
+            asked_at_ms: view.asked_at_ms,
+            deadline_ms: view.deadline_ms,
+            answerers: view.answerers,
+            resolution: None,
+        };
+        self.open.count(encoded.view.len());
+        // The id is asked anew: its earlier ending is no longer what a tab should show for it.
+        self.finished.remove(id);
+        let entry = Entry {
+            id: id.clone(),
+            seq: self.take_seq(),
+            questions: Arc::clone(questions),
+            asked_at_ms: record.asked_at_ms,
+            deadline_ms: record.deadline_ms,
+            answerers: record.answerers.clone().map(Arc::from),
+            encoded,
+            asker: asker.cloned(),
+            state: EntryState::Committing,
+            storing: Some(Arc::new(Notify::new())),
+            timer: None,
+            resolved: Arc::new(Notify::new()),
+        };
+        self.requests.insert(id.clone(), entry);
+        record
+    }
+
+    /// `Committing` → gone: the store did not take it (or the ask is not this node's to
+    /// finish).
+    pub(super) fn drop_unstored(&mut self, id: &RequestId) {
+        if let Some(entry) = self.requests.remove(id) {
+            self.open.uncount(entry.encoded.view.len());
+        }
+    }
+
+    /// `Committing` → `Open`: shown to every tab, and timed out here if `deadline` says so.
+    pub(super) fn open(&mut self, id: &RequestId, deadline: Deadline) {
+        let ledger = Arc::clone(&self.open.ledger);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if !matches!(entry.state, EntryState::Committing) {
+            return;
+        }
+        entry.state = EntryState::Open;
+        if let (Deadline::Here, Some(deadline_ms)) = (deadline, entry.deadline_ms) {
+            entry.timer = Some(ledger.deadline_timer(&self.id, id, deadline_ms));
+        }
+        gauge_add(&ledger.metrics.open_requests, 1);
+        let request_frame = entry.encoded.frame.clone();
+        self.broadcast(&request_frame, &ledger.metrics);
+    }
+
+    /// `Committing` → `Resolved`: the id was asked on another node, and has ended there. Its
+    /// tabs never saw it open; they see it finished.
+    pub(super) fn found_ended(&mut self, id: &RequestId, resolution: &StoredResolution) {
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if !matches!(entry.state, EntryState::Committing) {
+            return;
+        }
+        let view = entry.encoded.view.clone();
+        entry.state = EntryState::Resolved(Box::new(resolution.clone()));
+        self.record_ended(id, &view, resolution);
+        self.open.uncount(view.len());
+        gauge_add(&self.open.ledger.metrics.kept_outcomes, 1);
+    }
+
+    /// A request the store holds comes into this node: `Open` (shown to the tabs) or
+    /// `Resolved`, as the record says.
+    pub(super) fn admit_record(
+        &mut self,
+        record: StoredRequest,
+        questions: Arc<QuestionSet>,
+        arrival: Arrival,
+    ) -> Admitted {
+        let view = RequestView {
+            id: record.id.to_string(),
+            dialect: record.dialect,
+            title: record.title,
+            // As read back: what the dialect works out (a form's host) is this askgate's reading.
+            questions: questions.to_json(),
+            asked_at_ms: record.asked_at_ms,
+            deadline_ms: record.deadline_ms,
+            answerers: record.answerers.clone(),
+        };
+        let encoded = EncodedRequest::new(&view);
+        let id = record.id;
+        let mut admitted = Admitted::Open;
+        let mut timer = None;
+        let state = match record.resolution {
+            Some(resolution) => {
+                if arrival == Arrival::Restored {
+                    self.record_ended(&id, &encoded.view, &resolution);
+                } else {
+                    self.finished.remove(&id);
+                    self.history.ended();
+                }
+                admitted = Admitted::Resolved;
+                EntryState::Resolved(Box::new(resolution))
+            }
+            None => {
+                self.open.count(encoded.view.len());
+                if arrival == Arrival::Shared {
+                    self.finished.remove(&id);
+                }
+                match (arrival, record.deadline_ms) {
+                    (Arrival::Restored, Some(deadline)) if deadline <= now_ms() => {
+                        admitted = Admitted::Overdue;
+                    }
+                    (Arrival::Restored, Some(deadline)) => {
+                        timer = Some(self.open.ledger.deadline_timer(&self.id, &id, deadline));
+                    }
+                    _ => {}
+                }
+                EntryState::Open
+            }
+        };
+        let metrics = &self.open.ledger.metrics;
+        gauge_add(
+            match admitted {
+                Admitted::Resolved => &metrics.kept_outcomes,
+                _ => &metrics.open_requests,
+            },
+            1,
+        );
+        let frame = matches!(state, EntryState::Open).then(|| encoded.frame.clone());
+        let entry = Entry {
+            id: id.clone(),
+            seq: self.take_seq(),
+            questions,
+            asked_at_ms: record.asked_at_ms,
+            deadline_ms: record.deadline_ms,
+            answerers: record.answerers.map(Arc::from),
+            encoded,
+            asker: None,
+            state,
+            storing: None,
+            timer,
+            resolved: Arc::new(Notify::new()),
+        };
+        self.requests.insert(id, entry);
+        if let Some(frame) = frame {
+            let ledger = Arc::clone(&self.open.ledger);
+            self.broadcast(&frame, &ledger.metrics);
+        }
+        admitted
+    }
+
+    /// `Open` → gone: shown, but the store never made it durable. Every tab is told it was
+    /// withdrawn.
+    pub(super) fn take_back(&mut self, id: &RequestId) {
+        let Some(mut entry) = self.requests.remove(id) else {
+            return;
+        };
+        if let Some(timer) = entry.timer.take() {
+            timer.abort();
+        }
+        self.open.uncount(entry.encoded.view.len());
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        gauge_add(&metrics.open_requests, -1);
+        entry.resolved.notify_waiters();
+        let withdrawn = entry.questions.settle_without_answer(Outcome::Withdrawn);
+        let resolution = StoredResolution::untouched(withdrawn, now_ms());
+        self.broadcast(&resolved_frame(id, &resolution), &metrics);
+    }
+
+    /// `Open` → `Resolving`: an ending won here and is being stored; rivals wait on it. Its
+    /// timer stops, unless the timer is what is ending it (a task must not abort itself).
+    pub(super) fn begin_resolving(&mut self, id: &RequestId, timing_out: bool) {
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if !matches!(entry.state, EntryState::Open) {
+            return;
+        }
+        entry.state = EntryState::Resolving;
+        if let Some(timer) = entry.timer.take()
+            && !timing_out
+        {
+            timer.abort();
+        }
+    }
+
+    /// `Resolving` → `Open`: the store did not keep the ending (or, by its clock, the deadline
+    /// has not come). Timed out again at `timer_at`, if given; rival endings may now take it.
+    pub(super) fn reopen(&mut self, id: &RequestId, timer_at: Option<u64>) {
+        let ledger = Arc::clone(&self.open.ledger);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        entry.state = EntryState::Open;
+        if let Some(at) = timer_at {
+            entry.timer = Some(ledger.deadline_timer(&self.id, id, at));
+        }
+        entry.resolved.notify_waiters();
+    }
+
+    /// `Open` or `Resolving` → `Resolved`, and everyone here told: its tabs `resolved`, its
+    /// waiting agent `outcome` (an agent not yet told `accepted` hears it right after, from
+    /// its ask). Listed finished, in the order endings are settled here. Does nothing to one
+    /// already resolved: a notice of another node's ending may have settled it first.
+    pub(super) fn settle(&mut self, id: &RequestId, resolution: StoredResolution) {
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if !matches!(entry.state, EntryState::Open | EntryState::Resolving) {
+            return;
+        }
+        if let Some(timer) = entry.timer.take() {
+            timer.abort();
+        }
+        gauge_add(&metrics.open_requests, -1);
+        gauge_add(&metrics.kept_outcomes, 1);
+        if let (Some(asker), None) = (&entry.asker, &entry.storing) {
+            asker.send(outcome_frame(&self.id, id, &resolution), &metrics);
+        }
+        let resolved = resolved_frame(id, &resolution);
+        let view = entry.encoded.view.clone();
+        self.record_ended(id, &view, &resolution);
+        if let Some(entry) = self.requests.get_mut(id) {
+            entry.state = EntryState::Resolved(Box::new(resolution));
+            entry.resolved.notify_waiters();
+        }
+        self.open.uncount(view.len());
+        self.broadcast(&resolved, &metrics);
+    }
+
+    /// `Resolving` → gone: the shared store no longer has it (acknowledged on another node).
+    pub(super) fn vanished(&mut self, id: &RequestId) {
+        if let Some(entry) = self.requests.remove(id) {
+            self.open.uncount(entry.encoded.view.len());
+            gauge_add(&self.open.ledger.metrics.open_requests, -1);
+            entry.resolved.notify_waiters();
+        }
+    }
+
+    /// `Resolved` → forgotten: acknowledged, or kept past its retention. Its listing runs out
+    /// after a while; a late answer to it is told "already resolved". `false` if it was not
+    /// held resolved.
+    pub(super) fn forget(&mut self, id: &RequestId) -> bool {
+        if !matches!(
+            self.requests.get(id).map(|e| &e.state),
+            Some(EntryState::Resolved(_))
+        ) {
+            return false;
+        }
+        self.discard(id);
+        true
+    }
+
+    /// `Open` or `Resolved` → forgotten, unannounced: the shared store no longer has it.
+    pub(super) fn discard(&mut self, id: &RequestId) {
+        let Some(entry) = self.requests.remove(id) else {
+            return;
+        };
+        self.finished.forgotten(id, now_ms());
+        self.forgotten.note(id);
+        if let Some(timer) = &entry.timer {
+            timer.abort();
+        }
+        let metrics = &self.open.ledger.metrics;
+        match entry.state {
+            EntryState::Open => {
+                gauge_add(&metrics.open_requests, -1);
+                self.open.uncount(entry.encoded.view.len());
+            }
+            _ => gauge_add(&metrics.kept_outcomes, -1),
+        }
+        entry.resolved.notify_waiters();
+    }
+
+    /// This node lets go of the session (the shared store keeps it): its requests stop
+    /// counting here, and their timers stop.
+    pub(super) fn let_go(&self) {
+        let metrics = &self.open.ledger.metrics;
+        for entry in self.requests.values() {
+            if let Some(timer) = &entry.timer {
+                timer.abort();
+            }
+            match entry.state {
+                EntryState::Open => gauge_add(&metrics.open_requests, -1),
+                EntryState::Resolved(_) => gauge_add(&metrics.kept_outcomes, -1),
+                EntryState::Committing | EntryState::Resolving => {}
+            }
+        }
+    }
+
+    /// Gives request `id` the times the store set on its own clock, re-encoding what tabs
+    /// are shown of it when they differ from this node's guess.
+    pub(super) fn retime(&mut self, id: &RequestId, asked_at_ms: u64, deadline_ms: Option<u64>) {
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if entry.asked_at_ms == asked_at_ms && entry.deadline_ms == deadline_ms {
+            return;
+        }
+        let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
+            return;
+        };
+        view.asked_at_ms = asked_at_ms;
+        view.deadline_ms = deadline_ms;
+        let before = entry.encoded.view.len();
+        entry.encoded = EncodedRequest::new(&view);
+        entry.asked_at_ms = asked_at_ms;
+        entry.deadline_ms = deadline_ms;
+        let after = entry.encoded.view.len();
+        self.open.resize(before, after);
+    }
+
+    /// Whether request `id` ended and was forgotten lately.
+    pub(super) fn forgot_lately(&self, id: &RequestId) -> bool {
+        self.forgotten.0.contains(id)
+    }
+
+    /// Resolved requests whose retention ran out by `now_ms`.
+    pub(super) fn expired(&self, now_ms: u64, retention_ms: u64) -> Vec<RequestId> {
+        self.requests
+            .values()
+            .filter(|e| match &e.state {
+                EntryState::Resolved(r) => r.at_ms.saturating_add(retention_ms) <= now_ms,
+                _ => false,
+            })
+            .map(|e| e.id.clone())
+            .collect()
+    }
+
+    /// Request `id`, whose view tabs got is `view`, ended as `resolution`: it joins the
+    /// finished list tabs are shown, and the next `history` is built again.
+    fn record_ended(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
+        self.finished.push(id, view, resolution);
+        self.history.ended();
+    }
+
+    /// The next request's place in the session's order.
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+}
+
+/// Where a request is in its life.
+#[derive(Debug)]
+pub(super) enum EntryState {
+    /// Being written to the store.
+    Committing,
+    /// Shown to tabs; the first valid answer wins.
+    Open,
+    /// A winner was chosen; its resolution is being written to the store.
+    Resolving,
+    /// Ended; kept until the agent acks it or the retention runs out. Boxed: an open request
+    /// should not carry room for an ending.
+    Resolved(Box<StoredResolution>),
+}
+
+/// One request in a session.
+#[derive(Debug)]
+pub(super) struct Entry {
+    /// The request id.
+    pub(super) id: RequestId,
+    /// Orders requests within a session (oldest first in snapshots).
+    pub(super) seq: u64,
+    /// The validated questions, for checking answers.
+    pub(super) questions: Arc<QuestionSet>,
+    /// When it was asked (Unix ms).
+    pub(super) asked_at_ms: u64,
+    /// When it times out (Unix ms), if it does.
+    pub(super) deadline_ms: Option<u64>,
+    /// Who alone may answer, when the ask said so.
+    pub(super) answerers: Option<Arc<[String]>>,
+    /// The request as tabs see it, encoded once.
+    pub(super) encoded: EncodedRequest,
+    /// The agent connection waiting for the outcome, if one is connected.
+    pub(super) asker: Option<Link>,
+    pub(super) state: EntryState,
+    /// Until its agent has been told `accepted` (the store made it durable, or it failed to):
+    /// what the agent's repeats and withdrawals wait on meanwhile.
+    pub(super) storing: Option<Arc<Notify>>,
+    /// The deadline timer, aborted when the request ends another way.
+    pub(super) timer: Option<AbortHandle>,
+    /// Woken when the request ends, is forgotten, or opens again after its resolution could
+    /// not be stored: for long-polling lookups and rival endings.
+    pub(super) resolved: Arc<Notify>,
+}
+
+impl Entry {
+    /// Whether tabs can still answer it (or are about to learn it ended).
+    pub(super) fn is_open(&self) -> bool {
+        matches!(self.state, EntryState::Open | EntryState::Resolving)
+    }
+}
+
+/// A request as tabs see it, encoded once: the `request` frame every tab gets when it is asked,
+/// and the view inside that frame (the same bytes), which snapshots copy in as they are. A
+/// joining tab then costs a copy of each open request, not a clone and a re-encoding of its
+/// questions under the hub's lock.
+#[derive(Debug)]
+pub(super) struct EncodedRequest {
+    pub(super) frame: Frame,
+    /// The `RequestView` as JSON: a slice of `frame`.
+    pub(super) view: Bytes,
+}
+
+impl EncodedRequest {
+    /// What the `request` frame starts with; the view follows, then `}`.
+    const FRAME_HEAD: &[u8] = br#"{"type":"request","request":"#;
+
+    pub(super) fn new(view: &RequestView) -> EncodedRequest {
+        let mut bytes = Self::FRAME_HEAD.to_vec();
+        // Wire types are plain data: serialising them cannot fail.
+        let _ = serde_json::to_writer(&mut bytes, view);
+        bytes.push(b'}');
+        let bytes = Bytes::from(bytes);
+        EncodedRequest {
+            view: bytes.slice(Self::FRAME_HEAD.len()..bytes.len() - 1),
+            frame: Frame::from_json(bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod encoding_tests {
+    use askgate_protocol::Dialect;
+    use askgate_protocol::wire::ToTab;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_shown_request_is_the_request_frame_and_its_view() {
+        let view = RequestView {
+            id: "r-1".into(),
+            dialect: Dialect::HARNESS,
+            title: Some("a \"title\" ✓".into()),
+            questions: json!([{"header": "H", "question": "Q?\nnext", "options": []}]),
+            asked_at_ms: 5,
+            deadline_ms: Some(7),
+            answerers: None,
+        };
+        let encoded = EncodedRequest::new(&view);
+        let frame = Frame::encode(&ToTab::Request {
+            request: view.clone(),
+        });
+        assert_eq!(encoded.frame.text(), frame.text());
+        let decoded: RequestView = serde_json::from_slice(&encoded.view).unwrap();
+        assert_eq!(decoded, view);
+    }
+}

@@ -1,0 +1,718 @@
+//! Every transition of a request and every refusal, on a hub built here: the memory store
+//! (behind a wrapper that fails what a test asks it to), in-process links, and a paused clock
+//! for deadlines. No socket, no server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use askgate_protocol::wire::{CheckedAsk, Via};
+use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId, Settlement};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::super::{AckReply, AskReply, Hub, Link, Lookup, Queue, TabHandle, Withdrawal};
+use super::*;
+use crate::config::Limits;
+use crate::keys::ViewerKeys;
+use crate::people::{People, Person};
+use crate::store::MemoryStore;
+use crate::store::{Durability, Steps, Store, StoreError, StoreFuture, StoreOp, Trails};
+
+/// The memory store, failing the changes a test asks it to.
+#[derive(Default)]
+struct Faulty {
+    inner: MemoryStore,
+    /// Refuse every new request.
+    refuse_asks: AtomicBool,
+    /// Refuse this many endings.
+    refuse_endings: AtomicUsize,
+    /// Take new requests but never make them durable.
+    lose_asks: AtomicBool,
+    /// While set, new requests and endings are stored only once it gives a permit.
+    gate: std::sync::Mutex<Option<Arc<Semaphore>>>,
+}
+
+impl Faulty {
+    /// Holds every new request and ending until the returned gate gives a permit each.
+    fn hold(&self) -> Arc<Semaphore> {
+        let gate = Arc::new(Semaphore::new(0));
+        *self.gate.lock().unwrap() = Some(Arc::clone(&gate));
+        gate
+    }
+}
+
+impl Store for Faulty {
+    fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
+        let refused = ops.iter().any(|op| match op {
+            StoreOp::Put(_) => self.refuse_asks.load(Ordering::Relaxed),
+            StoreOp::Resolve { .. } => self
+                .refuse_endings
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
+            _ => false,
+        });
+        let held = ops
+            .iter()
+            .any(|op| matches!(op, StoreOp::Put(_) | StoreOp::Resolve { .. }));
+        let gate = self.gate.lock().unwrap().clone().filter(|_| held);
+        let committing = if refused {
+            Box::pin(std::future::ready(Err(StoreError(
+                "refused by the test".into(),
+            ))))
+        } else {
+            self.inner.commit(ops)
+        };
+        match gate {
+            Some(gate) => Box::pin(async move {
+                gate.acquire().await.expect("the gate stays open").forget();
+                committing.await
+            }),
+            None => committing,
+        }
+    }
+
+    fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
+        self.inner.load()
+    }
+
+    fn decide_in_steps(&self, ops: Vec<StoreOp>, _durability: Durability) -> Steps {
+        let lost = ops.iter().any(|op| matches!(op, StoreOp::Put(_)))
+            && self.lose_asks.load(Ordering::Relaxed);
+        Steps {
+            taken: self.decide(ops),
+            durable: Box::pin(std::future::ready(if lost {
+                Err(StoreError("lost by the test".into()))
+            } else {
+                Ok(())
+            })),
+        }
+    }
+
+    fn trails(&self) -> &dyn Trails {
+        self.inner.trails()
+    }
+}
+
+/// A hub over a [`Faulty`] store, one tab watching session `s`, and an agent's link.
+struct Rig {
+    hub: Arc<Hub>,
+    store: Arc<Faulty>,
+    tab: TabHandle,
+    tab_queue: Queue,
+    agent: Link,
+    agent_queue: Queue,
+}
+
+fn rig_with(limits: Limits) -> Rig {
+    let store = Arc::new(Faulty::default());
+    let hub = Hub::new(
+        Arc::clone(&store) as Arc<dyn Store>,
+        limits,
+        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
+        People::default(),
+        Arc::default(),
+    );
+    let (link, tab_queue) = Link::new(64);
+    let tab = hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .expect("room for a tab");
+    let (agent, agent_queue) = Link::new(64);
+    let mut rig = Rig {
+        hub,
+        store,
+        tab,
+        tab_queue,
+        agent,
+        agent_queue,
+    };
+    assert_eq!(rig.tab_frames(), ["snapshot"]);
+    rig
+}
+
+fn rig() -> Rig {
+    rig_with(Limits::default())
+}
+
+fn session() -> SessionId {
+    SessionId::parse("s").unwrap()
+}
+
+fn id(text: &str) -> RequestId {
+    RequestId::parse(text).unwrap()
+}
+
+fn questions() -> Value {
+    json!([{"header": "Color", "question": "Which?", "options": [{"label": "Red"}, {"label": "Blue"}]}])
+}
+
+fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
+    CheckedAsk {
+        session: session(),
+        id: Some(id(request)),
+        questions: QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap(),
+        timeout_ms,
+        title: None,
+        answerers: None,
+    }
+}
+
+fn red() -> Value {
+    json!({"answers": [{"header": "Color", "selected": ["Red"]}]})
+}
+
+/// The frames a queue holds now, as JSON.
+fn drain(queue: &mut Queue) -> Vec<Value> {
+    std::iter::from_fn(|| queue.try_frame())
+        .map(|frame| serde_json::from_str(&frame.text()).unwrap())
+        .collect()
+}
+
+fn types(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|f| f["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+impl Rig {
+    async fn ask(&self, request: &str, timeout_ms: Option<u64>) -> AskReply {
+        self.hub
+            .ask(ask_of(request, timeout_ms), Some(&self.agent))
+            .await
+    }
+
+    fn tab_frames(&mut self) -> Vec<String> {
+        types(&drain(&mut self.tab_queue))
+    }
+
+    fn agent_frames(&mut self) -> Vec<Value> {
+        drain(&mut self.agent_queue)
+    }
+
+    /// The request's state, by name; `None` if the hub does not hold it.
+    fn state(&self, request: &str) -> Option<&'static str> {
+        let sessions = self.hub.lock();
+        let entry = sessions.get(&session())?.requests.get(&id(request))?;
+        Some(match entry.state {
+            EntryState::Committing => "committing",
+            EntryState::Open => "open",
+            EntryState::Resolving => "resolving",
+            EntryState::Resolved(_) => "resolved",
+        })
+    }
+
+    fn has_timer(&self, request: &str) -> bool {
+        let sessions = self.hub.lock();
+        sessions
+            .get(&session())
+            .and_then(|s| s.requests.get(&id(request)))
+            .is_some_and(|entry| entry.timer.is_some())
+    }
+
+    /// The open-requests gauge, the kept-outcomes gauge, the session's unresolved count and
+    /// bytes, and the gateway's open bytes.
+    fn counts(&self) -> (i64, i64, usize, usize, usize) {
+        let metrics = self.hub.metrics();
+        let sessions = self.hub.lock();
+        let (unresolved, bytes) = sessions
+            .get(&session())
+            .map_or((0, 0), |s| (s.open.unresolved(), s.open.bytes()));
+        (
+            metrics.open_requests.load(Ordering::Relaxed),
+            metrics.kept_outcomes.load(Ordering::Relaxed),
+            unresolved,
+            bytes,
+            self.hub.ledger.open_bytes_total.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Open: counted in every count, its bytes the same here and gateway-wide.
+    fn assert_open_only(&self, open: usize) {
+        let (gauge, kept, unresolved, bytes, total) = self.counts();
+        assert_eq!((gauge, kept, unresolved), (open as i64, 0, open));
+        assert!(bytes > 0 && bytes == total, "{bytes} bytes, {total} in all");
+    }
+
+    /// Nothing open; `kept` outcomes.
+    fn assert_none_open(&self, kept: i64) {
+        assert_eq!(self.counts(), (0, kept, 0, 0, 0));
+    }
+
+    fn finished_ids(&self) -> Vec<String> {
+        let sessions = self.hub.lock();
+        let Some(session) = sessions.get(&session()) else {
+            return Vec::new();
+        };
+        session
+            .finished
+            .views()
+            .map(|[view, _]| {
+                let mut whole = view.to_vec();
+                whole.push(b'}');
+                let view: Value = serde_json::from_slice(&whole).unwrap();
+                view["id"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+
+    async fn answer(&self, request: &str, response: Value) -> Option<String> {
+        let rejected = self.tab.answer(request, response).await?;
+        let frame: Value = serde_json::from_str(&rejected.frame.text()).unwrap();
+        Some(frame["errors"][0]["message"].as_str().unwrap().to_owned())
+    }
+}
+
+#[tokio::test]
+async fn an_ask_is_stored_then_open_counted_timed_and_shown() {
+    let mut rig = rig();
+    let reply = rig.ask("r", Some(60_000)).await;
+    assert!(
+        matches!(reply, AskReply::Accepted { created: true, .. }),
+        "{reply:?}"
+    );
+    assert_eq!(rig.state("r"), Some("open"));
+    assert!(rig.has_timer("r"));
+    rig.assert_open_only(1);
+    assert_eq!(rig.tab_frames(), ["request"]);
+    assert_eq!(types(&rig.agent_frames()), ["accepted"]);
+}
+
+#[tokio::test]
+async fn an_ask_the_store_refuses_leaves_nothing_counted_or_shown() {
+    let mut rig = rig();
+    rig.store.refuse_asks.store(true, Ordering::Relaxed);
+    let reply = rig.ask("r", Some(60_000)).await;
+    assert!(matches!(reply, AskReply::Rejected { .. }), "{reply:?}");
+    assert_eq!(rig.state("r"), None);
+    rig.assert_none_open(0);
+    assert!(rig.tab_frames().is_empty());
+    assert_eq!(types(&rig.agent_frames()), ["rejected"]);
+}
+
+#[tokio::test]
+async fn an_ask_never_made_durable_is_taken_back_from_the_tabs() {
+    let mut rig = rig();
+    rig.store.lose_asks.store(true, Ordering::Relaxed);
+    let reply = rig.ask("r", Some(60_000)).await;
+    assert!(matches!(reply, AskReply::Rejected { .. }), "{reply:?}");
+    assert_eq!(rig.state("r"), None);
+    rig.assert_none_open(0);
+    let frames = drain(&mut rig.tab_queue);
+    assert_eq!(types(&frames), ["request", "resolved"]);
+    assert_eq!(frames[1]["outcome"], "withdrawn");
+    assert_eq!(types(&rig.agent_frames()), ["rejected"]);
+    assert!(
+        rig.finished_ids().is_empty(),
+        "never asked, so never finished"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_settles_the_request_and_tells_everyone() {
+    let mut rig = rig();
+    rig.ask("r", Some(60_000)).await;
+    rig.tab_frames();
+    rig.agent_frames();
+    assert_eq!(rig.answer("r", red()).await, None);
+    assert_eq!(rig.state("r"), Some("resolved"));
+    assert!(!rig.has_timer("r"), "the deadline timer is stopped");
+    rig.assert_none_open(1);
+    assert_eq!(rig.tab_frames(), ["resolved"]);
+    let agent = rig.agent_frames();
+    assert_eq!(types(&agent), ["outcome"]);
+    assert_eq!(agent[0]["outcome"], "answered");
+    assert_eq!(rig.finished_ids(), ["r"]);
+}
+
+#[tokio::test]
+async fn a_decline_settles_as_declined() {
+    let mut rig = rig();
+    rig.ask("r", None).await;
+    rig.agent_frames();
+    assert!(rig.tab.decline("r", false).await.is_none());
+    rig.assert_none_open(1);
+    assert_eq!(rig.agent_frames()[0]["outcome"], "declined");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_times_the_request_out() {
+    let mut rig = rig();
+    rig.ask("r", Some(1_000)).await;
+    rig.agent_frames();
+    let lookup = rig
+        .hub
+        .wait_for(&session(), &id("r"), Duration::from_secs(60))
+        .await;
+    let Lookup::Resolved(resolution) = lookup else {
+        panic!("{lookup:?}");
+    };
+    assert_eq!(resolution.settlement.outcome, Outcome::TimedOut);
+    rig.assert_none_open(1);
+    assert_eq!(rig.agent_frames()[0]["outcome"], "timed_out");
+}
+
+#[tokio::test]
+async fn a_withdrawal_settles_as_withdrawn_and_a_second_gets_the_same() {
+    let mut rig = rig();
+    rig.ask("r", None).await;
+    rig.agent_frames();
+    for _ in 0..2 {
+        let withdrawal = rig
+            .hub
+            .withdraw(&session(), &id("r"), Some(&rig.agent))
+            .await;
+        let Withdrawal::Ended(resolution) = withdrawal else {
+            panic!("{withdrawal:?}");
+        };
+        assert_eq!(resolution.settlement.outcome, Outcome::Withdrawn);
+        assert_eq!(rig.agent_frames()[0]["outcome"], "withdrawn");
+    }
+    rig.assert_none_open(1);
+}
+
+#[tokio::test]
+async fn an_ending_the_store_refuses_reopens_the_request_with_its_timer() {
+    let mut rig = rig();
+    rig.ask("r", Some(60_000)).await;
+    rig.tab_frames();
+    rig.store.refuse_endings.store(1, Ordering::Relaxed);
+    let refused = rig.answer("r", red()).await.expect("refused");
+    assert!(refused.contains("could not save the answer"), "{refused}");
+    assert_eq!(rig.state("r"), Some("open"));
+    assert!(rig.has_timer("r"), "timed out again later");
+    rig.assert_open_only(1);
+    assert!(rig.tab_frames().is_empty(), "nothing ended");
+    assert_eq!(rig.answer("r", red()).await, None, "the next answer wins");
+    rig.assert_none_open(1);
+}
+
+#[tokio::test]
+async fn an_ack_forgets_the_outcome_and_a_late_answer_is_already_resolved() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    rig.answer("r", red()).await;
+    assert_eq!(
+        rig.hub.acknowledge(&session(), &id("r")).await,
+        AckReply::Forgotten
+    );
+    assert_eq!(rig.state("r"), None);
+    rig.assert_none_open(0);
+    assert_eq!(
+        rig.finished_ids(),
+        ["r"],
+        "listed a while after it is forgotten"
+    );
+    assert_eq!(
+        rig.answer("r", red()).await.as_deref(),
+        Some("already resolved")
+    );
+    assert_eq!(
+        rig.hub.acknowledge(&session(), &id("r")).await,
+        AckReply::Forgotten,
+        "acks are idempotent"
+    );
+    rig.assert_none_open(0);
+}
+
+#[tokio::test]
+async fn the_sweep_forgets_outcomes_past_their_retention() {
+    let rig = rig_with(Limits {
+        retention: Duration::ZERO,
+        ..Limits::default()
+    });
+    rig.ask("r", None).await;
+    rig.ask("open", None).await;
+    rig.answer("r", red()).await;
+    assert_eq!(rig.hub.sweep().await, 1);
+    assert_eq!(rig.state("r"), None);
+    assert_eq!(rig.state("open"), Some("open"));
+    rig.assert_open_only(1);
+}
+
+#[tokio::test]
+async fn refusals_change_nothing() {
+    let rig = rig();
+    assert_eq!(
+        rig.answer("nope", red()).await.as_deref(),
+        Some("no open request with this id")
+    );
+    rig.ask("r", None).await;
+    assert_eq!(
+        rig.hub.acknowledge(&session(), &id("r")).await,
+        AckReply::NotResolved
+    );
+    let misfit = rig
+        .answer(
+            "r",
+            json!({"answers": [{"header": "Size", "selected": ["Red"]}]}),
+        )
+        .await
+        .expect("does not fit");
+    assert!(!misfit.is_empty());
+    assert_eq!(rig.state("r"), Some("open"));
+    rig.assert_open_only(1);
+    rig.answer("r", red()).await;
+    assert_eq!(
+        rig.answer("r", red()).await.as_deref(),
+        Some("already resolved")
+    );
+    assert!(rig.tab.decline("r", false).await.is_some());
+    rig.assert_none_open(1);
+}
+
+#[tokio::test]
+async fn a_full_session_refuses_a_new_ask() {
+    let rig = rig_with(Limits {
+        open_requests_per_session: 1,
+        ..Limits::default()
+    });
+    rig.ask("r1", None).await;
+    let reply = rig.ask("r2", None).await;
+    let AskReply::Rejected { errors, .. } = reply else {
+        panic!("{reply:?}");
+    };
+    assert!(errors[0].message.contains("1 open requests"), "{errors:?}");
+    assert_eq!(rig.state("r2"), None);
+    rig.assert_open_only(1);
+}
+
+#[tokio::test]
+async fn an_answer_from_someone_not_allowed_leaves_the_request_open() {
+    let rig = rig();
+    let mut ask = ask_of("r", None);
+    ask.answerers = Some(vec!["alice@example.com".into()]);
+    rig.hub.ask(ask, None).await;
+    let refused = rig.answer("r", red()).await.expect("forbidden");
+    assert!(!refused.is_empty());
+    assert_eq!(rig.state("r"), Some("open"));
+    rig.assert_open_only(1);
+}
+
+#[tokio::test]
+async fn an_answer_on_an_expired_link_leaves_the_request_open() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    let (link, _queue) = Link::new(8);
+    let expired = Person::named("bob@example.com", Via::PersonalLink).until(1);
+    let tab = rig.hub.join_tab(session(), None, expired, link).unwrap();
+    assert!(tab.answer("r", red()).await.is_some_and(|r| r.for_who));
+    assert_eq!(rig.state("r"), Some("open"));
+    rig.assert_open_only(1);
+}
+
+/// A session on its own, for the transitions only a shared store's notices and loads make.
+fn lone_session() -> Session {
+    Session::new(session(), 10, Ledger::detached())
+}
+
+fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest {
+    StoredRequest {
+        session: session(),
+        id: id(request),
+        dialect: Dialect::HARNESS,
+        questions: questions(),
+        title: None,
+        asked_at_ms: 5,
+        deadline_ms: None,
+        answerers: None,
+        resolution,
+    }
+}
+
+fn withdrawn(at_ms: u64) -> StoredResolution {
+    StoredResolution::untouched(Settlement::withdrawn(), at_ms)
+}
+
+fn read(request: &StoredRequest) -> Arc<QuestionSet> {
+    Arc::new(QuestionSet::read_back(request.dialect, &request.questions).unwrap())
+}
+
+fn gauges(session: &Session) -> (i64, i64, usize) {
+    let metrics = &session.open.ledger.metrics;
+    (
+        metrics.open_requests.load(Ordering::Relaxed),
+        metrics.kept_outcomes.load(Ordering::Relaxed),
+        session.open.unresolved(),
+    )
+}
+
+#[tokio::test]
+async fn requests_from_other_nodes_come_in_open_or_resolved_and_leave_unannounced() {
+    let mut session = lone_session();
+    let open = record("open", None);
+    let questions = read(&open);
+    assert_eq!(
+        session.admit_record(open, Arc::clone(&questions), Arrival::Shared),
+        Admitted::Open
+    );
+    let ended = record("ended", Some(withdrawn(9)));
+    assert_eq!(
+        session.admit_record(ended, questions, Arrival::Shared),
+        Admitted::Resolved
+    );
+    assert_eq!(gauges(&session), (1, 1, 1));
+    session.discard(&id("open"));
+    session.discard(&id("ended"));
+    assert_eq!(gauges(&session), (0, 0, 0));
+    assert_eq!(session.open.bytes(), 0);
+    assert!(session.forgot_lately(&id("open")) && session.forgot_lately(&id("ended")));
+}
+
+#[tokio::test]
+async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
+    let mut session = lone_session();
+    let request = record("r", None);
+    let questions = read(&request);
+    let view = RequestView {
+        id: "r".into(),
+        dialect: Dialect::HARNESS,
+        title: None,
+        questions: questions.to_json(),
+        asked_at_ms: 5,
+        deadline_ms: None,
+        answerers: None,
+    };
+    let encoded = EncodedRequest::new(&view);
+    session.begin_ask(&id("r"), &questions, view, encoded, None);
+    assert_eq!(gauges(&session), (0, 0, 1), "committing: not yet open");
+    session.found_ended(&id("r"), &withdrawn(7));
+    assert_eq!(gauges(&session), (0, 1, 0));
+    assert!(session.finished.generation() > 0, "listed finished");
+}
+
+#[tokio::test]
+async fn an_ending_the_shared_store_no_longer_has_vanishes() {
+    let mut session = lone_session();
+    let request = record("r", None);
+    let questions = read(&request);
+    session.admit_record(request, questions, Arrival::Shared);
+    session.begin_resolving(&id("r"), false);
+    session.vanished(&id("r"));
+    assert_eq!(gauges(&session), (0, 0, 0));
+    assert!(session.requests.is_empty());
+}
+
+#[tokio::test]
+async fn letting_go_of_a_session_stops_its_counts() {
+    let mut session = lone_session();
+    let open = record("open", None);
+    let questions = read(&open);
+    session.admit_record(open, Arc::clone(&questions), Arrival::Shared);
+    session.admit_record(
+        record("ended", Some(withdrawn(9))),
+        questions,
+        Arrival::Shared,
+    );
+    let ledger = Arc::clone(&session.open.ledger);
+    session.let_go();
+    drop(session);
+    assert_eq!(ledger.metrics.open_requests.load(Ordering::Relaxed), 0);
+    assert_eq!(ledger.metrics.kept_outcomes.load(Ordering::Relaxed), 0);
+    assert_eq!(ledger.open_bytes_total.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn a_restart_lists_ended_requests_in_the_order_they_ended_not_asked() {
+    let rig = rig();
+    let mut first = record("r1", Some(withdrawn(20)));
+    first.asked_at_ms = 1;
+    let mut second = record("r2", Some(withdrawn(10)));
+    second.asked_at_ms = 2;
+    let restored = rig.hub.restore(vec![first, second]).await;
+    assert_eq!(restored.resolved, 2);
+    assert_eq!(rig.finished_ids(), ["r2", "r1"]);
+}
+
+#[tokio::test]
+async fn requests_ending_in_turn_are_listed_in_turn() {
+    let rig = rig();
+    for request in ["r1", "r2", "r3"] {
+        rig.ask(request, None).await;
+    }
+    // Ended in another order than asked, each likely in the same millisecond as the last.
+    for request in ["r2", "r3", "r1"] {
+        assert_eq!(rig.answer(request, red()).await, None);
+    }
+    assert_eq!(rig.finished_ids(), ["r2", "r3", "r1"]);
+}
+
+/// Lets the other futures of a `join!` run until they wait, then gives `gate` a permit.
+async fn open_after_a_while(gate: &Semaphore) {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    gate.add_permits(1);
+}
+
+#[tokio::test]
+async fn an_answer_to_a_request_still_being_stored_is_refused() {
+    let rig = rig();
+    let gate = rig.store.hold();
+    let (asked, refused) = tokio::join!(rig.ask("r", None), async {
+        assert_eq!(rig.state("r"), Some("committing"));
+        let refused = rig.answer("r", red()).await;
+        gate.add_permits(1);
+        refused
+    });
+    assert!(matches!(asked, AskReply::Accepted { .. }), "{asked:?}");
+    assert_eq!(refused.as_deref(), Some("no open request with this id"));
+    rig.assert_open_only(1);
+}
+
+/// A second tab of session `s` on `rig`'s hub, and its queue.
+fn second_tab(rig: &Rig) -> (TabHandle, Queue) {
+    let (link, queue) = Link::new(64);
+    let tab = rig
+        .hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    (tab, queue)
+}
+
+#[tokio::test]
+async fn a_rival_waits_while_the_winner_is_stored_then_is_told_it_lost() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    let (rival, _queue) = second_tab(&rig);
+    let gate = rig.store.hold();
+    let (won, lost, ()) = tokio::join!(
+        rig.answer("r", red()),
+        async {
+            assert_eq!(rig.state("r"), Some("resolving"));
+            rival.answer("r", red()).await
+        },
+        open_after_a_while(&gate),
+    );
+    assert_eq!(won, None);
+    let lost = lost.expect("refused").frame.text();
+    assert!(lost.contains("already resolved"), "{lost}");
+    rig.assert_none_open(1);
+}
+
+#[tokio::test]
+async fn a_rival_waiting_takes_the_request_when_the_winner_could_not_be_stored() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    let (rival, _queue) = second_tab(&rig);
+    let gate = rig.store.hold();
+    rig.store.refuse_endings.store(1, Ordering::Relaxed);
+    let (failed, won, ()) = tokio::join!(
+        rig.answer("r", red()),
+        async {
+            assert_eq!(rig.state("r"), Some("resolving"));
+            let won = rival.answer("r", red()).await;
+            won.map(|rejected| rejected.frame.text())
+        },
+        async {
+            open_after_a_while(&gate).await;
+            open_after_a_while(&gate).await;
+        },
+    );
+    assert!(failed.is_some_and(|error| error.contains("could not save the answer")));
+    assert_eq!(
+        won, None,
+        "the rival's answer won once the first was not kept"
+    );
+    rig.assert_none_open(1);
+}
