@@ -12,7 +12,7 @@
 //! themselves; there this does nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -91,7 +91,7 @@ impl SinceTrim {
 /// Trims after open requests or kept outcomes end, as [`SinceTrim::trim_now`] says, until
 /// `stop`.
 pub async fn give_back_after_requests_end(
-    open_bytes: Arc<AtomicUsize>,
+    open_bytes: impl Fn() -> usize + Send,
     metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) {
@@ -104,7 +104,7 @@ pub async fn give_back_after_requests_end(
             _ = every.tick() => {}
         }
         let now = Look {
-            open_bytes: open_bytes.load(Ordering::Relaxed),
+            open_bytes: open_bytes(),
             kept_outcomes: metrics.kept_outcomes.load(Ordering::Relaxed),
         };
         if since_trim.trim_now(now) {
@@ -166,7 +166,7 @@ mod tests {
     async fn the_watch_stops_when_told() {
         let stop = CancellationToken::new();
         let watch = tokio::spawn(give_back_after_requests_end(
-            Arc::new(AtomicUsize::new(0)),
+            || 0,
             Arc::default(),
             stop.clone(),
         ));

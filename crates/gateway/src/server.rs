@@ -237,8 +237,9 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let tracker = state.tracker.clone();
     let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
+    let hub = Arc::clone(&state.hub);
     tokio::spawn(crate::memory::give_back_after_requests_end(
-        state.hub.open_bytes(),
+        move || hub.open_bytes(),
         state.hub.shared_metrics(),
         token.clone(),
     ));

@@ -179,8 +179,8 @@ impl Hub {
 
     /// The bytes of every session's open requests, as tabs receive them (what
     /// `--max-open-bytes` bounds), kept current by the hub.
-    pub fn open_bytes(&self) -> Arc<AtomicUsize> {
-        Arc::clone(&self.open_bytes_total)
+    pub fn open_bytes(&self) -> usize {
+        self.ledger.open_bytes_total.load(Ordering::Relaxed)
     }
 
     /// Whether the hub can decide asks and answers: its store is local, or the shared one
