@@ -1,9 +1,11 @@
 //! askgate's integration, conformance, differential and browser tests as one test binary, so
-//! the gateway is linked once rather than once per file. Run one area by its module, e.g.
+//! the gateway is linked once rather than once per file, and the browser tests share one
+//! Chromium (`askgate_tests::browser`). Run one area by its module, e.g.
 //! `cargo test -p askgate-tests --test integration -- browser_form::`.
 //!
 //! The tests share this process: each starts its own gateway on port 0 with its own temporary
-//! files, and none changes the environment, the working directory or any other global.
+//! files and browser window, and none changes the environment, the working directory or any
+//! other global.
 //!
 //! - [`agent_scopes`]: agent keys, how one is presented and which sessions it may act on.
 //! - [`approval`]: tool-call approvals through the gateway.
