@@ -1367,11 +1367,18 @@ async fn a_snapshot_tells_how_cards_ended_while_away() {
 }
 
 /// A tab opened after requests ended sees them as finished cards, acknowledged or not: the
-/// gateway lists a session's recent finished requests in the snapshot (`finished`).
+/// gateway lists a session's recent finished requests in the snapshot (`finished`), latest
+/// ending first.
+///
+/// Each ending is seen by the agent and by the tab (`resolved`) before the next request is
+/// asked, so r2 ends after r1 by cause, not by the clock: the expected order holds however
+/// close together the two ends fall.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_late_tab_sees_finished_requests() {
     let server = TestServer::start().await;
     let (mut tab, mut agent) = server.answered_request("s", "r1").await;
+    let first_end = tab.recv_until("resolved").await;
+    assert_eq!(first_end["id"], "r1", "{first_end}");
     agent
         .send(&json!({"type": "ack", "session": "s", "id": "r1"}))
         .await;
@@ -1380,6 +1387,8 @@ async fn a_late_tab_sees_finished_requests() {
     tab.recv_until("request").await;
     tab.send(&json!({"type": "decline", "id": "r2"})).await;
     assert_eq!(agent.recv_type("outcome").await["outcome"], "declined");
+    let second_end = tab.recv_until("resolved").await;
+    assert_eq!(second_end["id"], "r2", "{second_end}");
 
     let browser = open_page(&server, "s").await;
     browser
