@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use askgate::cli::answer_line;
 use askgate_protocol::json::lenient;
 use askgate_tests::deepagents_gen::mixed_lines;
-use askgate_tests::oracle::repo_root;
+use askgate_tests::oracle::{cases_per_seed, fresh_seed, repo_root, run_seeds, side_by_side};
 use serde_json::Value;
 
 const FIXED_SEED: u64 = 0x00DE_E9A6_E575_0002;
@@ -31,20 +31,6 @@ const MAX_ORACLE_PROCESSES: usize = 8;
 
 /// The longest the oracle may take for one run.
 const ORACLE_TIMEOUT: Duration = Duration::from_secs(900);
-
-fn cases_per_seed() -> usize {
-    std::env::var("ASKGATE_DIFF_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12_000)
-}
-
-fn fresh_seed() -> u64 {
-    std::env::var("ASKGATE_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random)
-}
 
 /// The Python of `.venv/deepagents` (or `$ASKGATE_DEEPAGENTS_PYTHON`), with the unpacked
 /// wheel beside it; a clear failure when either is missing.
@@ -195,14 +181,15 @@ fn run(python: &Path, seed: u64, count: usize) -> Result<(), String> {
     }
     let generated = started.elapsed();
     // The oracle (other processes) and askgate judge the lines side by side.
-    let (real, ours) = std::thread::scope(|scope| {
-        let oracle = scope.spawn(|| ask_oracle(python, &script, &lines));
-        let ours: Vec<String> = lines.iter().map(|line| answer_line(line)).collect();
-        let real = oracle
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        (real, ours)
-    });
+    let (real, ours) = side_by_side(
+        || ask_oracle(python, &script, &lines),
+        || {
+            lines
+                .iter()
+                .map(|line| answer_line(line))
+                .collect::<Vec<_>>()
+        },
+    );
     let real = real?;
     let judged = started.elapsed();
     let mut problems = Vec::new();
@@ -269,22 +256,7 @@ fn deepagents_verdicts_match_the_real_package() {
     let fresh = fresh_seed();
     eprintln!("differential test: fixed seed {FIXED_SEED}, fresh seed {fresh}, {count} lines each");
     // The two seeds run side by side (the oracle's processes are what takes the time).
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let runs: Vec<_> = [FIXED_SEED, fresh]
-            .into_iter()
-            .map(|seed| {
-                let python = &python;
-                scope.spawn(move || run(python, seed, count))
-            })
-            .collect();
-        runs.into_iter()
-            .filter_map(|run| {
-                run.join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-                    .err()
-            })
-            .collect()
-    });
+    let failures = run_seeds(&[FIXED_SEED, fresh], |seed| run(&python, seed, count));
     assert!(
         failures.is_empty(),
         "askgate and deepagents-code disagree:\n{}",

@@ -13,20 +13,6 @@ use serde_json::Value;
 
 const FIXED_SEED: u64 = 0x00A5_C6A7_E5EE_D001;
 
-fn cases_per_seed() -> usize {
-    std::env::var("ASKGATE_DIFF_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12_000)
-}
-
-fn fresh_seed() -> u64 {
-    std::env::var("ASKGATE_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random)
-}
-
 /// The disagreement between askgate's answer and the real package's, if any.
 fn disagreement(line: &str, ours: &Value, real: &Value) -> Option<String> {
     if real.get("oracle_failure").is_some() {
@@ -61,17 +47,18 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
     let lines = mixed_lines(seed, count);
     let generated = started.elapsed();
     // The oracle (another process) and askgate judge the lines side by side.
-    let (real, ours) = std::thread::scope(|scope| {
-        let oracle = scope.spawn(|| {
+    let (real, ours) = oracle::side_by_side(
+        || {
             oracle::ask(&python, &script, &lines, Duration::from_secs(600))
                 .map_err(|e| format!("{e:#}"))
-        });
-        let ours: Vec<String> = lines.iter().map(|line| answer_line(line)).collect();
-        let real = oracle
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        (real, ours)
-    });
+        },
+        || {
+            lines
+                .iter()
+                .map(|line| answer_line(line))
+                .collect::<Vec<_>>()
+        },
+    );
     let real = real?;
     let judged = started.elapsed();
     let mut problems = Vec::new();
@@ -129,23 +116,11 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
 
 #[test]
 fn harness_verdicts_match_the_real_package() {
-    let count = cases_per_seed();
-    let fresh = fresh_seed();
+    let count = oracle::cases_per_seed();
+    let fresh = oracle::fresh_seed();
     eprintln!("differential test: fixed seed {FIXED_SEED}, fresh seed {fresh}, {count} lines each");
     // The two seeds run side by side (each mostly one thread of ours and one oracle process).
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let runs: Vec<_> = [FIXED_SEED, fresh]
-            .into_iter()
-            .map(|seed| scope.spawn(move || run(seed, count)))
-            .collect();
-        runs.into_iter()
-            .filter_map(|run| {
-                run.join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-                    .err()
-            })
-            .collect()
-    });
+    let failures = oracle::run_seeds(&[FIXED_SEED, fresh], |seed| run(seed, count));
     assert!(
         failures.is_empty(),
         "askgate and pydantic-ai-harness disagree:\n{}",
