@@ -5,7 +5,7 @@
 //! - [`browser`]: headless Chromium through chromedriver, for the answer page.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.
 //! - [`deepagents_gen`]: the same for the deepagents dialect.
-//! - [`oracle`]: the real Python packages as a subprocess.
+//! - [`oracle`]: the real Python packages as a subprocess, and the differential tests' seeds.
 
 pub mod browser;
 pub mod deepagents_gen;

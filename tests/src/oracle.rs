@@ -1,4 +1,5 @@
-//! The real Python packages as a subprocess: feed `validate` lines, read their verdicts.
+//! The real Python packages as a subprocess: feed `validate` lines, read their verdicts; and
+//! what the differential tests share (their seeds, and running seeds and oracles side by side).
 //!
 //! The test script (`scripts/test`) builds the virtualenvs; a test that needs one and cannot
 //! find it fails with a message saying how to make it, never skips.
@@ -93,4 +94,60 @@ pub fn ask(
         );
     }
     Ok(answers)
+}
+
+/// Lines per seed in the differential tests: `$ASKGATE_DIFF_CASES`, else 12,000.
+pub fn cases_per_seed() -> usize {
+    std::env::var("ASKGATE_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12_000)
+}
+
+/// The differential tests' fresh seed: `$ASKGATE_DIFF_SEED` (to replay a failure), else a
+/// random one, which the tests print before they start.
+pub fn fresh_seed() -> u64 {
+    std::env::var("ASKGATE_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random)
+}
+
+/// Runs `run` for every seed, each on a thread of its own; the failures, in the seeds' order.
+/// A panic in a run (a generator that exercises too little) is raised again here.
+pub fn run_seeds<F>(seeds: &[u64], run: F) -> Vec<String>
+where
+    F: Fn(u64) -> Result<(), String> + Sync,
+{
+    let run = &run;
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = seeds
+            .iter()
+            .map(|&seed| scope.spawn(move || run(seed)))
+            .collect();
+        runs.into_iter()
+            .filter_map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                    .err()
+            })
+            .collect()
+    })
+}
+
+/// Runs `oracle` (which waits on other processes) on a thread of its own while `ours` runs
+/// on this one; both results.
+pub fn side_by_side<A: Send, B>(
+    oracle: impl FnOnce() -> A + Send,
+    ours: impl FnOnce() -> B,
+) -> (A, B) {
+    std::thread::scope(|scope| {
+        let oracle = scope.spawn(oracle);
+        let ours = ours();
+        let real = oracle
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (real, ours)
+    })
 }

@@ -1,36 +1,37 @@
-//! Headless Chromium driven through chromedriver (WebDriver), for the answer page's tests.
+//! Headless Chromium driven through chromedriver (WebDriver, with the thirtyfour crate), for
+//! the answer page's tests.
 //!
-//! Each [`Browser`] owns one chromedriver (on a free port, ready once it prints its start
-//! line) and one Chromium session; dropping it ends the session and kills chromedriver, so
-//! a failing test leaves no browser behind. Every wait polls with a deadline
-//! ([`WAIT_TIMEOUT`]) and fails with what it last saw; nothing sleeps to wait for readiness.
+//! One Chromium serves the whole test process ([`session`]): it starts when the first test
+//! needs it, and each [`Browser`] is a fresh window of it (its own page, `sessionStorage`,
+//! device emulation and scripts run before each load), closed when the `Browser` is dropped,
+//! so a failing test leaves nothing behind for the next. The tests run side by side; each
+//! command goes to its own test's window.
 //!
-//! WebDriver is plain JSON over HTTP/1.1, spoken here over a tokio `TcpStream` (one
-//! connection per command). fantoccini was the first choice, but without its TLS features it
-//! can only be built from a `hyper_util` connector, which this crate does not depend on.
+//! Every wait polls with a deadline ([`WAIT_TIMEOUT`]) and fails with what it last saw;
+//! nothing sleeps to wait for readiness.
 //!
 //! Chromium and chromedriver come from `scripts/setup-test-env.sh`; when either is missing the
 //! test fails with that advice, never skips. `ASKGATE_CHROMIUM` / `ASKGATE_CHROMEDRIVER`
 //! override where they are looked for.
 //!
-//! - [`driver`]: finding Chromium and chromedriver, and starting chromedriver on a free port.
-//! - [`wire`]: WebDriver's HTTP/1.1 exchanges, read and written by hand.
+//! - [`session`]: the shared chromedriver and Chromium, and the lock its windows take turns on.
 //! - [`axe`]: axe-core's accessibility rules, run on the page as it is.
 //! - [`page`]: the answer page as its tests open, read and work it (a session's page, an
 //!   asking agent and its outcome, cards' selectors and texts, the frames the page sent).
 
 pub mod axe;
-mod driver;
 pub mod page;
-mod wire;
+mod session;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use thirtyfour::error::WebDriverResult;
+use thirtyfour::{By, WindowHandle};
 
-use driver::{Driver, find_chromium};
-use wire::{blocking_delete, decode_base64, request, truthy};
+use session::shared;
 
 /// How long any wait on the page lasts before the test fails.
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,8 +45,8 @@ const DRIVER_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one WebDriver command may take (starting Chromium is the slowest).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The key under which WebDriver returns an element reference.
-const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// Every test's window starts at this size, the one the tests were written for.
+const WINDOW_SIZE: (u32, u32) = (1280, 900);
 
 /// Chromium's flags: headless, and quiet on a machine without internet (without the
 /// background-networking flags it floods the log with refused connections).
@@ -64,103 +65,90 @@ const CHROMIUM_ARGS: &[&str] = &[
 
 const SETUP_HINT: &str = "run scripts/setup-test-env.sh to install Chromium and chromedriver";
 
-/// A WebDriver window handle.
+/// A window of the shared Chromium.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Window(String);
+pub struct Window(WindowHandle);
 
-/// An element reference, valid until the element leaves the page.
-#[derive(Clone, Debug)]
-pub struct Element(String);
-
-/// A WebDriver command that failed: the HTTP status and WebDriver's error object.
-#[derive(Debug)]
-pub struct CommandError(String);
-
-impl std::fmt::Display for CommandError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A test's view of the shared Chromium: the windows it opened (closed when it is dropped),
+/// the one its commands go to, and the origins it loaded (whose console errors are its own).
+pub struct Browser {
+    windows: Mutex<Vec<WindowHandle>>,
+    current: Mutex<WindowHandle>,
+    origins: Mutex<Vec<String>>,
 }
 
-/// One headless Chromium, through its own chromedriver.
-pub struct Browser {
-    driver: Driver,
-    session: String,
-    profile: PathBuf,
+/// Locks `mutex`, whether or not a panicking test held it last.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Browser {
-    /// Starts chromedriver and a Chromium session (1280×900) with a fresh profile.
+    /// A new window of the shared Chromium (started if this is the first), 1280×900, blank.
     pub async fn start() -> Self {
-        let chromium = find_chromium();
-        // Waiting for chromedriver's start line blocks; keep it off the runtime's workers.
-        let driver = tokio::task::spawn_blocking(Driver::start)
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        let profile = std::env::temp_dir().join(format!(
-            "askgate-chromium-{}-{:016x}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        std::fs::create_dir_all(&profile).expect("create the Chromium profile directory");
-        let mut args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| (*a).to_owned()).collect();
-        args.push(format!("--user-data-dir={}", profile.display()));
-        let capabilities = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": args},
-            "goog:loggingPrefs": {"browser": "ALL"},
-            "timeouts": {"script": 10_000, "pageLoad": 15_000},
-        }}});
-        let mut browser = Browser {
-            driver,
-            session: String::new(),
-            profile,
-        };
-        let created = request(browser.driver.port, "POST", "/session", Some(&capabilities))
-            .await
-            .unwrap_or_else(|e| panic!("starting Chromium through chromedriver: {e}"));
-        browser.session = created["sessionId"]
-            .as_str()
-            .expect("a session id")
-            .to_owned();
-        browser
+        let shared = shared();
+        let window = open_window(&shared.base).await;
+        Browser {
+            windows: Mutex::new(vec![window.clone()]),
+            current: Mutex::new(window),
+            origins: Mutex::new(Vec::new()),
+        }
     }
 
-    /// Runs one command on this session; panics if it fails.
-    async fn command(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
-        self.try_command(method, path, body)
-            .await
-            .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"))
+    /// Runs `op` with this browser's current window the session's, and returns its result.
+    async fn try_on<T, F, Fut>(&self, op: F) -> WebDriverResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&'static thirtyfour::WebDriver) -> Fut + Send + 'static,
+        Fut: Future<Output = WebDriverResult<T>> + Send,
+    {
+        let window = lock(&self.current).clone();
+        shared().on(&window, op).await
     }
 
-    async fn try_command(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Value, CommandError> {
-        let path = format!("/session/{}{path}", self.session);
-        request(self.driver.port, method, &path, body).await
+    /// [`try_on`](Self::try_on), panicking with `what` and the error if the command failed.
+    async fn on<T, F, Fut>(&self, what: &str, op: F) -> T
+    where
+        T: Send + 'static,
+        F: FnOnce(&'static thirtyfour::WebDriver) -> Fut + Send + 'static,
+        Fut: Future<Output = WebDriverResult<T>> + Send,
+    {
+        self.try_on(op)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver, {what}: {e}"))
+    }
+
+    /// Runs a Chrome DevTools command on the current window.
+    async fn cdp(&self, command: &'static str, params: Value) {
+        self.on(command, move |d| async move {
+            d.cdp().send_raw(command, params).await
+        })
+        .await;
     }
 
     /// Opens `url` in the current window and waits for it to load.
     pub async fn goto(&self, url: &str) {
-        self.command("POST", "/url", Some(&json!({"url": url})))
+        if let Some(origin) = origin_of(url) {
+            let mut origins = lock(&self.origins);
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        let url = url.to_owned();
+        self.on("open a page", |d| async move { d.goto(url).await })
             .await;
     }
 
     /// Reloads the current window.
     pub async fn reload(&self) {
-        self.command("POST", "/refresh", Some(&json!({}))).await;
+        self.on("reload", |d| async move { d.refresh().await })
+            .await;
     }
 
     /// Resizes the window (outer size; headless has no browser chrome around the page).
     pub async fn set_window_size(&self, width: u32, height: u32) {
-        self.command(
-            "POST",
-            "/window/rect",
-            Some(&json!({"width": width, "height": height})),
-        )
+        self.on("resize the window", move |d| async move {
+            d.set_window_rect(0, 0, width, height).await
+        })
         .await;
     }
 
@@ -169,8 +157,7 @@ impl Browser {
     pub async fn set_viewport_size(&self, width: u32, height: u32) {
         let params = json!({"width": width, "height": height, "deviceScaleFactor": 1,
                             "mobile": false});
-        let body = json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": params});
-        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+        self.cdp("Emulation.setDeviceMetricsOverride", params).await;
         self.wait_until(
             "return window.innerWidth === arguments[0] && window.innerHeight === arguments[1];",
             json!([width, height]),
@@ -181,9 +168,11 @@ impl Browser {
     /// Runs `script` in every document this window loads from now on, before the page's own
     /// scripts (to stand in for a gateway feature, e.g. by wrapping `WebSocket`).
     pub async fn run_before_each_load(&self, script: &str) {
-        let body = json!({"cmd": "Page.addScriptToEvaluateOnNewDocument",
-                          "params": {"source": script}});
-        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+        self.cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": script}),
+        )
+        .await;
     }
 
     /// Makes the page see `prefers-color-scheme: dark` (or light), as if the system had it.
@@ -204,8 +193,7 @@ impl Browser {
             {"name": "prefers-color-scheme", "value": scheme},
             {"name": "prefers-reduced-motion", "value": motion},
         ]});
-        let body = json!({"cmd": "Emulation.setEmulatedMedia", "params": params});
-        self.command("POST", "/goog/cdp/execute", Some(&body)).await;
+        self.cdp("Emulation.setEmulatedMedia", params).await;
         self.wait_until(
             "return matchMedia('(prefers-color-scheme: dark)').matches === arguments[0] \
                 && matchMedia('(prefers-reduced-motion: reduce)').matches === arguments[1];",
@@ -216,25 +204,25 @@ impl Browser {
 
     /// The current window.
     pub async fn window(&self) -> Window {
-        let handle = self.command("GET", "/window", None).await;
-        Window(handle.as_str().expect("a window handle").to_owned())
+        Window(lock(&self.current).clone())
     }
 
     /// Opens a new window (not a tab: both stay visible, so neither is throttled) and
     /// switches to it.
     pub async fn new_window(&self) -> Window {
-        let opened = self
-            .command("POST", "/window/new", Some(&json!({"type": "window"})))
-            .await;
-        let window = Window(opened["handle"].as_str().expect("a handle").to_owned());
-        self.switch_to(&window).await;
-        window
+        let window = open_window(&shared().base).await;
+        lock(&self.windows).push(window.clone());
+        *lock(&self.current) = window.clone();
+        Window(window)
     }
 
     /// Makes `window` the one commands go to.
     pub async fn switch_to(&self, window: &Window) {
-        self.command("POST", "/window", Some(&json!({"handle": window.0})))
-            .await;
+        assert!(
+            lock(&self.windows).contains(&window.0),
+            "{window:?} is not one of this browser's windows"
+        );
+        *lock(&self.current) = window.0.clone();
     }
 
     /// `[type, value, label text]` of each input `selector` matches, in document order.
@@ -254,9 +242,14 @@ impl Browser {
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
-    async fn try_execute(&self, script: &str, args: &Value) -> Result<Value, CommandError> {
-        let body = json!({"script": script, "args": args});
-        self.try_command("POST", "/execute/sync", Some(&body)).await
+    async fn try_execute(&self, script: &str, args: &Value) -> WebDriverResult<Value> {
+        let script = script.to_owned();
+        let args = match args {
+            Value::Array(args) => args.clone(),
+            other => panic!("a script's arguments are a JSON array, not {other}"),
+        };
+        self.try_on(|d| async move { Ok(d.execute(script, args).await?.json().clone()) })
+            .await
     }
 
     /// Polls `script` until it returns something truthy (not `false`, `null`, `0` or `""`)
@@ -280,10 +273,9 @@ impl Browser {
     }
 
     /// Waits for an element matching `css`.
-    pub async fn wait_for(&self, css: &str) -> Element {
+    pub async fn wait_for(&self, css: &str) {
         self.wait_until("return document.querySelector(arguments[0]);", json!([css]))
             .await;
-        self.find(css).await
     }
 
     /// Waits until no element matches `css`.
@@ -360,78 +352,128 @@ impl Browser {
         value.as_str().map(str::to_owned)
     }
 
-    /// The element matching `css` now; panics if there is none.
-    pub async fn find(&self, css: &str) -> Element {
-        let body = json!({"using": "css selector", "value": css});
-        let found = self
-            .try_command("POST", "/element", Some(&body))
+    /// Asserts that an element matches `css` now (WebDriver's own lookup).
+    pub async fn find(&self, css: &str) {
+        let selector = css.to_owned();
+        self.try_on(|d| async move { d.find(By::Css(selector)).await.map(drop) })
             .await
             .unwrap_or_else(|e| panic!("no element matches {css:?}: {e}"));
-        Element(
-            found[ELEMENT_KEY]
-                .as_str()
-                .expect("an element id")
-                .to_owned(),
-        )
     }
 
     /// Clicks the element matching `css` the way a person would (scrolled into view, at its
     /// centre; WebDriver refuses if something covers it).
     pub async fn click(&self, css: &str) {
-        let element = self.wait_for(css).await;
-        self.command(
-            "POST",
-            &format!("/element/{}/click", element.0),
-            Some(&json!({})),
-        )
+        self.wait_for(css).await;
+        let selector = css.to_owned();
+        self.on(&format!("click {css}"), |d| async move {
+            d.find(By::Css(selector)).await?.click().await
+        })
         .await;
     }
 
     /// Types `text` into the element matching `css`, key by key.
     pub async fn type_into(&self, css: &str, text: &str) {
-        let element = self.wait_for(css).await;
-        let body = json!({"text": text});
-        self.command(
-            "POST",
-            &format!("/element/{}/value", element.0),
-            Some(&body),
-        )
+        self.wait_for(css).await;
+        let (selector, text) = (css.to_owned(), text.to_owned());
+        self.on(&format!("type into {css}"), |d| async move {
+            d.find(By::Css(selector)).await?.send_keys(text).await
+        })
         .await;
     }
 
     /// Saves a PNG of the window's viewport to `path`.
     pub async fn screenshot(&self, path: &Path) {
-        let encoded = self.command("GET", "/screenshot", None).await;
-        let png = decode_base64(encoded.as_str().expect("base64 PNG"));
+        let png = self
+            .on("screenshot", |d| async move { d.screenshot_as_png().await })
+            .await;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("create the screenshot's directory");
         }
         std::fs::write(path, png).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 
-    /// The console's errors (and failed loads) since the last call, as Chromium words them.
+    /// The console's errors (and failed loads) since the last call, as Chromium words them:
+    /// those of the pages this browser opened, and any that name no page at all (the log is
+    /// the whole Chromium's, so another test's page's errors are left to that test).
     pub async fn console_errors(&self) -> Vec<String> {
-        let entries = self
-            .command("POST", "/se/log", Some(&json!({"type": "browser"})))
-            .await;
-        entries
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|e| e["level"] == "SEVERE")
-            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
-            .collect()
+        let window = lock(&self.current).clone();
+        let shared = shared();
+        shared
+            .collect_console(&window)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver, read the console: {e}"));
+        let origins = lock(&self.origins).clone();
+        let mut pool = lock(&shared.console);
+        let (mine, others) = std::mem::take(&mut *pool).into_iter().partition(|message| {
+            origins.iter().any(|o| message.contains(o.as_str())) || !message.contains("://")
+        });
+        *pool = others;
+        mine
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // Quitting the session closes Chromium; only then is chromedriver (in Driver's drop)
-        // killed. If quitting fails, Driver kills the whole process group instead.
-        if !self.session.is_empty() {
-            let path = format!("/session/{}", self.session);
-            self.driver.session_closed = blocking_delete(self.driver.port, &path);
+        let windows = std::mem::take(&mut *lock(&self.windows));
+        shared().close(windows);
+    }
+}
+
+/// Opens a window (from `base`, which is always open), 1280×900, and returns it.
+async fn open_window(base: &WindowHandle) -> WindowHandle {
+    let shared = shared();
+    let window = shared
+        .on(base, |d| async move { d.new_window().await })
+        .await
+        .unwrap_or_else(|e| panic!("WebDriver, open a window: {e}"));
+    let (width, height) = WINDOW_SIZE;
+    shared
+        .on(&window, move |d| async move {
+            d.set_window_rect(0, 0, width, height).await
+        })
+        .await
+        .unwrap_or_else(|e| panic!("WebDriver, size a new window: {e}"));
+    window
+}
+
+/// `scheme://host:port` of `url`, if it has one.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    Some(format!("{scheme}://{authority}"))
+}
+
+/// JavaScript's truthiness for a JSON value.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_is_scheme_host_and_port() {
+        assert_eq!(
+            origin_of("http://127.0.0.1:4100/s/x#k=1").as_deref(),
+            Some("http://127.0.0.1:4100")
+        );
+        assert_eq!(origin_of("about:blank"), None);
+    }
+
+    #[test]
+    fn truthiness_is_javascripts() {
+        for falsy in [json!(null), json!(false), json!(0), json!(""), json!(0.0)] {
+            assert!(!truthy(&falsy), "{falsy}");
         }
-        let _ = std::fs::remove_dir_all(&self.profile);
+        for truthy_value in [json!(true), json!(1), json!("0"), json!([]), json!({})] {
+            assert!(truthy(&truthy_value), "{truthy_value}");
+        }
     }
 }

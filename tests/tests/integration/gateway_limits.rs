@@ -5,7 +5,8 @@ use std::time::Duration;
 use askgate::keys::AgentKey;
 use askgate_protocol::close;
 use askgate_tests::server::{
-    TestServer, WsClient, answer, ask, http, http_with_headers, questions, test_config,
+    RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, http_with_headers, questions,
+    test_config,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
@@ -459,12 +460,10 @@ async fn a_peer_that_misses_two_pongs_is_dropped() {
     let mut config = test_config();
     config.limits.ping_interval = Duration::from_millis(100);
     let server = TestServer::start_with(config).await;
-    let (tab, _) = server.tab("s").await;
-    // Not reading means not answering pings (the client answers only while it reads).
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let mut tab = tab;
-    assert_ne!(tab.closed().await, 0);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let (mut tab, _) = server.tab("s").await;
+    // Not reading means not answering pings (the client answers only while it reads): the
+    // tab is left unread until the gateway has dropped it, then its close is read.
+    let deadline = tokio::time::Instant::now() + RECV_TIMEOUT;
     while server.state.hub.census().1 != 0 {
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -472,6 +471,7 @@ async fn a_peer_that_misses_two_pongs_is_dropped() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    assert_ne!(tab.closed().await, 0);
 }
 
 /// Shutdown closes every socket, tabs and agents, with 1001, and `serve` returns.

@@ -18,6 +18,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 /// How long the gateway may take, by the issue, to close a silent or trickling connection.
 const CUT_OFF_WITHIN: Duration = Duration::from_secs(60);
 
+/// The handshake and header timeouts the cut-off test runs with, instead of the defaults.
+const SHORT_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Reads until the server closes the connection; how long that took from `since`.
 async fn read_until_closed(stream: &mut TcpStream, since: Instant) -> Duration {
     let mut buffer = [0u8; 1024];
@@ -30,12 +33,26 @@ async fn read_until_closed(stream: &mut TcpStream, since: Instant) -> Duration {
     }
 }
 
-/// With the default limits, a connection that sends nothing is closed, and one whose request
-/// headers arrive a byte a second is cut off, each well within a minute; a request sent in
-/// good time on a third connection is still answered.
+/// A connection that sends nothing is closed, and one whose request headers trickle in a byte
+/// at a time is cut off, by the handshake and header timeouts, which by default are well
+/// within a minute (the test runs them at a second, so as not to wait out the defaults); a
+/// request sent in good time on a third connection is still answered.
 #[tokio::test(flavor = "multi_thread")]
 async fn silent_and_trickling_connections_are_closed() {
-    let server = TestServer::start().await;
+    let defaults = test_config().limits;
+    for (name, timeout) in [
+        ("handshake", defaults.handshake_timeout),
+        ("header read", defaults.header_read_timeout),
+    ] {
+        assert!(
+            timeout < CUT_OFF_WITHIN,
+            "the {name} timeout is {timeout:?}"
+        );
+    }
+    let mut config = test_config();
+    config.limits.handshake_timeout = SHORT_TIMEOUT;
+    config.limits.header_read_timeout = SHORT_TIMEOUT;
+    let server = TestServer::start_with(config).await;
     let opened = Instant::now();
     let mut silent = TcpStream::connect(server.addr).await.unwrap();
     let mut trickling = TcpStream::connect(server.addr).await.unwrap();
@@ -45,7 +62,8 @@ async fn silent_and_trickling_connections_are_closed() {
             if trickling.write_all(&[*byte]).await.is_err() {
                 return;
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            // A byte well within each read's patience: only the whole head's time runs out.
+            tokio::time::sleep(SHORT_TIMEOUT / 5).await;
         }
     };
     let (silent_for, ()) = tokio::join!(read_until_closed(&mut silent, opened), async {

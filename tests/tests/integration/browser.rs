@@ -1,12 +1,12 @@
 //! The answer page in a real headless Chromium: an agent asks over its socket, the test
 //! clicks and types in the page, and checks both what the page shows and what the agent gets.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::page::{
-    agent_asking, assert_fits_phone_and_desktop, card, decline, finished, open_page,
-    open_page_with, page_url, reload, wait_connected,
+    agent_asking, assert_fits_phone_and_desktop, card, decline, finished, frames_of_type,
+    open_page, open_page_with, open_recording_page, page_url, reload, wait_connected,
 };
 use askgate_tests::oracle::repo_root;
 use askgate_tests::server::{RECV_TIMEOUT, TestServer, ask, questions, test_config};
@@ -1037,18 +1037,22 @@ async fn the_agent_status_is_said_calmly() {
 }
 
 /// Decline cannot be taken back, so it asks to be confirmed: a first click alone sends the
-/// agent nothing and turns the button into "Confirm decline", which goes back to "Decline"
+/// gateway nothing (no `decline` frame leaves the page) and turns the button into "Confirm decline", which goes back to "Decline"
 /// after a few seconds, or at once on Escape; a double-click is one press; pressing it twice
 /// from the keyboard declines.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_first_decline_click_sends_nothing() {
     let server = TestServer::start().await;
-    let browser = open_page(&server, "s").await;
+    let browser = open_recording_page(&server, "s").await;
     let mut agent = agent_asking(&server, &ask("s", "r1", &["Color"], None)).await;
     let button = format!("{} .decline", card("r1"));
 
     browser.click(&button).await;
-    agent.silent_for(Duration::from_secs(1)).await;
+    assert_eq!(
+        frames_of_type(&browser, "decline").await,
+        json!([]),
+        "no decline sent"
+    );
     assert_eq!(
         browser.text_of(&button).await.as_deref(),
         Some("Confirm decline")
@@ -1061,7 +1065,11 @@ async fn a_first_decline_click_sends_nothing() {
     browser.find(&open).await;
     let says_decline = "return document.querySelector(arguments[0]).textContent === 'Decline';";
     browser.wait_until(says_decline, json!([button])).await;
-    agent.silent_for(Duration::from_millis(300)).await;
+    assert_eq!(
+        frames_of_type(&browser, "decline").await,
+        json!([]),
+        "no decline sent"
+    );
     browser.find(&open).await;
 
     // A double-click is one press: its second click confirms nothing.
@@ -1069,7 +1077,11 @@ async fn a_first_decline_click_sends_nothing() {
         for (const detail of [1, 2]) button.dispatchEvent(new MouseEvent('click', \
           {bubbles: true, cancelable: true, detail}));";
     browser.execute(double_click, json!([button])).await;
-    agent.silent_for(Duration::from_millis(500)).await;
+    assert_eq!(
+        frames_of_type(&browser, "decline").await,
+        json!([]),
+        "no decline sent"
+    );
     assert_eq!(
         browser.text_of(&button).await.as_deref(),
         Some("Confirm decline")
@@ -1078,7 +1090,11 @@ async fn a_first_decline_click_sends_nothing() {
     // Escape backs out of the confirmation.
     browser.type_into(&button, "\u{E00C}").await;
     browser.wait_until(says_decline, json!([button])).await;
-    agent.silent_for(Duration::from_millis(300)).await;
+    assert_eq!(
+        frames_of_type(&browser, "decline").await,
+        json!([]),
+        "no decline sent"
+    );
 
     browser.find(&open).await;
     browser.type_into(&button, "\u{E007}").await;
@@ -1367,11 +1383,18 @@ async fn a_snapshot_tells_how_cards_ended_while_away() {
 }
 
 /// A tab opened after requests ended sees them as finished cards, acknowledged or not: the
-/// gateway lists a session's recent finished requests in the snapshot (`finished`).
+/// gateway lists a session's recent finished requests in the snapshot (`finished`), latest
+/// ending first.
+///
+/// Each ending is seen by the agent and by the tab (`resolved`) before the next request is
+/// asked, so r2 ends after r1 by cause, not by the clock: the expected order holds however
+/// close together the two ends fall.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_late_tab_sees_finished_requests() {
     let server = TestServer::start().await;
     let (mut tab, mut agent) = server.answered_request("s", "r1").await;
+    let first_end = tab.recv_until("resolved").await;
+    assert_eq!(first_end["id"], "r1", "{first_end}");
     agent
         .send(&json!({"type": "ack", "session": "s", "id": "r1"}))
         .await;
@@ -1380,6 +1403,8 @@ async fn a_late_tab_sees_finished_requests() {
     tab.recv_until("request").await;
     tab.send(&json!({"type": "decline", "id": "r2"})).await;
     assert_eq!(agent.recv_type("outcome").await["outcome"], "declined");
+    let second_end = tab.recv_until("resolved").await;
+    assert_eq!(second_end["id"], "r2", "{second_end}");
 
     let browser = open_page(&server, "s").await;
     browser

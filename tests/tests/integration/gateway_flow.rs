@@ -1,7 +1,5 @@
 //! The live gateway through real sockets: ask, fan-out, answer, decline, timeout, withdraw.
 
-use std::time::Duration;
-
 use askgate_tests::server::{TestServer, answer, ask, http};
 use serde_json::{Value, json};
 
@@ -36,7 +34,12 @@ async fn ask_fans_out_to_every_tab_of_the_session() {
             json!(null)
         );
     }
-    other.silent_for(Duration::from_millis(200)).await;
+    // The other session's tab hears nothing of r1: the first request it is shown is one of
+    // its own session, asked after r1 reached every tab (a frame about r1 would come first).
+    agent.send(&ask("s2", "r2", &["Size"], None)).await;
+    agent.recv_type("accepted").await;
+    let shown = other.recv_until("request").await;
+    assert_eq!(shown["request"]["id"], "r2", "{shown}");
 }
 
 /// The first answer wins; every tab hears `resolved`; the agent gets the harness result.

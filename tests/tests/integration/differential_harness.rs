@@ -13,20 +13,6 @@ use serde_json::Value;
 
 const FIXED_SEED: u64 = 0x00A5_C6A7_E5EE_D001;
 
-fn cases_per_seed() -> usize {
-    std::env::var("ASKGATE_DIFF_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12_000)
-}
-
-fn fresh_seed() -> u64 {
-    std::env::var("ASKGATE_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random)
-}
-
 /// The disagreement between askgate's answer and the real package's, if any.
 fn disagreement(line: &str, ours: &Value, real: &Value) -> Option<String> {
     if real.get("oracle_failure").is_some() {
@@ -60,15 +46,27 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
     let started = std::time::Instant::now();
     let lines = mixed_lines(seed, count);
     let generated = started.elapsed();
-    let real = oracle::ask(&python, &script, &lines, Duration::from_secs(600))
-        .map_err(|e| format!("{e:#}"))?;
+    // The oracle (another process) and askgate judge the lines side by side.
+    let (real, ours) = oracle::side_by_side(
+        || {
+            oracle::ask(&python, &script, &lines, Duration::from_secs(600))
+                .map_err(|e| format!("{e:#}"))
+        },
+        || {
+            lines
+                .iter()
+                .map(|line| answer_line(line))
+                .collect::<Vec<_>>()
+        },
+    );
+    let real = real?;
     let judged = started.elapsed();
     let mut problems = Vec::new();
     let mut rejected = 0;
     // (kind, accepted, rejected), to show both verdicts are exercised for every kind.
     let mut tally: Vec<(String, usize, usize)> = Vec::new();
-    for (line, real) in lines.iter().zip(&real) {
-        let ours: Value = serde_json::from_str(&answer_line(line)).map_err(|e| e.to_string())?;
+    for ((line, real), ours) in lines.iter().zip(&real).zip(&ours) {
+        let ours: Value = serde_json::from_str(ours).map_err(|e| e.to_string())?;
         let kind = serde_json::from_str::<Value>(line).map_err(|e| e.to_string())?["kind"]
             .as_str()
             .unwrap_or_default()
@@ -92,10 +90,10 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
     }
     eprintln!(
         "seed {seed}: {count} lines, {rejected} rejected, {} disagreements \
-         (generated in {generated:.1?}, oracle {:.1?}, askgate {:.1?}); accepted/rejected by kind: {tally:?}",
+         (generated in {generated:.1?}, judged by the oracle and askgate side by side in {:.1?}); \
+         accepted/rejected by kind: {tally:?}",
         problems.len(),
         judged - generated,
-        started.elapsed() - judged,
     );
     // Both verdicts must be well represented, or the generator is not testing much.
     for (kind, accepted, rejected) in &tally {
@@ -118,13 +116,11 @@ fn run(seed: u64, count: usize) -> Result<(), String> {
 
 #[test]
 fn harness_verdicts_match_the_real_package() {
-    let count = cases_per_seed();
-    let fresh = fresh_seed();
+    let count = oracle::cases_per_seed();
+    let fresh = oracle::fresh_seed();
     eprintln!("differential test: fixed seed {FIXED_SEED}, fresh seed {fresh}, {count} lines each");
-    let failures: Vec<String> = [FIXED_SEED, fresh]
-        .into_iter()
-        .filter_map(|seed| run(seed, count).err())
-        .collect();
+    // The two seeds run side by side (each mostly one thread of ours and one oracle process).
+    let failures = oracle::run_seeds(&[FIXED_SEED, fresh], |seed| run(seed, count));
     assert!(
         failures.is_empty(),
         "askgate and pydantic-ai-harness disagree:\n{}",
