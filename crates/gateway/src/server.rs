@@ -151,10 +151,12 @@ async fn open_redis(
     Ok((store, config))
 }
 
-/// The hub and state over a given store (restored from it).
+/// The hub and state over a given store (restored from it); for tests (with the `testing`
+/// feature only).
 ///
 /// # Errors
 /// The store cannot be read.
+#[cfg(any(test, feature = "testing"))]
 pub async fn build_with_store(
     config: &Config,
     public_url: &str,

@@ -383,7 +383,8 @@ impl Hub {
     }
 
     /// How many sessions, tabs and requests (any state) the hub holds: for tests and leak
-    /// checks.
+    /// checks (with the `testing` feature only).
+    #[cfg(any(test, feature = "testing"))]
     pub fn census(&self) -> (usize, usize, usize) {
         let sessions = self.lock();
         let tabs = sessions.values().map(|s| s.tabs.len()).sum();
