@@ -179,7 +179,7 @@ async fn at_the_gate(
         permit.forget();
     }
     if failing.load(Ordering::SeqCst) {
-        return Err(StoreError("the disk is on fire (a test)".into()));
+        return Err(StoreError::io("the disk is on fire (a test)"));
     }
     Ok(())
 }

@@ -193,7 +193,7 @@ impl Store for FlakyStore {
             self.refused.fetch_add(1, Ordering::SeqCst);
             self.refusing.notify_waiters();
             return Box::pin(async {
-                Err(StoreError("No space left on device (os error 28)".into()))
+                Err(StoreError::io("No space left on device (os error 28)"))
             });
         }
         match self.panicking.load(Ordering::SeqCst) {

@@ -67,7 +67,9 @@ impl Hub {
         // request back as it was. Left to unwind, the panic would skip them and leave the
         // request half-changed, with everyone behind it waiting for good.
         let deciding = std::panic::catch_unwind(AssertUnwindSafe(|| self.store.decide(ops)))
-            .unwrap_or_else(|panic| failed_with(StoreError(panic_message(panic.as_ref()))));
+            .unwrap_or_else(|panic| {
+                failed_with(StoreError::internal(panic_message(panic.as_ref())))
+            });
         Committing {
             deciding,
             timed: Some((started, Arc::clone(&self.metrics))),
@@ -90,7 +92,7 @@ impl Hub {
         let (taken, durable) = match steps {
             Ok(steps) => (steps.taken, steps.durable),
             Err(panic) => {
-                let error = StoreError(panic_message(panic.as_ref()));
+                let error = StoreError::internal(panic_message(panic.as_ref()));
                 (failed_with(error.clone()), failed_with(error))
             }
         };
@@ -129,7 +131,7 @@ impl<T> Future for Committing<T> {
         let committed = match polled {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(committed)) => committed,
-            Err(panic) => Err(StoreError(panic_message(panic.as_ref()))),
+            Err(panic) => Err(StoreError::internal(panic_message(panic.as_ref()))),
         };
         if let Some((started, metrics)) = &this.timed {
             metrics.store_committed(started.elapsed());

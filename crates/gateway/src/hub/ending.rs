@@ -401,7 +401,8 @@ impl Hub {
                 return Err(Refusal::Unknown);
             }
             Ok(other) => {
-                let error = StoreError(format!("the store answered a resolution with {other:?}"));
+                let error =
+                    StoreError::internal(format!("the store answered a resolution with {other:?}"));
                 return Err(reopen(state, id, deadline_ms, &error));
             }
             Err(error) => return Err(reopen(state, id, deadline_ms, &error)),

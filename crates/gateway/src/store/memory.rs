@@ -39,7 +39,7 @@ impl MemoryStore {
     fn kept(&self) -> Result<MutexGuard<'_, Kept>, StoreError> {
         self.kept
             .lock()
-            .map_err(|_| StoreError("memory store poisoned".into()))
+            .map_err(|_| StoreError::internal("memory store poisoned"))
     }
 
     /// How many requests it holds.

@@ -205,10 +205,68 @@ pub struct Steps {
     pub durable: StoreFuture<'static, ()>,
 }
 
-/// The store failed; the operation did not happen.
+/// The store failed; the operation did not happen. What kind of failure it is, and what was
+/// wrong, in words (shown as `store: {message}`).
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(pub String);
+#[error("store: {message}")]
+pub struct StoreError {
+    /// What kind of failure.
+    pub kind: StoreErrorKind,
+    /// What was wrong, and where.
+    pub message: String,
+}
+
+/// What kind of failure a [`StoreError`] is: whether trying again can help, and who must act.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// The store did not answer or is not there now (Redis unreachable, a timeout, the store
+    /// closing): the same operation may succeed later.
+    Unavailable,
+    /// The disk refused a read or a write.
+    Io,
+    /// What the store holds cannot be read as askgate wrote it: damage, or another version.
+    Damaged,
+    /// The store is not one this gateway may use as configured (another audit key, another
+    /// format, open in another gateway): an operator must act.
+    Refused,
+    /// A bug: the store panicked or answered what it never should.
+    Internal,
+}
+
+impl StoreError {
+    /// An error of `kind`.
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+        StoreError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// [`StoreErrorKind::Unavailable`].
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Unavailable, message)
+    }
+
+    /// [`StoreErrorKind::Io`].
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Io, message)
+    }
+
+    /// [`StoreErrorKind::Damaged`].
+    pub fn damaged(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Damaged, message)
+    }
+
+    /// [`StoreErrorKind::Refused`].
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Refused, message)
+    }
+
+    /// [`StoreErrorKind::Internal`].
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Internal, message)
+    }
+}
 
 /// Durable (or not) keeping of requests and outcomes.
 pub trait Store: Send + Sync + 'static {
@@ -248,5 +306,24 @@ pub trait Store: Send + Sync + 'static {
     /// The shared side of a store several nodes use at once; `None` for a local one.
     fn shared(&self) -> Option<std::sync::Arc<dyn Shared>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_error_reads_as_before_and_says_its_kind() {
+        let error = StoreError::unavailable("redis at localhost:6379 did not answer");
+        assert_eq!(
+            error.to_string(),
+            "store: redis at localhost:6379 did not answer"
+        );
+        assert_eq!(error.kind, StoreErrorKind::Unavailable);
+        assert_eq!(StoreError::io("disk").kind, StoreErrorKind::Io);
+        assert_eq!(StoreError::damaged("bad").kind, StoreErrorKind::Damaged);
+        assert_eq!(StoreError::refused("key").kind, StoreErrorKind::Refused);
+        assert_eq!(StoreError::internal("panic").kind, StoreErrorKind::Internal);
     }
 }

@@ -90,9 +90,11 @@ impl Hub {
             .await;
             hub.finish_load(&session, loaded)
         });
-        loading
-            .await
-            .unwrap_or_else(|error| Err(StoreError(format!("loading a session failed: {error}"))))
+        loading.await.unwrap_or_else(|error| {
+            Err(StoreError::internal(format!(
+                "loading a session failed: {error}"
+            )))
+        })
     }
 
     /// Applies a finished load of `session` (held, its `loading` set by the caller).

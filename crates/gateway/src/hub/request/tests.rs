@@ -57,8 +57,8 @@ impl Store for Faulty {
             .any(|op| matches!(op, StoreOp::Put(_) | StoreOp::Resolve { .. }));
         let gate = self.gate.lock().unwrap().clone().filter(|_| held);
         let committing = if refused {
-            Box::pin(std::future::ready(Err(StoreError(
-                "refused by the test".into(),
+            Box::pin(std::future::ready(Err(StoreError::unavailable(
+                "refused by the test",
             ))))
         } else {
             self.inner.commit(ops)
@@ -82,7 +82,7 @@ impl Store for Faulty {
         Steps {
             taken: self.decide(ops),
             durable: Box::pin(std::future::ready(if lost {
-                Err(StoreError("lost by the test".into()))
+                Err(StoreError::unavailable("lost by the test"))
             } else {
                 Ok(())
             })),

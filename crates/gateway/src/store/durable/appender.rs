@@ -64,12 +64,12 @@ impl Appender {
         let mut changes = Vec::with_capacity(ops.len() + 1);
         let now = now_ms();
         for op in ops {
-            log_op(op, now, &mut changes).map_err(StoreError)?;
+            log_op(op, now, &mut changes).map_err(StoreError::internal)?;
         }
         if self.failed_file.load(Ordering::Acquire) == self.file.number() {
             self.start_next_file();
         }
-        let seq = self.write(&changes).map_err(StoreError)?;
+        let seq = self.write(&changes).map_err(StoreError::io)?;
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
         let (done, durable) = oneshot::channel();
         let written = ToSync::Written {

@@ -265,7 +265,7 @@ pub(super) fn checkpoint_loop(
             }
         }
         for reply in flushes.drain(..) {
-            let _ = reply.send(result.clone().map_err(StoreError));
+            let _ = reply.send(result.clone().map_err(StoreError::io));
         }
         // After the replies: a reader waiting for this checkpoint need not wait for the disk.
         if result.is_ok() {

@@ -81,7 +81,7 @@ impl LogScan {
             read.demand_macs();
         }
         if !read.same_shape(summary) {
-            return Err(StoreError(format!(
+            return Err(StoreError::refused(format!(
                 "the store's log {} changed while the store was being opened: is another \
                  askgate using this data directory?",
                 path.display()
@@ -278,7 +278,7 @@ impl std::fmt::Display for Corruption {
 impl Corruption {
     /// Why the store does not start, and what to do.
     pub(super) fn refusal(&self, dir: &Path) -> StoreError {
-        StoreError(format!(
+        StoreError::damaged(format!(
             "{self}. A crash mid-append leaves a damaged record only at the end of the last \
              log file, so this is damage, and records after it were acknowledged: askgate does \
              not start, and every file is left as it is. `askgate store check --data-dir {dir}` \
@@ -421,7 +421,9 @@ mod tests {
             .open(log::path_of(&dir, 3))
             .unwrap();
         std::io::Write::write_all(&mut log, &[1; 40]).unwrap();
-        let changed = scan.reread(2).expect_err("refused").0;
+        let changed = scan.reread(2).expect_err("refused");
+        assert_eq!(changed.kind, crate::store::StoreErrorKind::Refused);
+        let changed = changed.message;
         assert!(
             changed.contains("changed while the store was being opened"),
             "{changed}"

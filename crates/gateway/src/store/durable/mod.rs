@@ -171,7 +171,7 @@ impl std::fmt::Debug for DurableStore {
 }
 
 fn err(context: &str, error: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("{context}: {error}"))
+    StoreError::io(format!("{context}: {error}"))
 }
 
 impl DurableStore {
@@ -235,7 +235,7 @@ impl DurableStore {
             scan.demand_macs();
         }
         if audit_key.is_some() && scan.no_mac_holds() {
-            return Err(StoreError(format!(
+            return Err(StoreError::refused(format!(
                 "no record's MAC in the store's log in {} holds under the audit key given: the \
                  log and the trails were sealed with another audit key than the one given; give \
                  the key they were sealed with (--audit-key-file, or <data-dir>/audit-key)",
@@ -355,7 +355,7 @@ impl DurableStore {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_mut()
-            .ok_or_else(|| StoreError("the store is closing".into()))?
+            .ok_or_else(|| StoreError::unavailable("the store is closing"))?
             .append(ops, durability)
     }
 
@@ -368,7 +368,7 @@ impl DurableStore {
         let to_sync = Arc::clone(&self.to_sync);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
-                let stopped = || StoreError("the store's checkpointer has stopped".into());
+                let stopped = || StoreError::unavailable("the store's checkpointer has stopped");
                 let (reply, flushed) = oneshot::channel();
                 to_sync.send(ToSync::Flush(reply));
                 flushed.blocking_recv().map_err(|_| stopped())??;
@@ -431,7 +431,7 @@ fn check_format(
                 None
             }
             (Some(FORMAT_VERSION), None) => {
-                return Err(StoreError(format!(
+                return Err(StoreError::refused(format!(
                     "{} seals its audit trails with a key (format {FORMAT_VERSION}); give it \
                      (--audit-key-file)",
                     path.display()
@@ -440,7 +440,7 @@ fn check_format(
             (Some(other), _)
                 if other != UNKEYED_FORMAT_VERSION && !FORMATS_TAKEN.contains(&other) =>
             {
-                return Err(StoreError(format!(
+                return Err(StoreError::refused(format!(
                     "{} holds askgate store format {other}; this askgate reads format \
                      {FORMAT_VERSION}. Use the askgate version that wrote it, or another \
                      --data-dir",
@@ -484,7 +484,7 @@ pub(crate) fn unkeyed_with_a_key(path: &Path, found: Option<u64>) -> StoreError 
         || "carries no format mark".to_owned(),
         |format| format!("is marked unkeyed (format {format})"),
     );
-    StoreError(format!(
+    StoreError::refused(format!(
         "{} {marked} and holds audit trails, but an audit key is given (--audit-key-file, or \
          <data-dir>/audit-key): its trails are not taken as unkeyed SHA-256 while a key is at \
          hand. If they were sealed before audit keys, use the store without a key (no \
@@ -516,7 +516,7 @@ fn check_key(db: &Database, path: &Path, chain: &ChainKey) -> Result<(), StoreEr
         return Ok(());
     };
     match crate::audit::read_line(&line) {
-        Ok(read) if !read.hash_holds_with(chain) => Err(StoreError(format!(
+        Ok(read) if !read.hash_holds_with(chain) => Err(StoreError::refused(format!(
             "{}'s audit trails were sealed with another audit key than the one given (an \
              entry's hash does not hold under it): give the key it was sealed with \
              (--audit-key-file, or <data-dir>/audit-key)",
@@ -531,7 +531,7 @@ fn made_durable(appended: Result<Durable, StoreError>) -> StoreFuture<'static, (
     Box::pin(async move {
         appended?
             .await
-            .map_err(|_| StoreError("the store's syncer thread has stopped".into()))?
+            .map_err(|_| StoreError::unavailable("the store's syncer thread has stopped"))?
     })
 }
 

@@ -105,12 +105,12 @@ pub(super) fn unkeyed_trails_without_writing(data_dir: &Path) -> Result<bool, St
 /// Why `path` could not be opened read-only, and what to do.
 fn explain(path: &Path, error: redb::DatabaseError) -> StoreError {
     match error {
-        redb::DatabaseError::RepairAborted => StoreError(format!(
+        redb::DatabaseError::RepairAborted => StoreError::refused(format!(
             "{} was not closed cleanly (its gateway stopped without closing it) and is not \
              repaired here; the gateway repairs it at its next start",
             path.display()
         )),
-        redb::DatabaseError::DatabaseAlreadyOpen => StoreError(format!(
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::refused(format!(
             "{} is open in a running gateway: stop it first",
             path.display()
         )),
@@ -435,10 +435,13 @@ fn open_copy(
     match made {
         Ok(store) => Ok((store, dir)),
         // What is wrong is wrong with the store: name it, not the copy.
-        Err(error) => Err(StoreError(error.0.replace(
-            &dir.path().display().to_string(),
-            &data_dir.display().to_string(),
-        ))),
+        Err(error) => Err(StoreError::new(
+            error.kind,
+            error.message.replace(
+                &dir.path().display().to_string(),
+                &data_dir.display().to_string(),
+            ),
+        )),
     }
 }
 
@@ -478,7 +481,7 @@ impl Trails for ReadOnlyTrails {
 }
 
 fn closed<T: Send + 'static>() -> StoreFuture<'static, T> {
-    Box::pin(std::future::ready(Err(StoreError(
-        "the store was closed".into(),
+    Box::pin(std::future::ready(Err(StoreError::unavailable(
+        "the store was closed",
     ))))
 }

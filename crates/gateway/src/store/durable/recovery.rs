@@ -107,7 +107,7 @@ fn replay<'a>(
             continue;
         }
         let changes: Vec<Logged> = serde_json::from_slice(&record.payload).map_err(|e| {
-            StoreError(format!(
+            StoreError::damaged(format!(
                 "record {} of the store's log {} cannot be read ({e}); it was written by \
                  another askgate version or damaged. Use the version that wrote it, or move \
                  the file away to start without it",
@@ -122,7 +122,7 @@ fn replay<'a>(
         tracing::info!(path = %path.display(), groups = groups.len(), "replaying the store's log");
     }
     commit_groups(db, &groups, true, chain)
-        .map_err(|e| StoreError(format!("replaying {}: {e}", path.display())))
+        .map_err(|e| StoreError::io(format!("replaying {}: {e}", path.display())))
 }
 
 /// Replays a log whose damage lies only in records redb already holds
@@ -340,8 +340,9 @@ mod tests {
         let scan = LogScan::of(&dir, None).unwrap();
         let error = recover(&db, &dir, &scan, false, &ChainKey::Unkeyed)
             .err()
-            .expect("refused")
-            .0;
+            .expect("refused");
+        assert_eq!(error.kind, crate::store::StoreErrorKind::Damaged);
+        let error = error.message;
         assert!(
             error.starts_with("record 1 of the store's log ")
                 && error.contains("log-00000003.wal cannot be read (missing field `id`"),

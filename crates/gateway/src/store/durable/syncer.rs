@@ -240,7 +240,7 @@ impl Syncer {
                 } => match verdict(file) {
                     Ok(()) => kept.add(seq, changes, done),
                     Err(error) => {
-                        let _ = done.send(Err(StoreError(error)));
+                        let _ = done.send(Err(StoreError::io(error)));
                     }
                 },
                 ToSync::Closed {
@@ -261,7 +261,7 @@ impl Syncer {
                         self.checkpointer.send(ToCheckpoint::Flush(reply))
                     {
                         let stopped = "the store's checkpointer has stopped".to_owned();
-                        let _ = reply.send(Err(StoreError(stopped)));
+                        let _ = reply.send(Err(StoreError::unavailable(stopped)));
                     }
                 }
             }

@@ -217,7 +217,7 @@ pub(super) fn read(
                 return Ok(lines);
             }
             let seq = read_line(line)
-                .map_err(|why| StoreError(format!("session {id}'s audit trail: {why}")))?
+                .map_err(|why| StoreError::damaged(format!("session {id}'s audit trail: {why}")))?
                 .seq;
             if seq > after_seq {
                 lines.push(line.to_owned());

@@ -38,7 +38,8 @@ impl Conn {
         timeout: Duration,
     ) -> Result<(Conn, Subscribing), StoreError> {
         let shown = super::redact(url);
-        let client = Client::open(url).map_err(|e| StoreError(format!("--store {shown}: {e}")))?;
+        let client =
+            Client::open(url).map_err(|e| StoreError::refused(format!("--store {shown}: {e}")))?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
@@ -49,13 +50,13 @@ impl Conn {
             client.get_connection_manager_with_config(config),
         )
         .await
-        .map_err(|_| StoreError(format!("redis at {shown} did not answer")))?
-        .map_err(|e| StoreError(format!("redis at {shown}: {e}")))?;
+        .map_err(|_| StoreError::unavailable(format!("redis at {shown} did not answer")))?
+        .map_err(|e| StoreError::unavailable(format!("redis at {shown}: {e}")))?;
         let info: String = redis::cmd("INFO")
             .arg("cluster")
             .query_async(&mut single)
             .await
-            .map_err(|e| StoreError(format!("redis at {shown}: {e}")))?;
+            .map_err(|e| StoreError::unavailable(format!("redis at {shown}: {e}")))?;
         if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
             return Ok((Conn::Single(single), Subscribing::Single(Box::new(client))));
         }
@@ -71,11 +72,13 @@ impl Conn {
             }
             let client = builder
                 .build()
-                .map_err(|e| StoreError(format!("redis cluster at {shown}: {e}")))?;
+                .map_err(|e| StoreError::unavailable(format!("redis cluster at {shown}: {e}")))?;
             tokio::time::timeout(timeout * 2, client.get_async_connection())
                 .await
-                .map_err(|_| StoreError(format!("redis cluster at {shown} did not answer")))?
-                .map_err(|e| StoreError(format!("redis cluster at {shown}: {e}")))
+                .map_err(|_| {
+                    StoreError::unavailable(format!("redis cluster at {shown} did not answer"))
+                })?
+                .map_err(|e| StoreError::unavailable(format!("redis cluster at {shown}: {e}")))
         };
         let commands = cluster(None).await?;
         let (pushes, received) = mpsc::unbounded_channel();

@@ -52,7 +52,8 @@ impl Inner {
         );
         let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
-        let bad = |e: String| StoreError(format!("redis replied to an ask unexpectedly: {e}"));
+        let bad =
+            |e: String| StoreError::damaged(format!("redis replied to an ask unexpectedly: {e}"));
         match text(0) {
             "created" => Ok(Verdict::Created {
                 asked_at_ms: records::millis(text(1)).map_err(bad)?,
@@ -120,8 +121,9 @@ impl Inner {
             )
             .await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
-        let bad =
-            |e: String| StoreError(format!("redis replied to a resolution unexpectedly: {e}"));
+        let bad = |e: String| {
+            StoreError::damaged(format!("redis replied to a resolution unexpectedly: {e}"))
+        };
         let verdict = match text(0) {
             "won" => Verdict::Won {
                 at_ms: records::millis(text(2)).map_err(bad)?,

@@ -66,7 +66,7 @@ impl Index {
 }
 
 pub(super) fn redis_error(doing: &str, error: &redis::RedisError) -> StoreError {
-    StoreError(format!("redis unavailable while {doing}: {error}"))
+    StoreError::unavailable(format!("redis unavailable while {doing}: {error}"))
 }
 
 impl Inner {

@@ -152,7 +152,7 @@ impl RedisStore {
             .arg(self.inner.keys.chain_mode())
             .query_async(&mut conn)
             .await
-            .map_err(|e| StoreError(format!("reading the audit chain's mode: {e}")))
+            .map_err(|e| StoreError::unavailable(format!("reading the audit chain's mode: {e}")))
     }
 
     /// Refuses trails this deployment does not mark keyed, for a node or command given a key:
@@ -171,7 +171,9 @@ impl RedisStore {
             .arg(self.inner.keys.trails())
             .query_async(&mut conn)
             .await
-            .map_err(|e| StoreError(format!("reading the audit trails' index: {e}")))?;
+            .map_err(|e| {
+                StoreError::unavailable(format!("reading the audit trails' index: {e}"))
+            })?;
         if !trails {
             return Ok(());
         }
@@ -179,7 +181,7 @@ impl RedisStore {
             Some(mode) => format!("marks its audit chains `{mode}`, not `{KEYED_CHAIN}`"),
             None => "holds no mark of how its audit chains are hashed".to_owned(),
         };
-        Err(StoreError(format!(
+        Err(StoreError::refused(format!(
             "this Redis deployment ({}) {marked}, and holds audit trails: they are not taken as \
              unkeyed while an audit key is given. Trails sealed before audit keys stay so: start \
              keyed trails under a new --redis-prefix (the old ones can still be exported and \
@@ -206,7 +208,9 @@ impl RedisStore {
                 .arg(KEYED_CHAIN)
                 .query_async(&mut conn)
                 .await
-                .map_err(|e| StoreError(format!("marking the audit chain's mode: {e}")))?;
+                .map_err(|e| {
+                    StoreError::unavailable(format!("marking the audit chain's mode: {e}"))
+                })?;
         }
         self.check_key(key).await?;
         let _ = self.inner.chain_key.set(key.to_hex());
@@ -217,7 +221,8 @@ impl RedisStore {
     /// entry must hash under it.
     async fn check_key(&self, key: &AuditKey) -> Result<(), StoreError> {
         let mut conn = self.inner.conn.clone();
-        let failed = |e: redis::RedisError| StoreError(format!("reading an audit entry: {e}"));
+        let failed =
+            |e: redis::RedisError| StoreError::unavailable(format!("reading an audit entry: {e}"));
         let sessions: Vec<String> = redis::cmd("ZRANGE")
             .arg(self.inner.keys.trails())
             .arg(-1)
@@ -236,7 +241,7 @@ impl RedisStore {
             .map_err(failed)?;
         let chain = crate::audit::chain::ChainKey::Keyed(Arc::new(key.clone()));
         match newest.as_deref().map(crate::audit::read_line) {
-            Some(Ok(read)) if !read.hash_holds_with(&chain) => Err(StoreError(format!(
+            Some(Ok(read)) if !read.hash_holds_with(&chain) => Err(StoreError::refused(format!(
                 "this deployment's audit trails were sealed with another audit key than the \
                  one given (session {session}'s newest entry does not hold under it): give \
                  every node the same --audit-key-file"

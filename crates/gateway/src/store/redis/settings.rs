@@ -52,9 +52,9 @@ async fn config_get(conn: &mut Conn, name: &str) -> Result<Option<String>, Store
         .await;
     match reply {
         Ok(pair) => Ok(pair.into_iter().nth(1)),
-        Err(error) if error.kind() == redis::ErrorKind::Io => Err(StoreError(format!(
-            "redis unavailable while reading its settings: {error}"
-        ))),
+        Err(error) if error.kind() == redis::ErrorKind::Io => Err(StoreError::unavailable(
+            format!("redis unavailable while reading its settings: {error}"),
+        )),
         Err(_) => Ok(None),
     }
 }
@@ -66,7 +66,7 @@ pub(super) async fn shared_secret(conn: &mut Conn, key: &str) -> Result<Vec<u8>,
         .map(|b| format!("{b:02x}"))
         .collect();
     let failed = |e: redis::RedisError| {
-        StoreError(format!(
+        StoreError::unavailable(format!(
             "redis unavailable while reading the shared secret: {e}"
         ))
     };

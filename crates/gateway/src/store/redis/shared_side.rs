@@ -40,7 +40,9 @@ impl Inner {
                     .arg(self.keys.request_prefix(session)),
             )
             .await?;
-        let bad = |e: String| StoreError(format!("redis holds a session askgate cannot read: {e}"));
+        let bad = |e: String| {
+            StoreError::damaged(format!("redis holds a session askgate cannot read: {e}"))
+        };
         let mut parts = reply.iter().map(String::as_str);
         let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
         let rest: Vec<&str> = parts.collect();
@@ -119,7 +121,8 @@ impl Inner {
                     .arg(CLAIM_BATCH),
             )
             .await?;
-        let bad = |e: String| StoreError(format!("redis replied to a claim unexpectedly: {e}"));
+        let bad =
+            |e: String| StoreError::damaged(format!("redis replied to a claim unexpectedly: {e}"));
         let now_ms = records::millis(reply.first().map_or("", String::as_str)).map_err(bad)?;
         let claimed_until_ms =
             records::millis(reply.get(1).map_or("", String::as_str)).map_err(bad)?;

@@ -93,13 +93,15 @@ impl Subscriber {
         let sent = self.commands.send(Command::Watch(channel, done)).is_ok();
         async move {
             if !sent {
-                return Err(StoreError("the subscription task has stopped".into()));
+                return Err(StoreError::unavailable("the subscription task has stopped"));
             }
             match tokio::time::timeout(SUBSCRIBE_TIMEOUT, confirmed).await {
                 Ok(Ok(result)) => result,
-                Ok(Err(_)) => Err(StoreError("the subscription was dropped; retrying".into())),
-                Err(_) => Err(StoreError(
-                    "redis did not confirm a subscription in time".into(),
+                Ok(Err(_)) => Err(StoreError::unavailable(
+                    "the subscription was dropped; retrying",
+                )),
+                Err(_) => Err(StoreError::unavailable(
+                    "redis did not confirm a subscription in time",
                 )),
             }
         }
@@ -164,7 +166,8 @@ impl Task {
                 match command {
                     Command::Watch(channel, done) => {
                         self.watched.insert(channel);
-                        let _ = done.send(Err(StoreError("redis subscription is down".into())));
+                        let _ =
+                            done.send(Err(StoreError::unavailable("redis subscription is down")));
                     }
                     Command::Unwatch(channel) => {
                         self.watched.remove(&channel);
@@ -234,7 +237,7 @@ impl Task {
                             match result {
                                 Ok(()) => { let _ = done.send(Ok(())); }
                                 Err(why) => {
-                                    let _ = done.send(Err(StoreError(format!("redis subscription: {why}"))));
+                                    let _ = done.send(Err(StoreError::unavailable(format!("redis subscription: {why}"))));
                                     return Ended::Lost(why);
                                 }
                             }
@@ -381,8 +384,8 @@ impl Task {
                             self.watched.insert(channel);
                             let _ = done.send(match subscribed {
                                 Ok(Ok(())) => Ok(()),
-                                Ok(Err(error)) => Err(StoreError(format!("redis subscription: {error}"))),
-                                Err(_) => Err(StoreError("redis did not confirm a subscription in time".into())),
+                                Ok(Err(error)) => Err(StoreError::unavailable(format!("redis subscription: {error}"))),
+                                Err(_) => Err(StoreError::unavailable("redis did not confirm a subscription in time")),
                             });
                         }
                         Command::Unwatch(channel) => {
