@@ -3,7 +3,7 @@
 //! Each test starts its own `redis-server` on a free port in a temporary directory.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! recorded in earlier rounds (see `support/crash_load.rs`), then drives load and kills the
 //! process 50–400 ms in.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

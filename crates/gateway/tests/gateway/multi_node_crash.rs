@@ -4,7 +4,7 @@
 //! (`support/crash_load.rs`): every accepted ask is still there or ended, once, as announced.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! loses to the timeout), and what a second ending learns.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,7 +17,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-mod support;
+use crate::support;
 
 use support::tempdir;
 
