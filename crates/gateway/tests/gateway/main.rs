@@ -4,6 +4,10 @@
 //! gateways, Redis servers and proxies on ports the system picks, in scratch directories of
 //! its own ([`support::tempdir`]), and passes settings to the processes it starts, never
 //! through this process's environment or working directory.
+//!
+//! The soak-length tests run a short form here and their long form with `ASKGATE_SOAK=1`
+//! (`bench/soak.sh`, [`support::soak_or`]); every randomized test prints its seed and takes
+//! one from `ASKGATE_TEST_SEED` ([`support::seeded_rng`]).
 
 mod support;
 
