@@ -19,10 +19,14 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use crate::support::{self, tempdir};
 
-/// How long anything the test waits for may take.
+/// How long anything the test waits for may take. "Served at once" means within it: the
+/// gateways of the tests that say so close nothing for 600 s, so a connection let in within
+/// this was let in without waiting for one of their timeouts (a window of a few seconds
+/// instead would be missed on a busy machine).
 const TIMEOUT: Duration = Duration::from_secs(20);
-/// What "served at once" allows.
-const AT_ONCE: Duration = Duration::from_secs(2);
+/// How long one connection of a crowd may take to be made before the crowd goes on without
+/// it (a full accept queue leaves some unanswered).
+const CROWD_CONNECT: Duration = Duration::from_secs(2);
 
 /// A gateway process, killed when dropped; every line of its standard error is kept.
 struct Gateway {
@@ -130,7 +134,7 @@ async fn connect_from(from: Ipv4Addr, addr: SocketAddr) -> TcpStream {
     socket
         .bind(SocketAddr::from((from, 0)))
         .expect("bind a loopback address");
-    tokio::time::timeout(AT_ONCE, socket.connect(addr))
+    tokio::time::timeout(TIMEOUT, socket.connect(addr))
         .await
         .expect("connected at once")
         .expect("connected")
@@ -142,7 +146,7 @@ async fn get_from(from: Ipv4Addr, addr: SocketAddr, path: &str) -> String {
     let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
-    tokio::time::timeout(AT_ONCE, stream.read_to_end(&mut response))
+    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut response))
         .await
         .expect("answered at once")
         .expect("read");
@@ -184,14 +188,14 @@ async fn agent_opens_from(from: Ipv4Addr, addr: SocketAddr, key: &str, session: 
         .headers_mut()
         .insert("authorization", format!("Bearer {key}").parse().unwrap());
     let (mut socket, _) =
-        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
             .await
             .expect("the upgrade is answered at once")
             .expect("upgraded");
     exchange(
         &mut socket,
         &json!({"type": "open", "session": session}),
-        AT_ONCE,
+        TIMEOUT,
     )
     .await
 }
@@ -228,9 +232,22 @@ async fn one_address_cannot_lock_everyone_out() {
         },
     );
     rlimit::increase_nofile_limit(4096).expect("room for the test's own connections");
+    // No timeout closes the crowd's sockets while the test runs: only the refusals can let
+    // the others in.
     let gateway = Gateway::start(
         &format!("ulimit -n {}", crowd.open_file_limit),
-        &["--agent-key", "k", "--store", "memory"],
+        &[
+            "--agent-key",
+            "k",
+            "--store",
+            "memory",
+            "--idle-timeout-s",
+            "600",
+            "--handshake-timeout-s",
+            "600",
+            "--header-read-timeout-s",
+            "600",
+        ],
     );
     let mut idle = Vec::new();
     for _ in 0..crowd.sockets {
@@ -239,7 +256,9 @@ async fn one_address_cannot_lock_everyone_out() {
             .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .unwrap();
         // A full accept queue would stop answering new connections: that is the attack.
-        if let Ok(Ok(stream)) = tokio::time::timeout(AT_ONCE, socket.connect(gateway.addr)).await {
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(CROWD_CONNECT, socket.connect(gateway.addr)).await
+        {
             idle.push(stream);
         }
     }
@@ -250,11 +269,9 @@ async fn one_address_cannot_lock_everyone_out() {
     );
     eprintln!("{} idle connections held", idle.len());
     let other = Ipv4Addr::new(127, 0, 0, 2);
-    let started = Instant::now();
     assert_eq!(healthz_from(other, gateway.addr).await, "HTTP/1.1 200 OK");
     let opened = agent_opens_from(other, gateway.addr, "k", "s").await;
     assert_eq!(opened["type"], "opened", "{opened}");
-    assert!(started.elapsed() < AT_ONCE * 2);
     // The crowding address is told why, in a response it can read, once the refusals of its
     // first rush (a few at a time, each for a moment) are through.
     let deadline = Instant::now() + TIMEOUT;
@@ -308,11 +325,11 @@ async fn tab_joins_from(from: Ipv4Addr, addr: SocketAddr, session: &str, key: &s
         .into_client_request()
         .unwrap();
     let (mut socket, _) =
-        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
             .await
             .expect("the upgrade is answered at once")
             .expect("upgraded");
-    exchange(&mut socket, &json!({"type": "hello", "key": key}), AT_ONCE).await
+    exchange(&mut socket, &json!({"type": "hello", "key": key}), TIMEOUT).await
 }
 
 /// The viewer key in an `opened` frame's link.
@@ -321,8 +338,8 @@ fn viewer_key_of(opened: &Value) -> String {
     url.split("#k=").nth(1).expect("a key").to_owned()
 }
 
-/// A gateway on the memory store with agent key `k`, an idle timeout far longer than any test
-/// (only the handshake deadline closes a silent connection) and `args`.
+/// A gateway on the memory store with agent key `k`, idle and header-read timeouts far longer
+/// than any test (only the handshake deadline closes a silent connection) and `args`.
 fn keyed_gateway(args: &[&str]) -> Gateway {
     let mut all = vec![
         "--agent-key",
@@ -330,6 +347,8 @@ fn keyed_gateway(args: &[&str]) -> Gateway {
         "--store",
         "memory",
         "--idle-timeout-s",
+        "600",
+        "--header-read-timeout-s",
         "600",
     ];
     all.extend_from_slice(args);
@@ -355,12 +374,10 @@ async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
     let other = Ipv4Addr::new(127, 0, 0, 5);
     let key = viewer_key_of(&agent_opens_from(other, gateway.addr, "k", "s").await);
     let idle = idle_sockets_from(1..5, 10, gateway.addr).await;
-    let started = Instant::now();
     let opened = agent_opens_from(other, gateway.addr, "k", "s2").await;
     assert_eq!(opened["type"], "opened", "{opened}");
     let snapshot = tab_joins_from(other, gateway.addr, "s", &key).await;
     assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
-    assert!(started.elapsed() < AT_ONCE * 2, "{:?}", started.elapsed());
     drop(idle);
 }
 
