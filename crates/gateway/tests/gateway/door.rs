@@ -234,20 +234,9 @@ async fn one_address_cannot_lock_everyone_out() {
     rlimit::increase_nofile_limit(4096).expect("room for the test's own connections");
     // No timeout closes the crowd's sockets while the test runs: only the refusals can let
     // the others in.
-    let gateway = Gateway::start(
+    let gateway = keyed_gateway(
         &format!("ulimit -n {}", crowd.open_file_limit),
-        &[
-            "--agent-key",
-            "k",
-            "--store",
-            "memory",
-            "--idle-timeout-s",
-            "600",
-            "--handshake-timeout-s",
-            "600",
-            "--header-read-timeout-s",
-            "600",
-        ],
+        &["--handshake-timeout-s", "600"],
     );
     let mut idle = Vec::new();
     for _ in 0..crowd.sockets {
@@ -339,8 +328,9 @@ fn viewer_key_of(opened: &Value) -> String {
 }
 
 /// A gateway on the memory store with agent key `k`, idle and header-read timeouts far longer
-/// than any test (only the handshake deadline closes a silent connection) and `args`.
-fn keyed_gateway(args: &[&str]) -> Gateway {
+/// than any test (only the handshake deadline closes a silent connection) and `args`, run
+/// after `shell` as [`Gateway::start`] does.
+fn keyed_gateway(shell: &str, args: &[&str]) -> Gateway {
     let mut all = vec![
         "--agent-key",
         "k",
@@ -352,7 +342,7 @@ fn keyed_gateway(args: &[&str]) -> Gateway {
         "600",
     ];
     all.extend_from_slice(args);
-    Gateway::start("", &all)
+    Gateway::start(shell, &all)
 }
 
 /// The lockout, scaled down: idle sockets from four addresses fill every place the
@@ -362,14 +352,17 @@ fn keyed_gateway(args: &[&str]) -> Gateway {
 /// that only the reserve can let them in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
-    let gateway = keyed_gateway(&[
-        "--max-connections",
-        "40",
-        "--max-connections-per-address",
-        "10",
-        "--handshake-timeout-s",
-        "600",
-    ]);
+    let gateway = keyed_gateway(
+        "",
+        &[
+            "--max-connections",
+            "40",
+            "--max-connections-per-address",
+            "10",
+            "--handshake-timeout-s",
+            "600",
+        ],
+    );
     // A session to join, and its viewer key, before the crowd arrives.
     let other = Ipv4Addr::new(127, 0, 0, 5);
     let key = viewer_key_of(&agent_opens_from(other, gateway.addr, "k", "s").await);
@@ -385,7 +378,7 @@ async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
 /// timeout; an agent and a tab that showed theirs stay, and still answer afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
-    let gateway = keyed_gateway(&["--handshake-timeout-s", "1"]);
+    let gateway = keyed_gateway("", &["--handshake-timeout-s", "1"]);
     let here = Ipv4Addr::LOCALHOST;
     let stream = connect_from(here, gateway.addr).await;
     let mut request = format!("ws://{}/v1/agent", gateway.addr)

@@ -429,12 +429,8 @@ async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() 
     // timed against a window a busy machine could miss.
     let resolved = tab.recv_about("resolved", "r1").await;
     assert_eq!(resolved["by"], "t-elsewhere");
-    let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
-    let behind = counter(
-        &metrics,
-        "askgate_redis_resnapshots_total{cause=\"behind\"}",
-    );
-    assert!(behind >= 1.0, "{metrics}");
+    let reloads = metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await;
+    assert!(reloads >= 1.0, "{reloads} reloads for being behind");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -688,26 +684,22 @@ async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
     // sequence poll finding the session behind and loading it again (what a still-deaf node
     // would need), rather than within a window a busy machine could miss.
     until_ready_is(&cluster.nodes[1], 200).await;
-    let behind = || async {
-        let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
-        counter(
-            &metrics,
-            "askgate_redis_resnapshots_total{cause=\"behind\"}",
-        )
-    };
-    let behind_before = behind().await;
+    let reloads = metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await;
     agent.send(&ask("deaf", "r2", None)).await;
     agent.recv_type("accepted").await;
     tab.recv_about("request", "r2").await;
     assert_eq!(
-        behind().await,
-        behind_before,
+        metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await,
+        reloads,
         "r2 came by the poll, not by notice"
     );
 }
 
-/// The value of the gauge `name` on `node` (read over HTTP: the read is a connection too).
-async fn gauge(node: &Node, name: &str) -> f64 {
+/// Sessions a node loaded again because its sequence poll found them behind the store.
+const RELOADS_FOR_BEING_BEHIND: &str = "askgate_redis_resnapshots_total{cause=\"behind\"}";
+
+/// The value of the metric `name` on `node` (read over HTTP: the read is a connection too).
+async fn metric(node: &Node, name: &str) -> f64 {
     let (_, metrics) = http(node, "GET", "/metrics", None).await;
     counter(&metrics, name)
 }
@@ -721,7 +713,7 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     let fast = Node::start(&redis.url(), &[]);
     let mut agent = Peer::agent(&fast).await;
     let viewer = open(&mut agent, "gaveup").await;
-    let connections = gauge(&node, "askgate_connections").await;
+    let connections = metric(&node, "askgate_connections").await;
     // A long-poll on the held node, for a session it does not hold yet, whose client hangs up
     // while the node is loading the session: Redis's replies are held back from the moment
     // the node asks about the session until the node has closed the caller's connection.
@@ -740,7 +732,7 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
         .expect("the proxy is running");
     drop(stream);
     let deadline = tokio::time::Instant::now() + support::TIMEOUT;
-    while gauge(&node, "askgate_connections").await > connections {
+    while metric(&node, "askgate_connections").await > connections {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the node never let go of the caller that hung up"
