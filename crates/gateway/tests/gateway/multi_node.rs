@@ -643,19 +643,28 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
         agent.recv_type("accepted").await;
         tab.recv_about("request", &id).await;
         tab.send(&answer(&id, "Red")).await;
+        // Node A handles a tab's frames one after another, an answer once the store has
+        // decided it: the reply to this `history` comes after any refusal of the answer.
+        tab.send(&serde_json::json!({"type": "history"})).await;
         // The outcome reaches B by notice, and its ack is forgotten, before A has its reply.
         agent.recv_type("outcome").await;
         agent
             .send(&serde_json::json!({"type": "ack", "session": "ack", "id": id}))
             .await;
-        let resolved = tab.recv_about("resolved", &id).await;
-        assert_eq!(resolved["outcome"], "answered");
-        if let Some(frame) = tab.recv_within(Duration::from_millis(400)).await {
+        let (mut resolved, mut history) = (None, false);
+        while resolved.is_none() || !history {
+            let frame = tab.recv().await;
             assert_ne!(
                 frame["type"], "answer_rejected",
                 "round {round}: the winner was refused: {frame}"
             );
+            match frame["type"].as_str() {
+                Some("resolved") if frame["id"] == id.as_str() => resolved = Some(frame),
+                Some("history") => history = true,
+                _ => {}
+            }
         }
+        assert_eq!(resolved.unwrap()["outcome"], "answered");
     }
 }
 
