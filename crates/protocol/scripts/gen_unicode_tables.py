@@ -31,7 +31,7 @@ EXPECTED_UNICODE = "14.0.0"
 TARGET = Path(__file__).resolve().parent.parent / "src" / "unicode" / "tables.rs"
 # Test data, not used by the crate: the harness's uniqueness fold of every single character
 # the printable rule lets through, where it differs from the character itself.
-FOLD_FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "data" / "fold_14.tsv"
+FOLD_FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "protocol" / "data" / "fold_14.tsv"
 # For the answer page, which checks typed text before sending it.
 WEB_TABLE = Path(__file__).resolve().parents[3] / "web" / "js" / "unicode14.js"
 

@@ -3,7 +3,7 @@
 //! changing one byte of one stored entry makes `askgate audit verify` name that entry.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -17,14 +17,16 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-mod support;
+use crate::support::{self, tempdir};
 
-use support::tempdir;
-
-/// How long anything the test waits for may take.
+/// How long anything the test waits for may take. "Served at once" means within it: the
+/// gateways of the tests that say so close nothing for 600 s, so a connection let in within
+/// this was let in without waiting for one of their timeouts (a window of a few seconds
+/// instead would be missed on a busy machine).
 const TIMEOUT: Duration = Duration::from_secs(20);
-/// What "served at once" allows.
-const AT_ONCE: Duration = Duration::from_secs(2);
+/// How long one connection of a crowd may take to be made before the crowd goes on without
+/// it (a full accept queue leaves some unanswered).
+const CROWD_CONNECT: Duration = Duration::from_secs(2);
 
 /// A gateway process, killed when dropped; every line of its standard error is kept.
 struct Gateway {
@@ -132,7 +134,7 @@ async fn connect_from(from: Ipv4Addr, addr: SocketAddr) -> TcpStream {
     socket
         .bind(SocketAddr::from((from, 0)))
         .expect("bind a loopback address");
-    tokio::time::timeout(AT_ONCE, socket.connect(addr))
+    tokio::time::timeout(TIMEOUT, socket.connect(addr))
         .await
         .expect("connected at once")
         .expect("connected")
@@ -144,7 +146,7 @@ async fn get_from(from: Ipv4Addr, addr: SocketAddr, path: &str) -> String {
     let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
-    tokio::time::timeout(AT_ONCE, stream.read_to_end(&mut response))
+    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut response))
         .await
         .expect("answered at once")
         .expect("read");
@@ -186,48 +188,79 @@ async fn agent_opens_from(from: Ipv4Addr, addr: SocketAddr, key: &str, session: 
         .headers_mut()
         .insert("authorization", format!("Bearer {key}").parse().unwrap());
     let (mut socket, _) =
-        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
             .await
             .expect("the upgrade is answered at once")
             .expect("upgraded");
     exchange(
         &mut socket,
         &json!({"type": "open", "session": session}),
-        AT_ONCE,
+        TIMEOUT,
     )
     .await
 }
 
-/// At an open-file limit of 1,024, while one address holds 1,100 idle connections, a health
-/// check and a new agent from another address are served at once, and the refusals are
-/// logged. Before, the process ran out of descriptors and stopped accepting anyone.
+/// More idle connections from one address than the gateway's open-file limit allows: 1,100
+/// at a limit of 1,024 under `ASKGATE_SOAK=1`, 600 at a limit of 512 by default (the
+/// connection cap that fits under it, 384, still above the 256 one address may hold).
+struct Crowd {
+    sockets: usize,
+    open_file_limit: u32,
+    /// How many of the crowd's connections must be made for the test to mean anything.
+    made_at_least: usize,
+    /// How many refusals must be counted.
+    refused_at_least: u64,
+}
+
+/// At an open-file limit the crowd exceeds, while one address holds its idle connections, a
+/// health check and a new agent from another address are served at once, and the refusals
+/// are logged. Before, the process ran out of descriptors and stopped accepting anyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_lock_everyone_out() {
+    let crowd = support::soak_or(
+        Crowd {
+            sockets: 600,
+            open_file_limit: 512,
+            made_at_least: 546,
+            refused_at_least: 54,
+        },
+        Crowd {
+            sockets: 1100,
+            open_file_limit: 1024,
+            made_at_least: 1001,
+            refused_at_least: 99,
+        },
+    );
     rlimit::increase_nofile_limit(4096).expect("room for the test's own connections");
-    let gateway = Gateway::start("ulimit -n 1024", &["--agent-key", "k", "--store", "memory"]);
+    // No timeout closes the crowd's sockets while the test runs: only the refusals can let
+    // the others in.
+    let gateway = keyed_gateway(
+        &format!("ulimit -n {}", crowd.open_file_limit),
+        &["--handshake-timeout-s", "600"],
+    );
     let mut idle = Vec::new();
-    for _ in 0..1100 {
+    for _ in 0..crowd.sockets {
         let socket = TcpSocket::new_v4().unwrap();
         socket
             .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .unwrap();
         // A full accept queue would stop answering new connections: that is the attack.
-        if let Ok(Ok(stream)) = tokio::time::timeout(AT_ONCE, socket.connect(gateway.addr)).await {
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(CROWD_CONNECT, socket.connect(gateway.addr)).await
+        {
             idle.push(stream);
         }
     }
     assert!(
-        idle.len() > 1000,
+        idle.len() >= crowd.made_at_least,
         "only {} connections were made",
         idle.len()
     );
     eprintln!("{} idle connections held", idle.len());
     let other = Ipv4Addr::new(127, 0, 0, 2);
-    let started = Instant::now();
     assert_eq!(healthz_from(other, gateway.addr).await, "HTTP/1.1 200 OK");
     let opened = agent_opens_from(other, gateway.addr, "k", "s").await;
     assert_eq!(opened["type"], "opened", "{opened}");
-    assert!(started.elapsed() < AT_ONCE * 2);
     // The crowding address is told why, in a response it can read, once the refusals of its
     // first rush (a few at a time, each for a moment) are through.
     let deadline = Instant::now() + TIMEOUT;
@@ -252,7 +285,10 @@ async fn one_address_cannot_lock_everyone_out() {
         .find_map(|line| line.strip_prefix("askgate_refused_connections_total "))
         .and_then(|count| count.parse::<u64>().ok())
         .expect("the refusals are counted");
-    assert!(refused >= 99, "{refused} refusals counted");
+    assert!(
+        refused >= crowd.refused_at_least,
+        "{refused} refusals counted"
+    );
     drop(idle);
 }
 
@@ -278,11 +314,11 @@ async fn tab_joins_from(from: Ipv4Addr, addr: SocketAddr, session: &str, key: &s
         .into_client_request()
         .unwrap();
     let (mut socket, _) =
-        tokio::time::timeout(AT_ONCE, tokio_tungstenite::client_async(request, stream))
+        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
             .await
             .expect("the upgrade is answered at once")
             .expect("upgraded");
-    exchange(&mut socket, &json!({"type": "hello", "key": key}), AT_ONCE).await
+    exchange(&mut socket, &json!({"type": "hello", "key": key}), TIMEOUT).await
 }
 
 /// The viewer key in an `opened` frame's link.
@@ -291,9 +327,10 @@ fn viewer_key_of(opened: &Value) -> String {
     url.split("#k=").nth(1).expect("a key").to_owned()
 }
 
-/// A gateway on the memory store with agent key `k`, an idle timeout far longer than any test
-/// (only the handshake deadline closes a silent connection) and `args`.
-fn keyed_gateway(args: &[&str]) -> Gateway {
+/// A gateway on the memory store with agent key `k`, idle and header-read timeouts far longer
+/// than any test (only the handshake deadline closes a silent connection) and `args`, run
+/// after `shell` as [`Gateway::start`] does.
+fn keyed_gateway(shell: &str, args: &[&str]) -> Gateway {
     let mut all = vec![
         "--agent-key",
         "k",
@@ -301,9 +338,11 @@ fn keyed_gateway(args: &[&str]) -> Gateway {
         "memory",
         "--idle-timeout-s",
         "600",
+        "--header-read-timeout-s",
+        "600",
     ];
     all.extend_from_slice(args);
-    Gateway::start("", &all)
+    Gateway::start(shell, &all)
 }
 
 /// The lockout, scaled down: idle sockets from four addresses fill every place the
@@ -313,24 +352,25 @@ fn keyed_gateway(args: &[&str]) -> Gateway {
 /// that only the reserve can let them in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
-    let gateway = keyed_gateway(&[
-        "--max-connections",
-        "40",
-        "--max-connections-per-address",
-        "10",
-        "--handshake-timeout-s",
-        "600",
-    ]);
+    let gateway = keyed_gateway(
+        "",
+        &[
+            "--max-connections",
+            "40",
+            "--max-connections-per-address",
+            "10",
+            "--handshake-timeout-s",
+            "600",
+        ],
+    );
     // A session to join, and its viewer key, before the crowd arrives.
     let other = Ipv4Addr::new(127, 0, 0, 5);
     let key = viewer_key_of(&agent_opens_from(other, gateway.addr, "k", "s").await);
     let idle = idle_sockets_from(1..5, 10, gateway.addr).await;
-    let started = Instant::now();
     let opened = agent_opens_from(other, gateway.addr, "k", "s2").await;
     assert_eq!(opened["type"], "opened", "{opened}");
     let snapshot = tab_joins_from(other, gateway.addr, "s", &key).await;
     assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
-    assert!(started.elapsed() < AT_ONCE * 2, "{:?}", started.elapsed());
     drop(idle);
 }
 
@@ -338,7 +378,7 @@ async fn idle_sockets_from_four_addresses_lock_out_no_one_with_a_key() {
 /// timeout; an agent and a tab that showed theirs stay, and still answer afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
-    let gateway = keyed_gateway(&["--handshake-timeout-s", "1"]);
+    let gateway = keyed_gateway("", &["--handshake-timeout-s", "1"]);
     let here = Ipv4Addr::LOCALHOST;
     let stream = connect_from(here, gateway.addr).await;
     let mut request = format!("ws://{}/v1/agent", gateway.addr)
@@ -396,7 +436,8 @@ fn bulky_questions() -> Value {
 
 /// The scene that took a gateway from 59 MB to 2.16 GB: a session holding about 16 MiB of
 /// open requests, tabs joining it twenty times a second and never reading, 128 held at once.
-/// The gateway's memory grows by at most 300 MB.
+/// The gateway's memory grows by at most 300 MB. 150 tabs join by default (past the 128 held),
+/// 240 (12 s) under `ASKGATE_SOAK=1`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_that_never_read_cost_little_memory() {
     let gateway = Gateway::start("", &["--store", "memory"]);
@@ -421,8 +462,7 @@ async fn tabs_that_never_read_cost_little_memory() {
     let before = gateway.resident_bytes();
     let mut peak = before;
     let mut held = std::collections::VecDeque::new();
-    let until = Instant::now() + Duration::from_secs(12);
-    while Instant::now() < until {
+    for _ in 0..support::soak_or(150, 240) {
         let (mut tab, _) =
             tokio_tungstenite::connect_async(format!("ws://{addr}/v1/sessions/heavy/live"))
                 .await

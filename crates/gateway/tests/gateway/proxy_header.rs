@@ -4,7 +4,7 @@
 //! the gateway logs it.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};

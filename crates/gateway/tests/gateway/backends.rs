@@ -4,7 +4,7 @@
 //! (a restart only where the store keeps anything).
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::nodes::Node;

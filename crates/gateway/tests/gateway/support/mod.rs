@@ -1,5 +1,6 @@
 //! What the process-level tests share: Redis servers of their own, a TCP proxy a test can cut,
-//! `askgate serve` processes, and WebSocket peers whose every receive has a timeout.
+//! `askgate serve` processes, WebSocket peers whose every receive has a timeout, the switch
+//! between a soak test's short and long forms, and seeded random numbers.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod cli;
@@ -11,6 +12,9 @@ pub mod proxy;
 pub mod redis;
 
 use std::time::Duration;
+
+use rand::SeedableRng as _;
+use rand::rngs::StdRng;
 
 /// How long anything a test waits for may take.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
@@ -58,4 +62,30 @@ pub fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .expect("a free port")
+}
+
+/// Whether the soak-length forms run: `ASKGATE_SOAK=1` (what `bench/soak.sh` sets). The
+/// default run takes the short form of each: a few crash rounds, fewer sockets.
+pub fn soak() -> bool {
+    std::env::var_os("ASKGATE_SOAK").is_some_and(|value| !value.is_empty() && value != "0")
+}
+
+/// `short` in the default run, `long` under [`soak`].
+pub fn soak_or<T>(short: T, long: T) -> T {
+    if soak() { long } else { short }
+}
+
+/// The random numbers of a randomized test: seeded from `ASKGATE_TEST_SEED` when it is set,
+/// from a fresh seed otherwise; the seed is printed (shown with a failure) so that a failing
+/// run's choices can be made again. Crash rounds also depend on how the processes are
+/// scheduled, so a seed repeats the choices, not every interleaving.
+pub fn seeded_rng(test: &str) -> StdRng {
+    let seed = match std::env::var("ASKGATE_TEST_SEED") {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("ASKGATE_TEST_SEED={text:?}: expected a number")),
+        Err(_) => rand::random(),
+    };
+    eprintln!("{test}: seed {seed} (ASKGATE_TEST_SEED={seed} makes the same choices)");
+    StdRng::seed_from_u64(seed)
 }

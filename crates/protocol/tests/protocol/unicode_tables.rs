@@ -1,4 +1,4 @@
-//! The frozen Unicode tables against what CPython 3.11 computed (`tests/data/fold_14.tsv`,
+//! The frozen Unicode tables against what CPython 3.11 computed (`tests/protocol/data/fold_14.tsv`,
 //! written by `scripts/gen_unicode_tables.py`).
 
 use std::collections::HashMap;

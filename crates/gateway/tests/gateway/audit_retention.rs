@@ -2,7 +2,7 @@
 //! `--audit-retention-days`, on every store; a trail still written to is kept whole.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

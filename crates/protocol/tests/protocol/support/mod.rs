@@ -1,6 +1,8 @@
-//! What the dialect rule tests share: a dialect by name, and errors as `(path, code)` pairs.
+//! What the dialect rule tests share: a dialect by name, errors as `(path, code)` pairs, and
+//! the property tests' configuration.
 
 use askgate_protocol::{Dialect, ErrorCode, QuestionSet, ValidationErrors};
+use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::Value;
 
 /// A registered dialect.
@@ -33,4 +35,24 @@ pub(crate) fn answer_errors(set: &QuestionSet, response: &Value) -> Vec<(String,
         set.settle_answer(response)
             .expect_err(&response.to_string()),
     )
+}
+
+/// proptest's configuration for a property: `cases` of them unless `PROPTEST_CASES` asks for
+/// another number (`bench/soak.sh` asks for many more), a seed from `PROPTEST_RNG_SEED` when
+/// set, and failing cases saved beside the module's source as `<module>.proptest-regressions`
+/// and run again first. proptest's default would look for them under a
+/// `tests/proptest-regressions/` folder, since this folder has a `main.rs`.
+pub(crate) fn proptest_config(cases: u32) -> Config {
+    let defaults = Config::default();
+    Config {
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
+            defaults.cases
+        } else {
+            cases
+        },
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..defaults
+    }
 }

@@ -3,9 +3,10 @@
 //!
 //! Each round starts `askgate serve` on the same data directory, checks every claim the peers
 //! recorded in earlier rounds (see `support/crash_load.rs`), then drives load and kills the
-//! process 50–400 ms in.
+//! process 50–400 ms in. The default run makes 4 rounds; `ASKGATE_SOAK=1` (`bench/soak.sh`)
+//! makes 20, and `ASKGATE_CRASH_ROUNDS` any number.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -18,7 +19,7 @@ fn rounds() -> usize {
     std::env::var("ASKGATE_CRASH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+        .unwrap_or(support::soak_or(4, 20))
 }
 
 struct Gateway {
@@ -69,17 +70,17 @@ fn gateway_kill(gateway: &Gateway) -> std::io::Result<()> {
         .map(|_| ())
 }
 
-/// At least 20 SIGKILLs under load; every claim checked after each restart.
+/// SIGKILLs under load, round after round; every claim checked after each restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_announced_is_lost_across_sigkill() {
-    let data_dir = std::env::temp_dir().join(format!("askgate-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
+    let data_dir = support::tempdir("crash");
     let mut ledger = Ledger::default();
+    let mut rng = support::seeded_rng("nothing_announced_is_lost_across_sigkill");
     for round in 0..rounds() {
         let mut gateway = start(&data_dir);
         verify(&gateway.addr, &mut ledger).await;
         let addrs = [gateway.addr.clone()];
-        load(&addrs, round, &mut ledger, || {
+        load(&addrs, round, &mut ledger, &mut rng, || {
             let _ = gateway_kill(&gateway);
         })
         .await;
@@ -98,5 +99,5 @@ async fn nothing_announced_is_lost_across_sigkill() {
         "the load resolved too little to prove anything"
     );
     drop(gateway);
-    let _ = std::fs::remove_dir_all(&data_dir);
+    support::remove_scratch(&data_dir);
 }

@@ -84,6 +84,8 @@ fn every_dialect_has_a_sample_that_validates_as_itself_and_settles() {
 }
 
 proptest! {
+    #![proptest_config(crate::support::proptest_config(256))]
+
     #[test]
     fn nothing_sent_panics(request in any_json(), response in any_json()) {
         for dialect in Dialect::all() {

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::{SinkExt as _, StreamExt as _};
+use rand::Rng;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -130,8 +131,15 @@ pub async fn verify(addr: &str, ledger: &mut Ledger) {
 }
 
 /// One round of load over `addrs` (the agent on the first, tabs spread over all) until `kill`
-/// has run and its aftermath is collected; records what the peers saw.
-pub async fn load(addrs: &[String], round: usize, ledger: &mut Ledger, kill: impl FnOnce()) {
+/// has run, at a moment `rng` picks, and its aftermath is collected; records what the peers
+/// saw.
+pub async fn load(
+    addrs: &[String],
+    round: usize,
+    ledger: &mut Ledger,
+    rng: &mut impl Rng,
+    kill: impl FnOnce(),
+) {
     let mut agent = connect(format!("ws://{}/v1/agent", addrs[0])).await;
     let mut tabs = Vec::new();
     for s in 0..SESSIONS {
@@ -176,7 +184,7 @@ pub async fn load(addrs: &[String], round: usize, ledger: &mut Ledger, kill: imp
             }
         });
     }
-    let kill_after = Duration::from_millis(50 + rand::random::<u64>() % 350);
+    let kill_after = Duration::from_millis(rng.random_range(50..400));
     let killer = tokio::time::sleep(kill_after);
     tokio::pin!(killer);
     let mut kill = Some(kill);

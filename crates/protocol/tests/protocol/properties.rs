@@ -130,7 +130,7 @@ fn any_json() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(crate::support::proptest_config(400))]
 
     /// Validation is idempotent: the normalised arguments validate to themselves.
     #[test]

@@ -4,7 +4,7 @@
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 
 use support::one;
 

@@ -3,7 +3,7 @@
 //! loses to the timeout), and what a second ending learns.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +68,26 @@ async fn store(redis: &RedisServer) -> Arc<RedisStore> {
         .expect("connected")
 }
 
+/// Waits until Redis's clock, the one that decides deadlines, is past `deadline_ms`.
+async fn until_redis_clock_passes(redis: &RedisServer, deadline_ms: u64) {
+    let patience = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let time = redis.cli(&["TIME"]);
+        let mut parts = time
+            .split_whitespace()
+            .map(|part| part.parse::<u64>().unwrap());
+        let (seconds, micros) = (parts.next().unwrap(), parts.next().unwrap());
+        if seconds * 1000 + micros / 1000 > deadline_ms {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < patience,
+            "Redis's clock never passed {deadline_ms}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn one(store: &RedisStore, op: StoreOp) -> Verdict {
     store.decide(vec![op]).await.expect("decided").remove(0)
 }
@@ -103,7 +123,7 @@ async fn redis_s_clock_decides_deadlines_and_the_first_ending_wins() {
     };
     assert!(left_ms <= 300, "{left_ms}");
     // Past the deadline, an answer loses to the timeout, which is what is kept.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    until_redis_clock_passes(&redis, deadline_ms.unwrap()).await;
     let Verdict::Lost(kept) = one(&store, ending("d", Outcome::Answered, true)).await else {
         panic!("a late answer won")
     };

@@ -102,6 +102,8 @@ fn answer_for(calls: &Value, picks: &[usize]) -> Value {
 }
 
 proptest! {
+    #![proptest_config(crate::support::proptest_config(256))]
+
     #[test]
     fn a_valid_request_and_answer_round_trip(
         calls in proptest::collection::vec(call(), 1..6),

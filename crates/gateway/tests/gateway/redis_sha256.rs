@@ -3,7 +3,7 @@
 //! boundary, long ones, binary ones and UTF-8 text.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use support::redis::RedisServer;
 
 /// The prefix chunk, and a script that hashes its one argument with it.
-const SHA256_LUA: &str = include_str!("../src/store/redis/scripts/sha256.lua");
+const SHA256_LUA: &str = include_str!("../../src/store/redis/scripts/sha256.lua");
 
 /// How long one command may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,7 +149,7 @@ async fn the_prefix_defines_no_globals_and_returns_nothing() {
 }
 
 /// The audit chain's prefix, which keys a chain with HMAC-SHA256 on top of the SHA-256 above.
-const CHAIN_LUA: &str = include_str!("../src/store/redis/scripts/chain.lua");
+const CHAIN_LUA: &str = include_str!("../../src/store/redis/scripts/chain.lua");
 
 /// The Lua HMAC-SHA256 a keyed chain's entries are sealed with equals the Rust one
 /// (`AuditKey::mac`, the `hmac` crate's), for keys of every byte value and messages around

@@ -3,7 +3,7 @@
 //! Each test starts its own `redis-server` on a free port in a temporary directory.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -125,7 +125,8 @@ async fn twenty_tabs_on_three_nodes_answer_at_once_and_exactly_one_wins_each_rou
     race(&cluster.nodes).await;
 }
 
-/// Scenario 2 on `nodes`: twenty tabs spread over them answer at once, a hundred rounds.
+/// Scenario 2 on `nodes`: twenty tabs spread over them answer at once, 25 rounds by default,
+/// a hundred under `ASKGATE_SOAK=1`.
 async fn race(nodes: &[Node]) {
     let mut agent = Peer::agent(&nodes[0]).await;
     let viewer = open(&mut agent, "race").await;
@@ -134,7 +135,7 @@ async fn race(nodes: &[Node]) {
         let (tab, snapshot) = Peer::tab(&nodes[i % nodes.len()], "race", &viewer).await;
         tabs.push((tab, snapshot["tab"].as_str().unwrap().to_owned()));
     }
-    for round in 0..100 {
+    for round in 0..support::soak_or(25, 100) {
         let id = format!("r{round}");
         agent.send(&ask("race", &id, None)).await;
         agent.recv_type("accepted").await;
@@ -201,6 +202,8 @@ async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed(
     let deadline_ms = accepted["deadline_ms"].as_u64().unwrap();
     tab.recv_about("request", "r1").await;
     cluster.nodes[0].kill();
+    // The tab hears it within the test's patience (the node that set the timer is dead), and
+    // not before the deadline: no upper bound on how late, which a busy machine could miss.
     let resolved = tab.recv_about("resolved", "r1").await;
     assert_eq!(resolved["outcome"], "timed_out");
     let now_ms = std::time::SystemTime::now()
@@ -208,9 +211,9 @@ async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed(
         .unwrap()
         .as_millis() as u64;
     assert!(
-        now_ms <= deadline_ms + 5_000,
-        "fired {} ms after the deadline",
-        now_ms - deadline_ms
+        now_ms >= deadline_ms,
+        "fired {} ms before the deadline",
+        deadline_ms - now_ms
     );
     // Once: no second resolution, and the agent, now on node C, collects exactly that one.
     assert!(
@@ -335,6 +338,9 @@ async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
     let (mut tab_b, _) = Peer::tab(&cluster.nodes[1], "sub", &viewer).await;
     let (mut tab_c, _) = Peer::tab(&cluster.nodes[2], "sub", &viewer).await;
     for round in 0..5 {
+        // Each node subscribed again after the last round's kill before this one kills them:
+        // a kill while one was still resubscribing would find only two.
+        until_subscribed(&cluster.redis, 3).await;
         let killed = cluster.redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
         assert!(
             killed.trim().parse::<u32>().unwrap_or(0) >= 3,
@@ -363,6 +369,26 @@ async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
         }
         assert!(tokio::time::Instant::now() < deadline, "{metrics}");
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until Redis has at least `count` subscribed connections.
+async fn until_subscribed(redis: &RedisServer, count: usize) {
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let clients = redis.cli(&["CLIENT", "LIST", "TYPE", "pubsub"]);
+        let subscribed = clients
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .count();
+        if subscribed >= count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{subscribed} of {count} subscriptions: {clients}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -398,14 +424,13 @@ async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() 
         "1",
     ]);
     cluster.redis.cli(&["INCR", "askgate:{lost}:seq"]);
-    let started = std::time::Instant::now();
+    // Found by node B's sequence poll (every second, two polls behind before it reloads):
+    // the tab hears it within the test's patience, and the reload it took is counted, not
+    // timed against a window a busy machine could miss.
     let resolved = tab.recv_about("resolved", "r1").await;
     assert_eq!(resolved["by"], "t-elsewhere");
-    assert!(
-        started.elapsed() <= Duration::from_millis(2_500),
-        "took {:?}",
-        started.elapsed()
-    );
+    let reloads = metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await;
+    assert!(reloads >= 1.0, "{reloads} reloads for being behind");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -618,19 +643,28 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
         agent.recv_type("accepted").await;
         tab.recv_about("request", &id).await;
         tab.send(&answer(&id, "Red")).await;
+        // Node A handles a tab's frames one after another, an answer once the store has
+        // decided it: the reply to this `history` comes after any refusal of the answer.
+        tab.send(&serde_json::json!({"type": "history"})).await;
         // The outcome reaches B by notice, and its ack is forgotten, before A has its reply.
         agent.recv_type("outcome").await;
         agent
             .send(&serde_json::json!({"type": "ack", "session": "ack", "id": id}))
             .await;
-        let resolved = tab.recv_about("resolved", &id).await;
-        assert_eq!(resolved["outcome"], "answered");
-        if let Some(frame) = tab.recv_within(Duration::from_millis(400)).await {
+        let (mut resolved, mut history) = (None, false);
+        while resolved.is_none() || !history {
+            let frame = tab.recv().await;
             assert_ne!(
                 frame["type"], "answer_rejected",
                 "round {round}: the winner was refused: {frame}"
             );
+            match frame["type"].as_str() {
+                Some("resolved") if frame["id"] == id.as_str() => resolved = Some(frame),
+                Some("history") => history = true,
+                _ => {}
+            }
         }
+        assert_eq!(resolved.unwrap()["outcome"], "answered");
     }
 }
 
@@ -655,30 +689,45 @@ async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
         assert!(tokio::time::Instant::now() < deadline, "{metrics}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Notices flow again through the new subscription.
+    // Notices flow again through the new subscription: the tab hears of r2 without node B's
+    // sequence poll finding the session behind and loading it again (what a still-deaf node
+    // would need), rather than within a window a busy machine could miss.
     until_ready_is(&cluster.nodes[1], 200).await;
+    let reloads = metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await;
     agent.send(&ask("deaf", "r2", None)).await;
     agent.recv_type("accepted").await;
-    let started = std::time::Instant::now();
     tab.recv_about("request", "r2").await;
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
+    assert_eq!(
+        metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await,
+        reloads,
+        "r2 came by the poll, not by notice"
     );
+}
+
+/// Sessions a node loaded again because its sequence poll found them behind the store.
+const RELOADS_FOR_BEING_BEHIND: &str = "askgate_redis_resnapshots_total{cause=\"behind\"}";
+
+/// The value of the metric `name` on `node` (read over HTTP: the read is a connection too).
+async fn metric(node: &Node, name: &str) -> f64 {
+    let (_, metrics) = http(node, "GET", "/metrics", None).await;
+    counter(&metrics, name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     let redis = RedisServer::start(&[]);
     let upstream = format!("127.0.0.1:{}", redis.port).parse().unwrap();
-    let slow = Proxy::start_delaying_replies(upstream, Duration::from_millis(700)).await;
-    let node = Node::start(&slow.url(), &[]);
+    let held = Proxy::start(upstream).await;
+    let node = Node::start(&held.url(), &[]);
     let fast = Node::start(&redis.url(), &[]);
     let mut agent = Peer::agent(&fast).await;
     let viewer = open(&mut agent, "gaveup").await;
-    // A long-poll on the slow node, for a session it does not hold yet, whose client hangs up
-    // while the node is still loading the session.
+    let connections = metric(&node, "askgate_connections").await;
+    // A long-poll on the held node, for a session it does not hold yet, whose client hangs up
+    // while the node is loading the session: Redis's replies are held back from the moment
+    // the node asks about the session until the node has closed the caller's connection.
+    held.hold_replies();
+    let loading = held.watch_upstream("{gaveup}");
     let mut stream = tokio::net::TcpStream::connect(node.addr).await.unwrap();
     use tokio::io::AsyncWriteExt as _;
     let request = format!(
@@ -686,15 +735,21 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
         node.addr
     );
     stream.write_all(request.as_bytes()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(support::TIMEOUT, loading)
+        .await
+        .expect("the node asks Redis about the session")
+        .expect("the proxy is running");
     drop(stream);
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    while metric(&node, "askgate_connections").await > connections {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the node never let go of the caller that hung up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held.release_replies();
     // A tab on that node still gets its snapshot: the load went on without its caller.
-    let started = std::time::Instant::now();
     let (_tab, snapshot) = Peer::tab(&node, "gaveup", &viewer).await;
     assert_eq!(snapshot["type"], "snapshot");
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
 }

@@ -72,7 +72,7 @@ fn args() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(crate::support::proptest_config(2000))]
 
     /// A validated set re-validates unchanged from its normalised form, from its interrupt
     /// payload's questions (what the TUI re-validates), and through serde.

@@ -1,7 +1,9 @@
 //! A TCP proxy in front of Redis that a test can cut (every connection through it dropped, new
 //! ones refused) and restore: one node's link to Redis failing while the others' work. It can
 //! also go deaf on the subscriptions open so far: their connections stay up, and nothing Redis
-//! sends on them arrives (a subscription attached to a server that stopped forwarding).
+//! sends on them arrives (a subscription attached to a server that stopped forwarding). A test
+//! can wait until a node has sent Redis a command naming something ([`Proxy::watch_upstream`]),
+//! and hold Redis's replies back until it lets them go ([`Proxy::hold_replies`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 /// A proxy to one upstream address.
@@ -24,7 +27,13 @@ pub struct Proxy {
     /// Cancelled on each cut, ending every connection made before it.
     generation: Arc<std::sync::Mutex<CancellationToken>>,
     stop: CancellationToken,
+    watches: Watches,
+    /// While true, replies on connections that have not subscribed wait.
+    held: Arc<watch::Sender<bool>>,
 }
+
+/// What tests wait to see a node send Redis: the bytes, and who to tell.
+type Watches = Arc<std::sync::Mutex<Vec<(Vec<u8>, oneshot::Sender<()>)>>>;
 
 impl Drop for Proxy {
     fn drop(&mut self) {
@@ -55,6 +64,10 @@ impl Proxy {
         let deaf_below = Arc::new(AtomicU64::new(0));
         let made = Arc::new(AtomicU64::new(0));
         let (deafness, counter) = (Arc::clone(&deaf_below), Arc::clone(&made));
+        let watches = Watches::default();
+        let watched = Arc::clone(&watches);
+        let held = Arc::new(watch::Sender::new(false));
+        let holding = Arc::clone(&held);
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -69,12 +82,14 @@ impl Proxy {
                 let token = current.lock().unwrap().clone();
                 let number = counter.fetch_add(1, Ordering::SeqCst);
                 let deafness = Arc::clone(&deafness);
+                let watched = Arc::clone(&watched);
+                let hold = holding.subscribe();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(upstream).await else {
                         return;
                     };
                     tokio::select! {
-                        () = forward(client, server, delay, (number, deafness)) => {}
+                        () = forward(client, server, (delay, hold), (number, deafness), watched) => {}
                         () = token.cancelled() => {}
                     }
                 });
@@ -87,7 +102,31 @@ impl Proxy {
             made,
             generation,
             stop,
+            watches,
+            held,
         }
+    }
+
+    /// From now on Redis's replies to commands wait (notices on subscriptions do not), until
+    /// [`Proxy::release_replies`].
+    pub fn hold_replies(&self) {
+        self.held.send_replace(true);
+    }
+
+    /// Lets the replies held back go, and the later ones through.
+    pub fn release_replies(&self) {
+        self.held.send_replace(false);
+    }
+
+    /// Resolves once a node sends Redis a command containing `text` from now on (set the watch
+    /// before what makes it send one).
+    pub fn watch_upstream(&self, text: &str) -> oneshot::Receiver<()> {
+        let (tell, told) = oneshot::channel();
+        self.watches
+            .lock()
+            .unwrap()
+            .push((text.as_bytes().to_vec(), tell));
+        told
     }
 
     /// `redis://` through the proxy.
@@ -116,14 +155,17 @@ impl Proxy {
     }
 }
 
-/// Copies both ways until either side closes; what the server sends waits `delay` first,
-/// unless the client has subscribed (its notices then come at once), and is dropped if the
-/// connection (`number`) has subscribed and is below the proxy's deafness mark.
+/// Copies both ways until either side closes; what the server sends waits `delay` first, and
+/// while `hold` says so, unless the client has subscribed (its notices then come at once), and
+/// is dropped if the
+/// connection (`number`) has subscribed and is below the proxy's deafness mark. What the
+/// client sends is checked against the `watches`.
 async fn forward(
     client: TcpStream,
     server: TcpStream,
-    delay: Duration,
+    (delay, mut hold): (Duration, watch::Receiver<bool>),
     (number, deaf_below): (u64, Arc<AtomicU64>),
+    watches: Watches,
 ) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
@@ -141,6 +183,7 @@ async fn forward(
             {
                 subscribed.store(true, Ordering::SeqCst);
             }
+            tell_watchers(&watches, &buffer[..n]);
             if server_write.write_all(&buffer[..n]).await.is_err() {
                 return;
             }
@@ -160,6 +203,9 @@ async fn forward(
             if !delay.is_zero() && !subscriber {
                 tokio::time::sleep(delay).await;
             }
+            if !subscriber && hold.wait_for(|held| !*held).await.is_err() {
+                return;
+            }
             if client_write.write_all(&buffer[..n]).await.is_err() {
                 return;
             }
@@ -168,5 +214,23 @@ async fn forward(
     tokio::select! {
         () = up => {}
         () = down => {}
+    }
+}
+
+/// Tells every watch whose text `sent` contains, and forgets it.
+fn tell_watchers(watches: &Watches, sent: &[u8]) {
+    let mut watches = watches.lock().unwrap();
+    let mut i = 0;
+    while i < watches.len() {
+        let text = &watches[i].0;
+        if sent
+            .windows(text.len())
+            .any(|window| window == text.as_slice())
+        {
+            let (_, tell) = watches.swap_remove(i);
+            let _ = tell.send(());
+        } else {
+            i += 1;
+        }
     }
 }

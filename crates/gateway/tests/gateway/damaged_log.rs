@@ -5,7 +5,7 @@
 //! aside and logs what it held. A torn tail (a crash mid-append) is still taken, and `askgate
 //! audit verify` never changes the store it checks.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! for `/metrics`, and what it committed there after a restart.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -4,7 +4,7 @@
 use askgate_protocol::{Dialect, ErrorCode, Outcome, QuestionSet};
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 
 use support::one;
 
@@ -354,6 +354,8 @@ mod against_the_tool_schema {
     }
 
     proptest! {
+        #![proptest_config(crate::support::proptest_config(256))]
+
         #[test]
         fn askgate_takes_what_the_tool_schema_takes(
             questions in proptest::collection::vec(question(), 0..=5)

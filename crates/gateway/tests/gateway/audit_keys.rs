@@ -5,7 +5,7 @@
 //! with signed checkpoints that show a trail cut short or rewritten since, and a forged one.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

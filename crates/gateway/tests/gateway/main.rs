@@ -1,0 +1,43 @@
+//! The `askgate` binary's integration tests, in one test binary: each module was a binary of
+//! its own, and each linked the whole gateway again. Tests of every module run side by side on
+//! the harness's threads, so none may rely on a process-wide setting: each starts its own
+//! gateways, Redis servers and proxies on ports the system picks, in scratch directories of
+//! its own ([`support::tempdir`]), and passes settings to the processes it starts, never
+//! through this process's environment or working directory.
+//!
+//! The soak-length tests run a short form here and their long form with `ASKGATE_SOAK=1`
+//! (`bench/soak.sh`, [`support::soak_or`]); every randomized test prints its seed and takes
+//! one from `ASKGATE_TEST_SEED` ([`support::seeded_rng`]).
+
+mod support;
+
+/// `askgate audit key` and a keyed chain that cannot be rewritten without the key.
+mod audit_keys;
+/// `--audit-retention-days` on every store.
+mod audit_retention;
+/// The audit trail end to end, on the embedded store and on three nodes over Redis.
+mod audit_trail;
+/// One suite against every store.
+mod backends;
+/// `askgate validate` and `askgate schema` as a user runs them.
+mod cli;
+/// SIGKILL under load on the embedded store, round after round.
+mod crash;
+/// A damaged log refuses the start; `askgate store check` and `repair`.
+mod damaged_log;
+/// `askgate demo`.
+mod demo;
+/// The serving process against crowds, silent sockets and tabs that never read.
+mod door;
+/// The embedded store's log: one record per commit, grouped syncs.
+mod durable_writes;
+/// Several nodes on one Redis, through proxies the tests cut.
+mod multi_node;
+/// Nodes and Redis killed at random under load.
+mod multi_node_crash;
+/// `--user-header` and `--trusted-proxy`.
+mod proxy_header;
+/// The Redis store's scripts one at a time.
+mod redis_scripts;
+/// The Lua SHA-256 of the audit chain against the `sha2` crate.
+mod redis_sha256;
