@@ -239,9 +239,9 @@ pub async fn serve(
     let token = state.shutdown.clone();
     let tracker = state.tracker.clone();
     let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
-    let hub = Arc::clone(&state.hub);
+    let counting = Arc::clone(&state.hub);
     tokio::spawn(crate::memory::give_back_after_requests_end(
-        move || hub.open_bytes(),
+        move || counting.open_bytes(),
         state.hub.shared_metrics(),
         token.clone(),
     ));
