@@ -5,8 +5,10 @@
 //! `--max-open-bytes` in all); when they end, later allocations that live on (finished lists,
 //! maps, the store's cache) sit above them, so without help the process stays at its peak:
 //! 565 MB kept after 97 MB of requests ended; 32-45 MB with the trims below
-//! (bench/history/18f5b09-memory-trim.txt: what stays is glibc's fragmentation, the partial
-//! pages at the ends of its free chunks). So the gateway watches its open bytes and kept outcomes and asks
+//! (bench/history/18f5b09-memory-trim.txt), and 29-33 MB once the embedded store's page
+//! cache was cut from 16 to 4 MiB (bench/history/*-memory-redb-cache.txt). What stays beyond
+//! the start is that cache and glibc's fragmentation: the partial pages at the ends of its
+//! free chunks. So the gateway watches its open bytes and kept outcomes and asks
 //! glibc to trim, on a blocking thread, at most every [`TRIM_CHECK_EVERY`]: during a long drain
 //! once [`TRIM_AFTER_FREED`] open bytes have ended, and once the gateway is still after
 //! requests or outcomes ended. Other allocators (musl, macOS) return memory

@@ -83,8 +83,12 @@ const FORMATS_TAKEN: [u64; 2] = [1, 2];
 pub const FILE_NAME: &str = "askgate.redb";
 /// redb's own page cache. Its default, 1 GiB, would let the process grow by as much as the
 /// audit trails' size, which only grows; the kernel's page cache still keeps the file's hot
-/// pages, outside the process.
-const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// pages, outside the process. Small, because what it holds stays after the requests that
+/// filled it have ended: at 16 MiB, 1,488 ended requests of 64 KiB left the gateway at 43 MB
+/// against 13 MB at start; at 4 MiB, 29-33 MB (bench/memory-return.py,
+/// bench/history/*-memory-redb-cache.txt). The gateway reads the store at start and for
+/// history frames (themselves cached), so a small cache costs it little.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("requests");
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
