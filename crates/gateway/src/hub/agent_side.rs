@@ -5,7 +5,7 @@
 //! viewer link nor an outcome of another scope reaches the agent.
 
 use askgate_protocol::wire::{AskFrame, ToAgent};
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 use serde_json::Value;
 
 use super::outcomes::AckReply;
@@ -21,9 +21,9 @@ impl AgentHandle {
         self.link.send(Frame::encode(message), &self.hub.metrics);
     }
 
-    fn error(&self, code: &str, message: impl Into<String>) {
+    fn error(&self, code: ReplyCode, message: impl Into<String>) {
         self.reply(&ToAgent::Error {
-            code: code.to_owned(),
+            code: code.as_str().to_owned(),
             message: message.into(),
             session: None,
             id: None,
@@ -31,9 +31,9 @@ impl AgentHandle {
     }
 
     /// An `error` about the request `id` of `session`, named so the agent can match it.
-    fn error_about(&self, code: &str, message: String, session: &str, id: &str) {
+    fn error_about(&self, code: ReplyCode, message: String, session: &str, id: &str) {
         self.reply(&ToAgent::Error {
-            code: code.to_owned(),
+            code: code.as_str().to_owned(),
             message,
             session: Some(session.to_owned()),
             id: Some(id.to_owned()),
@@ -42,7 +42,7 @@ impl AgentHandle {
 
     /// `error` `bad_frame` for a message that is not an agent frame, queued like every reply.
     pub fn bad_frame(&self, message: impl Into<String>) {
-        self.error("bad_frame", message);
+        self.error(ReplyCode::BadFrame, message);
     }
 
     /// The sessions this connection may act on.
@@ -57,20 +57,20 @@ impl AgentHandle {
             None => self.scope().place(&generated_session_id()),
             Some(text) => {
                 if let Err(message) = self.scope().permit(text) {
-                    return self.error("forbidden", message);
+                    return self.error(ReplyCode::Forbidden, message);
                 }
                 SessionId::parse(text)
             }
         };
         let id = match parsed {
             Ok(id) => id,
-            Err(message) => return self.error("bad_session", message),
+            Err(message) => return self.error(ReplyCode::BadSession, message),
         };
         let hub = &self.hub;
         let mut sessions = hub.lock();
         let Some(session) = hub.session_entry(&mut sessions, &id) else {
             return self.error(
-                "unavailable",
+                ReplyCode::Unavailable,
                 "the gateway holds the most sessions allowed; try again later",
             );
         };
@@ -119,11 +119,11 @@ impl AgentHandle {
     /// `link`: a personal link for `user`, or an `error` naming what is wrong.
     pub async fn link(&self, session: &str, user: &str, ttl_s: Option<&Value>) {
         if let Err(message) = self.scope().permit(session) {
-            return self.error("forbidden", message);
+            return self.error(ReplyCode::Forbidden, message);
         }
         let id = match SessionId::parse(session) {
             Ok(id) => id,
-            Err(message) => return self.error("bad_session", message),
+            Err(message) => return self.error(ReplyCode::BadSession, message),
         };
         match self.hub.issue_link(&id, user, ttl_s).await {
             Ok(link) => self.reply(&ToAgent::Link {
@@ -133,19 +133,18 @@ impl AgentHandle {
                 expires_ms: link.expires_ms,
             }),
             Err(errors) => {
-                let unavailable = errors.iter().any(|e| e.code == ErrorCode::Unavailable);
                 let message = errors
                     .iter()
                     .map(|e| format!("{}: {}", e.path, e.message))
                     .collect::<Vec<_>>()
                     .join("; ");
-                let code = if unavailable {
-                    "store_failed"
+                let code = if errors.iter().any(|e| e.code == ErrorCode::Unavailable) {
+                    ReplyCode::StoreFailed
                 } else {
-                    "bad_link"
+                    ReplyCode::BadLink
                 };
                 self.reply(&ToAgent::Error {
-                    code: code.to_owned(),
+                    code: code.as_str().to_owned(),
                     message,
                     session: Some(id.to_string()),
                     id: None,
@@ -157,7 +156,7 @@ impl AgentHandle {
     /// `cancel`: withdraws; the outcome (`withdrawn`, or the earlier one) comes as a frame.
     pub async fn cancel(&self, session: &str, id: &str) {
         if let Err(message) = self.scope().permit(session) {
-            return self.error_about("forbidden", message, session, id);
+            return self.error_about(ReplyCode::Forbidden, message, session, id);
         }
         let withdrawal = match (SessionId::parse(session), RequestId::parse(id)) {
             (Ok(session), Ok(id)) => self.hub.withdraw(&session, &id, Some(&self.link)).await,
@@ -167,14 +166,14 @@ impl AgentHandle {
             // The outcome has come (or comes) as a frame of its own.
             Withdrawal::Ended(_) | Withdrawal::Forgotten => {}
             Withdrawal::Unknown => self.error_about(
-                "not_found",
+                ReplyCode::NotFound,
                 format!("no request {id:?} in session {session:?}"),
                 session,
                 id,
             ),
             // Not `unavailable`: clients read that as a refused `open`.
             Withdrawal::Failed(error) => self.error_about(
-                "store_failed",
+                ReplyCode::StoreFailed,
                 format!("the gateway could not store the withdrawal of {id:?} ({error}); it stays open; try again"),
                 session,
                 id,
@@ -185,13 +184,16 @@ impl AgentHandle {
     /// `ack`: the agent has the outcome; the hub forgets it.
     pub async fn ack(&self, session: &str, id: &str) {
         if let Err(message) = self.scope().permit(session) {
-            return self.error_about("forbidden", message, session, id);
+            return self.error_about(ReplyCode::Forbidden, message, session, id);
         }
         let (Ok(session), Ok(id)) = (SessionId::parse(session), RequestId::parse(id)) else {
             return;
         };
         if self.hub.acknowledge(&session, &id).await == AckReply::NotResolved {
-            self.error("not_resolved", format!("request {id} has no outcome yet"));
+            self.error(
+                ReplyCode::NotResolved,
+                format!("request {id} has no outcome yet"),
+            );
         }
     }
 }

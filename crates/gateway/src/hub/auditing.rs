@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use askgate_protocol::wire::ToTab;
-use askgate_protocol::{RequestId, SessionId, TabId};
+use askgate_protocol::{ReplyCode, RequestId, SessionId, TabId};
 
 use super::Hub;
 use super::peers::frame::Frame;
@@ -169,7 +169,7 @@ fn refusal_note(session: &SessionId, who: &Who, tally: Tally, counted: bool) -> 
 async fn read_history(trails: &dyn Trails, session: &SessionId) -> Result<Frame, Frame> {
     let unreadable = |error: StoreError| {
         Frame::encode(&ToTab::Error {
-            code: "unavailable".to_owned(),
+            code: ReplyCode::Unavailable.as_str().to_owned(),
             message: format!("the history could not be read ({error}); try again"),
         })
     };
