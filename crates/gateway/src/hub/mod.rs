@@ -8,7 +8,7 @@
 //!
 //! [`Store`]: crate::store::Store
 
-mod agent_side; // an agent socket's frames, turned into hub calls
+mod agent_side; // an agent connection's calls, with typed results the transport encodes
 mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
 mod auditing; // refusals counted into the audit trail, and the history read from it
 mod committing; // handing changes to the store, in order, finished whatever the caller does
@@ -32,3 +32,4 @@ pub use peers::frame::{FRAGMENT_BYTES, Frame};
 pub use peers::inbox::{Delivery, Queue};
 pub use peers::links::{AgentHandle, Link, TabHandle};
 pub use restore::Restored;
+pub use session::generated_session_id;
