@@ -10,7 +10,7 @@
 
 mod agent_side; // an agent connection's calls, with typed results the transport encodes
 mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
-mod auditing; // refusals counted into the audit trail, and the history read from it
+mod auditing; // refusals counted by each tab into the audit trail; the history frame
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
