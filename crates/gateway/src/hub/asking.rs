@@ -264,15 +264,12 @@ impl Hub {
                         }
                     }
                     None => {
-                        if let Some(error) = self.session_full(session) {
+                        let full = |error| {
                             let id = as_sent(&id);
-                            return self.reject(
-                                asker,
-                                &session_id,
-                                id,
-                                vec![error],
-                                ReplyCode::Unavailable,
-                            );
+                            self.reject(asker, &session_id, id, vec![error], ReplyCode::Unavailable)
+                        };
+                        if let Some(error) = self.session_full(session) {
+                            return full(error);
                         }
                         let shown = Shown {
                             questions: &questions,
@@ -282,14 +279,7 @@ impl Hub {
                         };
                         let (view, encoded) = shown_view(&id, &shown);
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
-                            let id = as_sent(&id);
-                            return self.reject(
-                                asker,
-                                &session_id,
-                                id,
-                                vec![error],
-                                ReplyCode::Unavailable,
-                            );
+                            return full(error);
                         }
                         break session.begin_ask(&id, &questions, view, encoded, asker);
                     }
