@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use askgate_protocol::wire::ToAgent;
-use askgate_protocol::{ErrorCode, FieldError};
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -313,14 +313,20 @@ impl Pending {
                 message,
                 session: Some(session),
                 id: Some(id),
-            } if matches!(code.as_str(), "not_found" | "store_failed" | "forbidden") => {
+            } if matches!(
+                ReplyCode::parse(&code),
+                Some(ReplyCode::NotFound | ReplyCode::StoreFailed | ReplyCode::Forbidden)
+            ) =>
+            {
                 // About a `cancel` (or, `forbidden`, an `ack`): one of this client's
                 // withdrawals by id gets its answer; a dropped ask's withdrawal the gateway
                 // never held, or will never take from this key, is done with. The failed store
                 // of an ask's withdrawal is retried with the others.
                 tracing::debug!(%code, %session, request = %id, "cancel or ack answered");
                 let key = (session, id);
-                let forbidden = code == "forbidden";
+                let kind = ReplyCode::parse(&code);
+                let store_failed = kind == Some(ReplyCode::StoreFailed);
+                let forbidden = kind == Some(ReplyCode::Forbidden);
                 if forbidden {
                     // Re-sent after every reconnect, it would be refused every time.
                     self.recent_acks.retain(|acked| *acked != key);
@@ -336,13 +342,13 @@ impl Pending {
                     {
                         let _ = reply.send(Err(refusal(code, key.0, message)));
                     }
-                } else if withdrawing && code != "store_failed" {
+                } else if withdrawing && !store_failed {
                     if forbidden {
                         tracing::warn!(session = %key.0, request = %key.1, %message,
                             "the gateway refused to withdraw a dropped ask; it stays open until its deadline");
                     }
                     self.asks.remove(&key);
-                } else if code == "store_failed" {
+                } else if store_failed {
                     self.withdrawal_failed = true;
                 } else if forbidden && !self.asks.contains_key(&key) {
                     tracing::warn!(session = %key.0, request = %key.1, %message,
@@ -352,15 +358,18 @@ impl Pending {
             }
             ToAgent::Error { code, message, .. } => {
                 tracing::warn!(%code, %message, "the gateway could not take a frame");
-                if code == "store_failed" {
+                let kind = ReplyCode::parse(&code);
+                if kind == Some(ReplyCode::StoreFailed) {
                     self.withdrawal_failed = true;
                 }
                 // Without a session, these codes only answer an `open`, the oldest one not yet
                 // answered.
-                let refused_open =
-                    matches!(code.as_str(), "unavailable" | "bad_session" | "forbidden")
-                        .then(|| self.open_order.pop_front())
-                        .flatten();
+                let refused_open = matches!(
+                    kind,
+                    Some(ReplyCode::Unavailable | ReplyCode::BadSession | ReplyCode::Forbidden)
+                )
+                .then(|| self.open_order.pop_front())
+                .flatten();
                 if let Some(session) = refused_open {
                     for reply in self.opens.remove(&session).unwrap_or_default() {
                         let error = refusal(code.clone(), session.clone(), message.clone());
@@ -398,7 +407,7 @@ impl Pending {
 /// The gateway's `error` about a frame naming `session`. Out of the key's scope is told apart
 /// from the rest: no retry can get it through.
 fn refusal(code: String, session: String, message: String) -> ClientError {
-    if code == "forbidden" {
+    if ReplyCode::parse(&code) == Some(ReplyCode::Forbidden) {
         ClientError::Forbidden { session, message }
     } else {
         ClientError::Gateway { code, message }

@@ -30,6 +30,8 @@
 //! - [`wire`]: the frames agents and tabs exchange with the gateway.
 //! - [`people`]: who a tab is, and the names an ask lets answer.
 //! - [`close`]: WebSocket close codes and whether to reconnect after each.
+//! - [`reply`]: the codes a refused call gets back, whether to retry, and each one's HTTP
+//!   status.
 
 pub mod approval;
 pub mod claude;
@@ -43,9 +45,11 @@ pub mod harness;
 pub mod ids;
 pub mod json;
 pub mod people;
+pub mod reply;
 pub mod unicode;
 pub mod wire;
 
 pub use dialect::{Dialect, Outcome, QuestionSet, Settlement};
 pub use error::{ErrorCode, FieldError, ValidationErrors};
 pub use ids::{RequestId, SessionId, TabId};
+pub use reply::ReplyCode;

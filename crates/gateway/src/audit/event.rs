@@ -6,11 +6,13 @@
 use std::borrow::Cow;
 
 use askgate_protocol::wire::Via;
-use askgate_protocol::{Dialect, Outcome, RequestId, SessionId};
+use askgate_protocol::{Dialect, Outcome, RequestId, SessionId, TabId};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::chain::sha256_hex;
+use crate::clock::now_ms;
+use crate::people::Person;
 use crate::store::{StoreOp, StoredRequest, StoredResolution};
 
 /// Who did something: the person (if known), the tab, and how the person was known.
@@ -22,6 +24,17 @@ pub struct Who {
     pub tab: Option<String>,
     /// How the person was known (absent when no tab acted).
     pub via: Option<Via>,
+}
+
+impl Who {
+    /// The person of `tab`, as a tab's event names them.
+    pub fn of(tab: &TabId, person: &Person) -> Who {
+        Who {
+            user: person.name().map(str::to_owned),
+            tab: Some(tab.to_string()),
+            via: Some(person.via),
+        }
+    }
 }
 
 /// One thing that happened to a request (or, for `link_issued`, to a session). The JSON it
@@ -118,6 +131,31 @@ pub fn questions_digest(dialect: Dialect, questions: &Value) -> String {
     bytes.push(b'\n');
     bytes.extend(serde_json::to_vec(questions).unwrap_or_default());
     sha256_hex(&bytes)
+}
+
+impl Note<'static> {
+    /// The `refused` entry of `who`'s `action` on request `id`: the first refusal of its kind
+    /// (no `count`), or how many there were once they are counted.
+    pub fn refused(
+        session: &SessionId,
+        who: &Who,
+        id: RequestId,
+        action: &'static str,
+        reason: &str,
+        count: Option<u64>,
+    ) -> Note<'static> {
+        Note {
+            session: session.clone(),
+            id: Some(id),
+            at_ms: now_ms(),
+            event: Event::Refused {
+                who: who.clone(),
+                action,
+                reason: reason.to_owned(),
+                count,
+            },
+        }
+    }
 }
 
 impl<'a> Note<'a> {

@@ -15,7 +15,7 @@
 //!   reading one back.
 //! - [`checkpoint`]: a chain's last entry signed (Ed25519, derived from the audit key).
 //! - [`verify`]: walking chains, naming the first broken entry.
-//! - [`history`]: a session's recent ended requests, drawn from its trail, for the page.
+//! - [`history`]: a session's recent ended requests, read back from its trail, for the page.
 
 pub mod chain;
 pub mod checkpoint;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 
 use super::Hub;
 use super::peers::frame::Frame;
@@ -52,8 +52,11 @@ pub enum AskReply {
         id: Option<RequestId>,
         /// Why, with paths.
         errors: Vec<FieldError>,
-        /// The id is already used in the session by different questions.
-        conflict: bool,
+        /// The kind of refusal (HTTP answers with its status): the id is taken by other
+        /// questions ([`ReplyCode::IdTaken`]), a limit or the store
+        /// ([`ReplyCode::Unavailable`]), or anything else ([`ReplyCode::Invalid`], also for
+        /// an ask whose request vanished while it was stored, which has no errors to give).
+        reply: ReplyCode,
     },
 }
 
@@ -86,13 +89,13 @@ impl Hub {
         session: &SessionId,
         id: Option<RequestId>,
         errors: Vec<FieldError>,
-        conflict: bool,
+        kind: ReplyCode,
     ) -> AskReply {
         count(&self.metrics.rejected_asks);
         let reply = AskReply::Rejected {
             id,
             errors,
-            conflict,
+            reply: kind,
         };
         self.deliver(asker, session, &reply);
         reply
@@ -188,7 +191,13 @@ impl Hub {
                     "no group {group:?} is defined (the operator names groups in --groups FILE)"
                 ),
             );
-            return self.reject(asker, &session_id, as_sent(&id), vec![error], false);
+            return self.reject(
+                asker,
+                &session_id,
+                as_sent(&id),
+                vec![error],
+                ReplyCode::Invalid,
+            );
         }
         let record = loop {
             let waiter = {
@@ -199,7 +208,13 @@ impl Hub {
                         ErrorCode::Unavailable,
                         "the gateway holds the most sessions allowed; try again later",
                     );
-                    return self.reject(asker, &session_id, as_sent(&id), vec![error], false);
+                    return self.reject(
+                        asker,
+                        &session_id,
+                        as_sent(&id),
+                        vec![error],
+                        ReplyCode::Unavailable,
+                    );
                 };
                 if let Some(asker) = asker {
                     self.attach_agent_to(session, asker);
@@ -211,7 +226,13 @@ impl Hub {
                             ErrorCode::InvalidValue,
                             "this request id is already used in this session by different questions",
                         );
-                        return self.reject(asker, &session_id, as_sent(&id), vec![error], true);
+                        return self.reject(
+                            asker,
+                            &session_id,
+                            as_sent(&id),
+                            vec![error],
+                            ReplyCode::IdTaken,
+                        );
                     }
                     Some(entry) => {
                         if let Some(asker) = asker {
@@ -243,9 +264,12 @@ impl Hub {
                         }
                     }
                     None => {
-                        if let Some(error) = self.session_full(session) {
+                        let full = |error| {
                             let id = as_sent(&id);
-                            return self.reject(asker, &session_id, id, vec![error], false);
+                            self.reject(asker, &session_id, id, vec![error], ReplyCode::Unavailable)
+                        };
+                        if let Some(error) = self.session_full(session) {
+                            return full(error);
                         }
                         let shown = Shown {
                             questions: &questions,
@@ -255,8 +279,7 @@ impl Hub {
                         };
                         let (view, encoded) = shown_view(&id, &shown);
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
-                            let id = as_sent(&id);
-                            return self.reject(asker, &session_id, id, vec![error], false);
+                            return full(error);
                         }
                         break session.begin_ask(&id, &questions, view, encoded, asker);
                     }
@@ -291,7 +314,7 @@ impl Hub {
             AskReply::Rejected {
                 id: as_sent(&id),
                 errors: Vec::new(),
-                conflict: false,
+                reply: ReplyCode::Invalid,
             }
         })
     }
@@ -361,7 +384,7 @@ impl Hub {
             Showing::Settled(AskReply::Rejected {
                 id: as_sent.clone(),
                 errors: Vec::new(),
-                conflict: false,
+                reply: ReplyCode::Invalid,
             })
         };
         let verdict =
@@ -403,7 +426,7 @@ impl Hub {
                     ErrorCode::InvalidValue,
                     "this request id is already used in this session by different questions",
                 ),
-                true,
+                ReplyCode::IdTaken,
             )),
             Ok(other) => Some((
                 FieldError::new(
@@ -411,7 +434,7 @@ impl Hub {
                     ErrorCode::Unavailable,
                     format!("the store answered an ask with {other:?}; try again"),
                 ),
-                false,
+                ReplyCode::Unavailable,
             )),
             Err(error) => {
                 tracing::error!(session = %session_id, request = %id, %error, "could not store a request");
@@ -421,21 +444,15 @@ impl Hub {
                         ErrorCode::Unavailable,
                         format!("the gateway could not store the request ({error}); try again"),
                     ),
-                    false,
+                    ReplyCode::Unavailable,
                 ))
             }
         };
-        if let Some((error, conflict)) = failure {
+        if let Some((error, kind)) = failure {
             session.drop_unstored(id);
             self.ask_finished(session, id, false);
             storing.notify_waiters();
-            return Showing::Settled(self.reject(
-                asker,
-                session_id,
-                as_sent,
-                vec![error],
-                conflict,
-            ));
+            return Showing::Settled(self.reject(asker, session_id, as_sent, vec![error], kind));
         }
         if !session.requests.contains_key(id) {
             return vanished();
@@ -496,7 +513,13 @@ impl Hub {
                     format!("the gateway could not store the request ({error}); try again"),
                 );
                 let as_sent = id_sent.then(|| id.clone());
-                return self.reject(asker, session_id, as_sent, vec![error], false);
+                return self.reject(
+                    asker,
+                    session_id,
+                    as_sent,
+                    vec![error],
+                    ReplyCode::Unavailable,
+                );
             }
         }
         tracing::debug!(session = %session_id, request = %id, "accepted");
@@ -525,7 +548,7 @@ impl Hub {
             return AskReply::Rejected {
                 id: Some(id),
                 errors: Vec::new(),
-                conflict: false,
+                reply: ReplyCode::Invalid,
             };
         }
         let reply = match resolution {

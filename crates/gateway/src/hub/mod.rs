@@ -8,9 +8,9 @@
 //!
 //! [`Store`]: crate::store::Store
 
-mod agent_side; // an agent socket's frames, turned into hub calls
+mod agent_side; // an agent connection's calls, with typed results the transport encodes
 mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
-mod auditing; // refusals counted into the audit trail, and the history read from it
+mod auditing; // refusals counted by each tab into the audit trail; the history frame
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
@@ -32,3 +32,4 @@ pub use peers::frame::{FRAGMENT_BYTES, Frame};
 pub use peers::inbox::{Delivery, Queue};
 pub use peers::links::{AgentHandle, Link, TabHandle};
 pub use restore::Restored;
+pub use session::generated_session_id;

@@ -301,7 +301,7 @@ pub(super) fn generated_request_id() -> RequestId {
 }
 
 /// A fresh session id: `s-` and 16 random hex digits.
-pub(super) fn generated_session_id() -> SessionId {
+pub fn generated_session_id() -> SessionId {
     let n: u64 = rand::random();
     SessionId::parse(format!("s-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
 }

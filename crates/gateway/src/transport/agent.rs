@@ -7,19 +7,20 @@
 use std::sync::Arc;
 
 use askgate_protocol::close;
-use askgate_protocol::wire::{AgentFrame, read_agent_frame};
+use askgate_protocol::wire::read_agent_frame;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
+use super::agent_frames;
 use super::closing::{Closing, close_with};
 use super::socket::{Step, next_event, socket_config, step};
 use super::upgrade::Upgrade;
 use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch, poll_once};
-use crate::hub::{AgentHandle, Link};
+use crate::hub::Link;
 use crate::keys::AgentRefusal;
 use crate::metrics::gauge_add;
 use crate::pacer::Pacer;
@@ -110,8 +111,9 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
         match read_agent_frame(&text) {
             Ok(frame) => {
                 let agent = Arc::clone(&agent);
-                let mut task =
-                    Box::pin(async move { handle(&agent, frame).await }.in_current_span());
+                let mut task = Box::pin(
+                    async move { agent_frames::handle(&agent, frame).await }.in_current_span(),
+                );
                 // Run up to its first wait here, in the order frames arrive: the hub then
                 // sees a frame's change (an ask stored as pending, a cancel withdrawing)
                 // before the next frame's, so a `cancel` sent right behind its `ask` finds the
@@ -120,35 +122,10 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
                     in_flight.spawn(task);
                 }
             }
-            Err(e) => agent.bad_frame(format!("not an agent frame: {e}")),
+            Err(e) => agent_frames::bad_frame(&agent, format!("not an agent frame: {e}")),
         }
     };
     // Frames already taken are finished (an ask half-stored must not be dropped midway).
     while in_flight.join_next().await.is_some() {}
     ending
-}
-
-async fn handle(agent: &AgentHandle, frame: AgentFrame) {
-    match frame {
-        AgentFrame::Open { session } => agent.open(session.as_deref()),
-        AgentFrame::Ask(mut ask) => {
-            let span = tracing::debug_span!(
-                "ask",
-                session = ask.session.as_str().unwrap_or("-"),
-                request = ask
-                    .id
-                    .as_ref()
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("-")
-            );
-            agent.ask(&mut ask).instrument(span).await;
-        }
-        AgentFrame::Cancel { session, id } => agent.cancel(&session, &id).await,
-        AgentFrame::Link {
-            session,
-            user,
-            ttl_s,
-        } => agent.link(&session, &user, ttl_s.as_ref()).await,
-        AgentFrame::Ack { session, id } => agent.ack(&session, &id).await,
-    }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use askgate_protocol::harness::{TopLevelExtras, validate_args};
 use askgate_protocol::wire::AskFrame;
-use askgate_protocol::{Dialect, ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{Dialect, ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -81,7 +81,7 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
     if let Some(dialect) = dialect.filter(|d| !d.face().fields().contains(&"questions")) {
         if body.args.is_some() {
             return Err(ApiError::one(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                ReplyCode::Invalid,
                 "args",
                 ErrorCode::UnknownField,
                 format!(
@@ -93,12 +93,7 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
         return Ok(body.questions.clone().unwrap_or(Value::Null));
     }
     let unprocessable = |path: &str, message: String| {
-        ApiError::one(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            path,
-            ErrorCode::InvalidValue,
-            message,
-        )
+        ApiError::one(ReplyCode::Invalid, path, ErrorCode::InvalidValue, message)
     };
     match (&body.questions, &body.args) {
         (Some(questions), None) => Ok(questions.clone()),
@@ -125,7 +120,7 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
                         FieldError::new(path, e.code, e.message)
                     })
                     .collect();
-                return Err(ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors));
+                return Err(ApiError::new(ReplyCode::Invalid, errors));
             }
             Ok(args.get("questions").cloned().unwrap_or(Value::Null))
         }
@@ -177,7 +172,7 @@ pub async fn post_request(
     };
     let checked = frame
         .check(state.hub.limits().max_timeout_s)
-        .map_err(|errors| ApiError(StatusCode::UNPROCESSABLE_ENTITY, errors))?;
+        .map_err(|errors| ApiError::new(ReplyCode::Invalid, errors))?;
     let viewer_url = state.hub.keys().viewer_url(&checked.session);
     match state.hub.ask(checked, None).await {
         AskReply::Accepted {
@@ -198,19 +193,7 @@ pub async fn post_request(
             body["viewer_url"] = json!(viewer_url);
             Ok((StatusCode::OK, Json(body)).into_response())
         }
-        AskReply::Rejected {
-            errors, conflict, ..
-        } => {
-            let unavailable = errors.iter().any(|e| e.code == ErrorCode::Unavailable);
-            let status = if conflict {
-                StatusCode::CONFLICT
-            } else if unavailable {
-                StatusCode::SERVICE_UNAVAILABLE
-            } else {
-                StatusCode::UNPROCESSABLE_ENTITY
-            };
-            Err(ApiError(status, errors))
-        }
+        AskReply::Rejected { errors, reply, .. } => Err(ApiError::new(reply, errors)),
     }
 }
 
@@ -232,7 +215,7 @@ impl WaitQuery {
         match text.trim().parse::<f64>() {
             Ok(seconds) if seconds >= 0.0 => Ok(Duration::from_secs_f64(seconds.min(MAX_WAIT_S))),
             _ => Err(ApiError::one(
-                StatusCode::BAD_REQUEST,
+                ReplyCode::BadRequest,
                 "wait_s",
                 ErrorCode::InvalidValue,
                 format!("must be a number of seconds, 0 or more, got {text:?}"),
@@ -266,10 +249,9 @@ pub async fn get_request(
         }))
         .into_response()),
         Lookup::Resolved(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
-        Lookup::Unavailable(error) => Err(ApiError::one(
-            StatusCode::SERVICE_UNAVAILABLE,
+        Lookup::Unavailable(error) => Err(ApiError::refuse(
+            ReplyCode::Unavailable,
             "",
-            ErrorCode::Unavailable,
             format!("the gateway could not reach its store ({error}); try again"),
         )),
     }
@@ -287,10 +269,9 @@ pub async fn delete_request(
         Withdrawal::Ended(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
         // Ended and forgotten meanwhile: gone, as a later call would find it.
         Withdrawal::Unknown | Withdrawal::Forgotten => Err(not_found(&session, &id)),
-        Withdrawal::Failed(error) => Err(ApiError::one(
-            StatusCode::SERVICE_UNAVAILABLE,
+        Withdrawal::Failed(error) => Err(ApiError::refuse(
+            ReplyCode::StoreFailed,
             "",
-            ErrorCode::Unavailable,
             format!(
                 "the gateway could not store the withdrawal ({error}); the request stays open; try again"
             ),
@@ -308,20 +289,18 @@ pub async fn ack_request(
     let (session, id) = (session_id(&session)?, request_id(&id)?);
     match state.hub.acknowledge(&session, &id).await {
         AckReply::Forgotten => Ok(StatusCode::NO_CONTENT.into_response()),
-        AckReply::NotResolved => Err(ApiError::one(
-            StatusCode::CONFLICT,
+        AckReply::NotResolved => Err(ApiError::refuse(
+            ReplyCode::NotResolved,
             "id",
-            ErrorCode::InvalidValue,
             "the request has not ended yet; withdraw it with DELETE instead",
         )),
     }
 }
 
 fn not_found(session: &SessionId, id: &RequestId) -> ApiError {
-    ApiError::one(
-        StatusCode::NOT_FOUND,
+    ApiError::refuse(
+        ReplyCode::NotFound,
         "id",
-        ErrorCode::InvalidValue,
         format!(
             "no request {id} in session {session} (never asked, or acknowledged and forgotten)"
         ),

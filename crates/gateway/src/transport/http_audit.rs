@@ -2,10 +2,10 @@
 //! the entries after `since` (default 0: all), oldest first, streamed a page at a time so a
 //! long trail is never held whole.
 
-use askgate_protocol::{ErrorCode, SessionId};
+use askgate_protocol::{ErrorCode, ReplyCode, SessionId};
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -41,26 +41,20 @@ pub async fn get_audit(
     let scope = authorize(&state, &headers)?;
     let Some(session) = query.session.as_deref() else {
         return Err(ApiError::one(
-            StatusCode::BAD_REQUEST,
+            ReplyCode::BadRequest,
             "session",
             ErrorCode::MissingField,
             "required: the session whose trail to read (?session=S)",
         ));
     };
     within(&scope, session)?;
-    let session = SessionId::parse(session).map_err(|m| {
-        ApiError::one(
-            StatusCode::BAD_REQUEST,
-            "session",
-            ErrorCode::InvalidValue,
-            m,
-        )
-    })?;
+    let session = SessionId::parse(session)
+        .map_err(|m| ApiError::one(ReplyCode::BadRequest, "session", ErrorCode::InvalidValue, m))?;
     let since = match query.since.as_deref().map(str::trim) {
         None | Some("") => 0,
         Some(text) => text.parse::<u64>().map_err(|_| {
             ApiError::one(
-                StatusCode::BAD_REQUEST,
+                ReplyCode::BadRequest,
                 "since",
                 ErrorCode::InvalidValue,
                 format!("must be an entry's seq (a whole number, 0 or more), got {text:?}"),
@@ -75,10 +69,9 @@ pub async fn get_audit(
         .audit(&session, since, PAGE)
         .await
         .map_err(|error| {
-            ApiError::one(
-                StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::refuse(
+                ReplyCode::Unavailable,
                 "",
-                ErrorCode::Unavailable,
                 format!("the audit trail could not be read ({error}); try again"),
             )
         })?;

@@ -3,7 +3,7 @@
 //! ids in the path, a JSON object for a body; and, for every request the gateway serves
 //! (pages, sockets' upgrades, API calls), the `--user-header` at most once.
 
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId};
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -30,7 +30,7 @@ pub async fn single_identity_header(
     match state.proxies.lone_value(request.headers(), peer) {
         Ok(_) => next.run(request).await,
         Err(repeated) => ApiError::one(
-            StatusCode::BAD_REQUEST,
+            ReplyCode::BadRequest,
             "",
             ErrorCode::InvalidValue,
             repeated.message(),
@@ -41,17 +41,36 @@ pub async fn single_identity_header(
 
 /// An error response: a status and `{"errors":[{path, message, code}]}`.
 #[derive(Debug)]
-pub struct ApiError(pub(super) StatusCode, pub(super) Vec<FieldError>);
+pub struct ApiError(StatusCode, Vec<FieldError>);
 
 impl ApiError {
+    /// A refusal of kind `reply`, at its status, with `errors` (a check's own).
+    pub(super) fn new(reply: ReplyCode, errors: Vec<FieldError>) -> Self {
+        ApiError(status_of(reply), errors)
+    }
+
+    /// A refusal of kind `reply` with one error, whose code the kind names.
+    pub(super) fn refuse(reply: ReplyCode, path: &str, message: impl Into<String>) -> Self {
+        // A kind whose errors are a check's own takes its code from the check: `one`.
+        let code = reply.http_code().unwrap_or(ErrorCode::InvalidValue);
+        ApiError::one(reply, path, code, message)
+    }
+
+    /// A refusal of kind `reply` with one error of `code`.
     pub(super) fn one(
-        status: StatusCode,
+        reply: ReplyCode,
         path: &str,
         code: ErrorCode,
         message: impl Into<String>,
     ) -> Self {
-        ApiError(status, vec![FieldError::new(path, code, message)])
+        ApiError::new(reply, vec![FieldError::new(path, code, message)])
     }
+}
+
+/// The HTTP status of `reply`, from the protocol's table.
+fn status_of(reply: ReplyCode) -> StatusCode {
+    // Every status in the table is a valid one; a 500 would say the table is wrong.
+    StatusCode::from_u16(reply.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 impl IntoResponse for ApiError {
@@ -63,11 +82,11 @@ impl IntoResponse for ApiError {
 /// The sessions the call's key may act on, or why the call may not act as an agent.
 pub(super) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<SessionScope, ApiError> {
     state.agent_keys.admit(headers).map_err(|refusal| {
-        let status = match refusal {
-            AgentRefusal::WrongKey => StatusCode::UNAUTHORIZED,
-            AgentRefusal::FromWebPage | AgentRefusal::ForeignHost => StatusCode::FORBIDDEN,
+        let reply = match refusal {
+            AgentRefusal::WrongKey => ReplyCode::WrongKey,
+            AgentRefusal::FromWebPage | AgentRefusal::ForeignHost => ReplyCode::NotAnAgent,
         };
-        ApiError::one(status, "", ErrorCode::InvalidValue, refusal.message())
+        ApiError::refuse(reply, "", refusal.message())
     })
 }
 
@@ -76,17 +95,16 @@ pub(super) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Session
 pub(super) fn within(scope: &SessionScope, session: &str) -> Result<(), ApiError> {
     scope
         .permit(session)
-        .map_err(|m| ApiError::one(StatusCode::FORBIDDEN, "session", ErrorCode::Forbidden, m))
+        .map_err(|m| ApiError::refuse(ReplyCode::Forbidden, "session", m))
 }
 
 pub(super) fn session_id(text: &str) -> Result<SessionId, ApiError> {
-    SessionId::parse(text)
-        .map_err(|m| ApiError::one(StatusCode::NOT_FOUND, "session", ErrorCode::InvalidValue, m))
+    SessionId::parse(text).map_err(|m| ApiError::refuse(ReplyCode::BadSession, "session", m))
 }
 
 pub(super) fn request_id(text: &str) -> Result<RequestId, ApiError> {
-    RequestId::parse(text)
-        .map_err(|m| ApiError::one(StatusCode::NOT_FOUND, "id", ErrorCode::InvalidValue, m))
+    // An id that cannot name a request names none there is.
+    RequestId::parse(text).map_err(|m| ApiError::refuse(ReplyCode::NotFound, "id", m))
 }
 
 /// A POST's body as a JSON object: the status of a body that could not be read, 400 when it
@@ -95,26 +113,27 @@ pub(super) fn body_object(
     body: Result<Bytes, BytesRejection>,
     expected: &str,
 ) -> Result<serde_json::Map<String, Value>, ApiError> {
+    // Not a row of the table: the HTTP server's own refusal (413 too large, 400 cut off...),
+    // which no socket sees.
     let body = body.map_err(|rejection| {
-        ApiError::one(
-            rejection.status(),
+        let error = FieldError::new(
             "",
             ErrorCode::InvalidValue,
             format!("the body could not be read: {}", rejection.body_text()),
-        )
+        );
+        ApiError(rejection.status(), vec![error])
     })?;
     let value: Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::one(
-            StatusCode::BAD_REQUEST,
+        ApiError::refuse(
+            ReplyCode::BadFrame,
             "",
-            ErrorCode::InvalidJson,
             format!("the body is not JSON: {e}"),
         )
     })?;
     match value {
         Value::Object(fields) => Ok(fields),
         _ => Err(ApiError::one(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            ReplyCode::Invalid,
             "",
             ErrorCode::WrongType,
             format!("the body must be a JSON object with {expected}"),

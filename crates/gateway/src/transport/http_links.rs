@@ -3,7 +3,7 @@
 //! `{"session", "user", "url", "expires_ms"}`; 422 with the paths of bad fields; 403 outside
 //! the key's scope; 503 if the audit trail could not record the issue.
 
-use askgate_protocol::ErrorCode;
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -29,7 +29,7 @@ pub async fn post_link(
         Some(Value::String(user)) => user.as_str(),
         Some(Value::Null) | None => {
             return Err(ApiError::one(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                ReplyCode::BadLink,
                 "user",
                 ErrorCode::MissingField,
                 "required: the person the link is for",
@@ -37,7 +37,7 @@ pub async fn post_link(
         }
         Some(_) => {
             return Err(ApiError::one(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                ReplyCode::BadLink,
                 "user",
                 ErrorCode::WrongType,
                 "must be a string",
@@ -59,13 +59,16 @@ pub async fn post_link(
             })),
         )
             .into_response()),
-        Err(errors) => {
-            let status = if errors.iter().any(|e| e.code == ErrorCode::Unavailable) {
-                StatusCode::SERVICE_UNAVAILABLE
-            } else {
-                StatusCode::UNPROCESSABLE_ENTITY
-            };
-            Err(ApiError(status, errors))
-        }
+        Err(errors) => Err(ApiError::new(link_refused(&errors), errors)),
+    }
+}
+
+/// The kind of refusal a link that could not be issued gets, on the socket and over HTTP
+/// alike: the audit trail could not record it, or the request was wrong.
+pub(super) fn link_refused(errors: &[FieldError]) -> ReplyCode {
+    if errors.iter().any(|e| e.code == ErrorCode::Unavailable) {
+        ReplyCode::StoreFailed
+    } else {
+        ReplyCode::BadLink
     }
 }

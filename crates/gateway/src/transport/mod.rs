@@ -3,6 +3,7 @@
 //!
 //! - [`upgrade`]: the WebSocket handshake, done here so the socket is tungstenite's.
 //! - [`agent`]: `GET /v1/agent`, an agent's connection carrying any number of sessions.
+//! - [`agent_frames`]: an agent's frames turned into hub calls, and the answers into frames.
 //! - [`tab`]: `GET /v1/sessions/{session}/live`, a browser tab watching a session.
 //! - [`socket`]: what every socket connection shares: settings, the loop's next event.
 //! - [`watch`]: what a connection's loop watches besides the socket (inbox, keepalive).
@@ -15,6 +16,7 @@
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 
 mod agent;
+mod agent_frames;
 mod closing;
 mod http;
 mod http_api;

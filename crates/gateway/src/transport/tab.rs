@@ -297,11 +297,8 @@ async fn handle_frame(
             charge_costly(pacer)?;
             Ok(Some(handle.history().await))
         }
-        Ok(FromTab::Hello { .. }) => Ok(Some(error_frame("bad_frame", "hello was already said"))),
-        Err(e) => Ok(Some(error_frame(
-            "bad_frame",
-            &format!("not a tab frame: {e}"),
-        ))),
+        Ok(FromTab::Hello { .. }) => Ok(Some(bad_frame("hello was already said"))),
+        Err(e) => Ok(Some(bad_frame(&format!("not a tab frame: {e}")))),
     }
 }
 
@@ -329,9 +326,10 @@ fn costly_if_refused(
     Ok(Some(rejected.frame))
 }
 
-fn error_frame(code: &str, message: &str) -> crate::hub::Frame {
+/// `error` `bad_frame`: the tab sent what is not a frame it may send.
+fn bad_frame(message: &str) -> crate::hub::Frame {
     crate::hub::Frame::encode(&askgate_protocol::wire::ToTab::Error {
-        code: code.to_owned(),
+        code: askgate_protocol::ReplyCode::BadFrame.as_str().to_owned(),
         message: message.to_owned(),
     })
 }

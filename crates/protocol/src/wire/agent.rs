@@ -94,7 +94,9 @@ pub enum ToAgent {
     },
     /// A frame the gateway could not take.
     Error {
-        /// A stable code: `bad_frame`, `unknown_type`, `not_found`, `unavailable`...
+        /// A stable code, one of the error-frame codes of [`ReplyCode`](crate::ReplyCode)
+        /// (`bad_frame`, `not_found`, `unavailable`...); text, so that a newer gateway's code
+        /// still reads.
         code: String,
         /// What was wrong, in words.
         message: String,

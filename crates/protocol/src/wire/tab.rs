@@ -169,7 +169,8 @@ pub enum ToTab {
     },
     /// A frame the gateway could not take.
     Error {
-        /// A stable code.
+        /// A stable code, one of the error-frame codes of [`ReplyCode`](crate::ReplyCode)
+        /// (`bad_frame`, `unavailable`).
         code: String,
         /// What was wrong, in words.
         message: String,
