@@ -5,6 +5,18 @@
 //! reading a file) is still stopped at once.
 
 use std::process::exit;
+use std::sync::Mutex;
+
+/// Held by the signal thread from the signal until the process exits. A command whose step
+/// fails because its scratch directory was removed under it (a copy's target gone) would
+/// otherwise report that as its error and exit 1 before the signal thread exits 130 or 143.
+static STOPPING: Mutex<()> = Mutex::new(());
+
+/// Waits, when a signal is being handled, for its thread to end the process; returns at once
+/// otherwise. Called before a command reports an error.
+pub(super) fn let_an_interruption_finish() {
+    drop(STOPPING.lock());
+}
 
 /// Starts the thread that waits for SIGINT or SIGTERM; returns once the signals are caught
 /// (from then on, they remove the scratch directories and exit 130 or 143).
@@ -45,6 +57,7 @@ async fn wait_then_exit(ready: std::sync::mpsc::SyncSender<bool>) {
         _ = interrupt.recv() => 130,
         _ = terminate.recv() => 143,
     };
+    let _stopping = STOPPING.lock();
     crate::store::remove_live_scratch_dirs();
     eprintln!("askgate: interrupted; its working copies beside the data directory were removed");
     exit(code);
@@ -53,6 +66,7 @@ async fn wait_then_exit(ready: std::sync::mpsc::SyncSender<bool>) {
 #[cfg(not(unix))]
 async fn wait_then_exit(ready: std::sync::mpsc::SyncSender<bool>) {
     let _ = ready.send(tokio::signal::ctrl_c().await.is_ok());
+    let _stopping = STOPPING.lock();
     crate::store::remove_live_scratch_dirs();
     exit(130);
 }

@@ -136,6 +136,7 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
+            interrupted::let_an_interruption_finish();
             eprintln!("askgate: {error:#}");
             ExitCode::FAILURE
         }
