@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use askgate_tests::server::{TestServer, WsClient, http};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 fn calls() -> Value {

@@ -10,6 +10,7 @@
 //! `$ASKGATE_AXE_CORE` or `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the
 //! test fails with how to install it, never skips.
 
+use askgate_testkit::ws::WsClient;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
@@ -18,7 +19,7 @@ use askgate_tests::browser::page::{
     frames_of_type, history_after_reload, open_recording_page, outcome, submit, submit_disabled,
     text, texts, unfold_history,
 };
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 /// The run_sql call of the wire contract: a flat schema, every decision allowed.

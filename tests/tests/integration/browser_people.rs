@@ -11,12 +11,15 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use askgate::people::Groups;
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     agent_asking, card, history_entry, reload, text, unfold_history, wait_connected,
 };
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
 
 const ALICE: &str = "alice@example.com";
@@ -293,7 +296,7 @@ async fn watch_only_and_group_requests_say_whom_they_wait_for() {
 async fn an_expired_personal_link_says_so() {
     let server = TestServer::start().await;
     let (url, _, expires_ms) = personal_link(&server, "s", ALICE, 1.0).await;
-    let deadline = Instant::now() + RECV_TIMEOUT;
+    let deadline = Instant::now() + TIMEOUT;
     while now_ms() <= expires_ms {
         assert!(Instant::now() < deadline, "the link never expired");
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use askgate::store::{MemoryStore, Store, StoreOp, StoredRequest};
 use askgate_protocol::{Dialect, RequestId, SessionId};
-use askgate_tests::server::{TestServer, WsClient, http, test_config};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 /// An agent that sent `frame` (an `ask`), and a tab that received the request.
@@ -139,7 +141,7 @@ async fn a_dismissal_is_cancel_for_a_form_and_a_decline_elsewhere() {
         agent.recv_until("outcome").await["response"],
         json!({"behavior": "deny", "message": "The person declined to answer."})
     );
-    let question = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    let question = askgate_testkit::frames::ask("s", "h1", &["Color"], None);
     let (mut agent, mut tab, _) = asked(&server, &question).await;
     tab.send(&json!({"type": "decline", "id": "h1", "dismiss": true}))
         .await;
@@ -248,12 +250,12 @@ async fn claude_questions_are_answered_with_the_updated_input() {
 async fn other_keys_are_ignored_but_another_dialects_request_is_not() {
     let server = TestServer::start().await;
     let mut agent = server.agent().await;
-    let mut ask = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    let mut ask = askgate_testkit::frames::ask("s", "h1", &["Color"], None);
     ask["message"] = json!("a note of the client's own");
     ask["url"] = json!("https://example.com");
     agent.send(&ask).await;
     agent.recv_until("accepted").await;
-    let mut ask = askgate_tests::server::ask("s", "h2", &["Color"], None);
+    let mut ask = askgate_testkit::frames::ask("s", "h2", &["Color"], None);
     ask["schema"] = json!({"type": "object", "properties": {}});
     agent.send(&ask).await;
     let rejected = agent.recv_until("rejected").await;

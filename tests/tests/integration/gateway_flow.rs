@@ -1,6 +1,8 @@
 //! The live gateway through real sockets: ask, fan-out, answer, decline, timeout, withdraw.
 
-use askgate_tests::server::{TestServer, answer, ask, http};
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 const TIMED_OUT: &str = "The user did not answer in time. Continue without the answer: make a reasonable choice and say which one you made.";

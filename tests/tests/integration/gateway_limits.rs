@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use askgate::keys::AgentKey;
 use askgate_protocol::close;
-use askgate_tests::server::{
-    RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, http_with_headers, questions,
-    test_config,
-};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask, questions};
+use askgate_testkit::http::{http, http_with_headers};
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -463,7 +464,7 @@ async fn a_peer_that_misses_two_pongs_is_dropped() {
     let (mut tab, _) = server.tab("s").await;
     // Not reading means not answering pings (the client answers only while it reads): the
     // tab is left unread until the gateway has dropped it, then its close is read.
-    let deadline = tokio::time::Instant::now() + RECV_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
     while server.state.hub.census().1 != 0 {
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -3,9 +3,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use askgate_tests::server::{
-    TestServer, WsClient, answer, ask, raise_open_file_limit, test_config,
-};
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, raise_open_file_limit, test_config};
 use serde_json::json;
 
 /// Ten tabs answer the same request at once, a hundred times over: each time exactly one

@@ -10,8 +10,11 @@ use std::time::Duration;
 
 use askgate_protocol::wire::AskFrame;
 use askgate_protocol::{RequestId, SessionId};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask, questions};
+use askgate_testkit::http::http;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, questions, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 async fn gated_server() -> (TestServer, Arc<GatedStore>) {
@@ -63,7 +66,7 @@ async fn an_ask_dropped_while_stored_still_opens_the_request() {
     assert_eq!(request_state(&server, "r1").await["state"], "pending");
     let body = json!({"id": "r1", "questions": questions(&["Color"])});
     let (status, again) = tokio::time::timeout(
-        RECV_TIMEOUT,
+        TIMEOUT,
         http(
             server.addr,
             "POST",

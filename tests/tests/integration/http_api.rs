@@ -1,7 +1,9 @@
 //! The HTTP API for paused runs: post, poll and long-poll, withdraw, acknowledge.
 
 use askgate::keys::AgentKey;
-use askgate_tests::server::{TestServer, answer, http, questions, test_config};
+use askgate_testkit::frames::{answer, questions};
+use askgate_testkit::http::http;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";

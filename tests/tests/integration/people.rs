@@ -9,7 +9,11 @@ use askgate::people::proxy::Network;
 use askgate::people::{Groups, Person};
 use askgate_protocol::SessionId;
 use askgate_protocol::wire::Via;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -289,7 +293,7 @@ async fn an_ask_names_one_to_32_known_answerers() {
         server.addr,
         "POST",
         "/v1/sessions/s1/requests",
-        Some(&json!({"id": "r9", "questions": askgate_tests::server::questions(&["Color"]), "answerers": ["group:nobody"]})),
+        Some(&json!({"id": "r9", "questions": askgate_testkit::frames::questions(&["Color"]), "answerers": ["group:nobody"]})),
         None,
     )
     .await;
@@ -401,7 +405,7 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
         let key = keys.personal_key(&s1, "alice@example.com", soon);
         let mut tab = server.raw_tab("s1").await;
         tab.send(&json!({"type": "hello", "key": key})).await;
-        let joined = match tab.next_message(RECV_TIMEOUT).await {
+        let joined = match tab.next_message(TIMEOUT).await {
             Some(Message::Text(text)) => serde_json::from_str::<Value>(text.as_str()).ok(),
             _ => None,
         };

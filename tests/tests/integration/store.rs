@@ -7,8 +7,12 @@ use std::time::Duration;
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
 use askgate_protocol::{RequestId, SessionId};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
 
 fn durable_config(dir: &std::path::Path) -> Config {
@@ -278,7 +282,7 @@ async fn a_timing_out_the_store_cannot_keep_is_retried_after_a_pause() {
     ])
     .await;
     store.failing.store(true, Ordering::SeqCst);
-    tokio::time::timeout(RECV_TIMEOUT, refused)
+    tokio::time::timeout(TIMEOUT, refused)
         .await
         .expect("the deadline's commit was tried");
     // While the store fails, the request stays open and nothing reaches the tab.
@@ -385,7 +389,7 @@ async fn a_failed_deletion_is_kept_when_its_ack_is_dropped() {
 
     store.hold(false);
     store.fail_held(false);
-    tokio::time::timeout(RECV_TIMEOUT, async {
+    tokio::time::timeout(TIMEOUT, async {
         while !store.load().await.unwrap().is_empty() {
             server.state.hub.sweep().await;
             tokio::task::yield_now().await;
@@ -445,7 +449,7 @@ async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_ope
         None,
         None,
     );
-    let (status, body) = tokio::time::timeout(RECV_TIMEOUT, delete)
+    let (status, body) = tokio::time::timeout(TIMEOUT, delete)
         .await
         .expect("refused at once");
     assert_eq!(status, 503, "{body}");
@@ -504,7 +508,7 @@ async fn outcomes_past_their_retention_are_swept() {
         "kept within the retention period"
     );
     // Swept once the retention has run out: swept again until it is (nothing else to wait on).
-    let deadline = tokio::time::Instant::now() + RETENTION + RECV_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + RETENTION + TIMEOUT;
     loop {
         match server.state.hub.sweep().await {
             0 => assert!(

@@ -398,13 +398,13 @@ async fn a_keyed_store_started_with_another_key_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_node_given_another_key_than_the_trails_is_refused() {
+    use askgate_testkit::frames::ask;
     use support::nodes::Node;
-    use support::peer::{Peer, ask};
     let redis = support::redis::RedisServer::start(&[]);
     let url = redis.url();
     let node = Node::start(&url, &[]);
-    let mut agent = Peer::agent(&node).await;
-    agent.send(&ask("s", "r1", None)).await;
+    let mut agent = node.agent().await;
+    agent.send(&ask("s", "r1", &["Color"], None)).await;
     agent.recv_about("accepted", "r1").await;
     drop(node);
     let dir = tempdir("audit-redis-other-key");
@@ -530,14 +530,14 @@ async fn a_store_sealed_before_audit_keys_stays_unkeyed_and_gets_no_key_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_deployment_marked_unkeyed_or_unmarked_while_it_holds_trails_is_refused() {
+    use askgate_testkit::frames::ask;
     use support::nodes::Node;
-    use support::peer::{Peer, ask};
     let redis = support::redis::RedisServer::start(&[]);
     let url = redis.url();
     let node = Node::start(&url, &[]);
-    let mut agent = Peer::agent(&node).await;
+    let mut agent = node.agent().await;
     for id in ["r1", "r2"] {
-        agent.send(&ask("s", id, None)).await;
+        agent.send(&ask("s", id, &["Color"], None)).await;
         agent.recv_about("accepted", id).await;
     }
     drop(agent);

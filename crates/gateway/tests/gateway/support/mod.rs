@@ -1,23 +1,20 @@
 //! What the process-level tests share: Redis servers of their own, a TCP proxy a test can cut,
-//! `askgate serve` processes, WebSocket peers whose every receive has a timeout, the switch
-//! between a soak test's short and long forms, and seeded random numbers.
+//! `askgate serve` processes and their peers (`askgate_testkit`, every receive with a
+//! timeout), the switch between a soak test's short and long forms, and seeded random numbers.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod cli;
 pub mod crash_load;
 pub mod nodes;
 pub mod ops;
-pub mod peer;
 pub mod proxy;
 pub mod redis;
-
-use std::time::Duration;
 
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 
-/// How long anything a test waits for may take.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+/// How long anything a test waits for may take (the peers' bound too).
+pub use askgate_testkit::TIMEOUT;
 
 /// A fresh temporary directory named after `name`.
 pub fn tempdir(name: &str) -> std::path::PathBuf {

@@ -8,6 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
+use askgate_testkit::http::http_text;
+use askgate_testkit::ws::WsClient;
+use serde_json::Value;
+
 use super::{TIMEOUT, tempdir};
 
 /// One gateway process.
@@ -170,8 +174,23 @@ impl Node {
         format!("ws://{}{path}", self.addr)
     }
 
-    /// `http://ADDR/PATH`.
-    pub fn http(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+    /// An agent connection (local mode: no key).
+    pub async fn agent(&self) -> WsClient {
+        WsClient::connect(&self.ws("/v1/agent"), None).await
+    }
+
+    /// A tab on `session` with the key from a viewer URL: it and its snapshot.
+    pub async fn tab(&self, session: &str, viewer_url: &str) -> (WsClient, Value) {
+        let key = viewer_url
+            .split("#k=")
+            .nth(1)
+            .expect("a key in the viewer URL");
+        let live = self.ws(&format!("/v1/sessions/{session}/live"));
+        WsClient::tab(&live, key, None).await
+    }
+
+    /// One HTTP exchange with this node (no key): status and body.
+    pub async fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        http_text(self.addr, method, path, body, None).await
     }
 }
