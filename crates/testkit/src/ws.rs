@@ -9,10 +9,14 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::TIMEOUT;
+
+/// How many skipped frames a timeout shows.
+const SKIPPED_SHOWN: usize = 8;
 
 /// One WebSocket connection to a gateway.
 pub struct WsClient {
@@ -32,19 +36,28 @@ impl WsClient {
 
     /// Connects to `url` with these headers (a `host` among them replaces the URL's).
     pub async fn connect_with_headers(url: &str, headers: &[(&'static str, &str)]) -> Self {
-        let mut request = url.into_client_request().expect("request");
-        for (name, value) in headers {
-            request
-                .headers_mut()
-                .insert(*name, value.parse().expect("header"));
-        }
-        let (stream, _) = tokio::time::timeout(
-            TIMEOUT,
-            tokio_tungstenite::connect_async_with_config(request, None, true),
-        )
-        .await
-        .expect("connect in time")
-        .expect("connect");
+        let connecting =
+            tokio_tungstenite::connect_async_with_config(request(url, headers), None, true);
+        let (stream, _) = tokio::time::timeout(TIMEOUT, connecting)
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        WsClient { stream }
+    }
+
+    /// Upgrades `stream`, a connection the test made itself (from a chosen source address,
+    /// say), to a WebSocket at `url`, with these headers.
+    pub async fn connect_over(
+        stream: TcpStream,
+        url: &str,
+        headers: &[(&'static str, &str)],
+    ) -> Self {
+        let upgrading =
+            tokio_tungstenite::client_async(request(url, headers), MaybeTlsStream::Plain(stream));
+        let (stream, _) = tokio::time::timeout(TIMEOUT, upgrading)
+            .await
+            .expect("upgraded in time")
+            .expect("upgraded");
         WsClient { stream }
     }
 
@@ -126,13 +139,21 @@ impl WsClient {
         .await
     }
 
-    /// Frames until one that `wanted` accepts arrives (others skipped).
+    /// Frames until one that `wanted` accepts arrives (others skipped, each within
+    /// [`TIMEOUT`]); a timeout names the last frames skipped.
     pub async fn recv_matching(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let mut skipped = std::collections::VecDeque::new();
         loop {
-            let frame = self.recv().await;
+            let Some(frame) = self.recv_within(TIMEOUT).await else {
+                panic!("no frame within {TIMEOUT:?}; the last ones skipped: {skipped:?}");
+            };
             if wanted(&frame) {
                 return frame;
             }
+            if skipped.len() == SKIPPED_SHOWN {
+                skipped.pop_front();
+            }
+            skipped.push_back(frame);
         }
     }
 
@@ -204,4 +225,15 @@ impl WsClient {
     pub fn stream(&mut self) -> &mut WebSocketStream<MaybeTlsStream<TcpStream>> {
         &mut self.stream
     }
+}
+
+/// The upgrade request for `url` with these headers added.
+fn request(url: &str, headers: &[(&'static str, &str)]) -> Request {
+    let mut request = url.into_client_request().expect("request");
+    for (name, value) in headers {
+        request
+            .headers_mut()
+            .insert(*name, value.parse().expect("header"));
+    }
+    request
 }
