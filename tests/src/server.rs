@@ -12,6 +12,7 @@ use askgate::store::Store;
 use askgate_protocol::SessionId;
 use askgate_testkit::TIMEOUT;
 use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
 use askgate_testkit::ws::WsClient;
 use serde_json::Value;
 use tokio::net::TcpListener;
@@ -87,6 +88,11 @@ impl TestServer {
         format!("http://{}{path}", self.addr)
     }
 
+    /// One HTTP exchange with the server, presenting no key: `(status, JSON body or null)`.
+    pub async fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        http(self.addr, method, path, body, None).await
+    }
+
     /// The audit trail's entries of `session`, as JSON, read from the store.
     ///
     /// # Panics
@@ -134,14 +140,21 @@ impl TestServer {
         WsClient::tab(&live, &self.viewer_key(session), tab).await
     }
 
-    /// A tab on `session` and an agent whose request `id` (one question, Color) the tab has
-    /// answered Red: the agent has its outcome, not yet acknowledged.
-    pub async fn answered_request(&self, session: &str, id: &str) -> (WsClient, WsClient) {
+    /// A tab on `session` and an agent whose request `id` (one question, Color, no deadline)
+    /// was accepted and shown to the tab.
+    pub async fn asked_request(&self, session: &str, id: &str) -> (WsClient, WsClient) {
         let (mut tab, _) = self.tab(session).await;
         let mut agent = self.agent().await;
         agent.send(&ask(session, id, &["Color"], None)).await;
         agent.recv_type("accepted").await;
         tab.recv_until("request").await;
+        (tab, agent)
+    }
+
+    /// A tab on `session` and an agent whose request `id` (one question, Color) the tab has
+    /// answered Red: the agent has its outcome, not yet acknowledged.
+    pub async fn answered_request(&self, session: &str, id: &str) -> (WsClient, WsClient) {
+        let (mut tab, mut agent) = self.asked_request(session, id).await;
         tab.send(&answer(id, &["Color"], "Red")).await;
         agent.recv_type("outcome").await;
         (tab, agent)

@@ -75,6 +75,13 @@ impl WsClient {
         (client, snapshot)
     }
 
+    /// Opens `session` as an agent: the `opened` frame (other frames before it skipped).
+    pub async fn open(&mut self, session: &str) -> Value {
+        self.send(&json!({"type": "open", "session": session}))
+            .await;
+        self.recv_until("opened").await
+    }
+
     /// Sends a JSON frame.
     pub async fn send(&mut self, frame: &Value) {
         self.stream

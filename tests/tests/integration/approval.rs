@@ -226,14 +226,13 @@ async fn a_schema_past_its_limits_is_refused_at_the_ask() {
 async fn approvals_over_http() {
     let server = TestServer::start().await;
     let (mut tab, _) = server.tab("s").await;
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_1", "dialect": "approval", "calls": calls()})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_1", "dialect": "approval", "calls": calls()})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let request = tab.recv_until("request").await;
     assert_eq!(request["request"]["calls"][0]["name"], "run_sql");
@@ -258,14 +257,13 @@ async fn approvals_over_http() {
         json!({"name": "send_email", "decision": "approve",
                                               "args": {"to": "ops@example.com", "body": "done"}})
     );
-    let (status, refused) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_2", "dialect": "approval", "args": {"questions": []}})),
-        None,
-    )
-    .await;
+    let (status, refused) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_2", "dialect": "approval", "args": {"questions": []}})),
+        )
+        .await;
     assert_eq!(
         (status, refused["errors"][0]["path"].as_str()),
         (422, Some("args")),

@@ -170,28 +170,18 @@ async fn a_url_request_over_http() {
     let (mut tab, _) = server.tab("s").await;
     let body = json!({"id": "u1", "dialect": "form", "mode": "url", "message": "Sign in to the CRM",
                       "url": "https://crm.example/oauth?state=1", "elicitation_id": "el-7"});
-    let (status, posted) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&body),
-        None,
-    )
-    .await;
+    let (status, posted) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&body))
+        .await;
     assert_eq!(status, 201, "{posted}");
     let request = tab.recv_until("request").await;
     assert_eq!(request["request"]["host"], "crm.example");
     opened_by_the_tab(&server, &mut tab).await;
 
     let bad = json!({"id": "u2", "dialect": "form", "message": "m", "questions": []});
-    let (status, refused) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&bad),
-        None,
-    )
-    .await;
+    let (status, refused) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&bad))
+        .await;
     assert_eq!(
         (status, refused["errors"][0]["path"].as_str()),
         (422, Some("questions")),

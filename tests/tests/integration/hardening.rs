@@ -81,7 +81,7 @@ async fn silent_and_trickling_connections_are_closed() {
         trickled_for < CUT_OFF_WITHIN,
         "trickled for {trickled_for:?}"
     );
-    let (status, _) = http(server.addr, "GET", "/healthz", None, None).await;
+    let (status, _) = server.http("GET", "/healthz", None).await;
     assert_eq!(status, 200);
 }
 
@@ -297,14 +297,13 @@ async fn a_tab_that_stops_reading_is_closed_past_the_gateways_budget() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_http_long_poll_counts_as_an_agent_waiting() {
     let server = TestServer::start().await;
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "r1", "questions": askgate_testkit::frames::questions(&["Color"])})),
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "r1", "questions": askgate_testkit::frames::questions(&["Color"])})),
+        )
+        .await;
     assert_eq!(status, 201);
     let (mut tab, snapshot) = server.tab("s").await;
     assert_eq!(snapshot["agent_online"], false, "{snapshot}");

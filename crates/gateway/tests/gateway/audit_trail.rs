@@ -75,10 +75,7 @@ fn event<'a>(entries: &'a [Value], id: Option<&str>, name: &str) -> &'a Value {
 async fn every_event(nodes: &[&Node]) -> Vec<Value> {
     let (first, second, third) = (nodes[0], nodes[1 % nodes.len()], nodes[2 % nodes.len()]);
     let mut agent = first.agent().await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    agent.recv_until("opened").await;
+    agent.open(SESSION).await;
     let alice_url = personal_link(first, "alice@example.com").await;
     let bob_url = personal_link(second, "bob@example.com").await;
     let (mut alice, snapshot) = second.tab(SESSION, &alice_url).await;

@@ -7,7 +7,6 @@
 use crate::support;
 
 use askgate_testkit::frames::{answer, ask};
-use askgate_testkit::ws::WsClient;
 use serde_json::json;
 use support::nodes::Node;
 use support::redis::RedisServer;
@@ -33,20 +32,9 @@ impl Backend {
     }
 }
 
-async fn viewer(agent: &mut WsClient, session: &str) -> String {
-    agent
-        .send(&json!({"type": "open", "session": session}))
-        .await;
-    agent.recv_until("opened").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 async fn suite(backend: Backend) {
     let mut node = backend.node(&["--open-requests-per-session", "3"]);
-    let mut agent = node.agent().await;
-    let link = viewer(&mut agent, "s").await;
+    let (mut agent, link) = node.agent_opening("s").await;
     let (mut tab_1, _) = node.tab("s", &link).await;
     let (mut tab_2, _) = node.tab("s", &link).await;
 
@@ -131,8 +119,7 @@ async fn suite(backend: Backend) {
         drop((tab_1, tab_2, agent));
         node.kill();
         node = backend.node(&[]);
-        let mut agent = node.agent().await;
-        let link = viewer(&mut agent, "s").await;
+        let (mut agent, link) = node.agent_opening("s").await;
         let (mut tab, snapshot) = node.tab("s", &link).await;
         let open: Vec<&str> = snapshot["requests"]
             .as_array()
@@ -147,7 +134,10 @@ async fn suite(backend: Backend) {
         let outcome = agent.recv_until("outcome").await;
         assert_eq!(outcome["id"], "l1");
 
-        let link = viewer(&mut agent, "t").await;
+        let link = agent.open("t").await["viewer_url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let (mut tab, snapshot) = node.tab("t", &link).await;
         assert_eq!(
             snapshot["requests"][0]["calls"][0]["edit_check"], "schema",

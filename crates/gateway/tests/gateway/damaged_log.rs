@@ -10,7 +10,7 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use askgate::store::{DurableStore, Store as _};
 use askgate_testkit::frames::{answer, ask};
@@ -41,14 +41,7 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// `count` requests asked, answered by a tab, and their outcomes delivered to the agent (the
 /// gateway tells the agent only once the outcome is durable).
 async fn answered(node: &Node, count: usize) {
-    let mut agent = node.agent().await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    let viewer = agent.recv_until("opened").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (mut agent, viewer) = node.agent_opening(SESSION).await;
     let (mut tab, _) = node.tab(SESSION, &viewer).await;
     for n in 1..=count {
         let id = format!("r{n}");
@@ -237,10 +230,7 @@ async fn a_torn_tail_is_still_taken() {
     let said = node.said().join("\n");
     assert!(said.contains("torn by a crash mid-append"), "{said}");
     let mut agent = node.agent().await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    agent.recv_until("opened").await;
+    agent.open(SESSION).await;
     drop(node);
     remove_scratch(&data);
 }
@@ -414,8 +404,7 @@ async fn damage_in_records_redb_already_holds_is_a_warning_and_the_file_is_kept_
         "{warned}"
     );
     let mut agent = node.agent().await;
-    agent.send(&json!({"type": "open", "session": "s"})).await;
-    agent.recv_until("opened").await;
+    agent.open("s").await;
     drop(agent);
     drop(node);
     let kept = damaged_folders(&data);

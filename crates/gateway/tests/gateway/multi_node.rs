@@ -47,15 +47,6 @@ impl Cluster {
     }
 }
 
-/// Opens `session` with `agent`: its viewer URL.
-async fn open(agent: &mut WsClient, session: &str) -> String {
-    agent
-        .send(&serde_json::json!({"type": "open", "session": session}))
-        .await;
-    let opened = agent.recv_until("opened").await;
-    opened["viewer_url"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_on_one_node_reaches_tabs_on_the_others_and_their_answer_comes_back() {
     let cluster = Cluster::start(3).await;
@@ -93,9 +84,8 @@ async fn on_a_redis_cluster_twenty_tabs_race_and_exactly_one_wins_each_round() {
 /// third comes back to the agent, every tab sees the same winner.
 async fn fan_out_and_back(nodes: &[Node]) {
     let [a, b, c] = [&nodes[0], &nodes[1], &nodes[2]];
-    let mut agent = a.agent().await;
+    let (mut agent, viewer) = a.agent_opening("s1").await;
     // A link printed by node A opens on B and C: the nodes share the secret through Redis.
-    let viewer = open(&mut agent, "s1").await;
     let (mut tab_b, _) = b.tab("s1", &viewer).await;
     let (mut tab_c, _) = c.tab("s1", &viewer).await;
     agent.send(&ask("s1", "r1", &["Color"], Some(600.0))).await;
@@ -130,8 +120,7 @@ async fn twenty_tabs_on_three_nodes_answer_at_once_and_exactly_one_wins_each_rou
 /// Scenario 2 on `nodes`: twenty tabs spread over them answer at once, 25 rounds by default,
 /// a hundred under `ASKGATE_SOAK=1`.
 async fn race(nodes: &[Node]) {
-    let mut agent = nodes[0].agent().await;
-    let viewer = open(&mut agent, "race").await;
+    let (mut agent, viewer) = nodes[0].agent_opening("race").await;
     let mut tabs = Vec::new();
     for i in 0..20 {
         let (tab, snapshot) = nodes[i % nodes.len()].tab("race", &viewer).await;
@@ -196,8 +185,7 @@ async fn race(nodes: &[Node]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed() {
     let mut cluster = Cluster::start(3).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "dl").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("dl").await;
     let (mut tab, _) = cluster.nodes[1].tab("dl", &viewer).await;
     agent.send(&ask("dl", "r1", &["Color"], Some(2.0))).await;
     let accepted = agent.recv_until("accepted").await;
@@ -244,8 +232,7 @@ fn resolved_at(redis: &RedisServer, session: &str, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
     let mut cluster = Cluster::start(3).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "mv").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("mv").await;
     let (mut tab, _) = cluster.nodes[1].tab("mv", &viewer).await;
     let ids: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
     for id in &ids {
@@ -300,8 +287,7 @@ async fn until_ready_is(node: &Node, status: u16) -> String {
 async fn a_node_cut_off_from_redis_refuses_keeps_its_sockets_and_catches_up_when_back() {
     let cluster = Cluster::start(2).await;
     let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
-    let mut agent = a.agent().await;
-    let viewer = open(&mut agent, "cut").await;
+    let (mut agent, viewer) = a.agent_opening("cut").await;
     let (mut tab, _) = b.tab("cut", &viewer).await;
     agent.send(&ask("cut", "before", &["Color"], None)).await;
     agent.recv_until("accepted").await;
@@ -337,8 +323,7 @@ async fn a_node_cut_off_from_redis_refuses_keeps_its_sockets_and_catches_up_when
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
     let cluster = Cluster::start(3).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "sub").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("sub").await;
     let (mut tab_b, _) = cluster.nodes[1].tab("sub", &viewer).await;
     let (mut tab_c, _) = cluster.nodes[2].tab("sub", &viewer).await;
     for round in 0..5 {
@@ -407,8 +392,7 @@ fn counter(metrics: &str, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() {
     let cluster = Cluster::start(2).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "lost").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("lost").await;
     let (mut tab, _) = cluster.nodes[1].tab("lost", &viewer).await;
     agent.send(&ask("lost", "r1", &["Color"], None)).await;
     agent.recv_until("accepted").await;
@@ -510,8 +494,7 @@ async fn until_presence(tab: &mut WsClient, tabs: usize, agent_online: bool) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
     let mut cluster = Cluster::start(2).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "who").await;
+    let (_agent, viewer) = cluster.nodes[0].agent_opening("who").await;
     let (_tab_a, _) = cluster.nodes[0].tab("who", &viewer).await;
     let (mut tab_b, _) = cluster.nodes[1].tab("who", &viewer).await;
     // Node B's tab hears of node A's tab and agent.
@@ -620,8 +603,7 @@ async fn one_slow_reply() -> (RedisServer, Vec<Proxy>, Vec<Node>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_hears_accepted_before_an_outcome_that_outran_the_stores_reply() {
     let (_redis, _proxies, nodes) = one_slow_reply().await;
-    let mut agent = nodes[0].agent().await;
-    let viewer = open(&mut agent, "race").await;
+    let (mut agent, viewer) = nodes[0].agent_opening("race").await;
     let (mut tab, _) = nodes[1].tab("race", &viewer).await;
     for round in 0..3 {
         let id = format!("r{round}");
@@ -645,8 +627,7 @@ async fn the_agent_hears_accepted_before_an_outcome_that_outran_the_stores_reply
 async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() {
     let (_redis, _proxies, nodes) = one_slow_reply().await;
     // The agent on the fast node B, the answering tab on the slow node A.
-    let mut agent = nodes[1].agent().await;
-    let viewer = open(&mut agent, "ack").await;
+    let (mut agent, viewer) = nodes[1].agent_opening("ack").await;
     let (mut tab, _) = nodes[0].tab("ack", &viewer).await;
     for round in 0..3 {
         let id = format!("r{round}");
@@ -682,8 +663,7 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
     let cluster = Cluster::start(2).await;
-    let mut agent = cluster.nodes[0].agent().await;
-    let viewer = open(&mut agent, "deaf").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("deaf").await;
     let (mut tab, _) = cluster.nodes[1].tab("deaf", &viewer).await;
     // Node B's subscription stays connected and hears nothing more.
     cluster.proxies[1].deafen_subscriptions();
@@ -731,8 +711,7 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     let held = Proxy::start(upstream).await;
     let node = Node::start(&held.url(), &[]);
     let fast = Node::start(&redis.url(), &[]);
-    let mut agent = fast.agent().await;
-    let viewer = open(&mut agent, "gaveup").await;
+    let (_agent, viewer) = fast.agent_opening("gaveup").await;
     let connections = metric(&node, "askgate_connections").await;
     // A long-poll on the held node, for a session it does not hold yet, whose client hangs up
     // while the node is loading the session: Redis's replies are held back from the moment

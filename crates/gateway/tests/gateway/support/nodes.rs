@@ -179,6 +179,14 @@ impl Node {
         WsClient::connect(&self.ws("/v1/agent"), None).await
     }
 
+    /// An agent on this node that opened `session`: it and the session's viewer URL.
+    pub async fn agent_opening(&self, session: &str) -> (WsClient, String) {
+        let mut agent = self.agent().await;
+        let opened = agent.open(session).await;
+        let viewer = opened["viewer_url"].as_str().expect("a viewer URL");
+        (agent, viewer.to_owned())
+    }
+
     /// A tab on `session` with the key from a viewer URL: it and its snapshot.
     pub async fn tab(&self, session: &str, viewer_url: &str) -> (WsClient, Value) {
         let key = viewer_url
