@@ -1,5 +1,5 @@
-//! The `ask` and `answer` frames most tests send: questions in the harness dialect whose
-//! options are Red, Blue and Green.
+//! The `ask` and `answer` frames most tests send (questions in the harness dialect whose
+//! options are Red, Blue and Green), and the error paths of what comes back.
 
 use serde_json::{Value, json};
 
@@ -29,4 +29,15 @@ pub fn answer(id: &str, headers: &[&str], label: &str) -> Value {
         .map(|h| json!({"header": h, "selected": [label]}))
         .collect();
     json!({"type": "answer", "id": id, "response": {"answers": answers}})
+}
+
+/// The `path` of each error a reply lists (`rejected`, `answer_rejected`, a `validate` line),
+/// in order.
+pub fn error_paths(reply: &Value) -> Vec<&str> {
+    reply["errors"]
+        .as_array()
+        .expect("a list of errors")
+        .iter()
+        .map(|e| e["path"].as_str().expect("a path"))
+        .collect()
 }

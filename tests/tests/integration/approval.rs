@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use askgate_testkit::frames::error_paths;
 use askgate_testkit::http::http;
 use askgate_testkit::ws::WsClient;
 use askgate_tests::server::TestServer;
@@ -18,16 +19,6 @@ fn calls() -> Value {
          "decisions": ["respond", "reject", "edit", "approve"]},
         {"name": "send_email", "args": {"to": "ops@example.com", "body": "done"}}
     ])
-}
-
-/// The `path` of each error a `rejected` or `answer_rejected` frame lists.
-fn error_paths(frame: &Value) -> Vec<&str> {
-    frame["errors"]
-        .as_array()
-        .expect("a list of errors")
-        .iter()
-        .map(|e| e["path"].as_str().expect("a path"))
-        .collect()
 }
 
 /// An agent that asked `calls` as request `id`, and a tab that received the request.

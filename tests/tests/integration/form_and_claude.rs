@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use askgate::store::{MemoryStore, Store, StoreOp, StoredRequest};
 use askgate_protocol::{Dialect, RequestId, SessionId};
+use askgate_testkit::frames::error_paths;
 use askgate_testkit::http::http;
 use askgate_testkit::ws::WsClient;
 use askgate_tests::server::{TestServer, test_config};
@@ -50,12 +51,7 @@ async fn a_form_is_filled_in_and_the_server_gets_an_elicit_result() {
     tab.send(&json!({"type": "answer", "id": "f1", "response": {"content": {"email": "ops", "copies": 9}}}))
         .await;
     let refused = tab.recv_until("answer_rejected").await;
-    let paths: Vec<&str> = refused["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&refused);
     assert_eq!(
         paths,
         ["response.content.email", "response.content.copies"],

@@ -1,6 +1,6 @@
 //! The live gateway through real sockets: ask, fan-out, answer, decline, timeout, withdraw.
 
-use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::frames::{answer, ask, error_paths};
 use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
@@ -214,12 +214,7 @@ async fn a_bad_ask_is_rejected_with_paths() {
     frame["questions"][0]["options"][1]["label"] = json!("x".repeat(51));
     agent.send(&frame).await;
     let rejected = agent.recv_type("rejected").await;
-    let paths: Vec<&str> = rejected["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&rejected);
     assert_eq!(
         paths,
         [
