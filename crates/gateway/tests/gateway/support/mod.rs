@@ -3,11 +3,17 @@
 //! timeout), the switch between a soak test's short and long forms, and seeded random numbers.
 #![allow(dead_code, unreachable_pub)]
 
+/// `askgate` commands run to their end, and `serve` expected to stop before it listens.
 pub mod cli;
+/// The crash tests' load and the ledger of what their peers saw.
 pub mod crash_load;
+/// `askgate serve` processes and their agents, tabs and HTTP calls.
 pub mod nodes;
+/// Store changes for the tests that drive a store directly.
 pub mod ops;
+/// A TCP proxy in front of Redis that a test can cut, slow or make deaf.
 pub mod proxy;
+/// A `redis-server` of the test's own.
 pub mod redis;
 
 use rand::SeedableRng as _;
