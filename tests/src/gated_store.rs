@@ -12,7 +12,7 @@ use askgate::store::{
 use askgate_protocol::SessionId;
 use tokio::sync::{Notify, Semaphore};
 
-use crate::server::RECV_TIMEOUT;
+use askgate_testkit::TIMEOUT;
 
 /// A memory store that, while holding, keeps every commit but housekeeping waiting until a
 /// permit is added (its operations are applied then, or refused if it was told to fail them).
@@ -61,12 +61,12 @@ impl GatedStore {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
-    /// Waits (up to [`RECV_TIMEOUT`]) until a commit is waiting at the gate.
+    /// Waits (up to [`TIMEOUT`]) until a commit is waiting at the gate.
     ///
     /// # Panics
     /// When none arrives in time.
     pub async fn wait_for_a_held_commit(&self) {
-        tokio::time::timeout(RECV_TIMEOUT, self.arrived.notified())
+        tokio::time::timeout(TIMEOUT, self.arrived.notified())
             .await
             .expect("a commit reached the store in time");
     }

@@ -1,6 +1,6 @@
 //! Shared helpers for askgate's integration tests.
 //!
-//! - [`server`]: a real gateway on port 0 and a headless WebSocket client.
+//! - [`server`]: a real gateway on port 0 for one test (its peers: `askgate_testkit`).
 //! - [`gated_store`]: a store that holds commits, to act while the gateway waits on it.
 //! - [`browser`]: headless Chromium through chromedriver, for the answer page.
 //! - [`harness_gen`]: random harness `validate` lines biased to the rules' edges.

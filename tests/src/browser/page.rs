@@ -10,7 +10,8 @@
 use serde_json::{Value, json};
 
 use super::Browser;
-use crate::server::{TestServer, WsClient};
+use crate::server::TestServer;
+use askgate_testkit::ws::WsClient;
 
 /// Run before the page's own scripts: records every frame the page sends in
 /// `window.__sent`, and lets a test rewrite an outgoing answer (`window.__tamper`, a function

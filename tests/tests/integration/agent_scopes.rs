@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use askgate::keys::AgentKey;
 use askgate::scope::SessionScope;
-use askgate_tests::server::{
-    RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, http_with_headers, questions,
-    test_config,
-};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask, questions};
+use askgate_testkit::http::{http, http_with_headers};
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -21,9 +22,9 @@ const QUIET: Duration = Duration::from_millis(300);
 /// The reply to `what`, the frame just sent: the gateway must answer it, within the usual
 /// timeout.
 async fn reply_to(agent: &mut WsClient, what: &str) -> Value {
-    match agent.next_message(RECV_TIMEOUT).await {
+    match agent.next_message(TIMEOUT).await {
         Some(Message::Text(text)) => serde_json::from_str(&text).expect("a JSON frame"),
-        other => panic!("no reply to {what} within {RECV_TIMEOUT:?}, got {other:?}"),
+        other => panic!("no reply to {what} within {TIMEOUT:?}, got {other:?}"),
     }
 }
 

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use askgate_tests::server::{TestServer, WsClient, http};
+use askgate_testkit::frames::error_paths;
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 fn calls() -> Value {
@@ -16,16 +19,6 @@ fn calls() -> Value {
          "decisions": ["respond", "reject", "edit", "approve"]},
         {"name": "send_email", "args": {"to": "ops@example.com", "body": "done"}}
     ])
-}
-
-/// The `path` of each error a `rejected` or `answer_rejected` frame lists.
-fn error_paths(frame: &Value) -> Vec<&str> {
-    frame["errors"]
-        .as_array()
-        .expect("a list of errors")
-        .iter()
-        .map(|e| e["path"].as_str().expect("a path"))
-        .collect()
 }
 
 /// An agent that asked `calls` as request `id`, and a tab that received the request.
@@ -224,14 +217,13 @@ async fn a_schema_past_its_limits_is_refused_at_the_ask() {
 async fn approvals_over_http() {
     let server = TestServer::start().await;
     let (mut tab, _) = server.tab("s").await;
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_1", "dialect": "approval", "calls": calls()})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_1", "dialect": "approval", "calls": calls()})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let request = tab.recv_until("request").await;
     assert_eq!(request["request"]["calls"][0]["name"], "run_sql");
@@ -256,14 +248,13 @@ async fn approvals_over_http() {
         json!({"name": "send_email", "decision": "approve",
                                               "args": {"to": "ops@example.com", "body": "done"}})
     );
-    let (status, refused) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_2", "dialect": "approval", "args": {"questions": []}})),
-        None,
-    )
-    .await;
+    let (status, refused) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_2", "dialect": "approval", "args": {"questions": []}})),
+        )
+        .await;
     assert_eq!(
         (status, refused["errors"][0]["path"].as_str()),
         (422, Some("args")),

@@ -3,13 +3,15 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{ask, questions};
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::page::{
     agent_asking, assert_fits_phone_and_desktop, card, decline, finished, frames_of_type,
     open_page, open_page_with, open_recording_page, page_url, reload, wait_connected,
 };
 use askgate_tests::oracle::repo_root;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, ask, questions, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -646,7 +648,7 @@ async fn response_head(server: &TestServer, path: &str) -> String {
     );
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut response = Vec::new();
-    tokio::time::timeout(RECV_TIMEOUT, stream.read_to_end(&mut response))
+    tokio::time::timeout(TIMEOUT, stream.read_to_end(&mut response))
         .await
         .expect("a response in time")
         .expect("read");

@@ -10,6 +10,7 @@
 //! `$ASKGATE_AXE_CORE` or `.venv/axe/node_modules/axe-core/axe.min.js`; when it is missing the
 //! test fails with how to install it, never skips.
 
+use askgate_testkit::ws::WsClient;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
@@ -18,7 +19,7 @@ use askgate_tests::browser::page::{
     frames_of_type, history_after_reload, open_recording_page, outcome, submit, submit_disabled,
     text, texts, unfold_history,
 };
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 /// The run_sql call of the wire contract: a flat schema, every decision allowed.
@@ -42,6 +43,15 @@ async fn asking_approval(server: &TestServer, id: &str, calls: Value) -> WsClien
     let frame = json!({"type": "ask", "session": "s", "id": id, "dialect": "approval",
                        "calls": calls});
     agent_asking(server, &frame).await
+}
+
+/// A gateway, a recording page on session `s`, and an agent that has asked for `calls` (a
+/// list) to be approved as request `r1`, accepted.
+async fn approval_page(calls: Value) -> (TestServer, Browser, WsClient) {
+    let server = TestServer::start().await;
+    let browser = open_recording_page(&server, "s").await;
+    let agent = asking_approval(&server, "r1", calls).await;
+    (server, browser, agent)
 }
 
 /// Call number `index` (from 0) of request `id`.
@@ -81,9 +91,7 @@ async fn arg_rows(browser: &Browser, call_css: &str) -> Value {
 /// saying it comes from the agent; Approve sends `approve`, and the agent runs it as asked.
 #[tokio::test(flavor = "multi_thread")]
 async fn approving_runs_the_call_as_asked() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql()])).await;
 
     let first = call("r1", 0);
     browser.wait_for(&first).await;
@@ -155,9 +163,7 @@ async fn approving_runs_the_call_as_asked() {
 /// offers only Approve and Reject.
 #[tokio::test(flavor = "multi_thread")]
 async fn rejecting_tells_the_agent_why() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([send_email()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([send_email()])).await;
 
     let only = call("r1", 0);
     browser.wait_for(&only).await;
@@ -208,9 +214,7 @@ async fn rejecting_tells_the_agent_why() {
 /// it changes, and the agent gets the edited arguments.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_edit_is_checked_before_it_is_sent() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql()])).await;
 
     let only = call("r1", 0);
     let error = format!("{only} .question-error");
@@ -463,9 +467,7 @@ async fn an_unchecked_schema_asks_only_for_an_object() {
 /// Respond needs a message, which the agent gets instead of running the call.
 #[tokio::test(flavor = "multi_thread")]
 async fn responding_sends_a_message_instead() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql()])).await;
 
     let only = call("r1", 0);
     browser.click(&decision("r1", 0, "respond")).await;
@@ -637,9 +639,7 @@ async fn approve_all_approves_every_call() {
 /// Declining the whole request stays Decline: the agent is told every call was rejected.
 #[tokio::test(flavor = "multi_thread")]
 async fn declining_rejects_every_call() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql(), send_email()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql(), send_email()])).await;
 
     decline(&browser, "r1").await;
 
@@ -782,9 +782,7 @@ async fn hostile_arguments_stay_inert() {
 /// the test rewrites it on its way out.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_decision_is_shown_beside_its_call() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql(), send_email()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql(), send_email()])).await;
 
     browser
         .execute(
@@ -849,9 +847,7 @@ async fn a_refused_decision_is_shown_beside_its_call() {
 /// Tab reaches the reason, and Ctrl+Enter submits.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_is_decided_from_the_keyboard() {
-    let server = TestServer::start().await;
-    let browser = open_recording_page(&server, "s").await;
-    let mut agent = asking_approval(&server, "r1", json!([run_sql()])).await;
+    let (_server, browser, mut agent) = approval_page(json!([run_sql()])).await;
 
     browser.wait_for(&call("r1", 0)).await;
     browser

@@ -2,10 +2,11 @@
 //! `ask_user` questions over its socket, the test clicks and types in the page, and checks
 //! what the page shows and the resume payload and transcript the agent gets.
 
+use askgate_testkit::ws::WsClient;
 use askgate_tests::browser::page::{
     agent_asking, card, decline, open_page, option, question, submit, submit_disabled,
 };
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 /// The `n`th (from 1) custom "Other" entry of a multi_select question.

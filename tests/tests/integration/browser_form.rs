@@ -9,6 +9,7 @@
 //! nothing went out and nothing was opened, without waiting for silence. Each card state is
 //! also checked with axe-core (no violation, light and dark, 360 px and desktop width).
 
+use askgate_testkit::ws::WsClient;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
@@ -17,7 +18,7 @@ use askgate_tests::browser::page::{
     children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
     history_entry, open_page_with, outcome_as_response, submit, text, texts, unfold_history,
 };
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 /// The warning a form with a field that looks like a secret carries.

@@ -11,12 +11,14 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use askgate::people::Groups;
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     agent_asking, card, history_entry, reload, text, unfold_history, wait_connected,
 };
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
 
 const ALICE: &str = "alice@example.com";
@@ -30,14 +32,13 @@ async fn personal_link(
     user: &str,
     ttl_s: f64,
 ) -> (String, String, u64) {
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        &format!("/v1/sessions/{session}/links"),
-        Some(&json!({"user": user, "ttl_s": ttl_s})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            &format!("/v1/sessions/{session}/links"),
+            Some(&json!({"user": user, "ttl_s": ttl_s})),
+        )
+        .await;
     assert_eq!(status, 201, "a personal link for {user}: {body}");
     assert_eq!(body["user"], user);
     let url = body["url"].as_str().expect("a link").to_owned();
@@ -216,8 +217,7 @@ async fn a_request_for_one_person_is_read_only_to_the_others() {
     let rejected = socket.recv_until("answer_rejected").await;
     assert_eq!(rejected["id"], "r2");
     assert_eq!(rejected["errors"][0]["code"], "forbidden", "{rejected}");
-    let (status, pending) =
-        http(server.addr, "GET", "/v1/sessions/s/requests/r2", None, None).await;
+    let (status, pending) = server.http("GET", "/v1/sessions/s/requests/r2", None).await;
     assert_eq!(
         (status, &pending["state"]),
         (200, &json!("pending")),
@@ -293,7 +293,7 @@ async fn watch_only_and_group_requests_say_whom_they_wait_for() {
 async fn an_expired_personal_link_says_so() {
     let server = TestServer::start().await;
     let (url, _, expires_ms) = personal_link(&server, "s", ALICE, 1.0).await;
-    let deadline = Instant::now() + RECV_TIMEOUT;
+    let deadline = Instant::now() + TIMEOUT;
     while now_ms() <= expires_ms {
         assert!(Instant::now() < deadline, "the link never expired");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -420,8 +420,7 @@ async fn a_forbidden_answer_turns_the_card_read_only() {
     assert!(!shown(&bob, &format!("{} .submit", card("r4"))).await);
     assert_accessible(&bob, "a card whose answer was refused").await;
     agent.silent_for(Duration::from_millis(300)).await;
-    let (status, pending) =
-        http(server.addr, "GET", "/v1/sessions/s/requests/r4", None, None).await;
+    let (status, pending) = server.http("GET", "/v1/sessions/s/requests/r4", None).await;
     assert_eq!(
         (status, &pending["state"]),
         (200, &json!("pending")),

@@ -9,7 +9,8 @@ use askgate::scope::SessionScope;
 use askgate_client::{Answered, Ask, Backoff, Client, ClientError, Outcome};
 use askgate_protocol::close;
 use askgate_protocol::harness::TIMED_OUT;
-use askgate_tests::server::{TestServer, answer, questions, test_config};
+use askgate_testkit::frames::{answer, questions};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -215,7 +216,7 @@ async fn a_request_is_withdrawn_and_acknowledged_by_id() {
     let (mut tab, _) = server.tab("s").await;
     let mut earlier_run = server.agent().await;
     earlier_run
-        .send(&askgate_tests::server::ask("s", "r", &["Color"], None))
+        .send(&askgate_testkit::frames::ask("s", "r", &["Color"], None))
         .await;
     earlier_run.recv_type("accepted").await;
     let client = client(&server).await;
@@ -233,7 +234,7 @@ async fn a_request_is_withdrawn_and_acknowledged_by_id() {
     );
 
     earlier_run
-        .send(&askgate_tests::server::ask("s", "r2", &["Color"], None))
+        .send(&askgate_testkit::frames::ask("s", "r2", &["Color"], None))
         .await;
     earlier_run.recv_type("accepted").await;
     tab.recv_until("request").await;

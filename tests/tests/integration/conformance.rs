@@ -11,6 +11,7 @@
 
 use askgate::cli::answer_line;
 use askgate_protocol::json::lenient;
+use askgate_testkit::frames::error_paths;
 use serde_json::Value;
 
 struct Vector {
@@ -179,12 +180,7 @@ fn deepagents_request_errors_carry_readable_paths() {
     let line = r#"{"dialect":"deepagents","kind":"request","input":{"args":{"questions":[{"question":"Q","type":"multi_select","choices":[{"value":"a"},{"value":2}],"required":"no"}]}}}"#;
     let got: Value = serde_json::from_str(&answer_line(line)).unwrap();
     assert_eq!(got["ok"], false);
-    let paths: Vec<&str> = got["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&got);
     assert_eq!(
         paths,
         ["questions[0].choices[1].value", "questions[0].required"]

@@ -13,8 +13,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use askgate_testkit::ws::WsClient;
 use askgate_tests::oracle::{self, repo_root};
-use askgate_tests::server::{TestServer, WsClient};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 /// The longest the oracle may take for one resume (it starts Python and imports LangGraph).

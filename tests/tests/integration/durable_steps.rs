@@ -6,8 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{TestServer, WsClient, answer, ask, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 /// How long a socket must stay quiet to show that something waits.

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use askgate::store::{MemoryStore, Store, StoreOp, StoredRequest};
 use askgate_protocol::{Dialect, RequestId, SessionId};
-use askgate_tests::server::{TestServer, WsClient, http, test_config};
+use askgate_testkit::frames::error_paths;
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 /// An agent that sent `frame` (an `ask`), and a tab that received the request.
@@ -48,12 +51,7 @@ async fn a_form_is_filled_in_and_the_server_gets_an_elicit_result() {
     tab.send(&json!({"type": "answer", "id": "f1", "response": {"content": {"email": "ops", "copies": 9}}}))
         .await;
     let refused = tab.recv_until("answer_rejected").await;
-    let paths: Vec<&str> = refused["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&refused);
     assert_eq!(
         paths,
         ["response.content.email", "response.content.copies"],
@@ -139,7 +137,7 @@ async fn a_dismissal_is_cancel_for_a_form_and_a_decline_elsewhere() {
         agent.recv_until("outcome").await["response"],
         json!({"behavior": "deny", "message": "The person declined to answer."})
     );
-    let question = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    let question = askgate_testkit::frames::ask("s", "h1", &["Color"], None);
     let (mut agent, mut tab, _) = asked(&server, &question).await;
     tab.send(&json!({"type": "decline", "id": "h1", "dismiss": true}))
         .await;
@@ -168,28 +166,18 @@ async fn a_url_request_over_http() {
     let (mut tab, _) = server.tab("s").await;
     let body = json!({"id": "u1", "dialect": "form", "mode": "url", "message": "Sign in to the CRM",
                       "url": "https://crm.example/oauth?state=1", "elicitation_id": "el-7"});
-    let (status, posted) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&body),
-        None,
-    )
-    .await;
+    let (status, posted) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&body))
+        .await;
     assert_eq!(status, 201, "{posted}");
     let request = tab.recv_until("request").await;
     assert_eq!(request["request"]["host"], "crm.example");
     opened_by_the_tab(&server, &mut tab).await;
 
     let bad = json!({"id": "u2", "dialect": "form", "message": "m", "questions": []});
-    let (status, refused) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&bad),
-        None,
-    )
-    .await;
+    let (status, refused) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&bad))
+        .await;
     assert_eq!(
         (status, refused["errors"][0]["path"].as_str()),
         (422, Some("questions")),
@@ -248,12 +236,12 @@ async fn claude_questions_are_answered_with_the_updated_input() {
 async fn other_keys_are_ignored_but_another_dialects_request_is_not() {
     let server = TestServer::start().await;
     let mut agent = server.agent().await;
-    let mut ask = askgate_tests::server::ask("s", "h1", &["Color"], None);
+    let mut ask = askgate_testkit::frames::ask("s", "h1", &["Color"], None);
     ask["message"] = json!("a note of the client's own");
     ask["url"] = json!("https://example.com");
     agent.send(&ask).await;
     agent.recv_until("accepted").await;
-    let mut ask = askgate_tests::server::ask("s", "h2", &["Color"], None);
+    let mut ask = askgate_testkit::frames::ask("s", "h2", &["Color"], None);
     ask["schema"] = json!({"type": "object", "properties": {}});
     agent.send(&ask).await;
     let rejected = agent.recv_until("rejected").await;

@@ -1,6 +1,7 @@
 //! The live gateway through real sockets: ask, fan-out, answer, decline, timeout, withdraw.
 
-use askgate_tests::server::{TestServer, answer, ask, http};
+use askgate_testkit::frames::{answer, ask, error_paths};
+use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
 
 const TIMED_OUT: &str = "The user did not answer in time. Continue without the answer: make a reasonable choice and say which one you made.";
@@ -92,8 +93,8 @@ async fn a_late_answer_after_the_ack_is_already_resolved() {
     let server = TestServer::start().await;
     let (mut tab, _agent) = server.answered_request("s", "r").await;
     let ack = "/v1/sessions/s/requests/r/ack";
-    assert_eq!(http(server.addr, "POST", ack, None, None).await.0, 204);
-    let (status, _) = http(server.addr, "GET", "/v1/sessions/s/requests/r", None, None).await;
+    assert_eq!(server.http("POST", ack, None).await.0, 204);
+    let (status, _) = server.http("GET", "/v1/sessions/s/requests/r", None).await;
     assert_eq!(status, 404, "forgotten");
     tab.send(&answer("r", &["Color"], "Blue")).await;
     let rejected = tab.recv_until("answer_rejected").await;
@@ -110,11 +111,7 @@ async fn a_late_answer_after_the_ack_is_already_resolved() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invalid_answer_is_rejected_and_the_request_stays_open() {
     let server = TestServer::start().await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, mut agent) = server.asked_request("s", "r").await;
     tab.send(&answer("r", &["Color"], "Purple")).await;
     let rejected = tab.recv_until("answer_rejected").await;
     assert_eq!(
@@ -137,11 +134,7 @@ async fn an_invalid_answer_is_rejected_and_the_request_stays_open() {
 #[tokio::test(flavor = "multi_thread")]
 async fn decline_gives_the_declined_sentence() {
     let server = TestServer::start().await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, mut agent) = server.asked_request("s", "r").await;
     tab.send(&json!({"type": "decline", "id": "r"})).await;
     assert_eq!(tab.recv_until("resolved").await["outcome"], "declined");
     let outcome = agent.recv_type("outcome").await;
@@ -177,11 +170,7 @@ async fn the_deadline_times_the_request_out_promptly() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_withdraws_the_request() {
     let server = TestServer::start().await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, mut agent) = server.asked_request("s", "r").await;
     agent
         .send(&json!({"type": "cancel", "session": "s", "id": "r"}))
         .await;
@@ -225,12 +214,7 @@ async fn a_bad_ask_is_rejected_with_paths() {
     frame["questions"][0]["options"][1]["label"] = json!("x".repeat(51));
     agent.send(&frame).await;
     let rejected = agent.recv_type("rejected").await;
-    let paths: Vec<&str> = rejected["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap())
-        .collect();
+    let paths = error_paths(&rejected);
     assert_eq!(
         paths,
         [

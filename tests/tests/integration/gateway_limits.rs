@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use askgate::keys::AgentKey;
 use askgate_protocol::close;
-use askgate_tests::server::{
-    RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, http_with_headers, questions,
-    test_config,
-};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask, questions};
+use askgate_testkit::http::http_with_headers;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -117,14 +118,9 @@ async fn the_largest_harness_question_set_is_taken_in_any_encoding() {
 
     let body = json!({"id": "big-http", "questions": questions});
     assert!(body.to_string().len() > 80_000);
-    let (status, reply) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&body),
-        None,
-    )
-    .await;
+    let (status, reply) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&body))
+        .await;
     assert_eq!(status, 201, "{reply}");
 }
 
@@ -348,7 +344,7 @@ async fn the_bytes_of_open_requests_are_bounded_over_all_sessions() {
     body.as_object_mut().unwrap().remove("type");
     body.as_object_mut().unwrap().remove("session");
     let path = "/v1/sessions/s4/requests";
-    let (status, refused) = http(server.addr, "POST", path, Some(&body), None).await;
+    let (status, refused) = server.http("POST", path, Some(&body)).await;
     assert_eq!(status, 503, "{refused}");
     assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
 
@@ -362,7 +358,7 @@ async fn the_bytes_of_open_requests_are_bounded_over_all_sessions() {
         .send(&json!({"type": "cancel", "session": "s2", "id": "r1"}))
         .await;
     assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
-    let (status, posted) = http(server.addr, "POST", path, Some(&body), None).await;
+    let (status, posted) = server.http("POST", path, Some(&body)).await;
     assert_eq!(status, 201, "{posted}");
 }
 
@@ -447,7 +443,7 @@ async fn local_mode_refuses_web_pages_as_agents() {
         http_with_headers(server.addr, "POST", path, Some(&body), rebound).await;
     assert_eq!(status, 403, "{refused}");
 
-    let (status, posted) = http(server.addr, "POST", path, Some(&body), None).await;
+    let (status, posted) = server.http("POST", path, Some(&body)).await;
     assert_eq!(status, 201, "{posted}");
     let mut agent = server.agent().await;
     agent.send(&json!({"type": "open", "session": "s"})).await;
@@ -463,7 +459,7 @@ async fn a_peer_that_misses_two_pongs_is_dropped() {
     let (mut tab, _) = server.tab("s").await;
     // Not reading means not answering pings (the client answers only while it reads): the
     // tab is left unread until the gateway has dropped it, then its close is read.
-    let deadline = tokio::time::Instant::now() + RECV_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
     while server.state.hub.census().1 != 0 {
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -3,9 +3,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use askgate_tests::server::{
-    TestServer, WsClient, answer, ask, raise_open_file_limit, test_config,
-};
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, raise_open_file_limit, test_config};
 use serde_json::json;
 
 /// Ten tabs answer the same request at once, a hundred times over: each time exactly one
@@ -122,11 +122,7 @@ async fn re_asks_are_idempotent_and_conflicts_rejected() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_outcome_waits_for_its_agent_and_goes_after_ack() {
     let server = TestServer::start().await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, agent) = server.asked_request("s", "r").await;
     agent.close().await;
     // Presence is the latest state, so `agent_online: true` may still come first.
     tab.recv_all(&[|f| f["type"] == "presence" && f["agent_online"] == false])

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use askgate_protocol::wire::AskFrame;
 use askgate_protocol::{RequestId, SessionId};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask, questions};
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, answer, ask, http, questions, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 async fn gated_server() -> (TestServer, Arc<GatedStore>) {
@@ -28,14 +30,9 @@ fn ids(session: &str, id: &str) -> (SessionId, RequestId) {
 }
 
 async fn request_state(server: &TestServer, id: &str) -> Value {
-    let (status, body) = http(
-        server.addr,
-        "GET",
-        &format!("/v1/sessions/s/requests/{id}"),
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("GET", &format!("/v1/sessions/s/requests/{id}"), None)
+        .await;
     assert_eq!(status, 200, "{body}");
     body
 }
@@ -63,14 +60,8 @@ async fn an_ask_dropped_while_stored_still_opens_the_request() {
     assert_eq!(request_state(&server, "r1").await["state"], "pending");
     let body = json!({"id": "r1", "questions": questions(&["Color"])});
     let (status, again) = tokio::time::timeout(
-        RECV_TIMEOUT,
-        http(
-            server.addr,
-            "POST",
-            "/v1/sessions/s/requests",
-            Some(&body),
-            None,
-        ),
+        TIMEOUT,
+        server.http("POST", "/v1/sessions/s/requests", Some(&body)),
     )
     .await
     .expect("asking again is answered at once");
@@ -82,11 +73,7 @@ async fn an_ask_dropped_while_stored_still_opens_the_request() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
     let (server, store) = gated_server().await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r1", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, mut agent) = server.asked_request("s", "r1").await;
     store.hold(true);
     let hub = Arc::clone(&server.state.hub);
     let (session, id) = ids("s", "r1");
@@ -110,14 +97,9 @@ async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
     );
     assert_eq!(agent.recv_type("outcome").await["outcome"], "withdrawn");
     assert_eq!(request_state(&server, "r1").await["state"], "resolved");
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests/r1/ack",
-        None,
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http("POST", "/v1/sessions/s/requests/r1/ack", None)
+        .await;
     assert_eq!(status, 204);
 }
 

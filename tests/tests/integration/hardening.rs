@@ -6,7 +6,11 @@
 use std::time::{Duration, Instant};
 
 use askgate_protocol::close;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use futures_util::SinkExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -77,7 +81,7 @@ async fn silent_and_trickling_connections_are_closed() {
         trickled_for < CUT_OFF_WITHIN,
         "trickled for {trickled_for:?}"
     );
-    let (status, _) = http(server.addr, "GET", "/healthz", None, None).await;
+    let (status, _) = server.http("GET", "/healthz", None).await;
     assert_eq!(status, 200);
 }
 
@@ -158,7 +162,7 @@ async fn tabs_joining_too_fast_are_told_to_come_back() {
     let joins = (0..30).map(|_| async {
         let mut tab = server.raw_tab("s").await;
         tab.send(&json!({"type": "hello", "key": key})).await;
-        match tab.next_message(RECV_TIMEOUT).await {
+        match tab.next_message(TIMEOUT).await {
             Some(Message::Text(text)) => {
                 let frame: Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(frame["type"], "snapshot");
@@ -192,7 +196,7 @@ fn bulky_questions(bytes: usize) -> Value {
 /// The silent tab cannot read its close frame (its buffers are full), so the gateway's side
 /// shows it went.
 async fn only_the_silent_tab_was_closed(server: &TestServer, left: usize) {
-    let deadline = Instant::now() + RECV_TIMEOUT;
+    let deadline = Instant::now() + TIMEOUT;
     while server.state.hub.census().1 > left {
         assert!(Instant::now() < deadline, "the silent tab was not closed");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -293,14 +297,13 @@ async fn a_tab_that_stops_reading_is_closed_past_the_gateways_budget() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_http_long_poll_counts_as_an_agent_waiting() {
     let server = TestServer::start().await;
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "r1", "questions": askgate_tests::server::questions(&["Color"])})),
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "r1", "questions": askgate_testkit::frames::questions(&["Color"])})),
+        )
+        .await;
     assert_eq!(status, 201);
     let (mut tab, snapshot) = server.tab("s").await;
     assert_eq!(snapshot["agent_online"], false, "{snapshot}");
@@ -385,7 +388,7 @@ async fn a_close_from_the_tab_is_answered() {
     let server = TestServer::start().await;
     let (mut tab, _) = server.tab("s").await;
     tab.stream().close(None).await.unwrap();
-    let reply = tokio::time::timeout(RECV_TIMEOUT, futures_util::StreamExt::next(tab.stream()))
+    let reply = tokio::time::timeout(TIMEOUT, futures_util::StreamExt::next(tab.stream()))
         .await
         .expect("a reply in time");
     assert!(

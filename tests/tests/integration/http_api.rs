@@ -1,7 +1,9 @@
 //! The HTTP API for paused runs: post, poll and long-poll, withdraw, acknowledge.
 
 use askgate::keys::AgentKey;
-use askgate_tests::server::{TestServer, answer, http, questions, test_config};
+use askgate_testkit::frames::{answer, questions};
+use askgate_testkit::http::http;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
 const DECLINED: &str = "The user declined to answer. Continue without the answer, or ask differently if it is essential.";
@@ -12,26 +14,20 @@ const DECLINED: &str = "The user declined to answer. Continue without the answer
 async fn post_long_poll_answer_ack() {
     let server = TestServer::start().await;
     let (mut tab, _) = server.tab("s").await;
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_1", "questions": questions(&["Color"]), "timeout_s": 300})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_1", "questions": questions(&["Color"]), "timeout_s": 300})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["id"], "call_1");
     assert!(body["viewer_url"].as_str().unwrap().contains("/s/s#k="));
     assert!(body["deadline_ms"].as_u64().is_some());
-    let (status, pending) = http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s/requests/call_1",
-        None,
-        None,
-    )
-    .await;
+    let (status, pending) = server
+        .http("GET", "/v1/sessions/s/requests/call_1", None)
+        .await;
     assert_eq!((status, pending["state"].as_str()), (200, Some("pending")));
     tab.recv_until("request").await;
     let poll = tokio::spawn(http(
@@ -48,23 +44,13 @@ async fn post_long_poll_answer_ack() {
     assert_eq!(resolved["outcome"], "answered");
     assert_eq!(resolved["result"], json!({"Color": ["Blue"]}));
     assert_eq!(resolved["model_text"], r#"{"Color":["Blue"]}"#);
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests/call_1/ack",
-        None,
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http("POST", "/v1/sessions/s/requests/call_1/ack", None)
+        .await;
     assert_eq!(status, 204);
-    let (status, body) = http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s/requests/call_1",
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("GET", "/v1/sessions/s/requests/call_1", None)
+        .await;
     assert_eq!(status, 404, "{body}");
 }
 
@@ -75,81 +61,62 @@ async fn idempotency_conflicts_and_validation() {
     let server = TestServer::start().await;
     let post = json!({"id": "r", "questions": questions(&["Color"])});
     assert_eq!(
-        http(
-            server.addr,
-            "POST",
-            "/v1/sessions/s/requests",
-            Some(&post),
-            None
-        )
-        .await
-        .0,
+        server
+            .http("POST", "/v1/sessions/s/requests", Some(&post))
+            .await
+            .0,
         201
     );
     assert_eq!(
-        http(
-            server.addr,
-            "POST",
-            "/v1/sessions/s/requests",
-            Some(&post),
-            None
-        )
-        .await
-        .0,
+        server
+            .http("POST", "/v1/sessions/s/requests", Some(&post))
+            .await
+            .0,
         200
     );
     let other = json!({"id": "r", "questions": questions(&["Size"])});
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&other),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&other))
+        .await;
     assert_eq!(status, 409);
     assert_eq!(body["errors"][0]["path"], "id");
     let mut bad = questions(&["Color"]);
     bad[0]["options"][0]["label"] = json!("");
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"questions": bad})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"questions": bad})),
+        )
+        .await;
     assert_eq!(status, 422);
     assert_eq!(body["errors"][0]["path"], "questions[0].options[0].label");
     // A deferred tool call's arguments as the model sent them: JSON text, extra keys ignored.
     let args = json!({"questions": questions(&["Size"]), "note": "ignored like from_tool_call"})
         .to_string();
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"id": "call_9", "args": args})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"id": "call_9", "args": args})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"args": "{not json"})),
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"args": "{not json"})),
+        )
+        .await;
     assert_eq!(status, 422);
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&json!({"questions": questions(&["A"]), "timeout_s": 0})),
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http(
+            "POST",
+            "/v1/sessions/s/requests",
+            Some(&json!({"questions": questions(&["A"]), "timeout_s": 0})),
+        )
+        .await;
     assert_eq!(status, 422);
 }
 
@@ -162,49 +129,29 @@ async fn delete_withdraws_or_returns_the_outcome() {
     for id in ["a", "b"] {
         let post = json!({"id": id, "questions": questions(&["Color"])});
         assert_eq!(
-            http(
-                server.addr,
-                "POST",
-                "/v1/sessions/s/requests",
-                Some(&post),
-                None
-            )
-            .await
-            .0,
+            server
+                .http("POST", "/v1/sessions/s/requests", Some(&post))
+                .await
+                .0,
             201
         );
         tab.recv_until("request").await;
     }
-    let (status, body) = http(
-        server.addr,
-        "DELETE",
-        "/v1/sessions/s/requests/a",
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("DELETE", "/v1/sessions/s/requests/a", None)
+        .await;
     assert_eq!((status, body["outcome"].as_str()), (200, Some("withdrawn")));
     assert_eq!(tab.recv_until("resolved").await["outcome"], "withdrawn");
     tab.send(&json!({"type": "decline", "id": "b"})).await;
     tab.recv_until("resolved").await;
-    let (status, body) = http(
-        server.addr,
-        "DELETE",
-        "/v1/sessions/s/requests/b",
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("DELETE", "/v1/sessions/s/requests/b", None)
+        .await;
     assert_eq!((status, body["outcome"].as_str()), (200, Some("declined")));
     assert_eq!(body["result"], DECLINED);
-    let (status, _) = http(
-        server.addr,
-        "DELETE",
-        "/v1/sessions/s/requests/nope",
-        None,
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http("DELETE", "/v1/sessions/s/requests/nope", None)
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -215,14 +162,9 @@ async fn the_api_takes_the_agent_keys() {
     config.agent_keys = vec![AgentKey::unscoped("k")];
     let server = TestServer::start_with(config).await;
     let post = json!({"questions": questions(&["Color"])});
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s/requests",
-        Some(&post),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&post))
+        .await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(
         http(
@@ -270,14 +212,13 @@ async fn a_deferred_tool_call_comes_back_as_ask_user_result() {
     let mut lines = Vec::new();
     let mut ours = Vec::new();
     for (tool_call_id, call_args) in calls {
-        let (status, body) = http(
-            server.addr,
-            "POST",
-            "/v1/sessions/run-1/requests",
-            Some(&json!({"id": tool_call_id, "args": call_args})),
-            None,
-        )
-        .await;
+        let (status, body) = server
+            .http(
+                "POST",
+                "/v1/sessions/run-1/requests",
+                Some(&json!({"id": tool_call_id, "args": call_args})),
+            )
+            .await;
         assert_eq!(status, 201, "{body}");
         let request = tab.recv_until("request").await;
         assert_eq!(
@@ -291,14 +232,13 @@ async fn a_deferred_tool_call_comes_back_as_ask_user_result() {
             ]}}),
         )
         .await;
-        let (status, resolved) = http(
-            server.addr,
-            "GET",
-            &format!("/v1/sessions/run-1/requests/{tool_call_id}?wait_s=10"),
-            None,
-            None,
-        )
-        .await;
+        let (status, resolved) = server
+            .http(
+                "GET",
+                &format!("/v1/sessions/run-1/requests/{tool_call_id}?wait_s=10"),
+                None,
+            )
+            .await;
         assert_eq!(
             (status, resolved["outcome"].as_str()),
             (200, Some("answered")),
@@ -386,30 +326,20 @@ async fn every_refusal_names_its_field_in_json() {
 
     for wait in ["abc", "", "-1", "nan"] {
         let path = format!("/v1/sessions/s/requests/r1?wait_s={wait}");
-        let answer = refused(http(server.addr, "GET", &path, None, None).await);
+        let answer = refused(server.http("GET", &path, None).await);
         assert_eq!(
             answer,
             (400, "wait_s".to_owned(), "invalid_value".to_owned()),
             "{wait:?}"
         );
     }
-    let (status, pending) = http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s/requests/r1?wait_s=0.05",
-        None,
-        None,
-    )
-    .await;
+    let (status, pending) = server
+        .http("GET", "/v1/sessions/s/requests/r1?wait_s=0.05", None)
+        .await;
     assert_eq!((status, pending["state"].as_str()), (200, Some("pending")));
     // Longer than the 60 s a poll may last: taken (and cut to 60 s), not refused.
-    let (status, _) = http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s/requests/gone?wait_s=120",
-        None,
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http("GET", "/v1/sessions/s/requests/gone?wait_s=120", None)
+        .await;
     assert_eq!(status, 404);
 }

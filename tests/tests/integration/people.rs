@@ -9,20 +9,22 @@ use askgate::people::proxy::Network;
 use askgate::people::{Groups, Person};
 use askgate_protocol::SessionId;
 use askgate_protocol::wire::Via;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::ws::WsClient;
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 /// A personal link for `user` in `session`, from the HTTP API: its key.
 async fn personal_key(server: &TestServer, session: &str, user: &str) -> String {
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        &format!("/v1/sessions/{session}/links"),
-        Some(&json!({"user": user, "ttl_s": 600})),
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "POST",
+            &format!("/v1/sessions/{session}/links"),
+            Some(&json!({"user": user, "ttl_s": 600})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let url = body["url"].as_str().unwrap();
     assert!(
@@ -49,14 +51,13 @@ async fn refused_hello(server: &TestServer, session: &str, key: &str) -> (u16, S
 
 /// Whether request `id` of `session` is still pending, by the HTTP API.
 async fn pending(server: &TestServer, session: &str, id: &str) -> bool {
-    let (status, body) = http(
-        server.addr,
-        "GET",
-        &format!("/v1/sessions/{session}/requests/{id}"),
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http(
+            "GET",
+            &format!("/v1/sessions/{session}/requests/{id}"),
+            None,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     body["state"] == "pending"
 }
@@ -146,25 +147,19 @@ async fn a_link_needs_a_name_and_a_lifetime_within_bounds() {
         (json!({"user": "alice", "ttl_s": "1"}), "ttl_s"),
         (json!({"user": "alice", "ttl_s": 91 * 24 * 3600}), "ttl_s"),
     ] {
-        let (status, reply) = http(
-            server.addr,
-            "POST",
-            "/v1/sessions/s1/links",
-            Some(&body),
-            None,
-        )
-        .await;
+        let (status, reply) = server
+            .http("POST", "/v1/sessions/s1/links", Some(&body))
+            .await;
         assert_eq!(status, 422, "{body}: {reply}");
         assert_eq!(reply["errors"][0]["path"], path, "{body}: {reply}");
     }
-    let (status, _) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/not%20a%20session/links",
-        Some(&json!({"user": "alice"})),
-        None,
-    )
-    .await;
+    let (status, _) = server
+        .http(
+            "POST",
+            "/v1/sessions/not%20a%20session/links",
+            Some(&json!({"user": "alice"})),
+        )
+        .await;
     assert_eq!(status, 404);
     let mut agent = server.agent().await;
     agent
@@ -236,14 +231,9 @@ async fn only_the_answerers_may_answer_and_the_outcome_names_the_person() {
         (&resolved["user"], &resolved["via"]),
         (&json!("carol@example.com"), &json!("personal-link"))
     );
-    let (_, looked_up) = http(
-        server.addr,
-        "GET",
-        "/v1/sessions/s1/requests/r1",
-        None,
-        None,
-    )
-    .await;
+    let (_, looked_up) = server
+        .http("GET", "/v1/sessions/s1/requests/r1", None)
+        .await;
     assert_eq!(looked_up["user"], "carol@example.com");
     assert_eq!(looked_up["by"], snapshot["tab"]);
     // A tab joining later sees who answered in the finished list.
@@ -285,13 +275,7 @@ async fn an_ask_names_one_to_32_known_answerers() {
         );
     }
     // HTTP takes them too, with the same checks.
-    let (status, body) = http(
-        server.addr,
-        "POST",
-        "/v1/sessions/s1/requests",
-        Some(&json!({"id": "r9", "questions": askgate_tests::server::questions(&["Color"]), "answerers": ["group:nobody"]})),
-        None,
-    )
+    let (status, body) = server.http("POST", "/v1/sessions/s1/requests", Some(&json!({"id": "r9", "questions": askgate_testkit::frames::questions(&["Color"]), "answerers": ["group:nobody"]})))
     .await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["errors"][0]["path"], "answerers[0]");
@@ -401,7 +385,7 @@ async fn a_tab_is_its_person_only_until_its_link_expires() {
         let key = keys.personal_key(&s1, "alice@example.com", soon);
         let mut tab = server.raw_tab("s1").await;
         tab.send(&json!({"type": "hello", "key": key})).await;
-        let joined = match tab.next_message(RECV_TIMEOUT).await {
+        let joined = match tab.next_message(TIMEOUT).await {
             Some(Message::Text(text)) => serde_json::from_str::<Value>(text.as_str()).ok(),
             _ => None,
         };

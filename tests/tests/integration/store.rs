@@ -7,8 +7,12 @@ use std::time::Duration;
 use askgate::config::{Config, StoreKind};
 use askgate::store::{MemoryStore, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
 use askgate_protocol::{RequestId, SessionId};
+use askgate_testkit::TIMEOUT;
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http;
+use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{RECV_TIMEOUT, TestServer, WsClient, answer, ask, http, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
 
 fn durable_config(dir: &std::path::Path) -> Config {
@@ -223,11 +227,7 @@ const PANICS_WHILE_IT_COMMITS: u8 = 2;
 async fn one_open_request() -> (Arc<FlakyStore>, TestServer, WsClient, WsClient) {
     let store = Arc::new(FlakyStore::default());
     let server = TestServer::start_with_store(test_config(), store.clone()).await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (tab, agent) = server.asked_request("s", "r").await;
     (store, server, tab, agent)
 }
 
@@ -278,7 +278,7 @@ async fn a_timing_out_the_store_cannot_keep_is_retried_after_a_pause() {
     ])
     .await;
     store.failing.store(true, Ordering::SeqCst);
-    tokio::time::timeout(RECV_TIMEOUT, refused)
+    tokio::time::timeout(TIMEOUT, refused)
         .await
         .expect("the deadline's commit was tried");
     // While the store fails, the request stays open and nothing reaches the tab.
@@ -305,7 +305,7 @@ async fn a_deletion_the_store_fails_is_made_at_the_next_sweep() {
     store.failing.store(true, Ordering::SeqCst);
     for id in ["r", "r2"] {
         let path = format!("/v1/sessions/s/requests/{id}/ack");
-        let (status, body) = http(server.addr, "POST", &path, None, None).await;
+        let (status, body) = server.http("POST", &path, None).await;
         assert_eq!(status, 204, "{body}");
     }
     store.failing.store(false, Ordering::SeqCst);
@@ -385,7 +385,7 @@ async fn a_failed_deletion_is_kept_when_its_ack_is_dropped() {
 
     store.hold(false);
     store.fail_held(false);
-    tokio::time::timeout(RECV_TIMEOUT, async {
+    tokio::time::timeout(TIMEOUT, async {
         while !store.load().await.unwrap().is_empty() {
             server.state.hub.sweep().await;
             tokio::task::yield_now().await;
@@ -438,14 +438,8 @@ async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_ope
     agent.send(&ask("s", "r", &["Color"], None)).await;
     agent.recv_type("accepted").await;
     store.failing.store(true, Ordering::SeqCst);
-    let delete = http(
-        server.addr,
-        "DELETE",
-        "/v1/sessions/s/requests/r",
-        None,
-        None,
-    );
-    let (status, body) = tokio::time::timeout(RECV_TIMEOUT, delete)
+    let delete = server.http("DELETE", "/v1/sessions/s/requests/r", None);
+    let (status, body) = tokio::time::timeout(TIMEOUT, delete)
         .await
         .expect("refused at once");
     assert_eq!(status, 503, "{body}");
@@ -461,17 +455,12 @@ async fn a_withdrawal_the_store_cannot_keep_is_refused_and_the_request_stays_ope
         .await;
     let refused = agent.recv_type("error").await;
     assert_eq!(refused["code"], "store_failed", "{refused}");
-    let (_, state) = http(server.addr, "GET", "/v1/sessions/s/requests/r", None, None).await;
+    let (_, state) = server.http("GET", "/v1/sessions/s/requests/r", None).await;
     assert_eq!(state["state"], "pending");
     store.failing.store(false, Ordering::SeqCst);
-    let (status, body) = http(
-        server.addr,
-        "DELETE",
-        "/v1/sessions/s/requests/r",
-        None,
-        None,
-    )
-    .await;
+    let (status, body) = server
+        .http("DELETE", "/v1/sessions/s/requests/r", None)
+        .await;
     assert_eq!(
         (status, body["outcome"].as_str()),
         (200, Some("withdrawn")),
@@ -491,11 +480,7 @@ async fn outcomes_past_their_retention_are_swept() {
     // Long enough that the sweep just after the outcome falls inside it on a busy machine.
     config.limits.retention = RETENTION;
     let server = TestServer::start_with(config.clone()).await;
-    let (mut tab, _) = server.tab("s").await;
-    let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], None)).await;
-    agent.recv_type("accepted").await;
-    tab.recv_until("request").await;
+    let (mut tab, mut agent) = server.asked_request("s", "r").await;
     tab.send(&answer("r", &["Color"], "Red")).await;
     agent.recv_type("outcome").await;
     assert_eq!(
@@ -504,7 +489,7 @@ async fn outcomes_past_their_retention_are_swept() {
         "kept within the retention period"
     );
     // Swept once the retention has run out: swept again until it is (nothing else to wait on).
-    let deadline = tokio::time::Instant::now() + RETENTION + RECV_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + RETENTION + TIMEOUT;
     loop {
         match server.state.hub.sweep().await {
             0 => assert!(

@@ -10,8 +10,10 @@ use askgate::config::PeopleSettings;
 use askgate::store::StoreOp;
 use askgate_protocol::wire::Via;
 use askgate_protocol::{RequestId, SessionId, close};
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{TestServer, WsClient, answer, ask, test_config};
+use askgate_tests::server::{TestServer, test_config};
 use futures_util::SinkExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -183,7 +185,7 @@ async fn refusals_are_recorded_once_per_tab_request_and_reason_with_a_count() {
 
     // One tab leaves: its count is recorded then.
     leaving.close().await;
-    let counted = tokio::time::timeout(askgate_tests::server::RECV_TIMEOUT, async {
+    let counted = tokio::time::timeout(askgate_testkit::TIMEOUT, async {
         loop {
             let entries = server.trail("s1").await;
             if let [_, counted] = refusals_by(&entries, &leaving_tab)[..] {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use askgate::audit::chain::AuditKey;
 use askgate::audit::{read_line, seal};
 use askgate::store::{DurableStore, Store};
+use askgate_testkit::frames::ask;
 use redb::{ReadableDatabase as _, ReadableTable as _};
 use serde_json::json;
 use support::cli::askgate;
@@ -396,17 +397,23 @@ async fn a_keyed_store_started_with_another_key_is_refused() {
     remove_scratch(&dir);
 }
 
+/// A Redis server whose session `s` has a trail: a node (stopped since) accepted `ids` there.
+async fn redis_with_a_trail(ids: &[&str]) -> support::redis::RedisServer {
+    let redis = support::redis::RedisServer::start(&[]);
+    let node = support::nodes::Node::start(&redis.url(), &[]);
+    let mut agent = node.agent().await;
+    for id in ids {
+        agent.send(&ask("s", id, &["Color"], None)).await;
+        agent.recv_about("accepted", id).await;
+    }
+    redis
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_node_given_another_key_than_the_trails_is_refused() {
     use support::nodes::Node;
-    use support::peer::{Peer, ask};
-    let redis = support::redis::RedisServer::start(&[]);
+    let redis = redis_with_a_trail(&["r1"]).await;
     let url = redis.url();
-    let node = Node::start(&url, &[]);
-    let mut agent = Peer::agent(&node).await;
-    agent.send(&ask("s", "r1", None)).await;
-    agent.recv_about("accepted", "r1").await;
-    drop(node);
     let dir = tempdir("audit-redis-other-key");
     let other = key_file(&dir, "other-key", &key(7));
     let ran = support::cli::serve_refused(
@@ -530,18 +537,8 @@ async fn a_store_sealed_before_audit_keys_stays_unkeyed_and_gets_no_key_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_deployment_marked_unkeyed_or_unmarked_while_it_holds_trails_is_refused() {
-    use support::nodes::Node;
-    use support::peer::{Peer, ask};
-    let redis = support::redis::RedisServer::start(&[]);
+    let redis = redis_with_a_trail(&["r1", "r2"]).await;
     let url = redis.url();
-    let node = Node::start(&url, &[]);
-    let mut agent = Peer::agent(&node).await;
-    for id in ["r1", "r2"] {
-        agent.send(&ask("s", id, None)).await;
-        agent.recv_about("accepted", id).await;
-    }
-    drop(agent);
-    drop(node);
     assert_eq!(
         redis.cli(&["GET", "askgate:{audit}:chain"]).trim(),
         "hmac-sha256"

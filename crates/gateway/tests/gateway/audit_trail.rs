@@ -8,9 +8,9 @@ use crate::support;
 use std::process::Command;
 
 use askgate::audit::verify::ChainCheck;
+use askgate_testkit::frames::{answer, ask};
 use serde_json::{Value, json};
 use support::nodes::Node;
-use support::peer::{Peer, answer, ask, http};
 use support::redis::RedisServer;
 use support::{TIMEOUT, tempdir};
 
@@ -18,48 +18,30 @@ const SESSION: &str = "audited";
 
 /// A personal link for `user` from `node`: its URL.
 async fn personal_link(node: &Node, user: &str) -> String {
-    let (status, body) = http(
-        node,
-        "POST",
-        &format!("/v1/sessions/{SESSION}/links"),
-        Some(&json!({"user": user, "ttl_s": 3600})),
-    )
-    .await;
+    let (status, body) = node
+        .http(
+            "POST",
+            &format!("/v1/sessions/{SESSION}/links"),
+            Some(&json!({"user": user, "ttl_s": 3600})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let link: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(link["user"], user);
     link["url"].as_str().unwrap().to_owned()
 }
 
-/// The body of a chunked HTTP/1.1 response, as sent (a plain body as it is).
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            return body.to_owned();
-        };
-        if size == 0 {
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = &after[size + 2..];
-    }
-    out
-}
-
 /// The session's trail as `GET /v1/audit` streams it from `node`, after `since`.
 async fn trail(node: &Node, since: u64) -> Vec<Value> {
-    let (status, body) = http(
-        node,
-        "GET",
-        &format!("/v1/audit?session={SESSION}&since={since}"),
-        None,
-    )
-    .await;
+    let (status, body) = node
+        .http(
+            "GET",
+            &format!("/v1/audit?session={SESSION}&since={since}"),
+            None,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
-    dechunk(&body)
-        .lines()
+    body.lines()
         .map(|line| serde_json::from_str(line).expect("each line is JSON"))
         .collect()
 }
@@ -92,45 +74,48 @@ fn event<'a>(entries: &'a [Value], id: Option<&str>, name: &str) -> &'a Value {
 /// trail as the last node streams it.
 async fn every_event(nodes: &[&Node]) -> Vec<Value> {
     let (first, second, third) = (nodes[0], nodes[1 % nodes.len()], nodes[2 % nodes.len()]);
-    let mut agent = Peer::agent(first).await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    agent.recv_type("opened").await;
+    let mut agent = first.agent().await;
+    agent.open(SESSION).await;
     let alice_url = personal_link(first, "alice@example.com").await;
     let bob_url = personal_link(second, "bob@example.com").await;
-    let (mut alice, snapshot) = Peer::tab(second, SESSION, &alice_url).await;
+    let (mut alice, snapshot) = second.tab(SESSION, &alice_url).await;
     assert_eq!(snapshot["you"]["user"], "alice@example.com");
     let alice_tab = snapshot["tab"].as_str().unwrap().to_owned();
-    let (mut bob, snapshot) = Peer::tab(third, SESSION, &bob_url).await;
+    let (mut bob, snapshot) = third.tab(SESSION, &bob_url).await;
     let bob_tab = snapshot["tab"].as_str().unwrap().to_owned();
 
-    let mut only_alice = ask(SESSION, "r-answer", None);
+    let mut only_alice = ask(SESSION, "r-answer", &["Color"], None);
     only_alice["answerers"] = json!(["alice@example.com"]);
     agent.send(&only_alice).await;
     agent.recv_about("accepted", "r-answer").await;
     bob.recv_about("request", "r-answer").await;
-    bob.send(&answer("r-answer", "Red")).await;
-    let refused = bob.recv_type("answer_rejected").await;
+    bob.send(&answer("r-answer", &["Color"], "Red")).await;
+    let refused = bob.recv_until("answer_rejected").await;
     assert_eq!(refused["errors"][0]["code"], "forbidden", "{refused}");
     alice.recv_about("request", "r-answer").await;
-    alice.send(&answer("r-answer", "Blue")).await;
+    alice.send(&answer("r-answer", &["Color"], "Blue")).await;
     let outcome = agent.recv_about("outcome", "r-answer").await;
     assert_eq!(outcome["user"], "alice@example.com", "{outcome}");
     assert_eq!(outcome["by"], alice_tab.as_str());
 
-    agent.send(&ask(SESSION, "r-decline", None)).await;
+    agent
+        .send(&ask(SESSION, "r-decline", &["Color"], None))
+        .await;
     alice.recv_about("request", "r-decline").await;
     alice
         .send(&json!({"type": "decline", "id": "r-decline"}))
         .await;
     agent.recv_about("outcome", "r-decline").await;
 
-    agent.send(&ask(SESSION, "r-timeout", Some(0.2))).await;
+    agent
+        .send(&ask(SESSION, "r-timeout", &["Color"], Some(0.2)))
+        .await;
     let timed_out = agent.recv_about("outcome", "r-timeout").await;
     assert_eq!(timed_out["outcome"], "timed_out");
 
-    agent.send(&ask(SESSION, "r-withdraw", None)).await;
+    agent
+        .send(&ask(SESSION, "r-withdraw", &["Color"], None))
+        .await;
     agent.recv_about("accepted", "r-withdraw").await;
     agent
         .send(&json!({"type": "cancel", "session": SESSION, "id": "r-withdraw"}))
@@ -202,11 +187,9 @@ async fn every_event(nodes: &[&Node]) -> Vec<Value> {
             assert!(entry.get(field).is_some(), "{field} missing in {entry}");
         }
     }
-    let raw = dechunk(
-        &http(third, "GET", &format!("/v1/audit?session={SESSION}"), None)
-            .await
-            .1,
-    );
+    let (_, raw) = third
+        .http("GET", &format!("/v1/audit?session={SESSION}"), None)
+        .await;
     for line in raw.lines() {
         check.next(line).unwrap_or_else(|broken| panic!("{broken}"));
     }

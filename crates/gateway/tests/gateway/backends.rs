@@ -6,9 +6,9 @@
 
 use crate::support;
 
+use askgate_testkit::frames::{answer, ask};
 use serde_json::json;
 use support::nodes::Node;
-use support::peer::{Peer, answer, ask, http};
 use support::redis::RedisServer;
 
 /// A store to run the suite on, and how to start a node on it.
@@ -32,42 +32,31 @@ impl Backend {
     }
 }
 
-async fn viewer(agent: &mut Peer, session: &str) -> String {
-    agent
-        .send(&json!({"type": "open", "session": session}))
-        .await;
-    agent.recv_type("opened").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 async fn suite(backend: Backend) {
     let mut node = backend.node(&["--open-requests-per-session", "3"]);
-    let mut agent = Peer::agent(&node).await;
-    let link = viewer(&mut agent, "s").await;
-    let (mut tab_1, _) = Peer::tab(&node, "s", &link).await;
-    let (mut tab_2, _) = Peer::tab(&node, "s", &link).await;
+    let (mut agent, link) = node.agent_opening("s").await;
+    let (mut tab_1, _) = node.tab("s", &link).await;
+    let (mut tab_2, _) = node.tab("s", &link).await;
 
     // Asking, and an idempotent re-ask: one request, the same deadline.
-    agent.send(&ask("s", "a", Some(600.0))).await;
-    let accepted = agent.recv_type("accepted").await;
-    agent.send(&ask("s", "a", Some(600.0))).await;
-    let again = agent.recv_type("accepted").await;
+    agent.send(&ask("s", "a", &["Color"], Some(600.0))).await;
+    let accepted = agent.recv_until("accepted").await;
+    agent.send(&ask("s", "a", &["Color"], Some(600.0))).await;
+    let again = agent.recv_until("accepted").await;
     assert_eq!(again["deadline_ms"], accepted["deadline_ms"]);
-    let mut other = ask("s", "a", None);
+    let mut other = ask("s", "a", &["Color"], None);
     other["questions"][0]["question"] = "Another?".into();
     agent.send(&other).await;
-    let conflict = agent.recv_type("rejected").await;
+    let conflict = agent.recv_until("rejected").await;
     assert_eq!(conflict["errors"][0]["path"], "id", "{conflict}");
     tab_1.recv_about("request", "a").await;
     tab_2.recv_about("request", "a").await;
 
     // First answer wins; the second tab is told it lost.
-    tab_1.send(&answer("a", "Red")).await;
-    let outcome = agent.recv_type("outcome").await;
+    tab_1.send(&answer("a", &["Color"], "Red")).await;
+    let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["outcome"], "answered");
-    tab_2.send(&answer("a", "Blue")).await;
+    tab_2.send(&answer("a", &["Color"], "Blue")).await;
     let lost = tab_2.recv_about("answer_rejected", "a").await;
     assert!(
         lost["errors"][0]["message"]
@@ -78,21 +67,21 @@ async fn suite(backend: Backend) {
     );
 
     // A deadline.
-    agent.send(&ask("s", "d", Some(0.5))).await;
-    agent.recv_type("accepted").await;
-    let timed_out = agent.recv_type("outcome").await;
+    agent.send(&ask("s", "d", &["Color"], Some(0.5))).await;
+    agent.recv_until("accepted").await;
+    let timed_out = agent.recv_until("outcome").await;
     assert_eq!(
         (timed_out["id"].as_str(), timed_out["outcome"].as_str()),
         (Some("d"), Some("timed_out"))
     );
 
     // Withdrawal over HTTP; acknowledgement makes the id new again.
-    agent.send(&ask("s", "w", None)).await;
-    agent.recv_type("accepted").await;
-    let (status, body) = http(&node, "DELETE", "/v1/sessions/s/requests/w", None).await;
+    agent.send(&ask("s", "w", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let (status, body) = node.http("DELETE", "/v1/sessions/s/requests/w", None).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("withdrawn"), "{body}");
-    agent.recv_type("outcome").await;
+    agent.recv_until("outcome").await;
     for id in ["d", "w"] {
         agent
             .send(&json!({"type": "ack", "session": "s", "id": id}))
@@ -100,18 +89,20 @@ async fn suite(backend: Backend) {
     }
     // Over HTTP the ack is answered once it is kept, so the id is unknown right after (a
     // socket's ack has no reply to wait for).
-    let (status, _) = http(&node, "POST", "/v1/sessions/s/requests/a/ack", None).await;
+    let (status, _) = node
+        .http("POST", "/v1/sessions/s/requests/a/ack", None)
+        .await;
     assert_eq!(status, 204);
-    let (status, _) = http(&node, "GET", "/v1/sessions/s/requests/a", None).await;
+    let (status, _) = node.http("GET", "/v1/sessions/s/requests/a", None).await;
     assert_eq!(status, 404);
 
     // A limit: three open requests a session.
     for id in ["l1", "l2", "l3"] {
-        agent.send(&ask("s", id, None)).await;
-        agent.recv_type("accepted").await;
+        agent.send(&ask("s", id, &["Color"], None)).await;
+        agent.recv_until("accepted").await;
     }
-    agent.send(&ask("s", "l4", None)).await;
-    let full = agent.recv_type("rejected").await;
+    agent.send(&ask("s", "l4", &["Color"], None)).await;
+    let full = agent.recv_until("rejected").await;
     assert_eq!(full["errors"][0]["code"], "unavailable", "{full}");
 
     // A tool-call approval, asked twice: one request (and, below, across a restart).
@@ -120,7 +111,7 @@ async fn suite(backend: Backend) {
                    "args_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]});
     for _ in 0..2 {
         agent.send(&approval).await;
-        assert_eq!(agent.recv_type("accepted").await["id"], "p");
+        assert_eq!(agent.recv_until("accepted").await["id"], "p");
     }
 
     // A restart: what was open is open again, answerable.
@@ -128,9 +119,8 @@ async fn suite(backend: Backend) {
         drop((tab_1, tab_2, agent));
         node.kill();
         node = backend.node(&[]);
-        let mut agent = Peer::agent(&node).await;
-        let link = viewer(&mut agent, "s").await;
-        let (mut tab, snapshot) = Peer::tab(&node, "s", &link).await;
+        let (mut agent, link) = node.agent_opening("s").await;
+        let (mut tab, snapshot) = node.tab("s", &link).await;
         let open: Vec<&str> = snapshot["requests"]
             .as_array()
             .unwrap()
@@ -138,26 +128,29 @@ async fn suite(backend: Backend) {
             .map(|r| r["id"].as_str().unwrap())
             .collect();
         assert_eq!(open, ["l1", "l2", "l3"], "{snapshot}");
-        agent.send(&ask("s", "l1", None)).await;
-        agent.recv_type("accepted").await;
-        tab.send(&answer("l1", "Green")).await;
-        let outcome = agent.recv_type("outcome").await;
+        agent.send(&ask("s", "l1", &["Color"], None)).await;
+        agent.recv_until("accepted").await;
+        tab.send(&answer("l1", &["Color"], "Green")).await;
+        let outcome = agent.recv_until("outcome").await;
         assert_eq!(outcome["id"], "l1");
 
-        let link = viewer(&mut agent, "t").await;
-        let (mut tab, snapshot) = Peer::tab(&node, "t", &link).await;
+        let link = agent.open("t").await["viewer_url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (mut tab, snapshot) = node.tab("t", &link).await;
         assert_eq!(
             snapshot["requests"][0]["calls"][0]["edit_check"], "schema",
             "{snapshot}"
         );
         agent.send(&approval).await;
-        agent.recv_type("accepted").await;
+        agent.recv_until("accepted").await;
         tab.send(
             &json!({"type": "answer", "id": "p", "response": {"decisions": [
             {"type": "edit", "args": {"q": "SELECT 1"}}]}}),
         )
         .await;
-        let outcome = agent.recv_type("outcome").await;
+        let outcome = agent.recv_until("outcome").await;
         assert_eq!(outcome["model_text"], "run_sql: edited", "{outcome}");
     }
 }

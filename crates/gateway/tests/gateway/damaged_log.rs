@@ -10,12 +10,12 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use askgate::store::{DurableStore, Store as _};
+use askgate_testkit::frames::{answer, ask};
 use support::cli::{askgate, serve_refused};
 use support::nodes::Node;
-use support::peer::{Peer, answer, ask};
 use support::{remove_scratch, tempdir};
 
 const SESSION: &str = "s";
@@ -41,20 +41,13 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// `count` requests asked, answered by a tab, and their outcomes delivered to the agent (the
 /// gateway tells the agent only once the outcome is durable).
 async fn answered(node: &Node, count: usize) {
-    let mut agent = Peer::agent(node).await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    let viewer = agent.recv_type("opened").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (mut tab, _) = Peer::tab(node, SESSION, &viewer).await;
+    let (mut agent, viewer) = node.agent_opening(SESSION).await;
+    let (mut tab, _) = node.tab(SESSION, &viewer).await;
     for n in 1..=count {
         let id = format!("r{n}");
-        agent.send(&ask(SESSION, &id, None)).await;
+        agent.send(&ask(SESSION, &id, &["Color"], None)).await;
         tab.recv_about("request", &id).await;
-        tab.send(&answer(&id, "Blue")).await;
+        tab.send(&answer(&id, &["Color"], "Blue")).await;
         let outcome = agent.recv_about("outcome", &id).await;
         assert_eq!(outcome["outcome"], "answered", "{outcome}");
     }
@@ -236,11 +229,8 @@ async fn a_torn_tail_is_still_taken() {
     let node = Node::start_in(data.clone(), "embedded", &[]);
     let said = node.said().join("\n");
     assert!(said.contains("torn by a crash mid-append"), "{said}");
-    let mut agent = Peer::agent(&node).await;
-    agent
-        .send(&json!({"type": "open", "session": SESSION}))
-        .await;
-    agent.recv_type("opened").await;
+    let mut agent = node.agent().await;
+    agent.open(SESSION).await;
     drop(node);
     remove_scratch(&data);
 }
@@ -413,9 +403,8 @@ async fn damage_in_records_redb_already_holds_is_a_warning_and_the_file_is_kept_
         warned.contains(&name) && warned.contains(&format!("at={at}")),
         "{warned}"
     );
-    let mut agent = Peer::agent(&node).await;
-    agent.send(&json!({"type": "open", "session": "s"})).await;
-    agent.recv_type("opened").await;
+    let mut agent = node.agent().await;
+    agent.open("s").await;
     drop(agent);
     drop(node);
     let kept = damaged_folders(&data);

@@ -6,9 +6,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use futures_util::{SinkExt as _, StreamExt as _};
+use askgate_testkit::ws::WsClient;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -94,13 +93,10 @@ fn data_dir(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("askgate-demo-{name}-{}", std::process::id()))
 }
 
-type Tab =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// The id of the next request the tab is shown (in a snapshot or as it is asked).
-async fn next_request(tab: &mut Tab) -> String {
+async fn next_request(tab: &mut WsClient) -> String {
     loop {
-        let frame = next_frame(tab).await;
+        let frame = tab.recv_within(TIMEOUT).await.expect("a frame in time");
         if frame["type"] == "request" {
             return frame["request"]["id"].as_str().unwrap().to_owned();
         }
@@ -111,7 +107,7 @@ async fn next_request(tab: &mut Tab) -> String {
 }
 
 /// The next request shown that is not `done` (already answered).
-async fn next_request_after(tab: &mut Tab, done: &str) -> String {
+async fn next_request_after(tab: &mut WsClient, done: &str) -> String {
     loop {
         let id = next_request(tab).await;
         if id != done {
@@ -120,12 +116,9 @@ async fn next_request_after(tab: &mut Tab, done: &str) -> String {
     }
 }
 
-async fn answer_with(tab: &mut Tab, id: &str, answer: &Value) {
-    tab.send(Message::text(
-        json!({"type": "answer", "id": id, "response": answer}).to_string(),
-    ))
-    .await
-    .unwrap();
+async fn answer_with(tab: &mut WsClient, id: &str, answer: &Value) {
+    tab.send(&json!({"type": "answer", "id": id, "response": answer}))
+        .await;
 }
 
 /// The demo's process, killed when dropped (a dropped `Child` is left running), and the lines
@@ -179,37 +172,15 @@ impl Demo {
     }
 
     /// A tab on the link the demo prints.
-    async fn tab(&self) -> Tab {
+    async fn tab(&self) -> WsClient {
         let url = self.next_line_with("/s/demo#k=").trim().to_owned();
         let (base, key) = url.split_once("/s/demo#k=").expect("a viewer URL");
         let ws_url = format!(
             "{}/v1/sessions/demo/live",
             base.replacen("http://", "ws://", 1)
         );
-        let (mut tab, _) = tokio::time::timeout(TIMEOUT, tokio_tungstenite::connect_async(ws_url))
-            .await
-            .expect("connect in time")
-            .expect("connect");
-        tab.send(Message::text(
-            json!({"type": "hello", "key": key}).to_string(),
-        ))
-        .await
-        .unwrap();
+        let mut tab = WsClient::connect(&ws_url, None).await;
+        tab.send(&json!({"type": "hello", "key": key})).await;
         tab
-    }
-}
-
-async fn next_frame(tab: &mut Tab) -> Value {
-    // One deadline for the frame, not one per message: keepalive pings would restart it.
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
-        match tokio::time::timeout_at(deadline, tab.next())
-            .await
-            .expect("a frame in time")
-        {
-            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
-            Some(Ok(_)) => {}
-            other => panic!("the socket ended: {other:?}"),
-        }
     }
 }

@@ -10,12 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt as _, StreamExt as _};
+use askgate_testkit::ws::WsClient;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use crate::support::{self, tempdir};
 
@@ -160,38 +158,20 @@ async fn healthz_from(from: Ipv4Addr, addr: SocketAddr) -> String {
 }
 
 /// Sends `frame` on `socket` and reads the next JSON frame back (within `wait`).
-async fn exchange<S>(
-    socket: &mut tokio_tungstenite::WebSocketStream<S>,
-    frame: &Value,
-    wait: Duration,
-) -> Value
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-    loop {
-        match tokio::time::timeout(wait, socket.next()).await {
-            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
-            Ok(Some(Ok(_))) => {}
-            other => panic!("no reply to {frame} in time: {other:?}"),
-        }
-    }
+async fn exchange(socket: &mut WsClient, frame: &Value, wait: Duration) -> Value {
+    socket.send(frame).await;
+    socket
+        .recv_within(wait)
+        .await
+        .unwrap_or_else(|| panic!("no reply to {frame} in time"))
 }
 
 /// An agent from `from` presenting `key` opens `session`; the `opened` frame.
 async fn agent_opens_from(from: Ipv4Addr, addr: SocketAddr, key: &str, session: &str) -> Value {
     let stream = connect_from(from, addr).await;
-    let mut request = format!("ws://{addr}/v1/agent")
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {key}").parse().unwrap());
-    let (mut socket, _) =
-        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
-            .await
-            .expect("the upgrade is answered at once")
-            .expect("upgraded");
+    let bearer = format!("Bearer {key}");
+    let url = format!("ws://{addr}/v1/agent");
+    let mut socket = WsClient::connect_over(stream, &url, &[("authorization", &bearer)]).await;
     exchange(
         &mut socket,
         &json!({"type": "open", "session": session}),
@@ -310,14 +290,8 @@ async fn idle_sockets_from(
 /// A tab from `from` says hello with `key` to `session`; its first frame.
 async fn tab_joins_from(from: Ipv4Addr, addr: SocketAddr, session: &str, key: &str) -> Value {
     let stream = connect_from(from, addr).await;
-    let request = format!("ws://{addr}/v1/sessions/{session}/live")
-        .into_client_request()
-        .unwrap();
-    let (mut socket, _) =
-        tokio::time::timeout(TIMEOUT, tokio_tungstenite::client_async(request, stream))
-            .await
-            .expect("the upgrade is answered at once")
-            .expect("upgraded");
+    let url = format!("ws://{addr}/v1/sessions/{session}/live");
+    let mut socket = WsClient::connect_over(stream, &url, &[]).await;
     exchange(&mut socket, &json!({"type": "hello", "key": key}), TIMEOUT).await
 }
 
@@ -381,15 +355,8 @@ async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
     let gateway = keyed_gateway("", &["--handshake-timeout-s", "1"]);
     let here = Ipv4Addr::LOCALHOST;
     let stream = connect_from(here, gateway.addr).await;
-    let mut request = format!("ws://{}/v1/agent", gateway.addr)
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", "Bearer k".parse().unwrap());
-    let (mut agent, _) = tokio_tungstenite::client_async(request, stream)
-        .await
-        .expect("upgraded");
+    let url = format!("ws://{}/v1/agent", gateway.addr);
+    let mut agent = WsClient::connect_over(stream, &url, &[("authorization", "Bearer k")]).await;
     let opened = exchange(
         &mut agent,
         &json!({"type": "open", "session": "s"}),
@@ -398,12 +365,8 @@ async fn a_connection_that_shows_no_key_is_closed_at_the_handshake_deadline() {
     .await;
     let key = viewer_key_of(&opened);
     let tab_stream = connect_from(here, gateway.addr).await;
-    let tab_request = format!("ws://{}/v1/sessions/s/live", gateway.addr)
-        .into_client_request()
-        .unwrap();
-    let (mut tab, _) = tokio_tungstenite::client_async(tab_request, tab_stream)
-        .await
-        .expect("upgraded");
+    let tab_url = format!("ws://{}/v1/sessions/s/live", gateway.addr);
+    let mut tab = WsClient::connect_over(tab_stream, &tab_url, &[]).await;
     let snapshot = exchange(&mut tab, &json!({"type": "hello", "key": key}), TIMEOUT).await;
     assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
     let mut silent = connect_from(here, gateway.addr).await;
@@ -442,9 +405,7 @@ fn bulky_questions() -> Value {
 async fn tabs_that_never_read_cost_little_memory() {
     let gateway = Gateway::start("", &["--store", "memory"]);
     let addr = gateway.addr;
-    let (mut agent, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/agent"))
-        .await
-        .expect("agent connects");
+    let mut agent = WsClient::connect(&format!("ws://{addr}/v1/agent"), None).await;
     let mut open_bytes = 0;
     for i in 0.. {
         let ask = json!({"type": "ask", "session": "heavy", "id": format!("r{i}"),
@@ -463,15 +424,8 @@ async fn tabs_that_never_read_cost_little_memory() {
     let mut peak = before;
     let mut held = std::collections::VecDeque::new();
     for _ in 0..support::soak_or(150, 240) {
-        let (mut tab, _) =
-            tokio_tungstenite::connect_async(format!("ws://{addr}/v1/sessions/heavy/live"))
-                .await
-                .expect("tab connects");
-        tab.send(Message::text(
-            json!({"type": "hello", "key": key}).to_string(),
-        ))
-        .await
-        .unwrap();
+        let mut tab = WsClient::connect(&format!("ws://{addr}/v1/sessions/heavy/live"), None).await;
+        tab.send(&json!({"type": "hello", "key": key})).await;
         held.push_back(tab);
         if held.len() > 128 {
             held.pop_front();
@@ -489,10 +443,7 @@ async fn tabs_that_never_read_cost_little_memory() {
 }
 
 /// The viewer key of `session`, from the link an agent's `open` gets.
-async fn viewer_key(
-    agent: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
-    session: &str,
-) -> String {
+async fn viewer_key(agent: &mut WsClient, session: &str) -> String {
     let opened = exchange(agent, &json!({"type": "open", "session": session}), TIMEOUT).await;
     let url = opened["viewer_url"].as_str().expect("a viewer link");
     url.split("#k=").nth(1).expect("a key").to_owned()

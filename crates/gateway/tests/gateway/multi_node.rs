@@ -8,9 +8,11 @@ use crate::support;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use askgate_testkit::frames::{answer, ask};
+use askgate_testkit::http::http_text;
+use askgate_testkit::ws::WsClient;
 use serde_json::Value;
 use support::nodes::Node;
-use support::peer::{Peer, answer, ask, http, http_to};
 use support::proxy::Proxy;
 use support::redis::{RedisCluster, RedisServer};
 
@@ -43,15 +45,6 @@ impl Cluster {
     fn restart(&mut self, i: usize) {
         self.nodes[i] = Node::start(&self.proxies[i].url(), &[]);
     }
-}
-
-/// Opens `session` with `agent`: its viewer URL.
-async fn open(agent: &mut Peer, session: &str) -> String {
-    agent
-        .send(&serde_json::json!({"type": "open", "session": session}))
-        .await;
-    let opened = agent.recv_type("opened").await;
-    opened["viewer_url"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,30 +84,29 @@ async fn on_a_redis_cluster_twenty_tabs_race_and_exactly_one_wins_each_round() {
 /// third comes back to the agent, every tab sees the same winner.
 async fn fan_out_and_back(nodes: &[Node]) {
     let [a, b, c] = [&nodes[0], &nodes[1], &nodes[2]];
-    let mut agent = Peer::agent(a).await;
+    let (mut agent, viewer) = a.agent_opening("s1").await;
     // A link printed by node A opens on B and C: the nodes share the secret through Redis.
-    let viewer = open(&mut agent, "s1").await;
-    let (mut tab_b, _) = Peer::tab(b, "s1", &viewer).await;
-    let (mut tab_c, _) = Peer::tab(c, "s1", &viewer).await;
-    agent.send(&ask("s1", "r1", Some(600.0))).await;
-    let accepted = agent.recv_type("accepted").await;
+    let (mut tab_b, _) = b.tab("s1", &viewer).await;
+    let (mut tab_c, _) = c.tab("s1", &viewer).await;
+    agent.send(&ask("s1", "r1", &["Color"], Some(600.0))).await;
+    let accepted = agent.recv_until("accepted").await;
     let shown_b = tab_b.recv_about("request", "r1").await;
     let shown_c = tab_c.recv_about("request", "r1").await;
     // One deadline, Redis's, everywhere.
     assert_eq!(shown_b["request"]["deadline_ms"], accepted["deadline_ms"]);
     assert_eq!(shown_c["request"]["deadline_ms"], accepted["deadline_ms"]);
-    tab_c.send(&answer("r1", "Blue")).await;
-    let outcome = agent.recv_type("outcome").await;
+    tab_c.send(&answer("r1", &["Color"], "Blue")).await;
+    let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["outcome"], "answered");
     let resolved_b = tab_b.recv_about("resolved", "r1").await;
     let resolved_c = tab_c.recv_about("resolved", "r1").await;
     assert_eq!(resolved_b["by"], outcome["by"]);
     assert_eq!(resolved_c["by"], outcome["by"]);
     // A tab that joins late on node B sees it finished, not open.
-    let (_, snapshot) = Peer::tab(b, "s1", &viewer).await;
+    let (_, snapshot) = b.tab("s1", &viewer).await;
     assert_eq!(snapshot["requests"], serde_json::json!([]), "{snapshot}");
     // The HTTP API on node B knows it too.
-    let (status, body) = http(b, "GET", "/v1/sessions/s1/requests/r1", None).await;
+    let (status, body) = b.http("GET", "/v1/sessions/s1/requests/r1", None).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"answered\""), "{body}");
 }
@@ -128,25 +120,24 @@ async fn twenty_tabs_on_three_nodes_answer_at_once_and_exactly_one_wins_each_rou
 /// Scenario 2 on `nodes`: twenty tabs spread over them answer at once, 25 rounds by default,
 /// a hundred under `ASKGATE_SOAK=1`.
 async fn race(nodes: &[Node]) {
-    let mut agent = Peer::agent(&nodes[0]).await;
-    let viewer = open(&mut agent, "race").await;
+    let (mut agent, viewer) = nodes[0].agent_opening("race").await;
     let mut tabs = Vec::new();
     for i in 0..20 {
-        let (tab, snapshot) = Peer::tab(&nodes[i % nodes.len()], "race", &viewer).await;
+        let (tab, snapshot) = nodes[i % nodes.len()].tab("race", &viewer).await;
         tabs.push((tab, snapshot["tab"].as_str().unwrap().to_owned()));
     }
     for round in 0..support::soak_or(25, 100) {
         let id = format!("r{round}");
-        agent.send(&ask("race", &id, None)).await;
-        agent.recv_type("accepted").await;
+        agent.send(&ask("race", &id, &["Color"], None)).await;
+        agent.recv_until("accepted").await;
         for (tab, _) in &mut tabs {
             tab.recv_about("request", &id).await;
         }
         let labels = ["Red", "Blue", "Green"];
         for (i, (tab, _)) in tabs.iter_mut().enumerate() {
-            tab.send(&answer(&id, labels[i % 3])).await;
+            tab.send(&answer(&id, &["Color"], labels[i % 3])).await;
         }
-        let outcome = agent.recv_type("outcome").await;
+        let outcome = agent.recv_until("outcome").await;
         let winner = outcome["by"].as_str().unwrap().to_owned();
         let mut rejected = 0;
         for (tab, name) in &mut tabs {
@@ -181,7 +172,7 @@ async fn race(nodes: &[Node]) {
     // Nothing was dropped, so no node had to load the session again: notices that outran a
     // sequence poll's reply are not taken for a store that lost changes.
     for node in nodes {
-        let (_, metrics) = http(node, "GET", "/metrics", None).await;
+        let (_, metrics) = node.http("GET", "/metrics", None).await;
         let behind = counter(
             &metrics,
             "askgate_redis_resnapshots_total{cause=\"behind\"}",
@@ -194,11 +185,10 @@ async fn race(nodes: &[Node]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed() {
     let mut cluster = Cluster::start(3).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "dl").await;
-    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "dl", &viewer).await;
-    agent.send(&ask("dl", "r1", Some(2.0))).await;
-    let accepted = agent.recv_type("accepted").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("dl").await;
+    let (mut tab, _) = cluster.nodes[1].tab("dl", &viewer).await;
+    agent.send(&ask("dl", "r1", &["Color"], Some(2.0))).await;
+    let accepted = agent.recv_until("accepted").await;
     let deadline_ms = accepted["deadline_ms"].as_u64().unwrap();
     tab.recv_about("request", "r1").await;
     cluster.nodes[0].kill();
@@ -221,9 +211,9 @@ async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed(
             .await
             .is_none_or(|f| f["type"] != "resolved")
     );
-    let mut agent = Peer::agent(&cluster.nodes[2]).await;
-    agent.send(&ask("dl", "r1", Some(2.0))).await;
-    let outcome = agent.recv_type("outcome").await;
+    let mut agent = cluster.nodes[2].agent().await;
+    agent.send(&ask("dl", "r1", &["Color"], Some(2.0))).await;
+    let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["outcome"], "timed_out");
     assert_eq!(outcome["at_ms"], resolved_at(&cluster.redis, "dl", "r1"));
     cluster.restart(0);
@@ -242,27 +232,26 @@ fn resolved_at(redis: &RedisServer, session: &str, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
     let mut cluster = Cluster::start(3).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "mv").await;
-    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "mv", &viewer).await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("mv").await;
+    let (mut tab, _) = cluster.nodes[1].tab("mv", &viewer).await;
     let ids: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
     for id in &ids {
-        agent.send(&ask("mv", id, None)).await;
-        agent.recv_type("accepted").await;
+        agent.send(&ask("mv", id, &["Color"], None)).await;
+        agent.recv_until("accepted").await;
         tab.recv_about("request", id).await;
     }
     cluster.nodes[0].kill();
     let mut by = HashMap::new();
     for id in &ids {
-        tab.send(&answer(id, "Green")).await;
+        tab.send(&answer(id, &["Color"], "Green")).await;
         let resolved = tab.recv_about("resolved", id).await;
         by.insert(id.clone(), resolved["by"].clone());
     }
     // The agent comes back on node C and re-asks each id it has no outcome for.
-    let mut agent = Peer::agent(&cluster.nodes[2]).await;
+    let mut agent = cluster.nodes[2].agent().await;
     for id in &ids {
-        agent.send(&ask("mv", id, None)).await;
-        let outcome = agent.recv_type("outcome").await;
+        agent.send(&ask("mv", id, &["Color"], None)).await;
+        let outcome = agent.recv_until("outcome").await;
         assert_eq!(outcome["id"], id.as_str());
         assert_eq!(outcome["outcome"], "answered");
         assert_eq!(outcome["by"], by[id]);
@@ -271,8 +260,8 @@ async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
             .await;
     }
     // Acknowledged: each is forgotten everywhere, and asking again asks anew.
-    agent.send(&ask("mv", "r0", None)).await;
-    let accepted = agent.recv_type("accepted").await;
+    agent.send(&ask("mv", "r0", &["Color"], None)).await;
+    let accepted = agent.recv_until("accepted").await;
     assert_eq!(accepted["id"], "r0");
     tab.recv_about("request", "r0").await;
     cluster.restart(0);
@@ -282,7 +271,7 @@ async fn an_agent_whose_node_is_killed_collects_each_outcome_once_on_another() {
 async fn until_ready_is(node: &Node, status: u16) -> String {
     let deadline = tokio::time::Instant::now() + support::TIMEOUT;
     loop {
-        let (got, body) = http(node, "GET", "/readyz", None).await;
+        let (got, body) = node.http("GET", "/readyz", None).await;
         if got == status {
             return body;
         }
@@ -298,11 +287,10 @@ async fn until_ready_is(node: &Node, status: u16) -> String {
 async fn a_node_cut_off_from_redis_refuses_keeps_its_sockets_and_catches_up_when_back() {
     let cluster = Cluster::start(2).await;
     let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
-    let mut agent = Peer::agent(a).await;
-    let viewer = open(&mut agent, "cut").await;
-    let (mut tab, _) = Peer::tab(b, "cut", &viewer).await;
-    agent.send(&ask("cut", "before", None)).await;
-    agent.recv_type("accepted").await;
+    let (mut agent, viewer) = a.agent_opening("cut").await;
+    let (mut tab, _) = b.tab("cut", &viewer).await;
+    agent.send(&ask("cut", "before", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     tab.recv_about("request", "before").await;
 
     cluster.proxies[1].cut();
@@ -310,33 +298,34 @@ async fn a_node_cut_off_from_redis_refuses_keeps_its_sockets_and_catches_up_when
     assert!(why.contains("not ready"), "{why}");
     // Nothing is announced that Redis does not have: an ask over HTTP and a tab's answer on
     // node B are refused as unavailable.
-    let body = serde_json::json!({"id": "http-1", "questions": ask("cut", "x", None)["questions"]});
-    let (status, text) = http(b, "POST", "/v1/sessions/cut/requests", Some(&body)).await;
+    let body = serde_json::json!({"id": "http-1", "questions": ask("cut", "x", &["Color"], None)["questions"]});
+    let (status, text) = b
+        .http("POST", "/v1/sessions/cut/requests", Some(&body))
+        .await;
     assert_eq!(status, 503, "{text}");
     assert!(text.contains("unavailable"), "{text}");
-    tab.send(&answer("before", "Red")).await;
+    tab.send(&answer("before", &["Color"], "Red")).await;
     let refused = tab.recv_about("answer_rejected", "before").await;
     assert_eq!(refused["errors"][0]["code"], "unavailable", "{refused}");
     // Meanwhile node A goes on; node B's tab stays connected but cannot hear of it.
-    agent.send(&ask("cut", "during", None)).await;
-    agent.recv_type("accepted").await;
+    agent.send(&ask("cut", "during", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
 
     cluster.proxies[1].restore();
     until_ready_is(b, 200).await;
     // Back: the tab learns of what it missed, and can answer.
     tab.recv_about("request", "during").await;
-    tab.send(&answer("during", "Blue")).await;
-    let outcome = agent.recv_type("outcome").await;
+    tab.send(&answer("during", &["Color"], "Blue")).await;
+    let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["id"], "during");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
     let cluster = Cluster::start(3).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "sub").await;
-    let (mut tab_b, _) = Peer::tab(&cluster.nodes[1], "sub", &viewer).await;
-    let (mut tab_c, _) = Peer::tab(&cluster.nodes[2], "sub", &viewer).await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("sub").await;
+    let (mut tab_b, _) = cluster.nodes[1].tab("sub", &viewer).await;
+    let (mut tab_c, _) = cluster.nodes[2].tab("sub", &viewer).await;
     for round in 0..5 {
         // Each node subscribed again after the last round's kill before this one kills them:
         // a kill while one was still resubscribing would find only two.
@@ -348,8 +337,8 @@ async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
         );
         // Asked while the nodes are resubscribing: the notice may reach no one.
         let id = format!("r{round}");
-        agent.send(&ask("sub", &id, None)).await;
-        agent.recv_type("accepted").await;
+        agent.send(&ask("sub", &id, &["Color"], None)).await;
+        agent.recv_until("accepted").await;
         tab_b.recv_about("request", &id).await;
         tab_c.recv_about("request", &id).await;
     }
@@ -358,7 +347,7 @@ async fn tabs_converge_after_their_nodes_subscriptions_are_killed() {
     // The last reconnect may still be under way: wait for it.
     let deadline = tokio::time::Instant::now() + support::TIMEOUT;
     loop {
-        let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
+        let (_, metrics) = cluster.nodes[1].http("GET", "/metrics", None).await;
         let reconnects = counter(&metrics, "askgate_redis_subscription_reconnects_total");
         let reloads = counter(
             &metrics,
@@ -403,11 +392,10 @@ fn counter(metrics: &str, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_whose_notice_never_came_reaches_the_tabs_within_two_seconds() {
     let cluster = Cluster::start(2).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "lost").await;
-    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "lost", &viewer).await;
-    agent.send(&ask("lost", "r1", None)).await;
-    agent.recv_type("accepted").await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("lost").await;
+    let (mut tab, _) = cluster.nodes[1].tab("lost", &viewer).await;
+    agent.send(&ask("lost", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     tab.recv_about("request", "r1").await;
     // A resolution written straight into Redis, its notice never published: only the
     // sequence poll can find it.
@@ -461,15 +449,15 @@ async fn deployments_with_their_own_prefixes_share_one_redis_without_meeting() {
     let redis = RedisServer::start(&[]);
     let blue = Node::start(&redis.url(), &["--redis-prefix", "blue:"]);
     let green = Node::start(&redis.url(), &["--redis-prefix", "green:"]);
-    let mut agent = Peer::agent(&blue).await;
-    agent.send(&ask("s", "r1", None)).await;
-    agent.recv_type("accepted").await;
+    let mut agent = blue.agent().await;
+    agent.send(&ask("s", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     // The same session and id in the other deployment is a new request of its own.
-    let mut other = Peer::agent(&green).await;
-    let mut different = ask("s", "r1", None);
+    let mut other = green.agent().await;
+    let mut different = ask("s", "r1", &["Color"], None);
     different["questions"][0]["question"] = "Something else?".into();
     other.send(&different).await;
-    let accepted = other.recv_type("accepted").await;
+    let accepted = other.recv_until("accepted").await;
     assert_eq!(accepted["id"], "r1");
     let keys = redis.cli(&["KEYS", "*"]);
     assert!(
@@ -486,7 +474,7 @@ async fn deployments_with_their_own_prefixes_share_one_redis_without_meeting() {
 
 /// The next `presence` frame that says `tabs` and `agent_online`, skipping others.
 /// (A dead node's entry lives 20 s, and is read again within 5 s: up to 40 s are allowed.)
-async fn until_presence(tab: &mut Peer, tabs: usize, agent_online: bool) -> std::time::Instant {
+async fn until_presence(tab: &mut WsClient, tabs: usize, agent_online: bool) -> std::time::Instant {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -506,10 +494,9 @@ async fn until_presence(tab: &mut Peer, tabs: usize, agent_online: bool) -> std:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
     let mut cluster = Cluster::start(2).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "who").await;
-    let (_tab_a, _) = Peer::tab(&cluster.nodes[0], "who", &viewer).await;
-    let (mut tab_b, _) = Peer::tab(&cluster.nodes[1], "who", &viewer).await;
+    let (_agent, viewer) = cluster.nodes[0].agent_opening("who").await;
+    let (_tab_a, _) = cluster.nodes[0].tab("who", &viewer).await;
+    let (mut tab_b, _) = cluster.nodes[1].tab("who", &viewer).await;
     // Node B's tab hears of node A's tab and agent.
     until_presence(&mut tab_b, 2, true).await;
     cluster.nodes[0].kill();
@@ -526,24 +513,27 @@ async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
 async fn a_long_poll_on_one_node_wakes_when_a_tab_on_another_answers_and_any_node_withdraws() {
     let cluster = Cluster::start(3).await;
     let [a, b, c] = [&cluster.nodes[0], &cluster.nodes[1], &cluster.nodes[2]];
-    let questions = ask("hp", "x", None)["questions"].clone();
+    let questions = ask("hp", "x", &["Color"], None)["questions"].clone();
     let body = serde_json::json!({"id": "poll", "questions": questions});
-    let (status, created) = http(a, "POST", "/v1/sessions/hp/requests", Some(&body)).await;
+    let (status, created) = a
+        .http("POST", "/v1/sessions/hp/requests", Some(&body))
+        .await;
     assert_eq!(status, 201, "{created}");
     let viewer: Value = serde_json::from_str(&created).unwrap();
     let viewer = viewer["viewer_url"].as_str().unwrap().to_owned();
-    let (mut tab, snapshot) = Peer::tab(c, "hp", &viewer).await;
+    let (mut tab, snapshot) = c.tab("hp", &viewer).await;
     assert_eq!(snapshot["requests"][0]["id"], "poll", "{snapshot}");
     // Node B waits; node C's tab answers.
-    let polling = tokio::spawn(http_to(
+    let polling = tokio::spawn(http_text(
         b.addr,
         "GET",
         "/v1/sessions/hp/requests/poll?wait_s=30",
         None,
+        None,
     ));
     // The poll is waiting once the tab sees an agent online.
     until_presence(&mut tab, 1, true).await;
-    tab.send(&answer("poll", "Red")).await;
+    tab.send(&answer("poll", &["Color"], "Red")).await;
     let (status, body) = polling.await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(
@@ -553,10 +543,14 @@ async fn a_long_poll_on_one_node_wakes_when_a_tab_on_another_answers_and_any_nod
 
     // A request asked on A is withdrawn on B; the tab on C sees it end.
     let body = serde_json::json!({"id": "gone", "questions": questions});
-    let (status, _) = http(a, "POST", "/v1/sessions/hp/requests", Some(&body)).await;
+    let (status, _) = a
+        .http("POST", "/v1/sessions/hp/requests", Some(&body))
+        .await;
     assert_eq!(status, 201);
     tab.recv_about("request", "gone").await;
-    let (status, body) = http(b, "DELETE", "/v1/sessions/hp/requests/gone", None).await;
+    let (status, body) = b
+        .http("DELETE", "/v1/sessions/hp/requests/gone", None)
+        .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("withdrawn"), "{body}");
     let resolved = tab.recv_about("resolved", "gone").await;
@@ -582,9 +576,9 @@ async fn rediss_connects_over_tls_verified_against_the_operators_ca() {
     let url = format!("rediss://127.0.0.1:{tls_port}");
     // Trusting the operator's CA (SSL_CERT_FILE), the node talks TLS to Redis.
     let node = Node::start_with_env(&url, &[], &[("SSL_CERT_FILE", ca.to_str().unwrap())]);
-    let mut agent = Peer::agent(&node).await;
-    agent.send(&ask("tls", "r1", None)).await;
-    agent.recv_type("accepted").await;
+    let mut agent = node.agent().await;
+    agent.send(&ask("tls", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     let stored = redis.cli(&["HGET", "askgate:{tls}:q:r1", "state"]);
     assert_eq!(stored.trim(), "open");
     // Without it, the certificate is refused and the node does not start.
@@ -609,16 +603,15 @@ async fn one_slow_reply() -> (RedisServer, Vec<Proxy>, Vec<Node>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_hears_accepted_before_an_outcome_that_outran_the_stores_reply() {
     let (_redis, _proxies, nodes) = one_slow_reply().await;
-    let mut agent = Peer::agent(&nodes[0]).await;
-    let viewer = open(&mut agent, "race").await;
-    let (mut tab, _) = Peer::tab(&nodes[1], "race", &viewer).await;
+    let (mut agent, viewer) = nodes[0].agent_opening("race").await;
+    let (mut tab, _) = nodes[1].tab("race", &viewer).await;
     for round in 0..3 {
         let id = format!("r{round}");
-        agent.send(&ask("race", &id, None)).await;
+        agent.send(&ask("race", &id, &["Color"], None)).await;
         // Node B shows it as soon as Redis publishes it; the tab answers at once, long before
         // node A has the ask script's reply.
         tab.recv_about("request", &id).await;
-        tab.send(&answer(&id, "Red")).await;
+        tab.send(&answer(&id, &["Color"], "Red")).await;
         let first = agent.recv().await;
         assert_eq!(first["type"], "accepted", "round {round}: {first}");
         let second = agent.recv().await;
@@ -634,20 +627,19 @@ async fn the_agent_hears_accepted_before_an_outcome_that_outran_the_stores_reply
 async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() {
     let (_redis, _proxies, nodes) = one_slow_reply().await;
     // The agent on the fast node B, the answering tab on the slow node A.
-    let mut agent = Peer::agent(&nodes[1]).await;
-    let viewer = open(&mut agent, "ack").await;
-    let (mut tab, _) = Peer::tab(&nodes[0], "ack", &viewer).await;
+    let (mut agent, viewer) = nodes[1].agent_opening("ack").await;
+    let (mut tab, _) = nodes[0].tab("ack", &viewer).await;
     for round in 0..3 {
         let id = format!("r{round}");
-        agent.send(&ask("ack", &id, None)).await;
-        agent.recv_type("accepted").await;
+        agent.send(&ask("ack", &id, &["Color"], None)).await;
+        agent.recv_until("accepted").await;
         tab.recv_about("request", &id).await;
-        tab.send(&answer(&id, "Red")).await;
+        tab.send(&answer(&id, &["Color"], "Red")).await;
         // Node A handles a tab's frames one after another, an answer once the store has
         // decided it: the reply to this `history` comes after any refusal of the answer.
         tab.send(&serde_json::json!({"type": "history"})).await;
         // The outcome reaches B by notice, and its ack is forgotten, before A has its reply.
-        agent.recv_type("outcome").await;
+        agent.recv_until("outcome").await;
         agent
             .send(&serde_json::json!({"type": "ack", "session": "ack", "id": id}))
             .await;
@@ -671,18 +663,17 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
     let cluster = Cluster::start(2).await;
-    let mut agent = Peer::agent(&cluster.nodes[0]).await;
-    let viewer = open(&mut agent, "deaf").await;
-    let (mut tab, _) = Peer::tab(&cluster.nodes[1], "deaf", &viewer).await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("deaf").await;
+    let (mut tab, _) = cluster.nodes[1].tab("deaf", &viewer).await;
     // Node B's subscription stays connected and hears nothing more.
     cluster.proxies[1].deafen_subscriptions();
-    agent.send(&ask("deaf", "r1", None)).await;
-    agent.recv_type("accepted").await;
+    agent.send(&ask("deaf", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     tab.recv_about("request", "r1").await;
     // The probe went unheard, and the subscription was made again.
     let deadline = tokio::time::Instant::now() + support::TIMEOUT;
     loop {
-        let (_, metrics) = http(&cluster.nodes[1], "GET", "/metrics", None).await;
+        let (_, metrics) = cluster.nodes[1].http("GET", "/metrics", None).await;
         if counter(&metrics, "askgate_redis_probe_restarts_total") >= 1.0 {
             break;
         }
@@ -694,8 +685,8 @@ async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
     // would need), rather than within a window a busy machine could miss.
     until_ready_is(&cluster.nodes[1], 200).await;
     let reloads = metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await;
-    agent.send(&ask("deaf", "r2", None)).await;
-    agent.recv_type("accepted").await;
+    agent.send(&ask("deaf", "r2", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
     tab.recv_about("request", "r2").await;
     assert_eq!(
         metric(&cluster.nodes[1], RELOADS_FOR_BEING_BEHIND).await,
@@ -709,7 +700,7 @@ const RELOADS_FOR_BEING_BEHIND: &str = "askgate_redis_resnapshots_total{cause=\"
 
 /// The value of the metric `name` on `node` (read over HTTP: the read is a connection too).
 async fn metric(node: &Node, name: &str) -> f64 {
-    let (_, metrics) = http(node, "GET", "/metrics", None).await;
+    let (_, metrics) = node.http("GET", "/metrics", None).await;
     counter(&metrics, name)
 }
 
@@ -720,8 +711,7 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     let held = Proxy::start(upstream).await;
     let node = Node::start(&held.url(), &[]);
     let fast = Node::start(&redis.url(), &[]);
-    let mut agent = Peer::agent(&fast).await;
-    let viewer = open(&mut agent, "gaveup").await;
+    let (_agent, viewer) = fast.agent_opening("gaveup").await;
     let connections = metric(&node, "askgate_connections").await;
     // A long-poll on the held node, for a session it does not hold yet, whose client hangs up
     // while the node is loading the session: Redis's replies are held back from the moment
@@ -750,6 +740,6 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     }
     held.release_replies();
     // A tab on that node still gets its snapshot: the load went on without its caller.
-    let (_tab, snapshot) = Peer::tab(&node, "gaveup", &viewer).await;
+    let (_tab, snapshot) = node.tab("gaveup", &viewer).await;
     assert_eq!(snapshot["type"], "snapshot");
 }

@@ -14,7 +14,7 @@ use rand::Rng as _;
 
 use support::crash_load::{Ledger, SERVER_FLAGS, load, verify};
 use support::nodes::Node;
-use support::peer::http;
+
 use support::redis::RedisServer;
 
 /// How long the node-killing test runs.
@@ -41,7 +41,7 @@ fn addrs(nodes: &[Node], first: usize) -> Vec<String> {
 /// Waits until `node` says it is ready again.
 async fn until_ready(node: &Node) {
     let deadline = Instant::now() + support::TIMEOUT;
-    while http(node, "GET", "/readyz", None).await.0 != 200 {
+    while node.http("GET", "/readyz", None).await.0 != 200 {
         assert!(
             Instant::now() < deadline,
             "node {} never became ready",

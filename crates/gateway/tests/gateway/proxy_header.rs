@@ -6,14 +6,12 @@
 
 use crate::support;
 
-use futures_util::{SinkExt as _, StreamExt as _};
+use askgate_testkit::ws::WsClient;
 use serde_json::{Value, json};
 use support::TIMEOUT;
 use support::nodes::Node;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 /// Waits until `node` has logged a line holding `text`.
 async fn logged(node: &Node, text: &str) {
@@ -141,13 +139,13 @@ async fn the_user_header_twice_is_refused_and_once_still_works() {
 
 /// The key of a personal link for bob on `session`.
 async fn bobs_key(node: &Node, session: &str) -> String {
-    let (_, body) = support::peer::http(
-        node,
-        "POST",
-        &format!("/v1/sessions/{session}/links"),
-        Some(&json!({"user": "bob@example.com"})),
-    )
-    .await;
+    let (_, body) = node
+        .http(
+            "POST",
+            &format!("/v1/sessions/{session}/links"),
+            Some(&json!({"user": "bob@example.com"})),
+        )
+        .await;
     let link: Value = serde_json::from_str(&body).unwrap();
     let url = link["url"].as_str().expect("a link");
     url.split("#k=").nth(1).expect("a key").to_owned()
@@ -155,36 +153,11 @@ async fn bobs_key(node: &Node, session: &str) -> String {
 
 /// A tab on `session` at `node` whose upgrade carries `X-Forwarded-Email: alice`: its snapshot.
 async fn tab_claiming_alice(node: &Node, session: &str, key: &str) -> Value {
-    let mut request = node
-        .ws(&format!("/v1/sessions/{session}/live"))
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("x-forwarded-email", "alice@example.com".parse().unwrap());
-    let (mut socket, _) = tokio::time::timeout(TIMEOUT, tokio_tungstenite::connect_async(request))
-        .await
-        .expect("connected in time")
-        .expect("connected");
-    socket
-        .send(Message::text(
-            json!({"type": "hello", "key": key}).to_string(),
-        ))
-        .await
-        .unwrap();
-    loop {
-        let message = tokio::time::timeout(TIMEOUT, socket.next())
-            .await
-            .expect("a frame in time")
-            .expect("the socket is open")
-            .unwrap();
-        if let Message::Text(text) = message {
-            let frame: Value = serde_json::from_str(&text).unwrap();
-            if frame["type"] == "snapshot" {
-                return frame;
-            }
-        }
-    }
+    let live = node.ws(&format!("/v1/sessions/{session}/live"));
+    let mut tab =
+        WsClient::connect_with_headers(&live, &[("x-forwarded-email", "alice@example.com")]).await;
+    tab.send(&json!({"type": "hello", "key": key})).await;
+    tab.recv_until("snapshot").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

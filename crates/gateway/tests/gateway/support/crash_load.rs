@@ -10,16 +10,13 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::{SinkExt as _, StreamExt as _};
+use askgate_testkit::frames;
+use askgate_testkit::ws::WsClient;
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::TIMEOUT;
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The `serve` flags the load needs: limits it would otherwise run into.
 pub const SERVER_FLAGS: [&str; 8] = [
@@ -41,11 +38,7 @@ const AFTER_KILL: Duration = Duration::from_millis(300);
 
 /// An ask with a long deadline (its `deadline_ms` identifies the stored request).
 fn ask(session: &str, id: &str) -> Value {
-    json!({"type": "ask", "session": session, "id": id, "questions": questions(), "timeout_s": 86_400})
-}
-
-fn questions() -> Value {
-    json!([{"header": "Color", "question": "Which?", "options": [{"label": "Red"}, {"label": "Blue"}, {"label": "Green"}]}])
+    frames::ask(session, id, &["Color"], Some(86_400.0))
 }
 
 /// What the peers saw, across rounds.
@@ -72,25 +65,21 @@ impl Ledger {
     }
 }
 
-async fn connect(url: String) -> Socket {
-    tokio::time::timeout(TIMEOUT, tokio_tungstenite::connect_async(url))
-        .await
-        .expect("connect in time")
-        .expect("connect")
-        .0
+async fn connect(url: String) -> WsClient {
+    WsClient::connect(&url, None).await
 }
 
-async fn send(socket: &mut Socket, frame: &Value) -> bool {
-    socket.send(Message::text(frame.to_string())).await.is_ok()
+async fn send(socket: &mut WsClient, frame: &Value) -> bool {
+    socket.send_text(frame.to_string()).await.is_ok()
 }
 
 /// The next JSON frame, or `None` when the socket ends (its gateway was killed).
-async fn recv(socket: &mut Socket) -> Option<Value> {
+async fn recv(socket: &mut WsClient) -> Option<Value> {
     loop {
-        match tokio::time::timeout(TIMEOUT, socket.next()).await.ok()?? {
-            Ok(Message::Text(text)) => return serde_json::from_str(&text).ok(),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => {}
+        match socket.next_message(TIMEOUT).await? {
+            Message::Text(text) => return serde_json::from_str(&text).ok(),
+            Message::Close(_) => return None,
+            _ => {}
         }
     }
 }

@@ -1,23 +1,26 @@
 //! What the process-level tests share: Redis servers of their own, a TCP proxy a test can cut,
-//! `askgate serve` processes, WebSocket peers whose every receive has a timeout, the switch
-//! between a soak test's short and long forms, and seeded random numbers.
+//! `askgate serve` processes and their peers (`askgate_testkit`, every receive with a
+//! timeout), the switch between a soak test's short and long forms, and seeded random numbers.
 #![allow(dead_code, unreachable_pub)]
 
+/// `askgate` commands run to their end, and `serve` expected to stop before it listens.
 pub mod cli;
+/// The crash tests' load and the ledger of what their peers saw.
 pub mod crash_load;
+/// `askgate serve` processes and their agents, tabs and HTTP calls.
 pub mod nodes;
+/// Store changes for the tests that drive a store directly.
 pub mod ops;
-pub mod peer;
+/// A TCP proxy in front of Redis that a test can cut, slow or make deaf.
 pub mod proxy;
+/// A `redis-server` of the test's own.
 pub mod redis;
-
-use std::time::Duration;
 
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 
-/// How long anything a test waits for may take.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+/// How long anything a test waits for may take (the peers' bound too).
+pub use askgate_testkit::TIMEOUT;
 
 /// A fresh temporary directory named after `name`.
 pub fn tempdir(name: &str) -> std::path::PathBuf {

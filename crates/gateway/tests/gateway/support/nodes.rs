@@ -8,6 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
+use askgate_testkit::http::http_text;
+use askgate_testkit::ws::WsClient;
+use serde_json::Value;
+
 use super::{TIMEOUT, tempdir};
 
 /// One gateway process.
@@ -170,8 +174,31 @@ impl Node {
         format!("ws://{}{path}", self.addr)
     }
 
-    /// `http://ADDR/PATH`.
-    pub fn http(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+    /// An agent connection (local mode: no key).
+    pub async fn agent(&self) -> WsClient {
+        WsClient::connect(&self.ws("/v1/agent"), None).await
+    }
+
+    /// An agent on this node that opened `session`: it and the session's viewer URL.
+    pub async fn agent_opening(&self, session: &str) -> (WsClient, String) {
+        let mut agent = self.agent().await;
+        let opened = agent.open(session).await;
+        let viewer = opened["viewer_url"].as_str().expect("a viewer URL");
+        (agent, viewer.to_owned())
+    }
+
+    /// A tab on `session` with the key from a viewer URL: it and its snapshot.
+    pub async fn tab(&self, session: &str, viewer_url: &str) -> (WsClient, Value) {
+        let key = viewer_url
+            .split("#k=")
+            .nth(1)
+            .expect("a key in the viewer URL");
+        let live = self.ws(&format!("/v1/sessions/{session}/live"));
+        WsClient::tab(&live, key, None).await
+    }
+
+    /// One HTTP exchange with this node (no key): status and body.
+    pub async fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        http_text(self.addr, method, path, body, None).await
     }
 }

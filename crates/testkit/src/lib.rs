@@ -1,0 +1,18 @@
+//! What askgate's two integration-test binaries share: the gateway's own
+//! (`crates/gateway/tests/gateway`, gateways started as processes) and the cross-crate one
+//! (`tests/tests/integration`, a gateway in the test's process). It knows nothing of the
+//! gateway's types, only its wire, so both can depend on it.
+//!
+//! - [`ws`]: one WebSocket peer, an agent or a tab, every receive bounded by [`TIMEOUT`].
+//! - [`frames`]: the `ask` and `answer` frames most tests send.
+//! - [`http`]: one HTTP exchange through reqwest, or written by hand for tests about its bytes.
+
+pub mod frames;
+pub mod http;
+pub mod ws;
+
+use std::time::Duration;
+
+/// How long anything a test waits for may take before the test fails: generous, because the
+/// tests share two cores with their builds and each other.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
