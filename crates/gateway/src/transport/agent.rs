@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use askgate_protocol::close;
-use askgate_protocol::wire::read_agent_frame;
+use askgate_protocol::wire::{AgentFrame, read_agent_frame};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -110,6 +110,10 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
         };
         match read_agent_frame(&text) {
             Ok(frame) => {
+                // An ack's change is the deletion it waits for: on a shared store the outcome
+                // stays there until it is done, and an ask of the same id right behind the
+                // ack would be answered with it. So an ack ends before the next frame is read.
+                let whole = matches!(frame, AgentFrame::Ack { .. });
                 let agent = Arc::clone(&agent);
                 let mut task = Box::pin(
                     async move { agent_frames::handle(&agent, frame).await }.in_current_span(),
@@ -118,7 +122,9 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
                 // sees a frame's change (an ask stored as pending, a cancel withdrawing)
                 // before the next frame's, so a `cancel` sent right behind its `ask` finds the
                 // request. Only the waiting is concurrent.
-                if poll_once(task.as_mut()).await.is_pending() {
+                if whole {
+                    task.await;
+                } else if poll_once(task.as_mut()).await.is_pending() {
                     in_flight.spawn(task);
                 }
             }
