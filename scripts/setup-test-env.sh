@@ -19,20 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# An interpreter of version $1 that really runs (a pyenv shim may exist without the version).
-find_python() {
-  local version=$1 candidate
-  local pyenv_root; pyenv_root=$(pyenv root 2>/dev/null || echo "${HOME}/.pyenv")
-  for candidate in "$(command -v "python$version" 2>/dev/null || true)" \
-                   "$pyenv_root"/versions/"$version".*/bin/"python$version" \
-                   /usr/bin/"python$version" /usr/local/bin/"python$version"; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'pass' 2>/dev/null; then
-      echo "$candidate"; return 0
-    fi
-  done
-  echo "setup-test-env: no working python$version found (install CPython $version)" >&2
-  return 1
-}
+source scripts/find-python.sh
 
 # make_venv DIR PYTHON_VERSION MARKER_MODULE PACKAGES...
 # Reused only when it was built for exactly these pins (a stamp records them), so changing a

@@ -11,20 +11,7 @@ requirements=("pydantic-ai-harness==0.62.0" "pydantic-ai-slim==2.62.0" "langgrap
               "pytest>=8,<10" "pytest-timeout>=2.3" "mypy==2.4.1")
 imports='import askgate, pydantic_ai_harness.ask_user, pydantic_ai.ui.ag_ui, langgraph.graph, langchain.agents.middleware, agents, ag_ui.core, mcp.client.session, mcp_types, claude_agent_sdk, pytest, pytest_timeout, mypy'
 
-# An interpreter of version $1 that really runs (a pyenv shim may exist without the version).
-find_python() {
-  local version=$1 candidate
-  local pyenv_root; pyenv_root=$(pyenv root 2>/dev/null || echo "${HOME}/.pyenv")
-  for candidate in "$(command -v "python$version" 2>/dev/null || true)" \
-                   "$pyenv_root"/versions/"$version".*/bin/"python$version" \
-                   /usr/bin/"python$version" /usr/local/bin/"python$version"; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'pass' 2>/dev/null; then
-      echo "$candidate"; return 0
-    fi
-  done
-  echo "clients/python/scripts/setup.sh: no working python$version found (install CPython $version)" >&2
-  return 1
-}
+source "$repo/scripts/find-python.sh"
 
 # What the virtualenv was built from; a change rebuilds it. (The path of this package is in it:
 # a virtualenv holds absolute paths.)
