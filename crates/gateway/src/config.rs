@@ -270,6 +270,8 @@ pub struct RedisSettings {
     /// Take the viewer-link secret from Redis (created there by the first node): no secret
     /// file was given, and every node must derive the same links.
     pub secret_from_store: bool,
+    /// How long a node's presence entry counts after it was written (`--presence-ttl-s`).
+    pub presence_ttl: Duration,
 }
 
 impl Default for RedisSettings {
@@ -278,6 +280,7 @@ impl Default for RedisSettings {
             prefix: DEFAULT_REDIS_PREFIX.to_owned(),
             strict_durability: false,
             secret_from_store: false,
+            presence_ttl: crate::store::shared::DEFAULT_PRESENCE_TTL,
         }
     }
 }

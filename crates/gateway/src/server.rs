@@ -137,6 +137,7 @@ async fn open_redis(
         prefix: config.redis.prefix.clone(),
         retention: config.limits.retention,
         audit_retention: config.limits.audit_retention,
+        presence_ttl: config.redis.presence_ttl,
     };
     let store = RedisStore::connect(&options, metrics).await?;
     let durability = store.durability().await?;

@@ -126,6 +126,7 @@ async fn open(args: &AuditArgs, key: Option<&AuditKey>) -> anyhow::Result<Opened
                 prefix: args.stored.redis_prefix.clone(),
                 retention: Duration::from_secs(3600),
                 audit_retention: Duration::from_secs(3600),
+                presence_ttl: crate::store::shared::DEFAULT_PRESENCE_TTL,
             };
             let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
             if key.is_some() {

@@ -5,6 +5,8 @@
 //! Notices are at most once: the hub checks their sequence numbers and loads a session again
 //! on a gap, after every resubscription, and when its sequence number runs ahead.
 
+use std::time::Duration;
+
 use askgate_protocol::{RequestId, SessionId};
 use tokio::sync::mpsc;
 
@@ -80,6 +82,21 @@ pub struct DueClaim {
     pub now_ms: u64,
 }
 
+/// The presence entries' lifetime unless `--presence-ttl-s` says otherwise.
+pub const DEFAULT_PRESENCE_TTL: Duration = Duration::from_secs(20);
+
+/// The shortest `--presence-ttl-s`: a node's upkeep runs every second, and writes its entries
+/// every quarter of their lifetime, so each is written again well before it lapses.
+pub const MIN_PRESENCE_TTL: Duration = Duration::from_secs(4);
+
+/// How often a node writes its presence in each session it holds, changed or not: a quarter
+/// of the entries' lifetime (5 s at the default 20), so a live node's entry never lapses and
+/// one that dies stops counting within `ttl` (others notice at their next write, within a
+/// quarter more).
+pub fn presence_refresh(ttl: Duration) -> Duration {
+    ttl / 4
+}
+
 /// The shared side of a store several nodes use.
 pub trait Shared: Send + Sync + 'static {
     /// One session, whole, with the sequence number it matches.
@@ -107,6 +124,9 @@ pub trait Shared: Send + Sync + 'static {
     /// Writes this node's presence in `session` (kept for a while, so that a node that dies
     /// stops counting) and returns the other nodes' that are still live.
     fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence>;
+
+    /// How long a presence entry counts after it was written.
+    fn presence_ttl(&self) -> Duration;
 
     /// Whether the store answered lately; why not, if not.
     fn ready(&self) -> Result<(), String>;

@@ -62,6 +62,7 @@ async fn store(redis: &RedisServer) -> Arc<RedisStore> {
         prefix: "askgate:".into(),
         retention: Duration::from_secs(3600),
         audit_retention: Duration::from_secs(3600),
+        presence_ttl: askgate::store::shared::DEFAULT_PRESENCE_TTL,
     };
     RedisStore::connect(&options, Arc::new(Metrics::default()))
         .await

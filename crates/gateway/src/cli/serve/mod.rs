@@ -74,6 +74,13 @@ pub struct ServeArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_STRICT_DURABILITY")]
     pub strict_durability: bool,
 
+    /// With a Redis store: how long, in seconds, a node's tabs and agents still count in a
+    /// session's presence after the node last wrote them (it writes them every quarter of
+    /// this): how soon a node that dies stops counting. At least 4.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(4..=3600),
+          env = "ASKGATE_PRESENCE_TTL_S")]
+    pub presence_ttl_s: u64,
+
     /// Start even if the embedded store's log is damaged (not only torn by a crash): replay
     /// the records before the damage, move the damaged log files into
     /// <data-dir>/damaged-<time>/, and log (ERROR) what they held past it. Without it such a
@@ -189,6 +196,7 @@ impl ServeArgs {
                 prefix: self.stored.redis_prefix.clone(),
                 strict_durability: self.strict_durability,
                 secret_from_store,
+                presence_ttl: std::time::Duration::from_secs(self.presence_ttl_s),
             },
             web_dir: self.web_dir.clone(),
             limits,

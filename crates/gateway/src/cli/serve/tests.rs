@@ -335,3 +335,25 @@ fn the_worker_threads_are_one_by_default_and_at_least_one() {
         assert!(said.contains("--worker-threads"), "{bad}: {said}");
     }
 }
+
+#[test]
+fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
+    assert_eq!(parse(&[]).presence_ttl_s, 20);
+    assert_eq!(
+        crate::store::shared::DEFAULT_PRESENCE_TTL,
+        std::time::Duration::from_secs(parse(&[]).presence_ttl_s)
+    );
+    assert_eq!(
+        crate::store::shared::MIN_PRESENCE_TTL,
+        std::time::Duration::from_secs(4)
+    );
+    assert_eq!(parse(&["--presence-ttl-s", "4"]).presence_ttl_s, 4);
+    for bad in ["3", "0", "3601", "-1", "ten"] {
+        let flag = format!("--presence-ttl-s={bad}");
+        let said = match Serve::try_parse_from(["serve", flag.as_str()]) {
+            Ok(parsed) => panic!("--presence-ttl-s {bad} should be refused, got {parsed:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(said.contains("--presence-ttl-s"), "{bad}: {said}");
+    }
+}

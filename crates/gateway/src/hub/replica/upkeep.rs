@@ -11,13 +11,10 @@ use super::super::Hub;
 use super::super::hub_core::Sessions;
 use super::loading::Reload;
 use crate::metrics::gauge_add;
-use crate::store::shared::{Presence, Shared};
+use crate::store::shared::{Presence, Shared, presence_refresh};
 
 /// How often the upkeep runs.
 const UPKEEP_EVERY: Duration = Duration::from_secs(1);
-
-/// How often a node writes its presence in each session it holds, changed or not.
-const PRESENCE_EVERY: Duration = Duration::from_secs(5);
 
 impl Hub {
     /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
@@ -154,7 +151,7 @@ impl Hub {
             };
             if let Some(sync) = state.sync.as_mut() {
                 sync.others = others;
-                sync.written = Some((here, now + PRESENCE_EVERY));
+                sync.written = Some((here, now + presence_refresh(shared.presence_ttl())));
                 sync.presence_stale = false;
             }
             state.refresh_presence();

@@ -59,6 +59,10 @@ pub struct RedisOptions {
     pub retention: Duration,
     /// How long a session's audit trail is kept after its newest entry.
     pub audit_retention: Duration,
+    /// How long a node's presence entry counts after it was written (`--presence-ttl-s`);
+    /// nodes write theirs every [`presence_refresh`](crate::store::shared::presence_refresh)
+    /// of it.
+    pub presence_ttl: Duration,
 }
 
 /// A store on Redis, shared by every node that uses the same server and prefix.
@@ -74,6 +78,7 @@ struct Inner {
     scripts: Scripts,
     retention_ms: u64,
     audit_retention_ms: u64,
+    presence_ttl: Duration,
     metrics: Arc<Metrics>,
     publish: &'static str,
     /// This node, in presence entries and its probe channel.
@@ -120,6 +125,7 @@ impl RedisStore {
             audit_retention_ms: u64::try_from(options.audit_retention.as_millis())
                 .unwrap_or(u64::MAX)
                 .max(1),
+            presence_ttl: options.presence_ttl,
             metrics: Arc::clone(&metrics),
             publish,
             node: node.clone(),

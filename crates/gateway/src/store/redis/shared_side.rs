@@ -23,11 +23,6 @@ const CLAIM_LEASE: Duration = Duration::from_secs(5);
 /// How many due entries one sweep claims at most.
 const CLAIM_BATCH: usize = 64;
 
-/// How long a node's presence entry counts after it was written. A node writes its entries
-/// on every change and every 5 s, so one that dies stops counting within this (and others
-/// notice at their next read, within 5 s more).
-const PRESENCE_TTL: Duration = Duration::from_secs(20);
-
 impl Inner {
     async fn load_session(&self, session: &SessionId) -> Result<SessionRecords, StoreError> {
         let reply: Vec<String> = self
@@ -140,7 +135,7 @@ impl Inner {
     }
 
     async fn presence(&self, session: &SessionId, here: Presence) -> Result<Presence, StoreError> {
-        let ttl_ms = u64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(u64::MAX);
+        let ttl_ms = u64::try_from(self.presence_ttl.as_millis()).unwrap_or(u64::MAX);
         let (tabs, online): (usize, u8) = self
             .run(
                 "writing presence",
@@ -220,6 +215,10 @@ impl Shared for SharedSide {
     fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence> {
         let (inner, session) = (Arc::clone(&self.inner), session.clone());
         Box::pin(async move { inner.presence(&session, here).await })
+    }
+
+    fn presence_ttl(&self) -> Duration {
+        self.inner.presence_ttl
     }
 
     fn ready(&self) -> Result<(), String> {
