@@ -347,3 +347,34 @@ fn floats_keep_the_digits_python_writes() {
         r#"{"ok":true,"normalized":"[0.48396030620278685]"}"#
     );
 }
+
+/// Harness lines are read in one pass only where that reads what the plain reading would:
+/// whatever it refuses is read as before and judged, or refused, the same way.
+#[test]
+fn a_harness_line_the_one_pass_read_refuses_is_read_as_before() {
+    let args =
+        r#"{"questions":[{"header":"A","question":"q","options":[{"label":"x"},{"label":"y"}]}]}"#;
+    let accepted = [
+        // Input first, and `harness` and `request` written with escapes.
+        format!(r#"{{"input":{{"args":{args}}},"kind":"request","dialect":"harness"}}"#),
+        format!(r#"{{"dialect":"h\u0061rness","kind":"req\u0075est","input":{{"args":{args}}}}}"#),
+        // Fields the kind does not read, which the other kind would refuse.
+        format!(
+            r#"{{"dialect":"harness","kind":"request","input":{{"args":{args},"request":1,"request":2}}}}"#
+        ),
+        format!(
+            r#"{{"dialect":"harness","kind":"response","input":{{"args_json":5,"request":{args},"response":{{"answers":[{{"header":"A","selected":["x"]}}]}}}}}}"#
+        ),
+    ];
+    for line in &accepted {
+        let answer = answer_line(line);
+        assert!(answer.starts_with(r#"{"ok":true"#), "{line}\n{answer}");
+    }
+    // An object naming the dialect is not a dialect.
+    let answer =
+        answer_line(r#"{"dialect":{"harness":null},"kind":"request","input":{"args":{}}}"#);
+    assert!(
+        answer.contains("invalid type: map, expected a string at line 1 column 11"),
+        "{answer}"
+    );
+}
