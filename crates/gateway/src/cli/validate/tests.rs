@@ -45,6 +45,25 @@ fn small_reads_give_the_same_answers() {
     assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 43);
 }
 
+/// Input read in big pieces is judged in batches cut in two and judged side by side; its
+/// answers, in order, are those of the same input read a few bytes at a time (one line a batch).
+#[test]
+fn batches_judged_on_two_threads_answer_in_input_order() {
+    let input = sample().repeat(200);
+    assert!(input.len() > 4 * SPLIT_BATCH_BYTES);
+    for limit in [usize::MAX, 60] {
+        let mut whole = Vec::new();
+        run(std::io::Cursor::new(input.clone()), &mut whole, limit).unwrap();
+        let mut trickled = Vec::new();
+        run(Trickle(input.clone(), 0), &mut trickled, limit).unwrap();
+        assert_eq!(
+            whole.iter().filter(|&&b| b == b'\n').count(),
+            200 * 43 - 199
+        );
+        assert!(whole == trickled, "the answers differ (limit {limit})");
+    }
+}
+
 /// Lines of 100 bytes (the limit in the test below), 101, far more, and short ones between,
 /// ending with an unfinished line over the limit.
 fn lines_around_a_limit() -> Vec<Vec<u8>> {
