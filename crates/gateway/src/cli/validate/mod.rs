@@ -54,8 +54,9 @@ const BUFFER_BYTES: usize = 64 << 10;
 const INPUT_BUFFER_BYTES: usize = 1 << 20;
 
 /// A batch this big or bigger is judged on two threads; a smaller one (a co-process's line or
-/// few) is not worth starting a thread for.
-const SPLIT_BATCH_BYTES: usize = 64 << 10;
+/// few) is not worth starting a thread for. Well under a pipe's 64 KiB, which is all one read
+/// from a pipe brings.
+const SPLIT_BATCH_BYTES: usize = 16 << 10;
 
 /// A batch is judged once it holds this many lines, whatever more is buffered, so the lines
 /// kept waiting (and their memory) stay bounded.
