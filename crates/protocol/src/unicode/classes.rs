@@ -221,8 +221,16 @@ pub fn is_py_printable(c: char) -> bool {
 }
 
 /// Whether `c` has general category Zs (the 17 space separators, U+0020 among them).
+///
+/// Written out rather than searched in `tables::SPACE_SEPARATORS`: the uniqueness fold asks
+/// this of every character of every non-ASCII header and label, and Zs has not changed since
+/// Unicode 4.1 (a test checks the two agree on every code point).
 pub fn is_space_separator(c: char) -> bool {
-    tables::SPACE_SEPARATORS.binary_search(&(c as u32)).is_ok()
+    matches!(
+        c,
+        ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
+    )
 }
 
 /// Python's `str.isspace()` for one character: Unicode White_Space plus U+001C..U+001F.
@@ -420,6 +428,18 @@ mod tests {
         assert_eq!(classify('\u{2029}'), CharClass::ParagraphSeparator);
         assert_eq!(classify('\u{3000}'), CharClass::SpaceSeparator);
         assert_eq!(classify('é'), CharClass::Printable);
+    }
+
+    #[test]
+    fn space_separators_are_the_tables() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(
+                is_space_separator(c),
+                tables::SPACE_SEPARATORS.binary_search(&(c as u32)).is_ok(),
+                "U+{:04X}",
+                c as u32
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,25 @@ fn small_reads_give_the_same_answers() {
     assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 43);
 }
 
+/// Input read in big pieces is judged in batches cut in two and judged side by side; its
+/// answers, in order, are those of the same input read a few bytes at a time (one line a batch).
+#[test]
+fn batches_judged_on_two_threads_answer_in_input_order() {
+    let input = sample().repeat(200);
+    assert!(input.len() > 4 * SPLIT_BATCH_BYTES);
+    for limit in [usize::MAX, 60] {
+        let mut whole = Vec::new();
+        run(std::io::Cursor::new(input.clone()), &mut whole, limit).unwrap();
+        let mut trickled = Vec::new();
+        run(Trickle(input.clone(), 0), &mut trickled, limit).unwrap();
+        assert_eq!(
+            whole.iter().filter(|&&b| b == b'\n').count(),
+            200 * 43 - 199
+        );
+        assert!(whole == trickled, "the answers differ (limit {limit})");
+    }
+}
+
 /// Lines of 100 bytes (the limit in the test below), 101, far more, and short ones between,
 /// ending with an unfinished line over the limit.
 fn lines_around_a_limit() -> Vec<Vec<u8>> {
@@ -345,5 +364,36 @@ fn floats_keep_the_digits_python_writes() {
     assert_eq!(
         answer_line(line),
         r#"{"ok":true,"normalized":"[0.48396030620278685]"}"#
+    );
+}
+
+/// Harness lines are read in one pass only where that reads what the plain reading would:
+/// whatever it refuses is read as before and judged, or refused, the same way.
+#[test]
+fn a_harness_line_the_one_pass_read_refuses_is_read_as_before() {
+    let args =
+        r#"{"questions":[{"header":"A","question":"q","options":[{"label":"x"},{"label":"y"}]}]}"#;
+    let accepted = [
+        // Input first, and `harness` and `request` written with escapes.
+        format!(r#"{{"input":{{"args":{args}}},"kind":"request","dialect":"harness"}}"#),
+        format!(r#"{{"dialect":"h\u0061rness","kind":"req\u0075est","input":{{"args":{args}}}}}"#),
+        // Fields the kind does not read, which the other kind would refuse.
+        format!(
+            r#"{{"dialect":"harness","kind":"request","input":{{"args":{args},"request":1,"request":2}}}}"#
+        ),
+        format!(
+            r#"{{"dialect":"harness","kind":"response","input":{{"args_json":5,"request":{args},"response":{{"answers":[{{"header":"A","selected":["x"]}}]}}}}}}"#
+        ),
+    ];
+    for line in &accepted {
+        let answer = answer_line(line);
+        assert!(answer.starts_with(r#"{"ok":true"#), "{line}\n{answer}");
+    }
+    // An object naming the dialect is not a dialect.
+    let answer =
+        answer_line(r#"{"dialect":{"harness":null},"kind":"request","input":{"args":{}}}"#);
+    assert!(
+        answer.contains("invalid type: map, expected a string at line 1 column 11"),
+        "{answer}"
     );
 }
