@@ -77,8 +77,14 @@ pub struct ServeArgs {
     /// With a Redis store: how long, in seconds, a node's tabs and agents still count in a
     /// session's presence after the node last wrote them (it writes them every quarter of
     /// this): how soon a node that dies stops counting. At least 4.
-    #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(4..=3600),
-          env = "ASKGATE_PRESENCE_TTL_S")]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u64).range(4..=3600),
+        hide_env_values = true,
+        env = "ASKGATE_PRESENCE_TTL_S"
+    )]
     pub presence_ttl_s: u64,
 
     /// Start even if the embedded store's log is damaged (not only torn by a crash): replay
