@@ -341,11 +341,11 @@ fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
     assert_eq!(parse(&[]).presence_ttl_s, 20);
     assert_eq!(
         crate::store::shared::DEFAULT_PRESENCE_TTL,
-        std::time::Duration::from_secs(parse(&[]).presence_ttl_s)
+        Duration::from_secs(parse(&[]).presence_ttl_s)
     );
     assert_eq!(
         crate::store::shared::MIN_PRESENCE_TTL,
-        std::time::Duration::from_secs(4)
+        Duration::from_secs(4)
     );
     assert_eq!(parse(&["--presence-ttl-s", "4"]).presence_ttl_s, 4);
     for bad in ["3", "0", "3601", "-1", "ten"] {
