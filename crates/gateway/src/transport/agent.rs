@@ -4,6 +4,7 @@
 //! at once) so that many asks share the store's group commits; replies go through the
 //! connection's queue, in the hub's order.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use askgate_protocol::close;
@@ -11,6 +12,7 @@ use askgate_protocol::wire::{AgentFrame, read_agent_frame};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
@@ -90,6 +92,7 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
     let mut keepalive = Keepalive::new(limits.ping_interval);
     let mut pacer = Pacer::new(limits.agent_frames_per_second);
     let mut in_flight = JoinSet::new();
+    let mut acks = AcksInFlight::default();
     let mut watch = Watch {
         queue: &mut queue,
         keepalive: &mut keepalive,
@@ -112,19 +115,25 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
             Ok(frame) => {
                 // An ack's change is the deletion it waits for: on a shared store the outcome
                 // stays there until it is done, and an ask of the same id right behind the
-                // ack would be answered with it. So an ack ends before the next frame is read.
-                let whole = matches!(frame, AgentFrame::Ack { .. });
+                // ack would be answered with it. So such an ask waits here for that ack,
+                // before it and the frames behind it go on; other frames do not wait.
+                if let Some(acked) = acks.waited_on_by(&frame) {
+                    let _ = acked.await;
+                }
+                let done = acks.started(&frame);
                 let agent = Arc::clone(&agent);
                 let mut task = Box::pin(
-                    async move { agent_frames::handle(&agent, frame).await }.in_current_span(),
+                    async move {
+                        agent_frames::handle(&agent, frame).await;
+                        drop(done);
+                    }
+                    .in_current_span(),
                 );
                 // Run up to its first wait here, in the order frames arrive: the hub then
                 // sees a frame's change (an ask stored as pending, a cancel withdrawing)
                 // before the next frame's, so a `cancel` sent right behind its `ask` finds the
                 // request. Only the waiting is concurrent.
-                if whole {
-                    task.await;
-                } else if poll_once(task.as_mut()).await.is_pending() {
+                if poll_once(task.as_mut()).await.is_pending() {
                     in_flight.spawn(task);
                 }
             }
@@ -134,4 +143,41 @@ async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) ->
     // Frames already taken are finished (an ask half-stored must not be dropped midway).
     while in_flight.join_next().await.is_some() {}
     ending
+}
+
+/// The acks of one connection still deleting their outcomes, by session and id: each ends
+/// when its task drops the sender. At most [`IN_FLIGHT`] are held; ended ones are let go as
+/// frames arrive.
+#[derive(Default)]
+struct AcksInFlight {
+    pending: HashMap<(String, String), oneshot::Receiver<()>>,
+}
+
+impl AcksInFlight {
+    /// What an `ask` must wait for first: the ack of the same session and id, if one is
+    /// still deleting.
+    fn waited_on_by(&mut self, frame: &AgentFrame) -> Option<oneshot::Receiver<()>> {
+        let AgentFrame::Ask(ask) = frame else {
+            return None;
+        };
+        let (Some(session), Some(id)) = (
+            ask.session.as_str(),
+            ask.id.as_ref().and_then(|id| id.as_str()),
+        ) else {
+            return None;
+        };
+        self.pending.remove(&(session.to_owned(), id.to_owned()))
+    }
+
+    /// Notes an `ack` starting; what its task drops when it is done (`None` for other frames).
+    fn started(&mut self, frame: &AgentFrame) -> Option<oneshot::Sender<()>> {
+        self.pending
+            .retain(|_, ack| matches!(ack.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
+        let AgentFrame::Ack { session, id } = frame else {
+            return None;
+        };
+        let (done, ended) = oneshot::channel();
+        self.pending.insert((session.clone(), id.clone()), ended);
+        Some(done)
+    }
 }
