@@ -14,6 +14,7 @@ use self::people::PeopleArgs;
 use super::store_flags::StoreFlags;
 use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
+use crate::store::shared::MIN_PRESENCE_TTL;
 
 /// Flags of `askgate serve` (each also an environment variable).
 // The doc comments here are `--help` text, where `<listen address>` means a placeholder.
@@ -81,7 +82,7 @@ pub struct ServeArgs {
         long,
         value_name = "SECONDS",
         default_value_t = 20,
-        value_parser = clap::value_parser!(u64).range(4..=3600),
+        value_parser = clap::value_parser!(u64).range(MIN_PRESENCE_TTL.as_secs()..=3600),
         hide_env_values = true,
         env = "ASKGATE_PRESENCE_TTL_S"
     )]

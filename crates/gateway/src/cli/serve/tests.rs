@@ -343,10 +343,7 @@ fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
         crate::store::shared::DEFAULT_PRESENCE_TTL,
         Duration::from_secs(parse(&[]).presence_ttl_s)
     );
-    assert_eq!(
-        crate::store::shared::MIN_PRESENCE_TTL,
-        Duration::from_secs(4)
-    );
+    assert_eq!(MIN_PRESENCE_TTL, Duration::from_secs(4));
     assert_eq!(parse(&["--presence-ttl-s", "4"]).presence_ttl_s, 4);
     for bad in ["3", "0", "3601", "-1", "ten"] {
         let flag = format!("--presence-ttl-s={bad}");
