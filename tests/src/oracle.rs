@@ -96,12 +96,18 @@ pub fn ask(
     Ok(answers)
 }
 
-/// Lines per seed in the differential tests: `$ASKGATE_DIFF_CASES`, else 12,000.
+/// Lines per seed in the differential tests: `$ASKGATE_DIFF_CASES`, else 4,000, or 12,000
+/// in the soak-length form (`ASKGATE_SOAK=1`, what `bench/soak.sh` sets).
+///
+/// The oracles run the real packages line by line (deepagents' takes about 5 ms of CPU a
+/// line, in a LangGraph `ToolNode`): at 12,000 lines a seed the two line-based tests took 200
+/// core-seconds, an eighth of a whole CI run on two cores, for lines drawn afresh each run
+/// anyway.
 pub fn cases_per_seed() -> usize {
     std::env::var("ASKGATE_DIFF_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(12_000)
+        .unwrap_or(askgate_testkit::soak_or(4_000, 12_000))
 }
 
 /// The differential tests' fresh seed: `$ASKGATE_DIFF_SEED` (to replay a failure), else a

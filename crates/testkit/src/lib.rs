@@ -6,6 +6,7 @@
 //! - [`ws`]: one WebSocket peer, an agent or a tab, every receive bounded by [`TIMEOUT`].
 //! - [`frames`]: the `ask` and `answer` frames most tests send.
 //! - [`http`]: one HTTP exchange through reqwest, or written by hand for tests about its bytes.
+//! - [`soak`], [`soak_or`]: whether the soak-length forms run (`bench/soak.sh`).
 
 pub mod frames;
 pub mod http;
@@ -16,3 +17,15 @@ use std::time::Duration;
 /// How long anything a test waits for may take before the test fails: generous, because the
 /// tests share two cores with their builds and each other.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Whether the soak-length forms run: `ASKGATE_SOAK=1` (what `bench/soak.sh` sets). The
+/// default run takes the short form of each: a few crash rounds, fewer sockets, fewer lines
+/// for the differential tests.
+pub fn soak() -> bool {
+    std::env::var_os("ASKGATE_SOAK").is_some_and(|value| !value.is_empty() && value != "0")
+}
+
+/// `short` in the default run, `long` under [`soak`].
+pub fn soak_or<T>(short: T, long: T) -> T {
+    if soak() { long } else { short }
+}

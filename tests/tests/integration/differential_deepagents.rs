@@ -1,13 +1,14 @@
 //! askgate against the real deepagents-code 0.2.2 `ask_user` on generated inputs.
 //!
-//! Two runs of `ASKGATE_DIFF_CASES` (default 12,000) lines each: one from a fixed seed, one
-//! from a fresh seed printed up front (`ASKGATE_DIFF_SEED` replays it). Requests, responses
-//! and renders are judged by both askgate and `tests/oracle/deepagents_oracle.py`, which runs
-//! the real package's ask_user modules in a real LangGraph `ToolNode` under CPython 3.13
-//! (`.venv/deepagents`, built by `scripts/setup-test-env.sh`). Compared: the verdict; when
-//! accepted, the interrupt payload, the resumed `ToolMessage` (content, status, receipt) or
-//! the render result; when refused, the exact error message the model reads and pydantic's
-//! error list. Any disagreement fails the test and prints the input.
+//! Two runs of `ASKGATE_DIFF_CASES` lines each (4,000 by default, 12,000 in the soak-length form,
+//! `ASKGATE_SOAK=1`): one from a fixed seed, one from a fresh seed printed up front
+//! (`ASKGATE_DIFF_SEED` replays it). Requests, responses and renders are judged by both askgate and
+//! `tests/oracle/deepagents_oracle.py`, which runs the real package's ask_user modules in a real
+//! LangGraph `ToolNode` under CPython 3.13 (`.venv/deepagents`, built by
+//! `scripts/setup-test-env.sh`). Compared: the verdict; when accepted, the interrupt payload, the
+//! resumed `ToolMessage` (content, status, receipt) or the render result; when refused, the exact
+//! error message the model reads and pydantic's error list. Any disagreement fails the test and
+//! prints the input.
 //!
 //! `ASKGATE_DIFF_DUMP=<dir>` also writes each run's lines to `<dir>/deepagents-<seed>.jsonl`,
 //! to feed them to `askgate validate` or the oracle by hand.

@@ -1,8 +1,9 @@
 //! askgate against the real pydantic-ai-harness 0.62.0 on generated inputs.
 //!
-//! Two runs of `ASKGATE_DIFF_CASES` (default 12,000) lines each: one from a fixed seed, one
-//! from a fresh seed printed up front (`ASKGATE_DIFF_SEED` replays it). Requests, responses
-//! and renders are judged by both; any disagreement fails the test and prints the input.
+//! Two runs of `ASKGATE_DIFF_CASES` lines each (4,000 by default, 12,000 in the soak-length
+//! form, `ASKGATE_SOAK=1`): one from a fixed seed, one from a fresh seed printed up front
+//! (`ASKGATE_DIFF_SEED` replays it). Requests, responses and renders are judged by both; any
+//! disagreement fails the test and prints the input.
 
 use std::time::Duration;
 

@@ -67,16 +67,7 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Whether the soak-length forms run: `ASKGATE_SOAK=1` (what `bench/soak.sh` sets). The
-/// default run takes the short form of each: a few crash rounds, fewer sockets.
-pub fn soak() -> bool {
-    std::env::var_os("ASKGATE_SOAK").is_some_and(|value| !value.is_empty() && value != "0")
-}
-
-/// `short` in the default run, `long` under [`soak`].
-pub fn soak_or<T>(short: T, long: T) -> T {
-    if soak() { long } else { short }
-}
+pub use askgate_testkit::soak_or;
 
 /// The random numbers of a randomized test: seeded from `ASKGATE_TEST_SEED` when it is set,
 /// from a fresh seed otherwise; the seed is printed (shown with a failure) so that a failing
