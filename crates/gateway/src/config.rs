@@ -272,6 +272,9 @@ pub struct RedisSettings {
     pub secret_from_store: bool,
     /// How long a node's presence entry counts after it was written (`--presence-ttl-s`).
     pub presence_ttl: Duration,
+    /// How long the node's subscription may go without hearing its own probe before it is
+    /// made again (`--probe-silence-s`).
+    pub probe_silence: Duration,
 }
 
 impl Default for RedisSettings {
@@ -281,6 +284,7 @@ impl Default for RedisSettings {
             strict_durability: false,
             secret_from_store: false,
             presence_ttl: crate::store::shared::DEFAULT_PRESENCE_TTL,
+            probe_silence: crate::store::redis::DEFAULT_PROBE_SILENCE,
         }
     }
 }

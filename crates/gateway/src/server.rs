@@ -138,6 +138,7 @@ async fn open_redis(
         retention: config.limits.retention,
         audit_retention: config.limits.audit_retention,
         presence_ttl: config.redis.presence_ttl,
+        probe_silence: config.redis.probe_silence,
     };
     let store = RedisStore::connect(&options, metrics).await?;
     let durability = store.durability().await?;

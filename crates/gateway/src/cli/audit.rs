@@ -127,6 +127,7 @@ async fn open(args: &AuditArgs, key: Option<&AuditKey>) -> anyhow::Result<Opened
                 retention: Duration::from_secs(3600),
                 audit_retention: Duration::from_secs(3600),
                 presence_ttl: crate::store::shared::DEFAULT_PRESENCE_TTL,
+                probe_silence: crate::store::redis::DEFAULT_PROBE_SILENCE,
             };
             let store = RedisStore::connect(&options, Arc::new(Metrics::default())).await?;
             if key.is_some() {

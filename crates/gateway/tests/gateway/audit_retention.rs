@@ -98,6 +98,7 @@ async fn on_redis_a_trail_expires_with_its_retention_and_leaves_the_index() {
         retention: Duration::from_secs(3600),
         audit_retention: Duration::from_millis(300),
         presence_ttl: askgate::store::shared::DEFAULT_PRESENCE_TTL,
+        probe_silence: askgate::store::redis::DEFAULT_PROBE_SILENCE,
     };
     let store: Arc<RedisStore> = RedisStore::connect(&options, Arc::new(Metrics::default()))
         .await

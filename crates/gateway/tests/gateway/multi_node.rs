@@ -675,7 +675,8 @@ async fn a_winning_answer_is_not_refused_when_its_ack_outran_the_stores_reply() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_that_goes_deaf_is_found_by_its_probe_and_made_again() {
-    let cluster = Cluster::start(2).await;
+    // A second of silence rather than the default three: the test waits it out once.
+    let cluster = Cluster::start_with(2, &["--probe-silence-s", "1"]).await;
     let (mut agent, viewer) = cluster.nodes[0].agent_opening("deaf").await;
     let (mut tab, _) = cluster.nodes[1].tab("deaf", &viewer).await;
     // Node B's subscription stays connected and hears nothing more.

@@ -63,6 +63,7 @@ async fn store(redis: &RedisServer) -> Arc<RedisStore> {
         retention: Duration::from_secs(3600),
         audit_retention: Duration::from_secs(3600),
         presence_ttl: askgate::store::shared::DEFAULT_PRESENCE_TTL,
+        probe_silence: askgate::store::redis::DEFAULT_PROBE_SILENCE,
     };
     RedisStore::connect(&options, Arc::new(Metrics::default()))
         .await

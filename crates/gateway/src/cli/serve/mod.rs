@@ -14,6 +14,7 @@ use self::people::PeopleArgs;
 use super::store_flags::StoreFlags;
 use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
+use crate::store::redis::{DEFAULT_PROBE_SILENCE, MIN_PROBE_SILENCE};
 use crate::store::shared::MIN_PRESENCE_TTL;
 
 /// Flags of `askgate serve` (each also an environment variable).
@@ -87,6 +88,19 @@ pub struct ServeArgs {
         env = "ASKGATE_PRESENCE_TTL_S"
     )]
     pub presence_ttl_s: u64,
+
+    /// With a Redis store: how long, in seconds, the node's subscription may go without
+    /// hearing its own probe (published three times in that while) before it is made again:
+    /// how soon a subscription that went deaf is found. At least 1.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_PROBE_SILENCE.as_secs(),
+        value_parser = clap::value_parser!(u64).range(MIN_PROBE_SILENCE.as_secs()..=300),
+        hide_env_values = true,
+        env = "ASKGATE_PROBE_SILENCE_S"
+    )]
+    pub probe_silence_s: u64,
 
     /// Start even if the embedded store's log is damaged (not only torn by a crash): replay
     /// the records before the damage, move the damaged log files into
@@ -204,6 +218,7 @@ impl ServeArgs {
                 strict_durability: self.strict_durability,
                 secret_from_store,
                 presence_ttl: std::time::Duration::from_secs(self.presence_ttl_s),
+                probe_silence: std::time::Duration::from_secs(self.probe_silence_s),
             },
             web_dir: self.web_dir.clone(),
             limits,

@@ -354,3 +354,22 @@ fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
         assert!(said.contains("--presence-ttl-s"), "{bad}: {said}");
     }
 }
+
+#[test]
+fn the_probe_silence_is_three_seconds_by_default_and_one_to_five_minutes() {
+    assert_eq!(parse(&[]).probe_silence_s, 3);
+    assert_eq!(
+        DEFAULT_PROBE_SILENCE,
+        Duration::from_secs(parse(&[]).probe_silence_s)
+    );
+    assert_eq!(parse(&["--probe-silence-s", "1"]).probe_silence_s, 1);
+    assert_eq!(parse(&["--probe-silence-s", "300"]).probe_silence_s, 300);
+    for bad in ["0", "301", "-1", "three"] {
+        let flag = format!("--probe-silence-s={bad}");
+        let said = match Serve::try_parse_from(["serve", flag.as_str()]) {
+            Ok(parsed) => panic!("--probe-silence-s {bad} should be refused, got {parsed:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(said.contains("--probe-silence-s"), "{bad}: {said}");
+    }
+}

@@ -48,6 +48,15 @@ const KEYED_CHAIN: &str = "hmac-sha256";
 /// How long one command may take before the node counts Redis as unreachable for it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How long the node's subscription may go without hearing its own probe before it is made
+/// again, unless `--probe-silence-s` says otherwise. The probe goes out three times in that
+/// while.
+pub const DEFAULT_PROBE_SILENCE: Duration = Duration::from_secs(3);
+
+/// The shortest probe silence `--probe-silence-s` takes: a probe every third of a second
+/// still costs Redis nothing worth counting, and a subscription must be given some while.
+pub const MIN_PROBE_SILENCE: Duration = Duration::from_secs(1);
+
 /// How the Redis store is set up.
 #[derive(Clone, Debug)]
 pub struct RedisOptions {
@@ -63,6 +72,9 @@ pub struct RedisOptions {
     /// nodes write theirs every [`presence_refresh`](crate::store::shared::presence_refresh)
     /// of it.
     pub presence_ttl: Duration,
+    /// How long the subscription may go without hearing its own probe before it is made
+    /// again (`--probe-silence-s`).
+    pub probe_silence: Duration,
 }
 
 /// A store on Redis, shared by every node that uses the same server and prefix.
@@ -131,7 +143,14 @@ impl RedisStore {
             node: node.clone(),
             chain_key: std::sync::OnceLock::new(),
         });
-        let subscriber = Subscriber::start(subscribing, conn, keys, &node, metrics);
+        let subscriber = Subscriber::start(
+            subscribing,
+            conn,
+            keys,
+            &node,
+            metrics,
+            options.probe_silence,
+        );
         Ok(Arc::new(RedisStore { inner, subscriber }))
     }
 

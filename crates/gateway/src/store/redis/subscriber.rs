@@ -3,9 +3,10 @@
 //!
 //! Pub/sub is at most once, so nothing here is trusted to be complete: after every
 //! (re)subscription the hub is told [`Notice::Resubscribed`] and loads every session it holds
-//! again. The probe publishes on the node's own channel every second; a connection that has
-//! not heard its own probe for [`PROBE_SILENCE`] is dropped and made again (one still open to
-//! a server that no longer forwards anything is otherwise silent for good).
+//! again. The probe publishes on the node's own channel every third of the probe silence
+//! (`--probe-silence-s`, [`DEFAULT_PROBE_SILENCE`](super::DEFAULT_PROBE_SILENCE)); a connection that has not heard its own
+//! probe for that long is dropped and made again (one still open to a server that no longer
+//! forwards anything is otherwise silent for good).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,11 +25,10 @@ use crate::metrics::Metrics;
 use crate::store::StoreError;
 use crate::store::shared::Notice;
 
-/// How often the probe goes out.
-const PROBE_EVERY: Duration = Duration::from_secs(1);
-
-/// How long without hearing the probe before the connection is made again.
-const PROBE_SILENCE: Duration = Duration::from_secs(3);
+/// How often the probe goes out for a probe silence of `silence`: three chances to be heard.
+fn probe_every(silence: Duration) -> Duration {
+    silence / 3
+}
 
 /// How long a subscription may take to be confirmed.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -58,6 +58,7 @@ impl Subscriber {
         keys: Keys,
         node: &str,
         metrics: Arc<Metrics>,
+        probe_silence: Duration,
     ) -> Subscriber {
         let (commands, received) = mpsc::unbounded_channel();
         let (notify, notices) = mpsc::channel(NOTICE_QUEUE);
@@ -67,6 +68,7 @@ impl Subscriber {
             probe: keys.probe(node),
             keys,
             metrics,
+            probe_silence,
             watched: HashSet::new(),
             notify,
             status: Arc::clone(&status),
@@ -134,6 +136,8 @@ struct Task {
     keys: Keys,
     probe: String,
     metrics: Arc<Metrics>,
+    /// How long the probe may go unheard before the connection is made again.
+    probe_silence: Duration,
     /// Every channel asked for, subscribed again after each reconnect.
     watched: HashSet<String>,
     notify: mpsc::Sender<Notice>,
@@ -212,7 +216,7 @@ impl Task {
             return Ended::HubGone;
         }
         let mut heard = Instant::now();
-        let mut probes = tokio::time::interval(PROBE_EVERY);
+        let mut probes = tokio::time::interval(probe_every(self.probe_silence));
         loop {
             tokio::select! {
                 message = stream.next() => {
@@ -290,16 +294,17 @@ impl Task {
     /// Publishes the probe and says whether the subscription is alive; `Err` when it has not
     /// heard its own probe for too long.
     async fn probe(&self, heard: Instant) -> Result<(), String> {
-        if heard.elapsed() > PROBE_SILENCE {
+        let silence = self.probe_silence;
+        if heard.elapsed() > silence {
             self.metrics
                 .shared
                 .count(&self.metrics.shared.probe_restarts);
-            return Err(format!("its own probe went unheard for {PROBE_SILENCE:?}"));
+            return Err(format!("its own probe went unheard for {silence:?}"));
         }
         let started = std::time::Instant::now();
         let mut conn = self.conn.clone();
         let published: Result<i64, _> = tokio::time::timeout(
-            PROBE_SILENCE,
+            silence,
             redis::cmd(self.conn.publish_command())
                 .arg(&self.probe)
                 .arg("probe")
@@ -309,7 +314,7 @@ impl Task {
         .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))));
         self.metrics.shared.round_trip(started.elapsed());
         self.set_status(match published {
-            Ok(_) if heard.elapsed() <= PROBE_SILENCE => Ok(()),
+            Ok(_) if heard.elapsed() <= silence => Ok(()),
             Ok(_) => Err("redis subscription silent".to_owned()),
             Err(error) => Err(format!("redis unreachable: {error}")),
         });
@@ -328,7 +333,7 @@ impl Task {
     ) {
         let mut confirmed: HashSet<String> = HashSet::new();
         let mut heard = Instant::now();
-        let mut probes = tokio::time::interval(PROBE_EVERY);
+        let mut probes = tokio::time::interval(probe_every(self.probe_silence));
         let mut resubscribe = true;
         loop {
             if std::mem::take(&mut resubscribe) {
