@@ -22,6 +22,18 @@ fn parse(flags: &[&str]) -> ServeArgs {
         .args
 }
 
+/// Asserts that clap refuses each of `bad` as the value of `flag`, naming the flag.
+fn assert_parse_refuses(flag: &str, bad: &[&str]) {
+    for value in bad {
+        let given = format!("{flag}={value}");
+        let said = match Serve::try_parse_from(["serve", given.as_str()]) {
+            Ok(parsed) => panic!("{flag} {value} should be refused, got {parsed:?}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(said.contains(flag), "{value}: {said}");
+    }
+}
+
 fn refusal(flags: &[&str]) -> String {
     match parse(flags).limits.to_limits() {
         Ok(limits) => panic!("{flags:?} should be refused, got {limits:?}"),
@@ -325,15 +337,7 @@ fn the_audit_retention_is_a_positive_number_of_days() {
 fn the_worker_threads_are_one_by_default_and_at_least_one() {
     assert_eq!(parse(&[]).worker_threads, 1);
     assert_eq!(parse(&["--worker-threads", "4"]).worker_threads, 4);
-    for bad in ["0", "1025", "-1", "two"] {
-        let flag = format!("--worker-threads={bad}");
-        let argv = ["serve", flag.as_str()];
-        let said = match Serve::try_parse_from(argv) {
-            Ok(parsed) => panic!("--worker-threads {bad} should be refused, got {parsed:?}"),
-            Err(e) => e.to_string(),
-        };
-        assert!(said.contains("--worker-threads"), "{bad}: {said}");
-    }
+    assert_parse_refuses("--worker-threads", &["0", "1025", "-1", "two"]);
 }
 
 #[test]
@@ -345,14 +349,7 @@ fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
     );
     assert_eq!(MIN_PRESENCE_TTL, Duration::from_secs(4));
     assert_eq!(parse(&["--presence-ttl-s", "4"]).presence_ttl_s, 4);
-    for bad in ["3", "0", "3601", "-1", "ten"] {
-        let flag = format!("--presence-ttl-s={bad}");
-        let said = match Serve::try_parse_from(["serve", flag.as_str()]) {
-            Ok(parsed) => panic!("--presence-ttl-s {bad} should be refused, got {parsed:?}"),
-            Err(e) => e.to_string(),
-        };
-        assert!(said.contains("--presence-ttl-s"), "{bad}: {said}");
-    }
+    assert_parse_refuses("--presence-ttl-s", &["3", "0", "3601", "-1", "ten"]);
 }
 
 #[test]
@@ -364,12 +361,5 @@ fn the_probe_silence_is_three_seconds_by_default_and_one_to_five_minutes() {
     );
     assert_eq!(parse(&["--probe-silence-s", "1"]).probe_silence_s, 1);
     assert_eq!(parse(&["--probe-silence-s", "300"]).probe_silence_s, 300);
-    for bad in ["0", "301", "-1", "three"] {
-        let flag = format!("--probe-silence-s={bad}");
-        let said = match Serve::try_parse_from(["serve", flag.as_str()]) {
-            Ok(parsed) => panic!("--probe-silence-s {bad} should be refused, got {parsed:?}"),
-            Err(e) => e.to_string(),
-        };
-        assert!(said.contains("--probe-silence-s"), "{bad}: {said}");
-    }
+    assert_parse_refuses("--probe-silence-s", &["0", "301", "-1", "three"]);
 }
