@@ -40,11 +40,17 @@ async fn store_with_a_trail(dir: &Path, key: Option<AuditKey>) {
     let store =
         DurableStore::open_keyed(dir, Arc::default(), Default::default(), key.map(Arc::new))
             .unwrap();
+    let session = askgate_protocol::SessionId::parse("s").unwrap();
     for id in ["r1", "r2", "r3"] {
         store.commit(vec![put(id)]).await.unwrap();
+        // Reading the trail waits for a checkpoint: each request's entries land in a row of
+        // their own, so the trail spans rows whatever the machine's speed, as it does on a
+        // busy one.
+        store.trails().recent_audit(&session, 1).await.unwrap();
         store.commit(vec![resolve(id)]).await.unwrap();
     }
     drop(store);
+    assert!(rows(dir).len() > 1, "the trail fills one row: {:?}", rows(dir));
 }
 
 /// Session `s`'s trail as redb keeps it: each row's first seq and its lines.
@@ -97,9 +103,20 @@ fn write_rows(dir: &Path, rows: &[(u64, Vec<String>)]) {
 /// to `answered`) and hash it and every later entry again, with plain SHA-256 as the chain
 /// was before audit keys.
 fn rewrite_and_rehash(dir: &Path) {
+    rehash_trail(dir, 2);
+}
+
+/// Session `s`'s trail with entry 2 changed and every entry from seq `from` on hashed again
+/// ([`rehashed`]), written back row by row. The chain runs across rows: how many rows the
+/// trail fills depends on how the store's checkpoints fell, so it is hashed as one.
+fn rehash_trail(dir: &Path, from: u64) {
     let mut rows = rows(dir);
+    let lines: Vec<String> = rows.iter().flat_map(|(_, l)| l.iter().cloned()).collect();
+    let mut all = rehashed(&lines, from).into_iter();
     for (_, lines) in &mut rows {
-        *lines = rehashed(lines, 2);
+        for line in lines.iter_mut() {
+            *line = all.next().unwrap();
+        }
     }
     write_rows(dir, &rows);
 }
@@ -134,15 +151,7 @@ fn rehashed(lines: &[String], from: u64) -> Vec<String> {
 /// one from before audit keys (`format` set to `mark`, or removed), and re-hash the whole
 /// trail with plain SHA-256, entry 2 changed.
 fn mark_unkeyed_and_rehash(dir: &Path, mark: Option<u64>) {
-    let mut rows = rows(dir);
-    let lines: Vec<String> = rows.iter().flat_map(|(_, l)| l.iter().cloned()).collect();
-    let mut all = rehashed(&lines, 1).into_iter();
-    for (_, lines) in &mut rows {
-        for line in lines.iter_mut() {
-            *line = all.next().unwrap();
-        }
-    }
-    write_rows(dir, &rows);
+    rehash_trail(dir, 1);
     let db = redb::Database::open(dir.join("askgate.redb")).unwrap();
     let txn = db.begin_write().unwrap();
     {
