@@ -50,7 +50,11 @@ async fn store_with_a_trail(dir: &Path, key: Option<AuditKey>) {
         store.commit(vec![resolve(id)]).await.unwrap();
     }
     drop(store);
-    assert!(rows(dir).len() > 1, "the trail fills one row: {:?}", rows(dir));
+    assert!(
+        rows(dir).len() > 1,
+        "the trail fills one row: {:?}",
+        rows(dir)
+    );
 }
 
 /// Session `s`'s trail as redb keeps it: each row's first seq and its lines.

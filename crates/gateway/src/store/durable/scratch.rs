@@ -63,12 +63,26 @@ impl Drop for ScratchDir {
     }
 }
 
+/// How many times an interrupted command tries to remove one scratch directory. An attempt
+/// fails only if a file was made in the directory while it ran, so this bounds the attempts
+/// by the files the command goes on making (a handful: a copy, a log file), not by time.
+const REMOVAL_ATTEMPTS: usize = 10_000;
+
 /// Removes every scratch directory this process has not removed yet: for a command
 /// interrupted by a signal, right before it exits.
+///
+/// The command goes on while this runs (it is stopped by the exit that follows): a file it
+/// or its store's threads create in the directory between the removal's listing and its
+/// last step leaves the directory not empty, and that removal fails. So each is removed
+/// again until it is gone, a bounded number of times.
 pub fn remove_live_scratch_dirs() {
     let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
     for path in live {
-        let _ = std::fs::remove_dir_all(path);
+        for _ in 0..REMOVAL_ATTEMPTS {
+            if std::fs::remove_dir_all(&path).is_ok() || !path.exists() {
+                break;
+            }
+        }
     }
 }
 
@@ -103,6 +117,28 @@ mod tests {
         remove_live_scratch_dirs();
         assert!(!path.exists());
         drop(interrupted);
+
+        // Removed though files keep being made in it while it is removed (as a command's copy
+        // and its store's threads do when the command is interrupted).
+        let busy = ScratchDir::beside(&data).unwrap();
+        let path = busy.path().to_owned();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                // Fewer files than the removal has attempts (each failed attempt means one
+                // more file), or fewer still if the directory is gone first.
+                (0..REMOVAL_ATTEMPTS / 2)
+                    .take_while(|n| std::fs::write(path.join(format!("f{n}")), b"x").is_ok())
+                    .count()
+            })
+        };
+        while std::fs::read_dir(&path).unwrap().count() < 50 {
+            std::thread::yield_now();
+        }
+        remove_live_scratch_dirs();
+        let made = writer.join().unwrap();
+        assert!(!path.exists(), "left after {made} files were made in it");
+        drop(busy);
 
         // A panic unwinding past it removes it too.
         let during_panic = std::panic::catch_unwind(|| {
