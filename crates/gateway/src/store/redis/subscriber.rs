@@ -4,9 +4,9 @@
 //! Pub/sub is at most once, so nothing here is trusted to be complete: after every
 //! (re)subscription the hub is told [`Notice::Resubscribed`] and loads every session it holds
 //! again. The probe publishes on the node's own channel every third of the probe silence
-//! (`--probe-silence-s`, [`DEFAULT_PROBE_SILENCE`](super::DEFAULT_PROBE_SILENCE)); a connection that has not heard its own
-//! probe for that long is dropped and made again (one still open to a server that no longer
-//! forwards anything is otherwise silent for good).
+//! (`--probe-silence-s`, [`DEFAULT_PROBE_SILENCE`](super::DEFAULT_PROBE_SILENCE)); a
+//! connection that has not heard its own probe for that long is dropped and made again (one
+//! still open to a server that no longer forwards anything is otherwise silent for good).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
