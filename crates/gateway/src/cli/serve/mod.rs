@@ -15,7 +15,7 @@ use super::store_flags::StoreFlags;
 use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
 use crate::keys::AgentKey;
 use crate::store::redis::{DEFAULT_PROBE_SILENCE, MIN_PROBE_SILENCE};
-use crate::store::shared::MIN_PRESENCE_TTL;
+use crate::store::shared::{DEFAULT_PRESENCE_TTL, MIN_PRESENCE_TTL};
 
 /// Flags of `askgate serve` (each also an environment variable).
 // The doc comments here are `--help` text, where `<listen address>` means a placeholder.
@@ -82,7 +82,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = 20,
+        default_value_t = DEFAULT_PRESENCE_TTL.as_secs(),
         value_parser = clap::value_parser!(u64).range(MIN_PRESENCE_TTL.as_secs()..=3600),
         hide_env_values = true,
         env = "ASKGATE_PRESENCE_TTL_S"

@@ -344,7 +344,7 @@ fn the_worker_threads_are_one_by_default_and_at_least_one() {
 fn the_presence_lifetime_is_twenty_seconds_by_default_and_four_to_an_hour() {
     assert_eq!(parse(&[]).presence_ttl_s, 20);
     assert_eq!(
-        crate::store::shared::DEFAULT_PRESENCE_TTL,
+        DEFAULT_PRESENCE_TTL,
         Duration::from_secs(parse(&[]).presence_ttl_s)
     );
     assert_eq!(MIN_PRESENCE_TTL, Duration::from_secs(4));
