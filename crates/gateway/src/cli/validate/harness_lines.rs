@@ -73,7 +73,9 @@ fn harness_kind<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Kin
 }
 
 /// The fields of [`RequestInput`] and [`ResultInput`], read alike: whichever the kind needs is
-/// taken, the other ignored.
+/// taken, the other ignored. Written out rather than the two flattened in: `flatten` buffers
+/// the input, which the one pass is there to avoid; and the two stay apart for the ordinary
+/// read, where a request line's stray `response` is ignored, not judged.
 #[derive(Deserialize)]
 struct EitherInput<'a> {
     #[serde(default, deserialize_with = "present_value")]
