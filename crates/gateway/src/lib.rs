@@ -9,6 +9,7 @@
 //! - [`scope`]: the sessions an agent key may act on (all, or those under a prefix).
 //! - [`people`]: who a tab is (personal links, a trusted proxy), who may answer, groups.
 //! - [`hub`]: sessions, requests, tabs and agents; who wins. Sees queues, never sockets.
+//! - [`notify`]: telling people of requests: webhooks, mail; the delivery queue.
 //! - [`audit`]: the audit trail's entries, their hash chain, verifying it, the page's history.
 //! - [`store`]: the `Store` seam the hub commits through: in memory, embedded (redb and a
 //!   write-ahead log), Redis.
@@ -31,6 +32,7 @@ pub mod hub;
 pub mod keys;
 pub mod memory;
 pub mod metrics;
+pub mod notify;
 pub mod pacer;
 pub mod people;
 pub mod scope;

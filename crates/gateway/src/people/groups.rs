@@ -60,6 +60,32 @@ impl Groups {
         Ok(Groups { members })
     }
 
+    /// Adds the group `name` (from the notify file).
+    ///
+    /// # Errors
+    /// A group of that name exists already.
+    pub fn add_group(&mut self, name: &str, members: Vec<String>) -> Result<(), String> {
+        if self.members.contains_key(name) {
+            return Err(format!(
+                "group {name:?} is defined twice (also in the --groups file, or above)"
+            ));
+        }
+        self.members
+            .insert(name.to_owned(), members.into_iter().collect());
+        Ok(())
+    }
+
+    /// The members of the group `name`, sorted (none if there is no such group).
+    pub fn members_of(&self, name: &str) -> Vec<String> {
+        let mut members: Vec<String> = self
+            .members
+            .get(name)
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default();
+        members.sort();
+        members
+    }
+
     /// Whether there is a group `name`.
     pub fn has_group(&self, name: &str) -> bool {
         self.members.contains_key(name)
@@ -83,7 +109,7 @@ impl Groups {
     }
 }
 
-fn check_group_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_group_name(name: &str) -> Result<(), String> {
     let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     if name.is_empty() || name.chars().count() > MAX_GROUP_NAME_CHARS || !name.chars().all(fits) {
         return Err(format!(

@@ -1,0 +1,496 @@
+//! `--notify FILE`: how people are reached, the groups they form, and the webhooks that exist.
+//!
+//! The file is TOML (`docs/NOTIFY.md` shows one whole). It is read once at start, and every
+//! fault is refused then, with the file, the line and what is wrong: an unknown key, a bad
+//! URL, a secret that does not decode, a person's webhook that is not defined, a group
+//! defined twice (here and in `--groups`). Every node of a deployment should be given the
+//! same file.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use askgate_protocol::people::check_user_name;
+use base64::Engine as _;
+use serde::Deserialize;
+use toml::Spanned;
+use url::Url;
+
+use crate::people::Groups;
+use crate::people::groups::check_group_name;
+
+/// The most webhooks a file may define.
+pub const MAX_WEBHOOKS: usize = 64;
+/// Fewest bytes a webhook secret decodes to, and most (the Standard Webhooks specification's
+/// range: shorter is guessable, longer buys nothing over HMAC-SHA256's block).
+pub const WEBHOOK_SECRET_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
+/// Longest `sessions` prefix, in bytes (a session id's own limit).
+pub const MAX_SESSION_PREFIX_BYTES: usize = 128;
+
+/// What a notification says happened to a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// It was asked.
+    Opened,
+    /// It is still open after its `remind_after_s`: the same people, told again.
+    Reminded,
+    /// It is still open after its `escalate.after_s`: more people, added and told.
+    Escalated,
+    /// It ended (answered, declined, timed out, withdrawn).
+    Resolved,
+}
+
+impl EventKind {
+    /// Every kind, in the order of [`EventKind::index`].
+    pub const ALL: [EventKind; 4] = [
+        EventKind::Opened,
+        EventKind::Reminded,
+        EventKind::Escalated,
+        EventKind::Resolved,
+    ];
+
+    /// The name on the wire (a webhook body's `type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Opened => "request.opened",
+            EventKind::Reminded => "request.reminded",
+            EventKind::Escalated => "request.escalated",
+            EventKind::Resolved => "request.resolved",
+        }
+    }
+
+    /// The kind named `name` on the wire.
+    pub fn parse(name: &str) -> Option<EventKind> {
+        EventKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+
+    /// Its place in [`EventKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A set of [`EventKind`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Events([bool; 4]);
+
+impl Events {
+    /// Every kind.
+    pub const ALL: Events = Events([true; 4]);
+
+    /// Whether `kind` is in the set.
+    pub fn has(self, kind: EventKind) -> bool {
+        self.0[kind.index()]
+    }
+}
+
+/// A webhook the file defines.
+#[derive(Clone, Debug)]
+pub struct Webhook {
+    /// Its name in the file (`[webhooks.NAME]`).
+    pub name: String,
+    /// Where its bodies are POSTed.
+    pub url: Url,
+    /// The secrets it is signed with, decoded: `secret`, then `previous_secret` while keys
+    /// rotate. Every one signs each body.
+    pub secrets: Vec<Vec<u8>>,
+    /// The events it gets.
+    pub events: Events,
+    /// Only sessions whose id starts with this (empty: every session).
+    pub sessions: String,
+    /// The line of its `url` key, for errors found after reading (its address).
+    pub line: usize,
+}
+
+impl Webhook {
+    /// Whether it gets `kind` events of `session` whoever the request is for.
+    pub fn watches(&self, session: &str, kind: EventKind) -> bool {
+        self.events.has(kind) && session.starts_with(&self.sessions)
+    }
+}
+
+/// How a person is reached.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Contact {
+    /// Where their mail goes.
+    pub email: Option<String>,
+    /// Webhooks (by name) that also get the requests addressed to them.
+    pub webhooks: Vec<String>,
+}
+
+/// How mail is sent: `[email]`.
+#[derive(Clone, Debug)]
+pub struct EmailSettings {
+    /// `smtp://` (STARTTLS when the server offers it) or `smtps://` (TLS from the start),
+    /// with credentials in it if the server wants them.
+    pub smtp_url: Url,
+    /// The sender, `address` or `Name <address>`.
+    pub from: String,
+}
+
+/// What a notify file says.
+#[derive(Clone, Debug, Default)]
+pub struct NotifySettings {
+    /// How each person is reached, by name.
+    pub people: BTreeMap<String, Contact>,
+    /// The webhooks, by name.
+    pub webhooks: BTreeMap<String, Webhook>,
+    /// How mail is sent, if it is.
+    pub email: Option<EmailSettings>,
+    /// The file it was read from, for later errors.
+    pub source: String,
+}
+
+impl NotifySettings {
+    /// Reads `path`, adding its groups to `groups`; `smtp_url` (from `ASKGATE_SMTP_URL`, so
+    /// that credentials can stay out of the file) stands for `email.smtp_url`.
+    ///
+    /// # Errors
+    /// It cannot be read, or something in it is wrong: `FILE:LINE: PATH: what`.
+    pub fn load(
+        path: &Path,
+        groups: &mut Groups,
+        smtp_url: Option<&str>,
+    ) -> Result<NotifySettings, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading the notify file {}: {e}", path.display()))?;
+        NotifySettings::parse(&text, &path.display().to_string(), groups, smtp_url)
+    }
+
+    /// Reads a notify file's `text`, which came from `source` (named in errors).
+    ///
+    /// # Errors
+    /// As [`NotifySettings::load`]'s.
+    pub fn parse(
+        text: &str,
+        source: &str,
+        groups: &mut Groups,
+        smtp_url: Option<&str>,
+    ) -> Result<NotifySettings, String> {
+        let at = |span: Range<usize>, message: String| {
+            format!("{source}:{}: {message}", line_of(text, span.start))
+        };
+        let file: File = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => at(span, first_line(e.message())),
+            None => format!("{source}: {}", first_line(e.message())),
+        })?;
+        if file.webhooks.len() > MAX_WEBHOOKS {
+            return Err(format!(
+                "{source}: at most {MAX_WEBHOOKS} webhooks, got {}",
+                file.webhooks.len()
+            ));
+        }
+        let mut webhooks = BTreeMap::new();
+        for (name, entry) in file.webhooks {
+            let path = format!("webhooks.{}", name.get_ref());
+            check_group_name(name.get_ref()).map_err(|e| {
+                at(
+                    name.span(),
+                    format!("{path}: {}", e.replace("group", "webhook")),
+                )
+            })?;
+            let webhook = entry
+                .into_webhook(name.get_ref(), text)
+                .map_err(|(span, e)| at(span, format!("{path}.{e}")))?;
+            webhooks.insert(name.into_inner(), webhook);
+        }
+        let mut people = BTreeMap::new();
+        for (name, entry) in file.people {
+            let path = format!("people.{:?}", name.get_ref());
+            check_user_name(name.get_ref()).map_err(|e| at(name.span(), format!("{path}: {e}")))?;
+            let mut contact = Contact::default();
+            if let Some(email) = entry.email {
+                check_address(email.get_ref())
+                    .map_err(|e| at(email.span(), format!("{path}.email: {e}")))?;
+                contact.email = Some(email.into_inner());
+            }
+            for (index, hook) in entry.webhooks.into_iter().enumerate() {
+                if !webhooks.contains_key(hook.get_ref()) {
+                    let defined = webhooks.keys().cloned().collect::<Vec<_>>().join(", ");
+                    let defined = if defined.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        defined
+                    };
+                    return Err(at(
+                        hook.span(),
+                        format!(
+                            "{path}.webhooks[{index}]: no webhook {:?} is defined (defined: {defined})",
+                            hook.get_ref()
+                        ),
+                    ));
+                }
+                if !contact.webhooks.contains(hook.get_ref()) {
+                    contact.webhooks.push(hook.into_inner());
+                }
+            }
+            people.insert(name.into_inner(), contact);
+        }
+        for (name, entry) in file.groups {
+            let path = format!("groups.{}", name.get_ref());
+            check_group_name(name.get_ref())
+                .map_err(|e| at(name.span(), format!("{path}: {e}")))?;
+            let mut members = Vec::with_capacity(entry.members.len());
+            for (index, member) in entry.members.into_iter().enumerate() {
+                check_user_name(member.get_ref())
+                    .map_err(|e| at(member.span(), format!("{path}.members[{index}]: {e}")))?;
+                members.push(member.into_inner());
+            }
+            groups
+                .add_group(name.get_ref(), members)
+                .map_err(|e| at(name.span(), format!("{path}: {e}")))?;
+        }
+        let email = match file.email {
+            None => None,
+            Some(entry) => {
+                let url = match (smtp_url, entry.smtp_url) {
+                    (Some(text), _) => {
+                        parse_smtp_url(text).map_err(|e| format!("ASKGATE_SMTP_URL: {e}"))?
+                    }
+                    (None, Some(text)) => parse_smtp_url(text.get_ref())
+                        .map_err(|e| at(text.span(), format!("email.smtp_url: {e}")))?,
+                    (None, None) => {
+                        return Err(format!(
+                            "{source}: email.smtp_url: missing (give it here or in ASKGATE_SMTP_URL)"
+                        ));
+                    }
+                };
+                check_sender(entry.from.get_ref())
+                    .map_err(|e| at(entry.from.span(), format!("email.from: {e}")))?;
+                Some(EmailSettings {
+                    smtp_url: url,
+                    from: entry.from.into_inner(),
+                })
+            }
+        };
+        Ok(NotifySettings {
+            people,
+            webhooks,
+            email,
+            source: source.to_owned(),
+        })
+    }
+
+    /// Whether it sends anything at all (a webhook, or mail).
+    pub fn sends(&self) -> bool {
+        !self.webhooks.is_empty() || self.email.is_some()
+    }
+}
+
+/// The file as TOML gives it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    people: BTreeMap<Spanned<String>, PersonEntry>,
+    #[serde(default)]
+    groups: BTreeMap<Spanned<String>, GroupEntry>,
+    #[serde(default)]
+    webhooks: BTreeMap<Spanned<String>, WebhookEntry>,
+    email: Option<EmailEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmailEntry {
+    smtp_url: Option<Spanned<String>>,
+    from: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PersonEntry {
+    email: Option<Spanned<String>>,
+    #[serde(default)]
+    webhooks: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupEntry {
+    members: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookEntry {
+    url: Spanned<String>,
+    secret: Spanned<String>,
+    previous_secret: Option<Spanned<String>>,
+    events: Option<Vec<Spanned<String>>>,
+    sessions: Option<Spanned<String>>,
+}
+
+impl WebhookEntry {
+    /// The webhook, or the span and the `key: what` of what is wrong.
+    fn into_webhook(self, name: &str, text: &str) -> Result<Webhook, (Range<usize>, String)> {
+        let url = parse_target_url(self.url.get_ref())
+            .map_err(|e| (self.url.span(), format!("url: {e}")))?;
+        let mut secrets = vec![
+            decode_secret(self.secret.get_ref())
+                .map_err(|e| (self.secret.span(), format!("secret: {e}")))?,
+        ];
+        if let Some(previous) = &self.previous_secret {
+            secrets.push(
+                decode_secret(previous.get_ref())
+                    .map_err(|e| (previous.span(), format!("previous_secret: {e}")))?,
+            );
+        }
+        let events = match self.events {
+            None => Events::ALL,
+            Some(names) => {
+                let mut set = [false; 4];
+                for (index, event) in names.iter().enumerate() {
+                    let kind = EventKind::parse(event.get_ref()).ok_or_else(|| {
+                        let known = EventKind::ALL.map(EventKind::as_str).join(", ");
+                        (
+                            event.span(),
+                            format!(
+                                "events[{index}]: {:?} is not one of {known}",
+                                event.get_ref()
+                            ),
+                        )
+                    })?;
+                    set[kind.index()] = true;
+                }
+                Events(set)
+            }
+        };
+        let sessions = match self.sessions {
+            None => String::new(),
+            Some(prefix) => {
+                if prefix.get_ref().len() > MAX_SESSION_PREFIX_BYTES {
+                    return Err((
+                        prefix.span(),
+                        format!("sessions: at most {MAX_SESSION_PREFIX_BYTES} bytes"),
+                    ));
+                }
+                prefix.into_inner()
+            }
+        };
+        Ok(Webhook {
+            name: name.to_owned(),
+            line: line_of(text, self.url.span().start),
+            url,
+            secrets,
+            events,
+            sessions,
+        })
+    }
+}
+
+/// An `http(s)://` URL with a host and no credentials, for something the gateway calls.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn parse_target_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "{text:?}: must be http:// or https://, not {}://",
+            url.scheme()
+        ));
+    }
+    if url.host().is_none() {
+        return Err(format!("{text:?}: has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "{text:?}: must not carry credentials (the body is signed with the secret instead)"
+        ));
+    }
+    Ok(url)
+}
+
+/// An `smtp://` or `smtps://` URL with a host. What is wrong is said without its password.
+fn parse_smtp_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+    let mut shown = url.clone();
+    let _ = shown.set_password(None);
+    if !matches!(url.scheme(), "smtp" | "smtps") {
+        return Err(format!(
+            "{:?}: must be smtp:// (STARTTLS when offered) or smtps:// (TLS), not {}://",
+            shown.as_str(),
+            url.scheme()
+        ));
+    }
+    if url.host().is_none() {
+        return Err(format!("{:?}: has no host", shown.as_str()));
+    }
+    Ok(url)
+}
+
+/// A sender: `address` or `Name <address>`.
+fn check_sender(text: &str) -> Result<(), String> {
+    let address = match text.rsplit_once('<') {
+        Some((name, rest)) => {
+            let Some(address) = rest.strip_suffix('>') else {
+                return Err(format!("{text:?}: `<` without a closing `>`"));
+            };
+            if name
+                .chars()
+                .any(|c| c.is_control() || c == '"' || c == '<' || c == '>')
+            {
+                return Err(format!(
+                    "{text:?}: the name must not hold quotes, `<`, `>` or control characters"
+                ));
+            }
+            address
+        }
+        None => text,
+    };
+    check_address(address).map_err(|e| format!("the address: {e}"))
+}
+
+/// A Standard Webhooks secret: base64, after an optional `whsec_`.
+fn decode_secret(text: &str) -> Result<Vec<u8>, String> {
+    let encoded = text.strip_prefix("whsec_").unwrap_or(text);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("does not decode as base64 after `whsec_`: {e}"))?;
+    if !WEBHOOK_SECRET_BYTES.contains(&bytes.len()) {
+        return Err(format!(
+            "decodes to {} bytes; a Standard Webhooks secret is {} to {} bytes",
+            bytes.len(),
+            WEBHOOK_SECRET_BYTES.start(),
+            WEBHOOK_SECRET_BYTES.end()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// An address mail can go to: `local@domain`, nothing a header could be split on.
+fn check_address(text: &str) -> Result<(), String> {
+    let fits = !text.is_empty()
+        && text.len() <= 254
+        && !text
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || "<>,;\"".contains(c))
+        && text.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+        });
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("{text:?} is not an e-mail address (local@domain)"))
+    }
+}
+
+/// The 1-based line holding byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or(message).trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests;
