@@ -10,6 +10,9 @@
 #   .venv/mcp      CPython 3.11 + mcp 2.3.0 (with mcp-types 2.3.0), pydantic 2.14.4 and
 #                  email-validator 2.4.0 (for EmailStr): the MCP server side that
 #                  tests/oracle/mcp_oracle.py runs for the form dialect's differential test
+#   .venv/notify   CPython 3.11 + standardwebhooks 1.3.0 (the independent signature check
+#                  tests/oracle/webhook_receiver.py makes of every webhook) and aiosmtpd 1.4.6
+#                  (the SMTP server the mail tests start)
 #   chromium, chromedriver  Debian's packages, for the browser tests
 #   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
 #                  own server on a free port; the packaged service is never used)
@@ -101,4 +104,6 @@ make_venv .venv/deepagents 3.13 langchain.agents.middleware \
 unpack_deepagents_wheel .venv/deepagents
 make_venv .venv/mcp 3.11 "mcp.server.elicitation, email_validator" \
   "mcp==2.3.0" "mcp-types==2.3.0" "pydantic==2.14.4" "email-validator==2.4.0"
+make_venv .venv/notify 3.11 "standardwebhooks, aiosmtpd" \
+  "standardwebhooks==1.3.0" "aiosmtpd==1.4.6"
 echo "setup-test-env: ready"

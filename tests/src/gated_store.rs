@@ -163,6 +163,10 @@ impl Store for GatedStore {
         self.inner.load()
     }
 
+    fn deliveries(&self) -> StoreFuture<'_, Vec<askgate::store::StoredDelivery>> {
+        self.inner.deliveries()
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }

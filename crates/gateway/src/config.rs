@@ -317,6 +317,8 @@ pub struct Config {
     /// The base URL people reach the gateway at, for viewer links (`http://127.0.0.1:8080`).
     /// `None`: derived from the bound address.
     pub public_url: Option<String>,
+    /// Who is told of requests, and how (`--notify FILE`); `None`: nobody.
+    pub notify: Option<crate::notify::NotifyConfig>,
     /// Keys agents present as `Authorization: Bearer <key>`, each acting on every session or
     /// on those of its scope. Empty: local mode (loopback only, no key needed).
     pub agent_keys: Vec<AgentKey>,
@@ -360,6 +362,7 @@ impl Config {
     pub fn local(secret: impl Into<Vec<u8>>) -> Self {
         Config {
             public_url: None,
+            notify: None,
             agent_keys: Vec::new(),
             secret: secret.into(),
             data_dir: PathBuf::from("askgate-data"),

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -25,6 +25,7 @@ use crate::connections::{
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
+use crate::notify::{Notifier, RequestLookup};
 use crate::people::{People, TrustedProxies};
 use crate::store::redis::{RedisOptions, RedisStore, check_durability};
 use crate::store::{DurableStore, LogSettings, MemoryStore, Store};
@@ -175,6 +176,20 @@ async fn build_with_parts(
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<AppState> {
     let records = store.load().await?;
+    let notifier = match &config.notify {
+        Some(notify) => {
+            let notifier = Notifier::new(
+                notify.clone(),
+                config.people.groups.clone(),
+                Arc::clone(&store),
+                Arc::clone(&metrics),
+            )
+            .map_err(anyhow::Error::msg)?;
+            notifier.restore().await?;
+            Some(notifier)
+        }
+        None => None,
+    };
     let hub = Hub::new(
         store,
         config.limits.clone(),
@@ -184,8 +199,13 @@ async fn build_with_parts(
             groups: config.people.groups.clone(),
         },
         metrics,
+        notifier.clone(),
     );
     let restored = hub.restore(records).await;
+    if let Some(notifier) = &notifier {
+        let lookup: Weak<dyn RequestLookup> = Arc::downgrade(&hub) as Weak<Hub>;
+        notifier.run(lookup);
+    }
     hub.start_shared();
     if restored != Restored::default() {
         tracing::info!(

@@ -212,6 +212,10 @@ impl Store for FlakyStore {
         self.inner.load()
     }
 
+    fn deliveries(&self) -> StoreFuture<'_, Vec<askgate::store::StoredDelivery>> {
+        self.inner.deliveries()
+    }
+
     fn trails(&self) -> &dyn Trails {
         &self.inner
     }

@@ -227,7 +227,10 @@ impl<'a> Note<'a> {
                 at_ms: now_ms,
                 event: Event::Acked,
             }),
-            StoreOp::Delete { .. } | StoreOp::DropStaleTrails { .. } => None,
+            StoreOp::Delete { .. }
+            | StoreOp::DropStaleTrails { .. }
+            | StoreOp::Notify(_)
+            | StoreOp::Delivered { .. } => None,
             StoreOp::Note(note) => Some(note.clone()),
         }
     }

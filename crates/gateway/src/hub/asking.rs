@@ -295,15 +295,33 @@ impl Hub {
             id_sent,
             deadline_ms,
         };
-        let (taken, durable) =
-            self.store_commit_in_steps(vec![StoreOp::Put(record)], Durability::Prompt);
+        let notify = self
+            .notifier
+            .as_ref()
+            .and_then(|notifier| notifier.opened(&self.facts_of_record(&record)));
+        let mut ops = vec![StoreOp::Put(record)];
+        ops.extend(notify.clone());
+        let (taken, durable) = self.store_commit_in_steps(ops, Durability::Prompt);
         let hub = Arc::clone(self);
         let finished = self
             .run_to_end(async move {
+                let notified = |kept: bool| {
+                    if let (Some(notifier), Some(op)) = (&hub.notifier, notify) {
+                        if kept {
+                            notifier.committed(op);
+                        } else {
+                            notifier.not_committed(op);
+                        }
+                    }
+                };
                 match hub.show_ask(&stored, asker.as_ref(), taken.await) {
-                    Showing::Settled(reply) => reply,
+                    Showing::Settled(reply) => {
+                        notified(false);
+                        reply
+                    }
                     Showing::Open(accepted) => {
                         let durable = durable.await;
+                        notified(durable.is_ok());
                         hub.accept_ask(&stored, asker.as_ref(), accepted, durable)
                     }
                 }

@@ -62,8 +62,8 @@ pub(super) enum Ending {
 /// What trying to end a request came to.
 enum Begun {
     /// This ending won here: its resolution, when the request was asked, its deadline, how
-    /// it ends instead should the store find it late, and the refusals the session's tabs
-    /// were counting on it, to record.
+    /// it ends instead should the store find it late, the refusals the session's tabs were
+    /// counting on it, to record, and (when people are notified) what the request is.
     Won(Box<Won>),
     /// Another ending is being stored: wait until it is kept or fails.
     Wait(tokio::sync::futures::OwnedNotified),
@@ -76,6 +76,7 @@ type Won = (
     Option<u64>,
     Option<Settlement>,
     Vec<Note<'static>>,
+    Option<crate::notify::RequestFacts>,
 );
 
 /// A resolution being committed, and what announcing it needs.
@@ -207,18 +208,24 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
-        let (resolution, asked_at_ms, deadline_ms, if_late, counted) = loop {
+        let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
             }
         };
-        let ops = vec![StoreOp::Resolve {
+        let notify = self
+            .notifier
+            .as_ref()
+            .zip(facts)
+            .and_then(|(notifier, facts)| notifier.resolved(&facts, &resolution));
+        let mut ops = vec![StoreOp::Resolve {
             session: session.clone(),
             id: id.clone(),
             resolution: resolution.clone(),
             if_late,
         }];
+        ops.extend(notify.clone());
         let ending = Resolution {
             session: session.clone(),
             id: id.clone(),
@@ -232,6 +239,13 @@ impl Hub {
             })
             .await
             .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())));
+        if let (Some(notifier), Some(op)) = (&self.notifier, notify) {
+            if ended.is_ok() {
+                notifier.committed(op);
+            } else {
+                notifier.not_committed(op);
+            }
+        }
         // After the ending, whether it was kept or not: the counts are of what happened.
         self.record_notes(counted).await;
         ended
@@ -320,6 +334,10 @@ impl Hub {
         let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
+        let facts = self
+            .notifier
+            .as_ref()
+            .and_then(|_| self.facts_of_entry(session, entry));
         state.begin_resolving(id, matches!(ending, Ending::TimedOut));
         Ok(Begun::Won(Box::new((
             resolution,
@@ -327,6 +345,7 @@ impl Hub {
             deadline_ms,
             if_late,
             counted_refusals(state, id),
+            facts,
         ))))
     }
 }

@@ -16,6 +16,7 @@ use super::session::Session;
 use crate::config::Limits;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, gauge_add};
+use crate::notify::Notifier;
 use crate::people::{IssuedLink, People, Person, issue_link};
 use crate::scope::SessionScope;
 use crate::store::{Store, StoreError};
@@ -88,6 +89,8 @@ pub struct Hub {
     ///
     /// [`history_cache`]: super::shown::history_cache
     pub(super) history_bytes_total: Arc<AtomicUsize>,
+    /// Who is told of requests, when a notify file is given.
+    pub(super) notifier: Option<Arc<Notifier>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -104,6 +107,7 @@ impl Hub {
         keys: ViewerKeys,
         people: People,
         metrics: Arc<Metrics>,
+        notifier: Option<Arc<Notifier>>,
     ) -> Arc<Self> {
         let replica = Replica::of(&*store, &metrics);
         Arc::new_cyclic(|hub| Hub {
@@ -120,6 +124,7 @@ impl Hub {
             undeleted: Mutex::new(Vec::new()),
             queued_total: Arc::new(AtomicUsize::new(0)),
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
+            notifier,
         })
     }
 

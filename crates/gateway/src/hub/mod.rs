@@ -14,6 +14,7 @@ mod auditing; // refusals counted by each tab into the audit trail; the history 
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
+mod notifying; // what a request is, told to the notifier; whether it is still open
 mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep
 mod peers; // who holds the other end: links, inboxes, tab slots, queued bytes, frames
 mod refusals; // the refusals a tab keeps getting, counted rather than each recorded

@@ -1,10 +1,13 @@
 //! Counters and gauges, rendered in the Prometheus text format at `GET /metrics`.
 //!
 //! Plain atomics: every update is a single relaxed add, cheap enough for the fan-out path.
-//! [`shared`]: what only a node of several on Redis counts.
+//! [`shared`]: what only a node of several on Redis counts; [`notify`]: what notifications
+//! came to, by channel.
 
+pub mod notify;
 mod shared;
 
+pub use notify::NotifyMetrics;
 pub use shared::SharedMetrics;
 
 use std::fmt::Write as _;
@@ -80,6 +83,8 @@ pub struct Metrics {
     pub store_writes: std::sync::Arc<StoreWrites>,
     /// Redis: round trips, script outcomes, resnapshots, subscriptions, sweeps.
     pub shared: SharedMetrics,
+    /// Notifications, by channel.
+    pub notify: NotifyMetrics,
 }
 
 impl Metrics {
@@ -232,6 +237,7 @@ impl Metrics {
             "From handing operations to the store until the caller may go on: durable, or for an ack's deletion, written.",
         );
         self.shared.render(&mut out);
+        self.notify.render(&mut out, crate::clock::now_ms());
         out
     }
 }

@@ -1,7 +1,365 @@
-//! Telling people about requests on channels they read, so a question reaches them without
-//! a tab open.
+//! Telling people about requests on channels they read, so that a question reaches them
+//! without a tab open.
+//!
+//! The hub asks the [`Notifier`] whom a change is for as it commits the change: the
+//! notifications come back as a [`StoreOp::Notify`] for the same commit, so a crash cannot
+//! keep the change and lose its notifications. Once the commit is durable they are queued to
+//! their targets' [`outbox`]es and sent, tried again with backoff until sent or given up, and
+//! then deleted from the store. Delivery is at least once; every try carries the same id.
 //!
 //! - [`settings`]: `--notify FILE`: people's addresses, groups, webhooks, mail.
-pub mod settings;
+//! - [`delivery`]: a notification's body, its id, the retry schedule.
+//! - [`outbox`]: one target's bounded queue.
+//! - [`webhook`]: Standard Webhooks signing and sending.
+//! - [`address`]: the addresses the gateway will not call.
 
+pub mod address;
+pub mod delivery;
+pub mod outbox;
+pub mod settings;
+pub mod webhook;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use askgate_protocol::{RequestId, SessionId};
+
+pub use delivery::{DEFAULT_RETRY_FOR, RequestFacts};
 pub use settings::{EventKind, NotifySettings};
+
+use crate::clock::now_ms;
+use crate::metrics::{Metrics, count, gauge_add};
+use crate::people::Groups;
+use crate::store::{DeliveryTarget, Store, StoreOp, StoredDelivery, StoredResolution};
+use outbox::{MAX_QUEUED_PER_TARGET, Pending, Queue};
+
+/// The longest `--notify-retry-for-s`: a week.
+pub const MAX_RETRY_FOR_S: u64 = 7 * 86_400;
+
+/// Whether a request is still open, as the hub holds it: a notification other than
+/// `request.resolved` about one that has ended is dropped unsent.
+pub trait RequestLookup: Send + Sync {
+    /// Whether `id` of `session` is open.
+    fn is_open(&self, session: &SessionId, id: &RequestId) -> bool;
+}
+
+/// How the notifier is set up (`serve`'s flags).
+#[derive(Clone, Debug)]
+pub struct NotifyConfig {
+    /// What the notify file says.
+    pub settings: NotifySettings,
+    /// How long a failing notification is tried (`--notify-retry-for-s`).
+    pub retry_for: Duration,
+    /// Whether targets on private addresses may be called (`--notify-allow-private`).
+    pub allow_private: bool,
+}
+
+/// Routes changes to the people and webhooks they concern, and sends what is committed.
+pub struct Notifier {
+    config: NotifyConfig,
+    groups: Groups,
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    client: webhook::Client,
+    /// Each webhook's queue, by name.
+    webhooks: BTreeMap<String, Arc<Queue>>,
+    lookup: OnceLock<Weak<dyn RequestLookup>>,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifier")
+            .field("webhooks", &self.webhooks.keys())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The index of a channel in [`crate::metrics::notify::CHANNELS`].
+fn channel_of(target: &DeliveryTarget) -> usize {
+    match target {
+        DeliveryTarget::Webhook(_) => 0,
+        DeliveryTarget::Email(_) => 1,
+    }
+}
+
+impl Notifier {
+    /// A notifier for `config`, committing through `store`. Nothing is sent until
+    /// [`Notifier::run`].
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(
+        config: NotifyConfig,
+        groups: Groups,
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<Notifier>, String> {
+        let client = webhook::client(config.allow_private)?;
+        let webhooks = config
+            .settings
+            .webhooks
+            .keys()
+            .map(|name| {
+                let queue = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
+                metrics
+                    .notify
+                    .watch_queue(0, Arc::clone(&queue.earliest_due_ms));
+                (name.clone(), queue)
+            })
+            .collect();
+        Ok(Arc::new(Notifier {
+            config,
+            groups,
+            store,
+            metrics,
+            client,
+            webhooks,
+            lookup: OnceLock::new(),
+        }))
+    }
+
+    /// Queues what the store kept from before a restart, due now. Called before the hub
+    /// restores its requests, whose endings at restore make notifications of their own.
+    ///
+    /// # Errors
+    /// The store's notifications could not be read.
+    pub async fn restore(&self) -> Result<(), crate::store::StoreError> {
+        let kept = self.store.deliveries().await?;
+        let now = now_ms();
+        let mut restored = 0usize;
+        for delivery in kept {
+            match self.queue_of(&delivery.target) {
+                Some(queue) => {
+                    self.enqueue(queue, delivery, now, false);
+                    restored += 1;
+                }
+                // Its webhook is no longer in the notify file: nobody to send it to.
+                None => {
+                    tracing::warn!(notification = %delivery.id, target = ?delivery.target, "a kept notification's target is no longer configured; dropped");
+                    self.forget(&delivery).await;
+                }
+            }
+        }
+        if restored > 0 {
+            tracing::info!(
+                notifications = restored,
+                "notifications kept from before the restart are queued"
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts sending: a task per target, for as long as the runtime runs. `lookup` says
+    /// which requests are still open.
+    pub fn run(self: &Arc<Self>, lookup: Weak<dyn RequestLookup>) {
+        let _ = self.lookup.set(lookup);
+        for (name, queue) in &self.webhooks {
+            let notifier = Arc::clone(self);
+            let queue = Arc::clone(queue);
+            let name = name.clone();
+            tokio::spawn(async move { notifier.run_webhook(&name, &queue).await });
+        }
+    }
+
+    fn queue_of(&self, target: &DeliveryTarget) -> Option<&Arc<Queue>> {
+        match target {
+            DeliveryTarget::Webhook(name) => self.webhooks.get(name),
+            DeliveryTarget::Email(_) => None,
+        }
+    }
+
+    fn counts(&self, target: &DeliveryTarget) -> &crate::metrics::notify::ChannelCounts {
+        &self.metrics.notify.channels[channel_of(target)]
+    }
+
+    /// The people `answerers` name, groups expanded, sorted and without repeats.
+    fn people_of(&self, answerers: Option<&[String]>) -> BTreeSet<String> {
+        let mut people = BTreeSet::new();
+        for name in answerers.unwrap_or_default() {
+            match name.strip_prefix("group:") {
+                Some(group) => people.extend(self.groups.members_of(group)),
+                None => {
+                    people.insert(name.clone());
+                }
+            }
+        }
+        people
+    }
+
+    /// The targets of a `kind` event about `facts`' request: every webhook watching its
+    /// session, and the webhooks of the people it is for.
+    fn targets(&self, facts: &RequestFacts, kind: EventKind) -> BTreeSet<DeliveryTarget> {
+        let settings = &self.config.settings;
+        let mut targets = BTreeSet::new();
+        for webhook in settings.webhooks.values() {
+            if webhook.watches(facts.session.as_str(), kind) {
+                targets.insert(DeliveryTarget::Webhook(webhook.name.clone()));
+            }
+        }
+        for person in self.people_of(facts.answerers.as_deref()) {
+            if let Some(contact) = settings.people.get(&person) {
+                for name in &contact.webhooks {
+                    if settings.webhooks[name].events.has(kind) {
+                        targets.insert(DeliveryTarget::Webhook(name.clone()));
+                    }
+                }
+            }
+        }
+        targets
+    }
+
+    /// The notifications of a new request, as an op for the commit that stores it (`None`
+    /// if nobody is to be told). Each has a place promised in its queue: give the op to
+    /// [`Notifier::committed`] or [`Notifier::not_committed`] when the commit ends.
+    pub fn opened(&self, facts: &RequestFacts) -> Option<StoreOp> {
+        let at_ms = now_ms();
+        let body = facts.body(EventKind::Opened, at_ms, serde_json::Map::new());
+        self.notifications(facts, EventKind::Opened, &body, at_ms)
+    }
+
+    /// The notifications of a request's ending, as [`Notifier::opened`]'s.
+    pub fn resolved(&self, facts: &RequestFacts, resolution: &StoredResolution) -> Option<StoreOp> {
+        let at_ms = resolution.at_ms;
+        let extra = delivery::resolved_members(resolution);
+        let body = facts.body(EventKind::Resolved, at_ms, extra);
+        self.notifications(facts, EventKind::Resolved, &body, at_ms)
+    }
+
+    fn notifications(
+        &self,
+        facts: &RequestFacts,
+        kind: EventKind,
+        body: &str,
+        at_ms: u64,
+    ) -> Option<StoreOp> {
+        let mut deliveries = Vec::new();
+        for target in self.targets(facts, kind) {
+            let Some(queue) = self.queue_of(&target) else {
+                continue;
+            };
+            if !queue.reserve() {
+                count(&self.counts(&target).shed);
+                tracing::warn!(session = %facts.session, request = %facts.id, ?target, "a notification was shed: its target's queue is full");
+                continue;
+            }
+            deliveries.push(delivery::delivery(facts, kind, target, body, at_ms));
+        }
+        (!deliveries.is_empty()).then_some(StoreOp::Notify(deliveries))
+    }
+
+    /// The commit holding `op` (from [`Notifier::opened`] or [`Notifier::resolved`]) is
+    /// durable: its notifications are queued, due now.
+    pub fn committed(&self, op: StoreOp) {
+        let StoreOp::Notify(deliveries) = op else {
+            return;
+        };
+        let now = now_ms();
+        for delivery in deliveries {
+            if let Some(queue) = self.queue_of(&delivery.target) {
+                self.enqueue(queue, delivery, now, true);
+            }
+        }
+    }
+
+    /// Queues `delivery` to `queue`, due at `due_ms`, counted (`reserved`: see
+    /// [`Queue::push`]).
+    fn enqueue(&self, queue: &Queue, delivery: StoredDelivery, due_ms: u64, reserved: bool) {
+        gauge_add(&self.counts(&delivery.target).queued, 1);
+        let pending = Pending {
+            delivery,
+            failures: 0,
+        };
+        queue.push(pending, due_ms, reserved);
+    }
+
+    /// The commit holding `op` failed, or its change was not made: the places promised to
+    /// its notifications are given back.
+    pub fn not_committed(&self, op: StoreOp) {
+        let StoreOp::Notify(deliveries) = op else {
+            return;
+        };
+        for delivery in deliveries {
+            if let Some(queue) = self.queue_of(&delivery.target) {
+                queue.release();
+            }
+        }
+    }
+
+    /// Sends `name`'s notifications, one at a time, for as long as the gateway runs.
+    async fn run_webhook(self: Arc<Self>, name: &str, queue: &Queue) {
+        let Some(webhook) = self.config.settings.webhooks.get(name) else {
+            return;
+        };
+        loop {
+            let mut pending = queue.next_due().await;
+            let delivery = &pending.delivery;
+            let counts = self.counts(&delivery.target);
+            if delivery.event != EventKind::Resolved.as_str() && !self.still_open(delivery) {
+                self.forget(delivery).await;
+                count(&counts.dropped);
+                gauge_add(&counts.queued, -1);
+                queue.done();
+                continue;
+            }
+            let now = now_ms();
+            let sent = webhook::send(
+                &self.client,
+                webhook,
+                delivery,
+                now / 1000,
+                self.config.allow_private,
+            )
+            .await;
+            match sent {
+                Ok(()) => {
+                    self.forget(delivery).await;
+                    count(&counts.sent);
+                    gauge_add(&counts.queued, -1);
+                    tracing::debug!(notification = %delivery.id, webhook = %name, event = %delivery.event, "a notification was sent");
+                }
+                Err(error) => {
+                    if matches!(error, webhook::SendError::Refused(_)) {
+                        count(&counts.refused);
+                    }
+                    pending.failures += 1;
+                    let now = now_ms();
+                    let tried_for = now.saturating_sub(delivery.created_ms);
+                    if u128::from(tried_for) >= self.config.retry_for.as_millis() {
+                        tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, failures = pending.failures, %error, "a notification is given up");
+                        self.forget(delivery).await;
+                        count(&counts.given_up);
+                        gauge_add(&counts.queued, -1);
+                    } else {
+                        let wait = delivery::retry_after(pending.failures);
+                        tracing::info!(notification = %delivery.id, failures = pending.failures, retry_in_ms = wait.as_millis() as u64, %error, "a notification failed; it is tried again");
+                        count(&counts.retried);
+                        let due = now.saturating_add(wait.as_millis() as u64);
+                        queue.retry(pending, due);
+                        continue;
+                    }
+                }
+            }
+            queue.done();
+        }
+    }
+
+    fn still_open(&self, delivery: &StoredDelivery) -> bool {
+        self.lookup
+            .get()
+            .and_then(Weak::upgrade)
+            .is_some_and(|hub| hub.is_open(&delivery.session, &delivery.request))
+    }
+
+    /// Deletes a notification that is done with from the store. Should that fail, it stays
+    /// there and is sent again after a restart: at least once, never lost.
+    async fn forget(&self, delivery: &StoredDelivery) {
+        let op = StoreOp::Delivered {
+            session: delivery.session.clone(),
+            id: delivery.id.clone(),
+        };
+        if let Err(error) = self.store.commit(vec![op]).await {
+            tracing::warn!(notification = %delivery.id, %error, "a sent notification could not be deleted from the store; it may be sent again after a restart");
+        }
+    }
+}

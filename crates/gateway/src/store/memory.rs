@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
 
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails};
+use super::{Store, StoreError, StoreFuture, StoreOp, StoredDelivery, StoredRequest, Trails};
 use crate::audit::{Note, seal_after};
 use crate::clock::now_ms;
 
@@ -21,6 +21,7 @@ struct Trail {
 struct Kept {
     requests: HashMap<(SessionId, RequestId), StoredRequest>,
     trails: HashMap<SessionId, Trail>,
+    deliveries: HashMap<String, StoredDelivery>,
 }
 
 /// Keeps requests and trails in maps.
@@ -87,6 +88,14 @@ impl Kept {
                 self.requests.remove(&(session, id));
             }
             StoreOp::Note(_) => {}
+            StoreOp::Notify(deliveries) => {
+                for delivery in deliveries {
+                    self.deliveries.insert(delivery.id.clone(), delivery);
+                }
+            }
+            StoreOp::Delivered { id, .. } => {
+                self.deliveries.remove(&id);
+            }
             StoreOp::DropStaleTrails { before_ms } => {
                 self.trails.retain(|_, trail| trail.last_at_ms >= before_ms);
             }
@@ -108,6 +117,13 @@ impl Store for MemoryStore {
         let result = self
             .kept()
             .map(|kept| kept.requests.values().cloned().collect());
+        Box::pin(async move { result })
+    }
+
+    fn deliveries(&self) -> StoreFuture<'_, Vec<StoredDelivery>> {
+        let result = self
+            .kept()
+            .map(|kept| kept.deliveries.values().cloned().collect());
         Box::pin(async move { result })
     }
 

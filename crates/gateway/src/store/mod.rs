@@ -100,6 +100,37 @@ impl StoredResolution {
     }
 }
 
+/// Where a notification goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryTarget {
+    /// The webhook of this name in the notify file.
+    Webhook(String),
+    /// This person's mail (their address is in the notify file).
+    Email(String),
+}
+
+/// A notification waiting to be sent. It is kept in the same commit as the change it tells
+/// of, and until it is sent or given up, so that neither a restart nor (on Redis) the death
+/// of the node that made it loses it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredDelivery {
+    /// The session of the request it is about.
+    pub session: SessionId,
+    /// The request.
+    pub request: RequestId,
+    /// Unique, and the same on every try, so that receivers can drop repeats (`webhook-id`).
+    pub id: String,
+    /// What happened (`request.opened`, ...).
+    pub event: String,
+    /// Where it goes.
+    pub target: DeliveryTarget,
+    /// The webhook body, JSON; a mail is written from it too.
+    pub body: String,
+    /// When it was made (Unix ms): it is given up `--notify-retry-for-s` after this.
+    pub created_ms: u64,
+}
+
 /// One change to the store.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StoreOp {
@@ -133,6 +164,17 @@ pub enum StoreOp {
     DropStaleTrails {
         /// The cut-off (Unix ms).
         before_ms: u64,
+    },
+    /// Keep notifications to send, about the change of the operation before it in the same
+    /// commit: a store that decides (Redis) keeps them only if that change is made (a new
+    /// request created, an ending that won).
+    Notify(Vec<StoredDelivery>),
+    /// A notification is done with: sent, given up, or no longer worth sending.
+    Delivered {
+        /// The session of its request.
+        session: SessionId,
+        /// Its id.
+        id: String,
     },
 }
 
@@ -299,6 +341,10 @@ pub trait Store: Send + Sync + 'static {
             durable: Box::pin(std::future::ready(Ok(()))),
         }
     }
+
+    /// Every notification kept and not yet sent, for a restart (a local store; on a shared
+    /// one, nodes claim due ones instead).
+    fn deliveries(&self) -> StoreFuture<'_, Vec<StoredDelivery>>;
 
     /// The audit trails it keeps, for reading.
     fn trails(&self) -> &dyn Trails;

@@ -35,6 +35,8 @@ mod durable_writes;
 mod multi_node;
 /// Nodes and Redis killed at random under load.
 mod multi_node_crash;
+/// Webhooks told of requests: signed, routed, retried, kept across a SIGKILL.
+mod notify;
 /// `--user-header` and `--trusted-proxy`.
 mod proxy_header;
 /// The Redis store's scripts one at a time.

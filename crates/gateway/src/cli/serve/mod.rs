@@ -2,6 +2,7 @@
 //!
 //! - [`limits`]: the limit flags, each defaulting to its named constant in `config`.
 //! - [`people`]: the flags about people: identity header, anonymous tabs, links.
+//! - [`notify`]: the flags about telling people of requests: the notify file, retries.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 
 use self::limits::LimitArgs;
+use self::notify::NotifyArgs;
 use self::people::PeopleArgs;
 use super::store_flags::StoreFlags;
 use crate::config::{Config, RedisSettings, StoreKind, check_redis_prefix};
@@ -130,6 +132,10 @@ pub struct ServeArgs {
     /// Who tabs are, and who may answer.
     #[command(flatten)]
     pub people: PeopleArgs,
+
+    /// Who is told of requests, and how.
+    #[command(flatten)]
+    pub notify: NotifyArgs,
 }
 
 /// The agent keys as configured (`KEY` or `KEY:PREFIX`), trimmed and without empty ones:
@@ -188,7 +194,12 @@ impl ServeArgs {
     pub fn to_config(&self) -> anyhow::Result<Config> {
         // Flags first, so a typo does not leave a fresh data directory and secret behind.
         let limits = self.limits.to_limits()?;
-        let people = self.people.to_settings()?;
+        let mut people = self.people.to_settings()?;
+        let notify = self.notify.to_config(
+            &mut people.groups,
+            self.public_url.as_deref(),
+            &self.stored.store,
+        )?;
         let agent_keys = agent_keys(&self.agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
         let shared = matches!(self.stored.store, StoreKind::Redis(_));
@@ -207,6 +218,7 @@ impl ServeArgs {
         };
         Ok(Config {
             public_url: self.public_url.clone(),
+            notify,
             agent_keys,
             secret,
             data_dir: self.stored.data_dir.clone(),
@@ -333,6 +345,7 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 }
 
 mod limits;
+mod notify;
 mod people;
 #[cfg(test)]
 mod tests;

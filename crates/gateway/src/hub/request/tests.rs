@@ -72,6 +72,10 @@ impl Store for Faulty {
         }
     }
 
+    fn deliveries(&self) -> StoreFuture<'_, Vec<crate::store::StoredDelivery>> {
+        self.inner.deliveries()
+    }
+
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
         self.inner.load()
     }
@@ -112,6 +116,7 @@ fn rig_with(limits: Limits) -> Rig {
         ViewerKeys::new(vec![7; 32], "http://gateway.test"),
         People::default(),
         Arc::default(),
+        None,
     );
     let (link, tab_queue) = Link::new(64);
     let tab = hub

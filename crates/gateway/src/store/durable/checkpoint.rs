@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use super::log::{self, LogFile};
 use super::logged::{Logged, apply_all};
 use super::trails::TrailTables;
-use super::{META, REQUESTS, StoreError};
+use super::{META, OUTBOX, REQUESTS, StoreError};
 use crate::audit::chain::ChainKey;
 use crate::metrics::StoreWrites;
 
@@ -172,9 +172,13 @@ pub(super) fn commit_groups(
         let mut table = txn
             .open_table(REQUESTS)
             .map_err(|e| format!("opening the requests table: {e}"))?;
+        let mut outbox = txn
+            .open_table(OUTBOX)
+            .map_err(|e| format!("opening the notifications table: {e}"))?;
         let mut trails = TrailTables::open(&txn, chain)?;
         apply_all(
             &mut table,
+            &mut outbox,
             &mut trails,
             groups.iter().flat_map(|(_, changes)| changes),
         )?;

@@ -42,6 +42,14 @@ pub(super) enum Logged {
     },
     /// Drop the audit trails whose newest entry is older than `before_ms`, whole.
     DropStaleTrails { before_ms: u64 },
+    /// Keep a notification to send: a [`StoredDelivery`].
+    Deliver {
+        session: SessionId,
+        id: String,
+        delivery: Encoded,
+    },
+    /// Forget a notification (sent, or given up).
+    Delivered { session: SessionId, id: String },
 }
 
 impl Logged {
@@ -53,6 +61,9 @@ impl Logged {
                 Some((session.as_str(), Some(id.as_str())))
             }
             Logged::Audit { session, .. } => Some((session.as_str(), None)),
+            Logged::Deliver { session, .. } | Logged::Delivered { session, .. } => {
+                Some((session.as_str(), None))
+            }
             Logged::DropStaleTrails { .. } => None,
         }
     }
@@ -153,6 +164,16 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
         StoreOp::Delete { session, id, .. } => out.push(Logged::Delete { session, id }),
         StoreOp::DropStaleTrails { before_ms } => out.push(Logged::DropStaleTrails { before_ms }),
         StoreOp::Note(_) => {}
+        StoreOp::Notify(deliveries) => {
+            for delivery in deliveries {
+                out.push(Logged::Deliver {
+                    delivery: Encoded::of(&delivery)?,
+                    session: delivery.session,
+                    id: delivery.id,
+                });
+            }
+        }
+        StoreOp::Delivered { session, id } => out.push(Logged::Delivered { session, id }),
     }
     Ok(())
 }
@@ -173,9 +194,10 @@ enum Row<'c> {
 }
 
 /// Applies `changes`, in order, in the write transaction whose tables these are: trail
-/// entries as they come, each request's row once, as the changes leave it.
+/// entries and notifications as they come, each request's row once, as the changes leave it.
 pub(super) fn apply_all<'c>(
     table: &mut redb::Table<'_, (&str, &str), &[u8]>,
+    outbox: &mut redb::Table<'_, (&str, &str), &[u8]>,
     trails: &mut TrailTables<'_>,
     changes: impl IntoIterator<Item = &'c Logged>,
 ) -> Result<(), String> {
@@ -213,6 +235,20 @@ pub(super) fn apply_all<'c>(
                 tail,
             } => trails.record(session.as_str(), *at_ms, tail)?,
             Logged::DropStaleTrails { before_ms } => trails.drop_stale(*before_ms)?,
+            Logged::Deliver {
+                session,
+                id,
+                delivery,
+            } => {
+                outbox
+                    .insert((session.as_str(), id.as_str()), delivery.text().as_bytes())
+                    .map_err(|e| format!("writing a notification: {e}"))?;
+            }
+            Logged::Delivered { session, id } => {
+                outbox
+                    .remove((session.as_str(), id.as_str()))
+                    .map_err(|e| format!("deleting a notification: {e}"))?;
+            }
         }
     }
     trails.write_sealed()?;
@@ -286,8 +322,8 @@ mod tests {
 
     use super::*;
     use crate::store::StoredResolution;
-    use crate::store::durable::REQUESTS;
     use crate::store::durable::trails::{AUDIT, HEADS};
+    use crate::store::durable::{OUTBOX, REQUESTS};
     use askgate_protocol::{Dialect, Outcome, QuestionSet};
 
     fn question_set() -> QuestionSet {
@@ -375,9 +411,10 @@ mod tests {
             let txn = db.begin_write().unwrap();
             {
                 let mut table = txn.open_table(REQUESTS).unwrap();
+                let mut outbox = txn.open_table(OUTBOX).unwrap();
                 let mut trails =
                     TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
-                apply_all(&mut table, &mut trails, *batch).unwrap();
+                apply_all(&mut table, &mut outbox, &mut trails, *batch).unwrap();
             }
             txn.commit().unwrap();
         }

@@ -61,7 +61,8 @@ use self::appender::{Appender, Durable};
 use self::checkpoint::ToCheckpoint;
 use self::syncer::{SyncQueue, Syncer, ToSync};
 use super::{
-    Durability, Steps, Store, StoreError, StoreFuture, StoreOp, StoredRequest, Trails, Verdict,
+    Durability, Steps, Store, StoreError, StoreFuture, StoreOp, StoredDelivery, StoredRequest,
+    Trails, Verdict,
 };
 use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
@@ -92,6 +93,8 @@ const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("requests");
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+/// Notifications not yet sent, by session and id: each a [`StoredDelivery`]'s JSON.
+const OUTBOX: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("outbox");
 
 /// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
@@ -561,6 +564,10 @@ impl Store for DurableStore {
         self.read_flushed(read_all)
     }
 
+    fn deliveries(&self) -> StoreFuture<'_, Vec<StoredDelivery>> {
+        self.read_flushed(read_outbox)
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }
@@ -596,6 +603,28 @@ impl DurableStore {
         let session = session.clone();
         self.read_flushed(move |db| trails::read(db, &session, after_seq, limit, newest))
     }
+}
+
+fn read_outbox(db: &Database) -> Result<Vec<StoredDelivery>, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let table = match txn.open_table(OUTBOX) {
+        Ok(table) => table,
+        // A store from before notifications: nothing to send.
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(err("opening the notifications table", e)),
+    };
+    let mut out = Vec::new();
+    for row in table.iter().map_err(|e| err("reading notifications", e))? {
+        let (key, value) = row.map_err(|e| err("reading a notification", e))?;
+        match serde_json::from_slice::<StoredDelivery>(value.value()) {
+            Ok(delivery) => out.push(delivery),
+            Err(error) => {
+                let (session, id) = key.value();
+                tracing::error!(%session, notification = %id, %error, "a stored notification could not be decoded; left in the store");
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn read_all(db: &Database) -> Result<Vec<StoredRequest>, StoreError> {

@@ -199,6 +199,11 @@ impl Inner {
                 StoreOp::Delete { session, id, acked } => self.forget(&session, &id, acked).await?,
                 StoreOp::Note(note) => self.note(&note).await?,
                 StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
+                StoreOp::Notify(_) | StoreOp::Delivered { .. } => {
+                    return Err(StoreError::refused(
+                        "notifications are not kept on Redis yet (`serve` refuses --notify with a Redis store)",
+                    ));
+                }
             };
             verdicts.push(verdict);
         }

@@ -310,6 +310,10 @@ impl Store for RedisStore {
         Box::pin(async move { inner.decide(ops).await })
     }
 
+    fn deliveries(&self) -> StoreFuture<'_, Vec<crate::store::StoredDelivery>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }

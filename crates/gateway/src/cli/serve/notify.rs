@@ -1,0 +1,116 @@
+//! The flags about telling people of requests: the notify file, how long to keep trying,
+//! and whether private addresses may be called.
+
+use std::net::ToSocketAddrs as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+
+use crate::config::StoreKind;
+use crate::notify::address::refused_because;
+use crate::notify::{DEFAULT_RETRY_FOR, MAX_RETRY_FOR_S, NotifyConfig, NotifySettings};
+use crate::people::Groups;
+
+/// Flags of `askgate serve` about notifications.
+#[derive(Debug, Args)]
+pub struct NotifyArgs {
+    /// A TOML file saying how people are reached (e-mail), their groups, and the webhooks
+    /// told of requests (docs/NOTIFY.md). Read at start; give every node the same file.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_NOTIFY",
+        value_name = "FILE"
+    )]
+    pub notify: Option<PathBuf>,
+
+    /// How long, in seconds, a notification that keeps failing is tried before it is given
+    /// up (counted and logged).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_RETRY_FOR.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=MAX_RETRY_FOR_S),
+        hide_env_values = true,
+        env = "ASKGATE_NOTIFY_RETRY_FOR_S"
+    )]
+    pub notify_retry_for_s: u64,
+
+    /// Let webhooks reach loopback, private, link-local and metadata addresses (refused by
+    /// default: a name that resolves there could reach what only the gateway's network
+    /// should). For a receiver on the same host or network, and tests.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_NOTIFY_ALLOW_PRIVATE")]
+    pub notify_allow_private: bool,
+}
+
+impl NotifyArgs {
+    /// The notifier's configuration, the notify file's groups added to `groups`; `None`
+    /// without a notify file.
+    ///
+    /// # Errors
+    /// The file is wrong (its line is named), a target is on a refused address, the store is
+    /// one notifications are not kept on yet, or the file sends something while
+    /// `--public-url` is not given.
+    pub fn to_config(
+        &self,
+        groups: &mut Groups,
+        public_url: Option<&str>,
+        store: &StoreKind,
+    ) -> anyhow::Result<Option<NotifyConfig>> {
+        let Some(path) = &self.notify else {
+            return Ok(None);
+        };
+        let smtp_url = std::env::var("ASKGATE_SMTP_URL").ok();
+        let settings =
+            NotifySettings::load(path, groups, smtp_url.as_deref()).map_err(anyhow::Error::msg)?;
+        if matches!(store, StoreKind::Redis(_)) {
+            bail!(
+                "--notify: notifications are not kept on a Redis store yet; use the embedded \
+                 store, or leave --notify out"
+            );
+        }
+        if settings.sends() && public_url.is_none() {
+            bail!(
+                "--notify {}: the file sends notifications, whose links people follow: give \
+                 --public-url, the address people reach the gateway at (the listen address \
+                 rarely is)",
+                path.display()
+            );
+        }
+        if !self.notify_allow_private {
+            for webhook in settings.webhooks.values() {
+                if let Some(why) = refused_address(&webhook.url) {
+                    bail!(
+                        "{}:{}: webhooks.{}.url: {why}; such targets are refused unless \
+                         --notify-allow-private",
+                        path.display(),
+                        webhook.line,
+                        webhook.name
+                    );
+                }
+            }
+        }
+        Ok(Some(NotifyConfig {
+            settings,
+            retry_for: Duration::from_secs(self.notify_retry_for_s),
+            allow_private: self.notify_allow_private,
+        }))
+    }
+}
+
+/// Why `url`'s host is refused: an address written in it, or one its name resolves to now.
+/// A name that does not resolve now is let through (it is judged again at every send).
+fn refused_address(url: &url::Url) -> Option<String> {
+    if let Some((ip, why)) = crate::notify::address::refused_literal(url) {
+        return Some(format!("{ip} is {why}"));
+    }
+    let name = url.host_str()?;
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addresses = (name, port).to_socket_addrs().ok()?;
+    addresses.into_iter().find_map(|address| {
+        refused_because(address.ip())
+            .map(|why| format!("{name} resolves to {}, which is {why}", address.ip()))
+    })
+}

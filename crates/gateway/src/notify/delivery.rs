@@ -1,0 +1,209 @@
+//! What a notification says, and when a failed one is tried again.
+//!
+//! A notification's body is made once, when the change it tells of is committed, and kept
+//! with it: every try sends the same bytes under the same id, so a receiver can drop repeats.
+
+use std::time::Duration;
+
+use askgate_protocol::{Dialect, RequestId, SessionId};
+use rand::Rng as _;
+use serde_json::{Map, Value, json};
+
+use super::settings::EventKind;
+use crate::store::{DeliveryTarget, StoredDelivery, StoredResolution};
+
+/// The first retry comes within this long of the failure.
+pub const FIRST_RETRY: Duration = Duration::from_secs(5);
+/// The longest wait between two tries.
+pub const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(600);
+/// How long a failing notification is tried before it is given up, by default
+/// (`--notify-retry-for-s`).
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(86_400);
+
+/// What a notification tells of a request.
+#[derive(Clone, Debug)]
+pub struct RequestFacts {
+    /// Its session.
+    pub session: SessionId,
+    /// Its id.
+    pub id: RequestId,
+    /// Its dialect.
+    pub dialect: Dialect,
+    /// Its title, if it has one.
+    pub title: Option<String>,
+    /// The request's own payload, normalised (questions, tool calls, a form).
+    pub questions: Value,
+    /// Who alone may answer, as the ask named them.
+    pub answerers: Option<Vec<String>>,
+    /// When it times out (Unix ms), if it does.
+    pub deadline_ms: Option<u64>,
+    /// The session's viewer link.
+    pub url: String,
+}
+
+impl RequestFacts {
+    /// The body of a `kind` notification made at `at_ms`, with `extra` members in `data`.
+    pub fn body(&self, kind: EventKind, at_ms: u64, extra: Map<String, Value>) -> String {
+        let mut data = Map::new();
+        data.insert("session".into(), json!(self.session.as_str()));
+        data.insert("id".into(), json!(self.id.as_str()));
+        data.insert("dialect".into(), json!(self.dialect));
+        if let Some(title) = &self.title {
+            data.insert("title".into(), json!(title));
+        }
+        data.insert("questions".into(), self.questions.clone());
+        data.insert("answerers".into(), json!(self.answerers));
+        data.insert("deadline_ms".into(), json!(self.deadline_ms));
+        data.insert("url".into(), json!(self.url));
+        data.extend(extra);
+        let body = json!({
+            "type": kind.as_str(),
+            "timestamp": rfc3339(at_ms),
+            "data": data,
+        });
+        body.to_string()
+    }
+}
+
+/// The members `request.resolved` adds to `data`: how it ended, who ended it and how the
+/// gateway knew them, and what the agent receives.
+pub fn resolved_members(resolution: &StoredResolution) -> Map<String, Value> {
+    let mut extra = Map::new();
+    extra.insert("outcome".into(), json!(resolution.settlement.outcome));
+    extra.insert("user".into(), json!(resolution.user));
+    extra.insert("via".into(), json!(resolution.via));
+    extra.insert("response".into(), resolution.settlement.response.clone());
+    extra
+}
+
+/// One notification of `kind` about `facts`' request for `target`, with a new id.
+pub fn delivery(
+    facts: &RequestFacts,
+    kind: EventKind,
+    target: DeliveryTarget,
+    body: &str,
+    at_ms: u64,
+) -> StoredDelivery {
+    StoredDelivery {
+        session: facts.session.clone(),
+        request: facts.id.clone(),
+        id: new_id(),
+        event: kind.as_str().to_owned(),
+        target,
+        body: body.to_owned(),
+        created_ms: at_ms,
+    }
+}
+
+/// A notification id: `msg_` and 128 random bits in hex, unique across nodes and restarts.
+pub fn new_id() -> String {
+    let bits: u128 = rand::rng().random();
+    format!("msg_{bits:032x}")
+}
+
+/// How long to wait after the `failures`-th failed try (1 for the first): exponential from
+/// [`FIRST_RETRY`], capped at [`MAX_RETRY_INTERVAL`], each wait drawn between half and all of
+/// its step so that many notifications failing together do not all come back together.
+pub fn retry_after(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    let step = FIRST_RETRY
+        .saturating_mul(1 << doublings)
+        .min(MAX_RETRY_INTERVAL);
+    let half = step / 2;
+    half + Duration::from_millis(rand::rng().random_range(0..=half.as_millis() as u64))
+}
+
+/// `at_ms` (Unix ms) as an RFC 3339 UTC timestamp with milliseconds.
+pub fn rfc3339(at_ms: u64) -> String {
+    let seconds = at_ms / 1000;
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        at_ms % 1000
+    )
+}
+
+/// The Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(1_796_558_645_007), "2026-12-06T12:04:05.007Z");
+        assert_eq!(rfc3339(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
+    }
+
+    #[test]
+    fn retries_double_from_five_seconds_to_ten_minutes_within_their_jitter() {
+        for _ in 0..200 {
+            let first = retry_after(1);
+            assert!(
+                first <= FIRST_RETRY && first >= FIRST_RETRY / 2,
+                "{first:?}"
+            );
+            let third = retry_after(3);
+            assert!(
+                third <= FIRST_RETRY * 4 && third >= FIRST_RETRY * 2,
+                "{third:?}"
+            );
+            let late = retry_after(40);
+            assert!(
+                late <= MAX_RETRY_INTERVAL && late >= MAX_RETRY_INTERVAL / 2,
+                "{late:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_body_carries_the_request_and_the_extra_members() {
+        let facts = RequestFacts {
+            session: SessionId::parse("billing-1").unwrap(),
+            id: RequestId::parse("r1").unwrap(),
+            dialect: Dialect::HARNESS,
+            title: None,
+            questions: json!([{"question": "Ship?"}]),
+            answerers: Some(vec!["group:oncall".into()]),
+            deadline_ms: None,
+            url: "https://askgate.example/s/billing-1#k=abc".into(),
+        };
+        let mut extra = Map::new();
+        extra.insert("to".into(), json!(["carol@example.com"]));
+        let body: Value =
+            serde_json::from_str(&facts.body(EventKind::Escalated, 0, extra)).unwrap();
+        assert_eq!(
+            body,
+            json!({"type": "request.escalated", "timestamp": "1970-01-01T00:00:00.000Z",
+                "data": {"session": "billing-1", "id": "r1", "dialect": "harness",
+                    "questions": [{"question": "Ship?"}], "answerers": ["group:oncall"],
+                    "deadline_ms": null, "url": "https://askgate.example/s/billing-1#k=abc",
+                    "to": ["carol@example.com"]}})
+        );
+        assert_ne!(new_id(), new_id());
+        assert!(new_id().starts_with("msg_"));
+    }
+}

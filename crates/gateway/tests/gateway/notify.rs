@@ -1,0 +1,300 @@
+//! Webhooks told of requests, against `askgate serve`: signed as Standard Webhooks has it
+//! (checked by the `standardwebhooks` package, not askgate's code), routed by session and by
+//! person, retried with the same id until the receiver takes them, and kept across a SIGKILL.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use askgate_testkit::frames::{answer, ask};
+use serde_json::{Value, json};
+
+use crate::support;
+use support::nodes::Node;
+use support::receiver::Receiver;
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const OLD_SECRET: &str = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0";
+/// The first retry comes within 5 s of a failure; this leaves room for a busy machine.
+const RETRY_WITHIN: Duration = Duration::from_secs(20);
+
+fn write_notify_file(dir: &Path, text: &str) -> String {
+    let path = dir.join("notify.toml");
+    std::fs::write(&path, text).expect("the notify file is written");
+    path.display().to_string()
+}
+
+fn notify_args(file: &str) -> Vec<String> {
+    [
+        "--notify",
+        file,
+        "--notify-allow-private",
+        "--public-url",
+        "https://askgate.example",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn start(store: &str, data: Option<&Path>, args: &[String]) -> Node {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match data {
+        Some(dir) => Node::start_in(dir.to_owned(), store, &args),
+        None => Node::start(store, &args),
+    }
+}
+
+#[tokio::test]
+async fn webhooks_are_signed_routed_and_retried_with_one_id_until_taken() {
+    let dir = support::tempdir("notify-webhooks");
+    // `ops` watches the billing sessions and fails its first try; `pager` watches no session
+    // of its own but is alice's, so it gets what is addressed to her (through her group).
+    let ops = Receiver::start(&[SECRET, OLD_SECRET], None, 1);
+    let pager = Receiver::start(&[SECRET], None, 0);
+    let file = write_notify_file(
+        &dir,
+        &format!(
+            r#"
+[people."alice@example.com"]
+webhooks = ["pager"]
+
+[groups.oncall]
+members = ["alice@example.com", "bob@example.com"]
+
+[webhooks.ops]
+url = "{ops}"
+secret = "{SECRET}"
+previous_secret = "{OLD_SECRET}"
+sessions = "billing-"
+
+[webhooks.pager]
+url = "{pager}"
+secret = "{SECRET}"
+events = ["request.opened"]
+sessions = "nobody-"
+"#,
+            ops = ops.url(),
+            pager = pager.url()
+        ),
+    );
+    let node = start("memory", None, &notify_args(&file));
+
+    let (mut agent, link) = node.agent_opening("billing-1").await;
+    let (status, issued) = node
+        .http(
+            "POST",
+            "/v1/sessions/billing-1/links",
+            Some(&json!({"user": "alice@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{issued}");
+    let alice: Value = serde_json::from_str(&issued).unwrap();
+    let (mut tab, _) = node.tab("billing-1", alice["url"].as_str().unwrap()).await;
+    let mut frame = ask("billing-1", "r1", &["Color"], Some(600.0));
+    frame["title"] = json!("Pick a colour");
+    frame["answerers"] = json!(["group:oncall"]);
+    agent.send(&frame).await;
+    let accepted = agent.recv_until("accepted").await;
+
+    // The first try is answered 500, the retry taken: the same id, both times signed with
+    // both secrets as the independent verifier sees it.
+    let first = ops.next(RETRY_WITHIN);
+    assert_eq!(first["status"], 500, "{first}");
+    let retried = ops.next(RETRY_WITHIN);
+    assert_eq!(retried["status"], 204, "{retried}");
+    assert_eq!(retried["id"], first["id"]);
+    assert!(first["id"].as_str().unwrap().starts_with("msg_"), "{first}");
+    for got in [&first, &retried] {
+        assert_eq!(got["verified"], json!([true, true]), "{got}");
+        assert_eq!(
+            got["signature"].as_str().unwrap().split(' ').count(),
+            2,
+            "{got}"
+        );
+    }
+    let body = &retried["body"];
+    assert_eq!(body["type"], "request.opened");
+    assert!(body["timestamp"].as_str().unwrap().ends_with('Z'), "{body}");
+    let data = &body["data"];
+    assert_eq!(data["session"], "billing-1");
+    assert_eq!(data["id"], "r1");
+    assert_eq!(data["dialect"], "harness");
+    assert_eq!(data["title"], "Pick a colour");
+    assert_eq!(data["answerers"], json!(["group:oncall"]));
+    assert_eq!(data["deadline_ms"], accepted["deadline_ms"]);
+    assert_eq!(data["questions"][0]["header"], "Color", "{data}");
+    let url = data["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://askgate.example/s/billing-1#k="),
+        "{url}"
+    );
+    assert_eq!(
+        url,
+        link.replace(
+            &link[..link.find("/s/").unwrap()],
+            "https://askgate.example"
+        )
+    );
+
+    // Alice's own webhook gets it too, though its session filter matches nothing.
+    let paged = pager.next(RETRY_WITHIN);
+    assert_eq!(paged["status"], 204, "{paged}");
+    assert_eq!(paged["body"]["data"]["id"], "r1");
+    assert_ne!(
+        paged["id"], first["id"],
+        "each target's notification has its own id"
+    );
+
+    // The answer: `request.resolved` to `ops` (pager takes only `request.opened`).
+    tab.recv_about("request", "r1").await;
+    tab.send(&answer("r1", &["Color"], "Red")).await;
+    agent.recv_until("outcome").await;
+    let resolved = ops.next(RETRY_WITHIN);
+    assert_eq!(resolved["status"], 204, "{resolved}");
+    assert_eq!(resolved["verified"], json!([true, true]));
+    let data = &resolved["body"]["data"];
+    assert_eq!(resolved["body"]["type"], "request.resolved");
+    assert_eq!(data["outcome"], "answered");
+    assert_eq!(data["via"], "personal-link");
+    assert_eq!(data["user"], "alice@example.com");
+    assert_eq!(
+        data["response"]["answers"][0]["selected"],
+        json!(["Red"]),
+        "{data}"
+    );
+
+    // A session no webhook watches, addressed to nobody: nothing is sent.
+    let (mut other, _) = node.agent_opening("sales-1").await;
+    other.send(&ask("sales-1", "quiet", &["Color"], None)).await;
+    other.recv_until("accepted").await;
+    // Then one that is watched: what arrives next at `ops` is that one, not the quiet one.
+    agent.send(&ask("billing-1", "r2", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let next = ops.next(RETRY_WITHIN);
+    assert_eq!(next["body"]["data"]["id"], "r2", "{next}");
+    // One for alice alone: the next that `pager` gets. Had it been sent `quiet` or `r2`
+    // (neither addressed to alice), those would have come first: a target's queue is sent
+    // in order.
+    let mut for_alice = ask("sales-1", "for-alice", &["Color"], None);
+    for_alice["answerers"] = json!(["alice@example.com"]);
+    other.send(&for_alice).await;
+    other.recv_until("accepted").await;
+    let paged = pager.next(RETRY_WITHIN);
+    assert_eq!(paged["body"]["data"]["id"], "for-alice", "{paged}");
+
+    // Counted once each queue's last one is done with (a target's queue is sent in order).
+    for last in [&next, &paged] {
+        let line = format!(
+            "a notification was sent notification={}",
+            last["id"].as_str().unwrap()
+        );
+        assert!(
+            node.wrote_line(&line).await,
+            "{line:?} not in {:?}",
+            node.said()
+        );
+    }
+    let metrics = node.http("GET", "/metrics", None).await.1;
+    for line in [
+        "askgate_notifications_sent_total{channel=\"webhook\"} 5",
+        "askgate_notifications_retried_total{channel=\"webhook\"} 1",
+        "askgate_notifications_queued{channel=\"webhook\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    drop(node);
+    support::remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn a_notification_kept_before_a_sigkill_is_sent_after_the_restart_with_its_id() {
+    let dir = support::tempdir("notify-restart");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // Nothing listens at the webhook's address while the first gateway runs.
+    let port = support::free_port();
+    let file = write_notify_file(
+        &dir,
+        &format!("[webhooks.ops]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret = \"{SECRET}\"\n"),
+    );
+    let args = notify_args(&file);
+    let mut node = start("embedded", Some(&data), &args);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    agent.send(&ask("s", "kept", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    node.kill();
+
+    let receiver = Receiver::start(&[SECRET], Some(port), 0);
+    let node = start("embedded", Some(&data), &args);
+    let got = receiver.next(RETRY_WITHIN);
+    assert_eq!(got["status"], 204, "{got}");
+    assert_eq!(got["verified"], json!([true]));
+    assert_eq!(got["body"]["type"], "request.opened");
+    assert_eq!(got["body"]["data"]["id"], "kept");
+    // Sent once: taken, it is deleted from the store, and another restart sends nothing.
+    // (Killed between the receiver's answer and that deletion, the gateway would send it
+    // again after the restart: at least once.)
+    assert!(
+        node.wrote_line("a notification was sent").await,
+        "{:?}",
+        node.said()
+    );
+    drop(node);
+    let node = start("embedded", Some(&data), &args);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    agent.send(&ask("s", "after", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let next = receiver.next(RETRY_WITHIN);
+    assert_eq!(
+        next["body"]["data"]["id"], "after",
+        "the first notification came again: {next}"
+    );
+    drop(node);
+    support::remove_scratch(&dir);
+}
+
+#[test]
+fn a_bad_notify_file_or_a_missing_public_url_or_a_private_target_refuses_the_start() {
+    let dir = support::tempdir("notify-refused");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "[webhooks.ops]\nurl = \"https://ops.example/\"\nsecret = \"whsec_%%\"\n",
+            &["--public-url", "https://askgate.example"],
+            "notify.toml:3: webhooks.ops.secret: does not decode as base64",
+        ),
+        (
+            "[people.\"a@x\"]\nwebhooks = [\"nope\"]\n",
+            &["--public-url", "https://askgate.example"],
+            "notify.toml:2: people.\"a@x\".webhooks[0]: no webhook \"nope\" is defined",
+        ),
+        (
+            &format!("[webhooks.ops]\nurl = \"https://ops.example/\"\nsecret = \"{SECRET}\"\n"),
+            &[],
+            "give --public-url",
+        ),
+        (
+            &format!("\n[webhooks.ops]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"{SECRET}\"\n"),
+            &["--public-url", "https://askgate.example"],
+            "notify.toml:3: webhooks.ops.url: 127.0.0.1 is loopback; such targets are refused unless --notify-allow-private",
+        ),
+        (
+            &format!("[webhooks.ops]\nurl = \"http://localhost:9/\"\nsecret = \"{SECRET}\"\n"),
+            &["--public-url", "https://askgate.example"],
+            "webhooks.ops.url: localhost resolves to",
+        ),
+    ];
+    for (text, extra, expected) in cases {
+        let file = write_notify_file(&dir, text);
+        let mut args = vec!["--store", "memory", "--notify", file.as_str()];
+        args.extend_from_slice(extra);
+        let ran = support::cli::serve_refused(&dir, &args);
+        assert!(!ran.ok, "{ran}");
+        assert!(
+            ran.said.contains(expected),
+            "expected {expected:?} in {ran}"
+        );
+    }
+    support::remove_scratch(&dir);
+}
