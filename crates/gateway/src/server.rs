@@ -181,6 +181,7 @@ async fn build_with_parts(
             let notifier = Notifier::new(
                 notify.clone(),
                 config.people.groups.clone(),
+                ViewerKeys::new(config.secret.clone(), public_url),
                 Arc::clone(&store),
                 Arc::clone(&metrics),
             )

@@ -76,6 +76,25 @@ pub fn resolved_members(resolution: &StoredResolution) -> Map<String, Value> {
     extra
 }
 
+/// Why one try of a notification failed.
+#[derive(Debug)]
+pub enum SendError {
+    /// Tried, and may succeed later (no answer, a timeout, any status but a 2xx, a mail
+    /// server's refusal).
+    Failed(String),
+    /// The target's address is refused: counted and logged, and tried again later (the name
+    /// may resolve elsewhere by then).
+    Refused(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Failed(why) | SendError::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
 /// One notification of `kind` about `facts`' request for `target`, with a new id.
 pub fn delivery(
     facts: &RequestFacts,

@@ -11,10 +11,12 @@
 //! - [`delivery`]: a notification's body, its id, the retry schedule.
 //! - [`outbox`]: one target's bounded queue.
 //! - [`webhook`]: Standard Webhooks signing and sending.
+//! - [`email`]: one message per person, with links that answer as that person.
 //! - [`address`]: the addresses the gateway will not call.
 
 pub mod address;
 pub mod delivery;
+pub mod email;
 pub mod outbox;
 pub mod settings;
 pub mod webhook;
@@ -25,10 +27,11 @@ use std::time::Duration;
 
 use askgate_protocol::{RequestId, SessionId};
 
-pub use delivery::{DEFAULT_RETRY_FOR, RequestFacts};
+pub use delivery::{DEFAULT_RETRY_FOR, RequestFacts, SendError};
 pub use settings::{EventKind, NotifySettings};
 
 use crate::clock::now_ms;
+use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, count, gauge_add};
 use crate::people::Groups;
 use crate::store::{DeliveryTarget, Store, StoreOp, StoredDelivery, StoredResolution};
@@ -64,6 +67,10 @@ pub struct Notifier {
     client: webhook::Client,
     /// Each webhook's queue, by name.
     webhooks: BTreeMap<String, Arc<Queue>>,
+    /// The mail server's queue and how to reach it, when `[email]` is given.
+    mail: Option<(Arc<Queue>, email::Mailer)>,
+    /// For the links a mail carries.
+    keys: ViewerKeys,
     lookup: OnceLock<Weak<dyn RequestLookup>>,
 }
 
@@ -92,10 +99,21 @@ impl Notifier {
     pub fn new(
         config: NotifyConfig,
         groups: Groups,
+        keys: ViewerKeys,
         store: Arc<dyn Store>,
         metrics: Arc<Metrics>,
     ) -> Result<Arc<Notifier>, String> {
         let client = webhook::client(config.allow_private)?;
+        let mail = match &config.settings.email {
+            Some(settings) => {
+                let queue = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
+                metrics
+                    .notify
+                    .watch_queue(1, Arc::clone(&queue.earliest_due_ms));
+                Some((queue, email::Mailer::new(settings)?))
+            }
+            None => None,
+        };
         let webhooks = config
             .settings
             .webhooks
@@ -115,6 +133,8 @@ impl Notifier {
             metrics,
             client,
             webhooks,
+            mail,
+            keys,
             lookup: OnceLock::new(),
         }))
     }
@@ -154,18 +174,21 @@ impl Notifier {
     /// which requests are still open.
     pub fn run(self: &Arc<Self>, lookup: Weak<dyn RequestLookup>) {
         let _ = self.lookup.set(lookup);
-        for (name, queue) in &self.webhooks {
+        let queues = self
+            .webhooks
+            .values()
+            .chain(self.mail.as_ref().map(|(queue, _)| queue));
+        for queue in queues {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
-            let name = name.clone();
-            tokio::spawn(async move { notifier.run_webhook(&name, &queue).await });
+            tokio::spawn(async move { notifier.run_queue(&queue).await });
         }
     }
 
     fn queue_of(&self, target: &DeliveryTarget) -> Option<&Arc<Queue>> {
         match target {
             DeliveryTarget::Webhook(name) => self.webhooks.get(name),
-            DeliveryTarget::Email(_) => None,
+            DeliveryTarget::Email(_) => self.mail.as_ref().map(|(queue, _)| queue),
         }
     }
 
@@ -188,7 +211,8 @@ impl Notifier {
     }
 
     /// The targets of a `kind` event about `facts`' request: every webhook watching its
-    /// session, and the webhooks of the people it is for.
+    /// session, the webhooks of the people it is for, and (but for `request.resolved`) the
+    /// mail of those who have an address: one message per person.
     fn targets(&self, facts: &RequestFacts, kind: EventKind) -> BTreeSet<DeliveryTarget> {
         let settings = &self.config.settings;
         let mut targets = BTreeSet::new();
@@ -203,6 +227,9 @@ impl Notifier {
                     if settings.webhooks[name].events.has(kind) {
                         targets.insert(DeliveryTarget::Webhook(name.clone()));
                     }
+                }
+                if contact.email.is_some() && self.mail.is_some() && kind != EventKind::Resolved {
+                    targets.insert(DeliveryTarget::Email(person.clone()));
                 }
             }
         }
@@ -286,11 +313,8 @@ impl Notifier {
         }
     }
 
-    /// Sends `name`'s notifications, one at a time, for as long as the gateway runs.
-    async fn run_webhook(self: Arc<Self>, name: &str, queue: &Queue) {
-        let Some(webhook) = self.config.settings.webhooks.get(name) else {
-            return;
-        };
+    /// Sends one queue's notifications, one at a time, for as long as the gateway runs.
+    async fn run_queue(self: Arc<Self>, queue: &Queue) {
         loop {
             let mut pending = queue.next_due().await;
             let delivery = &pending.delivery;
@@ -302,24 +326,15 @@ impl Notifier {
                 queue.done();
                 continue;
             }
-            let now = now_ms();
-            let sent = webhook::send(
-                &self.client,
-                webhook,
-                delivery,
-                now / 1000,
-                self.config.allow_private,
-            )
-            .await;
-            match sent {
+            match self.send(delivery).await {
                 Ok(()) => {
                     self.forget(delivery).await;
                     count(&counts.sent);
                     gauge_add(&counts.queued, -1);
-                    tracing::debug!(notification = %delivery.id, webhook = %name, event = %delivery.event, "a notification was sent");
+                    tracing::debug!(notification = %delivery.id, target = ?delivery.target, event = %delivery.event, "a notification was sent");
                 }
                 Err(error) => {
-                    if matches!(error, webhook::SendError::Refused(_)) {
+                    if matches!(error, SendError::Refused(_)) {
                         count(&counts.refused);
                     }
                     pending.failures += 1;
@@ -341,6 +356,38 @@ impl Notifier {
                 }
             }
             queue.done();
+        }
+    }
+
+    /// One try of `delivery`, on its channel.
+    async fn send(&self, delivery: &StoredDelivery) -> Result<(), SendError> {
+        let settings = &self.config.settings;
+        match &delivery.target {
+            DeliveryTarget::Webhook(name) => {
+                let Some(webhook) = settings.webhooks.get(name) else {
+                    return Err(SendError::Failed(format!(
+                        "no webhook {name:?} is configured"
+                    )));
+                };
+                let now_s = now_ms() / 1000;
+                webhook::send(
+                    &self.client,
+                    webhook,
+                    delivery,
+                    now_s,
+                    self.config.allow_private,
+                )
+                .await
+            }
+            DeliveryTarget::Email(person) => {
+                let address = settings.people.get(person).and_then(|c| c.email.as_deref());
+                let (Some((_, mailer)), Some(address)) = (&self.mail, address) else {
+                    return Err(SendError::Failed(format!(
+                        "no mail address is configured for {person:?}"
+                    )));
+                };
+                email::send(mailer, &self.keys, delivery, person, address).await
+            }
         }
     }
 

@@ -12,6 +12,7 @@ use hyper::Request;
 use hyper_util::client::legacy::connect::HttpConnector;
 use sha2::Sha256;
 
+use super::SendError;
 use super::address;
 use super::settings::Webhook;
 use crate::store::StoredDelivery;
@@ -67,24 +68,6 @@ pub fn client(allow_private: bool) -> Result<Client, String> {
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build(https),
     )
-}
-
-/// Why one send failed.
-#[derive(Debug)]
-pub enum SendError {
-    /// Tried, and may succeed later (no answer, a timeout, any status but a 2xx).
-    Failed(String),
-    /// The target's address is refused: counted and logged, and tried again later (the name
-    /// may resolve elsewhere by then).
-    Refused(String),
-}
-
-impl std::fmt::Display for SendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SendError::Failed(why) | SendError::Refused(why) => f.write_str(why),
-        }
-    }
 }
 
 /// POSTs `delivery` to `webhook`, signed at `now_s` (Unix seconds), within [`SEND_TIMEOUT`].
