@@ -229,7 +229,7 @@ impl<'a> Note<'a> {
             }),
             StoreOp::Delete { .. }
             | StoreOp::DropStaleTrails { .. }
-            | StoreOp::Notify(_)
+            | StoreOp::Notify { .. }
             | StoreOp::Delivered { .. } => None,
             StoreOp::Note(note) => Some(note.clone()),
         }

@@ -214,11 +214,14 @@ impl Hub {
                 Begun::Wait(settled) => settled.await,
             }
         };
+        let late = if_late
+            .as_ref()
+            .map(|settlement| StoredResolution::untouched(settlement.clone(), now_ms()));
         let notify = self
             .notifier
             .as_ref()
             .zip(facts)
-            .and_then(|(notifier, facts)| notifier.resolved(&facts, &resolution));
+            .and_then(|(notifier, facts)| notifier.resolved(&facts, &resolution, late.as_ref()));
         let mut ops = vec![StoreOp::Resolve {
             session: session.clone(),
             id: id.clone(),

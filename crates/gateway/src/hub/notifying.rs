@@ -52,10 +52,15 @@ impl Hub {
 }
 
 impl RequestLookup for Hub {
-    fn is_open(&self, session: &SessionId, id: &RequestId) -> bool {
-        self.lock()
-            .get(session)
-            .and_then(|state| state.requests.get(id))
-            .is_some_and(|entry| !matches!(entry.state, super::request::EntryState::Resolved(_)))
+    fn is_open(&self, session: &SessionId, id: &RequestId) -> Option<bool> {
+        let sessions = self.lock();
+        let state = sessions.get(session)?;
+        // A session held here is in step with the store: a request it does not hold has
+        // been forgotten.
+        Some(
+            state.requests.get(id).is_some_and(|entry| {
+                !matches!(entry.state, super::request::EntryState::Resolved(_))
+            }),
+        )
     }
 }

@@ -120,14 +120,14 @@ pub fn new_id() -> String {
     format!("msg_{bits:032x}")
 }
 
-/// How long to wait after the `failures`-th failed try (1 for the first): exponential from
-/// [`FIRST_RETRY`], capped at [`MAX_RETRY_INTERVAL`], each wait drawn between half and all of
-/// its step so that many notifications failing together do not all come back together.
-pub fn retry_after(failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(16);
-    let step = FIRST_RETRY
-        .saturating_mul(1 << doublings)
-        .min(MAX_RETRY_INTERVAL);
+/// How long to wait after a failed try of a notification made `age` ago: as long as it has
+/// been tried so far, at least [`FIRST_RETRY`] and at most [`MAX_RETRY_INTERVAL`], each wait
+/// drawn between half and all of that so that notifications failing together do not come
+/// back together. Waiting as long again as so far makes the waits grow about twofold, with
+/// nothing to keep between tries: a node that claims another's notification on a shared store
+/// goes on with the same schedule.
+pub fn retry_after(age: Duration) -> Duration {
+    let step = age.clamp(FIRST_RETRY, MAX_RETRY_INTERVAL);
     let half = step / 2;
     half + Duration::from_millis(rand::rng().random_range(0..=half.as_millis() as u64))
 }
@@ -178,19 +178,19 @@ mod tests {
     }
 
     #[test]
-    fn retries_double_from_five_seconds_to_ten_minutes_within_their_jitter() {
+    fn retries_grow_with_age_from_five_seconds_to_ten_minutes_within_their_jitter() {
         for _ in 0..200 {
-            let first = retry_after(1);
+            let first = retry_after(Duration::ZERO);
             assert!(
                 first <= FIRST_RETRY && first >= FIRST_RETRY / 2,
                 "{first:?}"
             );
-            let third = retry_after(3);
+            let later = retry_after(Duration::from_secs(20));
             assert!(
-                third <= FIRST_RETRY * 4 && third >= FIRST_RETRY * 2,
-                "{third:?}"
+                later <= Duration::from_secs(20) && later >= Duration::from_secs(10),
+                "{later:?}"
             );
-            let late = retry_after(40);
+            let late = retry_after(Duration::from_secs(86_400));
             assert!(
                 late <= MAX_RETRY_INTERVAL && late >= MAX_RETRY_INTERVAL / 2,
                 "{late:?}"

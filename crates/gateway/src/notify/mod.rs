@@ -21,8 +21,8 @@ pub mod outbox;
 pub mod settings;
 pub mod webhook;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use askgate_protocol::{RequestId, SessionId};
@@ -34,6 +34,7 @@ use crate::clock::now_ms;
 use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, count, gauge_add};
 use crate::people::Groups;
+use crate::store::shared::{ClaimedDelivery, NOTIFY_LEASE, Shared};
 use crate::store::{DeliveryTarget, Store, StoreOp, StoredDelivery, StoredResolution};
 use outbox::{MAX_QUEUED_PER_TARGET, Pending, Queue};
 
@@ -43,9 +44,12 @@ pub const MAX_RETRY_FOR_S: u64 = 7 * 86_400;
 /// Whether a request is still open, as the hub holds it: a notification other than
 /// `request.resolved` about one that has ended is dropped unsent.
 pub trait RequestLookup: Send + Sync {
-    /// Whether `id` of `session` is open.
-    fn is_open(&self, session: &SessionId, id: &RequestId) -> bool;
+    /// Whether `id` of `session` is open; `None` if the hub does not hold the session.
+    fn is_open(&self, session: &SessionId, id: &RequestId) -> Option<bool>;
 }
+
+/// How often a node on a shared store claims the notifications that are due.
+pub const CLAIM_EVERY: Duration = Duration::from_secs(1);
 
 /// How the notifier is set up (`serve`'s flags).
 #[derive(Clone, Debug)]
@@ -72,6 +76,11 @@ pub struct Notifier {
     /// For the links a mail carries.
     keys: ViewerKeys,
     lookup: OnceLock<Weak<dyn RequestLookup>>,
+    /// On a store several nodes share: where due notifications are claimed from.
+    shared: Option<Arc<dyn Shared>>,
+    /// The ids of the notifications in this node's queues, so that a claim does not queue
+    /// one twice.
+    held: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -126,6 +135,7 @@ impl Notifier {
                 (name.clone(), queue)
             })
             .collect();
+        let shared = store.shared();
         Ok(Arc::new(Notifier {
             config,
             groups,
@@ -136,6 +146,8 @@ impl Notifier {
             mail,
             keys,
             lookup: OnceLock::new(),
+            shared,
+            held: Mutex::new(HashSet::new()),
         }))
     }
 
@@ -151,7 +163,7 @@ impl Notifier {
         for delivery in kept {
             match self.queue_of(&delivery.target) {
                 Some(queue) => {
-                    self.enqueue(queue, delivery, now, false);
+                    self.enqueue(queue, delivery, now, false, None);
                     restored += 1;
                 }
                 // Its webhook is no longer in the notify file: nobody to send it to.
@@ -182,6 +194,42 @@ impl Notifier {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
             tokio::spawn(async move { notifier.run_queue(&queue).await });
+        }
+        if let Some(shared) = &self.shared {
+            let notifier = Arc::clone(self);
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move { notifier.claim_due(&*shared).await });
+        }
+    }
+
+    /// On a shared store: claims the notifications that are due, every [`CLAIM_EVERY`], and
+    /// queues them here, for as long as the gateway runs.
+    async fn claim_due(self: Arc<Self>, shared: &dyn Shared) {
+        loop {
+            match shared.claim_deliveries().await {
+                Ok(claimed) => {
+                    let now = now_ms();
+                    for ClaimedDelivery {
+                        delivery,
+                        claimed_until_ms,
+                    } in claimed
+                    {
+                        match self.queue_of(&delivery.target) {
+                            Some(queue) => {
+                                self.enqueue(queue, delivery, now, false, Some(claimed_until_ms));
+                            }
+                            None => {
+                                tracing::warn!(notification = %delivery.id, target = ?delivery.target, "a kept notification's target is not configured on this node; dropped");
+                                self.forget(&delivery).await;
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "claiming due notifications failed; tried again");
+                }
+            }
+            tokio::time::sleep(CLAIM_EVERY).await;
         }
     }
 
@@ -245,12 +293,47 @@ impl Notifier {
         self.notifications(facts, EventKind::Opened, &body, at_ms)
     }
 
-    /// The notifications of a request's ending, as [`Notifier::opened`]'s.
-    pub fn resolved(&self, facts: &RequestFacts, resolution: &StoredResolution) -> Option<StoreOp> {
-        let at_ms = resolution.at_ms;
-        let extra = delivery::resolved_members(resolution);
-        let body = facts.body(EventKind::Resolved, at_ms, extra);
-        self.notifications(facts, EventKind::Resolved, &body, at_ms)
+    /// The notifications of a request's ending, as [`Notifier::opened`]'s; with `late`, the
+    /// ending a shared store records instead should it find this one late, and its own
+    /// notifications (kept by the store then, and claimed from it: no place is promised).
+    pub fn resolved(
+        &self,
+        facts: &RequestFacts,
+        resolution: &StoredResolution,
+        late: Option<&StoredResolution>,
+    ) -> Option<StoreOp> {
+        let body = |resolution: &StoredResolution| {
+            let extra = delivery::resolved_members(resolution);
+            facts.body(EventKind::Resolved, resolution.at_ms, extra)
+        };
+        let op = self.notifications(
+            facts,
+            EventKind::Resolved,
+            &body(resolution),
+            resolution.at_ms,
+        );
+        let if_late: Vec<StoredDelivery> = late
+            .map(|late| {
+                let body = body(late);
+                self.targets(facts, EventKind::Resolved)
+                    .into_iter()
+                    .map(|target| {
+                        delivery::delivery(facts, EventKind::Resolved, target, &body, late.at_ms)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        match op {
+            Some(StoreOp::Notify { deliveries, .. }) => Some(StoreOp::Notify {
+                deliveries,
+                if_late,
+            }),
+            _ if !if_late.is_empty() => Some(StoreOp::Notify {
+                deliveries: Vec::new(),
+                if_late,
+            }),
+            _ => None,
+        }
     }
 
     fn notifications(
@@ -272,38 +355,77 @@ impl Notifier {
             }
             deliveries.push(delivery::delivery(facts, kind, target, body, at_ms));
         }
-        (!deliveries.is_empty()).then_some(StoreOp::Notify(deliveries))
+        (!deliveries.is_empty()).then_some(StoreOp::Notify {
+            deliveries,
+            if_late: Vec::new(),
+        })
     }
 
     /// The commit holding `op` (from [`Notifier::opened`] or [`Notifier::resolved`]) is
     /// durable: its notifications are queued, due now.
     pub fn committed(&self, op: StoreOp) {
-        let StoreOp::Notify(deliveries) = op else {
+        let StoreOp::Notify { deliveries, .. } = op else {
             return;
         };
         let now = now_ms();
         for delivery in deliveries {
+            // On a shared store, the index entry the store wrote holds it for this node
+            // until its lease runs out.
+            let claim = self.shared.as_ref().map(|_| {
+                delivery
+                    .created_ms
+                    .saturating_add(NOTIFY_LEASE.as_millis() as u64)
+            });
             if let Some(queue) = self.queue_of(&delivery.target) {
-                self.enqueue(queue, delivery, now, true);
+                self.enqueue(queue, delivery, now, true, claim);
             }
         }
     }
 
     /// Queues `delivery` to `queue`, due at `due_ms`, counted (`reserved`: see
-    /// [`Queue::push`]).
-    fn enqueue(&self, queue: &Queue, delivery: StoredDelivery, due_ms: u64, reserved: bool) {
+    /// [`Queue::push`]); held by this node's claim until `claim`, on a shared store. One this
+    /// node holds already is not queued again.
+    fn enqueue(
+        &self,
+        queue: &Queue,
+        delivery: StoredDelivery,
+        due_ms: u64,
+        reserved: bool,
+        claim: Option<u64>,
+    ) {
+        if !self.held().insert(delivery.id.clone()) {
+            if reserved {
+                queue.release();
+            }
+            return;
+        }
         gauge_add(&self.counts(&delivery.target).queued, 1);
         let pending = Pending {
             delivery,
             failures: 0,
+            claim,
         };
         queue.push(pending, due_ms, reserved);
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `pending` leaves this node's queue (sent, given up, dropped, or handed back to the
+    /// shared store).
+    fn let_go(&self, queue: &Queue, pending: &Pending) {
+        gauge_add(&self.counts(&pending.delivery.target).queued, -1);
+        self.held().remove(&pending.delivery.id);
+        queue.done();
     }
 
     /// The commit holding `op` failed, or its change was not made: the places promised to
     /// its notifications are given back.
     pub fn not_committed(&self, op: StoreOp) {
-        let StoreOp::Notify(deliveries) = op else {
+        let StoreOp::Notify { deliveries, .. } = op else {
             return;
         };
         for delivery in deliveries {
@@ -319,43 +441,60 @@ impl Notifier {
             let mut pending = queue.next_due().await;
             let delivery = &pending.delivery;
             let counts = self.counts(&delivery.target);
-            if delivery.event != EventKind::Resolved.as_str() && !self.still_open(delivery) {
+            if delivery.event != EventKind::Resolved.as_str() && !self.still_open(delivery).await {
                 self.forget(delivery).await;
                 count(&counts.dropped);
-                gauge_add(&counts.queued, -1);
-                queue.done();
+                self.let_go(queue, &pending);
                 continue;
             }
-            match self.send(delivery).await {
+            let error = match self.send(delivery).await {
                 Ok(()) => {
                     self.forget(delivery).await;
                     count(&counts.sent);
-                    gauge_add(&counts.queued, -1);
                     tracing::debug!(notification = %delivery.id, target = ?delivery.target, event = %delivery.event, "a notification was sent");
+                    self.let_go(queue, &pending);
+                    continue;
                 }
-                Err(error) => {
-                    if matches!(error, SendError::Refused(_)) {
-                        count(&counts.refused);
+                Err(error) => error,
+            };
+            if matches!(error, SendError::Refused(_)) {
+                count(&counts.refused);
+            }
+            pending.failures += 1;
+            let now = now_ms();
+            let tried_for = now.saturating_sub(delivery.created_ms);
+            if u128::from(tried_for) >= self.config.retry_for.as_millis() {
+                tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, failures = pending.failures, %error, "a notification is given up");
+                self.forget(delivery).await;
+                count(&counts.given_up);
+                self.let_go(queue, &pending);
+                continue;
+            }
+            let wait = delivery::retry_after(Duration::from_millis(tried_for));
+            let due = now.saturating_add(wait.as_millis() as u64);
+            let retry_in_ms = wait.as_millis() as u64;
+            count(&counts.retried);
+            match (&self.shared, pending.claim) {
+                // Handed back: whichever node claims it when it is due tries it again.
+                (Some(shared), Some(claimed_until_ms)) => {
+                    match shared
+                        .retry_delivery(&delivery.session, &delivery.id, claimed_until_ms, due)
+                        .await
+                    {
+                        Ok(()) => {
+                            tracing::info!(notification = %delivery.id, retry_in_ms, %error, "a notification failed; it is handed back to be tried again");
+                        }
+                        Err(store_error) => {
+                            tracing::warn!(notification = %delivery.id, %error, %store_error, "a notification failed and could not be handed back; it is claimed again when this node's claim runs out");
+                        }
                     }
-                    pending.failures += 1;
-                    let now = now_ms();
-                    let tried_for = now.saturating_sub(delivery.created_ms);
-                    if u128::from(tried_for) >= self.config.retry_for.as_millis() {
-                        tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, failures = pending.failures, %error, "a notification is given up");
-                        self.forget(delivery).await;
-                        count(&counts.given_up);
-                        gauge_add(&counts.queued, -1);
-                    } else {
-                        let wait = delivery::retry_after(pending.failures);
-                        tracing::info!(notification = %delivery.id, failures = pending.failures, retry_in_ms = wait.as_millis() as u64, %error, "a notification failed; it is tried again");
-                        count(&counts.retried);
-                        let due = now.saturating_add(wait.as_millis() as u64);
-                        queue.retry(pending, due);
-                        continue;
-                    }
+                    self.let_go(queue, &pending);
+                }
+                _ => {
+                    tracing::info!(notification = %delivery.id, failures = pending.failures, retry_in_ms, %error, "a notification failed; it is tried again");
+                    queue.retry(pending, due);
                 }
             }
-            queue.done();
         }
     }
 
@@ -391,11 +530,22 @@ impl Notifier {
         }
     }
 
-    fn still_open(&self, delivery: &StoredDelivery) -> bool {
+    /// Whether `delivery`'s request is still open: on a shared store, as the store holds it
+    /// (this node's copy of a session may lag behind another node's change; should the store
+    /// not answer, it is taken as open: a notification too many rather than one lost);
+    /// otherwise as the hub does.
+    async fn still_open(&self, delivery: &StoredDelivery) -> bool {
+        if let Some(shared) = &self.shared {
+            return shared
+                .is_open(&delivery.session, &delivery.request)
+                .await
+                .unwrap_or(true);
+        }
         self.lookup
             .get()
             .and_then(Weak::upgrade)
-            .is_some_and(|hub| hub.is_open(&delivery.session, &delivery.request))
+            .and_then(|hub| hub.is_open(&delivery.session, &delivery.request))
+            .unwrap_or(false)
     }
 
     /// Deletes a notification that is done with from the store. Should that fail, it stays

@@ -21,6 +21,8 @@ pub const MAX_QUEUED_PER_TARGET: usize = 10_000;
 pub(super) struct Pending {
     pub(super) delivery: StoredDelivery,
     pub(super) failures: u32,
+    /// On a shared store: the end of this node's claim on it (the score of its index entry).
+    pub(super) claim: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -185,6 +187,7 @@ mod tests {
                 created_ms: 0,
             },
             failures: 0,
+            claim: None,
         }
     }
 

@@ -88,7 +88,7 @@ impl Kept {
                 self.requests.remove(&(session, id));
             }
             StoreOp::Note(_) => {}
-            StoreOp::Notify(deliveries) => {
+            StoreOp::Notify { deliveries, .. } => {
                 for delivery in deliveries {
                     self.deliveries.insert(delivery.id.clone(), delivery);
                 }

@@ -168,7 +168,14 @@ pub enum StoreOp {
     /// Keep notifications to send, about the change of the operation before it in the same
     /// commit: a store that decides (Redis) keeps them only if that change is made (a new
     /// request created, an ending that won).
-    Notify(Vec<StoredDelivery>),
+    Notify {
+        /// The notifications.
+        deliveries: Vec<StoredDelivery>,
+        /// After a `Resolve` with an `if_late`: the notifications kept instead should the
+        /// store find the ending late (a local store, whose hub times requests out itself,
+        /// ignores them).
+        if_late: Vec<StoredDelivery>,
+    },
     /// A notification is done with: sent, given up, or no longer worth sending.
     Delivered {
         /// The session of its request.

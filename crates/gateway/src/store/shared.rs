@@ -82,6 +82,19 @@ pub struct DueClaim {
     pub now_ms: u64,
 }
 
+/// A notification this node has claimed for a while (see [`Shared::claim_deliveries`]).
+#[derive(Clone, Debug)]
+pub struct ClaimedDelivery {
+    /// The notification.
+    pub delivery: super::StoredDelivery,
+    /// The claim's end (Unix ms), which settling it checks.
+    pub claimed_until_ms: u64,
+}
+
+/// How long a node holds a notification it made or claimed before the other nodes may claim
+/// it: longer than a send takes (10 s at most), so that a live node is not raced by another.
+pub const NOTIFY_LEASE: Duration = Duration::from_secs(30);
+
 /// The presence entries' lifetime unless `--presence-ttl-s` says otherwise.
 pub const DEFAULT_PRESENCE_TTL: Duration = Duration::from_secs(20);
 
@@ -127,6 +140,23 @@ pub trait Shared: Send + Sync + 'static {
 
     /// How long a presence entry counts after it was written.
     fn presence_ttl(&self) -> Duration;
+
+    /// Claims notifications that are due (made by a node that has not sent them in time, or
+    /// due for another try), for [`NOTIFY_LEASE`].
+    fn claim_deliveries(&self) -> StoreFuture<'static, Vec<ClaimedDelivery>>;
+
+    /// Ends this node's claim on notification `id` of `session` (held until
+    /// `claimed_until_ms`): it is due again at `due_ms`.
+    fn retry_delivery(
+        &self,
+        session: &SessionId,
+        id: &str,
+        claimed_until_ms: u64,
+        due_ms: u64,
+    ) -> StoreFuture<'static, ()>;
+
+    /// Whether request `id` of `session` is open, as the store holds it.
+    fn is_open(&self, session: &SessionId, id: &RequestId) -> StoreFuture<'static, bool>;
 
     /// Whether the store answered lately; why not, if not.
     fn ready(&self) -> Result<(), String>;

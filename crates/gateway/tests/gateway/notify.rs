@@ -298,3 +298,55 @@ fn a_bad_notify_file_or_a_missing_public_url_or_a_private_target_refuses_the_sta
     }
     support::remove_scratch(&dir);
 }
+
+/// Three nodes on one Redis: the node that asked cannot reach the webhook and is killed; one
+/// of the others claims the notification once it is due and sends it, with its id; an answer
+/// on a third node is told as well.
+#[tokio::test]
+async fn on_redis_another_node_sends_what_a_killed_node_could_not() {
+    let dir = support::tempdir("notify-redis");
+    let redis = support::redis::RedisServer::start(&[]);
+    let port = support::free_port();
+    let file = write_notify_file(
+        &dir,
+        &format!("[webhooks.ops]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret = \"{SECRET}\"\n"),
+    );
+    let args = notify_args(&file);
+    let mut asking = start(&redis.url(), None, &args);
+    let others = [
+        start(&redis.url(), None, &args),
+        start(&redis.url(), None, &args),
+    ];
+    let (mut agent, link) = asking.agent_opening("s").await;
+    agent.send(&ask("s", "r1", &["Color"], Some(600.0))).await;
+    agent.recv_until("accepted").await;
+    // Its first try finds nobody listening; it hands the notification back, due within 5 s.
+    assert!(
+        asking
+            .wrote_line("it is handed back to be tried again")
+            .await,
+        "{:?}",
+        asking.said()
+    );
+    asking.kill();
+
+    let receiver = Receiver::start(&[SECRET], Some(port), 0);
+    let got = receiver.next(RETRY_WITHIN);
+    assert_eq!(got["status"], 204, "{got}");
+    assert_eq!(got["verified"], json!([true]));
+    assert_eq!(got["body"]["type"], "request.opened");
+    assert_eq!(got["body"]["data"]["id"], "r1");
+
+    // Answered on another node: `request.resolved`, and nothing else before it (r1's opening
+    // was sent once).
+    let (mut tab, snapshot) = others[1].tab("s", &link).await;
+    assert_eq!(snapshot["requests"][0]["id"], "r1", "{snapshot}");
+    tab.send(&answer("r1", &["Color"], "Blue")).await;
+    tab.recv_about("resolved", "r1").await;
+    let resolved = receiver.next(RETRY_WITHIN);
+    assert_eq!(resolved["body"]["type"], "request.resolved", "{resolved}");
+    assert_eq!(resolved["body"]["data"]["outcome"], "answered");
+    assert_eq!(resolved["verified"], json!([true]));
+    drop(others);
+    support::remove_scratch(&dir);
+}

@@ -195,11 +195,9 @@ impl ServeArgs {
         // Flags first, so a typo does not leave a fresh data directory and secret behind.
         let limits = self.limits.to_limits()?;
         let mut people = self.people.to_settings()?;
-        let notify = self.notify.to_config(
-            &mut people.groups,
-            self.public_url.as_deref(),
-            &self.stored.store,
-        )?;
+        let notify = self
+            .notify
+            .to_config(&mut people.groups, self.public_url.as_deref())?;
         let agent_keys = agent_keys(&self.agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
         let shared = matches!(self.stored.store, StoreKind::Redis(_));

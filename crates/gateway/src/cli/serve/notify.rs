@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Args;
 
-use crate::config::StoreKind;
 use crate::notify::address::refused_because;
 use crate::notify::{DEFAULT_RETRY_FOR, MAX_RETRY_FOR_S, NotifyConfig, NotifySettings};
 use crate::people::Groups;
@@ -50,14 +49,12 @@ impl NotifyArgs {
     /// without a notify file.
     ///
     /// # Errors
-    /// The file is wrong (its line is named), a target is on a refused address, the store is
-    /// one notifications are not kept on yet, or the file sends something while
-    /// `--public-url` is not given.
+    /// The file is wrong (its line is named), a target is on a refused address, or the file
+    /// sends something while `--public-url` is not given.
     pub fn to_config(
         &self,
         groups: &mut Groups,
         public_url: Option<&str>,
-        store: &StoreKind,
     ) -> anyhow::Result<Option<NotifyConfig>> {
         let Some(path) = &self.notify else {
             return Ok(None);
@@ -65,12 +62,6 @@ impl NotifyArgs {
         let smtp_url = std::env::var("ASKGATE_SMTP_URL").ok();
         let settings =
             NotifySettings::load(path, groups, smtp_url.as_deref()).map_err(anyhow::Error::msg)?;
-        if matches!(store, StoreKind::Redis(_)) {
-            bail!(
-                "--notify: notifications are not kept on a Redis store yet; use the embedded \
-                 store, or leave --notify out"
-            );
-        }
         if settings.sends() && public_url.is_none() {
             bail!(
                 "--notify {}: the file sends notifications, whose links people follow: give \

@@ -164,7 +164,7 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
         StoreOp::Delete { session, id, .. } => out.push(Logged::Delete { session, id }),
         StoreOp::DropStaleTrails { before_ms } => out.push(Logged::DropStaleTrails { before_ms }),
         StoreOp::Note(_) => {}
-        StoreOp::Notify(deliveries) => {
+        StoreOp::Notify { deliveries, .. } => {
             for delivery in deliveries {
                 out.push(Logged::Deliver {
                     delivery: Encoded::of(&delivery)?,

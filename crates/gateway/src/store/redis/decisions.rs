@@ -6,10 +6,11 @@ use askgate_protocol::{Outcome, RequestId, SessionId};
 use super::Inner;
 use super::keys::Keys;
 use super::lua::Index;
+use super::outbox;
 use super::records::{self, Fields};
 use super::trails::Entry;
 use crate::audit::Note;
-use crate::store::{StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
+use crate::store::{StoreError, StoreOp, StoredDelivery, StoredRequest, StoredResolution, Verdict};
 
 impl Inner {
     /// The deadline index's entry for a request, brought forward to `at_ms` (or added).
@@ -22,7 +23,11 @@ impl Inner {
         }
     }
 
-    async fn put(&self, request: &StoredRequest) -> Result<Verdict, StoreError> {
+    async fn put(
+        &self,
+        request: &StoredRequest,
+        notify: &[StoredDelivery],
+    ) -> Result<Verdict, StoreError> {
         let (session, id) = (&request.session, &request.id);
         let timeout_ms = request
             .deadline_ms
@@ -34,6 +39,7 @@ impl Inner {
             .key(self.keys.seq(session))
             .key(self.keys.trail(session))
             .key(self.keys.trail_head(session))
+            .key(self.keys.outbox(session))
             .arg(id.as_str())
             .arg(records::digest(request))
             .arg(records::body(request))
@@ -44,12 +50,16 @@ impl Inner {
             .arg(&entry.digest)
             .arg(self.audit_retention_ms)
             .arg(self.chain_arg());
+        for delivery in notify {
+            script.arg(&delivery.id).arg(outbox::json(delivery)?);
+        }
         let mut indexes = vec![self.trails_index(session)];
         indexes.extend(
             request
                 .deadline_ms
                 .map(|deadline| self.due_index(session, id, deadline)),
         );
+        indexes.extend(notify.iter().map(|delivery| self.outbox_index(delivery)));
         let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad =
@@ -82,6 +92,7 @@ impl Inner {
         id: &RequestId,
         resolution: &StoredResolution,
         if_late: Option<&askgate_protocol::Settlement>,
+        notify: Option<(&[StoredDelivery], &[StoredDelivery])>,
     ) -> Result<Verdict, StoreError> {
         let kind = match resolution.settlement.outcome {
             Outcome::Answered | Outcome::Declined => "answer",
@@ -90,35 +101,45 @@ impl Inner {
         };
         // The sweep forgets the outcome once its retention has run out, whichever node kept it.
         let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
-        let late = if_late.map(|settlement| StoredResolution::untouched(settlement.clone(), 0));
+        let late_resolution =
+            if_late.map(|settlement| StoredResolution::untouched(settlement.clone(), 0));
         let won_entry = Entry::of(&Note::ended(session, id, resolution));
-        let late_entry = late
+        let late_entry = late_resolution
             .as_ref()
             .map(|late| Entry::of(&Note::ended(session, id, late)))
             .unwrap_or_default();
-        let reply: Vec<String> = self
-            .index_then_run(
-                "resolving",
-                &[self.due_index(session, id, retained_until)],
-                self.scripts
-                    .resolve
-                    .key(self.keys.request(session, id))
-                    .key(self.keys.seq(session))
-                    .key(self.keys.trail(session))
-                    .key(self.keys.trail_head(session))
-                    .arg(id.as_str())
-                    .arg(kind)
-                    .arg(records::ending(resolution))
-                    .arg(late.as_ref().map(records::ending).unwrap_or_default())
-                    .arg(self.keys.channel(session))
-                    .arg(self.publish)
-                    .arg(&won_entry.tail)
-                    .arg(&won_entry.digest)
-                    .arg(&late_entry.tail)
-                    .arg(&late_entry.digest)
-                    .arg(self.audit_retention_ms)
-                    .arg(self.chain_arg()),
+        let (won, late) = notify.unwrap_or_default();
+        let mut script = self.scripts.resolve.key(self.keys.request(session, id));
+        script
+            .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
+            .key(self.keys.outbox(session))
+            .arg(id.as_str())
+            .arg(kind)
+            .arg(records::ending(resolution))
+            .arg(
+                late_resolution
+                    .as_ref()
+                    .map(records::ending)
+                    .unwrap_or_default(),
             )
+            .arg(self.keys.channel(session))
+            .arg(self.publish)
+            .arg(&won_entry.tail)
+            .arg(&won_entry.digest)
+            .arg(&late_entry.tail)
+            .arg(&late_entry.digest)
+            .arg(self.audit_retention_ms)
+            .arg(self.chain_arg())
+            .arg(won.len());
+        for delivery in won.iter().chain(late) {
+            script.arg(&delivery.id).arg(outbox::json(delivery)?);
+        }
+        let mut indexes = vec![self.due_index(session, id, retained_until)];
+        indexes.extend(won.iter().chain(late).map(|d| self.outbox_index(d)));
+        let reply: Vec<String> = self
+            .index_then_run("resolving", &indexes, &mut script)
             .await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad = |e: String| {
@@ -182,30 +203,53 @@ impl Inner {
         })
     }
 
+    /// Runs `ops` in order. A `Notify` goes into the script of the ask or ending before it,
+    /// so that its notifications are kept only with the change they tell of.
     pub(super) async fn decide(&self, ops: Vec<StoreOp>) -> Result<Vec<Verdict>, StoreError> {
         let mut verdicts = Vec::with_capacity(ops.len());
-        for op in ops {
+        let mut ops = ops.into_iter().peekable();
+        while let Some(op) = ops.next() {
+            let notify = match ops.peek() {
+                Some(StoreOp::Notify { .. })
+                    if matches!(op, StoreOp::Put(_) | StoreOp::Resolve { .. }) =>
+                {
+                    match ops.next() {
+                        Some(StoreOp::Notify {
+                            deliveries,
+                            if_late,
+                        }) => Some((deliveries, if_late)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let with = notify
+                .as_ref()
+                .map(|(won, late)| (won.as_slice(), late.as_slice()));
             let verdict = match op {
-                StoreOp::Put(request) => self.put(&request).await?,
+                StoreOp::Put(request) => {
+                    self.put(&request, with.map_or(&[][..], |(won, _)| won))
+                        .await?
+                }
                 StoreOp::Resolve {
                     session,
                     id,
                     resolution,
                     if_late,
                 } => {
-                    self.resolve(&session, &id, &resolution, if_late.as_ref())
+                    self.resolve(&session, &id, &resolution, if_late.as_ref(), with)
                         .await?
                 }
                 StoreOp::Delete { session, id, acked } => self.forget(&session, &id, acked).await?,
                 StoreOp::Note(note) => self.note(&note).await?,
                 StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
-                StoreOp::Notify(_) | StoreOp::Delivered { .. } => {
-                    return Err(StoreError::refused(
-                        "notifications are not kept on Redis yet (`serve` refuses --notify with a Redis store)",
-                    ));
-                }
+                StoreOp::Notify { deliveries, .. } => self.keep_deliveries(&deliveries).await?,
+                StoreOp::Delivered { session, id } => self.delivered(&session, &id).await?,
             };
             verdicts.push(verdict);
+            if notify.is_some() {
+                verdicts.push(Verdict::Done);
+            }
         }
         Ok(verdicts)
     }

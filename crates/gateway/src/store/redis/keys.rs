@@ -80,6 +80,28 @@ impl Keys {
         format!("{}{{due}}", self.prefix)
     }
 
+    /// The session's notifications not yet sent: id → a `StoredDelivery`'s JSON.
+    pub(super) fn outbox(&self, session: &SessionId) -> String {
+        format!("{}:out", self.tagged(session))
+    }
+
+    /// The notification index every node claims from: members name a session's
+    /// notification (`session`, a line feed, its id), scored by when it is next due.
+    pub(super) fn outbox_index(&self) -> String {
+        format!("{}{{notify}}", self.prefix)
+    }
+
+    /// The member of the notification index for one notification.
+    pub(super) fn outbox_member(session: &SessionId, id: &str) -> String {
+        format!("{}\n{id}", session.as_str())
+    }
+
+    /// The notification an index member names.
+    pub(super) fn parse_outbox_member(member: &str) -> Option<(SessionId, &str)> {
+        let (session, id) = member.split_once('\n')?;
+        Some((SessionId::parse(session).ok()?, id))
+    }
+
     /// The member of the deadline index for one request: session, a line feed, the id (neither
     /// can hold a line feed).
     pub(super) fn due_member(session: &SessionId, id: &RequestId) -> String {
@@ -123,6 +145,7 @@ mod tests {
             keys.seq(&session),
             keys.presence(&session),
             keys.channel(&session),
+            keys.outbox(&session),
         ] {
             assert!(key.starts_with("askgate:{team-a:s-1}:"), "{key}");
         }
@@ -132,6 +155,8 @@ mod tests {
         );
         assert_eq!(keys.session_of_channel("other:{s}:ch"), None);
         let member = Keys::due_member(&session, &id);
-        assert_eq!(Keys::parse_due_member(&member), Some((session, id)));
+        assert_eq!(Keys::parse_due_member(&member), Some((session.clone(), id)));
+        let member = Keys::outbox_member(&session, "msg_1");
+        assert_eq!(Keys::parse_outbox_member(&member), Some((session, "msg_1")));
     }
 }

@@ -8,6 +8,7 @@
 //! - [`decisions`]: asking, resolving and forgetting, and the verdicts read from the replies.
 //! - [`shared_side`]: what nodes coordinate besides decisions: sessions loaded on demand,
 //!   sequence numbers, deadline claims, presence.
+//! - [`outbox`]: notifications kept with the changes they tell of, claimed by any node.
 //! - [`keys`]: key and channel names, hash-tagged by session.
 //! - [`records`]: requests as hash fields, and the notices scripts publish.
 //! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
@@ -18,6 +19,7 @@ mod conn;
 mod decisions;
 mod keys;
 mod lua;
+mod outbox;
 mod records;
 mod settings;
 mod shared_side;

@@ -13,7 +13,7 @@ use super::keys::Keys;
 use super::lua::redis_error;
 use super::records::{self, Fields};
 use super::subscriber::Subscriber;
-use crate::store::shared::{DueClaim, Notice, Presence, SessionRecords, Shared};
+use crate::store::shared::{ClaimedDelivery, DueClaim, Notice, Presence, SessionRecords, Shared};
 use crate::store::{StoreError, StoreFuture};
 
 /// How long a sweeper's claim on a due entry lasts: if it dies holding it, another node takes
@@ -200,6 +200,32 @@ impl Shared for SharedSide {
 
     fn take_notices(&self) -> Option<mpsc::Receiver<Notice>> {
         self.subscriber.take_notices()
+    }
+
+    fn claim_deliveries(&self) -> StoreFuture<'static, Vec<ClaimedDelivery>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.claim_deliveries().await })
+    }
+
+    fn retry_delivery(
+        &self,
+        session: &SessionId,
+        id: &str,
+        claimed_until_ms: u64,
+        due_ms: u64,
+    ) -> StoreFuture<'static, ()> {
+        let inner = Arc::clone(&self.inner);
+        let member = Keys::outbox_member(session, id);
+        Box::pin(async move {
+            inner
+                .settle_delivery_claim(&member, claimed_until_ms, Some(due_ms))
+                .await
+        })
+    }
+
+    fn is_open(&self, session: &SessionId, id: &RequestId) -> StoreFuture<'static, bool> {
+        let (inner, session, id) = (Arc::clone(&self.inner), session.clone(), id.clone());
+        Box::pin(async move { inner.is_open(&session, &id).await })
     }
 
     fn claim_due(&self) -> StoreFuture<'static, Vec<DueClaim>> {

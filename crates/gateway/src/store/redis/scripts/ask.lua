@@ -3,12 +3,15 @@
 -- same questions (same digest) gets the request as it stands; one with other questions gets
 -- `conflict`. The times are Redis's own clock, so every node shows one deadline.
 -- A new request's `asked` entry is sealed onto the session's audit trail (chain.lua).
+-- A new request's notifications are kept in the session's outbox in the same step, so no
+-- crash keeps the request and loses them (their index entries were written just before).
 -- KEYS: 1 the request's hash, 2 the session's ids (sorted set), 3 the session's sequence,
---       4 the session's trail, 5 its head.
+--       4 the session's trail, 5 its head, 6 the session's outbox.
 -- ARGV: 1 id, 2 digest of the questions, 3 body (JSON), 4 timeout in ms or '',
 --       5 the session's channel, 6 the publish command (PUBLISH or SPUBLISH),
 --       7 the `asked` entry's tail, 8 its digest, 9 the trail's retention in ms, 10 the audit
---       key's hex or '' (chain.lua).
+--       key's hex or '' (chain.lua), then the notifications as pairs: 11 an id, 12 its JSON,
+--       13 the next id, ...
 local digest = redis.call('HGET', KEYS[1], 'digest')
 if digest then
   if digest ~= ARGV[2] then
@@ -29,5 +32,8 @@ redis.call('HSET', KEYS[1], 'digest', ARGV[2], 'body', ARGV[3], 'asked', asked,
   'deadline', deadline, 'state', 'open')
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
 audit_append(KEYS[4], KEYS[5], ARGV[7], ARGV[8], asked, ARGV[9], ARGV[10])
+for i = 11, #ARGV, 2 do
+  redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1])
+end
 redis.call(ARGV[6], ARGV[5], seq .. '\nput\n' .. ARGV[1] .. '\n' .. asked .. '\n' .. deadline .. '\n' .. ARGV[3])
 return {'created', asked, deadline, tostring(seq)}
