@@ -23,6 +23,7 @@ fn request(i: usize) -> StoredRequest {
         asked_at_ms: 1,
         deadline_ms: None,
         answerers: None,
+        follow_ups: Default::default(),
         resolution: None,
     }
 }

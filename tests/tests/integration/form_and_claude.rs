@@ -264,6 +264,7 @@ async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered
         asked_at_ms: askgate::clock::now_ms(),
         deadline_ms: None,
         answerers: None,
+        follow_ups: Default::default(),
         resolution: None,
     };
     store.commit(vec![StoreOp::Put(record)]).await.unwrap();

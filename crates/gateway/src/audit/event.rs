@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::chain::sha256_hex;
 use crate::clock::now_ms;
 use crate::people::Person;
-use crate::store::{StoreOp, StoredRequest, StoredResolution};
+use crate::store::{FollowUp, StoreOp, StoredRequest, StoredResolution};
 
 /// Who did something: the person (if known), the tab, and how the person was known.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -86,6 +86,13 @@ pub enum Event<'a> {
     Withdrawn,
     /// The agent acknowledged its outcome.
     Acked,
+    /// The request was still open after its `remind_after_s`: its people were told again.
+    Reminded,
+    /// The request was still open after its `escalate.after_s`: these were added and told.
+    Escalated {
+        /// Whom (people and `group:NAME`s).
+        to: Vec<String>,
+    },
     /// A personal link was issued for the session.
     LinkIssued {
         /// The person it names.
@@ -106,6 +113,8 @@ impl Event<'_> {
             Event::TimedOut => "timed_out",
             Event::Withdrawn => "withdrawn",
             Event::Acked => "acked",
+            Event::Reminded => "reminded",
+            Event::Escalated { .. } => "escalated",
             Event::LinkIssued { .. } => "link_issued",
         }
     }
@@ -227,6 +236,21 @@ impl<'a> Note<'a> {
                 at_ms: now_ms,
                 event: Event::Acked,
             }),
+            StoreOp::FollowedUp {
+                session,
+                id,
+                follow_up,
+                to,
+                at_ms,
+            } => Some(Note {
+                session: session.clone(),
+                id: Some(id.clone()),
+                at_ms: *at_ms,
+                event: match follow_up {
+                    FollowUp::Remind => Event::Reminded,
+                    FollowUp::Escalate => Event::Escalated { to: to.clone() },
+                },
+            }),
             StoreOp::Delete { .. }
             | StoreOp::DropStaleTrails { .. }
             | StoreOp::Notify { .. }
@@ -299,7 +323,12 @@ pub fn tail(note: &Note<'_>) -> String {
             }
         }
         Event::LinkIssued { expires_ms, .. } => member(&mut out, "expires_ms", expires_ms),
-        Event::Declined { .. } | Event::TimedOut | Event::Withdrawn | Event::Acked => {}
+        Event::Escalated { to } => member(&mut out, "to", to),
+        Event::Declined { .. }
+        | Event::TimedOut
+        | Event::Withdrawn
+        | Event::Acked
+        | Event::Reminded => {}
     }
     // serde_json writes UTF-8.
     String::from_utf8(out).unwrap_or_default()

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
+use askgate_protocol::wire::{AskedFollowUps, CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 
 use super::Hub;
@@ -172,6 +172,7 @@ impl Hub {
             timeout_ms,
             title,
             answerers,
+            follow_ups: asked_follow_ups,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -180,12 +181,38 @@ impl Hub {
         let id = id.unwrap_or_else(generated_request_id);
         let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
         let questions = Arc::new(questions);
-        if let Some((index, group)) = answerers
-            .as_deref()
-            .and_then(|list| self.people.unknown_group(list))
+        if self.replica.is_some() && asked_follow_ups != AskedFollowUps::default() {
+            let path = if asked_follow_ups.remind_after_ms.is_some() {
+                "remind_after_s"
+            } else {
+                "escalate"
+            };
+            let error = FieldError::new(
+                path,
+                ErrorCode::InvalidValue,
+                "reminders and escalation are not kept on a Redis store yet; leave it out",
+            );
+            return self.reject(
+                asker,
+                &session_id,
+                as_sent(&id),
+                vec![error],
+                ReplyCode::Invalid,
+            );
+        }
+        let unknown_group = |list: Option<&[String]>, path: &str| {
+            list.and_then(|list| self.people.unknown_group(list))
+                .map(|(index, group)| (format!("{path}[{index}]"), group.to_owned()))
+        };
+        let escalate_to = asked_follow_ups
+            .escalate
+            .as_ref()
+            .map(|(_, to)| to.as_slice());
+        if let Some((path, group)) = unknown_group(answerers.as_deref(), "answerers")
+            .or_else(|| unknown_group(escalate_to, "escalate.to"))
         {
             let error = FieldError::new(
-                format!("answerers[{index}]"),
+                path,
                 ErrorCode::InvalidValue,
                 format!(
                     "no group {group:?} is defined (the operator names groups in --groups FILE)"
@@ -281,7 +308,9 @@ impl Hub {
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
                             return full(error);
                         }
-                        break session.begin_ask(&id, &questions, view, encoded, asker);
+                        let follow_ups =
+                            self.follow_ups_of(&session_id, &asked_follow_ups, view.asked_at_ms);
+                        break session.begin_ask(&id, &questions, view, encoded, asker, follow_ups);
                     }
                 }
             };
@@ -375,6 +404,7 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
         asked_at_ms,
         deadline_ms: shown.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
         answerers: shown.answerers.clone(),
+        escalated_to: None,
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)

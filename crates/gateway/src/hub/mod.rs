@@ -13,6 +13,7 @@ mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
 mod auditing; // refusals counted by each tab into the audit trail; the history frame
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
+mod following_up; // a request's reminder and escalation, each once while it is open
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
 mod notifying; // what a request is, told to the notifier; whether it is still open
 mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep

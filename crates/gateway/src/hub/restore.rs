@@ -103,6 +103,7 @@ mod tests {
             asked_at_ms: 5,
             deadline_ms: None,
             answerers: None,
+            follow_ups: Default::default(),
             resolution: Some(StoredResolution {
                 via: Some(Via::SessionLink),
                 ..StoredResolution::untouched(Settlement::withdrawn(), 7)

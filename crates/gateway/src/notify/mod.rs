@@ -35,7 +35,7 @@ use crate::keys::ViewerKeys;
 use crate::metrics::{Metrics, count, gauge_add};
 use crate::people::Groups;
 use crate::store::shared::{ClaimedDelivery, NOTIFY_LEASE, Shared};
-use crate::store::{DeliveryTarget, Store, StoreOp, StoredDelivery, StoredResolution};
+use crate::store::{DeliveryTarget, FollowUp, Store, StoreOp, StoredDelivery, StoredResolution};
 use outbox::{MAX_QUEUED_PER_TARGET, Pending, Queue};
 
 /// The longest `--notify-retry-for-s`: a week.
@@ -244,6 +244,15 @@ impl Notifier {
         &self.metrics.notify.channels[channel_of(target)]
     }
 
+    /// The first policy of the notify file for `session`, if one matches.
+    pub fn policy(&self, session: &str) -> Option<&settings::Policy> {
+        self.config
+            .settings
+            .policies
+            .iter()
+            .find(|policy| session.starts_with(&policy.sessions))
+    }
+
     /// The people `answerers` name, groups expanded, sorted and without repeats.
     fn people_of(&self, answerers: Option<&[String]>) -> BTreeSet<String> {
         let mut people = BTreeSet::new();
@@ -262,6 +271,16 @@ impl Notifier {
     /// session, the webhooks of the people it is for, and (but for `request.resolved`) the
     /// mail of those who have an address: one message per person.
     fn targets(&self, facts: &RequestFacts, kind: EventKind) -> BTreeSet<DeliveryTarget> {
+        self.targets_for(facts, kind, self.people_of(facts.answerers.as_deref()))
+    }
+
+    /// As [`Notifier::targets`], for `people` rather than the request's own.
+    fn targets_for(
+        &self,
+        facts: &RequestFacts,
+        kind: EventKind,
+        people: BTreeSet<String>,
+    ) -> BTreeSet<DeliveryTarget> {
         let settings = &self.config.settings;
         let mut targets = BTreeSet::new();
         for webhook in settings.webhooks.values() {
@@ -269,7 +288,7 @@ impl Notifier {
                 targets.insert(DeliveryTarget::Webhook(webhook.name.clone()));
             }
         }
-        for person in self.people_of(facts.answerers.as_deref()) {
+        for person in people {
             if let Some(contact) = settings.people.get(&person) {
                 for name in &contact.webhooks {
                     if settings.webhooks[name].events.has(kind) {
@@ -336,6 +355,32 @@ impl Notifier {
         }
     }
 
+    /// The notifications of a follow-up made at `at_ms`, as [`Notifier::opened`]'s: a
+    /// reminder to the request's people, an escalation to those it adds (`to`).
+    pub fn followed_up(
+        &self,
+        facts: &RequestFacts,
+        follow_up: FollowUp,
+        to: &[String],
+        at_ms: u64,
+    ) -> Option<StoreOp> {
+        let (kind, people, extra) = match follow_up {
+            FollowUp::Remind => (
+                EventKind::Reminded,
+                self.people_of(facts.answerers.as_deref()),
+                serde_json::Map::new(),
+            ),
+            FollowUp::Escalate => {
+                let mut extra = serde_json::Map::new();
+                extra.insert("to".into(), serde_json::json!(to));
+                (EventKind::Escalated, self.people_of(Some(to)), extra)
+            }
+        };
+        let body = facts.body(kind, at_ms, extra);
+        let targets = self.targets_for(facts, kind, people);
+        self.notifications_to(facts, kind, targets, &body, at_ms)
+    }
+
     fn notifications(
         &self,
         facts: &RequestFacts,
@@ -343,8 +388,19 @@ impl Notifier {
         body: &str,
         at_ms: u64,
     ) -> Option<StoreOp> {
+        self.notifications_to(facts, kind, self.targets(facts, kind), body, at_ms)
+    }
+
+    fn notifications_to(
+        &self,
+        facts: &RequestFacts,
+        kind: EventKind,
+        targets: BTreeSet<DeliveryTarget>,
+        body: &str,
+        at_ms: u64,
+    ) -> Option<StoreOp> {
         let mut deliveries = Vec::new();
-        for target in self.targets(facts, kind) {
+        for target in targets {
             let Some(queue) = self.queue_of(&target) else {
                 continue;
             };

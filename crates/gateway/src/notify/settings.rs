@@ -24,6 +24,8 @@ pub const MAX_WEBHOOKS: usize = 64;
 /// Fewest bytes a webhook secret decodes to, and most (the Standard Webhooks specification's
 /// range: shorter is guessable, longer buys nothing over HMAC-SHA256's block).
 pub const WEBHOOK_SECRET_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
+/// The longest wait a policy may set, in seconds: a year.
+pub const MAX_WAIT_S: f64 = 365.0 * 86_400.0;
 /// Longest `sessions` prefix, in bytes (a session id's own limit).
 pub const MAX_SESSION_PREFIX_BYTES: usize = 128;
 
@@ -130,6 +132,18 @@ pub struct EmailSettings {
     pub from: String,
 }
 
+/// `[[policies]]`: reminders and escalation for the sessions under a prefix, when an ask says
+/// nothing of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Sessions whose id starts with this (empty: every session).
+    pub sessions: String,
+    /// Milliseconds after the ask to remind.
+    pub remind_after_ms: Option<u64>,
+    /// Milliseconds after the ask to escalate, and to whom.
+    pub escalate: Option<(u64, Vec<String>)>,
+}
+
 /// What a notify file says.
 #[derive(Clone, Debug, Default)]
 pub struct NotifySettings {
@@ -139,6 +153,9 @@ pub struct NotifySettings {
     pub webhooks: BTreeMap<String, Webhook>,
     /// How mail is sent, if it is.
     pub email: Option<EmailSettings>,
+    /// Reminder and escalation defaults, in the file's order (the first that matches a
+    /// session applies).
+    pub policies: Vec<Policy>,
     /// The file it was read from, for later errors.
     pub source: String,
 }
@@ -265,10 +282,66 @@ impl NotifySettings {
                 })
             }
         };
+        let mut policies = Vec::with_capacity(file.policies.len());
+        for (index, entry) in file.policies.into_iter().enumerate() {
+            let path = format!("policies[{index}]");
+            let wait = |seconds: &Spanned<f64>, key: &str| {
+                let value = *seconds.get_ref();
+                if value.is_finite() && value > 0.0 && value <= MAX_WAIT_S {
+                    Ok((value * 1000.0).ceil() as u64)
+                } else {
+                    Err(at(
+                        seconds.span(),
+                        format!(
+                            "{path}.{key}: must be positive seconds, at most {MAX_WAIT_S}, got {value}"
+                        ),
+                    ))
+                }
+            };
+            let remind_after_ms = entry
+                .remind_after_s
+                .as_ref()
+                .map(|s| wait(s, "remind_after_s"))
+                .transpose()?;
+            let escalate = match entry.escalate {
+                None => None,
+                Some(escalate) => {
+                    let after = wait(&escalate.after_s, "escalate.after_s")?;
+                    if escalate.to.is_empty() {
+                        return Err(at(
+                            escalate.after_s.span(),
+                            format!("{path}.escalate.to: must name at least one person or group"),
+                        ));
+                    }
+                    let mut to = Vec::with_capacity(escalate.to.len());
+                    for (i, name) in escalate.to.into_iter().enumerate() {
+                        let key = format!("{path}.escalate.to[{i}]");
+                        check_user_name(name.get_ref())
+                            .map_err(|e| at(name.span(), format!("{key}: {e}")))?;
+                        if let Some(group) = name.get_ref().strip_prefix("group:")
+                            && !groups.has_group(group)
+                        {
+                            return Err(at(
+                                name.span(),
+                                format!("{key}: no group {group:?} is defined"),
+                            ));
+                        }
+                        to.push(name.into_inner());
+                    }
+                    Some((after, to))
+                }
+            };
+            policies.push(Policy {
+                sessions: entry.sessions.into_inner(),
+                remind_after_ms,
+                escalate,
+            });
+        }
         Ok(NotifySettings {
             people,
             webhooks,
             email,
+            policies,
             source: source.to_owned(),
         })
     }
@@ -290,6 +363,23 @@ struct File {
     #[serde(default)]
     webhooks: BTreeMap<Spanned<String>, WebhookEntry>,
     email: Option<EmailEntry>,
+    #[serde(default)]
+    policies: Vec<PolicyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyEntry {
+    sessions: Spanned<String>,
+    remind_after_s: Option<Spanned<f64>>,
+    escalate: Option<EscalateEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EscalateEntry {
+    after_s: Spanned<f64>,
+    to: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

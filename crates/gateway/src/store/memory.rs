@@ -88,6 +88,16 @@ impl Kept {
                 self.requests.remove(&(session, id));
             }
             StoreOp::Note(_) => {}
+            StoreOp::FollowedUp {
+                session,
+                id,
+                follow_up,
+                ..
+            } => {
+                if let Some(request) = self.requests.get_mut(&(session, id)) {
+                    request.follow_ups.mark(follow_up);
+                }
+            }
             StoreOp::Notify { deliveries, .. } => {
                 for delivery in deliveries {
                     self.deliveries.insert(delivery.id.clone(), delivery);

@@ -66,8 +66,68 @@ pub struct StoredRequest {
     /// Who alone may answer, as the ask named them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answerers: Option<Vec<String>>,
+    /// Its reminder and escalation: when each is due, and whether it has happened. (Before
+    /// `resolution`, which the embedded store relies on coming last.)
+    #[serde(default, skip_serializing_if = "FollowUps::is_empty")]
+    pub follow_ups: FollowUps,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
+}
+
+/// A request's reminder and escalation, as the store keeps them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FollowUps {
+    /// When the same people are told again (Unix ms), if ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_at_ms: Option<u64>,
+    /// Whether they have been.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reminded: bool,
+    /// When more people are added and told (Unix ms), if ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_at_ms: Option<u64>,
+    /// Whom (people and `group:NAME`s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// Whether it has escalated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub escalated: bool,
+}
+
+impl FollowUps {
+    /// Whether there is none, done or not.
+    pub fn is_empty(&self) -> bool {
+        self.remind_at_ms.is_none() && self.escalate_at_ms.is_none()
+    }
+
+    /// The follow-ups still to come, each with when it is due.
+    pub fn pending(&self) -> Vec<(FollowUp, u64)> {
+        let mut pending = Vec::new();
+        if let (Some(at), false) = (self.remind_at_ms, self.reminded) {
+            pending.push((FollowUp::Remind, at));
+        }
+        if let (Some(at), false) = (self.escalate_at_ms, self.escalated) {
+            pending.push((FollowUp::Escalate, at));
+        }
+        pending
+    }
+
+    /// `follow_up` has happened.
+    pub fn mark(&mut self, follow_up: FollowUp) {
+        match follow_up {
+            FollowUp::Remind => self.reminded = true,
+            FollowUp::Escalate => self.escalated = true,
+        }
+    }
+}
+
+/// One of a request's follow-ups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FollowUp {
+    /// The same people told again.
+    Remind,
+    /// More people added and told.
+    Escalate,
 }
 
 /// How a request ended, as kept until the agent acks it.
@@ -175,6 +235,20 @@ pub enum StoreOp {
         /// store find the ending late (a local store, whose hub times requests out itself,
         /// ignores them).
         if_late: Vec<StoredDelivery>,
+    },
+    /// A follow-up of an open request happened (recorded as `reminded` or `escalated`): kept
+    /// once, so that it happens once, also across restarts.
+    FollowedUp {
+        /// The session.
+        session: SessionId,
+        /// The request.
+        id: RequestId,
+        /// Which.
+        follow_up: FollowUp,
+        /// For an escalation: whom it added (people and `group:NAME`s).
+        to: Vec<String>,
+        /// When (Unix ms).
+        at_ms: u64,
     },
     /// A notification is done with: sent, given up, or no longer worth sending.
     Delivered {

@@ -30,6 +30,7 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
         asked_at_ms: 1_000,
         deadline_ms: timeout_ms.map(|t| 1_000 + t),
         answerers: None,
+        follow_ups: Default::default(),
         resolution: None,
     }
 }

@@ -58,6 +58,18 @@ pub struct CheckedAsk {
     pub title: Option<String>,
     /// Who alone may answer, as sent (people and `group:NAME`s), if the ask limits it.
     pub answerers: Option<Vec<String>>,
+    /// Reminders and escalation, if the ask asks for them.
+    pub follow_ups: AskedFollowUps,
+}
+
+/// What an ask says should happen while it stays open: `remind_after_s` (the same people
+/// told again, once) and `escalate` (more people added and told, once).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AskedFollowUps {
+    /// Milliseconds after the ask to remind, if ever.
+    pub remind_after_ms: Option<u64>,
+    /// Milliseconds after the ask to escalate, and to whom (people and `group:NAME`s).
+    pub escalate: Option<(u64, Vec<String>)>,
 }
 
 impl AskFrame {
@@ -121,6 +133,9 @@ impl AskFrame {
         let answerers = check_answerers(self.answerers.as_ref())
             .map_err(|e| errors.push(e))
             .ok();
+        let follow_ups = check_follow_ups(&self.rest)
+            .map_err(|e| errors.extend(e))
+            .ok();
         CheckedFields {
             errors,
             session,
@@ -129,6 +144,7 @@ impl AskFrame {
             timeout_ms,
             title,
             answerers,
+            follow_ups,
         }
     }
 
@@ -195,6 +211,7 @@ struct CheckedFields {
     timeout_ms: Option<Option<u64>>,
     title: Option<Option<String>>,
     answerers: Option<Option<Vec<String>>>,
+    follow_ups: Option<AskedFollowUps>,
 }
 
 impl CheckedFields {
@@ -219,19 +236,24 @@ impl CheckedFields {
             self.timeout_ms.take(),
             self.title.take(),
             self.answerers.take(),
+            self.follow_ups.take(),
         ) {
-            (Some(session), Some(questions), Some(timeout_ms), Some(title), Some(answerers))
-                if self.errors.is_empty() =>
-            {
-                Ok(CheckedAsk {
-                    session,
-                    id: self.id.take(),
-                    questions,
-                    timeout_ms,
-                    title,
-                    answerers,
-                })
-            }
+            (
+                Some(session),
+                Some(questions),
+                Some(timeout_ms),
+                Some(title),
+                Some(answerers),
+                Some(follow_ups),
+            ) if self.errors.is_empty() => Ok(CheckedAsk {
+                session,
+                id: self.id.take(),
+                questions,
+                timeout_ms,
+                title,
+                answerers,
+                follow_ups,
+            }),
             _ => Err(std::mem::take(&mut self.errors)),
         }
     }
@@ -289,6 +311,103 @@ fn check_timeout(value: Option<&Value>, max_timeout_s: f64) -> Result<Option<u64
     // JavaScript number holds integers exactly up to 2^53 ms, about the year 287,000).
     let millis = (seconds * 1000.0).ceil().min(MAX_TIMEOUT_MS as f64) as u64;
     Ok(Some(millis.max(1)))
+}
+
+/// `remind_after_s` and `escalate` (`{"after_s": N, "to": [...]}`), read from the fields no
+/// dialect names. Each wait is as `timeout_s` is: positive seconds, held as milliseconds.
+fn check_follow_ups(rest: &Map<String, Value>) -> Result<AskedFollowUps, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let remind_after_ms = match rest.get("remind_after_s") {
+        None | Some(Value::Null) => None,
+        Some(value) => check_wait("remind_after_s", value)
+            .map_err(|e| errors.push(e))
+            .ok(),
+    };
+    let escalate = match rest.get("escalate") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(escalate)) => {
+            for key in escalate.keys() {
+                if !matches!(key.as_str(), "after_s" | "to") {
+                    errors.push(FieldError::new(
+                        format!("escalate.{key}"),
+                        ErrorCode::UnknownField,
+                        "`escalate` takes `after_s` and `to` only",
+                    ));
+                }
+            }
+            let after = match escalate.get("after_s") {
+                None | Some(Value::Null) => {
+                    errors.push(FieldError::new(
+                        "escalate.after_s",
+                        ErrorCode::MissingField,
+                        "required: seconds after the ask to escalate",
+                    ));
+                    None
+                }
+                Some(value) => check_wait("escalate.after_s", value)
+                    .map_err(|e| errors.push(e))
+                    .ok(),
+            };
+            let to = match escalate.get("to") {
+                None | Some(Value::Null) => {
+                    errors.push(FieldError::new(
+                        "escalate.to",
+                        ErrorCode::MissingField,
+                        "required: the people and `group:NAME`s to add and tell",
+                    ));
+                    None
+                }
+                Some(value) => check_answerers(Some(value))
+                    .map_err(|mut e| {
+                        e.path = format!("escalate.to{}", e.path.trim_start_matches("answerers"));
+                        errors.push(e);
+                    })
+                    .ok()
+                    .flatten(),
+            };
+            after.zip(to)
+        }
+        Some(other) => {
+            errors.push(FieldError::new(
+                "escalate",
+                ErrorCode::WrongType,
+                format!(
+                    "must be an object {{\"after_s\": N, \"to\": [...]}}, got {}",
+                    json_kind(other)
+                ),
+            ));
+            None
+        }
+    };
+    if errors.is_empty() {
+        Ok(AskedFollowUps {
+            remind_after_ms,
+            escalate,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// A wait after the ask, in positive seconds, as milliseconds (at least one).
+fn check_wait(path: &str, value: &Value) -> Result<u64, FieldError> {
+    let Value::Number(number) = value else {
+        return Err(FieldError::new(
+            path,
+            ErrorCode::WrongType,
+            format!("must be a number of seconds, got {}", json_kind(value)),
+        ));
+    };
+    let seconds = number.as_f64().unwrap_or(f64::NAN);
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err(FieldError::new(
+            path,
+            ErrorCode::InvalidValue,
+            format!("must be positive, got {seconds}"),
+        ));
+    }
+    let millis = (seconds * 1000.0).ceil().min(MAX_TIMEOUT_MS as f64) as u64;
+    Ok(millis.max(1))
 }
 
 /// A title is askgate's own, shown above the questions and never handed to a framework: any

@@ -15,7 +15,7 @@ mod reading;
 mod tab;
 
 pub use agent::{AgentFrame, OutcomeFrame, ToAgent};
-pub use ask::{AskFrame, CheckedAsk, MAX_TITLE_CHARS};
+pub use ask::{AskFrame, AskedFollowUps, CheckedAsk, MAX_TITLE_CHARS};
 pub use reading::{read_agent_frame, read_tab_frame};
 pub use tab::{FinishedView, FromTab, RequestView, ToTab};
 

@@ -27,8 +27,11 @@ pub struct RequestView {
     pub asked_at_ms: u64,
     /// When it times out (Unix ms), or null.
     pub deadline_ms: Option<u64>,
-    /// Who alone may answer (people and `group:NAME`s), when the ask said so.
+    /// Who alone may answer (people and `group:NAME`s), when the ask said so; with an
+    /// escalation's people added once it has escalated.
     pub answerers: Option<Vec<String>>,
+    /// Whom it was escalated to, once it has been (the ask's `escalate.to`).
+    pub escalated_to: Option<Vec<String>>,
 }
 
 impl Serialize for RequestView {
@@ -46,6 +49,9 @@ impl Serialize for RequestView {
         if let Some(answerers) = &self.answerers {
             map.serialize_entry("answerers", answerers)?;
         }
+        if let Some(escalated_to) = &self.escalated_to {
+            map.serialize_entry("escalated_to", escalated_to)?;
+        }
         map.end()
     }
 }
@@ -61,6 +67,7 @@ impl<'de> Deserialize<'de> for RequestView {
         let asked_at_ms = u64::deserialize(take("asked_at_ms")).map_err(D::Error::custom)?;
         let deadline_ms = Option::deserialize(take("deadline_ms")).map_err(D::Error::custom)?;
         let answerers = Option::deserialize(take("answerers")).map_err(D::Error::custom)?;
+        let escalated_to = Option::deserialize(take("escalated_to")).map_err(D::Error::custom)?;
         let questions = dialect.gather(|name| fields.get(name));
         Ok(RequestView {
             id,
@@ -70,6 +77,7 @@ impl<'de> Deserialize<'de> for RequestView {
             asked_at_ms,
             deadline_ms,
             answerers,
+            escalated_to,
         })
     }
 }
@@ -147,6 +155,15 @@ pub enum ToTab {
         via: Option<Via>,
         /// The response given (null when withdrawn).
         response: Value,
+    },
+    /// A request still open was escalated: more people may answer it now.
+    Escalated {
+        /// The request.
+        id: String,
+        /// Whom it was escalated to (people and `group:NAME`s).
+        to: Vec<String>,
+        /// Who may answer now, the escalation's people added (null: anyone with the link).
+        answerers: Option<Vec<String>>,
     },
     /// This tab's answer did not count; the request stays open unless already resolved.
     AnswerRejected {

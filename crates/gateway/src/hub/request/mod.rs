@@ -29,6 +29,8 @@
 //! | `forget`          | Resolved → forgotten    | kept gauge −; listing runs out; remembered as lately forgotten      |
 //! | `discard`         | Open, Resolved → forgotten | its gauge −, count and bytes − if open; timer stopped; no frames |
 //! | `let_go`          | every request → (not held here) | gauges −, timers stopped                                    |
+//! | `remind`          | Open → Open             | marked reminded (its follow-up timer goes on to the next)           |
+//! | `escalate`        | Open → Open             | marked; answerers widened; view re-encoded, bytes resized; `escalated` to every tab |
 //!
 //! Only `Open` can be won; a rival arriving in `Resolved` is told "already resolved", one
 //! arriving in `Resolving` waits to learn whether the store kept the winner (`Resolved`) or not
@@ -49,6 +51,7 @@ use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
 use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::Hub;
 use super::ending::Ending;
@@ -58,7 +61,7 @@ use super::session::Session;
 use super::shown::ending_frames::{outcome_frame, resolved_frame};
 use crate::clock::{now_ms, until};
 use crate::metrics::{Metrics, gauge_add};
-use crate::store::{StoredRequest, StoredResolution};
+use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution};
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
 /// moment it does; this covers answers already on their way, not days-old ones.
@@ -89,6 +92,28 @@ impl Ledger {
     #[cfg(test)]
     pub(super) fn detached() -> Arc<Self> {
         Arc::new(Ledger::new(Arc::default(), Weak::new()))
+    }
+
+    /// Makes request `id` of `session`'s follow-ups that are still to come, each at its time
+    /// (one past already, at once), until the handle is dropped.
+    fn follow_up_timer(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        mut pending: Vec<(FollowUp, u64)>,
+    ) -> AbortOnDropHandle<()> {
+        let hub = Weak::clone(&self.hub);
+        let (session, id) = (session.clone(), id.clone());
+        pending.sort_by_key(|(_, at_ms)| *at_ms);
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            for (follow_up, at_ms) in pending {
+                tokio::time::sleep(until(at_ms)).await;
+                let Some(hub) = hub.upgrade() else {
+                    return;
+                };
+                hub.follow_up(&session, &id, follow_up).await;
+            }
+        }))
     }
 
     /// Times request `id` of `session` out at `deadline_ms`, unless aborted first.
@@ -224,6 +249,7 @@ impl Session {
         view: RequestView,
         encoded: EncodedRequest,
         asker: Option<&Link>,
+        follow_ups: FollowUps,
     ) -> StoredRequest {
         let record = StoredRequest {
             session: self.id.clone(),
@@ -234,6 +260,7 @@ impl Session {
             asked_at_ms: view.asked_at_ms,
             deadline_ms: view.deadline_ms,
             answerers: view.answerers,
+            follow_ups,
             resolution: None,
         };
         self.open.count(encoded.view.len());
@@ -251,6 +278,8 @@ impl Session {
             state: EntryState::Committing,
             storing: Some(Arc::new(Notify::new())),
             timer: None,
+            follow_ups: record.follow_ups.clone(),
+            follow_up_timer: None,
             resolved: Arc::new(Notify::new()),
         };
         self.requests.insert(id.clone(), entry);
@@ -277,6 +306,10 @@ impl Session {
         entry.state = EntryState::Open;
         if let (Deadline::Here, Some(deadline_ms)) = (deadline, entry.deadline_ms) {
             entry.timer = Some(ledger.deadline_timer(&self.id, id, deadline_ms));
+        }
+        let pending = entry.follow_ups.pending();
+        if matches!(deadline, Deadline::Here) && !pending.is_empty() {
+            entry.follow_up_timer = Some(ledger.follow_up_timer(&self.id, id, pending));
         }
         gauge_add(&ledger.metrics.open_requests, 1);
         let request_frame = entry.encoded.frame.clone();
@@ -307,6 +340,7 @@ impl Session {
         questions: Arc<QuestionSet>,
         arrival: Arrival,
     ) -> Admitted {
+        let answerers = answerers_now(record.answerers.as_deref(), &record.follow_ups);
         let view = RequestView {
             id: record.id.to_string(),
             dialect: record.dialect,
@@ -315,12 +349,17 @@ impl Session {
             questions: questions.to_json(),
             asked_at_ms: record.asked_at_ms,
             deadline_ms: record.deadline_ms,
-            answerers: record.answerers.clone(),
+            answerers: answerers.clone(),
+            escalated_to: record
+                .follow_ups
+                .escalated
+                .then(|| record.follow_ups.escalate_to.clone()),
         };
         let encoded = EncodedRequest::new(&view);
         let id = record.id;
         let mut admitted = Admitted::Open;
         let mut timer = None;
+        let mut follow_up_timer = None;
         let state = match record.resolution {
             Some(resolution) => {
                 if arrival == Arrival::Restored {
@@ -346,6 +385,11 @@ impl Session {
                     }
                     _ => {}
                 }
+                let pending = record.follow_ups.pending();
+                if arrival == Arrival::Restored && !pending.is_empty() {
+                    let ledger = &self.open.ledger;
+                    follow_up_timer = Some(ledger.follow_up_timer(&self.id, &id, pending));
+                }
                 EntryState::Open
             }
         };
@@ -364,12 +408,14 @@ impl Session {
             questions,
             asked_at_ms: record.asked_at_ms,
             deadline_ms: record.deadline_ms,
-            answerers: record.answerers.map(Arc::from),
+            answerers: answerers.map(Arc::from),
             encoded,
             asker: None,
             state,
             storing: None,
             timer,
+            follow_ups: record.follow_ups,
+            follow_up_timer,
             resolved: Arc::new(Notify::new()),
         };
         self.requests.insert(id, entry);
@@ -444,6 +490,7 @@ impl Session {
         if let Some(timer) = entry.timer.take() {
             timer.abort();
         }
+        entry.follow_up_timer = None;
         gauge_add(&metrics.open_requests, -1);
         gauge_add(&metrics.kept_outcomes, 1);
         if let (Some(asker), None) = (&entry.asker, &entry.storing) {
@@ -458,6 +505,52 @@ impl Session {
         }
         self.open.uncount(view.len());
         self.broadcast(&resolved, &metrics);
+    }
+
+    /// `Open`, reminded (kept by the store): marked so, that it happens once. `false` if it
+    /// was not open.
+    pub(super) fn remind(&mut self, id: &RequestId) -> bool {
+        match self.requests.get_mut(id) {
+            Some(entry) if entry.is_open() => {
+                entry.follow_ups.mark(FollowUp::Remind);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `Open`, escalated (kept by the store): those its `escalate.to` names may answer too
+    /// (unless anyone with the link already may), its view says so, and every tab is told
+    /// (`escalated`). `false` if it was not open.
+    pub(super) fn escalate(&mut self, id: &RequestId) -> bool {
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return false;
+        };
+        if !entry.is_open() {
+            return false;
+        }
+        entry.follow_ups.mark(FollowUp::Escalate);
+        let to = entry.follow_ups.escalate_to.clone();
+        let answerers = answerers_now(entry.answerers.as_deref(), &entry.follow_ups);
+        entry.answerers = answerers.clone().map(Arc::from);
+        let before = entry.encoded.view.len();
+        if let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) {
+            view.answerers = answerers.clone();
+            view.escalated_to = Some(to.clone());
+            entry.encoded = EncodedRequest::new(&view);
+        }
+        let after = entry.encoded.view.len();
+        if matches!(entry.state, EntryState::Open | EntryState::Resolving) {
+            self.open.resize(before, after);
+        }
+        let frame = Frame::encode(&askgate_protocol::wire::ToTab::Escalated {
+            id: id.to_string(),
+            to,
+            answerers,
+        });
+        self.broadcast(&frame, &metrics);
+        true
     }
 
     /// `Resolving` → gone: the shared store no longer has it (acknowledged on another node).
@@ -511,6 +604,9 @@ impl Session {
         for entry in self.requests.values() {
             if let Some(timer) = &entry.timer {
                 timer.abort();
+            }
+            if let Some(follow_ups) = &entry.follow_up_timer {
+                follow_ups.abort();
             }
             match entry.state {
                 EntryState::Open => gauge_add(&metrics.open_requests, -1),
@@ -613,6 +709,10 @@ pub(super) struct Entry {
     pub(super) storing: Option<Arc<Notify>>,
     /// The deadline timer, aborted when the request ends another way.
     pub(super) timer: Option<AbortHandle>,
+    /// Its reminder and escalation: when due, whether done.
+    pub(super) follow_ups: FollowUps,
+    /// What makes its follow-ups here, stopped when it ends (or is dropped).
+    pub(super) follow_up_timer: Option<AbortOnDropHandle<()>>,
     /// Woken when the request ends, is forgotten, or opens again after its resolution could
     /// not be stored: for long-polling lookups and rival endings.
     pub(super) resolved: Arc<Notify>,
@@ -623,6 +723,23 @@ impl Entry {
     pub(super) fn is_open(&self) -> bool {
         matches!(self.state, EntryState::Open | EntryState::Resolving)
     }
+}
+
+/// Who may answer a request now: those the ask named, and once it has escalated, those its
+/// escalation named (`None`, anyone with the link, stays so).
+pub(super) fn answerers_now(
+    asked: Option<&[String]>,
+    follow_ups: &FollowUps,
+) -> Option<Vec<String>> {
+    let mut answerers = asked?.to_vec();
+    if follow_ups.escalated {
+        for name in &follow_ups.escalate_to {
+            if !answerers.contains(name) {
+                answerers.push(name.clone());
+            }
+        }
+    }
+    Some(answerers)
 }
 
 /// A request as tabs see it, encoded once: the `request` frame every tab gets when it is asked,
@@ -671,6 +788,7 @@ mod encoding_tests {
             asked_at_ms: 5,
             deadline_ms: Some(7),
             answerers: None,
+            escalated_to: None,
         };
         let encoded = EncodedRequest::new(&view);
         let frame = Frame::encode(&ToTab::Request {

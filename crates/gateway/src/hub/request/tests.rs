@@ -29,6 +29,8 @@ struct Faulty {
     refuse_endings: AtomicUsize,
     /// Take new requests but never make them durable.
     lose_asks: AtomicBool,
+    /// Refuse every follow-up.
+    refuse_follow_ups: AtomicBool,
     /// While set, new requests and endings are stored only once it gives a permit.
     gate: std::sync::Mutex<Option<Arc<Semaphore>>>,
 }
@@ -46,6 +48,7 @@ impl Store for Faulty {
     fn commit(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, ()> {
         let refused = ops.iter().any(|op| match op {
             StoreOp::Put(_) => self.refuse_asks.load(Ordering::Relaxed),
+            StoreOp::FollowedUp { .. } => self.refuse_follow_ups.load(Ordering::Relaxed),
             StoreOp::Resolve { .. } => self
                 .refuse_endings
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
@@ -159,6 +162,7 @@ fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
         timeout_ms,
         title: None,
         answerers: None,
+        follow_ups: Default::default(),
     }
 }
 
@@ -521,6 +525,7 @@ fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest 
         asked_at_ms: 5,
         deadline_ms: None,
         answerers: None,
+        follow_ups: Default::default(),
         resolution,
     }
 }
@@ -577,9 +582,17 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
         asked_at_ms: 5,
         deadline_ms: None,
         answerers: None,
+        escalated_to: None,
     };
     let encoded = EncodedRequest::new(&view);
-    session.begin_ask(&id("r"), &questions, view, encoded, None);
+    session.begin_ask(
+        &id("r"),
+        &questions,
+        view,
+        encoded,
+        None,
+        Default::default(),
+    );
     assert_eq!(gauges(&session), (0, 0, 1), "committing: not yet open");
     session.found_ended(&id("r"), &withdrawn(7));
     assert_eq!(gauges(&session), (0, 1, 0));
@@ -720,4 +733,93 @@ async fn a_rival_waiting_takes_the_request_when_the_winner_could_not_be_stored()
         "the rival's answer won once the first was not kept"
     );
     rig.assert_none_open(1);
+}
+
+fn ask_following_up(request: &str) -> CheckedAsk {
+    CheckedAsk {
+        answerers: Some(vec!["alice".into()]),
+        follow_ups: askgate_protocol::wire::AskedFollowUps {
+            remind_after_ms: Some(1_000),
+            escalate: Some((2_000, vec!["bob".into()])),
+        },
+        ..ask_of(request, None)
+    }
+}
+
+/// The events of session `s`'s trail, in order.
+async fn trail_events(rig: &Rig) -> Vec<String> {
+    let lines = rig.store.trails().audit(&session(), 0, 100).await.unwrap();
+    lines
+        .iter()
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).unwrap();
+            entry["event"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reminder_then_an_escalation_happen_once_each_while_open_and_are_kept() {
+    let mut rig = rig();
+    rig.hub.ask(ask_following_up("r"), Some(&rig.agent)).await;
+    assert_eq!(rig.tab_frames(), ["request"]);
+    // The paused clock moves on to each timer in turn: the reminder at 1 s, the escalation at
+    // 2 s, and then nothing more.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(trail_events(&rig).await, ["asked", "reminded", "escalated"]);
+    let frames = drain(&mut rig.tab_queue);
+    assert_eq!(types(&frames), ["escalated"]);
+    assert_eq!(frames[0]["to"], json!(["bob"]));
+    assert_eq!(frames[0]["answerers"], json!(["alice", "bob"]));
+    let stored = rig.store.load().await.unwrap();
+    let follow_ups = &stored[0].follow_ups;
+    assert!(
+        follow_ups.reminded && follow_ups.escalated,
+        "{follow_ups:?}"
+    );
+    // A tab joining now sees whom it was escalated to; bob may answer.
+    let (link, mut queue) = Link::new(64);
+    let bob = rig
+        .hub
+        .join_tab(session(), None, Person::named("bob", Via::Proxy), link)
+        .unwrap();
+    let snapshot = drain(&mut queue);
+    assert_eq!(
+        snapshot[0]["requests"][0]["escalated_to"],
+        json!(["bob"]),
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        snapshot[0]["requests"][0]["answerers"],
+        json!(["alice", "bob"])
+    );
+    assert!(bob.answer("r", red()).await.is_none(), "bob's answer wins");
+    rig.assert_none_open(1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_that_ends_first_is_neither_reminded_nor_escalated() {
+    let mut rig = rig();
+    rig.hub.ask(ask_following_up("r"), Some(&rig.agent)).await;
+    rig.hub
+        .withdraw(&session(), &id("r"), Some(&rig.agent))
+        .await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(trail_events(&rig).await, ["asked", "withdrawn"]);
+    assert_eq!(rig.tab_frames(), ["request", "resolved"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follow_up_the_store_refuses_does_not_happen() {
+    let mut rig = rig();
+    let mut ask = ask_following_up("r");
+    ask.follow_ups.escalate = None;
+    rig.hub.ask(ask, Some(&rig.agent)).await;
+    rig.tab_frames();
+    rig.store.refuse_follow_ups.store(true, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(trail_events(&rig).await, ["asked"]);
+    let sessions = rig.hub.lock();
+    let entry = &sessions[&session()].requests[&id("r")];
+    assert!(!entry.follow_ups.reminded, "unmarked once refused");
 }

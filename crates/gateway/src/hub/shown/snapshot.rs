@@ -152,6 +152,7 @@ mod tests {
             asked_at_ms: 3,
             deadline_ms,
             answerers: deadline_ms.map(|_| vec!["alice@example.com".into()]),
+            escalated_to: None,
         }
     }
 

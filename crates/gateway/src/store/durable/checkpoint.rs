@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use super::log::{self, LogFile};
 use super::logged::{Logged, apply_all};
 use super::trails::TrailTables;
-use super::{META, OUTBOX, REQUESTS, StoreError};
+use super::{FOLLOW_UPS, META, OUTBOX, REQUESTS, StoreError};
 use crate::audit::chain::ChainKey;
 use crate::metrics::StoreWrites;
 
@@ -175,10 +175,14 @@ pub(super) fn commit_groups(
         let mut outbox = txn
             .open_table(OUTBOX)
             .map_err(|e| format!("opening the notifications table: {e}"))?;
+        let mut follow_ups = txn
+            .open_table(FOLLOW_UPS)
+            .map_err(|e| format!("opening the follow-ups table: {e}"))?;
         let mut trails = TrailTables::open(&txn, chain)?;
         apply_all(
             &mut table,
             &mut outbox,
+            &mut follow_ups,
             &mut trails,
             groups.iter().flat_map(|(_, changes)| changes),
         )?;

@@ -17,7 +17,7 @@ use askgate_protocol::{RequestId, SessionId};
 
 use super::trails::TrailTables;
 use crate::audit::{Note, tail};
-use crate::store::{StoreOp, StoredRequest};
+use crate::store::{FollowUp, StoreOp, StoredRequest};
 
 /// One change redb is to take.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,6 +50,20 @@ pub(super) enum Logged {
     },
     /// Forget a notification (sent, or given up).
     Delivered { session: SessionId, id: String },
+    /// A follow-up of a request happened: its bit ([`follow_up_bit`]) is set.
+    FollowedUp {
+        session: SessionId,
+        id: RequestId,
+        bit: u8,
+    },
+}
+
+/// The bit a follow-up sets in the follow-ups table.
+pub(super) fn follow_up_bit(follow_up: FollowUp) -> u8 {
+    match follow_up {
+        FollowUp::Remind => 1,
+        FollowUp::Escalate => 2,
+    }
 }
 
 impl Logged {
@@ -57,9 +71,9 @@ impl Logged {
     pub(super) fn names(&self) -> Option<(&str, Option<&str>)> {
         match self {
             Logged::Put(row) => Some((row.session.as_str(), Some(row.id.as_str()))),
-            Logged::Resolve { session, id, .. } | Logged::Delete { session, id } => {
-                Some((session.as_str(), Some(id.as_str())))
-            }
+            Logged::Resolve { session, id, .. }
+            | Logged::Delete { session, id }
+            | Logged::FollowedUp { session, id, .. } => Some((session.as_str(), Some(id.as_str()))),
             Logged::Audit { session, .. } => Some((session.as_str(), None)),
             Logged::Deliver { session, .. } | Logged::Delivered { session, .. } => {
                 Some((session.as_str(), None))
@@ -174,6 +188,16 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
             }
         }
         StoreOp::Delivered { session, id } => out.push(Logged::Delivered { session, id }),
+        StoreOp::FollowedUp {
+            session,
+            id,
+            follow_up,
+            ..
+        } => out.push(Logged::FollowedUp {
+            session,
+            id,
+            bit: follow_up_bit(follow_up),
+        }),
     }
     Ok(())
 }
@@ -198,6 +222,7 @@ enum Row<'c> {
 pub(super) fn apply_all<'c>(
     table: &mut redb::Table<'_, (&str, &str), &[u8]>,
     outbox: &mut redb::Table<'_, (&str, &str), &[u8]>,
+    follow_ups: &mut redb::Table<'_, (&str, &str), u8>,
     trails: &mut TrailTables<'_>,
     changes: impl IntoIterator<Item = &'c Logged>,
 ) -> Result<(), String> {
@@ -206,6 +231,10 @@ pub(super) fn apply_all<'c>(
         match change {
             Logged::Put(request) => {
                 let key = request.key();
+                // A new request starts with none of its follow-ups done.
+                follow_ups
+                    .remove(key)
+                    .map_err(|e| format!("clearing follow-ups: {e}"))?;
                 let row = Row::Put {
                     request,
                     resolution: None,
@@ -228,6 +257,19 @@ pub(super) fn apply_all<'c>(
             },
             Logged::Delete { session, id } => {
                 rows.insert((session.as_str(), id.as_str()), Row::Deleted);
+                follow_ups
+                    .remove((session.as_str(), id.as_str()))
+                    .map_err(|e| format!("clearing follow-ups: {e}"))?;
+            }
+            Logged::FollowedUp { session, id, bit } => {
+                let key = (session.as_str(), id.as_str());
+                let done = follow_ups
+                    .get(key)
+                    .map_err(|e| format!("reading follow-ups: {e}"))?
+                    .map_or(0, |v| v.value());
+                follow_ups
+                    .insert(key, done | bit)
+                    .map_err(|e| format!("writing follow-ups: {e}"))?;
             }
             Logged::Audit {
                 session,
@@ -323,7 +365,7 @@ mod tests {
     use super::*;
     use crate::store::StoredResolution;
     use crate::store::durable::trails::{AUDIT, HEADS};
-    use crate::store::durable::{OUTBOX, REQUESTS};
+    use crate::store::durable::{FOLLOW_UPS, OUTBOX, REQUESTS};
     use askgate_protocol::{Dialect, Outcome, QuestionSet};
 
     fn question_set() -> QuestionSet {
@@ -342,6 +384,7 @@ mod tests {
             asked_at_ms,
             deadline_ms: None,
             answerers: None,
+            follow_ups: Default::default(),
             resolution: None,
         }
     }
@@ -412,9 +455,17 @@ mod tests {
             {
                 let mut table = txn.open_table(REQUESTS).unwrap();
                 let mut outbox = txn.open_table(OUTBOX).unwrap();
+                let mut follow_ups = txn.open_table(FOLLOW_UPS).unwrap();
                 let mut trails =
                     TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
-                apply_all(&mut table, &mut outbox, &mut trails, *batch).unwrap();
+                apply_all(
+                    &mut table,
+                    &mut outbox,
+                    &mut follow_ups,
+                    &mut trails,
+                    *batch,
+                )
+                .unwrap();
             }
             txn.commit().unwrap();
         }

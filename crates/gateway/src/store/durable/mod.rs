@@ -61,8 +61,8 @@ use self::appender::{Appender, Durable};
 use self::checkpoint::ToCheckpoint;
 use self::syncer::{SyncQueue, Syncer, ToSync};
 use super::{
-    Durability, Steps, Store, StoreError, StoreFuture, StoreOp, StoredDelivery, StoredRequest,
-    Trails, Verdict,
+    Durability, FollowUp, Steps, Store, StoreError, StoreFuture, StoreOp, StoredDelivery,
+    StoredRequest, Trails, Verdict,
 };
 use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
@@ -95,6 +95,10 @@ const REQUESTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new(
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
 /// Notifications not yet sent, by session and id: each a [`StoredDelivery`]'s JSON.
 const OUTBOX: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("outbox");
+/// The follow-ups done of each request that has had one, by session and id: a bit each
+/// (`logged::follow_up_bit`). Kept apart from the request's row, which is written once per
+/// checkpoint as its changes leave it.
+const FOLLOW_UPS: TableDefinition<'_, (&str, &str), u8> = TableDefinition::new("follow_ups");
 
 /// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
@@ -632,11 +636,31 @@ fn read_all(db: &Database) -> Result<Vec<StoredRequest>, StoreError> {
     let table = txn
         .open_table(REQUESTS)
         .map_err(|e| err("opening the requests table", e))?;
+    let follow_ups = match txn.open_table(FOLLOW_UPS) {
+        Ok(table) => Some(table),
+        // A store from before follow-ups: none done.
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(err("opening the follow-ups table", e)),
+    };
     let mut out = Vec::new();
     for row in table.iter().map_err(|e| err("reading requests", e))? {
         let (key, value) = row.map_err(|e| err("reading a request", e))?;
         match serde_json::from_slice::<StoredRequest>(value.value()) {
-            Ok(request) => out.push(request),
+            Ok(mut request) => {
+                let done = match &follow_ups {
+                    Some(table) => table
+                        .get(key.value())
+                        .map_err(|e| err("reading follow-ups", e))?
+                        .map_or(0, |v| v.value()),
+                    None => 0,
+                };
+                for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
+                    if done & logged::follow_up_bit(follow_up) != 0 {
+                        request.follow_ups.mark(follow_up);
+                    }
+                }
+                out.push(request);
+            }
             // One damaged record must not keep every other one from coming back: it is left
             // in the store, for a person to look at, and the rest load.
             Err(error) => {

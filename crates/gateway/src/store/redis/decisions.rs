@@ -245,6 +245,11 @@ impl Inner {
                 StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
                 StoreOp::Notify { deliveries, .. } => self.keep_deliveries(&deliveries).await?,
                 StoreOp::Delivered { session, id } => self.delivered(&session, &id).await?,
+                StoreOp::FollowedUp { .. } => {
+                    return Err(StoreError::refused(
+                        "reminders and escalations are not kept on Redis yet",
+                    ));
+                }
             };
             verdicts.push(verdict);
             if notify.is_some() {

@@ -128,6 +128,7 @@ pub(super) fn request(
         asked_at_ms: millis(fields.asked)?,
         deadline_ms: deadline(fields.deadline)?,
         answerers,
+        follow_ups: crate::store::FollowUps::default(),
         resolution,
     })
 }
@@ -194,6 +195,7 @@ mod tests {
             asked_at_ms: 5,
             deadline_ms: Some(9),
             answerers: Some(vec!["alice@example.com".into(), "group:ops".into()]),
+            follow_ups: Default::default(),
             resolution: None,
         }
     }

@@ -23,6 +23,7 @@ pub fn put(id: &str) -> StoreOp {
         asked_at_ms: 1_000,
         deadline_ms: None,
         answerers: None,
+        follow_ups: Default::default(),
         resolution: None,
     })
 }
