@@ -357,6 +357,14 @@ fn check_follow_ups(rest: &Map<String, Value>) -> Result<AskedFollowUps, Vec<Fie
                     ));
                     None
                 }
+                Some(Value::Array(list)) if list.is_empty() => {
+                    errors.push(FieldError::new(
+                        "escalate.to",
+                        ErrorCode::InvalidValue,
+                        "must name at least one person or `group:NAME`",
+                    ));
+                    None
+                }
                 Some(value) => check_answerers(Some(value))
                     .map_err(|mut e| {
                         e.path = format!("escalate.to{}", e.path.trim_start_matches("answerers"));

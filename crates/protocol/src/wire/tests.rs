@@ -113,3 +113,65 @@ fn a_decline_dismisses_only_when_it_says_so() {
     let wrong = serde_json::from_str::<FromTab>(r#"{"type":"decline","id":"r1","dismiss":1}"#);
     assert!(wrong.is_err());
 }
+
+#[test]
+fn reminders_and_escalation_are_checked_at_their_paths() {
+    let check = |extra: Value| {
+        let mut frame = json!({"type": "ask", "session": "s", "questions": questions()});
+        for (key, value) in extra.as_object().unwrap() {
+            frame[key] = value.clone();
+        }
+        ask(frame).check(f64::INFINITY)
+    };
+    let checked = check(
+        json!({"remind_after_s": 900, "escalate": {"after_s": 1.5, "to": ["group:leads", "carol@example.com"]}}),
+    )
+    .unwrap();
+    assert_eq!(
+        checked.follow_ups,
+        AskedFollowUps {
+            remind_after_ms: Some(900_000),
+            escalate: Some((
+                1_500,
+                vec!["group:leads".into(), "carol@example.com".into()]
+            )),
+        }
+    );
+    assert_eq!(
+        check(json!({})).unwrap().follow_ups,
+        AskedFollowUps::default()
+    );
+    let refused = |extra: Value| {
+        check(extra)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        refused(json!({"remind_after_s": 0})),
+        ["remind_after_s: must be positive, got 0"]
+    );
+    assert_eq!(
+        refused(json!({"remind_after_s": "soon"})),
+        ["remind_after_s: must be a number of seconds, got a string"]
+    );
+    assert_eq!(
+        refused(json!({"escalate": {"after_s": 5, "to": [], "tp": 1}})),
+        [
+            "escalate.tp: `escalate` takes `after_s` and `to` only",
+            "escalate.to: must name at least one person or `group:NAME`"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"escalate": {"to": ["a", 3]}})),
+        [
+            "escalate.after_s: required: seconds after the ask to escalate",
+            "escalate.to[1]: must be a string, got a number"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"escalate": [1]})),
+        ["escalate: must be an object {\"after_s\": N, \"to\": [...]}, got a list"]
+    );
+}
