@@ -5,9 +5,9 @@
  * reads their answers, says how they make the response, and summarises an answer.
  */
 
-import { make, send, serverNow, state, ui } from './page.js';
+import { make, send, serverNow, showText, state, ui } from './page.js';
 import { announce, updateRetryText, updateTitle } from './status.js';
-import { endedByYou, endedHere, endingText, mayAnswer, waitingFor } from './people.js';
+import { endedByYou, endedHere, endingText, escalationText, mayAnswer, waitingFor } from './people.js';
 import { dialectOf } from './dialects.js';
 import { renderErrors, updateReadiness } from './readiness.js';
 
@@ -51,6 +51,8 @@ export function buildCard(view) {
   el.setAttribute('aria-labelledby', labelledBy);
   // Whom a card this tab may not answer waits for, said before its questions (applyAccess).
   rec.waitingEl = el.appendChild(make('p', 'card-waiting', null, { hidden: true }));
+  rec.escalatedEl = el.appendChild(make('p', 'card-escalated', null, { hidden: true }));
+  showEscalation(rec);
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
@@ -111,6 +113,24 @@ function buildActions(rec) {
     : typeof rec.dialect.hint === 'function' ? rec.dialect.hint(rec.view) : rec.dialect.hint;
   if (hint) rec.keyHint = wrap.appendChild(make('p', 'key-hint', hint));
   return wrap;
+}
+
+// Says whom the card's request was escalated to, if it was.
+function showEscalation(rec) {
+  const text = escalationText(rec.view);
+  showText(rec.escalatedEl, text);
+  rec.escalatedEl.hidden = !text;
+}
+
+// Request `rec` was escalated (an `escalated` frame): more people may answer it now, which
+// may include this tab's person.
+export function escalate(rec, frame) {
+  rec.view = Object.assign({}, rec.view, {
+    answerers: Array.isArray(frame.answerers) ? frame.answerers : null,
+    escalated_to: Array.isArray(frame.to) ? frame.to : [],
+  });
+  showEscalation(rec);
+  applyAccess(rec);
 }
 
 // Shows an open card answerable, or read-only when this tab may not answer it (the request

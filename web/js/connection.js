@@ -5,8 +5,8 @@
 
 import { send, state, ui } from './page.js';
 import {
-  applyAccess, closedWhileAway, createCard, disableCard, finalize, removeCard, reopen, setStatus,
-  tick, updateEmpty,
+  applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, removeCard, reopen,
+  setStatus, tick, updateEmpty,
 } from './cards.js';
 import { renderErrors } from './readiness.js';
 import { dropFinished, fold, listFinished } from './finished.js';
@@ -142,6 +142,7 @@ const HANDLERS = {
   snapshot: onSnapshot,
   request: (f) => onRequest(f.request),
   resolved: onResolved,
+  escalated: onEscalated,
   answer_rejected: onAnswerRejected,
   history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
@@ -249,6 +250,11 @@ function onRequest(view) {
   updateEmpty();
   noteNew([rec]);
   tick();
+}
+
+function onEscalated(f) {
+  const rec = state.cards.get(String(f.id));
+  if (rec && rec.phase !== 'final' && rec.phase !== 'folded') escalate(rec, f);
 }
 
 function onResolved(f) {

@@ -79,6 +79,15 @@ function answerers(view) {
     ? view.answerers.filter((name) => typeof name === 'string' && name) : [];
 }
 
+// "Escalated to group:leads and carol@example.com" once request `view` has been escalated
+// (its `escalated_to`), else ''. Names as the agent gave them, so a reader can match them to
+// the notification that told them.
+export function escalationText(view) {
+  const to = Array.isArray(view && view.escalated_to)
+    ? view.escalated_to.filter((name) => typeof name === 'string' && name) : [];
+  return to.length ? 'Escalated to ' + listOf(to, 'conjunction') : '';
+}
+
 // Whether this tab may answer or decline request `view`: anyone with the link when it names
 // no answerers, else only the people it names and the members of the groups it names.
 export function mayAnswer(view) {

@@ -427,3 +427,29 @@ async fn a_forbidden_answer_turns_the_card_read_only() {
         "{pending}"
     );
 }
+
+/// A request for alice, escalated to bob after a second: bob's card says whom it was
+/// escalated to and is his to answer (his answer wins, named as his); the escalated card
+/// passes axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_escalated_request_is_answerable_by_whom_it_was_escalated_to() {
+    let server = TestServer::start().await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let bob = open_link(&bob_url).await;
+    let mut frame = ask("s", "r5", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    frame["escalate"] = json!({"after_s": 1, "to": [BOB]});
+    let mut agent = agent_asking(&server, &frame).await;
+    let escalated = format!("{} .card-escalated", card("r5"));
+    bob.wait_for_text(&escalated, "Escalated to bob@example.com")
+        .await;
+    let waiting = format!("{} .card-waiting", card("r5"));
+    assert!(!shown(&bob, &waiting).await, "no longer waiting for alice");
+    assert_accessible(&bob, "an escalated card").await;
+    bob.click(&option("r5", "Color", "Red")).await;
+    bob.click(&format!("{} .submit", card("r5"))).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["user"], BOB);
+    assert_eq!(bob.console_errors().await, Vec::<String>::new());
+}
