@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use askgate_protocol::wire::{AskedFollowUps, CheckedAsk, RequestView, ToAgent};
+use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 
 use super::Hub;
@@ -181,25 +181,6 @@ impl Hub {
         let id = id.unwrap_or_else(generated_request_id);
         let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
         let questions = Arc::new(questions);
-        if self.replica.is_some() && asked_follow_ups != AskedFollowUps::default() {
-            let path = if asked_follow_ups.remind_after_ms.is_some() {
-                "remind_after_s"
-            } else {
-                "escalate"
-            };
-            let error = FieldError::new(
-                path,
-                ErrorCode::InvalidValue,
-                "reminders and escalation are not kept on a Redis store yet; leave it out",
-            );
-            return self.reject(
-                asker,
-                &session_id,
-                as_sent(&id),
-                vec![error],
-                ReplyCode::Invalid,
-            );
-        }
         let unknown_group = |list: Option<&[String]>, path: &str| {
             list.and_then(|list| self.people.unknown_group(list))
                 .map(|(index, group)| (format!("{path}[{index}]"), group.to_owned()))

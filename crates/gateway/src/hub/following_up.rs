@@ -11,7 +11,7 @@ use askgate_protocol::{RequestId, SessionId};
 use super::hub_core::Hub;
 use super::request::EntryState;
 use crate::clock::now_ms;
-use crate::store::{FollowUp, FollowUps, StoreOp};
+use crate::store::{FollowUp, FollowUps, StoreOp, Verdict};
 
 impl Hub {
     /// Makes `follow_up` of request `id` of `session`, if the request is open and it has not
@@ -90,14 +90,17 @@ impl Hub {
                 let Some(state) = sessions.get_mut(&session_id) else {
                     return false;
                 };
-                match committed {
-                    Ok(_) => {
+                match committed.map(|verdicts| verdicts.first().cloned()) {
+                    Ok(Some(Verdict::Done)) => {
                         match follow_up {
                             FollowUp::Remind => state.remind(&request),
                             FollowUp::Escalate => state.escalate(&request),
                         };
                         true
                     }
+                    // A shared store found it ended, or made by another node (whose notice
+                    // brings it here): nothing of this one's.
+                    Ok(_) => false,
                     Err(error) => {
                         tracing::error!(session = %session_id, request = %request, ?follow_up, %error, "a follow-up could not be stored; it does not happen");
                         if let Some(entry) = state.requests.get_mut(&request) {

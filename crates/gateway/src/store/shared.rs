@@ -33,6 +33,13 @@ pub enum Change {
         /// How.
         resolution: Box<StoredResolution>,
     },
+    /// A request's follow-up happened (its escalation widens who may answer).
+    FollowedUp {
+        /// The request.
+        id: RequestId,
+        /// Which.
+        follow_up: super::FollowUp,
+    },
     /// A request was forgotten (acknowledged, or kept past its retention).
     Forgot {
         /// The request.
@@ -88,6 +95,19 @@ pub struct ClaimedDelivery {
     /// The notification.
     pub delivery: super::StoredDelivery,
     /// The claim's end (Unix ms), which settling it checks.
+    pub claimed_until_ms: u64,
+}
+
+/// A follow-up of the store's index this node has claimed for a while.
+#[derive(Clone, Debug)]
+pub struct FollowClaim {
+    /// The session.
+    pub session: SessionId,
+    /// The request.
+    pub id: RequestId,
+    /// Which follow-up.
+    pub follow_up: super::FollowUp,
+    /// The claim's end, which settling it checks.
     pub claimed_until_ms: u64,
 }
 
@@ -154,6 +174,13 @@ pub trait Shared: Send + Sync + 'static {
         claimed_until_ms: u64,
         due_ms: u64,
     ) -> StoreFuture<'static, ()>;
+
+    /// Claims follow-ups that are due, for a lease (as deadlines are claimed).
+    fn claim_follow_ups(&self) -> StoreFuture<'static, Vec<FollowClaim>>;
+
+    /// Ends a follow-up claim: the entry is removed (the follow-up was made, or is no longer
+    /// to be).
+    fn settle_follow_up(&self, claim: FollowClaim) -> StoreFuture<'static, ()>;
 
     /// Whether request `id` of `session` is open, as the store holds it.
     fn is_open(&self, session: &SessionId, id: &RequestId) -> StoreFuture<'static, bool>;

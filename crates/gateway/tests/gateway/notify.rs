@@ -463,3 +463,67 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     drop(node);
     support::remove_scratch(&dir);
 }
+
+/// Three nodes on one Redis: the asking node is killed once the request's opening is sent;
+/// the others' sweep makes its reminder and its escalation, each once (the store's
+/// compare-and-set), told to the webhook, and a tab on another node is told of the
+/// escalation.
+#[tokio::test]
+async fn on_redis_follow_ups_are_made_once_by_another_node() {
+    let dir = support::tempdir("notify-redis-follow-ups");
+    let redis = support::redis::RedisServer::start(&[]);
+    let receiver = Receiver::start(&[SECRET], None, 0);
+    let file = write_notify_file(
+        &dir,
+        &format!(
+            "[groups.leads]\nmembers = [\"carol@example.com\"]\n\n[webhooks.ops]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+            receiver.url()
+        ),
+    );
+    let args = notify_args(&file);
+    let mut asking = start(&redis.url(), None, &args);
+    let others = [
+        start(&redis.url(), None, &args),
+        start(&redis.url(), None, &args),
+    ];
+    let (mut agent, link) = asking.agent_opening("s").await;
+    let (mut tab, _) = others[0].tab("s", &link).await;
+    let mut frame = ask("s", "r", &["Color"], None);
+    frame["answerers"] = json!(["alice@example.com"]);
+    frame["remind_after_s"] = json!(2);
+    frame["escalate"] = json!({"after_s": 2.5, "to": ["group:leads"]});
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let opened = receiver.next(RETRY_WITHIN);
+    assert_eq!(opened["body"]["type"], "request.opened", "{opened}");
+    let sent = format!(
+        "a notification was sent notification={}",
+        opened["id"].as_str().unwrap()
+    );
+    assert!(asking.wrote_line(&sent).await, "{:?}", asking.said());
+    asking.kill();
+
+    assert_eq!(
+        next_event(&receiver),
+        ("request.reminded".into(), "r".into())
+    );
+    assert_eq!(
+        next_event(&receiver),
+        ("request.escalated".into(), "r".into())
+    );
+    let shown = tab.recv_about("escalated", "r").await;
+    assert_eq!(
+        shown["answerers"],
+        json!(["alice@example.com", "group:leads"])
+    );
+    // Once each: what comes next is a new request's.
+    let (mut agent, _) = others[1].agent_opening("s").await;
+    agent.send(&ask("s", "marker", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    assert_eq!(
+        next_event(&receiver),
+        ("request.opened".into(), "marker".into())
+    );
+    drop(others);
+    support::remove_scratch(&dir);
+}

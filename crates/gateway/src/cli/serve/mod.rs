@@ -198,15 +198,6 @@ impl ServeArgs {
         let notify = self
             .notify
             .to_config(&mut people.groups, self.public_url.as_deref())?;
-        if let Some(notify) = &notify
-            && !notify.settings.policies.is_empty()
-            && matches!(self.stored.store, StoreKind::Redis(_))
-        {
-            bail!(
-                "--notify: [[policies]] set reminders and escalation, which are not kept on a \
-                 Redis store yet; leave them out of the file for a Redis store"
-            );
-        }
         let agent_keys = agent_keys(&self.agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
         let shared = matches!(self.stored.store, StoreKind::Redis(_));

@@ -10,8 +10,8 @@ use askgate_protocol::{QuestionSet, RequestId};
 use super::super::Hub;
 use super::super::request::{Arrival, EntryState};
 use super::super::session::Session;
-use crate::store::StoredRequest;
 use crate::store::shared::{Change, SessionRecords};
+use crate::store::{FollowUp, StoredRequest};
 
 impl Hub {
     /// Makes `state` what the store holds: requests new here are added (and shown), ones
@@ -23,6 +23,13 @@ impl Hub {
             match state.requests.get(&record.id).map(|entry| &entry.state) {
                 None => self.add_record(state, record),
                 Some(EntryState::Open | EntryState::Resolving) => {
+                    // Follow-ups made elsewhere and not heard of here.
+                    if record.follow_ups.reminded {
+                        state.remind(&record.id);
+                    }
+                    if record.follow_ups.escalated {
+                        state.escalate(&record.id);
+                    }
                     if let Some(resolution) = record.resolution {
                         state.settle(&record.id, resolution);
                     }
@@ -84,6 +91,14 @@ impl Hub {
             Change::Forgot { id } => {
                 state.forget(&id);
             }
+            Change::FollowedUp { id, follow_up } => match follow_up {
+                FollowUp::Remind => {
+                    state.remind(&id);
+                }
+                FollowUp::Escalate => {
+                    state.escalate(&id);
+                }
+            },
             Change::Put(_) | Change::Presence => {}
         }
     }
@@ -105,7 +120,9 @@ impl Hub {
         let (mine, others): (Vec<Change>, Vec<Change>) = std::mem::take(&mut sync.held_back)
             .into_iter()
             .partition(|change| match change {
-                Change::Resolved { id: of, .. } | Change::Forgot { id: of } => of == id,
+                Change::Resolved { id: of, .. }
+                | Change::Forgot { id: of }
+                | Change::FollowedUp { id: of, .. } => of == id,
                 _ => false,
             });
         sync.held_back = others;

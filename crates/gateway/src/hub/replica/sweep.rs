@@ -59,6 +59,20 @@ impl Hub {
                 let _ = shared.settle_claim(claim, next).await;
             }
         }
+        // Follow-ups whose asking node did not make them (it died, or is slow): made here,
+        // once, by the store's compare-and-set. One whose session cannot be loaded now is
+        // left to its claim's end.
+        let Ok(follow_ups) = shared.claim_follow_ups().await else {
+            return;
+        };
+        for claim in follow_ups {
+            if self.load_shared(&claim.session).await.is_err() {
+                continue;
+            }
+            self.follow_up(&claim.session, &claim.id, claim.follow_up)
+                .await;
+            let _ = shared.settle_follow_up(claim).await;
+        }
     }
 
     /// Ends or forgets what `claim` names if due; returns when it is next due (`None` inside:

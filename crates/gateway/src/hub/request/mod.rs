@@ -521,7 +521,8 @@ impl Session {
 
     /// `Open`, escalated (kept by the store): those its `escalate.to` names may answer too
     /// (unless anyone with the link already may), its view says so, and every tab is told
-    /// (`escalated`). `false` if it was not open.
+    /// (`escalated`). `false` if it was not open, or was escalated here already (a shared
+    /// store's notice of this node's own escalation comes back).
     pub(super) fn escalate(&mut self, id: &RequestId) -> bool {
         let metrics = Arc::clone(&self.open.ledger.metrics);
         let Some(entry) = self.requests.get_mut(id) else {
@@ -530,16 +531,20 @@ impl Session {
         if !entry.is_open() {
             return false;
         }
+        let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
+            return false;
+        };
+        if view.escalated_to.is_some() {
+            return false;
+        }
         entry.follow_ups.mark(FollowUp::Escalate);
         let to = entry.follow_ups.escalate_to.clone();
         let answerers = answerers_now(entry.answerers.as_deref(), &entry.follow_ups);
         entry.answerers = answerers.clone().map(Arc::from);
         let before = entry.encoded.view.len();
-        if let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) {
-            view.answerers = answerers.clone();
-            view.escalated_to = Some(to.clone());
-            entry.encoded = EncodedRequest::new(&view);
-        }
+        view.answerers = answerers.clone();
+        view.escalated_to = Some(to.clone());
+        entry.encoded = EncodedRequest::new(&view);
         let after = entry.encoded.view.len();
         if matches!(entry.state, EntryState::Open | EntryState::Resolving) {
             self.open.resize(before, after);

@@ -60,6 +60,18 @@ impl Inner {
                 .map(|deadline| self.due_index(session, id, deadline)),
         );
         indexes.extend(notify.iter().map(|delivery| self.outbox_index(delivery)));
+        indexes.extend(
+            request
+                .follow_ups
+                .pending()
+                .into_iter()
+                .map(|(follow_up, at_ms)| Index {
+                    key: self.keys.follow_index(),
+                    mode: "NX",
+                    score: at_ms,
+                    member: Keys::follow_member(session, id, records::follow_up_letter(follow_up)),
+                }),
+        );
         let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad =
@@ -77,6 +89,7 @@ impl Inner {
                     resolution: text(4),
                     resolved: text(5),
                     body: text(6),
+                    follows: text(7),
                 };
                 let stored = records::request(session, id, &fields).map_err(bad)?;
                 Ok(Verdict::Exists(Box::new(stored)))
@@ -203,6 +216,54 @@ impl Inner {
         })
     }
 
+    /// Makes the follow-up `op` (a [`StoreOp::FollowedUp`]) with its notifications: `Done` if
+    /// it was made now, `Unknown` if the request is not open or it was made before.
+    async fn follow_up(
+        &self,
+        op: &StoreOp,
+        notify: &[StoredDelivery],
+    ) -> Result<Verdict, StoreError> {
+        let StoreOp::FollowedUp {
+            session,
+            id,
+            follow_up,
+            ..
+        } = op
+        else {
+            return Ok(Verdict::Unknown);
+        };
+        let entry = Note::of(op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default();
+        let mut script = self.scripts.follow_up.key(self.keys.request(session, id));
+        script
+            .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
+            .key(self.keys.outbox(session))
+            .arg(id.as_str())
+            .arg(records::follow_up_letter(*follow_up))
+            .arg(&entry.tail)
+            .arg(&entry.digest)
+            .arg(self.audit_retention_ms)
+            .arg(self.chain_arg())
+            .arg(self.keys.channel(session))
+            .arg(self.publish);
+        for delivery in notify {
+            script.arg(&delivery.id).arg(outbox::json(delivery)?);
+        }
+        let mut indexes = vec![self.trails_index(session)];
+        indexes.extend(notify.iter().map(|delivery| self.outbox_index(delivery)));
+        let reply: String = self
+            .index_then_run("following up", &indexes, &mut script)
+            .await?;
+        self.metrics.shared.script_outcome(&reply);
+        Ok(match reply.as_str() {
+            "applied" => Verdict::Done,
+            _ => Verdict::Unknown,
+        })
+    }
+
     /// Runs `ops` in order. A `Notify` goes into the script of the ask or ending before it,
     /// so that its notifications are kept only with the change they tell of.
     pub(super) async fn decide(&self, ops: Vec<StoreOp>) -> Result<Vec<Verdict>, StoreError> {
@@ -211,7 +272,10 @@ impl Inner {
         while let Some(op) = ops.next() {
             let notify = match ops.peek() {
                 Some(StoreOp::Notify { .. })
-                    if matches!(op, StoreOp::Put(_) | StoreOp::Resolve { .. }) =>
+                    if matches!(
+                        op,
+                        StoreOp::Put(_) | StoreOp::Resolve { .. } | StoreOp::FollowedUp { .. }
+                    ) =>
                 {
                     match ops.next() {
                         Some(StoreOp::Notify {
@@ -245,10 +309,9 @@ impl Inner {
                 StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
                 StoreOp::Notify { deliveries, .. } => self.keep_deliveries(&deliveries).await?,
                 StoreOp::Delivered { session, id } => self.delivered(&session, &id).await?,
-                StoreOp::FollowedUp { .. } => {
-                    return Err(StoreError::refused(
-                        "reminders and escalations are not kept on Redis yet",
-                    ));
+                op @ StoreOp::FollowedUp { .. } => {
+                    let deliveries = with.map_or(&[][..], |(won, _)| won);
+                    self.follow_up(&op, deliveries).await?
                 }
             };
             verdicts.push(verdict);

@@ -102,6 +102,28 @@ impl Keys {
         Some((SessionId::parse(session).ok()?, id))
     }
 
+    /// The follow-up index every node sweeps: members name a request's follow-up (`session`,
+    /// a line feed, its id, a line feed, the follow-up's letter), scored by when it is due.
+    pub(super) fn follow_index(&self) -> String {
+        format!("{}{{follow}}", self.prefix)
+    }
+
+    /// The member of the follow-up index for one follow-up.
+    pub(super) fn follow_member(session: &SessionId, id: &RequestId, letter: &str) -> String {
+        format!("{}\n{}\n{letter}", session.as_str(), id.as_str())
+    }
+
+    /// The follow-up a follow-up index member names.
+    pub(super) fn parse_follow_member(member: &str) -> Option<(SessionId, RequestId, &str)> {
+        let (session, rest) = member.split_once('\n')?;
+        let (id, letter) = rest.split_once('\n')?;
+        Some((
+            SessionId::parse(session).ok()?,
+            RequestId::parse(id).ok()?,
+            letter,
+        ))
+    }
+
     /// The member of the deadline index for one request: session, a line feed, the id (neither
     /// can hold a line feed).
     pub(super) fn due_member(session: &SessionId, id: &RequestId) -> String {

@@ -17,6 +17,7 @@ pub(super) struct Scripts {
     pub(super) unclaim: Script,
     pub(super) presence: Script,
     pub(super) note: Script,
+    pub(super) follow_up: Script,
 }
 
 /// A script that seals audit entries: SHA-256 and the chain in front of its own text.
@@ -36,6 +37,7 @@ impl Scripts {
             resolve: Script::new(with_chain!("scripts/resolve.lua")),
             forget: Script::new(with_chain!("scripts/forget.lua")),
             note: Script::new(with_chain!("scripts/note.lua")),
+            follow_up: Script::new(with_chain!("scripts/follow_up.lua")),
             session: Script::new(include_str!("scripts/session.lua")),
             claim: Script::new(include_str!("scripts/claim.lua")),
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),

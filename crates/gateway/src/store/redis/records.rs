@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::audit::questions_digest;
 use crate::store::shared::Change;
-use crate::store::{StoredRequest, StoredResolution};
+use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution};
 
 /// What tabs are shown of a request, as the `body` field.
 #[derive(Serialize, Deserialize)]
@@ -18,6 +18,17 @@ struct Body {
     questions: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answerers: Option<Vec<String>>,
+    /// When it is reminded and escalated (which have happened is the `follows` field).
+    #[serde(default, skip_serializing_if = "FollowUps::is_empty")]
+    follow_ups: FollowUps,
+}
+
+/// A follow-up's letter in the `follows` field, and in a `followed` notice.
+pub(super) fn follow_up_letter(follow_up: FollowUp) -> &'static str {
+    match follow_up {
+        FollowUp::Remind => "r",
+        FollowUp::Escalate => "e",
+    }
 }
 
 /// How a request ended, as the `resolution` field (its time is the `resolved` field).
@@ -38,6 +49,11 @@ pub(super) fn body(request: &StoredRequest) -> String {
         title: request.title.clone(),
         questions: request.questions.clone(),
         answerers: request.answerers.clone(),
+        follow_ups: FollowUps {
+            reminded: false,
+            escalated: false,
+            ..request.follow_ups.clone()
+        },
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -100,6 +116,8 @@ pub(super) struct Fields<'a> {
     pub(super) resolution: &'a str,
     pub(super) resolved: &'a str,
     pub(super) body: &'a str,
+    /// The follow-ups that have happened: a letter each ([`follow_up_letter`]).
+    pub(super) follows: &'a str,
 }
 
 /// A request from its fields.
@@ -113,7 +131,13 @@ pub(super) fn request(
         title,
         questions,
         answerers,
+        mut follow_ups,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
+    for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
+        if fields.follows.contains(follow_up_letter(follow_up)) {
+            follow_ups.mark(follow_up);
+        }
+    }
     let resolution = match fields.state {
         "open" => None,
         "resolved" => Some(resolution(fields.resolution, fields.resolved)?),
@@ -128,7 +152,7 @@ pub(super) fn request(
         asked_at_ms: millis(fields.asked)?,
         deadline_ms: deadline(fields.deadline)?,
         answerers,
-        follow_ups: crate::store::FollowUps::default(),
+        follow_ups,
         resolution,
     })
 }
@@ -157,6 +181,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
                 resolution: "",
                 resolved: "",
                 body,
+                follows: "",
             };
             Change::Put(Box::new(request(session, &id, &fields)?))
         }
@@ -172,6 +197,19 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             }
         }
         "forgot" => Change::Forgot { id: id_of(rest)? },
+        "followed" => {
+            let Some((id, letter)) = rest.split_once('\n') else {
+                return Err("a followed notice without its parts".into());
+            };
+            let follow_up = [FollowUp::Remind, FollowUp::Escalate]
+                .into_iter()
+                .find(|f| follow_up_letter(*f) == letter)
+                .ok_or_else(|| format!("a followed notice of an unknown follow-up {letter:?}"))?;
+            Change::FollowedUp {
+                id: id_of(id)?,
+                follow_up,
+            }
+        }
         "presence" => Change::Presence,
         other => return Err(format!("a notice of an unknown kind {other:?}")),
     };

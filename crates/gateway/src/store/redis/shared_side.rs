@@ -13,8 +13,10 @@ use super::keys::Keys;
 use super::lua::redis_error;
 use super::records::{self, Fields};
 use super::subscriber::Subscriber;
-use crate::store::shared::{ClaimedDelivery, DueClaim, Notice, Presence, SessionRecords, Shared};
-use crate::store::{StoreError, StoreFuture};
+use crate::store::shared::{
+    ClaimedDelivery, DueClaim, FollowClaim, Notice, Presence, SessionRecords, Shared,
+};
+use crate::store::{FollowUp, StoreError, StoreFuture};
 
 /// How long a sweeper's claim on a due entry lasts: if it dies holding it, another node takes
 /// the entry then.
@@ -41,8 +43,8 @@ impl Inner {
         let mut parts = reply.iter().map(String::as_str);
         let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
         let rest: Vec<&str> = parts.collect();
-        let mut requests = Vec::with_capacity(rest.len() / 7);
-        for chunk in rest.chunks_exact(7) {
+        let mut requests = Vec::with_capacity(rest.len() / 8);
+        for chunk in rest.chunks_exact(8) {
             let Ok(id) = RequestId::parse(chunk[0]) else {
                 continue;
             };
@@ -53,6 +55,7 @@ impl Inner {
                 resolution: chunk[4],
                 resolved: chunk[5],
                 body: chunk[6],
+                follows: chunk[7],
             };
             match records::request(session, &id, &fields) {
                 Ok(request) => requests.push(request),
@@ -132,6 +135,63 @@ impl Inner {
                 now_ms,
             })
             .collect())
+    }
+
+    async fn claim_follow_ups(&self) -> Result<Vec<FollowClaim>, StoreError> {
+        let lease_ms = u64::try_from(CLAIM_LEASE.as_millis()).unwrap_or(u64::MAX);
+        let reply: Vec<String> = self
+            .run(
+                "claiming follow-ups",
+                self.scripts
+                    .claim
+                    .key(self.keys.follow_index())
+                    .arg(lease_ms)
+                    .arg(CLAIM_BATCH),
+            )
+            .await?;
+        let bad = |e: String| {
+            StoreError::damaged(format!(
+                "redis replied to a follow-up claim unexpectedly: {e}"
+            ))
+        };
+        let claimed_until_ms =
+            records::millis(reply.get(1).map_or("", String::as_str)).map_err(bad)?;
+        Ok(reply
+            .iter()
+            .skip(2)
+            .filter_map(|member| {
+                let (session, id, letter) = Keys::parse_follow_member(member)?;
+                let follow_up = [FollowUp::Remind, FollowUp::Escalate]
+                    .into_iter()
+                    .find(|f| records::follow_up_letter(*f) == letter)?;
+                Some(FollowClaim {
+                    session,
+                    id,
+                    follow_up,
+                    claimed_until_ms,
+                })
+            })
+            .collect())
+    }
+
+    async fn settle_follow_up(&self, claim: &FollowClaim) -> Result<(), StoreError> {
+        let member = Keys::follow_member(
+            &claim.session,
+            &claim.id,
+            records::follow_up_letter(claim.follow_up),
+        );
+        let _: i64 = self
+            .run(
+                "settling a follow-up claim",
+                self.scripts
+                    .unclaim
+                    .key(self.keys.follow_index())
+                    .arg(member)
+                    .arg(claim.claimed_until_ms)
+                    .arg(""),
+            )
+            .await?;
+        Ok(())
     }
 
     async fn presence(&self, session: &SessionId, here: Presence) -> Result<Presence, StoreError> {
@@ -221,6 +281,16 @@ impl Shared for SharedSide {
                 .settle_delivery_claim(&member, claimed_until_ms, Some(due_ms))
                 .await
         })
+    }
+
+    fn claim_follow_ups(&self) -> StoreFuture<'static, Vec<FollowClaim>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.claim_follow_ups().await })
+    }
+
+    fn settle_follow_up(&self, claim: FollowClaim) -> StoreFuture<'static, ()> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.settle_follow_up(&claim).await })
     }
 
     fn is_open(&self, session: &SessionId, id: &RequestId) -> StoreFuture<'static, bool> {

@@ -1,14 +1,15 @@
 -- Reads one session whole: its sequence number and every request, oldest first, in one atomic
 -- step, so the snapshot matches the sequence number exactly.
 -- KEYS: 1 the session's ids, 2 the session's sequence. ARGV: 1 the prefix of its request keys.
--- Returns: seq, then for each request: id, asked, deadline, state, resolution, resolved, body.
+-- Returns: seq, then for each request: id, asked, deadline, state, resolution, resolved, body,
+-- follows.
 local out = {redis.call('GET', KEYS[2]) or '0'}
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, id in ipairs(ids) do
-  local f = redis.call('HMGET', ARGV[1] .. id, 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body')
+  local f = redis.call('HMGET', ARGV[1] .. id, 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows')
   if f[3] then
     table.insert(out, id)
-    for i = 1, 6 do
+    for i = 1, 7 do
       table.insert(out, f[i] or '')
     end
   end
