@@ -19,6 +19,9 @@ pub enum Via {
     Proxy,
     /// The plain session link: an anonymous link holder.
     SessionLink,
+    /// A link in a mail the gateway sent that person, signed for them and one request: an
+    /// answer given without a tab.
+    Email,
 }
 
 impl Via {
@@ -28,6 +31,7 @@ impl Via {
             Via::PersonalLink => "personal-link",
             Via::Proxy => "proxy",
             Via::SessionLink => "session-link",
+            Via::Email => "email",
         }
     }
 }
