@@ -16,7 +16,7 @@ use sha2::{Digest as _, Sha256};
 use crate::hub::{EndedAs, LinkedRequest};
 use crate::notify::delivery::rfc3339;
 use crate::people::choices::Choice;
-use crate::shown_text::{escape, html};
+use crate::shown_text::{escape, html, plain};
 
 const STYLE: &str = include_str!("link_page.css");
 
@@ -29,7 +29,8 @@ static CONTENT_SECURITY_POLICY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A page: its status, its `<title>` (plain text) and the inside of its card (HTML).
+/// A page: its status, its `<title>` (plain text, direction controls named: a title holds no
+/// markup to mark them with) and the inside of its card (HTML).
 fn page(status: StatusCode, title: &str, card: &str) -> Response {
     let body = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -38,7 +39,7 @@ fn page(status: StatusCode, title: &str, card: &str) -> Response {
          <meta name=\"referrer\" content=\"no-referrer\">\n<title>{} · askgate</title>\n\
          <style>{STYLE}</style>\n</head>\n<body>\n<header><p>askgate</p></header>\n\
          <main>\n<div class=\"card\">\n{card}</div>\n</main>\n</body>\n</html>\n",
-        escape(title)
+        escape(&plain(title))
     );
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
