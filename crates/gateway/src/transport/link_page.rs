@@ -2,7 +2,9 @@
 //! stylesheet (`link_page.css`, allowed by its hash and nothing else), and every piece of
 //! agent text escaped with its direction controls shown ([`crate::shown_text`]).
 //!
-//! The key is in the page's URL, so no page sends a referrer, and none is cached or framed.
+//! The key is in the page's URL, so no page sends a referrer to another origin (`same-origin`,
+//! not `no-referrer`: under `no-referrer` a browser posts the form with `Origin: null`, which
+//! the POST refuses), and none is cached or framed.
 
 use std::sync::LazyLock;
 
@@ -36,7 +38,7 @@ fn page(status: StatusCode, title: &str, card: &str) -> Response {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n<title>{} · askgate</title>\n\
+         <meta name=\"referrer\" content=\"same-origin\">\n<title>{} · askgate</title>\n\
          <style>{STYLE}</style>\n</head>\n<body>\n<header><p>askgate</p></header>\n\
          <main>\n<div class=\"card\">\n{card}</div>\n</main>\n</body>\n</html>\n",
         escape(&plain(title))
@@ -52,7 +54,7 @@ fn page(status: StatusCode, title: &str, card: &str) -> Response {
     }
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -210,7 +212,7 @@ mod tests {
         assert_eq!(response.status(), StatusCode::FORBIDDEN);
         assert_eq!(
             response.headers()[header::REFERRER_POLICY],
-            HeaderValue::from_static("no-referrer")
+            HeaderValue::from_static("same-origin")
         );
     }
 
