@@ -162,4 +162,17 @@ mod tests {
         let error = check_answerers(Some(&json!([]))).unwrap_err();
         assert_eq!(error.path, "answerers");
     }
+
+    /// Serde's name and `as_str` agree for every way of knowing a person.
+    #[test]
+    fn each_via_has_one_name_on_the_wire() {
+        for via in [Via::PersonalLink, Via::Proxy, Via::SessionLink, Via::Email] {
+            assert_eq!(serde_json::to_value(via).unwrap(), json!(via.as_str()));
+            assert_eq!(
+                serde_json::from_value::<Via>(json!(via.as_str())).unwrap(),
+                via
+            );
+        }
+        assert_eq!(Via::Email.as_str(), "email");
+    }
 }

@@ -94,7 +94,8 @@ async fn a_mail_link_answers_as_its_person_only_when_its_button_is_pressed() {
     // The server defers the first message: the queue tries it again.
     let mut sink = SmtpSink::start(1).await;
     let (node, public) = start_node(&dir, &sink);
-    let (mut agent, _) = node.agent_opening("mail-1").await;
+    let (mut agent, viewer) = node.agent_opening("mail-1").await;
+    let (mut tab, _) = node.tab("mail-1", &viewer).await;
     agent
         .send(&ask_alice("mail-1", "r1", HOSTILE_TITLE, 600.0))
         .await;
@@ -191,6 +192,14 @@ async fn a_mail_link_answers_as_its_person_only_when_its_button_is_pressed() {
     assert_eq!(
         outcome["response"]["answers"],
         json!([{"header": "Color", "selected": ["Blue"]}])
+    );
+
+    // Tabs are told as of any answer: alice's, from a mail, by no tab.
+    let resolved = tab.recv_about("resolved", "r1").await;
+    assert_eq!(
+        (&resolved["user"], &resolved["via"], &resolved["by"]),
+        (&json!(ALICE), &json!("email"), &Value::Null),
+        "{resolved}"
     );
 
     // The trail records it as alice's, by mail.
