@@ -1,20 +1,22 @@
 """An SMTP server for askgate's mail tests: aiosmtpd (an implementation independent of the
 lettre client askgate sends with), and Python's own `email` package to read what arrives.
 
-Usage: python smtp_sink.py [--refuse-first N]
+Usage: python smtp_sink.py [--refuse-first N] [--starttls CERT KEY]
 
 Listens on 127.0.0.1 on a free port and prints `listening PORT` first. Then, for each message
 it takes, one JSON line on stdout: the envelope's `from` and `to`, the message as received
 (`data`, the raw text), and what Python's `email` package reads in it (`subject`, `from_header`,
 `to_header`, `message_id`, `content_type`, and `parts`: each leaf part's `type` and decoded
 `body`). The first N messages are refused with 451 (a server that defers mail for a while;
-each refusal is printed as `{"refused": N}`); the rest are taken with 250.
+each refusal is printed as `{"refused": N}`); the rest are taken with 250. With `--starttls`,
+the server offers STARTTLS with that certificate and key (PEM) and takes no mail before it.
 """
 
 import email
 import email.policy
 import json
 import socket
+import ssl
 import sys
 import threading
 
@@ -78,13 +80,21 @@ def main() -> None:
     refuse_first = 0
     if "--refuse-first" in args:
         refuse_first = int(args[args.index("--refuse-first") + 1])
+    tls = {}
+    if "--starttls" in args:
+        at = args.index("--starttls")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(args[at + 1], args[at + 2])
+        tls = {"tls_context": context, "require_starttls": True}
     sink = Sink(refuse_first)
     last_error = None
     for _ in range(PORT_TRIES):
         port = free_port()
-        # 8BITMIME and SMTPUTF8 as real servers offer them; no STARTTLS (no certificate), so
-        # askgate's opportunistic TLS stays plain here.
-        controller = Controller(sink, hostname="127.0.0.1", port=port, enable_SMTPUTF8=True)
+        # SMTPUTF8 as real servers offer it; STARTTLS only when given a certificate, so that
+        # askgate's opportunistic TLS otherwise stays plain here.
+        controller = Controller(
+            sink, hostname="127.0.0.1", port=port, enable_SMTPUTF8=True, **tls
+        )
         try:
             controller.start()
         except OSError as error:  # taken meanwhile: look again

@@ -34,6 +34,17 @@ fn repo_root() -> PathBuf {
 impl SmtpSink {
     /// A sink that defers (451) the first `refuse_first` messages and takes the rest.
     pub async fn start(refuse_first: u32) -> SmtpSink {
+        Self::start_with(&["--refuse-first", &refuse_first.to_string()]).await
+    }
+
+    /// A sink that offers STARTTLS with the PEM certificate `cert` and key `key`, and takes
+    /// mail only over it.
+    pub async fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> SmtpSink {
+        let (cert, key) = (cert.display().to_string(), key.display().to_string());
+        Self::start_with(&["--starttls", &cert, &key]).await
+    }
+
+    async fn start_with(args: &[&str]) -> SmtpSink {
         let root = repo_root();
         let python = root.join(".venv/notify/bin/python");
         assert!(
@@ -43,7 +54,7 @@ impl SmtpSink {
         );
         let mut child = Command::new(python)
             .arg(root.join("tests/oracle/smtp_sink.py"))
-            .args(["--refuse-first", &refuse_first.to_string()])
+            .args(args)
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -284,3 +284,49 @@ async fn a_link_expires_with_its_request() {
     assert!(accepted["deadline_ms"].as_u64().is_some());
     support::remove_scratch(&dir);
 }
+
+/// A server that offers STARTTLS is spoken to over TLS, its certificate checked against the
+/// system's roots: one signed by nobody they know fails the try (and is tried again), and no
+/// mail goes out in the clear.
+#[tokio::test]
+async fn starttls_is_used_when_offered_and_its_certificate_checked() {
+    let dir = support::tempdir("email-starttls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs (Debian's openssl package)");
+    assert!(made.status.success(), "{made:?}");
+    let sink = SmtpSink::start_tls(&cert, &key).await;
+    let (node, _) = start_node(&dir, &sink);
+    let (mut agent, _) = node.agent_opening("mail-3").await;
+    agent
+        .send(&ask_alice("mail-3", "r1", "Secret", 600.0))
+        .await;
+    agent.recv_until("accepted").await;
+    assert!(
+        node.wrote_line("a notification failed").await,
+        "{:#?}",
+        node.said()
+    );
+    let failed = node
+        .said()
+        .into_iter()
+        .find(|line| line.contains("a notification failed"))
+        .expect("the line waited for");
+    assert!(failed.contains("certificate"), "{failed}");
+    assert!(failed.contains("mail to alice@example.com"), "{failed}");
+    support::remove_scratch(&dir);
+}
