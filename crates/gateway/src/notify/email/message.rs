@@ -121,7 +121,7 @@ pub fn compose(
     let subject = subject_line(&headline, reminder);
     let details = call_details(told.dialect, &told.questions);
     let until = crate::notify::delivery::rfc3339(expires_ms);
-    let text = text_part(&TextParts {
+    let parts = TextParts {
         headline: &headline,
         asked: &asked,
         details: details.as_deref(),
@@ -130,17 +130,8 @@ pub fn compose(
         person,
         until: &until,
         session: told.session.as_str(),
-    });
-    let html = html_part(&TextParts {
-        headline: &headline,
-        asked: &asked,
-        details: details.as_deref(),
-        links: &links,
-        page: &page,
-        person,
-        until: &until,
-        session: told.session.as_str(),
-    });
+    };
+    let (text, html) = (text_part(&parts), html_part(&parts));
     Ok(MailContent {
         subject,
         text,
