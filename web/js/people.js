@@ -17,6 +17,7 @@ const VIA_TEXT = {
   'personal-link': 'via a personal link',
   proxy: 'via the sign-in proxy',
   'session-link': 'via the session link',
+  email: 'from a mail\'s link',
 };
 
 // A group named in `answerers` reads as its own word: `group:ops` is "group ops".
@@ -137,6 +138,7 @@ export function endingText(end, folded) {
   if (outcome === 'answered' || outcome === 'declined') {
     const verb = outcome === 'answered' ? 'Answered' : 'Declined';
     if (own && folded) return verb + ' by you';
+    if (own && outcome === 'answered' && !here && end.via === 'email') return 'You answered from a mail';
     if (own && outcome === 'answered') return here ? 'You answered · Sent ✓' : 'You answered in another tab';
     if (own) return here ? 'Declined by you' : 'You declined in another tab';
     if (user != null) return verb + ' by ' + user;

@@ -86,6 +86,21 @@ impl ViewerKeys {
     pub fn viewer_url(&self, session: &SessionId) -> String {
         self.url_with_key(session, &self.key(session))
     }
+
+    /// The public URL links start with (no trailing slash).
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    /// The public URL's origin as a browser sends it in `Origin`: `scheme://host[:port]`, the
+    /// port only when it is not the scheme's default. `None` if the URL has none (not http).
+    pub fn public_origin(&self) -> Option<String> {
+        let url = url::Url::parse(&self.public_url).ok()?;
+        match url.origin() {
+            origin @ url::Origin::Tuple(..) => Some(origin.ascii_serialization()),
+            url::Origin::Opaque(_) => None,
+        }
+    }
 }
 
 /// Why a request may not act as an agent.

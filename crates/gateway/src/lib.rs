@@ -16,6 +16,7 @@
 //! - [`connections`]: TCP connections: caps, timeouts, the HTTP/1 serving loop.
 //! - [`transport`]: the WebSocket endpoints for agents and tabs, and plain HTTP.
 //! - [`web`]: the answer page and the landing page, embedded.
+//! - [`shown_text`]: agent text in the gateway's own HTML and mail: inert, bidi shown.
 //! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
 //! - [`metrics`]: counters and gauges, in Prometheus text format.
 //! - [`memory`]: giving the system back the memory of requests that ended (glibc).
@@ -37,6 +38,7 @@ pub mod pacer;
 pub mod people;
 pub mod scope;
 pub mod server;
+pub mod shown_text;
 pub mod store;
 pub mod transport;
 pub mod web;

@@ -89,6 +89,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/sessions/{session}/links", post(transport::post_link))
         .route("/v1/audit", get(transport::get_audit))
+        .route(
+            "/a/{key}",
+            get(transport::open_link).post(transport::answer_link),
+        )
         .layer(DefaultBodyLimit::max(body_limit))
         // Every request, whichever route reads the identity (today the tab socket).
         .layer(axum::middleware::from_fn_with_state(

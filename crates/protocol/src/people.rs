@@ -19,6 +19,9 @@ pub enum Via {
     Proxy,
     /// The plain session link: an anonymous link holder.
     SessionLink,
+    /// A link in a mail the gateway sent that person, signed for them and one request: an
+    /// answer given without a tab.
+    Email,
 }
 
 impl Via {
@@ -28,6 +31,7 @@ impl Via {
             Via::PersonalLink => "personal-link",
             Via::Proxy => "proxy",
             Via::SessionLink => "session-link",
+            Via::Email => "email",
         }
     }
 }
@@ -157,5 +161,18 @@ mod tests {
         assert_eq!(check_answerers(Some(&Value::Null)).unwrap(), None);
         let error = check_answerers(Some(&json!([]))).unwrap_err();
         assert_eq!(error.path, "answerers");
+    }
+
+    /// Serde's name and `as_str` agree for every way of knowing a person.
+    #[test]
+    fn each_via_has_one_name_on_the_wire() {
+        for via in [Via::PersonalLink, Via::Proxy, Via::SessionLink, Via::Email] {
+            assert_eq!(serde_json::to_value(via).unwrap(), json!(via.as_str()));
+            assert_eq!(
+                serde_json::from_value::<Via>(json!(via.as_str())).unwrap(),
+                via
+            );
+        }
+        assert_eq!(Via::Email.as_str(), "email");
     }
 }

@@ -112,3 +112,32 @@ fn dechunk(body: &str) -> String {
     }
     out
 }
+
+/// One exchange with a full URL (a link the gateway made), with `headers` besides reqwest's
+/// own and no body: `(status, body as text)`. A POST goes as an empty HTML form would.
+pub async fn http_url(method: &str, url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let method = reqwest::Method::from_bytes(method.as_bytes())
+        .unwrap_or_else(|e| panic!("{method:?} is not an HTTP method: {e}"));
+    let mut request = reqwest::Client::new()
+        .request(method.clone(), url)
+        .timeout(EXCHANGE_TIMEOUT);
+    if method == reqwest::Method::POST {
+        request = request.header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        );
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: no response: {e}"));
+    let status = response.status().as_u16();
+    let text = response
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: reading the response: {e}"));
+    (status, text)
+}

@@ -6,10 +6,12 @@
 //! - [`ws`]: one WebSocket peer, an agent or a tab, every receive bounded by [`TIMEOUT`].
 //! - [`frames`]: the `ask` and `answer` frames most tests send.
 //! - [`http`]: one HTTP exchange through reqwest, or written by hand for tests about its bytes.
+//! - [`smtp`]: an SMTP server of the test's own (aiosmtpd), reporting each message it takes.
 //! - [`soak`], [`soak_or`]: whether the soak-length forms run (`bench/soak.sh`).
 
 pub mod frames;
 pub mod http;
+pub mod smtp;
 pub mod ws;
 
 use std::time::Duration;

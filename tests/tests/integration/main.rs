@@ -12,6 +12,7 @@
 //! - [`browser`]: the answer page in Chromium, agent on one side, the page on the other.
 //! - [`browser_approval`]: the page's tool-call approval cards.
 //! - [`browser_claude`]: the page's Claude `AskUserQuestion` cards.
+//! - [`browser_email`]: a mail's answer link, from the mail the gateway sent to its button.
 //! - [`browser_deepagents`]: the page's deepagents `ask_user` cards.
 //! - [`browser_form`]: the page's MCP elicitation cards (forms and web addresses).
 //! - [`browser_formats`]: the page's e-mail and URI checks against the gateway's.
@@ -40,6 +41,7 @@ mod browser;
 mod browser_approval;
 mod browser_claude;
 mod browser_deepagents;
+mod browser_email;
 mod browser_form;
 mod browser_formats;
 mod browser_people;

@@ -41,15 +41,18 @@ pub(super) const STORE_RETRY: Duration = Duration::from_secs(1);
 /// How a request is ending.
 #[derive(Debug)]
 pub(super) enum Ending {
-    /// A tab's answer (checked against the questions under the lock).
+    /// A person's answer (checked against the questions under the lock), from a tab, or
+    /// without one (`tab: None`: a mail's link, which names the asking it was made for in
+    /// `asked_at_ms`, so that it cannot land on a later asking of the same id).
     Answer {
-        tab: TabId,
+        tab: Option<TabId>,
         person: Person,
         response: Value,
+        asked_at_ms: Option<u64>,
     },
     /// A tab declined, or with `dismiss` put it aside.
     Decline {
-        tab: TabId,
+        tab: Option<TabId>,
         person: Person,
         dismiss: bool,
     },
@@ -142,9 +145,10 @@ impl TabHandle {
     /// An `answer` from this tab. `None` if it won; else why not.
     pub async fn answer(&self, id: &str, response: Value) -> Option<Rejected> {
         let ending = Ending::Answer {
-            tab: self.tab.clone(),
+            tab: Some(self.tab.clone()),
             person: self.person.clone(),
             response,
+            asked_at_ms: None,
         };
         self.end(id, "answer", ending).await
     }
@@ -156,7 +160,7 @@ impl TabHandle {
             id,
             "decline",
             Ending::Decline {
-                tab: self.tab.clone(),
+                tab: Some(self.tab.clone()),
                 person: self.person.clone(),
                 dismiss,
             },
@@ -288,6 +292,14 @@ impl Hub {
                 return Ok(Begun::Wait(Arc::clone(&entry.resolved).notified_owned()));
             }
         }
+        if let Ending::Answer {
+            asked_at_ms: Some(asked_at_ms),
+            ..
+        } = ending
+            && *asked_at_ms != entry.asked_at_ms
+        {
+            return Err(Refusal::Unknown);
+        }
         if let Ending::Answer { person, .. } | Ending::Decline { person, .. } = ending {
             self.people
                 .may_answer(person, entry.answerers.as_deref())
@@ -298,6 +310,7 @@ impl Hub {
                 tab,
                 person,
                 response,
+                ..
             } => (
                 entry
                     .questions
@@ -328,7 +341,7 @@ impl Hub {
         };
         let resolution = StoredResolution {
             settlement,
-            by: by.map(|(tab, _)| tab.to_string()),
+            by: by.and_then(|(tab, _)| tab.as_ref().map(TabId::to_string)),
             user: by.and_then(|(_, person)| person.name().map(str::to_owned)),
             via: by.map(|(_, person)| person.via),
             at_ms: now_ms(),

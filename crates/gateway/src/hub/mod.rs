@@ -11,6 +11,7 @@
 mod agent_side; // an agent connection's calls, with typed results the transport encodes
 mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
 mod auditing; // refusals counted by each tab into the audit trail; the history frame
+mod by_link; // answers from mail links, without a tab, through the same first-wins ending
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
 mod following_up; // a request's reminder and escalation, each once while it is open
@@ -26,6 +27,7 @@ mod session; // one session: its tabs, agents and requests; fan-out and presence
 mod shown; // what tabs are sent: snapshot, ending frames, finished list, history
 
 pub use asking::AskReply;
+pub use by_link::{EndedAs, LinkRefused, LinkState, LinkedRequest};
 pub use ending::Rejected;
 pub use hub_core::{Hub, JoinRefused};
 pub use outcomes::AckReply;

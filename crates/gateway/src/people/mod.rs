@@ -6,10 +6,14 @@
 //! `group:NAME`s from the operator's [`groups`] file.
 //!
 //! - [`personal_links`]: keys signed for a session, a person and an expiry; nothing stored.
+//! - [`action_links`]: keys signed for one answer of one person to one request (mail links).
+//! - [`choices`]: what one click may answer, and the answer it makes.
 //! - [`proxy`]: `--user-header` from `--trusted-proxy` addresses only.
 //! - [`groups`]: `--groups FILE`, group name → members.
 //! - [`issuing`]: personal links issued to agents, each recorded in the audit trail.
 
+pub mod action_links;
+pub mod choices;
 pub mod groups;
 pub mod issuing;
 pub mod personal_links;

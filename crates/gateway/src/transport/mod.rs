@@ -14,15 +14,19 @@
 //! - [`http_api`]: the HTTP API for paused runs (ask, long-poll, ack, withdraw).
 //! - [`http_links`]: `POST /v1/sessions/{session}/links`, personal links.
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
+//! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
+//! - [`link_page`]: the pages of answer links, written by the gateway.
 
 mod agent;
 mod agent_frames;
+mod answer_links;
 mod closing;
 mod http;
 mod http_api;
 mod http_audit;
 mod http_checks;
 mod http_links;
+mod link_page;
 mod socket;
 mod tab;
 mod upgrade;
@@ -30,6 +34,7 @@ mod watch;
 mod writing;
 
 pub use agent::agent_endpoint;
+pub use answer_links::{answer_link, open_link};
 pub use http::{healthz, metrics, readyz};
 pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
 pub use http_audit::get_audit;

@@ -31,6 +31,8 @@ mod demo;
 mod door;
 /// The embedded store's log: one record per commit, grouped syncs.
 mod durable_writes;
+/// Mail told of requests, and its links answering as their person.
+mod email;
 /// Several nodes on one Redis, through proxies the tests cut.
 mod multi_node;
 /// Nodes and Redis killed at random under load.

@@ -80,7 +80,15 @@ impl Node {
             Data::Kept(dir) => (dir, false),
         };
         let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg("serve")
+            // Port 0 unless the test names one (a public URL that must match it).
+            .args(
+                (!args.contains(&"--listen"))
+                    .then_some(["--listen", "127.0.0.1:0"])
+                    .into_iter()
+                    .flatten(),
+            )
+            .arg("--data-dir")
             .arg(&data)
             .args(["--store", store])
             .args(args)
