@@ -48,6 +48,7 @@ class Tab:
         self.requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.resolved: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.rejections: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.escalations: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.frames: list[dict[str, Any]] = []
         self._snapshot = asyncio.get_running_loop().create_future()
         self._reader = asyncio.ensure_future(self._read())
@@ -88,6 +89,8 @@ class Tab:
                         future.set_result(frame)
                 elif kind == "answer_rejected":
                     self.rejections.put_nowait(frame)
+                elif kind == "escalated":
+                    self.escalations.put_nowait(frame)
         finally:
             if not self._snapshot.done():
                 self._snapshot.set_exception(ConnectionError("the tab was closed before its snapshot"))

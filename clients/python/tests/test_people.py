@@ -54,3 +54,31 @@ async def test_only_the_named_person_answers_and_the_outcome_names_them(
     assert outcome.user == "alice@example.com"
     assert outcome.by == (alice.snapshot or {}).get("tab")
     assert outcome.model_text == '{"Pick":["B"]}'
+
+
+async def test_an_escalation_lets_its_people_answer_and_a_bad_one_is_refused_here(
+    gateway: Gateway, session: str, tabs: Callable[[str], Awaitable[Tab]]
+) -> None:
+    bob = await tabs(personal_link(gateway, session, "bob@example.com"))
+    async with Client(gateway.url) as client:
+        with pytest.raises(ValueError, match=r"^escalate.to: a non-empty list"):
+            await client.ask(session, QUESTIONS, escalate={"after_s": 1, "to": []})
+        with pytest.raises(ValueError, match=r"^remind_after_s: positive seconds, got 0"):
+            await client.ask(session, QUESTIONS, remind_after_s=0)
+        asking = asyncio.ensure_future(
+            client.ask(
+                session,
+                QUESTIONS,
+                id="r2",
+                answerers=["alice@example.com"],
+                remind_after_s=0.1,
+                escalate={"after_s": 0.2, "to": ["bob@example.com"]},
+            )
+        )
+        escalated = await asyncio.wait_for(bob.escalations.get(), 15)
+        assert escalated["to"] == ["bob@example.com"]
+        assert escalated["answerers"] == ["alice@example.com", "bob@example.com"]
+        resolved = await bob.answer("r2", [{"header": "Pick", "selected": ["A"]}])
+        assert resolved["user"] == "bob@example.com"
+        outcome = await asyncio.wait_for(asking, 15)
+    assert outcome.user == "bob@example.com"

@@ -233,3 +233,20 @@ def test_import_askgate_needs_no_framework() -> None:
         "assert 'langgraph' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_an_http_ask_carries_its_reminder_and_escalation_checked() -> None:
+    from askgate._http import ask_body
+
+    body = ask_body(
+        id="r", questions=[], remind_after_s=900, escalate={"after_s": 1.5, "to": ["group:leads"]}
+    )
+    assert body["remind_after_s"] == 900.0
+    assert body["escalate"] == {"after_s": 1.5, "to": ["group:leads"]}
+    assert "remind_after_s" not in ask_body(id="r", questions=[])
+    with pytest.raises(ValueError, match=r"^escalate.after_s: positive seconds, got None"):
+        ask_body(id="r", questions=[], escalate={"to": ["a"]})
+    with pytest.raises(ValueError, match=r"^escalate.soon: escalate takes"):
+        ask_body(id="r", questions=[], escalate={"after_s": 1, "to": ["a"], "soon": True})
+    with pytest.raises(ValueError, match=r"^remind_after_s: positive seconds, got True"):
+        ask_body(id="r", questions=[], remind_after_s=True)

@@ -31,6 +31,11 @@ pub struct Ask {
     /// Who alone may answer: people's names and `group:NAME`s (1 to 32); `None`: anyone
     /// holding the link.
     pub answerers: Option<Vec<String>>,
+    /// When, after the ask, the same people are told again if it is still open (once).
+    pub remind_after: Option<Duration>,
+    /// When, after the ask, these people and `group:NAME`s are added to the answerers and
+    /// told, if it is still open (once).
+    pub escalate: Option<(Duration, Vec<String>)>,
 }
 
 impl Ask {
@@ -98,6 +103,25 @@ impl Ask {
         self
     }
 
+    /// Tells the same people again `after` the ask, if it is still open then.
+    #[must_use]
+    pub fn with_reminder(mut self, after: Duration) -> Self {
+        self.remind_after = Some(after);
+        self
+    }
+
+    /// `after` the ask, if it is still open then, lets `to` (people and `group:NAME`s) answer
+    /// too, and tells them.
+    #[must_use]
+    pub fn with_escalation<I, S>(mut self, after: Duration, to: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.escalate = Some((after, to.into_iter().map(Into::into).collect()));
+        self
+    }
+
     /// The request id, generated now if there is none yet: for callers that want to log it
     /// or store it before asking.
     pub fn request_id(&mut self) -> &str {
@@ -111,6 +135,15 @@ impl Ask {
         let mut rest = serde_json::Map::new();
         dialect.spread_into(&self.questions, &mut rest);
         let questions = rest.remove("questions").unwrap_or(Value::Null);
+        if let Some(after) = self.remind_after {
+            rest.insert("remind_after_s".into(), Value::from(after.as_secs_f64()));
+        }
+        if let Some((after, to)) = self.escalate {
+            rest.insert(
+                "escalate".into(),
+                serde_json::json!({"after_s": after.as_secs_f64(), "to": to}),
+            );
+        }
         AskFrame {
             session: Value::String(self.session),
             id: Some(Value::String(id)),
@@ -239,6 +272,19 @@ mod tests {
         assert_eq!(frame.timeout_s, Some(json!(1.5)));
         assert_eq!(frame.dialect, None);
         assert_eq!(ask.into_frame().id, Some(json!(id)));
+    }
+
+    #[test]
+    fn a_reminder_and_an_escalation_go_in_the_frame() {
+        let frame = Ask::new("s", json!([]))
+            .with_reminder(Duration::from_secs(900))
+            .with_escalation(Duration::from_millis(1500), ["group:leads"])
+            .into_frame();
+        assert_eq!(frame.rest["remind_after_s"], json!(900.0));
+        assert_eq!(
+            frame.rest["escalate"],
+            json!({"after_s": 1.5, "to": ["group:leads"]})
+        );
     }
 
     #[test]

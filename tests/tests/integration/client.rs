@@ -107,6 +107,34 @@ async fn an_answer_from_a_named_person_says_who() {
     assert!(answered.by().is_some());
 }
 
+/// An ask escalated to bob: his tab is told, and his answer is the result.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_escalation_asked_by_the_client_lets_its_people_answer() {
+    let server = TestServer::start().await;
+    let session = askgate_protocol::SessionId::parse("s").unwrap();
+    let expires = askgate::clock::now_ms() + 60_000;
+    let key = server
+        .state
+        .hub
+        .keys()
+        .personal_key(&session, "bob@example.com", expires);
+    let mut tab = server.raw_tab("s").await;
+    tab.send(&json!({"type": "hello", "key": key})).await;
+    tab.recv_until("snapshot").await;
+    let client = client(&server).await;
+    let ask = Ask::new("s", questions(&["Color"]))
+        .with_id("r1")
+        .with_answerers(["alice@example.com"])
+        .with_reminder(std::time::Duration::from_millis(100))
+        .with_escalation(std::time::Duration::from_millis(200), ["bob@example.com"]);
+    let asking = spawn_ask(&client, ask);
+    let escalated = tab.recv_until("escalated").await;
+    assert_eq!(escalated["to"], json!(["bob@example.com"]));
+    tab.send(&answer("r1", &["Color"], "Red")).await;
+    let answered = finished(asking).await.expect("answered");
+    assert_eq!(answered.user(), Some("bob@example.com"));
+}
+
 /// Twenty asks share one connection; answered in reverse order, each gets its own answer.
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_asks_each_get_their_own_answer() {

@@ -329,7 +329,8 @@ def run_blocking(coroutine: Coroutine[Any, Any, _T]) -> _T:
 class Asking:
     """The options every adapter takes for putting `Calls` to the person: the gateway `url` and
     `session` (with its `key`); the requests' `title`, gateway deadline (`timeout_s`: the calls
-    are then rejected with `TIMED_OUT_MESSAGE`) and `answerers`; `wait`, the bound on the whole
+    are then rejected with `TIMED_OUT_MESSAGE`), `answerers`, and `remind_after_s` and
+    `escalate` (see `Client.ask`); `wait`, the bound on the whole
     wait here (`NotAnswered`, nothing acknowledged: ask again later, the same calls get the same
     request); `on_posted`, called with the posted requests before the wait."""
 
@@ -341,6 +342,8 @@ class Asking:
     timeout_s: float | None = None
     wait: float | None = None
     answerers: Sequence[str] | None = None
+    remind_after_s: float | None = None
+    escalate: Mapping[str, Any] | None = None
     on_posted: OnPosted | None = None
 
     async def ask(self, calls: Calls[_T], client: httpx.AsyncClient | None = None) -> _T:
@@ -375,6 +378,8 @@ class Asking:
                     timeout_s=self.timeout_s,
                     title=self.title,
                     answerers=self.answerers,
+                    remind_after_s=self.remind_after_s,
+                    escalate=self.escalate,
                 ),
                 len(chunk),
             )

@@ -20,7 +20,7 @@ import random
 import secrets
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, cast
@@ -30,7 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI
 
 from ._errors import AskgateError, ClientClosed, Forbidden, GatewayClosed, field_errors, rejection
-from ._wire import Opened, Outcome, agent_url, authorization, check_request_id, check_session_id
+from ._wire import Opened, Outcome, agent_url, authorization, check_request_id, check_session_id, follow_ups
 
 logger = logging.getLogger("askgate")
 
@@ -111,6 +111,8 @@ class _Ask:
     questions: Any
     title: str | None
     answerers: Sequence[str] | None = None
+    follow_ups: dict[str, Any] = field(default_factory=dict)
+    """`remind_after_s` and `escalate`, checked (see `_wire.follow_ups`)."""
     deadline: float | None
     """Loop time of the gateway deadline; re-sends ask for what is left of it."""
     future: asyncio.Future[Outcome]
@@ -133,6 +135,7 @@ class _Ask:
             frame["title"] = self.title
         if self.answerers is not None:
             frame["answerers"] = list(self.answerers)
+        frame.update(self.follow_ups)
         return frame
 
 
@@ -281,13 +284,17 @@ class Client:
         timeout_s: float | None = None,
         title: str | None = None,
         answerers: Sequence[str] | None = None,
+        remind_after_s: float | None = None,
+        escalate: Mapping[str, Any] | None = None,
     ) -> Outcome:
         """Ask `questions` in `session` and wait for the outcome. With `dialect="approval"`,
         `questions` is the list of tool calls to approve, sent as the ask's `calls`.
 
         `id` defaults to a fresh uuid4 hex; re-asking a known id with the same questions is
         idempotent. `answerers` (people's names, or `group:NAME`) limits who may answer; the
-        outcome's `user` says who did. `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
+        outcome's `user` says who did. `remind_after_s` tells the same people again that long
+        after the ask if it is still open; `escalate` (`{"after_s": N, "to": [...]}`) then adds
+        those people and groups to the answerers and tells them (each once). `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
         what is left of it). Raises `AskRejected` when the gateway refuses the ask (as
         `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
@@ -295,6 +302,7 @@ class Client:
         """
         check_session_id(session)
         id = check_request_id(id) if id is not None else uuid.uuid4().hex
+        follow_up_fields = follow_ups(remind_after_s, escalate)
         if timeout_s is not None and not (timeout_s > 0 and math.isfinite(timeout_s)):
             raise ValueError(f"timeout_s must be a positive number of seconds, or None, got {timeout_s!r}")
         self._start()
@@ -310,6 +318,7 @@ class Client:
             questions=questions,
             title=title,
             answerers=answerers,
+            follow_ups=follow_up_fields,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
             ack_first=key in self._unacked or key in self._recent_acks,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -141,3 +142,28 @@ def requests_path(session: str, id: str | None = None) -> str:
 def authorization(key: str | None) -> dict[str, str]:
     """The agent key header, or none in local mode."""
     return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def follow_ups(remind_after_s: float | None, escalate: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An ask's `remind_after_s` and `escalate` fields, checked: positive seconds after the ask,
+    and `escalate` as `{"after_s": seconds, "to": ["group:leads", "carol@example.com"]}`.
+    Raises `ValueError` naming the field."""
+    out: dict[str, Any] = {}
+    if remind_after_s is not None:
+        out["remind_after_s"] = _positive_seconds("remind_after_s", remind_after_s)
+    if escalate is not None:
+        unknown = sorted(set(escalate) - {"after_s", "to"})
+        if unknown:
+            raise ValueError(f"escalate.{unknown[0]}: escalate takes `after_s` and `to` only")
+        to = escalate.get("to")
+        if isinstance(to, str) or not isinstance(to, Sequence) or not to or not all(isinstance(n, str) and n for n in to):
+            raise ValueError(f"escalate.to: a non-empty list of people and `group:NAME`s, got {to!r}")
+        out["escalate"] = {"after_s": _positive_seconds("escalate.after_s", escalate.get("after_s")), "to": list(to)}
+    return out
+
+
+def _positive_seconds(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{path}: positive seconds, got {value!r}")
+    return float(value)
+
