@@ -125,8 +125,8 @@ async fn an_escalation_asked_by_the_client_lets_its_people_answer() {
     let ask = Ask::new("s", questions(&["Color"]))
         .with_id("r1")
         .with_answerers(["alice@example.com"])
-        .with_reminder(std::time::Duration::from_millis(100))
-        .with_escalation(std::time::Duration::from_millis(200), ["bob@example.com"]);
+        .with_reminder(Duration::from_millis(100))
+        .with_escalation(Duration::from_millis(200), ["bob@example.com"]);
     let asking = spawn_ask(&client, ask);
     let escalated = tab.recv_until("escalated").await;
     assert_eq!(escalated["to"], json!(["bob@example.com"]));
