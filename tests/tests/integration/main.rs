@@ -31,6 +31,7 @@
 //! - [`hangups`]: the gateway while its store is slow or failing.
 //! - [`hardening`]: peers that misbehave on purpose.
 //! - [`http_api`]: the HTTP API for paused runs.
+//! - [`notify_refused`]: a webhook on a refused address, not called; the request unharmed.
 //! - [`people`]: personal links, a trusted proxy's header, `--require-identity`, `answerers`.
 //! - [`store`]: nothing lost across a restart, clear errors when storage fails.
 //! - [`tab_costs`]: what a tab's frames cost the gateway, bounded.
@@ -59,6 +60,7 @@ mod gateway_races;
 mod hangups;
 mod hardening;
 mod http_api;
+mod notify_refused;
 mod people;
 mod store;
 mod tab_costs;
