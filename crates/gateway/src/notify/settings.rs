@@ -89,7 +89,7 @@ impl Events {
 }
 
 /// A webhook the file defines.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Webhook {
     /// Its name in the file (`[webhooks.NAME]`).
     pub name: String,
@@ -104,6 +104,22 @@ pub struct Webhook {
     pub sessions: String,
     /// The line of its `url` key, for errors found after reading (its address).
     pub line: usize,
+}
+
+/// Everything but the secrets, which are only counted.
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .field(
+                "secrets",
+                &format_args!("{} (not shown)", self.secrets.len()),
+            )
+            .field("events", &self.events)
+            .field("sessions", &self.sessions)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Webhook {
@@ -123,13 +139,27 @@ pub struct Contact {
 }
 
 /// How mail is sent: `[email]`.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct EmailSettings {
     /// `smtp://` (STARTTLS when the server offers it) or `smtps://` (TLS from the start),
     /// with credentials in it if the server wants them.
     pub smtp_url: Url,
     /// The sender, `address` or `Name <address>`.
     pub from: String,
+}
+
+/// The server's URL without its password.
+impl std::fmt::Debug for EmailSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.smtp_url.clone();
+        if shown.password().is_some() {
+            let _ = shown.set_password(Some("hidden"));
+        }
+        f.debug_struct("EmailSettings")
+            .field("smtp_url", &shown.as_str())
+            .field("from", &self.from)
+            .finish()
+    }
 }
 
 /// `[[policies]]`: reminders and escalation for the sessions under a prefix, when an ask says

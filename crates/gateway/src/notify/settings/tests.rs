@@ -50,6 +50,9 @@ fn the_whole_example_is_read() {
     assert!(!ops.watches("billing-7", EventKind::Reminded));
     assert!(!ops.watches("sales-7", EventKind::Opened));
     assert_eq!(ops.line, 10);
+    let shown = format!("{ops:?}");
+    assert!(shown.contains("secrets: 2 (not shown)"), "{shown}");
+    assert!(!shown.contains("49, 242"), "no secret byte in {shown}");
     let email = settings.email.expect("has [email]");
     assert_eq!(email.smtp_url.as_str(), "smtp://127.0.0.1:2525");
     assert_eq!(email.from, "askgate <askgate@example.com>");
@@ -163,7 +166,9 @@ fn the_smtp_url_may_come_from_the_environment_and_its_password_is_never_shown() 
         Some("smtps://user:hunter2@mail.example:465"),
     )
     .expect("the environment's URL stands in");
-    let url = settings.email.expect("mail").smtp_url;
+    let email = settings.email.expect("mail");
+    assert!(!format!("{email:?}").contains("hunter2"), "{email:?}");
+    let url = email.smtp_url;
     assert_eq!(url.password(), Some("hunter2"));
     let error = NotifySettings::parse(
         text,
