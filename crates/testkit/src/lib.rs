@@ -6,12 +6,17 @@
 //! - [`ws`]: one WebSocket peer, an agent or a tab, every receive bounded by [`TIMEOUT`].
 //! - [`frames`]: the `ask` and `answer` frames most tests send.
 //! - [`http`]: one HTTP exchange through reqwest, or written by hand for tests about its bytes.
+//! - [`oracle_process`]: a Python program of the tests' own, reporting what it saw a line at
+//!   a time.
 //! - [`smtp`]: an SMTP server of the test's own (aiosmtpd), reporting each message it takes.
+//! - [`webhooks`]: a webhook receiver checking every signature with `standardwebhooks`.
 //! - [`soak`], [`soak_or`]: whether the soak-length forms run (`bench/soak.sh`).
 
 pub mod frames;
 pub mod http;
+pub mod oracle_process;
 pub mod smtp;
+pub mod webhooks;
 pub mod ws;
 
 use std::time::Duration;

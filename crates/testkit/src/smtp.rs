@@ -2,33 +2,17 @@
 //! `email` package reading each message), in `.venv/notify` (`scripts/setup-test-env.sh`), on
 //! a free port of 127.0.0.1. The gateway's mail is read by code that is not askgate's.
 
-use std::io::{BufRead as _, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use crate::TIMEOUT;
+use crate::oracle_process::OracleProcess;
 
 /// A running sink, killed when dropped.
 pub struct SmtpSink {
-    child: Child,
-    lines: mpsc::UnboundedReceiver<String>,
+    process: OracleProcess,
     /// The port it listens on.
     pub port: u16,
-}
-
-impl Drop for SmtpSink {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 impl SmtpSink {
@@ -45,41 +29,11 @@ impl SmtpSink {
     }
 
     async fn start_with(args: &[&str]) -> SmtpSink {
-        let root = repo_root();
-        let python = root.join(".venv/notify/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run scripts/setup-test-env.sh",
-            python.display()
-        );
-        let mut child = Command::new(python)
-            .arg(root.join("tests/oracle/smtp_sink.py"))
-            .args(args)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the SMTP sink starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut sink = SmtpSink {
-            child,
-            lines,
-            port: 0,
-        };
-        let first = sink.line(TIMEOUT).await;
-        sink.port = first
-            .strip_prefix("listening ")
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| panic!("the SMTP sink said {first:?}"));
-        sink
+        let process = OracleProcess::start("smtp_sink.py", args).await;
+        SmtpSink {
+            port: process.port,
+            process,
+        }
     }
 
     /// `smtp://127.0.0.1:PORT`.
@@ -87,18 +41,10 @@ impl SmtpSink {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
-    async fn line(&mut self, within: Duration) -> String {
-        match tokio::time::timeout(within, self.lines.recv()).await {
-            Ok(Some(line)) => line,
-            Ok(None) => panic!("the SMTP sink stopped"),
-            Err(_) => panic!("the SMTP sink said nothing within {within:?}"),
-        }
-    }
-
     /// The next thing the sink reports (waiting up to `within`): a message it took (`from`,
     /// `to`, `data`, `parsed`), or `{"refused": N}` for one it deferred.
     pub async fn next(&mut self, within: Duration) -> Value {
-        let line = self.line(within).await;
+        let line = self.process.line(within).await;
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?} is not JSON: {e}"))
     }
 

@@ -95,6 +95,21 @@ impl std::fmt::Display for SendError {
     }
 }
 
+/// An error and its causes, in one line (what a failed try is logged as).
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// One notification of `kind` about `facts`' request for `target`, with a new id.
 pub fn delivery(
     facts: &RequestFacts,

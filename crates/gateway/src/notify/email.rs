@@ -21,6 +21,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport as _, Message, Tokio1Executor};
 pub mod message;
 
 use super::SendError;
+use super::delivery::chain;
 use super::settings::EmailSettings;
 use crate::keys::ViewerKeys;
 use crate::store::StoredDelivery;
@@ -163,21 +164,6 @@ pub async fn send(
             SEND_TIMEOUT.as_secs()
         ))),
     }
-}
-
-/// An error and its causes, in one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

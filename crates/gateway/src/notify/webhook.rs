@@ -14,6 +14,7 @@ use sha2::Sha256;
 
 use super::SendError;
 use super::address;
+use super::delivery::chain;
 use super::settings::Webhook;
 use crate::store::StoredDelivery;
 
@@ -122,21 +123,6 @@ pub async fn send(
             chain(&error)
         ))),
     }
-}
-
-/// An error and its causes, in one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

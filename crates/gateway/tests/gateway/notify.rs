@@ -10,8 +10,8 @@ use askgate_testkit::frames::{answer, ask};
 use serde_json::{Value, json};
 
 use crate::support;
+use askgate_testkit::webhooks::WebhookReceiver as Receiver;
 use support::nodes::Node;
-use support::receiver::Receiver;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OLD_SECRET: &str = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0";
@@ -36,6 +36,20 @@ fn notify_args(file: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// Waits until `node` has deleted the notification the receiver `got` as sent (killed before
+/// that, it would send it again after a restart: at least once).
+async fn wait_deleted_as_sent(node: &Node, got: &Value) {
+    let line = format!(
+        "a notification was sent notification={}",
+        got["id"].as_str().expect("an id")
+    );
+    assert!(
+        node.wrote_line(&line).await,
+        "{line:?} not in {:?}",
+        node.said()
+    );
+}
+
 fn start(store: &str, data: Option<&Path>, args: &[String]) -> Node {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match data {
@@ -49,8 +63,8 @@ async fn webhooks_are_signed_routed_and_retried_with_one_id_until_taken() {
     let dir = support::tempdir("notify-webhooks");
     // `ops` watches the billing sessions and fails its first try; `pager` watches no session
     // of its own but is alice's, so it gets what is addressed to her (through her group).
-    let ops = Receiver::start(&[SECRET, OLD_SECRET], None, 1);
-    let pager = Receiver::start(&[SECRET], None, 0);
+    let mut ops = Receiver::start(&[SECRET, OLD_SECRET], None, 1).await;
+    let mut pager = Receiver::start(&[SECRET], None, 0).await;
     let file = write_notify_file(
         &dir,
         &format!(
@@ -98,9 +112,9 @@ sessions = "nobody-"
 
     // The first try is answered 500, the retry taken: the same id, both times signed with
     // both secrets as the independent verifier sees it.
-    let first = ops.next(RETRY_WITHIN);
+    let first = ops.next(RETRY_WITHIN).await;
     assert_eq!(first["status"], 500, "{first}");
-    let retried = ops.next(RETRY_WITHIN);
+    let retried = ops.next(RETRY_WITHIN).await;
     assert_eq!(retried["status"], 204, "{retried}");
     assert_eq!(retried["id"], first["id"]);
     assert!(first["id"].as_str().unwrap().starts_with("msg_"), "{first}");
@@ -137,7 +151,7 @@ sessions = "nobody-"
     );
 
     // Alice's own webhook gets it too, though its session filter matches nothing.
-    let paged = pager.next(RETRY_WITHIN);
+    let paged = pager.next(RETRY_WITHIN).await;
     assert_eq!(paged["status"], 204, "{paged}");
     assert_eq!(paged["body"]["data"]["id"], "r1");
     assert_ne!(
@@ -149,7 +163,7 @@ sessions = "nobody-"
     tab.recv_about("request", "r1").await;
     tab.send(&answer("r1", &["Color"], "Red")).await;
     agent.recv_until("outcome").await;
-    let resolved = ops.next(RETRY_WITHIN);
+    let resolved = ops.next(RETRY_WITHIN).await;
     assert_eq!(resolved["status"], 204, "{resolved}");
     assert_eq!(resolved["verified"], json!([true, true]));
     let data = &resolved["body"]["data"];
@@ -170,7 +184,7 @@ sessions = "nobody-"
     // Then one that is watched: what arrives next at `ops` is that one, not the quiet one.
     agent.send(&ask("billing-1", "r2", &["Color"], None)).await;
     agent.recv_until("accepted").await;
-    let next = ops.next(RETRY_WITHIN);
+    let next = ops.next(RETRY_WITHIN).await;
     assert_eq!(next["body"]["data"]["id"], "r2", "{next}");
     // One for alice alone: the next that `pager` gets. Had it been sent `quiet` or `r2`
     // (neither addressed to alice), those would have come first: a target's queue is sent
@@ -179,20 +193,12 @@ sessions = "nobody-"
     for_alice["answerers"] = json!(["alice@example.com"]);
     other.send(&for_alice).await;
     other.recv_until("accepted").await;
-    let paged = pager.next(RETRY_WITHIN);
+    let paged = pager.next(RETRY_WITHIN).await;
     assert_eq!(paged["body"]["data"]["id"], "for-alice", "{paged}");
 
     // Counted once each queue's last one is done with (a target's queue is sent in order).
     for last in [&next, &paged] {
-        let line = format!(
-            "a notification was sent notification={}",
-            last["id"].as_str().unwrap()
-        );
-        assert!(
-            node.wrote_line(&line).await,
-            "{line:?} not in {:?}",
-            node.said()
-        );
+        wait_deleted_as_sent(&node, last).await;
     }
     let metrics = node.http("GET", "/metrics", None).await.1;
     for line in [
@@ -225,9 +231,9 @@ async fn a_notification_kept_before_a_sigkill_is_sent_after_the_restart_with_its
     agent.recv_until("accepted").await;
     node.kill();
 
-    let receiver = Receiver::start(&[SECRET], Some(port), 0);
+    let mut receiver = Receiver::start(&[SECRET], Some(port), 0).await;
     let node = start("embedded", Some(&data), &args);
-    let got = receiver.next(RETRY_WITHIN);
+    let got = receiver.next(RETRY_WITHIN).await;
     assert_eq!(got["status"], 204, "{got}");
     assert_eq!(got["verified"], json!([true]));
     assert_eq!(got["body"]["type"], "request.opened");
@@ -246,7 +252,7 @@ async fn a_notification_kept_before_a_sigkill_is_sent_after_the_restart_with_its
     agent.open("s").await;
     agent.send(&ask("s", "after", &["Color"], None)).await;
     agent.recv_until("accepted").await;
-    let next = receiver.next(RETRY_WITHIN);
+    let next = receiver.next(RETRY_WITHIN).await;
     assert_eq!(
         next["body"]["data"]["id"], "after",
         "the first notification came again: {next}"
@@ -330,8 +336,8 @@ async fn on_redis_another_node_sends_what_a_killed_node_could_not() {
     );
     asking.kill();
 
-    let receiver = Receiver::start(&[SECRET], Some(port), 0);
-    let got = receiver.next(RETRY_WITHIN);
+    let mut receiver = Receiver::start(&[SECRET], Some(port), 0).await;
+    let got = receiver.next(RETRY_WITHIN).await;
     assert_eq!(got["status"], 204, "{got}");
     assert_eq!(got["verified"], json!([true]));
     assert_eq!(got["body"]["type"], "request.opened");
@@ -343,7 +349,7 @@ async fn on_redis_another_node_sends_what_a_killed_node_could_not() {
     assert_eq!(snapshot["requests"][0]["id"], "r1", "{snapshot}");
     tab.send(&answer("r1", &["Color"], "Blue")).await;
     tab.recv_about("resolved", "r1").await;
-    let resolved = receiver.next(RETRY_WITHIN);
+    let resolved = receiver.next(RETRY_WITHIN).await;
     assert_eq!(resolved["body"]["type"], "request.resolved", "{resolved}");
     assert_eq!(resolved["body"]["data"]["outcome"], "answered");
     assert_eq!(resolved["verified"], json!([true]));
@@ -352,8 +358,8 @@ async fn on_redis_another_node_sends_what_a_killed_node_could_not() {
 }
 
 /// The webhook's next request's type and request id.
-fn next_event(receiver: &Receiver) -> (String, String) {
-    let got = receiver.next(RETRY_WITHIN);
+async fn next_event(receiver: &mut Receiver) -> (String, String) {
+    let got = receiver.next(RETRY_WITHIN).await;
     assert_eq!(got["status"], 204, "{got}");
     let body = &got["body"];
     (
@@ -370,7 +376,7 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     let dir = support::tempdir("notify-follow-ups");
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let receiver = Receiver::start(&[SECRET], None, 0);
+    let mut receiver = Receiver::start(&[SECRET], None, 0).await;
     let file = write_notify_file(
         &dir,
         &format!(
@@ -388,12 +394,15 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     frame["escalate"] = json!({"after_s": 1, "to": ["group:leads"]});
     agent.send(&frame).await;
     agent.recv_until("accepted").await;
-    assert_eq!(next_event(&receiver), ("request.opened".into(), "r".into()));
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
+        ("request.opened".into(), "r".into())
+    );
+    assert_eq!(
+        next_event(&mut receiver).await,
         ("request.reminded".into(), "r".into())
     );
-    let escalated = receiver.next(RETRY_WITHIN);
+    let escalated = receiver.next(RETRY_WITHIN).await;
     let data_sent = &escalated["body"]["data"];
     assert_eq!(
         escalated["body"]["type"], "request.escalated",
@@ -413,19 +422,15 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     frame["remind_after_s"] = json!(2);
     agent.send(&frame).await;
     agent.recv_until("accepted").await;
-    let opened = receiver.next(RETRY_WITHIN);
+    let opened = receiver.next(RETRY_WITHIN).await;
     assert_eq!(opened["body"]["type"], "request.opened", "{opened}");
     assert_eq!(opened["body"]["data"]["id"], "later", "{opened}");
-    let sent = format!(
-        "a notification was sent notification={}",
-        opened["id"].as_str().unwrap()
-    );
-    assert!(node.wrote_line(&sent).await, "{:?}", node.said());
+    wait_deleted_as_sent(&node, &opened).await;
     let mut node = node;
     node.kill();
     let node = start("embedded", Some(&data), &args);
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
         ("request.reminded".into(), "later".into())
     );
     // Once each: after another restart, what comes next is a new request's, nothing of
@@ -438,7 +443,7 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     agent.send(&ask("s", "marker", &["Color"], None)).await;
     agent.recv_until("accepted").await;
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
         ("request.opened".into(), "marker".into())
     );
     let trail = node.http("GET", "/v1/audit?session=s", None).await.1;
@@ -472,7 +477,7 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
 async fn on_redis_follow_ups_are_made_once_by_another_node() {
     let dir = support::tempdir("notify-redis-follow-ups");
     let redis = support::redis::RedisServer::start(&[]);
-    let receiver = Receiver::start(&[SECRET], None, 0);
+    let mut receiver = Receiver::start(&[SECRET], None, 0).await;
     let file = write_notify_file(
         &dir,
         &format!(
@@ -494,21 +499,17 @@ async fn on_redis_follow_ups_are_made_once_by_another_node() {
     frame["escalate"] = json!({"after_s": 2.5, "to": ["group:leads"]});
     agent.send(&frame).await;
     agent.recv_until("accepted").await;
-    let opened = receiver.next(RETRY_WITHIN);
+    let opened = receiver.next(RETRY_WITHIN).await;
     assert_eq!(opened["body"]["type"], "request.opened", "{opened}");
-    let sent = format!(
-        "a notification was sent notification={}",
-        opened["id"].as_str().unwrap()
-    );
-    assert!(asking.wrote_line(&sent).await, "{:?}", asking.said());
+    wait_deleted_as_sent(&asking, &opened).await;
     asking.kill();
 
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
         ("request.reminded".into(), "r".into())
     );
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
         ("request.escalated".into(), "r".into())
     );
     let shown = tab.recv_about("escalated", "r").await;
@@ -521,7 +522,7 @@ async fn on_redis_follow_ups_are_made_once_by_another_node() {
     agent.send(&ask("s", "marker", &["Color"], None)).await;
     agent.recv_until("accepted").await;
     assert_eq!(
-        next_event(&receiver),
+        next_event(&mut receiver).await,
         ("request.opened".into(), "marker".into())
     );
     drop(others);

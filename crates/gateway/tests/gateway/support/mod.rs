@@ -13,8 +13,6 @@ pub mod nodes;
 pub mod ops;
 /// A TCP proxy in front of Redis that a test can cut, slow or make deaf.
 pub mod proxy;
-/// A webhook receiver verifying signatures with the `standardwebhooks` package.
-pub mod receiver;
 /// A `redis-server` of the test's own.
 pub mod redis;
 
