@@ -286,7 +286,7 @@ impl Session {
 }
 
 /// A fresh tab id: `t-` and 16 random hex digits.
-fn generated_tab_id() -> TabId {
+pub(super) fn generated_tab_id() -> TabId {
     let n: u64 = rand::random();
     TabId::parse(format!("t-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
 }

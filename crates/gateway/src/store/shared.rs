@@ -19,6 +19,8 @@ pub struct SessionRecords {
     pub seq: u64,
     /// Every request, oldest first.
     pub requests: Vec<StoredRequest>,
+    /// Who follows it.
+    pub followers: Vec<String>,
 }
 
 /// A change made by some node (this one included: its own come back too).
@@ -44,6 +46,15 @@ pub enum Change {
     Forgot {
         /// The request.
         id: RequestId,
+    },
+    /// A person follows the session now, or no longer (not a change of state: it has no
+    /// sequence number of its own; a node that misses it reads the followers again with the
+    /// session).
+    Followers {
+        /// Who.
+        user: String,
+        /// Following or not.
+        on: bool,
     },
     /// Some node's presence in the session changed (not a change of state: it has no
     /// sequence number of its own).

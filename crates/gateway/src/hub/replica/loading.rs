@@ -199,6 +199,16 @@ impl Hub {
     pub(super) fn on_notice(self: &Arc<Self>, notice: Notice) {
         match notice {
             Notice::Change {
+                change: Change::Followers { user, on },
+                session,
+                ..
+            } => {
+                // Decided by the store already: held here as it says, whatever the bound.
+                if self.ledger.followers.hold(&session, &user, on) {
+                    self.told_following(&session, &user, on);
+                }
+            }
+            Notice::Change {
                 session,
                 seq,
                 change,

@@ -37,6 +37,11 @@ impl Keys {
         format!("{}:ids", self.tagged(session))
     }
 
+    /// Who follows the session (a set of people's names).
+    pub(super) fn followers(&self, session: &SessionId) -> String {
+        format!("{}:followers", self.tagged(session))
+    }
+
     /// Every node's presence in the session.
     pub(super) fn presence(&self, session: &SessionId) -> String {
         format!("{}:p", self.tagged(session))

@@ -307,6 +307,11 @@ impl Store for RedisStore {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        // Loaded with each session, as its requests are.
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     fn decide(&self, ops: Vec<StoreOp>) -> StoreFuture<'static, Vec<Verdict>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.decide(ops).await })

@@ -211,6 +211,15 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             }
         }
         "presence" => Change::Presence,
+        "followers" => {
+            let Some((on, user)) = rest.split_once('\n') else {
+                return Err("a followers notice without its parts".into());
+            };
+            Change::Followers {
+                user: user.to_owned(),
+                on: on == "1",
+            }
+        }
         other => return Err(format!("a notice of an unknown kind {other:?}")),
     };
     Ok((seq, change))

@@ -1,0 +1,435 @@
+//! Who holds an inbox: one person's open requests across every session, live. An inbox is
+//! shown a request addressed to its person (by name, or a group of theirs, escalations
+//! included) or of a session they follow, and is told as the session's tabs are: the same
+//! frames, each with its `session`, sent under the same lock as the tabs' so that the two
+//! never disagree on order.
+//!
+//! Bounded as tabs are (a queue per inbox, closed with 4408 when full) and in number: at most
+//! [`INBOXES_PER_PERSON`] per person and [`MAX_INBOXES`] in all, so one person's many windows
+//! cannot crowd out everyone else's, nor inboxes the gateway's memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use askgate_protocol::wire::{ToTab, You};
+use askgate_protocol::{RequestId, SessionId, TabId, close};
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::Hub;
+use super::ending::{Ending, Refusal};
+use super::hub_core::Sessions;
+use super::peers::frame::Frame;
+use super::peers::links::Link;
+use super::session::{Session, generated_tab_id};
+use crate::clock::now_ms;
+use crate::metrics::{Metrics, count};
+use crate::people::Person;
+
+/// Most inboxes one person may have open at once (windows, devices).
+pub const INBOXES_PER_PERSON: usize = 8;
+/// Most inboxes the gateway holds at once.
+pub const MAX_INBOXES: usize = 1024;
+
+/// Why an inbox was turned away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InboxRefused {
+    /// Its person has [`INBOXES_PER_PERSON`] open.
+    #[error("you have the most inboxes open at once; close one")]
+    TooManyOfYours,
+    /// The gateway holds [`MAX_INBOXES`].
+    #[error("the gateway holds the most inboxes it may; try again later")]
+    TooMany,
+}
+
+impl InboxRefused {
+    /// The close code to send.
+    pub fn close_code(self) -> u16 {
+        close::TRY_AGAIN_LATER
+    }
+
+    /// The close frame's reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            InboxRefused::TooManyOfYours => "you have the most inboxes open at once; close one",
+            InboxRefused::TooMany => "the gateway holds the most inboxes it may; try again later",
+        }
+    }
+}
+
+/// One open inbox.
+#[derive(Debug)]
+struct InboxSlot {
+    user: Arc<str>,
+    /// The operator's groups the person is in, as when the inbox opened.
+    groups: Vec<String>,
+    /// What its snapshots say of who it is.
+    you: You,
+    /// Its id, as `resolved.by` names an ending from it.
+    tab: TabId,
+    link: Link,
+}
+
+impl InboxSlot {
+    /// Whether a request of a session `followers` follow, naming `answerers`, is this
+    /// inbox's to show.
+    fn shows(&self, answerers: Option<&[String]>, followers: &[Arc<str>]) -> bool {
+        shows(&self.user, &self.groups, answerers, followers)
+    }
+}
+
+/// Whether `user` (in `groups`) is shown a request naming `answerers` in a session
+/// `followers` follow.
+fn shows(
+    user: &str,
+    groups: &[String],
+    answerers: Option<&[String]>,
+    followers: &[Arc<str>],
+) -> bool {
+    let named = answerers.is_some_and(|list| {
+        list.iter().any(|entry| match entry.strip_prefix("group:") {
+            Some(group) => groups.iter().any(|g| g == group),
+            None => entry == user,
+        })
+    });
+    named || followers.iter().any(|f| &**f == user)
+}
+
+/// Every open inbox, by connection id.
+#[derive(Debug, Default)]
+pub(super) struct Inboxes {
+    slots: Mutex<HashMap<u64, InboxSlot>>,
+    /// How many there are, read without the lock: a request's change looks here first, and
+    /// a gateway without inboxes pays nothing more.
+    held: AtomicUsize,
+}
+
+impl Inboxes {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, InboxSlot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.held.load(Ordering::Relaxed) == 0
+    }
+
+    fn admit(&self, id: u64, slot: InboxSlot) -> Result<(), InboxRefused> {
+        let mut slots = self.lock();
+        if slots.len() >= MAX_INBOXES {
+            return Err(InboxRefused::TooMany);
+        }
+        let mine = slots.values().filter(|s| s.user == slot.user).count();
+        if mine >= INBOXES_PER_PERSON {
+            return Err(InboxRefused::TooManyOfYours);
+        }
+        slots.insert(id, slot);
+        self.held.store(slots.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn leave(&self, id: u64) {
+        let mut slots = self.lock();
+        slots.remove(&id);
+        self.held.store(slots.len(), Ordering::Relaxed);
+    }
+
+    /// Sends `frame` (already naming its session) to every inbox shown a request naming
+    /// `answerers` in a session `followers` follow.
+    fn tell(
+        &self,
+        answerers: Option<&[String]>,
+        followers: &[Arc<str>],
+        frame: &Frame,
+        metrics: &Metrics,
+    ) {
+        for slot in self.lock().values() {
+            if slot.shows(answerers, followers) {
+                slot.link.send(frame.clone(), metrics);
+            }
+        }
+    }
+
+    /// A request's answerers widened from `before` to `after`: inboxes that showed it are told
+    /// `escalated`, those that now show it are sent it whole (`request`).
+    fn tell_widened(
+        &self,
+        (before, after): (Option<&[String]>, Option<&[String]>),
+        followers: &[Arc<str>],
+        (escalated, request): (&Frame, &Frame),
+        metrics: &Metrics,
+    ) {
+        for slot in self.lock().values() {
+            if slot.shows(before, followers) {
+                slot.link.send(escalated.clone(), metrics);
+            } else if slot.shows(after, followers) {
+                slot.link.send(request.clone(), metrics);
+            }
+        }
+    }
+}
+
+/// The inbox side of a session's changes, called by the transitions in
+/// [`request`](super::request) with the frames they send the session's tabs.
+impl Session {
+    /// Tells the inboxes that show a request naming `answerers` `frame`, as sent to this
+    /// session's tabs.
+    pub(super) fn tell_inboxes(&self, answerers: Option<&[String]>, frame: &Frame) {
+        let ledger = &self.open.ledger;
+        if ledger.inboxes.is_empty() {
+            return;
+        }
+        let followers = ledger.followers.of(&self.id);
+        let frame = frame.with_session(self.id.as_str());
+        ledger
+            .inboxes
+            .tell(answerers, &followers, &frame, &ledger.metrics);
+    }
+
+    /// Tells the inboxes of a request escalated from `before` to `after` answerers: those
+    /// that showed it `escalated`, those that show it now `request` (the view as it is now).
+    pub(super) fn tell_inboxes_widened(
+        &self,
+        (before, after): (Option<&[String]>, Option<&[String]>),
+        (escalated, request): (&Frame, &Frame),
+    ) {
+        let ledger = &self.open.ledger;
+        if ledger.inboxes.is_empty() {
+            return;
+        }
+        let followers = ledger.followers.of(&self.id);
+        let session = self.id.as_str();
+        ledger.inboxes.tell_widened(
+            (before, after),
+            &followers,
+            (
+                &escalated.with_session(session),
+                &request.with_session(session),
+            ),
+            &ledger.metrics,
+        );
+    }
+}
+
+/// One person's inbox, attached to the hub until dropped.
+#[derive(Debug)]
+pub struct InboxHandle {
+    hub: Arc<Hub>,
+    link_id: u64,
+    person: Person,
+    /// What `resolved.by` names an ending from this inbox by: the page knows its own.
+    tab: TabId,
+}
+
+impl Hub {
+    /// Opens `person`'s inbox: it is sent its snapshot, then every change to what it shows.
+    /// The person must be named: an inbox shows what is addressed to someone.
+    ///
+    /// # Errors
+    /// The person, or the gateway, has the most inboxes open.
+    pub fn open_inbox(
+        self: &Arc<Self>,
+        person: Person,
+        link: Link,
+    ) -> Result<InboxHandle, InboxRefused> {
+        let link = self.assign_id(link);
+        let user: Arc<str> = person.user.clone().unwrap_or_else(|| Arc::from(""));
+        let you = self.people.you(&person);
+        let tab = generated_tab_id();
+        // Under the hub's lock, as every request's change is: nothing changes between the
+        // snapshot and the first frame after it.
+        let sessions = self.lock();
+        let snapshot = self.inbox_snapshot(&sessions, &tab, &you);
+        let link_id = link.id;
+        self.ledger.inboxes.admit(
+            link_id,
+            InboxSlot {
+                user,
+                groups: you.groups.clone(),
+                you,
+                tab: tab.clone(),
+                link: link.clone(),
+            },
+        )?;
+        link.send(snapshot, &self.metrics);
+        drop(sessions);
+        Ok(InboxHandle {
+            hub: Arc::clone(self),
+            link_id,
+            person,
+            tab,
+        })
+    }
+
+    /// Sends every inbox of `user` its snapshot again: what it shows has changed other than by
+    /// a request's change (they follow a session now, or no longer).
+    pub(super) fn refresh_inboxes_of(&self, sessions: &Sessions, user: &str) {
+        let inboxes = &self.ledger.inboxes;
+        if inboxes.is_empty() {
+            return;
+        }
+        for slot in inboxes.lock().values() {
+            if &*slot.user == user {
+                let snapshot = self.inbox_snapshot(sessions, &slot.tab, &slot.you);
+                slot.link.send(snapshot, &self.metrics);
+            }
+        }
+    }
+
+    /// The inbox's `snapshot`: every open request it shows, the oldest deadline first and
+    /// those without one last (then in the order they were asked), each with its `session`.
+    fn inbox_snapshot(&self, sessions: &Sessions, tab: &TabId, you: &You) -> Frame {
+        let user = you.user.as_deref().unwrap_or_default();
+        let mut shown: Vec<(Option<u64>, u64, &SessionId, &Bytes)> = Vec::new();
+        for session in sessions.values() {
+            let followers = self.ledger.followers.of(&session.id);
+            for entry in session.requests.values().filter(|e| e.is_open()) {
+                if shows(user, &you.groups, entry.answerers.as_deref(), &followers) {
+                    shown.push((
+                        entry.deadline_ms,
+                        entry.asked_at_ms,
+                        &session.id,
+                        &entry.encoded.view,
+                    ));
+                }
+            }
+        }
+        shown.sort_by_key(|(deadline, asked, ..)| (deadline.is_none(), *deadline, *asked));
+        let mut requests = Vec::with_capacity(shown.len());
+        for (_, _, session, view) in shown {
+            let view = Frame::from_json(view.clone()).with_session(session.as_str());
+            // A view is JSON the hub encoded: it reads back.
+            requests.push(serde_json::from_str::<Value>(&view.text()).unwrap_or_default());
+        }
+        Frame::encode(&serde_json::json!({
+            "type": "snapshot",
+            "tab": tab.as_str(),
+            "now_ms": now_ms(),
+            "you": you,
+            "max_frame_bytes": self.limits.max_frame_bytes,
+            "requests": requests,
+        }))
+    }
+}
+
+impl InboxHandle {
+    /// Who the inbox's person is.
+    pub fn person(&self) -> &Person {
+        &self.person
+    }
+
+    /// Queues a reply to this inbox, behind what the hub queued for it.
+    pub fn reply(&self, frame: Frame) {
+        if let Some(slot) = self.hub.ledger.inboxes.lock().get(&self.link_id) {
+            slot.link.send(frame, &self.hub.metrics);
+        }
+    }
+
+    /// An `answer` from this inbox to request `id` of `session`: through the same first-wins
+    /// ending as a tab's, the person's right to answer checked the same way. `None` if it won;
+    /// else the `answer_rejected` frame, naming its session.
+    pub async fn answer(&self, session: &str, id: &str, response: Value) -> Option<Frame> {
+        let ending = Ending::Answer {
+            tab: Some(self.tab.clone()),
+            person: self.person.clone(),
+            response,
+            asked_at_ms: None,
+        };
+        self.end(session, id, ending).await
+    }
+
+    /// A `decline` from this inbox (with `dismiss`: put aside). As [`InboxHandle::answer`].
+    pub async fn decline(&self, session: &str, id: &str, dismiss: bool) -> Option<Frame> {
+        let ending = Ending::Decline {
+            tab: Some(self.tab.clone()),
+            person: self.person.clone(),
+            dismiss,
+        };
+        self.end(session, id, ending).await
+    }
+
+    async fn end(&self, session: &str, id: &str, ending: Ending) -> Option<Frame> {
+        let refusal = match (SessionId::parse(session), RequestId::parse(id)) {
+            (Ok(session), Ok(request)) => {
+                // On a shared store the session may be one no peer of this node watches.
+                if let Err(error) = self.hub.synced(&session).await {
+                    tracing::warn!(%session, %error, "an inbox answered in a session that could not be loaded");
+                }
+                self.hub.resolve(&session, &request, ending).await.err()?
+            }
+            _ => Refusal::Unknown,
+        };
+        count(&self.hub.metrics.rejected_answers);
+        let frame = Frame::encode(&ToTab::AnswerRejected {
+            id: id.to_owned(),
+            errors: refusal.into_errors(),
+        });
+        Some(frame.with_session(session))
+    }
+}
+
+impl Drop for InboxHandle {
+    fn drop(&mut self) {
+        self.hub.ledger.inboxes.leave(self.link_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_inbox_shows_what_names_its_person_their_group_or_a_session_they_follow() {
+        let groups = names(&["oncall"]);
+        let alice = |answerers: Option<&[String]>, followers: &[Arc<str>]| {
+            shows("alice", &groups, answerers, followers)
+        };
+        assert!(alice(Some(&names(&["alice"])), &[]));
+        assert!(alice(Some(&names(&["bob", "group:oncall"])), &[]));
+        assert!(!alice(Some(&names(&["bob", "group:leads"])), &[]));
+        // A request naming no one is only its session's followers'.
+        assert!(!alice(None, &[]));
+        assert!(alice(None, &[Arc::from("alice")]));
+        assert!(!alice(None, &[Arc::from("bob")]));
+        // Names are compared as given, and a group's name is not a person's.
+        assert!(!alice(Some(&names(&["Alice", "oncall"])), &[]));
+    }
+
+    #[test]
+    fn a_person_and_the_gateway_have_a_bound_on_inboxes() {
+        let inboxes = Inboxes::default();
+        let slot = |user: &str| InboxSlot {
+            user: Arc::from(user),
+            groups: Vec::new(),
+            you: crate::people::People::default()
+                .you(&Person::named(user, askgate_protocol::wire::Via::Proxy)),
+            tab: generated_tab_id(),
+            link: Link::new(4).0,
+        };
+        for id in 0..INBOXES_PER_PERSON as u64 {
+            inboxes.admit(id, slot("alice")).unwrap();
+        }
+        assert_eq!(
+            inboxes.admit(100, slot("alice")),
+            Err(InboxRefused::TooManyOfYours)
+        );
+        inboxes.admit(101, slot("bob")).unwrap();
+        inboxes.leave(0);
+        inboxes.admit(100, slot("alice")).unwrap();
+        assert!(!inboxes.is_empty());
+        for id in 200..(200 + MAX_INBOXES as u64) {
+            let _ = inboxes.admit(id, slot(&format!("u{id}")));
+        }
+        assert_eq!(inboxes.lock().len(), MAX_INBOXES);
+        assert_eq!(
+            inboxes.admit(9_999, slot("zed")),
+            Err(InboxRefused::TooMany)
+        );
+    }
+}
