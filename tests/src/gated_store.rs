@@ -167,6 +167,10 @@ impl Store for GatedStore {
         self.inner.deliveries()
     }
 
+    fn followers(&self) -> StoreFuture<'_, Vec<(askgate_protocol::SessionId, String)>> {
+        self.inner.followers()
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }

@@ -214,6 +214,9 @@ impl Hub {
             return Err(refused);
         }
         self.told_following(session, user, on);
+        if on {
+            self.announce_addressed(session, vec![user.to_owned()]);
+        }
         Ok(Followed::Changed)
     }
 

@@ -8,7 +8,7 @@
 //! [`INBOXES_PER_PERSON`] per person and [`MAX_INBOXES`] in all, so one person's many windows
 //! cannot crowd out everyone else's, nor inboxes the gateway's memory.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -69,6 +69,8 @@ struct InboxSlot {
     /// Its id, as `resolved.by` names an ending from it.
     tab: TabId,
     link: Link,
+    /// On a shared store: the sessions this node holds for it (see [`Hub::gather_inbox`]).
+    held: HashSet<SessionId>,
 }
 
 impl InboxSlot {
@@ -130,10 +132,31 @@ impl Inboxes {
         Ok(())
     }
 
-    fn leave(&self, id: u64) {
+    /// Takes inbox `id` away: the sessions held for it, to let go of.
+    fn leave(&self, id: u64) -> HashSet<SessionId> {
         let mut slots = self.lock();
-        slots.remove(&id);
+        let slot = slots.remove(&id);
         self.held.store(slots.len(), Ordering::Relaxed);
+        slot.map(|slot| slot.held).unwrap_or_default()
+    }
+
+    /// Marks `session` held for every inbox `name` (a person or `group:NAME`) is for, and
+    /// for inbox `only` alone when given; how many newly hold it.
+    fn hold(&self, session: &SessionId, name: &str, only: Option<u64>) -> usize {
+        let mut newly = 0;
+        for (id, slot) in self.lock().iter_mut() {
+            if only.is_some_and(|only| only != *id) {
+                continue;
+            }
+            let theirs = match name.strip_prefix("group:") {
+                Some(group) => slot.groups.iter().any(|g| g == group),
+                None => &*slot.user == name,
+            };
+            if theirs && slot.held.insert(session.clone()) {
+                newly += 1;
+            }
+        }
+        newly
     }
 
     /// Sends `frame` (already naming its session) to every inbox shown a request naming
@@ -251,6 +274,7 @@ impl Hub {
                 you,
                 tab: tab.clone(),
                 link: link.clone(),
+                held: HashSet::new(),
             },
         )?;
         link.send(snapshot, &self.metrics);
@@ -372,7 +396,99 @@ impl InboxHandle {
 
 impl Drop for InboxHandle {
     fn drop(&mut self) {
-        self.hub.ledger.inboxes.leave(self.link_id);
+        let held = self.hub.ledger.inboxes.leave(self.link_id);
+        if held.is_empty() {
+            return;
+        }
+        let mut sessions = self.hub.lock();
+        for id in held {
+            if let Some(session) = sessions.get_mut(&id) {
+                session.inbox_holds = session.inbox_holds.saturating_sub(1);
+            }
+            self.hub.drop_if_idle(&mut sessions, &id);
+        }
+    }
+}
+
+/// On a store several nodes share, an inbox shows requests of sessions its node would not
+/// otherwise hold: it holds them itself. The sessions come from the store's index of whom
+/// requests were for (`Shared::inbox_sessions`) when the inbox opens, and from every node's
+/// announcements (`Notice::Addressed`) while it is open; each is loaded, and kept in step
+/// with the store, until the inbox closes. A local store's hub holds every session already.
+impl Hub {
+    /// Tells the other nodes that `session` has a request for `names` (or that they follow
+    /// it), so that their inboxes load it. A local store's hub has no one to tell.
+    pub(super) fn announce_addressed(self: &Arc<Self>, session: &SessionId, names: Vec<String>) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let session = session.clone();
+        tokio::spawn(async move {
+            if let Err(error) = shared.addressed(&session, names).await {
+                tracing::warn!(%session, %error, "other nodes' inboxes were not told of a request; they see it when they open again");
+            }
+        });
+    }
+
+    /// Loads and holds, for `handle`'s inbox, the sessions where requests were for its person
+    /// or their groups, or that they follow, as the store's index has them.
+    pub async fn gather_inbox(self: &Arc<Self>, handle: &InboxHandle) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let Some(user) = handle.person.name() else {
+            return;
+        };
+        let mut names = vec![user.to_owned()];
+        names.extend(
+            self.people
+                .groups
+                .groups_of(user)
+                .into_iter()
+                .map(|group| format!("group:{group}")),
+        );
+        let sessions = match shared.inbox_sessions(names).await {
+            Ok(sessions) => sessions,
+            Err(error) => {
+                tracing::warn!(%error, "an inbox could not read where its requests are; it shows what this node holds");
+                return;
+            }
+        };
+        for session in sessions {
+            self.hold_for_inboxes(&session, user, Some(handle.link_id))
+                .await;
+        }
+    }
+
+    /// A request of `session` is for `name`, or `name` follows it now (another node said so):
+    /// every inbox here that it is for holds and loads the session.
+    pub(super) fn inbox_addressed(self: &Arc<Self>, session: &SessionId, name: &str) {
+        if self.ledger.inboxes.is_empty() {
+            return;
+        }
+        let hub = Arc::clone(self);
+        let (session, name) = (session.clone(), name.to_owned());
+        tokio::spawn(async move { hub.hold_for_inboxes(&session, &name, None).await });
+    }
+
+    /// Holds `session` for the inboxes `name` is for (or inbox `only`), and loads it.
+    async fn hold_for_inboxes(
+        self: &Arc<Self>,
+        session: &SessionId,
+        name: &str,
+        only: Option<u64>,
+    ) {
+        {
+            let mut sessions = self.lock();
+            let Some(entry) = self.session_entry(&mut sessions, session) else {
+                return;
+            };
+            // Counted under the hub's lock, so the session cannot be dropped in between.
+            entry.inbox_holds += self.ledger.inboxes.hold(session, name, only);
+        }
+        if let Err(error) = self.synced(session).await {
+            tracing::warn!(%session, %error, "an inbox's session could not be loaded; it is tried again");
+        }
     }
 }
 
@@ -411,6 +527,7 @@ mod tests {
                 .you(&Person::named(user, askgate_protocol::wire::Via::Proxy)),
             tab: generated_tab_id(),
             link: Link::new(4).0,
+            held: HashSet::new(),
         };
         for id in 0..INBOXES_PER_PERSON as u64 {
             inboxes.admit(id, slot("alice")).unwrap();

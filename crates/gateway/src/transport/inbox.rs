@@ -64,6 +64,9 @@ pub async fn inbox_endpoint(
                         if let Some(standing) = &standing {
                             let _ = standing.show_key();
                         }
+                        // On a shared store, the sessions of the person's requests this node
+                        // does not hold yet; their requests follow the snapshot.
+                        Box::pin(state.hub.gather_inbox(&handle)).await;
                         serve(&mut socket, &state, &handle, queue).await
                     }
                     Err(closing) => closing,

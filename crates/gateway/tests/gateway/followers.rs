@@ -491,3 +491,108 @@ async fn on_redis_a_follow_on_one_node_is_seen_by_another_and_kept() {
     assert_eq!(status, 204);
     assert_eq!(tab.recv_type("following").await["on"], false);
 }
+
+/// Whether inbox frame `frame` shows request `id` of `session`: in its snapshot, or as a
+/// `request`.
+fn shows(frame: &Value, session: &str, id: &str) -> bool {
+    let is = |view: &Value, in_session: &Value| view["id"] == id && in_session == session;
+    match frame["type"].as_str() {
+        Some("snapshot") => frame["requests"]
+            .as_array()
+            .is_some_and(|views| views.iter().any(|v| is(v, &v["session"]))),
+        Some("request") => is(&frame["request"], &frame["session"]),
+        _ => false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_an_inbox_shows_requests_of_sessions_only_another_node_holds() {
+    let redis = RedisServer::start(&[]);
+    let url = redis.url();
+    let asking = Node::start(&url, &[]);
+    let inboxing = Node::start(&url, &[]);
+    let (mut agent, _) = asking.agent_opening("far-1").await;
+    let mut first = ask("far-1", "r1", &["Color"], Some(600.0));
+    first["answerers"] = json!([ALICE]);
+    agent.send(&first).await;
+    agent.recv_until("accepted").await;
+
+    // Opened on a node that holds nothing of far-1: the index brings it.
+    let (status, body) = http(
+        inboxing.addr,
+        "POST",
+        "/v1/inbox/links",
+        Some(&json!({"user": ALICE})),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["url"]
+        .as_str()
+        .unwrap()
+        .split_once("#k=")
+        .unwrap()
+        .1
+        .to_owned();
+    let mut inbox = WsClient::connect(&inboxing.ws("/v1/inbox/live"), None).await;
+    inbox.send(&json!({"type": "hello", "key": key})).await;
+    inbox.recv_matching(|f| shows(f, "far-1", "r1")).await;
+
+    // Asked on the other node while the inbox is open, in a session new to both.
+    agent.open("far-2").await;
+    let mut second = ask("far-2", "r2", &["Color"], Some(600.0));
+    second["answerers"] = json!([ALICE]);
+    agent.send(&second).await;
+    agent.recv_until("accepted").await;
+    inbox.recv_matching(|f| shows(f, "far-2", "r2")).await;
+
+    // Followed on the other node: its next request naming no one reaches her too.
+    let (status, _) = asking
+        .http(
+            "POST",
+            "/v1/sessions/far-3/followers",
+            Some(&json!({"user": ALICE})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    agent.open("far-3").await;
+    agent
+        .send(&ask("far-3", "r3", &["Color"], Some(600.0)))
+        .await;
+    agent.recv_until("accepted").await;
+    inbox.recv_matching(|f| shows(f, "far-3", "r3")).await;
+
+    // Answered from the inbox on its node: the asking node's agent hears it was alice.
+    inbox
+        .send(&json!({"type": "answer", "session": "far-2", "id": "r2",
+            "response": {"answers": [{"header": "Color", "selected": ["Blue"]}]}}))
+        .await;
+    let resolved = inbox
+        .recv_matching(|f| f["type"] == "resolved" && f["id"] == "r2")
+        .await;
+    assert_eq!(resolved["session"], "far-2");
+    let outcome = agent
+        .recv_matching(|f| f["type"] == "outcome" && f["id"] == "r2")
+        .await;
+    assert_eq!(outcome["user"], ALICE, "{outcome}");
+    // Bob's inbox on the same node shows none of it.
+    let (_, body) = http(
+        inboxing.addr,
+        "POST",
+        "/v1/inbox/links",
+        Some(&json!({"user": BOB})),
+        None,
+    )
+    .await;
+    let bob_key = body["url"]
+        .as_str()
+        .unwrap()
+        .split_once("#k=")
+        .unwrap()
+        .1
+        .to_owned();
+    let mut bob = WsClient::connect(&inboxing.ws("/v1/inbox/live"), None).await;
+    bob.send(&json!({"type": "hello", "key": bob_key})).await;
+    let snapshot = bob.recv_type("snapshot").await;
+    assert_eq!(snapshot["requests"], json!([]), "{snapshot}");
+}

@@ -224,6 +224,7 @@ impl Hub {
                     self.spawn_reload(session, cause);
                 }
             }
+            Notice::Addressed { session, name } => self.inbox_addressed(&session, &name),
             Notice::Resubscribed => {
                 let held: Vec<SessionId> = self.lock().keys().cloned().collect();
                 for session in held {

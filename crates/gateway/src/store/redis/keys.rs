@@ -151,6 +151,18 @@ impl Keys {
         format!("{}{{secret}}", self.prefix)
     }
 
+    /// The sessions where requests name `name` (a person or `group:NAME`) or that `name`
+    /// follows, scored by when: where a node looks for what a person's inbox shows of the
+    /// sessions it does not hold. All such indexes share the hash tag `{inbox}`.
+    pub(super) fn inbox_index(&self, name: &str) -> String {
+        format!("{}{{inbox}}:to:{name}", self.prefix)
+    }
+
+    /// The channel every node hears "a request in session S is for NAME" on.
+    pub(super) fn inbox_channel(&self) -> String {
+        format!("{}{{inbox}}:ch", self.prefix)
+    }
+
     /// The channel one node probes its own subscription with.
     pub(super) fn probe(&self, node: &str) -> String {
         format!("{}{{probe}}:{node}", self.prefix)

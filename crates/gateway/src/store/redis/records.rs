@@ -157,6 +157,15 @@ pub(super) fn request(
     })
 }
 
+/// An inbox notice as a node published it: `{session}\n{name}`.
+pub(super) fn addressed(payload: &str) -> Option<crate::store::shared::Notice> {
+    let (session, name) = payload.split_once('\n')?;
+    Some(crate::store::shared::Notice::Addressed {
+        session: SessionId::parse(session).ok()?,
+        name: name.to_owned(),
+    })
+}
+
 /// A notice as a script published it: its sequence number and the change.
 pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change), String> {
     let mut parts = payload.splitn(3, '\n');

@@ -250,6 +250,16 @@ pub(super) struct SharedSide {
 }
 
 impl Shared for SharedSide {
+    fn addressed(&self, session: &SessionId, names: Vec<String>) -> StoreFuture<'static, ()> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.addressed(&session, &names).await })
+    }
+
+    fn inbox_sessions(&self, names: Vec<String>) -> StoreFuture<'static, Vec<SessionId>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.inbox_sessions(&names).await })
+    }
+
     fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords> {
         let (inner, session) = (Arc::clone(&self.inner), session.clone());
         Box::pin(async move { inner.load_session(&session).await })
