@@ -167,7 +167,7 @@ impl Store for GatedStore {
         self.inner.deliveries()
     }
 
-    fn followers(&self) -> StoreFuture<'_, Vec<(askgate_protocol::SessionId, String)>> {
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
         self.inner.followers()
     }
 

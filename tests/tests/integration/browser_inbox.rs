@@ -71,7 +71,9 @@ async fn alices_inbox_gathers_her_requests_and_answers_them_in_place() {
     let mut agent = agent_asking(&server, &ask_for("one", "r1", &[ALICE], Some(600.0))).await;
     for frame in [
         ask_for("two", "r2", &[ALICE], Some(300.0)),
-        ask_for("two", "r3", &["group:oncall"], None),
+        json!({"type": "ask", "session": "two", "id": "r3", "dialect": "approval",
+               "title": "r3 in two", "answerers": ["group:oncall"],
+               "calls": [{"name": "send_email", "args": {"to": "a@b.c", "body": "hi"}}]}),
         ask_for("one", "r4", &[BOB], None),
     ] {
         agent.send(&frame).await;
@@ -139,33 +141,23 @@ async fn alices_inbox_gathers_her_requests_and_answers_them_in_place() {
         )
         .await;
 
-    // Filtered by session, then by kind: only what matches shows.
-    alice
-        .execute(
-            "const s = document.querySelector('#filter-session'); s.value = 'one'; \
-             s.dispatchEvent(new Event('change'));",
-            json!([]),
-        )
-        .await;
+    // Filtered by session, by kind, and by both.
+    let filter = "for (const [css, value] of arguments[0]) { \
+                  const s = document.querySelector(css); s.value = value; \
+                  s.dispatchEvent(new Event('change')); }";
+    let by = |session: &str, dialect: &str| {
+        json!([[["#filter-session", session], ["#filter-dialect", dialect]]])
+    };
+    alice.execute(filter, by("one", "")).await;
     assert_eq!(shown_cards(&alice).await, json!(["one/r1"]));
-    alice
-        .execute(
-            "const s = document.querySelector('#filter-session'); s.value = ''; \
-             s.dispatchEvent(new Event('change')); \
-             const d = document.querySelector('#filter-dialect'); d.value = 'approval'; \
-             d.dispatchEvent(new Event('change'));",
-            json!([]),
-        )
-        .await;
+    alice.execute(filter, by("", "approval")).await;
+    assert_eq!(shown_cards(&alice).await, json!(["two/r3"]));
+    alice.execute(filter, by("one", "approval")).await;
     assert_eq!(shown_cards(&alice).await, json!([]));
     alice.wait_for("#filtered-empty:not([hidden])").await;
-    alice
-        .execute(
-            "const d = document.querySelector('#filter-dialect'); d.value = ''; \
-             d.dispatchEvent(new Event('change'));",
-            json!([]),
-        )
-        .await;
+    assert_accessible(&alice, "the inbox filtered to nothing").await;
+    alice.execute(filter, by("", "")).await;
+    assert_eq!(shown_cards(&alice).await.as_array().map(Vec::len), Some(4));
     alice.set_viewport_size(1280, 900).await;
 
     // Answered in place: the session's own page and the agent see it as hers.

@@ -216,7 +216,7 @@ impl Store for FlakyStore {
         self.inner.deliveries()
     }
 
-    fn followers(&self) -> StoreFuture<'_, Vec<(askgate_protocol::SessionId, String)>> {
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
         self.inner.followers()
     }
 
