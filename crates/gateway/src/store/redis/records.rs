@@ -295,6 +295,31 @@ mod tests {
     }
 
     #[test]
+    fn a_followers_notice_and_an_inbox_notice_read_back() {
+        let session = SessionId::parse("s").unwrap();
+        let (seq, change) = notice(&session, "0\nfollowers\n1\nalice@example.com").unwrap();
+        assert_eq!(seq, 0);
+        let Change::Followers { user, on } = change else {
+            panic!("{change:?}")
+        };
+        assert_eq!((user.as_str(), on), ("alice@example.com", true));
+        let (_, change) = notice(&session, "0\nfollowers\n0\nbob").unwrap();
+        assert!(matches!(change, Change::Followers { on: false, .. }));
+        assert!(notice(&session, "0\nfollowers\n1").is_err());
+        let Some(crate::store::shared::Notice::Addressed { session, name }) =
+            addressed("team-1\ngroup:oncall")
+        else {
+            panic!("an inbox notice")
+        };
+        assert_eq!(
+            (session.as_str(), name.as_str()),
+            ("team-1", "group:oncall")
+        );
+        assert!(addressed("no newline").is_none());
+        assert!(addressed("bad id!\nalice").is_none());
+    }
+
+    #[test]
     fn a_notice_that_is_not_one_is_an_error_not_a_panic() {
         let session = SessionId::parse("s").unwrap();
         for payload in [
