@@ -23,6 +23,7 @@ use super::hub_core::Sessions;
 use super::peers::frame::Frame;
 use super::peers::links::Link;
 use super::session::{Session, generated_tab_id};
+use crate::audit::{Note, Who};
 use crate::clock::now_ms;
 use crate::metrics::{Metrics, count};
 use crate::people::Person;
@@ -361,7 +362,7 @@ impl InboxHandle {
             response,
             asked_at_ms: None,
         };
-        self.end(session, id, ending).await
+        self.end(session, id, "answer", ending).await
     }
 
     /// A `decline` from this inbox (with `dismiss`: put aside). As [`InboxHandle::answer`].
@@ -371,17 +372,31 @@ impl InboxHandle {
             person: self.person.clone(),
             dismiss,
         };
-        self.end(session, id, ending).await
+        self.end(session, id, "decline", ending).await
     }
 
-    async fn end(&self, session: &str, id: &str, ending: Ending) -> Option<Frame> {
+    async fn end(
+        &self,
+        session: &str,
+        id: &str,
+        action: &'static str,
+        ending: Ending,
+    ) -> Option<Frame> {
         let refusal = match (SessionId::parse(session), RequestId::parse(id)) {
             (Ok(session), Ok(request)) => {
                 // On a shared store the session may be one no peer of this node watches.
                 if let Err(error) = self.hub.synced(&session).await {
                     tracing::warn!(%session, %error, "an inbox answered in a session that could not be loaded");
                 }
-                self.hub.resolve(&session, &request, ending).await.err()?
+                let refusal = self.hub.resolve(&session, &request, ending).await.err()?;
+                // Recorded each time, where a tab's repeats are only counted: an inbox pays
+                // five frames of its budget for each, so they stay few.
+                if let Refusal::Forbidden(why) = &refusal {
+                    let who = Who::of(&self.tab, &self.person);
+                    let note = Note::refused(&session, &who, request, action, why.reason(), None);
+                    self.hub.record_notes(vec![note]).await;
+                }
+                refusal
             }
             _ => Refusal::Unknown,
         };

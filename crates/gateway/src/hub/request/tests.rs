@@ -1060,6 +1060,13 @@ async fn an_inbox_shows_what_is_addressed_to_its_person_their_group_or_a_followe
     assert_eq!(refused["type"], "answer_rejected");
     assert_eq!(refused["session"], "other");
     assert_eq!(refused["errors"][0]["code"], "forbidden");
+    let other = SessionId::parse("other").unwrap();
+    let trail = rig.store.inner.audit(&other, 0, 100).await.unwrap();
+    let refusal: Value = serde_json::from_str(trail.last().unwrap()).unwrap();
+    assert_eq!(
+        (&refusal["event"], &refusal["user"], &refusal["reason"]),
+        (&json!("refused"), &json!(BOB), &json!("not an answerer"))
+    );
 }
 
 #[tokio::test]
