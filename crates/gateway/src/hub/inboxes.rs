@@ -22,6 +22,7 @@ use super::ending::{Ending, Refusal};
 use super::hub_core::Sessions;
 use super::peers::frame::Frame;
 use super::peers::links::Link;
+use super::request::Entry;
 use super::session::{Session, generated_tab_id};
 use crate::audit::{Note, Who};
 use crate::clock::now_ms;
@@ -75,28 +76,61 @@ struct InboxSlot {
 }
 
 impl InboxSlot {
-    /// Whether a request of a session `followers` follow, naming `answerers`, is this
-    /// inbox's to show.
-    fn shows(&self, answerers: Option<&[String]>, followers: &[Arc<str>]) -> bool {
-        shows(&self.user, &self.groups, answerers, followers)
+    /// Whether a request reaching `reach`, of a session `followers` follow, is this inbox's
+    /// to show.
+    fn shows(&self, reach: &Reach, followers: &[Arc<str>]) -> bool {
+        shows(&self.user, &self.groups, reach, followers)
     }
 }
 
-/// Whether `user` (in `groups`) is shown a request naming `answerers` in a session
-/// `followers` follow.
-fn shows(
-    user: &str,
-    groups: &[String],
-    answerers: Option<&[String]>,
-    followers: &[Arc<str>],
-) -> bool {
-    let named = answerers.is_some_and(|list| {
-        list.iter().any(|entry| match entry.strip_prefix("group:") {
+/// Whom an open request is for, as inboxes see it: those its answerers name, and once it has
+/// escalated those its escalation named, even where anyone with the link may answer it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Reach {
+    answerers: Option<Arc<[String]>>,
+    /// Absent until it escalates (most never do: nothing is copied for them).
+    escalated_to: Option<Vec<String>>,
+}
+
+impl Reach {
+    /// The reach of `entry` as it stands.
+    pub(super) fn of(entry: &Entry) -> Reach {
+        Reach {
+            answerers: entry.answerers.clone(),
+            escalated_to: entry
+                .follow_ups
+                .escalated
+                .then(|| entry.follow_ups.escalate_to.clone()),
+        }
+    }
+
+    /// The reach of `entry` before it escalates: those its answerers name. (Its follow-ups
+    /// are marked done before they are stored, so they cannot tell.)
+    pub(super) fn unescalated(entry: &Entry) -> Reach {
+        Reach {
+            answerers: entry.answerers.clone(),
+            escalated_to: None,
+        }
+    }
+
+    /// Whether it names `user`, or one of `groups`.
+    fn names(&self, user: &str, groups: &[String]) -> bool {
+        let named = |entry: &String| match entry.strip_prefix("group:") {
             Some(group) => groups.iter().any(|g| g == group),
             None => entry == user,
-        })
-    });
-    named || followers.iter().any(|f| &**f == user)
+        };
+        self.answerers
+            .iter()
+            .flat_map(|list| list.iter())
+            .any(named)
+            || self.escalated_to.iter().flatten().any(named)
+    }
+}
+
+/// Whether `user` (in `groups`) is shown a request reaching `reach` in a session `followers`
+/// follow.
+fn shows(user: &str, groups: &[String], reach: &Reach, followers: &[Arc<str>]) -> bool {
+    reach.names(user, groups) || followers.iter().any(|f| &**f == user)
 }
 
 /// Every open inbox, by connection id.
@@ -160,27 +194,21 @@ impl Inboxes {
         newly
     }
 
-    /// Sends `frame` (already naming its session) to every inbox shown a request naming
-    /// `answerers` in a session `followers` follow.
-    fn tell(
-        &self,
-        answerers: Option<&[String]>,
-        followers: &[Arc<str>],
-        frame: &Frame,
-        metrics: &Metrics,
-    ) {
+    /// Sends `frame` (already naming its session) to every inbox shown a request reaching
+    /// `reach` in a session `followers` follow.
+    fn tell(&self, reach: &Reach, followers: &[Arc<str>], frame: &Frame, metrics: &Metrics) {
         for slot in self.lock().values() {
-            if slot.shows(answerers, followers) {
+            if slot.shows(reach, followers) {
                 slot.link.send(frame.clone(), metrics);
             }
         }
     }
 
-    /// A request's answerers widened from `before` to `after`: inboxes that showed it are told
+    /// A request's reach widened from `before` to `after`: inboxes that showed it are told
     /// `escalated`, those that now show it are sent it whole (`request`).
     fn tell_widened(
         &self,
-        (before, after): (Option<&[String]>, Option<&[String]>),
+        (before, after): (&Reach, &Reach),
         followers: &[Arc<str>],
         (escalated, request): (&Frame, &Frame),
         metrics: &Metrics,
@@ -198,9 +226,9 @@ impl Inboxes {
 /// The inbox side of a session's changes, called by the transitions in
 /// [`request`](super::request) with the frames they send the session's tabs.
 impl Session {
-    /// Tells the inboxes that show a request naming `answerers` `frame`, as sent to this
+    /// Tells the inboxes that show a request reaching `reach` `frame`, as sent to this
     /// session's tabs.
-    pub(super) fn tell_inboxes(&self, answerers: Option<&[String]>, frame: &Frame) {
+    pub(super) fn tell_inboxes(&self, reach: &Reach, frame: &Frame) {
         let ledger = &self.open.ledger;
         if ledger.inboxes.is_empty() {
             return;
@@ -209,14 +237,14 @@ impl Session {
         let frame = frame.with_session(self.id.as_str());
         ledger
             .inboxes
-            .tell(answerers, &followers, &frame, &ledger.metrics);
+            .tell(reach, &followers, &frame, &ledger.metrics);
     }
 
-    /// Tells the inboxes of a request escalated from `before` to `after` answerers: those
+    /// Tells the inboxes of a request escalated from reaching `before` to `after`: those
     /// that showed it `escalated`, those that show it now `request` (the view as it is now).
     pub(super) fn tell_inboxes_widened(
         &self,
-        (before, after): (Option<&[String]>, Option<&[String]>),
+        (before, after): (&Reach, &Reach),
         (escalated, request): (&Frame, &Frame),
     ) {
         let ledger = &self.open.ledger;
@@ -311,7 +339,7 @@ impl Hub {
         for session in sessions.values() {
             let followers = self.ledger.followers.of(&session.id);
             for entry in session.requests.values().filter(|e| e.is_open()) {
-                if shows(user, &you.groups, entry.answerers.as_deref(), &followers) {
+                if shows(user, &you.groups, &Reach::of(entry), &followers) {
                     shown.push((
                         entry.deadline_ms,
                         entry.asked_at_ms,
@@ -518,18 +546,22 @@ mod tests {
     #[test]
     fn an_inbox_shows_what_names_its_person_their_group_or_a_session_they_follow() {
         let groups = names(&["oncall"]);
-        let alice = |answerers: Option<&[String]>, followers: &[Arc<str>]| {
-            shows("alice", &groups, answerers, followers)
+        let reach = |answerers: Option<&[&str]>, escalated_to: Option<&[&str]>| Reach {
+            answerers: answerers.map(|list| Arc::from(names(list))),
+            escalated_to: escalated_to.map(names),
         };
-        assert!(alice(Some(&names(&["alice"])), &[]));
-        assert!(alice(Some(&names(&["bob", "group:oncall"])), &[]));
-        assert!(!alice(Some(&names(&["bob", "group:leads"])), &[]));
-        // A request naming no one is only its session's followers'.
-        assert!(!alice(None, &[]));
-        assert!(alice(None, &[Arc::from("alice")]));
-        assert!(!alice(None, &[Arc::from("bob")]));
+        let alice =
+            |reach: Reach, followers: &[Arc<str>]| shows("alice", &groups, &reach, followers);
+        assert!(alice(reach(Some(&["alice"]), None), &[]));
+        assert!(alice(reach(Some(&["bob", "group:oncall"]), None), &[]));
+        assert!(!alice(reach(Some(&["bob", "group:leads"]), None), &[]));
+        // A request naming no one is only its session's followers', until it escalates to her.
+        assert!(!alice(reach(None, None), &[]));
+        assert!(alice(reach(None, None), &[Arc::from("alice")]));
+        assert!(!alice(reach(None, None), &[Arc::from("bob")]));
+        assert!(alice(reach(None, Some(&["group:oncall"])), &[]));
         // Names are compared as given, and a group's name is not a person's.
-        assert!(!alice(Some(&names(&["Alice", "oncall"])), &[]));
+        assert!(!alice(reach(Some(&["Alice", "oncall"]), None), &[]));
     }
 
     #[test]

@@ -56,7 +56,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::Hub;
 use super::ending::Ending;
 use super::followers::Followers;
-use super::inboxes::Inboxes;
+use super::inboxes::{Inboxes, Reach};
 use super::peers::frame::Frame;
 use super::peers::links::Link;
 use super::session::Session;
@@ -321,9 +321,9 @@ impl Session {
         }
         gauge_add(&ledger.metrics.open_requests, 1);
         let request_frame = entry.encoded.frame.clone();
-        let answerers = entry.answerers.clone();
+        let reach = Reach::of(entry);
         self.broadcast(&request_frame, &ledger.metrics);
-        self.tell_inboxes(answerers.as_deref(), &request_frame);
+        self.tell_inboxes(&reach, &request_frame);
     }
 
     /// `Committing` → `Resolved`: the id was asked on another node, and has ended there. Its
@@ -428,12 +428,12 @@ impl Session {
             follow_up_timer,
             resolved: Arc::new(Notify::new()),
         };
-        let answerers = entry.answerers.clone();
+        let reach = Reach::of(&entry);
         self.requests.insert(id, entry);
         if let Some(frame) = frame {
             let ledger = Arc::clone(&self.open.ledger);
             self.broadcast(&frame, &ledger.metrics);
-            self.tell_inboxes(answerers.as_deref(), &frame);
+            self.tell_inboxes(&reach, &frame);
         }
         admitted
     }
@@ -455,7 +455,7 @@ impl Session {
         let resolution = StoredResolution::untouched(withdrawn, now_ms());
         let frame = resolved_frame(id, &resolution);
         self.broadcast(&frame, &metrics);
-        self.tell_inboxes(entry.answerers.as_deref(), &frame);
+        self.tell_inboxes(&Reach::of(&entry), &frame);
     }
 
     /// `Open` → `Resolving`: an ending won here and is being stored; rivals wait on it. Its
@@ -512,7 +512,7 @@ impl Session {
         }
         let resolved = resolved_frame(id, &resolution);
         let view = entry.encoded.view.clone();
-        let answerers = entry.answerers.clone();
+        let reach = Reach::of(entry);
         self.record_ended(id, &view, &resolution);
         if let Some(entry) = self.requests.get_mut(id) {
             entry.state = EntryState::Resolved(Box::new(resolution));
@@ -520,7 +520,7 @@ impl Session {
         }
         self.open.uncount(view.len());
         self.broadcast(&resolved, &metrics);
-        self.tell_inboxes(answerers.as_deref(), &resolved);
+        self.tell_inboxes(&reach, &resolved);
     }
 
     /// `Open`, reminded (kept by the store): marked so, that it happens once. `false` if it
@@ -553,11 +553,12 @@ impl Session {
         if view.escalated_to.is_some() {
             return false;
         }
+        let before = Reach::unescalated(entry);
         entry.follow_ups.mark(FollowUp::Escalate);
         let to = entry.follow_ups.escalate_to.clone();
         let answerers = answerers_now(entry.answerers.as_deref(), &entry.follow_ups);
-        let before = entry.answerers.take();
         entry.answerers = answerers.clone().map(Arc::from);
+        let after = Reach::of(entry);
         let bytes_before = entry.encoded.view.len();
         view.answerers = answerers.clone();
         view.escalated_to = Some(to.clone());
@@ -573,10 +574,7 @@ impl Session {
             answerers: answerers.clone(),
         });
         self.broadcast(&frame, &metrics);
-        self.tell_inboxes_widened(
-            (before.as_deref(), answerers.as_deref()),
-            (&frame, &request_frame),
-        );
+        self.tell_inboxes_widened((&before, &after), (&frame, &request_frame));
         true
     }
 

@@ -1101,4 +1101,29 @@ async fn following_a_session_refreshes_the_persons_inbox_and_an_escalation_reach
     assert_eq!(frame["session"], "s");
     assert_eq!(frame["request"]["id"], "escalating");
     assert_eq!(frame["request"]["escalated_to"], json!(["group:oncall"]));
+
+    // One anyone may answer, escalated to her group: hers to see from then on, to its end.
+    let mut ask = ask_in("s", "open-escalating", None, None);
+    ask.follow_ups.escalate = Some((0, vec!["group:oncall".into()]));
+    hub.ask(ask, None).await;
+    let frame = tokio::time::timeout(
+        Duration::from_secs(10),
+        std::future::poll_fn(|cx| alice.poll_next(cx)),
+    )
+    .await
+    .expect("the escalation reaches her inbox");
+    let crate::hub::Delivery::Frame(frame) = frame else {
+        panic!("{frame:?}")
+    };
+    let frame: Value = serde_json::from_str(&frame.text()).unwrap();
+    assert_eq!(
+        (frame["type"].as_str(), frame["request"]["id"].as_str()),
+        (Some("request"), Some("open-escalating"))
+    );
+    let (link, _queue) = Link::new(8);
+    let bob = hub.join_tab(session(), None, named(BOB), link).unwrap();
+    assert!(bob.answer("open-escalating", red()).await.is_none());
+    let resolved = drain(&mut alice);
+    assert_eq!(types(&resolved), ["resolved"]);
+    assert_eq!(resolved[0]["id"], "open-escalating");
 }
