@@ -47,7 +47,6 @@ function init() {
   };
   // An ended card leaves the inbox once its moment has passed: there is no finished list.
   whenFinalFold((rec) => { removeCard(rec); refreshFilters(); });
-  setupNotifyButton();
   ui.filterSession.addEventListener('change', applyFilters);
   ui.filterDialect.addEventListener('change', applyFilters);
   ui.filters.addEventListener('submit', (event) => event.preventDefault());
@@ -103,7 +102,10 @@ function refused(reason) {
   setYou(null);
   ui.inbox.hidden = true;
   ui.signIn.hidden = false;
-  const why = String(reason || '').trim();
+  ui.notify.hidden = true;
+  // A refused key is told why (expired, not this gateway's); a visitor with none needs only
+  // the page's own words.
+  const why = state.key ? String(reason || '').trim() : '';
   ui.signInWhy.textContent = why ? why.charAt(0).toUpperCase() + why.slice(1) + '.' : '';
   ui.signInWhy.hidden = !why;
   announce(ui.signInWhy.textContent || 'This inbox is not yours yet.');
@@ -140,6 +142,7 @@ function onSnapshot(f) {
     state.maxFrameBytes = f.max_frame_bytes;
   }
   state.attempt = 0;
+  if (!state.synced) setupNotifyButton();
   state.synced = true;
   ui.signIn.hidden = true;
   ui.inbox.hidden = false;

@@ -209,12 +209,26 @@ async fn an_empty_inbox_and_an_anonymous_visitor_say_what_they_should() {
             .await,
         json!(true)
     );
-    assert!(
-        text(&stranger, "#sign-in-why").await.contains("inbox link"),
-        "{}",
-        text(&stranger, "#sign-in-why").await
-    );
+    let words = text(&stranger, "#sign-in").await;
+    assert!(words.contains("inbox link"), "{words}");
+    for hidden in ["#sign-in-why", "#notify"] {
+        let script = "return document.querySelector(arguments[0]).hidden;";
+        assert_eq!(
+            stranger.execute(script, json!([hidden])).await,
+            json!(true),
+            "{hidden}"
+        );
+    }
     assert_accessible(&stranger, "the inbox of an anonymous visitor").await;
+    // A key that is not this gateway's is told so.
+    let forged = format!("{}x", inbox_link(&server, CAROL).await);
+    let holder = Browser::start().await;
+    holder.goto(&forged).await;
+    holder.wait_for("#sign-in-why:not([hidden])").await;
+    assert_eq!(
+        text(&holder, "#sign-in-why").await,
+        "This is not an inbox link of this gateway."
+    );
     assert_eq!(stranger.console_errors().await, Vec::<String>::new());
 }
 
