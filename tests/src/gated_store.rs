@@ -167,6 +167,10 @@ impl Store for GatedStore {
         self.inner.deliveries()
     }
 
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        self.inner.followers()
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }

@@ -12,6 +12,7 @@ import { renderErrors } from './readiness.js';
 import { dropFinished, fold, listFinished } from './finished.js';
 import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
 import { setYou } from './people.js';
+import { onFollowing, showFollow } from './follow.js';
 import {
   announce, noteNew, renderPresence, setConnection, showNotice, toast, updateRetryText,
 } from './status.js';
@@ -106,6 +107,7 @@ function onClose(ws, event) {
     dropFinished();
     dropHistory();
     setYou(null);
+    showFollow();
     state.synced = false;
     updateEmpty();
     announce(words);
@@ -146,6 +148,7 @@ const HANDLERS = {
   answer_rejected: onAnswerRejected,
   history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
+  following: onFollowing,
   error: (f) => toast(f.message || f.code || 'Something went wrong.'),
 };
 
@@ -185,6 +188,7 @@ function onSnapshot(f) {
   renderPresence(f.tabs, f.agent_online);
   // Who this tab is decides which cards it may answer, so it comes before them.
   setYou(f.you);
+  showFollow();
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
   const ids = new Set(views.map((v) => String(v.id)));
   // The session's recent endings, oldest first; a gateway from before `finished` sends none.
@@ -271,7 +275,7 @@ function placeIndexed(path) {
   return match ? { index: Number(match[1]), rest: match[2] } : null;
 }
 
-function onAnswerRejected(f) {
+export function onAnswerRejected(f) {
   const rec = state.cards.get(String(f.id));
   if (!rec) return;
   const errors = Array.isArray(f.errors) ? f.errors : [];

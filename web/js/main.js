@@ -34,6 +34,7 @@
  *                  answered, by whom, how they were known, and when
  *   status.js      header status, notice and toast, announcements, notifications,
  *                  unseen-count title
+ *   follow.js      the "Follow this session" switch, for a named person
  *
  * Questions and tool calls come from a model that may have been prompt-injected, so
  * everything the gateway sends is rendered as text only (page.js make / showText), never
@@ -45,6 +46,7 @@ import { state, ui } from './page.js';
 import { connect, loadTabId, readLocation } from './connection.js';
 import { tick } from './cards.js';
 import { clearFinished } from './finished.js';
+import { setupFollow } from './follow.js';
 import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
 
 // Whether an open card holds text a person typed and has not sent.
@@ -59,7 +61,7 @@ function hasUnsentText() {
 }
 
 function init() {
-  for (const id of ['connection', 'presence', 'you', 'agent-status', 'notify', 'notice', 'toast',
+  for (const id of ['follow', 'connection', 'presence', 'you', 'agent-status', 'notify', 'notice', 'toast',
     'requests', 'empty', 'finished', 'finished-heading', 'finished-list', 'clear-finished',
     'history', 'history-count', 'history-list', 'live', 'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
@@ -71,6 +73,7 @@ function init() {
   ui.sessionLabel.textContent = session;
   ui.sessionLabel.title = session;
   setupNotifyButton();
+  setupFollow();
   ui.clearFinished.addEventListener('click', clearFinished);
   // The key lives in the fragment; a changed fragment is a different link, so start over.
   window.addEventListener('hashchange', () => location.reload());

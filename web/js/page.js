@@ -19,6 +19,8 @@ export const state = {
   you: null, // who this tab is, from the snapshot's `you` (null: a gateway that does not say)
   history: [], // the session's ended requests as the history shows them, newest first
   historyAskedAt: 0, // when the last `history` frame went out unanswered (local clock), else 0
+  title: 'askgate', // the page's title, behind the unseen count
+  outgoing: null, // what a page of many sessions (the inbox) makes of a frame before it goes
 };
 
 export const ui = {};
@@ -149,7 +151,7 @@ export function growTextarea(area) {
 // would close the socket: not sent, so the person can shorten it).
 export function send(frame) {
   if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return 'offline';
-  const text = JSON.stringify(frame);
+  const text = JSON.stringify(state.outgoing ? state.outgoing(frame) : frame);
   if (new TextEncoder().encode(text).length > state.maxFrameBytes) return 'too-large';
   state.ws.send(text);
   return 'sent';

@@ -35,6 +35,7 @@ export function setYou(you) {
     via: typeof you.via === 'string' ? you.via : null,
     may_answer: you.may_answer !== false,
     groups: Array.isArray(you.groups) ? you.groups.filter((g) => typeof g === 'string') : [],
+    following: you.following === true,
   } : null;
   renderYou();
 }

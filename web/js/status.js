@@ -4,8 +4,6 @@
 
 import { make, plainText, showText, state, ui } from './page.js';
 
-const BASE_TITLE = 'askgate';
-
 export function setConnection(name, text) {
   ui.connection.dataset.state = name;
   ui.connection.textContent = text;
@@ -77,7 +75,7 @@ export function noteNew(recs) {
 }
 
 export function updateTitle() {
-  document.title = state.unseen.size ? '(' + state.unseen.size + ') ' + BASE_TITLE : BASE_TITLE;
+  document.title = state.unseen.size ? '(' + state.unseen.size + ') ' + state.title : state.title;
 }
 
 function notify(rec) {

@@ -88,6 +88,13 @@ pub fn router(state: AppState) -> Router {
             post(transport::ack_request),
         )
         .route("/v1/sessions/{session}/links", post(transport::post_link))
+        .route(
+            "/v1/sessions/{session}/followers",
+            post(transport::post_follower).delete(transport::delete_follower),
+        )
+        .route("/v1/inbox/links", post(transport::post_inbox_link))
+        .route("/v1/inbox/live", get(transport::inbox_endpoint))
+        .route("/inbox", get(web::inbox_page))
         .route("/v1/audit", get(transport::get_audit))
         .route(
             "/a/{key}",
@@ -180,6 +187,7 @@ async fn build_with_parts(
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<AppState> {
     let records = store.load().await?;
+    let followers = store.followers().await?;
     let notifier = match &config.notify {
         Some(notify) => {
             let notifier = Notifier::new(
@@ -207,6 +215,7 @@ async fn build_with_parts(
         notifier.clone(),
     );
     let restored = hub.restore(records).await;
+    hub.restore_followers(followers);
     if let Some(notifier) = &notifier {
         let lookup: Weak<dyn RequestLookup> = Arc::downgrade(&hub) as Weak<Hub>;
         notifier.run(lookup);

@@ -22,6 +22,21 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/session.html"),
     ),
     (
+        "inbox.html",
+        "text/html; charset=utf-8",
+        include_str!("../../../web/inbox.html"),
+    ),
+    (
+        "js/inbox.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/inbox.js"),
+    ),
+    (
+        "js/follow.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/follow.js"),
+    ),
+    (
         "js/main.js",
         JAVASCRIPT,
         include_str!("../../../web/js/main.js"),
@@ -192,6 +207,12 @@ pub async fn landing(State(web): State<WebAssets>) -> Response {
 /// fragment, so the server serves the same file for every session.
 pub async fn session_page(State(web): State<WebAssets>) -> Response {
     web.serve("session.html").await
+}
+
+/// `GET /inbox`: the person comes from the key in the fragment, or from the proxy's header
+/// on the page's socket, so the server serves the same file to everyone.
+pub async fn inbox_page(State(web): State<WebAssets>) -> Response {
+    web.serve("inbox.html").await
 }
 
 /// `GET /js/{file}`: the page's ES modules. Only names in the embedded table are served, so

@@ -50,6 +50,10 @@ pub struct You {
     /// names `group:NAME` is theirs to answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// Whether the person follows the session (told of its requests that name no one); absent
+    /// when not, and always for an anonymous link holder, who cannot follow.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub following: bool,
 }
 
 fn yes() -> bool {

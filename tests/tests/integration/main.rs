@@ -45,6 +45,7 @@ mod browser_deepagents;
 mod browser_email;
 mod browser_form;
 mod browser_formats;
+mod browser_inbox;
 mod browser_people;
 mod client;
 mod conformance;

@@ -216,6 +216,10 @@ impl Store for FlakyStore {
         self.inner.deliveries()
     }
 
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        self.inner.followers()
+    }
+
     fn trails(&self) -> &dyn Trails {
         &self.inner
     }

@@ -93,6 +93,16 @@ pub enum Event<'a> {
         /// Whom (people and `group:NAME`s).
         to: Vec<String>,
     },
+    /// A person began to follow the session (told of its requests that name no answerers).
+    Followed {
+        /// Who.
+        user: String,
+    },
+    /// A person stopped following the session.
+    Unfollowed {
+        /// Who.
+        user: String,
+    },
     /// A personal link was issued for the session.
     LinkIssued {
         /// The person it names.
@@ -116,6 +126,8 @@ impl Event<'_> {
             Event::Reminded => "reminded",
             Event::Escalated { .. } => "escalated",
             Event::LinkIssued { .. } => "link_issued",
+            Event::Followed { .. } => "followed",
+            Event::Unfollowed { .. } => "unfollowed",
         }
     }
 }
@@ -251,6 +263,21 @@ impl<'a> Note<'a> {
                     FollowUp::Escalate => Event::Escalated { to: to.clone() },
                 },
             }),
+            StoreOp::Follow {
+                session,
+                user,
+                on,
+                at_ms,
+            } => Some(Note {
+                session: session.clone(),
+                id: None,
+                at_ms: *at_ms,
+                event: if *on {
+                    Event::Followed { user: user.clone() }
+                } else {
+                    Event::Unfollowed { user: user.clone() }
+                },
+            }),
             StoreOp::Delete { .. }
             | StoreOp::DropStaleTrails { .. }
             | StoreOp::Notify { .. }
@@ -283,7 +310,9 @@ pub fn tail(note: &Note<'_>) -> String {
         _ => &nobody,
     };
     let user = match &note.event {
-        Event::LinkIssued { user, .. } => Some(user.as_str()),
+        Event::LinkIssued { user, .. } | Event::Followed { user } | Event::Unfollowed { user } => {
+            Some(user.as_str())
+        }
         _ => who.user.as_deref(),
     };
     member(&mut out, "user", &user);
@@ -328,7 +357,9 @@ pub fn tail(note: &Note<'_>) -> String {
         | Event::TimedOut
         | Event::Withdrawn
         | Event::Acked
-        | Event::Reminded => {}
+        | Event::Reminded
+        | Event::Followed { .. }
+        | Event::Unfollowed { .. } => {}
     }
     // serde_json writes UTF-8.
     String::from_utf8(out).unwrap_or_default()

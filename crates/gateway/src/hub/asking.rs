@@ -309,6 +309,7 @@ impl Hub {
             .notifier
             .as_ref()
             .and_then(|notifier| notifier.opened(&self.facts_of_record(&record)));
+        let addressed = record.answerers.clone();
         let mut ops = vec![StoreOp::Put(record)];
         ops.extend(notify.clone());
         let (taken, durable) = self.store_commit_in_steps(ops, Durability::Prompt);
@@ -330,6 +331,9 @@ impl Hub {
                         reply
                     }
                     Showing::Open(accepted) => {
+                        if let Some(names) = addressed {
+                            hub.announce_addressed(&stored.session, names);
+                        }
                         let durable = durable.await;
                         notified(durable.is_ok());
                         hub.accept_ask(&stored, asker.as_ref(), accepted, durable)

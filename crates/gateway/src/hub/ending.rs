@@ -109,7 +109,7 @@ pub(super) enum Refusal {
 }
 
 impl Refusal {
-    fn into_errors(self) -> Vec<FieldError> {
+    pub(super) fn into_errors(self) -> Vec<FieldError> {
         match self {
             Refusal::Unknown => vec![FieldError::new(
                 "id",

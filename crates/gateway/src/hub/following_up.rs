@@ -75,6 +75,7 @@ impl Hub {
                 }
                 notifier.followed_up(&facts, follow_up, &to, at_ms)
             });
+        let escalated_to = to.clone();
         let mut ops = vec![StoreOp::FollowedUp {
             session: session.clone(),
             id: id.clone(),
@@ -96,6 +97,9 @@ impl Hub {
                             FollowUp::Remind => state.remind(&request),
                             FollowUp::Escalate => state.escalate(&request),
                         };
+                        if follow_up == FollowUp::Escalate {
+                            hub.announce_addressed(&session_id, escalated_to);
+                        }
                         true
                     }
                     // A shared store found it ended, or made by another node (whose notice

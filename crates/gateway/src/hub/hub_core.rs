@@ -209,7 +209,7 @@ impl Hub {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn assign_id(&self, mut link: Link) -> Link {
+    pub(super) fn assign_id(&self, mut link: Link) -> Link {
         link.id = self.next_link.fetch_add(1, Ordering::Relaxed);
         link
     }
@@ -342,7 +342,10 @@ impl Hub {
         );
         gauge_add(&self.metrics.tabs, 1);
         // The snapshot first, so the tab's view starts complete; then everyone hears of it.
-        let you = self.people.you(&person);
+        let mut you = self.people.you(&person);
+        you.following = person
+            .name()
+            .is_some_and(|user| self.ledger.followers.follows(&session, user));
         let snapshot = entry.snapshot(&tab, &you, self.limits.max_frame_bytes);
         entry.send_to(link_id, snapshot, &self.metrics);
         entry.announce_presence_except(Some(link_id));

@@ -14,8 +14,10 @@ mod auditing; // refusals counted by each tab into the audit trail; the history 
 mod by_link; // answers from mail links, without a tab, through the same first-wins ending
 mod committing; // handing changes to the store, in order, finished whatever the caller does
 mod ending; // how a request ends: the first ending wins, is committed, announced or reopened
+mod followers; // who follows each session: kept in the store, told to their tabs and inboxes
 mod following_up; // a request's reminder and escalation, each once while it is open
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
+mod inboxes; // who holds an inbox: one person's open requests across sessions, told live
 mod notifying; // what a request is, told to the notifier; whether it is still open
 mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep
 mod peers; // who holds the other end: links, inboxes, tab slots, queued bytes, frames
@@ -29,7 +31,9 @@ mod shown; // what tabs are sent: snapshot, ending frames, finished list, histor
 pub use asking::AskReply;
 pub use by_link::{EndedAs, LinkRefused, LinkState, LinkedRequest};
 pub use ending::Rejected;
+pub use followers::{FollowRefused, Followed, MAX_FOLLOWERS};
 pub use hub_core::{Hub, JoinRefused};
+pub use inboxes::{INBOXES_PER_PERSON, InboxHandle, InboxRefused, MAX_INBOXES};
 pub use outcomes::AckReply;
 pub use outcomes::{Lookup, Withdrawal};
 pub use peers::frame::{FRAGMENT_BYTES, Frame};

@@ -21,6 +21,7 @@ impl Hub {
             answerers: record.answerers.clone(),
             deadline_ms: record.deadline_ms,
             url: self.keys.viewer_url(&record.session),
+            followers: self.followers_of(&record.session),
         }
     }
 
@@ -47,7 +48,20 @@ impl Hub {
             answerers: view.answerers,
             deadline_ms: entry.deadline_ms,
             url: self.keys.viewer_url(session),
+            followers: self.followers_of(session),
         })
+    }
+}
+
+impl Hub {
+    /// Who follows `session`, by name.
+    fn followers_of(&self, session: &SessionId) -> Vec<String> {
+        self.ledger
+            .followers
+            .of(session)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 }
 

@@ -65,6 +65,9 @@ pub(super) struct Session {
     /// On a shared store: how far this node's copy has followed the store's.
     /// (Boxed: a session of a local store pays one pointer for it.)
     pub(super) sync: Option<Box<SessionSync>>,
+    /// How many of this node's inboxes hold the session for requests of theirs in it: it is
+    /// kept, and in step with the store, while any does.
+    pub(super) inbox_holds: usize,
 }
 
 impl Session {
@@ -90,6 +93,7 @@ impl Session {
             announced_tabs: 0,
             grace_timer_set: false,
             sync: None,
+            inbox_holds: 0,
         }
     }
 
@@ -99,6 +103,7 @@ impl Session {
     pub(super) fn is_idle(&self) -> bool {
         let unwatched = self.tabs.is_empty()
             && self.agents.is_empty()
+            && self.inbox_holds == 0
             && self.pollers == 0
             && self
                 .poll_grace_until
@@ -286,7 +291,7 @@ impl Session {
 }
 
 /// A fresh tab id: `t-` and 16 random hex digits.
-fn generated_tab_id() -> TabId {
+pub(super) fn generated_tab_id() -> TabId {
     let n: u64 = rand::random();
     TabId::parse(format!("t-{n:016x}")).unwrap_or_else(|_| unreachable!("hex ids are valid"))
 }

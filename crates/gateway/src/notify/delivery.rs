@@ -39,6 +39,8 @@ pub struct RequestFacts {
     pub deadline_ms: Option<u64>,
     /// The session's viewer link.
     pub url: String,
+    /// Who follows its session: the people told of it when it names no answerers.
+    pub followers: Vec<String>,
 }
 
 impl RequestFacts {
@@ -224,6 +226,7 @@ mod tests {
             answerers: Some(vec!["group:oncall".into()]),
             deadline_ms: None,
             url: "https://askgate.example/s/billing-1#k=abc".into(),
+            followers: Vec::new(),
         };
         let mut extra = Map::new();
         extra.insert("to".into(), json!(["carol@example.com"]));

@@ -271,7 +271,16 @@ impl Notifier {
     /// session, the webhooks of the people it is for, and (but for `request.resolved`) the
     /// mail of those who have an address: one message per person.
     fn targets(&self, facts: &RequestFacts, kind: EventKind) -> BTreeSet<DeliveryTarget> {
-        self.targets_for(facts, kind, self.people_of(facts.answerers.as_deref()))
+        self.targets_for(facts, kind, self.people_for(facts))
+    }
+
+    /// The people a request is for: those its answerers name, or when it names none, its
+    /// session's followers.
+    fn people_for(&self, facts: &RequestFacts) -> BTreeSet<String> {
+        match facts.answerers.as_deref() {
+            Some(answerers) => self.people_of(Some(answerers)),
+            None => facts.followers.iter().cloned().collect(),
+        }
     }
 
     /// As [`Notifier::targets`], for `people` rather than the request's own.
@@ -367,7 +376,7 @@ impl Notifier {
         let (kind, people, extra) = match follow_up {
             FollowUp::Remind => (
                 EventKind::Reminded,
-                self.people_of(facts.answerers.as_deref()),
+                self.people_for(facts),
                 serde_json::Map::new(),
             ),
             FollowUp::Escalate => {

@@ -23,7 +23,7 @@ pub struct IssuedLink {
 }
 
 /// `ttl_s`: absent or null for the default; else whole or fractional seconds, 1 to the most.
-fn ttl_ms(ttl_s: Option<&Value>) -> Result<u64, FieldError> {
+pub(super) fn ttl_ms(ttl_s: Option<&Value>) -> Result<u64, FieldError> {
     let seconds = match ttl_s {
         None | Some(Value::Null) => return Ok(DEFAULT_LINK_TTL_S * 1000),
         Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),

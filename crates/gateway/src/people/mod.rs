@@ -6,6 +6,7 @@
 //! `group:NAME`s from the operator's [`groups`] file.
 //!
 //! - [`personal_links`]: keys signed for a session, a person and an expiry; nothing stored.
+//! - [`inbox_links`]: keys signed for a person and an expiry, opening their inbox; nothing stored.
 //! - [`action_links`]: keys signed for one answer of one person to one request (mail links).
 //! - [`choices`]: what one click may answer, and the answer it makes.
 //! - [`proxy`]: `--user-header` from `--trusted-proxy` addresses only.
@@ -15,6 +16,7 @@
 pub mod action_links;
 pub mod choices;
 pub mod groups;
+pub mod inbox_links;
 pub mod issuing;
 pub mod personal_links;
 pub mod proxy;
@@ -24,6 +26,7 @@ use std::sync::Arc;
 use askgate_protocol::wire::{Via, You};
 
 pub use groups::Groups;
+pub use inbox_links::{InboxLink, issue_inbox_link};
 pub use issuing::{IssuedLink, issue_link};
 pub use personal_links::{DEFAULT_LINK_TTL_S, KeyRefusal, MAX_LINK_TTL_S};
 pub use proxy::{ProxyIdentity, TrustedProxies};
@@ -131,6 +134,7 @@ impl People {
                 .name()
                 .map(|user| self.groups.groups_of(user))
                 .unwrap_or_default(),
+            following: false,
         }
     }
 

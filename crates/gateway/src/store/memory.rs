@@ -1,6 +1,6 @@
 //! The in-memory store: nothing survives a restart. For tests and throwaway runs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
@@ -22,6 +22,7 @@ struct Kept {
     requests: HashMap<(SessionId, RequestId), StoredRequest>,
     trails: HashMap<SessionId, Trail>,
     deliveries: HashMap<String, StoredDelivery>,
+    followers: BTreeSet<(SessionId, String)>,
 }
 
 /// Keeps requests and trails in maps.
@@ -103,6 +104,15 @@ impl Kept {
                     self.deliveries.insert(delivery.id.clone(), delivery);
                 }
             }
+            StoreOp::Follow {
+                session, user, on, ..
+            } => {
+                if on {
+                    self.followers.insert((session, user));
+                } else {
+                    self.followers.remove(&(session, user));
+                }
+            }
             StoreOp::Delivered { id, .. } => {
                 self.deliveries.remove(&id);
             }
@@ -127,6 +137,13 @@ impl Store for MemoryStore {
         let result = self
             .kept()
             .map(|kept| kept.requests.values().cloned().collect());
+        Box::pin(async move { result })
+    }
+
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        let result = self
+            .kept()
+            .map(|kept| kept.followers.iter().cloned().collect());
         Box::pin(async move { result })
     }
 

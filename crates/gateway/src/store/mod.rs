@@ -250,6 +250,18 @@ pub enum StoreOp {
         /// When (Unix ms).
         at_ms: u64,
     },
+    /// A person follows a session, or stops (recorded as `followed` or `unfollowed`). A
+    /// local store keeps it as asked; the hub has already checked it against the limit.
+    Follow {
+        /// The session.
+        session: SessionId,
+        /// Who.
+        user: String,
+        /// Following from now on, or no longer.
+        on: bool,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
     /// A notification is done with: sent, given up, or no longer worth sending.
     Delivered {
         /// The session of its request.
@@ -422,6 +434,10 @@ pub trait Store: Send + Sync + 'static {
             durable: Box::pin(std::future::ready(Ok(()))),
         }
     }
+
+    /// Who follows each session, for a restart (a local store; a shared one loads them with
+    /// each session).
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>>;
 
     /// Every notification kept and not yet sent, for a restart (a local store; on a shared
     /// one, nodes claim due ones instead).

@@ -19,6 +19,8 @@ pub struct SessionRecords {
     pub seq: u64,
     /// Every request, oldest first.
     pub requests: Vec<StoredRequest>,
+    /// Who follows it.
+    pub followers: Vec<String>,
 }
 
 /// A change made by some node (this one included: its own come back too).
@@ -44,6 +46,15 @@ pub enum Change {
     Forgot {
         /// The request.
         id: RequestId,
+    },
+    /// A person follows the session now, or no longer (not a change of state: it has no
+    /// sequence number of its own; a node that misses it reads the followers again with the
+    /// session).
+    Followers {
+        /// Who.
+        user: String,
+        /// Following or not.
+        on: bool,
     },
     /// Some node's presence in the session changed (not a change of state: it has no
     /// sequence number of its own).
@@ -74,6 +85,14 @@ pub enum Notice {
     /// Notices may have been missed (the subscription was made again): every held session
     /// must be loaded again.
     Resubscribed,
+    /// A request of `session` is for `name` (a person or `group:NAME`), or `name` follows
+    /// `session` now: a node with an inbox of theirs loads the session.
+    Addressed {
+        /// The session.
+        session: SessionId,
+        /// Whom it is for.
+        name: String,
+    },
 }
 
 /// An entry of the deadline index this node has claimed for a while.
@@ -114,6 +133,11 @@ pub struct FollowClaim {
 /// How long a node holds a notification it made or claimed before the other nodes may claim
 /// it: longer than a send takes (10 s at most), so that a live node is not raced by another.
 pub const NOTIFY_LEASE: Duration = Duration::from_secs(30);
+
+/// How many sessions each person's (or group's) inbox index keeps, the newest: what an inbox
+/// opening on a node loads at most for each name, so that a person named in many sessions
+/// over time costs a bounded load. Older ones are dropped as new ones come.
+pub const INBOX_INDEX_SESSIONS: usize = 256;
 
 /// The presence entries' lifetime unless `--presence-ttl-s` says otherwise.
 pub const DEFAULT_PRESENCE_TTL: Duration = Duration::from_secs(20);
@@ -187,4 +211,12 @@ pub trait Shared: Send + Sync + 'static {
 
     /// Whether the store answered lately; why not, if not.
     fn ready(&self) -> Result<(), String>;
+
+    /// Notes that `session` holds a request for each of `names` (people and `group:NAME`s),
+    /// or that they follow it, where inboxes on other nodes find it, and tells every node.
+    fn addressed(&self, session: &SessionId, names: Vec<String>) -> StoreFuture<'static, ()>;
+
+    /// The sessions where requests were for any of `names`, or that they follow: the newest
+    /// [`INBOX_INDEX_SESSIONS`] of each.
+    fn inbox_sessions(&self, names: Vec<String>) -> StoreFuture<'static, Vec<SessionId>>;
 }

@@ -12,7 +12,9 @@
 //! - [`http`]: health, readiness and metrics.
 //! - [`http_checks`]: what every HTTP API call checks first, and each refusal's body.
 //! - [`http_api`]: the HTTP API for paused runs (ask, long-poll, ack, withdraw).
-//! - [`http_links`]: `POST /v1/sessions/{session}/links`, personal links.
+//! - [`http_links`]: `POST /v1/sessions/{session}/links` and `/v1/inbox/links`, links for people.
+//! - [`http_followers`]: `POST` and `DELETE /v1/sessions/{session}/followers`.
+//! - [`inbox`]: `GET /v1/inbox/live`, a person's inbox across every session.
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
@@ -25,7 +27,9 @@ mod http;
 mod http_api;
 mod http_audit;
 mod http_checks;
+mod http_followers;
 mod http_links;
+mod inbox;
 mod link_page;
 mod socket;
 mod tab;
@@ -39,6 +43,8 @@ pub use http::{healthz, metrics, readyz};
 pub use http_api::{MAX_WAIT_S, ack_request, delete_request, get_request, post_request};
 pub use http_audit::get_audit;
 pub use http_checks::single_identity_header;
-pub use http_links::post_link;
+pub use http_followers::{delete_follower, post_follower};
+pub use http_links::{post_inbox_link, post_link};
+pub use inbox::inbox_endpoint;
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

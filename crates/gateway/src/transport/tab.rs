@@ -3,11 +3,11 @@
 //! The first frame must be `hello` with the session's viewer key or a personal key signed for
 //! it (within the hello timeout, else the socket closes with 4408 and the page reconnects);
 //! then the tab receives `snapshot` and live updates, and may send `answer`, `decline` and
-//! `history`. A tab admitted with a personal link is closed with 4401 when the link expires.
+//! `history` and `follow`. A tab admitted with a personal link is closed with 4401 when the link expires.
 //! Who the tab is comes from its key, or from a trusted proxy's header on the upgrade
 //! request; never from anything the page says.
 //!
-//! Every frame a tab sends takes one of its `--tab-frames-per-second`; a `history` frame,
+//! Every frame a tab sends takes one of its `--tab-frames-per-second`; a `history` or `follow` frame,
 //! and an `answer` or `decline` refused because of who sent it, take [`COSTLY_FRAME`] in all: they cost the
 //! gateway a trail's read or a refusal's record, and a page sends either rarely.
 
@@ -296,6 +296,11 @@ async fn handle_frame(
             // Charged before the work, which is what the charge is for.
             charge_costly(pacer)?;
             Ok(Some(handle.history().await))
+        }
+        Ok(FromTab::Follow { on }) => {
+            // A change kept in the store and the trail, as costly as a history's read.
+            charge_costly(pacer)?;
+            Ok(handle.follow(on).await)
         }
         Ok(FromTab::Hello { .. }) => Ok(Some(bad_frame("hello was already said"))),
         Err(e) => Ok(Some(bad_frame(&format!("not a tab frame: {e}")))),

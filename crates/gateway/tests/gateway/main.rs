@@ -33,6 +33,8 @@ mod door;
 mod durable_writes;
 /// Mail told of requests, and its links answering as their person.
 mod email;
+/// Followers and the inbox: the endpoints, a follower's mail, restarts, two nodes on Redis.
+mod followers;
 /// Several nodes on one Redis, through proxies the tests cut.
 mod multi_node;
 /// Nodes and Redis killed at random under load.

@@ -6,16 +6,19 @@
 //!
 //! - `agent`: `AgentFrame` (agent → gateway), `ToAgent` and `OutcomeFrame` (back).
 //! - `ask`: the `ask` frame as sent and [`AskFrame::check`].
+//! - `inbox`: `FromInbox` (a person's inbox page → gateway); it is sent tab frames back.
 //! - `tab`: `FromTab` (tab → gateway), `ToTab`, and the request and ending tabs are shown.
 //! - `reading`: the frames that come most often, read without serde's buffering.
 
 mod agent;
 mod ask;
+mod inbox;
 mod reading;
 mod tab;
 
 pub use agent::{AgentFrame, OutcomeFrame, ToAgent};
 pub use ask::{AskFrame, AskedFollowUps, CheckedAsk, MAX_TITLE_CHARS};
+pub use inbox::FromInbox;
 pub use reading::{read_agent_frame, read_tab_frame};
 pub use tab::{FinishedView, FromTab, RequestView, ToTab};
 

@@ -184,6 +184,12 @@ pub enum ToTab {
         /// Ended requests, from the audit trail: what was asked, how it ended, by whom.
         entries: Vec<Value>,
     },
+    /// Whether this tab's person follows the session, after a `follow` from any of their
+    /// tabs (or an agent's change).
+    Following {
+        /// Following or not.
+        on: bool,
+    },
     /// A frame the gateway could not take.
     Error {
         /// A stable code, one of the error-frame codes of [`ReplyCode`](crate::ReplyCode)
@@ -224,6 +230,11 @@ pub enum FromTab {
     },
     /// Asks for the session's recent history (answered by `history`).
     History,
+    /// Follows the session (`on`), or stops: a named person only (answered by `following`).
+    Follow {
+        /// Following from now on, or no longer.
+        on: bool,
+    },
 }
 
 impl FromTab {

@@ -42,6 +42,24 @@ impl Frame {
         Frame(Pieces::Joined(Arc::new([head, body])))
     }
 
+    /// The same frame with `"session":…` as its first member: what an inbox is sent of a
+    /// session's frame, since an inbox shows requests of many sessions.
+    pub(in crate::hub) fn with_session(&self, session: &str) -> Frame {
+        let mut out = Vec::with_capacity(self.len() + session.len() + 16);
+        out.extend_from_slice(br#"{"session":"#);
+        // A session id is plain data: serialising it cannot fail.
+        let _ = serde_json::to_writer(&mut out, session);
+        let mut rest = self.pieces().iter().flat_map(|piece| piece.iter().copied());
+        // Past the frame's own `{`; an empty object keeps no comma.
+        let _ = rest.next();
+        let rest: Vec<u8> = rest.collect();
+        if rest.first() != Some(&b'}') {
+            out.push(b',');
+        }
+        out.extend_from_slice(&rest);
+        Frame::from_json(Bytes::from(out))
+    }
+
     fn pieces(&self) -> &[Bytes] {
         match &self.0 {
             Pieces::One(whole) => std::slice::from_ref(whole),
@@ -124,6 +142,28 @@ impl Iterator for Fragments {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_with_its_session_is_the_frame_with_one_member_more() {
+        let frame = Frame::encode(&serde_json::json!({"type": "resolved", "id": "r\"1"}));
+        let told: serde_json::Value =
+            serde_json::from_str(&frame.with_session("s-\"x").text()).unwrap();
+        assert_eq!(
+            told,
+            serde_json::json!({"session": "s-\"x", "type": "resolved", "id": "r\"1"})
+        );
+        let joined = Frame::joined(Bytes::from(r#"{"a":1,"#), Bytes::from(r#""b":2}"#));
+        assert_eq!(
+            joined.with_session("s").text(),
+            r#"{"session":"s","a":1,"b":2}"#
+        );
+        assert_eq!(
+            Frame::encode(&serde_json::json!({}))
+                .with_session("s")
+                .text(),
+            r#"{"session":"s"}"#
+        );
+    }
 
     #[test]
     fn fragments_are_the_whole_text_cut_between_characters() {

@@ -17,6 +17,7 @@ impl Hub {
     /// Makes `state` what the store holds: requests new here are added (and shown), ones
     /// resolved there are announced, ones gone there are dropped.
     pub(super) fn apply_records(&self, state: &mut Session, records: SessionRecords) {
+        self.ledger.followers.replace(&state.id, records.followers);
         let mut kept = HashSet::with_capacity(records.requests.len());
         for record in records.requests {
             kept.insert(record.id.clone());
@@ -99,7 +100,7 @@ impl Hub {
                     state.escalate(&id);
                 }
             },
-            Change::Put(_) | Change::Presence => {}
+            Change::Put(_) | Change::Presence | Change::Followers { .. } => {}
         }
     }
 

@@ -199,6 +199,16 @@ impl Hub {
     pub(super) fn on_notice(self: &Arc<Self>, notice: Notice) {
         match notice {
             Notice::Change {
+                change: Change::Followers { user, on },
+                session,
+                ..
+            } => {
+                // Decided by the store already: held here as it says, whatever the bound.
+                if self.ledger.followers.hold(&session, &user, on) {
+                    self.told_following(&session, &user, on);
+                }
+            }
+            Notice::Change {
                 session,
                 seq,
                 change,
@@ -214,6 +224,7 @@ impl Hub {
                     self.spawn_reload(session, cause);
                 }
             }
+            Notice::Addressed { session, name } => self.inbox_addressed(&session, &name),
             Notice::Resubscribed => {
                 let held: Vec<SessionId> = self.lock().keys().cloned().collect();
                 for session in held {

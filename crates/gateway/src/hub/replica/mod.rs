@@ -30,7 +30,7 @@ use crate::store::{Store, StoreOp, Verdict};
 
 impl Hub {
     /// The shared side of the store, if several nodes share it.
-    fn shared(&self) -> Option<Arc<dyn Shared>> {
+    pub(in crate::hub) fn shared(&self) -> Option<Arc<dyn Shared>> {
         self.replica
             .as_ref()
             .map(|replica| Arc::clone(&replica.shared))

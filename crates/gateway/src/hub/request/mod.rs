@@ -55,6 +55,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::Hub;
 use super::ending::Ending;
+use super::followers::Followers;
+use super::inboxes::{Inboxes, Reach};
 use super::peers::frame::Frame;
 use super::peers::links::Link;
 use super::session::Session;
@@ -77,6 +79,10 @@ pub(super) struct Ledger {
     pub(super) open_bytes_total: AtomicUsize,
     /// Weak: a sleeping timer must not keep a stopped gateway (and its store) alive.
     hub: Weak<Hub>,
+    /// Who follows each session: what a request naming no one is shown to, besides its tabs.
+    pub(super) followers: Followers,
+    /// The open inboxes, told of a request's changes as its session's tabs are.
+    pub(super) inboxes: Inboxes,
 }
 
 impl Ledger {
@@ -85,6 +91,8 @@ impl Ledger {
             metrics,
             open_bytes_total: AtomicUsize::new(0),
             hub,
+            followers: Followers::default(),
+            inboxes: Inboxes::default(),
         }
     }
 
@@ -137,7 +145,7 @@ impl Ledger {
 pub(super) struct OpenCounts {
     unresolved: usize,
     bytes: usize,
-    ledger: Arc<Ledger>,
+    pub(super) ledger: Arc<Ledger>,
 }
 
 impl OpenCounts {
@@ -313,7 +321,9 @@ impl Session {
         }
         gauge_add(&ledger.metrics.open_requests, 1);
         let request_frame = entry.encoded.frame.clone();
+        let reach = Reach::of(entry);
         self.broadcast(&request_frame, &ledger.metrics);
+        self.tell_inboxes(&reach, &request_frame);
     }
 
     /// `Committing` → `Resolved`: the id was asked on another node, and has ended there. Its
@@ -418,10 +428,12 @@ impl Session {
             follow_up_timer,
             resolved: Arc::new(Notify::new()),
         };
+        let reach = Reach::of(&entry);
         self.requests.insert(id, entry);
         if let Some(frame) = frame {
             let ledger = Arc::clone(&self.open.ledger);
             self.broadcast(&frame, &ledger.metrics);
+            self.tell_inboxes(&reach, &frame);
         }
         admitted
     }
@@ -441,7 +453,9 @@ impl Session {
         entry.resolved.notify_waiters();
         let withdrawn = entry.questions.settle_without_answer(Outcome::Withdrawn);
         let resolution = StoredResolution::untouched(withdrawn, now_ms());
-        self.broadcast(&resolved_frame(id, &resolution), &metrics);
+        let frame = resolved_frame(id, &resolution);
+        self.broadcast(&frame, &metrics);
+        self.tell_inboxes(&Reach::of(&entry), &frame);
     }
 
     /// `Open` → `Resolving`: an ending won here and is being stored; rivals wait on it. Its
@@ -498,6 +512,7 @@ impl Session {
         }
         let resolved = resolved_frame(id, &resolution);
         let view = entry.encoded.view.clone();
+        let reach = Reach::of(entry);
         self.record_ended(id, &view, &resolution);
         if let Some(entry) = self.requests.get_mut(id) {
             entry.state = EntryState::Resolved(Box::new(resolution));
@@ -505,6 +520,7 @@ impl Session {
         }
         self.open.uncount(view.len());
         self.broadcast(&resolved, &metrics);
+        self.tell_inboxes(&reach, &resolved);
     }
 
     /// `Open`, reminded (kept by the store): marked so, that it happens once. `false` if it
@@ -537,24 +553,28 @@ impl Session {
         if view.escalated_to.is_some() {
             return false;
         }
+        let before = Reach::unescalated(entry);
         entry.follow_ups.mark(FollowUp::Escalate);
         let to = entry.follow_ups.escalate_to.clone();
         let answerers = answerers_now(entry.answerers.as_deref(), &entry.follow_ups);
         entry.answerers = answerers.clone().map(Arc::from);
-        let before = entry.encoded.view.len();
+        let after = Reach::of(entry);
+        let bytes_before = entry.encoded.view.len();
         view.answerers = answerers.clone();
         view.escalated_to = Some(to.clone());
         entry.encoded = EncodedRequest::new(&view);
-        let after = entry.encoded.view.len();
+        let request_frame = entry.encoded.frame.clone();
+        let bytes_after = entry.encoded.view.len();
         if matches!(entry.state, EntryState::Open | EntryState::Resolving) {
-            self.open.resize(before, after);
+            self.open.resize(bytes_before, bytes_after);
         }
         let frame = Frame::encode(&askgate_protocol::wire::ToTab::Escalated {
             id: id.to_string(),
             to,
-            answerers,
+            answerers: answerers.clone(),
         });
         self.broadcast(&frame, &metrics);
+        self.tell_inboxes_widened((&before, &after), (&frame, &request_frame));
         true
     }
 

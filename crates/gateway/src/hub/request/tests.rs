@@ -31,6 +31,8 @@ struct Faulty {
     lose_asks: AtomicBool,
     /// Refuse every follow-up.
     refuse_follow_ups: AtomicBool,
+    /// Refuse every follow and unfollow.
+    refuse_follows: AtomicBool,
     /// While set, new requests and endings are stored only once it gives a permit.
     gate: std::sync::Mutex<Option<Arc<Semaphore>>>,
 }
@@ -49,6 +51,7 @@ impl Store for Faulty {
         let refused = ops.iter().any(|op| match op {
             StoreOp::Put(_) => self.refuse_asks.load(Ordering::Relaxed),
             StoreOp::FollowedUp { .. } => self.refuse_follow_ups.load(Ordering::Relaxed),
+            StoreOp::Follow { .. } => self.refuse_follows.load(Ordering::Relaxed),
             StoreOp::Resolve { .. } => self
                 .refuse_endings
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
@@ -77,6 +80,10 @@ impl Store for Faulty {
 
     fn deliveries(&self) -> StoreFuture<'_, Vec<crate::store::StoredDelivery>> {
         self.inner.deliveries()
+    }
+
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        self.inner.followers()
     }
 
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
@@ -822,4 +829,301 @@ async fn a_follow_up_the_store_refuses_does_not_happen() {
     let sessions = rig.hub.lock();
     let entry = &sessions[&session()].requests[&id("r")];
     assert!(!entry.follow_ups.reminded, "unmarked once refused");
+}
+
+// ---------- followers and inboxes ----------
+
+const ALICE: &str = "alice@example.com";
+const BOB: &str = "bob@example.com";
+
+/// A hub whose operator put alice in `group:oncall`, with one anonymous tab on session `s`.
+fn rig_with_groups() -> Rig {
+    let mut rig = rig();
+    let store = Arc::clone(&rig.store);
+    let hub = Hub::new(
+        store as Arc<dyn Store>,
+        Limits::default(),
+        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
+        People {
+            require_identity: false,
+            groups: crate::people::Groups::parse(&format!(r#"{{"oncall": ["{ALICE}"]}}"#)).unwrap(),
+        },
+        Arc::default(),
+        None,
+    );
+    let (link, tab_queue) = Link::new(64);
+    rig.tab = hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    rig.tab_queue = tab_queue;
+    rig.hub = hub;
+    assert_eq!(rig.tab_frames(), ["snapshot"]);
+    rig
+}
+
+fn named(user: &str) -> Person {
+    Person::named(user, Via::PersonalLink)
+}
+
+/// An ask of `request` in `in_session`, for `answerers`.
+fn ask_in(
+    in_session: &str,
+    request: &str,
+    answerers: Option<&[&str]>,
+    timeout_ms: Option<u64>,
+) -> CheckedAsk {
+    let mut ask = ask_of(request, timeout_ms);
+    ask.session = SessionId::parse(in_session).unwrap();
+    ask.answerers = answerers.map(|list| list.iter().map(|s| (*s).to_owned()).collect());
+    ask
+}
+
+/// `(session, id)` of each request in an inbox's frames: a snapshot's, then each `request`.
+fn listed(frames: &[Value]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for frame in frames {
+        let views: Vec<&Value> = match frame["type"].as_str() {
+            Some("snapshot") => frame["requests"].as_array().unwrap().iter().collect(),
+            Some("request") => vec![&frame["request"]],
+            _ => continue,
+        };
+        for view in views {
+            let session = view["session"]
+                .as_str()
+                .or(frame["session"].as_str())
+                .unwrap();
+            out.push((session.to_owned(), view["id"].as_str().unwrap().to_owned()));
+        }
+    }
+    out
+}
+
+fn pair(session: &str, id: &str) -> (String, String) {
+    (session.to_owned(), id.to_owned())
+}
+
+#[tokio::test]
+async fn a_follow_is_stored_recorded_told_to_the_persons_tabs_and_said_in_their_snapshot() {
+    let rig = rig();
+    let (link, mut alice_tab) = Link::new(16);
+    let _alice = rig
+        .hub
+        .join_tab(session(), None, named(ALICE), link)
+        .unwrap();
+    let snapshot = drain(&mut alice_tab);
+    assert_eq!(
+        snapshot[0]["you"].get("following"),
+        None,
+        "not following yet"
+    );
+    let followed = rig.hub.set_following(&session(), ALICE, true).await;
+    assert_eq!(followed, Ok(crate::hub::Followed::Changed));
+    assert_eq!(
+        drain(&mut alice_tab),
+        [json!({"type": "following", "on": true})]
+    );
+    // Again: already so, nothing recorded twice, no one told.
+    let again = rig.hub.set_following(&session(), ALICE, true).await;
+    assert_eq!(again, Ok(crate::hub::Followed::Already));
+    assert!(drain(&mut alice_tab).is_empty());
+    assert!(rig.hub.follows(&session(), ALICE));
+    let (link, mut second) = Link::new(16);
+    let _again = rig
+        .hub
+        .join_tab(session(), None, named(ALICE), link)
+        .unwrap();
+    assert_eq!(drain(&mut second)[0]["you"]["following"], true);
+    assert_eq!(
+        rig.store.inner.followers().await.unwrap(),
+        [(session(), ALICE.to_owned())]
+    );
+    rig.hub
+        .set_following(&session(), ALICE, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        drain(&mut alice_tab),
+        [json!({"type": "following", "on": false})]
+    );
+    assert!(rig.store.inner.followers().await.unwrap().is_empty());
+    let trail = rig.store.inner.audit(&session(), 0, 100).await.unwrap();
+    let events: Vec<(String, String)> = trail
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_owned(),
+                e["user"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("followed".to_owned(), ALICE.to_owned()),
+            ("unfollowed".to_owned(), ALICE.to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_follow_the_store_refuses_changes_nothing_and_a_bad_name_is_refused_at_user() {
+    let rig = rig();
+    rig.store.refuse_follows.store(true, Ordering::Relaxed);
+    let refused = rig.hub.set_following(&session(), ALICE, true).await;
+    assert!(
+        matches!(refused, Err(crate::hub::FollowRefused::Store(_))),
+        "{refused:?}"
+    );
+    assert!(!rig.hub.follows(&session(), ALICE));
+    let bad = rig
+        .hub
+        .set_following(&session(), " alice", true)
+        .await
+        .unwrap_err();
+    assert_eq!(bad.errors()[0].path, "user");
+}
+
+#[tokio::test]
+async fn an_anonymous_tab_cannot_follow() {
+    let rig = rig();
+    let reply = rig.tab.follow(true).await.expect("an error frame");
+    let reply: Value = serde_json::from_str(&reply.text()).unwrap();
+    assert_eq!(reply["type"], "error");
+    assert_eq!(reply["code"], "forbidden");
+    assert!(rig.store.inner.followers().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_inbox_shows_what_is_addressed_to_its_person_their_group_or_a_followed_session() {
+    let rig = rig_with_groups();
+    let hub = Arc::clone(&rig.hub);
+    hub.set_following(&SessionId::parse("followed").unwrap(), ALICE, true)
+        .await
+        .unwrap();
+    hub.ask(ask_in("s", "for-alice", Some(&[ALICE]), Some(60_000)), None)
+        .await;
+    hub.ask(
+        ask_in("other", "for-oncall", Some(&["group:oncall"]), Some(30_000)),
+        None,
+    )
+    .await;
+    hub.ask(ask_in("s", "for-bob", Some(&[BOB]), None), None)
+        .await;
+    hub.ask(ask_in("s", "for-anyone", None, None), None).await;
+    hub.ask(ask_in("followed", "unaddressed", None, None), None)
+        .await;
+    let (link, mut alice) = Link::new(64);
+    let alice_inbox = hub.open_inbox(named(ALICE), link).unwrap();
+    let (link, mut bob) = Link::new(64);
+    let _bob_inbox = hub.open_inbox(named(BOB), link).unwrap();
+    let frames = drain(&mut alice);
+    assert_eq!(types(&frames), ["snapshot"]);
+    assert_eq!(frames[0]["you"]["user"], ALICE);
+    // The nearest deadline first, those without one last.
+    assert_eq!(
+        listed(&frames),
+        [
+            pair("other", "for-oncall"),
+            pair("s", "for-alice"),
+            pair("followed", "unaddressed")
+        ]
+    );
+    assert_eq!(listed(&drain(&mut bob)), [pair("s", "for-bob")]);
+    // Live: a new request for her group comes with its session; bob hears nothing of it.
+    hub.ask(
+        ask_in("third", "later", Some(&["group:oncall"]), None),
+        None,
+    )
+    .await;
+    let frames = drain(&mut alice);
+    assert_eq!(types(&frames), ["request"]);
+    assert_eq!(frames[0]["session"], "third");
+    assert_eq!(listed(&frames), [pair("third", "later")]);
+    assert!(drain(&mut bob).is_empty());
+    // Answered from the inbox: the session's tab sees it resolved, the inbox too.
+    let mut rig = rig;
+    let _ = rig.tab_frames();
+    assert!(alice_inbox.answer("s", "for-alice", red()).await.is_none());
+    assert_eq!(rig.state("for-alice"), Some("resolved"));
+    assert_eq!(rig.tab_frames(), ["resolved"]);
+    let frames = drain(&mut alice);
+    assert_eq!(types(&frames), ["resolved"]);
+    assert_eq!(frames[0]["session"], "s");
+    assert_eq!(frames[0]["user"], ALICE);
+    // Bob's inbox may not answer alice's request: refused as a tab would be, naming the session.
+    let refused = _bob_inbox
+        .answer("other", "for-oncall", red())
+        .await
+        .expect("refused");
+    let refused: Value = serde_json::from_str(&refused.text()).unwrap();
+    assert_eq!(refused["type"], "answer_rejected");
+    assert_eq!(refused["session"], "other");
+    assert_eq!(refused["errors"][0]["code"], "forbidden");
+    let other = SessionId::parse("other").unwrap();
+    let trail = rig.store.inner.audit(&other, 0, 100).await.unwrap();
+    let refusal: Value = serde_json::from_str(trail.last().unwrap()).unwrap();
+    assert_eq!(
+        (&refusal["event"], &refusal["user"], &refusal["reason"]),
+        (&json!("refused"), &json!(BOB), &json!("not an answerer"))
+    );
+}
+
+#[tokio::test]
+async fn following_a_session_refreshes_the_persons_inbox_and_an_escalation_reaches_it() {
+    let rig = rig_with_groups();
+    let hub = &rig.hub;
+    hub.ask(ask_in("s", "unaddressed", None, None), None).await;
+    let (link, mut alice) = Link::new(64);
+    let _inbox = hub.open_inbox(named(ALICE), link).unwrap();
+    assert!(listed(&drain(&mut alice)).is_empty());
+    hub.set_following(&session(), ALICE, true).await.unwrap();
+    let frames = drain(&mut alice);
+    assert_eq!(types(&frames), ["snapshot"]);
+    assert_eq!(listed(&frames), [pair("s", "unaddressed")]);
+    hub.set_following(&session(), ALICE, false).await.unwrap();
+    assert!(listed(&drain(&mut alice)).is_empty());
+    // Escalated to her group: her inbox is sent the request, as it now stands.
+    let mut ask = ask_in("s", "escalating", Some(&[BOB]), None);
+    ask.follow_ups.escalate = Some((0, vec!["group:oncall".into()]));
+    hub.ask(ask, None).await;
+    let frame = tokio::time::timeout(
+        Duration::from_secs(10),
+        std::future::poll_fn(|cx| alice.poll_next(cx)),
+    )
+    .await
+    .expect("the escalation reaches her inbox");
+    let crate::hub::Delivery::Frame(frame) = frame else {
+        panic!("{frame:?}")
+    };
+    let frame: Value = serde_json::from_str(&frame.text()).unwrap();
+    assert_eq!(frame["type"], "request");
+    assert_eq!(frame["session"], "s");
+    assert_eq!(frame["request"]["id"], "escalating");
+    assert_eq!(frame["request"]["escalated_to"], json!(["group:oncall"]));
+
+    // One anyone may answer, escalated to her group: hers to see from then on, to its end.
+    let mut ask = ask_in("s", "open-escalating", None, None);
+    ask.follow_ups.escalate = Some((0, vec!["group:oncall".into()]));
+    hub.ask(ask, None).await;
+    let frame = tokio::time::timeout(
+        Duration::from_secs(10),
+        std::future::poll_fn(|cx| alice.poll_next(cx)),
+    )
+    .await
+    .expect("the escalation reaches her inbox");
+    let crate::hub::Delivery::Frame(frame) = frame else {
+        panic!("{frame:?}")
+    };
+    let frame: Value = serde_json::from_str(&frame.text()).unwrap();
+    assert_eq!(
+        (frame["type"].as_str(), frame["request"]["id"].as_str()),
+        (Some("request"), Some("open-escalating"))
+    );
+    let (link, _queue) = Link::new(8);
+    let bob = hub.join_tab(session(), None, named(BOB), link).unwrap();
+    assert!(bob.answer("open-escalating", red()).await.is_none());
+    let resolved = drain(&mut alice);
+    assert_eq!(types(&resolved), ["resolved"]);
+    assert_eq!(resolved[0]["id"], "open-escalating");
 }

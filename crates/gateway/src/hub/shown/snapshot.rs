@@ -169,6 +169,7 @@ mod tests {
                 via: Via::Proxy,
                 may_answer: true,
                 groups: vec!["ops".into()],
+                following: true,
             }),
         };
         let finished = FinishedView {
@@ -238,6 +239,7 @@ mod tests {
             via: Via::SessionLink,
             may_answer: true,
             groups: Vec::new(),
+            following: false,
         }
     }
 

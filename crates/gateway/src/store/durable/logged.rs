@@ -50,6 +50,12 @@ pub(super) enum Logged {
     },
     /// Forget a notification (sent, or given up).
     Delivered { session: SessionId, id: String },
+    /// A person follows a session (`on`), or no longer.
+    Follow {
+        session: SessionId,
+        user: String,
+        on: bool,
+    },
     /// A follow-up of a request happened: its bit ([`follow_up_bit`]) is set.
     FollowedUp {
         session: SessionId,
@@ -74,7 +80,9 @@ impl Logged {
             Logged::Resolve { session, id, .. }
             | Logged::Delete { session, id }
             | Logged::FollowedUp { session, id, .. } => Some((session.as_str(), Some(id.as_str()))),
-            Logged::Audit { session, .. } => Some((session.as_str(), None)),
+            Logged::Audit { session, .. } | Logged::Follow { session, .. } => {
+                Some((session.as_str(), None))
+            }
             Logged::Deliver { session, .. } | Logged::Delivered { session, .. } => {
                 Some((session.as_str(), None))
             }
@@ -188,6 +196,9 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
             }
         }
         StoreOp::Delivered { session, id } => out.push(Logged::Delivered { session, id }),
+        StoreOp::Follow {
+            session, user, on, ..
+        } => out.push(Logged::Follow { session, user, on }),
         StoreOp::FollowedUp {
             session,
             id,
@@ -223,6 +234,7 @@ pub(super) fn apply_all<'c>(
     table: &mut redb::Table<'_, (&str, &str), &[u8]>,
     outbox: &mut redb::Table<'_, (&str, &str), &[u8]>,
     follow_ups: &mut redb::Table<'_, (&str, &str), u8>,
+    followers: &mut redb::Table<'_, (&str, &str), u8>,
     trails: &mut TrailTables<'_>,
     changes: impl IntoIterator<Item = &'c Logged>,
 ) -> Result<(), String> {
@@ -270,6 +282,15 @@ pub(super) fn apply_all<'c>(
                 follow_ups
                     .insert(key, done | bit)
                     .map_err(|e| format!("writing follow-ups: {e}"))?;
+            }
+            Logged::Follow { session, user, on } => {
+                let key = (session.as_str(), user.as_str());
+                if *on {
+                    followers.insert(key, 1)
+                } else {
+                    followers.remove(key)
+                }
+                .map_err(|e| format!("writing followers: {e}"))?;
             }
             Logged::Audit {
                 session,
@@ -365,7 +386,7 @@ mod tests {
     use super::*;
     use crate::store::StoredResolution;
     use crate::store::durable::trails::{AUDIT, HEADS};
-    use crate::store::durable::{FOLLOW_UPS, OUTBOX, REQUESTS};
+    use crate::store::durable::{FOLLOW_UPS, FOLLOWERS, OUTBOX, REQUESTS};
     use askgate_protocol::{Dialect, Outcome, QuestionSet};
 
     fn question_set() -> QuestionSet {
@@ -456,12 +477,14 @@ mod tests {
                 let mut table = txn.open_table(REQUESTS).unwrap();
                 let mut outbox = txn.open_table(OUTBOX).unwrap();
                 let mut follow_ups = txn.open_table(FOLLOW_UPS).unwrap();
+                let mut followers = txn.open_table(FOLLOWERS).unwrap();
                 let mut trails =
                     TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
                 apply_all(
                     &mut table,
                     &mut outbox,
                     &mut follow_ups,
+                    &mut followers,
                     &mut trails,
                     *batch,
                 )

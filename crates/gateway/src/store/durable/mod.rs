@@ -99,6 +99,8 @@ const OUTBOX: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("o
 /// (`logged::follow_up_bit`). Kept apart from the request's row, which is written once per
 /// checkpoint as its changes leave it.
 const FOLLOW_UPS: TableDefinition<'_, (&str, &str), u8> = TableDefinition::new("follow_ups");
+/// Who follows each session, by session and person (the value means nothing).
+const FOLLOWERS: TableDefinition<'_, (&str, &str), u8> = TableDefinition::new("followers");
 
 /// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
@@ -572,6 +574,10 @@ impl Store for DurableStore {
         self.read_flushed(read_outbox)
     }
 
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        self.read_flushed(read_followers)
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }
@@ -625,6 +631,28 @@ fn read_outbox(db: &Database) -> Result<Vec<StoredDelivery>, StoreError> {
             Err(error) => {
                 let (session, id) = key.value();
                 tracing::error!(%session, notification = %id, %error, "a stored notification could not be decoded; left in the store");
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_followers(db: &Database) -> Result<Vec<(SessionId, String)>, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let table = match txn.open_table(FOLLOWERS) {
+        Ok(table) => table,
+        // A store from before followers: nobody follows anything.
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(err("opening the followers table", e)),
+    };
+    let mut out = Vec::new();
+    for row in table.iter().map_err(|e| err("reading followers", e))? {
+        let (key, _) = row.map_err(|e| err("reading a follower", e))?;
+        let (session, user) = key.value();
+        match SessionId::parse(session) {
+            Ok(id) => out.push((id, user.to_owned())),
+            Err(_) => {
+                tracing::error!(%session, %user, "a stored follower names no valid session; left in the store");
             }
         }
     }

@@ -264,6 +264,46 @@ impl Inner {
         })
     }
 
+    /// Makes the follow or unfollow `op` (a [`StoreOp::Follow`]) once, within
+    /// [`MAX_FOLLOWERS`](crate::hub::MAX_FOLLOWERS) across every node: `Done` if made now,
+    /// `Unknown` if it already was so, `Conflict` if the session has the most followers.
+    async fn follow(&self, op: &StoreOp) -> Result<Verdict, StoreError> {
+        let StoreOp::Follow {
+            session, user, on, ..
+        } = op
+        else {
+            return Ok(Verdict::Unknown);
+        };
+        let entry = Note::of(op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default();
+        let reply: String = self
+            .index_then_run(
+                "following",
+                &[self.trails_index(session)],
+                self.scripts
+                    .follow
+                    .key(self.keys.followers(session))
+                    .key(self.keys.trail(session))
+                    .key(self.keys.trail_head(session))
+                    .arg(user)
+                    .arg(if *on { "1" } else { "0" })
+                    .arg(crate::hub::MAX_FOLLOWERS)
+                    .arg(&entry.tail)
+                    .arg(&entry.digest)
+                    .arg(self.audit_retention_ms)
+                    .arg(self.chain_arg())
+                    .arg(self.keys.channel(session))
+                    .arg(self.publish),
+            )
+            .await?;
+        Ok(match reply.as_str() {
+            "changed" => Verdict::Done,
+            "full" => Verdict::Conflict,
+            _ => Verdict::Unknown,
+        })
+    }
+
     /// Runs `ops` in order. A `Notify` goes into the script of the ask or ending before it,
     /// so that its notifications are kept only with the change they tell of.
     pub(super) async fn decide(&self, ops: Vec<StoreOp>) -> Result<Vec<Verdict>, StoreError> {
@@ -309,6 +349,7 @@ impl Inner {
                 StoreOp::DropStaleTrails { before_ms } => self.drop_stale_trails(before_ms).await?,
                 StoreOp::Notify { deliveries, .. } => self.keep_deliveries(&deliveries).await?,
                 StoreOp::Delivered { session, id } => self.delivered(&session, &id).await?,
+                op @ StoreOp::Follow { .. } => self.follow(&op).await?,
                 op @ StoreOp::FollowedUp { .. } => {
                     let deliveries = with.map_or(&[][..], |(won, _)| won);
                     self.follow_up(&op, deliveries).await?

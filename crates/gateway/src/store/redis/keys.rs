@@ -37,6 +37,11 @@ impl Keys {
         format!("{}:ids", self.tagged(session))
     }
 
+    /// Who follows the session (a set of people's names).
+    pub(super) fn followers(&self, session: &SessionId) -> String {
+        format!("{}:followers", self.tagged(session))
+    }
+
     /// Every node's presence in the session.
     pub(super) fn presence(&self, session: &SessionId) -> String {
         format!("{}:p", self.tagged(session))
@@ -144,6 +149,18 @@ impl Keys {
     /// The viewer-link secret nodes share when no secret file is given.
     pub(super) fn secret(&self) -> String {
         format!("{}{{secret}}", self.prefix)
+    }
+
+    /// The sessions where requests name `name` (a person or `group:NAME`) or that `name`
+    /// follows, scored by when: where a node looks for what a person's inbox shows of the
+    /// sessions it does not hold. All such indexes share the hash tag `{inbox}`.
+    pub(super) fn inbox_index(&self, name: &str) -> String {
+        format!("{}{{inbox}}:to:{name}", self.prefix)
+    }
+
+    /// The channel every node hears "a request in session S is for NAME" on.
+    pub(super) fn inbox_channel(&self) -> String {
+        format!("{}{{inbox}}:ch", self.prefix)
     }
 
     /// The channel one node probes its own subscription with.

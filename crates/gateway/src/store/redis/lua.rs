@@ -18,6 +18,7 @@ pub(super) struct Scripts {
     pub(super) presence: Script,
     pub(super) note: Script,
     pub(super) follow_up: Script,
+    pub(super) follow: Script,
 }
 
 /// A script that seals audit entries: SHA-256 and the chain in front of its own text.
@@ -38,6 +39,7 @@ impl Scripts {
             forget: Script::new(with_chain!("scripts/forget.lua")),
             note: Script::new(with_chain!("scripts/note.lua")),
             follow_up: Script::new(with_chain!("scripts/follow_up.lua")),
+            follow: Script::new(with_chain!("scripts/follow.lua")),
             session: Script::new(include_str!("scripts/session.lua")),
             claim: Script::new(include_str!("scripts/claim.lua")),
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),

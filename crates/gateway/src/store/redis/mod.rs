@@ -10,6 +10,8 @@
 //!   sequence numbers, deadline claims, presence.
 //! - [`outbox`]: notifications kept with the changes they tell of, claimed by any node.
 //! - [`keys`]: key and channel names, hash-tagged by session.
+//! - [`inbox_index`]: where inboxes find requests for their person in sessions their node
+//!   does not hold, and the channel that tells every node.
 //! - [`records`]: requests as hash fields, and the notices scripts publish.
 //! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
 //! - [`settings`]: the start-up check of Redis's durability settings, and the shared secret.
@@ -17,6 +19,7 @@
 
 mod conn;
 mod decisions;
+mod inbox_index;
 mod keys;
 mod lua;
 mod outbox;
@@ -304,6 +307,11 @@ impl Store for RedisStore {
 
     /// Nothing: a node loads sessions one at a time, as its peers come to watch them.
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
+        // Loaded with each session, as its requests are.
         Box::pin(async { Ok(Vec::new()) })
     }
 

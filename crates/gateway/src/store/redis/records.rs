@@ -157,6 +157,15 @@ pub(super) fn request(
     })
 }
 
+/// An inbox notice as a node published it: `{session}\n{name}`.
+pub(super) fn addressed(payload: &str) -> Option<crate::store::shared::Notice> {
+    let (session, name) = payload.split_once('\n')?;
+    Some(crate::store::shared::Notice::Addressed {
+        session: SessionId::parse(session).ok()?,
+        name: name.to_owned(),
+    })
+}
+
 /// A notice as a script published it: its sequence number and the change.
 pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change), String> {
     let mut parts = payload.splitn(3, '\n');
@@ -211,6 +220,15 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             }
         }
         "presence" => Change::Presence,
+        "followers" => {
+            let Some((on, user)) = rest.split_once('\n') else {
+                return Err("a followers notice without its parts".into());
+            };
+            Change::Followers {
+                user: user.to_owned(),
+                on: on == "1",
+            }
+        }
         other => return Err(format!("a notice of an unknown kind {other:?}")),
     };
     Ok((seq, change))
@@ -274,6 +292,31 @@ mod tests {
         assert_eq!(id.as_str(), "r");
         assert_eq!(resolution.settlement, settlement);
         assert_eq!(*resolution, StoredResolution { at_ms: 12, ..kept });
+    }
+
+    #[test]
+    fn a_followers_notice_and_an_inbox_notice_read_back() {
+        let session = SessionId::parse("s").unwrap();
+        let (seq, change) = notice(&session, "0\nfollowers\n1\nalice@example.com").unwrap();
+        assert_eq!(seq, 0);
+        let Change::Followers { user, on } = change else {
+            panic!("{change:?}")
+        };
+        assert_eq!((user.as_str(), on), ("alice@example.com", true));
+        let (_, change) = notice(&session, "0\nfollowers\n0\nbob").unwrap();
+        assert!(matches!(change, Change::Followers { on: false, .. }));
+        assert!(notice(&session, "0\nfollowers\n1").is_err());
+        let Some(crate::store::shared::Notice::Addressed { session, name }) =
+            addressed("team-1\ngroup:oncall")
+        else {
+            panic!("an inbox notice")
+        };
+        assert_eq!(
+            (session.as_str(), name.as_str()),
+            ("team-1", "group:oncall")
+        );
+        assert!(addressed("no newline").is_none());
+        assert!(addressed("bad id!\nalice").is_none());
     }
 
     #[test]

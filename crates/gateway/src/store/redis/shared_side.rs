@@ -34,6 +34,7 @@ impl Inner {
                     .session
                     .key(self.keys.ids(session))
                     .key(self.keys.seq(session))
+                    .key(self.keys.followers(session))
                     .arg(self.keys.request_prefix(session)),
             )
             .await?;
@@ -42,6 +43,12 @@ impl Inner {
         };
         let mut parts = reply.iter().map(String::as_str);
         let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
+        let count = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
+        let followers: Vec<String> = parts
+            .by_ref()
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+            .map(str::to_owned)
+            .collect();
         let rest: Vec<&str> = parts.collect();
         let mut requests = Vec::with_capacity(rest.len() / 8);
         for chunk in rest.chunks_exact(8) {
@@ -65,7 +72,11 @@ impl Inner {
                 }
             }
         }
-        Ok(SessionRecords { seq, requests })
+        Ok(SessionRecords {
+            seq,
+            requests,
+            followers,
+        })
     }
 
     async fn sequences(&self, sessions: Vec<SessionId>) -> Result<Vec<u64>, StoreError> {
@@ -239,6 +250,16 @@ pub(super) struct SharedSide {
 }
 
 impl Shared for SharedSide {
+    fn addressed(&self, session: &SessionId, names: Vec<String>) -> StoreFuture<'static, ()> {
+        let (inner, session) = (Arc::clone(&self.inner), session.clone());
+        Box::pin(async move { inner.addressed(&session, &names).await })
+    }
+
+    fn inbox_sessions(&self, names: Vec<String>) -> StoreFuture<'static, Vec<SessionId>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.inbox_sessions(&names).await })
+    }
+
     fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords> {
         let (inner, session) = (Arc::clone(&self.inner), session.clone());
         Box::pin(async move { inner.load_session(&session).await })

@@ -66,10 +66,12 @@ impl Subscriber {
         let task = Task {
             conn,
             probe: keys.probe(node),
+            inbox: keys.inbox_channel(),
+            // Heard by every node from the start, whatever sessions it holds.
+            watched: HashSet::from([keys.inbox_channel()]),
             keys,
             metrics,
             probe_silence,
-            watched: HashSet::new(),
             notify,
             status: Arc::clone(&status),
         };
@@ -135,6 +137,8 @@ struct Task {
     conn: Conn,
     keys: Keys,
     probe: String,
+    /// The channel requests for people are announced on (`Notice::Addressed`).
+    inbox: String,
     metrics: Arc<Metrics>,
     /// How long the probe may go unheard before the connection is made again.
     probe_silence: Duration,
@@ -270,6 +274,14 @@ impl Task {
         if channel == self.probe {
             *heard = Instant::now();
             return true;
+        }
+        if channel == self.inbox {
+            let payload: String = message.get_payload().unwrap_or_default();
+            let Some(notice) = records::addressed(&payload) else {
+                tracing::warn!(%payload, "an inbox notice could not be read; dropped");
+                return true;
+            };
+            return self.notify.send(notice).await.is_ok();
         }
         let Some(session) = self.keys.session_of_channel(channel) else {
             return true;

@@ -1,9 +1,15 @@
--- Reads one session whole: its sequence number and every request, oldest first, in one atomic
--- step, so the snapshot matches the sequence number exactly.
--- KEYS: 1 the session's ids, 2 the session's sequence. ARGV: 1 the prefix of its request keys.
--- Returns: seq, then for each request: id, asked, deadline, state, resolution, resolved, body,
--- follows.
+-- Reads one session whole: its sequence number, who follows it, and every request, oldest
+-- first, in one atomic step, so the snapshot matches the sequence number exactly.
+-- KEYS: 1 the session's ids, 2 the session's sequence, 3 its followers. ARGV: 1 the prefix of
+-- its request keys.
+-- Returns: seq, how many followers, each follower, then for each request: id, asked,
+-- deadline, state, resolution, resolved, body, follows.
 local out = {redis.call('GET', KEYS[2]) or '0'}
+local followers = redis.call('SMEMBERS', KEYS[3])
+table.insert(out, tostring(#followers))
+for _, user in ipairs(followers) do
+  table.insert(out, user)
+end
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, id in ipairs(ids) do
   local f = redis.call('HMGET', ARGV[1] .. id, 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows')

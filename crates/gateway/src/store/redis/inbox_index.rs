@@ -1,0 +1,73 @@
+//! Where inboxes find requests in sessions their node does not hold: an index per person and
+//! per group (`{prefix}{inbox}:to:{name}`, a sorted set of sessions scored by when a request
+//! there was for them or they began to follow it), and a channel every node hears such news
+//! on. Each index keeps its newest [`INBOX_INDEX_SESSIONS`]; an entry whose requests have
+//! ended costs an inbox one load of a session with nothing for it, and no more.
+//!
+//! Written by the node that stored the change, after the script that stored it: the index is
+//! where to look, never what is shown (the session, loaded, is), so that it lags or holds a
+//! stale entry changes nothing an inbox shows.
+
+use askgate_protocol::SessionId;
+
+use super::Inner;
+use crate::clock::now_ms;
+use crate::store::StoreError;
+use crate::store::shared::INBOX_INDEX_SESSIONS;
+
+impl Inner {
+    pub(super) async fn addressed(
+        &self,
+        session: &SessionId,
+        names: &[String],
+    ) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        for name in names {
+            let index = self.keys.inbox_index(name);
+            pipe.cmd("ZADD")
+                .arg(&index)
+                .arg(now_ms())
+                .arg(session.as_str())
+                .ignore();
+            // Keeps the newest: ranks 0 up to the count past the bound are the oldest.
+            pipe.cmd("ZREMRANGEBYRANK")
+                .arg(&index)
+                .arg(0)
+                .arg(-(INBOX_INDEX_SESSIONS as i64) - 1)
+                .ignore();
+            pipe.cmd(self.publish)
+                .arg(self.keys.inbox_channel())
+                .arg(format!("{}\n{name}", session.as_str()))
+                .ignore();
+        }
+        let mut conn = self.conn.clone();
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| StoreError::unavailable(format!("redis, noting an inbox's session: {e}")))
+    }
+
+    pub(super) async fn inbox_sessions(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<SessionId>, StoreError> {
+        let mut pipe = redis::pipe();
+        for name in names {
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.inbox_index(name))
+                .arg(0)
+                .arg(-1);
+        }
+        let mut conn = self.conn.clone();
+        let found: Vec<Vec<String>> = pipe.query_async(&mut conn).await.map_err(|e| {
+            StoreError::unavailable(format!("redis, reading an inbox's sessions: {e}"))
+        })?;
+        let mut sessions: Vec<SessionId> = found
+            .into_iter()
+            .flatten()
+            .filter_map(|id| SessionId::parse(&id).ok())
+            .collect();
+        sessions.sort();
+        sessions.dedup();
+        Ok(sessions)
+    }
+}
