@@ -12,7 +12,7 @@
 //!
 //! A link works until its request's deadline, or, for a request without one,
 //! [`UNDATED_LINK_TTL_MS`] after the notification was made, and never longer than
-//! [`MAX_LINK_TTL_S`](super::MAX_LINK_TTL_S) after it.
+//! [`MAX_LINK_TTL_S`] after it.
 
 use askgate_protocol::people::check_user_name;
 use askgate_protocol::{RequestId, SessionId};

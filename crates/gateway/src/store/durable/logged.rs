@@ -42,7 +42,7 @@ pub(super) enum Logged {
     },
     /// Drop the audit trails whose newest entry is older than `before_ms`, whole.
     DropStaleTrails { before_ms: u64 },
-    /// Keep a notification to send: a [`StoredDelivery`].
+    /// Keep a notification to send: a [`StoredDelivery`](crate::store::StoredDelivery).
     Deliver {
         session: SessionId,
         id: String,
