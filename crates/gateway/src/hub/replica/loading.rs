@@ -97,23 +97,38 @@ impl Hub {
         })
     }
 
-    /// Applies a finished load of `session` (held, its `loading` set by the caller).
+    /// Applies a finished load of `session` (held, its `loading` set by the caller), and
+    /// starts the load a resubscription asked for meanwhile.
     fn finish_load(
-        &self,
+        self: &Arc<Self>,
         session: &SessionId,
         loaded: Result<SessionRecords, StoreError>,
     ) -> Result<(), StoreError> {
+        let (result, again) = self.apply_load(session, loaded);
+        if again {
+            self.spawn_reload(session.clone(), Reload::Resubscribed);
+        }
+        result
+    }
+
+    /// [`Hub::finish_load`] under the lock: what the load came to, and whether to load again.
+    fn apply_load(
+        &self,
+        session: &SessionId,
+        loaded: Result<SessionRecords, StoreError>,
+    ) -> (Result<(), StoreError>, bool) {
         let mut sessions = self.lock();
         let Some(state) = sessions.get_mut(session) else {
             if let Some(shared) = self.shared() {
                 shared.unwatch(session);
             }
-            return loaded.map(drop);
+            return (loaded.map(drop), false);
         };
         let Some(sync) = state.sync.as_mut() else {
-            return loaded.map(drop);
+            return (loaded.map(drop), false);
         };
         let loading = sync.loading.take();
+        let again = std::mem::take(&mut sync.reload_again);
         let buffered = std::mem::take(&mut sync.buffered);
         let result = match loaded {
             Ok(records) => {
@@ -146,7 +161,7 @@ impl Hub {
         if let Some(loading) = loading {
             loading.notify_waiters();
         }
-        result
+        (result, again)
     }
 
     /// Applies change number `seq`, if it is the next one; asks for a load past a gap.
@@ -245,6 +260,9 @@ impl Hub {
                 return;
             };
             if sync.loading.is_some() {
+                if matches!(cause, Reload::Resubscribed) {
+                    sync.reload_again = true;
+                }
                 return;
             }
             sync.loading = Some(Arc::new(Notify::new()));

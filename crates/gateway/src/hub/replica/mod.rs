@@ -87,6 +87,10 @@ pub(in crate::hub) struct SessionSync {
     pub(in crate::hub) loaded: bool,
     /// A load under way, which notices wait behind (`buffered`), and callers may wait on.
     pub(in crate::hub) loading: Option<Arc<tokio::sync::Notify>>,
+    /// The subscription was made again while a load was under way: that load may have read
+    /// the store before the new subscription was in place, and missed what came between, so
+    /// the session is loaded once more after it.
+    pub(in crate::hub) reload_again: bool,
     /// Notices that came while loading, applied after it if they are newer.
     pub(in crate::hub) buffered: Vec<(u64, Change)>,
     /// The store's sequence number when a poll last found this copy behind it: behind it
