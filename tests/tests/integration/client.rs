@@ -10,6 +10,7 @@ use askgate_client::{Answered, Ask, Backoff, Client, ClientError, Outcome};
 use askgate_protocol::close;
 use askgate_protocol::harness::TIMED_OUT;
 use askgate_testkit::frames::{answer, questions};
+use askgate_testkit::ws::WsClient;
 use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -77,20 +78,26 @@ async fn an_answer_comes_back_and_is_acked() {
     no_requests_left(&server).await;
 }
 
-/// An ask limited to one person: their personal link's tab answers, and the result names them.
-#[tokio::test(flavor = "multi_thread")]
-async fn an_answer_from_a_named_person_says_who() {
-    let server = TestServer::start().await;
+/// A tab of session `s` as `user`, through a personal key, once it has its snapshot.
+async fn named_tab(server: &TestServer, user: &str) -> WsClient {
     let session = askgate_protocol::SessionId::parse("s").unwrap();
     let expires = askgate::clock::now_ms() + 60_000;
     let key = server
         .state
         .hub
         .keys()
-        .personal_key(&session, "alice@example.com", expires);
+        .personal_key(&session, user, expires);
     let mut tab = server.raw_tab("s").await;
     tab.send(&json!({"type": "hello", "key": key})).await;
     tab.recv_until("snapshot").await;
+    tab
+}
+
+/// An ask limited to one person: their personal link's tab answers, and the result names them.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_from_a_named_person_says_who() {
+    let server = TestServer::start().await;
+    let mut tab = named_tab(&server, "alice@example.com").await;
     let client = client(&server).await;
     let ask = Ask::new("s", questions(&["Color"]))
         .with_id("r1")
@@ -111,16 +118,7 @@ async fn an_answer_from_a_named_person_says_who() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_escalation_asked_by_the_client_lets_its_people_answer() {
     let server = TestServer::start().await;
-    let session = askgate_protocol::SessionId::parse("s").unwrap();
-    let expires = askgate::clock::now_ms() + 60_000;
-    let key = server
-        .state
-        .hub
-        .keys()
-        .personal_key(&session, "bob@example.com", expires);
-    let mut tab = server.raw_tab("s").await;
-    tab.send(&json!({"type": "hello", "key": key})).await;
-    tab.recv_until("snapshot").await;
+    let mut tab = named_tab(&server, "bob@example.com").await;
     let client = client(&server).await;
     let ask = Ask::new("s", questions(&["Color"]))
         .with_id("r1")
