@@ -177,6 +177,21 @@ fn red() -> Value {
     json!({"answers": [{"header": "Color", "selected": ["Red"]}]})
 }
 
+/// The next frame `queue` is given, as JSON, waiting for it (on a paused clock, as long as
+/// the timers before it take).
+async fn next_frame(queue: &mut Queue) -> Value {
+    let delivery = tokio::time::timeout(
+        Duration::from_secs(10),
+        std::future::poll_fn(|cx| queue.poll_next(cx)),
+    )
+    .await
+    .expect("a frame within 10 s");
+    let crate::hub::Delivery::Frame(frame) = delivery else {
+        panic!("{delivery:?}")
+    };
+    serde_json::from_str(&frame.text()).unwrap()
+}
+
 /// The frames a queue holds now, as JSON.
 fn drain(queue: &mut Queue) -> Vec<Value> {
     std::iter::from_fn(|| queue.try_frame())
@@ -1087,16 +1102,7 @@ async fn following_a_session_refreshes_the_persons_inbox_and_an_escalation_reach
     let mut ask = ask_in("s", "escalating", Some(&[BOB]), None);
     ask.follow_ups.escalate = Some((0, vec!["group:oncall".into()]));
     hub.ask(ask, None).await;
-    let frame = tokio::time::timeout(
-        Duration::from_secs(10),
-        std::future::poll_fn(|cx| alice.poll_next(cx)),
-    )
-    .await
-    .expect("the escalation reaches her inbox");
-    let crate::hub::Delivery::Frame(frame) = frame else {
-        panic!("{frame:?}")
-    };
-    let frame: Value = serde_json::from_str(&frame.text()).unwrap();
+    let frame = next_frame(&mut alice).await;
     assert_eq!(frame["type"], "request");
     assert_eq!(frame["session"], "s");
     assert_eq!(frame["request"]["id"], "escalating");
@@ -1106,16 +1112,7 @@ async fn following_a_session_refreshes_the_persons_inbox_and_an_escalation_reach
     let mut ask = ask_in("s", "open-escalating", None, None);
     ask.follow_ups.escalate = Some((0, vec!["group:oncall".into()]));
     hub.ask(ask, None).await;
-    let frame = tokio::time::timeout(
-        Duration::from_secs(10),
-        std::future::poll_fn(|cx| alice.poll_next(cx)),
-    )
-    .await
-    .expect("the escalation reaches her inbox");
-    let crate::hub::Delivery::Frame(frame) = frame else {
-        panic!("{frame:?}")
-    };
-    let frame: Value = serde_json::from_str(&frame.text()).unwrap();
+    let frame = next_frame(&mut alice).await;
     assert_eq!(
         (frame["type"].as_str(), frame["request"]["id"].as_str()),
         (Some("request"), Some("open-escalating"))
