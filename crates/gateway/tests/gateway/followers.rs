@@ -246,25 +246,38 @@ async fn an_inbox_link_is_for_a_key_of_every_session_and_checked_at_its_paths() 
     assert_eq!(forger.closed_with_reason().await.0, 4401);
 }
 
-#[tokio::test]
-async fn an_inbox_answers_across_sessions_and_a_person_has_a_bound_on_inboxes() {
-    let node = Node::start("memory", &[]);
+/// An inbox link for `user` from `node` (local mode: no key): the key in it.
+async fn inbox_key(node: &Node, user: &str) -> String {
     let (status, body) = http(
         node.addr,
         "POST",
         "/v1/inbox/links",
-        Some(&json!({"user": ALICE})),
+        Some(&json!({"user": user})),
         None,
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let key = body["url"]
+    body["url"]
         .as_str()
         .unwrap()
         .split_once("#k=")
         .unwrap()
         .1
-        .to_owned();
+        .to_owned()
+}
+
+/// `user`'s inbox socket on `node`, its hello sent.
+async fn open_inbox(node: &Node, user: &str) -> WsClient {
+    let key = inbox_key(node, user).await;
+    let mut inbox = WsClient::connect(&node.ws("/v1/inbox/live"), None).await;
+    inbox.send(&json!({"type": "hello", "key": key})).await;
+    inbox
+}
+
+#[tokio::test]
+async fn an_inbox_answers_across_sessions_and_a_person_has_a_bound_on_inboxes() {
+    let node = Node::start("memory", &[]);
+    let key = inbox_key(&node, ALICE).await;
     let open = || async {
         let mut inbox = WsClient::connect(&node.ws("/v1/inbox/live"), None).await;
         inbox.send(&json!({"type": "hello", "key": key})).await;
@@ -518,24 +531,7 @@ async fn on_redis_an_inbox_shows_requests_of_sessions_only_another_node_holds() 
     agent.recv_until("accepted").await;
 
     // Opened on a node that holds nothing of far-1: the index brings it.
-    let (status, body) = http(
-        inboxing.addr,
-        "POST",
-        "/v1/inbox/links",
-        Some(&json!({"user": ALICE})),
-        None,
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    let key = body["url"]
-        .as_str()
-        .unwrap()
-        .split_once("#k=")
-        .unwrap()
-        .1
-        .to_owned();
-    let mut inbox = WsClient::connect(&inboxing.ws("/v1/inbox/live"), None).await;
-    inbox.send(&json!({"type": "hello", "key": key})).await;
+    let mut inbox = open_inbox(&inboxing, ALICE).await;
     inbox.recv_matching(|f| shows(f, "far-1", "r1")).await;
 
     // Asked on the other node while the inbox is open, in a session new to both.
@@ -576,23 +572,7 @@ async fn on_redis_an_inbox_shows_requests_of_sessions_only_another_node_holds() 
         .await;
     assert_eq!(outcome["user"], ALICE, "{outcome}");
     // Bob's inbox on the same node shows none of it.
-    let (_, body) = http(
-        inboxing.addr,
-        "POST",
-        "/v1/inbox/links",
-        Some(&json!({"user": BOB})),
-        None,
-    )
-    .await;
-    let bob_key = body["url"]
-        .as_str()
-        .unwrap()
-        .split_once("#k=")
-        .unwrap()
-        .1
-        .to_owned();
-    let mut bob = WsClient::connect(&inboxing.ws("/v1/inbox/live"), None).await;
-    bob.send(&json!({"type": "hello", "key": bob_key})).await;
+    let mut bob = open_inbox(&inboxing, BOB).await;
     let snapshot = bob.recv_type("snapshot").await;
     assert_eq!(snapshot["requests"], json!([]), "{snapshot}");
 }
