@@ -368,6 +368,19 @@ async fn next_event(receiver: &mut Receiver) -> (String, String) {
     )
 }
 
+/// The flags of a node whose notify file has the group `leads` (carol) and the webhook `ops`
+/// to `receiver`, written in `dir`.
+fn leads_and_a_webhook(dir: &Path, receiver: &Receiver) -> Vec<String> {
+    let file = write_notify_file(
+        dir,
+        &format!(
+            "[groups.leads]\nmembers = [\"carol@example.com\"]\n\n[webhooks.ops]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+            receiver.url()
+        ),
+    );
+    notify_args(&file)
+}
+
 /// On the embedded store and a short clock: a reminder and an escalation each happen once,
 /// told to the webhook; one due while the gateway was down happens once after its restart,
 /// and a restart after they happened makes neither again.
@@ -377,14 +390,7 @@ async fn reminders_and_escalations_happen_once_also_across_restarts() {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let mut receiver = Receiver::start(&[SECRET], None, 0).await;
-    let file = write_notify_file(
-        &dir,
-        &format!(
-            "[groups.leads]\nmembers = [\"carol@example.com\"]\n\n[webhooks.ops]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
-            receiver.url()
-        ),
-    );
-    let args = notify_args(&file);
+    let args = leads_and_a_webhook(&dir, &receiver);
     let node = start("embedded", Some(&data), &args);
     let (mut agent, link) = node.agent_opening("s").await;
     let (mut tab, _) = node.tab("s", &link).await;
@@ -478,14 +484,7 @@ async fn on_redis_follow_ups_are_made_once_by_another_node() {
     let dir = support::tempdir("notify-redis-follow-ups");
     let redis = support::redis::RedisServer::start(&[]);
     let mut receiver = Receiver::start(&[SECRET], None, 0).await;
-    let file = write_notify_file(
-        &dir,
-        &format!(
-            "[groups.leads]\nmembers = [\"carol@example.com\"]\n\n[webhooks.ops]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
-            receiver.url()
-        ),
-    );
-    let args = notify_args(&file);
+    let args = leads_and_a_webhook(&dir, &receiver);
     let mut asking = start(&redis.url(), None, &args);
     let others = [
         start(&redis.url(), None, &args),
