@@ -24,7 +24,7 @@ const HOSTILE_TITLE: &str = "<img src=x onerror=alert(1)> \u{202E}gnp.exe";
 
 /// A node on the memory store, listening where its public URL says, mailing alice through
 /// `sink`: the node and its public URL.
-fn start_node(dir: &std::path::Path, sink: &SmtpSink) -> (Node, String) {
+pub(crate) fn start_node(dir: &std::path::Path, sink: &SmtpSink) -> (Node, String) {
     let file = dir.join("notify.toml");
     std::fs::write(
         &file,

@@ -327,33 +327,10 @@ async fn an_inbox_answers_across_sessions_and_a_person_has_a_bound_on_inboxes() 
     drop(more);
 }
 
-/// A node on the memory store mailing alice through `sink`: it and its public URL.
+/// A node on the memory store mailing alice through `sink` (as the mail tests start one).
 fn mailing_node(sink: &SmtpSink) -> Node {
     let dir = support::tempdir("followers-mail");
-    let file = dir.join("notify.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[people.\"{ALICE}\"]\nemail = \"{ALICE}\"\n\n[email]\nsmtp_url = \"{}\"\nfrom = \"askgate <askgate@example.com>\"\n",
-            sink.url()
-        ),
-    )
-    .unwrap();
-    let listen = format!("127.0.0.1:{}", support::free_port());
-    let public = format!("http://{listen}");
-    let file = file.display().to_string();
-    Node::start(
-        "memory",
-        &[
-            "--listen",
-            &listen,
-            "--notify",
-            &file,
-            "--notify-allow-private",
-            "--public-url",
-            &public,
-        ],
-    )
+    crate::email::start_node(&dir, sink).0
 }
 
 #[tokio::test]

@@ -99,6 +99,23 @@ impl Inner {
         }
     }
 
+    /// `script` given the keys every change to an existing request names, in the order its
+    /// script reads them: the request, the session's sequence, trail, trail head and outbox.
+    fn changing_request<'s>(
+        &self,
+        script: &'s redis::Script,
+        session: &SessionId,
+        id: &RequestId,
+    ) -> redis::ScriptInvocation<'s> {
+        let mut invocation = script.key(self.keys.request(session, id));
+        invocation
+            .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
+            .key(self.keys.outbox(session));
+        invocation
+    }
+
     async fn resolve(
         &self,
         session: &SessionId,
@@ -122,12 +139,8 @@ impl Inner {
             .map(|late| Entry::of(&Note::ended(session, id, late)))
             .unwrap_or_default();
         let (won, late) = notify.unwrap_or_default();
-        let mut script = self.scripts.resolve.key(self.keys.request(session, id));
+        let mut script = self.changing_request(&self.scripts.resolve, session, id);
         script
-            .key(self.keys.seq(session))
-            .key(self.keys.trail(session))
-            .key(self.keys.trail_head(session))
-            .key(self.keys.outbox(session))
             .arg(id.as_str())
             .arg(kind)
             .arg(records::ending(resolution))
@@ -235,12 +248,8 @@ impl Inner {
         let entry = Note::of(op, 0)
             .map(|note| Entry::of(&note))
             .unwrap_or_default();
-        let mut script = self.scripts.follow_up.key(self.keys.request(session, id));
+        let mut script = self.changing_request(&self.scripts.follow_up, session, id);
         script
-            .key(self.keys.seq(session))
-            .key(self.keys.trail(session))
-            .key(self.keys.trail_head(session))
-            .key(self.keys.outbox(session))
             .arg(id.as_str())
             .arg(records::follow_up_letter(*follow_up))
             .arg(&entry.tail)
