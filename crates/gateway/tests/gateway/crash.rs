@@ -3,7 +3,7 @@
 //!
 //! Each round starts `askgate serve` on the same data directory, checks every claim the peers
 //! recorded in earlier rounds (see `support/crash_load.rs`), then drives load and kills the
-//! process 50–400 ms in. The default run makes 4 rounds; `ASKGATE_SOAK=1` (`bench/soak.sh`)
+//! process once the round has seen 6–20 requests end. The default run makes 4 rounds; `ASKGATE_SOAK=1` (`bench/soak.sh`)
 //! makes 20, and `ASKGATE_CRASH_ROUNDS` any number.
 
 use crate::support;

@@ -33,6 +33,9 @@ pub const SERVER_FLAGS: [&str; 8] = [
 /// Sessions the load asks in.
 const SESSIONS: usize = 4;
 
+/// How many new resolutions a round sees before its kill: picked at random from this range.
+const KILL_AFTER_RESOLUTIONS: std::ops::RangeInclusive<usize> = 6..=20;
+
 /// How long a round goes on after the kill, collecting what survivors still say.
 const AFTER_KILL: Duration = Duration::from_millis(300);
 
@@ -52,15 +55,18 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    fn announce(&mut self, key: (String, String), outcome: &Value, by: &Value) {
+    /// Records a resolution a peer saw; true when it is the first word of that request's end.
+    fn announce(&mut self, key: (String, String), outcome: &Value, by: &Value) -> bool {
         let seen = (outcome.as_str().unwrap_or_default().to_owned(), by.clone());
         if let Some(previous) = self.resolved.get(&key) {
             assert_eq!(
                 previous, &seen,
                 "{key:?} was announced with two different resolutions"
             );
+            false
         } else {
             self.resolved.insert(key, seen);
+            true
         }
     }
 }
@@ -112,7 +118,9 @@ pub async fn verify(addr: &str, ledger: &mut Ledger) {
                     "{key:?} came back as a new request: the accepted one was lost"
                 );
             }
-            Some("outcome") => ledger.announce(key, &frame["outcome"], &frame["by"]),
+            Some("outcome") => {
+                ledger.announce(key, &frame["outcome"], &frame["by"]);
+            }
             _ => panic!("an accepted request was lost or refused: {frame}"),
         }
         answered += 1;
@@ -120,8 +128,11 @@ pub async fn verify(addr: &str, ledger: &mut Ledger) {
 }
 
 /// One round of load over `addrs` (the agent on the first, tabs spread over all) until `kill`
-/// has run, at a moment `rng` picks, and its aftermath is collected; records what the peers
-/// saw.
+/// has run and its aftermath is collected; records what the peers saw.
+///
+/// The kill comes once the round has seen a number of new resolutions `rng` picks
+/// (`KILL_AFTER_RESOLUTIONS`), not after a time: a busy machine resolves less in a given
+/// while, and a round killed before anything ended would prove nothing.
 pub async fn load(
     addrs: &[String],
     round: usize,
@@ -173,23 +184,23 @@ pub async fn load(
             }
         });
     }
-    let kill_after = Duration::from_millis(rng.random_range(50..400));
-    let killer = tokio::time::sleep(kill_after);
-    tokio::pin!(killer);
+    let kill_at = rng.random_range(KILL_AFTER_RESOLUTIONS);
     let mut kill = Some(kill);
-    let ending = tokio::time::sleep(Duration::from_secs(3600));
+    let mut newly_resolved = 0usize;
+    // Until the kill, the round's whole allowance; after it, the aftermath.
+    let ending = tokio::time::sleep(TIMEOUT);
     tokio::pin!(ending);
     let mut next = 0usize;
     let mut replies = 0usize;
     loop {
         tokio::select! {
-            () = &mut killer, if kill.is_some() => {
-                if let Some(kill) = kill.take() {
-                    kill();
-                }
-                ending.as_mut().reset(tokio::time::Instant::now() + AFTER_KILL);
+            () = &mut ending => {
+                assert!(
+                    kill.is_none(),
+                    "the round saw {newly_resolved} of {kill_at} resolutions in {TIMEOUT:?}"
+                );
+                break;
             }
-            () = &mut ending => break,
             frame = recv(&mut agent) => {
                 let Some(frame) = frame else { break };
                 let key = (frame["session"].as_str().unwrap_or_default().to_owned(), frame["id"].as_str().unwrap_or_default().to_owned());
@@ -198,7 +209,9 @@ pub async fn load(
                         replies += 1;
                         ledger.accepted.insert(key, frame["deadline_ms"].clone());
                     }
-                    Some("outcome") => ledger.announce(key, &frame["outcome"], &frame["by"]),
+                    Some("outcome") => {
+                        newly_resolved += usize::from(ledger.announce(key, &frame["outcome"], &frame["by"]));
+                    }
                     _ => replies += 1,
                 }
             }
@@ -211,11 +224,19 @@ pub async fn load(
             }
         }
         while let Ok((session, frame)) = events.try_recv() {
-            ledger.announce(
+            newly_resolved += usize::from(ledger.announce(
                 (session, frame["id"].as_str().unwrap_or_default().to_owned()),
                 &frame["outcome"],
                 &frame["by"],
-            );
+            ));
+        }
+        if newly_resolved >= kill_at
+            && let Some(kill) = kill.take()
+        {
+            kill();
+            ending
+                .as_mut()
+                .reset(tokio::time::Instant::now() + AFTER_KILL);
         }
     }
     drop(agent);
