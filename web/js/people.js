@@ -18,6 +18,7 @@ const VIA_TEXT = {
   proxy: 'via the sign-in proxy',
   'session-link': 'via the session link',
   email: 'from a mail\'s link',
+  slack: 'in Slack',
 };
 
 // A group named in `answerers` reads as its own word: `group:ops` is "group ops".
@@ -140,6 +141,7 @@ export function endingText(end, folded) {
     const verb = outcome === 'answered' ? 'Answered' : 'Declined';
     if (own && folded) return verb + ' by you';
     if (own && outcome === 'answered' && !here && end.via === 'email') return 'You answered from a mail';
+    if (own && outcome === 'answered' && !here && end.via === 'slack') return 'You answered in Slack';
     if (own && outcome === 'answered') return here ? 'You answered · Sent ✓' : 'You answered in another tab';
     if (own) return here ? 'Declined by you' : 'You declined in another tab';
     if (user != null) return verb + ' by ' + user;

@@ -100,6 +100,12 @@ pub fn router(state: AppState) -> Router {
             "/a/{key}",
             get(transport::open_link).post(transport::answer_link),
         )
+        .route(
+            "/v1/slack/interactions",
+            post(transport::slack_interactions).layer(DefaultBodyLimit::max(
+                crate::notify::slack::interactions::MAX_INTERACTION_BYTES,
+            )),
+        )
         .layer(DefaultBodyLimit::max(body_limit))
         // Every request, whichever route reads the identity (today the tab socket).
         .layer(axum::middleware::from_fn_with_state(

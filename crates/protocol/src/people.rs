@@ -22,6 +22,9 @@ pub enum Via {
     /// A link in a mail the gateway sent that person, signed for them and one request: an
     /// answer given without a tab.
     Email,
+    /// A click on a Slack message from the gateway's app, by the Slack user the notify file
+    /// names as that person: an answer given without a tab.
+    Slack,
 }
 
 impl Via {
@@ -32,6 +35,7 @@ impl Via {
             Via::Proxy => "proxy",
             Via::SessionLink => "session-link",
             Via::Email => "email",
+            Via::Slack => "slack",
         }
     }
 }
@@ -170,7 +174,13 @@ mod tests {
     /// Serde's name and `as_str` agree for every way of knowing a person.
     #[test]
     fn each_via_has_one_name_on_the_wire() {
-        for via in [Via::PersonalLink, Via::Proxy, Via::SessionLink, Via::Email] {
+        for via in [
+            Via::PersonalLink,
+            Via::Proxy,
+            Via::SessionLink,
+            Via::Email,
+            Via::Slack,
+        ] {
             assert_eq!(serde_json::to_value(via).unwrap(), json!(via.as_str()));
             assert_eq!(
                 serde_json::from_value::<Via>(json!(via.as_str())).unwrap(),
@@ -178,5 +188,6 @@ mod tests {
             );
         }
         assert_eq!(Via::Email.as_str(), "email");
+        assert_eq!(Via::Slack.as_str(), "slack");
     }
 }

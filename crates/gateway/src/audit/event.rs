@@ -281,7 +281,9 @@ impl<'a> Note<'a> {
             StoreOp::Delete { .. }
             | StoreOp::DropStaleTrails { .. }
             | StoreOp::Notify { .. }
-            | StoreOp::Delivered { .. } => None,
+            | StoreOp::Delivered { .. }
+            | StoreOp::Keep { .. }
+            | StoreOp::Unkeep { .. } => None,
             StoreOp::Note(note) => Some(note.clone()),
         }
     }

@@ -1,6 +1,7 @@
-//! Answers from mail links: a person answers without a tab, through the same first-wins
-//! ending as a tab's answer ([`Hub::resolve`]), so the audit trail, the tabs' `resolved` and
-//! the agent's `outcome` are as for any answer, with `via: "email"` and no tab.
+//! Answers from mail links and Slack clicks: a person answers without a tab, through the same
+//! first-wins ending as a tab's answer ([`Hub::resolve`]), so the audit trail, the tabs'
+//! `resolved` and the agent's `outcome` are as for any answer, with `via: "email"` or
+//! `"slack"` and no tab.
 //!
 //! A link names the asking it was made for by its questions' digest: a request asked again
 //! under the same id with other questions is not the one the mail asked, and the link does
@@ -107,7 +108,8 @@ impl Hub {
         }
     }
 
-    /// Answers the request `link` was made for as the person it names, with its choice: the
+    /// Answers the request `link` was made for as the person it names, with its choice, known
+    /// `via` a mail's link or a Slack click; a rejection carries `reason` as its message. The
     /// request's answerers are checked as for a tab, and the first ending wins.
     ///
     /// # Errors
@@ -115,6 +117,8 @@ impl Hub {
     pub async fn answer_by_link(
         self: &Arc<Self>,
         link: &ActionLink,
+        via: Via,
+        reason: Option<&str>,
     ) -> Result<LinkedRequest, LinkRefused> {
         self.synced(&link.session)
             .await
@@ -124,11 +128,15 @@ impl Hub {
         if let Some(ended) = held.ended {
             return Err(LinkRefused::Ended(Some(ended)));
         }
-        let Some(response) = choices::response(request.dialect, &request.questions, link.choice)
+        let Some(mut response) =
+            choices::response(request.dialect, &request.questions, link.choice)
         else {
             return Err(LinkRefused::Gone);
         };
-        let person = Person::named(&link.user, Via::Email).until(link.expires_ms);
+        if let (Some(reason), choices::Choice::Reject) = (reason, link.choice) {
+            response["decisions"][0]["message"] = Value::from(reason);
+        }
+        let person = Person::named(&link.user, via).until(link.expires_ms);
         let ending = Ending::Answer {
             tab: None,
             person,
@@ -141,7 +149,7 @@ impl Hub {
                 self.held(link).and_then(|held| held.ended),
             )),
             Err(Refusal::Forbidden(why)) => {
-                self.record_link_refusal(link, &why).await;
+                self.record_link_refusal(link, via, &why).await;
                 Err(LinkRefused::Forbidden(why))
             }
             Err(Refusal::LinkExpired) => Err(LinkRefused::Expired),
@@ -172,11 +180,11 @@ impl Hub {
     }
 
     /// A refused link answer in the audit trail, as a tab's first refusal is.
-    async fn record_link_refusal(&self, link: &ActionLink, why: &NotAllowed) {
+    async fn record_link_refusal(&self, link: &ActionLink, via: Via, why: &NotAllowed) {
         let who = Who {
             user: Some(link.user.clone()),
             tab: None,
-            via: Some(Via::Email),
+            via: Some(via),
         };
         let note = Note::refused(
             &link.session,

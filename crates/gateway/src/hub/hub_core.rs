@@ -167,6 +167,11 @@ impl Hub {
         &self.keys
     }
 
+    /// The notifier, when a notify file is given.
+    pub fn notifier(&self) -> Option<&Arc<Notifier>> {
+        self.notifier.as_ref()
+    }
+
     /// The store, for reading what it keeps (the audit trail).
     pub fn store_handle(&self) -> Arc<dyn Store> {
         Arc::clone(&self.store)

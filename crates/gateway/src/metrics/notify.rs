@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The channels notifications go out on, as they are labelled.
-pub const CHANNELS: [&str; 2] = ["webhook", "email"];
+pub const CHANNELS: [&str; 3] = ["webhook", "email", "slack"];
 
 /// One channel's counts.
 #[derive(Debug, Default)]
@@ -24,13 +24,15 @@ pub struct ChannelCounts {
     pub refused: AtomicU64,
     /// Dropped unsent: their request had ended (all but `request.resolved`).
     pub dropped: AtomicU64,
+    /// Refused for good by the target, which took the call (Slack's `ok: false`).
+    pub rejected: AtomicU64,
 }
 
 /// Every channel's counts, and when the oldest due notification of each queue fell due.
 #[derive(Debug, Default)]
 pub struct NotifyMetrics {
     /// By channel, indexed like [`CHANNELS`].
-    pub channels: [ChannelCounts; 2],
+    pub channels: [ChannelCounts; CHANNELS.len()],
     /// Each queue's channel and the due time (Unix ms) of its earliest notification, 0 when
     /// it has none.
     queues: Mutex<Vec<(usize, Arc<AtomicU64>)>>,
@@ -47,7 +49,7 @@ impl NotifyMetrics {
     /// The Prometheus text of the counts, at `now_ms`.
     pub fn render(&self, out: &mut String, now_ms: u64) {
         type Pick = fn(&ChannelCounts) -> &AtomicU64;
-        let counters: [(&str, &str, Pick); 6] = [
+        let counters: [(&str, &str, Pick); 7] = [
             ("sent", "Notifications sent and taken.", |c| &c.sent),
             (
                 "retried",
@@ -74,6 +76,11 @@ impl NotifyMetrics {
                 "Notifications dropped unsent because their request had ended.",
                 |c| &c.dropped,
             ),
+            (
+                "rejected",
+                "Notifications the target took and refused for good (not tried again).",
+                |c| &c.rejected,
+            ),
         ];
         let _ = writeln!(
             out,
@@ -99,7 +106,7 @@ impl NotifyMetrics {
                 );
             }
         }
-        let mut oldest = [0u64; 2];
+        let mut oldest = [0u64; CHANNELS.len()];
         if let Ok(queues) = self.queues.lock() {
             for (channel, due) in queues.iter() {
                 let due = due.load(Ordering::Relaxed);

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, RequestId, SessionId};
 use rand::Rng as _;
 use serde_json::{Map, Value, json};
@@ -78,6 +79,82 @@ pub fn resolved_members(resolution: &StoredResolution) -> Map<String, Value> {
     extra
 }
 
+/// The request a notification's body tells of, read back from the body (a mail or a Slack
+/// message is written from it, at each try).
+#[derive(Clone, Debug)]
+pub struct Told {
+    /// The event (`request.opened`, ...).
+    pub kind: String,
+    /// The request's session.
+    pub session: SessionId,
+    /// The request.
+    pub id: RequestId,
+    /// Its dialect.
+    pub dialect: Dialect,
+    /// Its title, if any.
+    pub title: Option<String>,
+    /// Its normalised payload.
+    pub questions: Value,
+    /// Who alone may answer, as the ask named them.
+    pub answerers: Option<Vec<String>>,
+    /// When it times out (Unix ms), if it does.
+    pub deadline_ms: Option<u64>,
+    /// For `request.resolved`: how it ended (`answered`, ...).
+    pub outcome: Option<String>,
+    /// For `request.resolved`: who ended it, when a person did.
+    pub user: Option<String>,
+    /// For `request.resolved`: how the gateway knew them.
+    pub via: Option<Via>,
+    /// For `request.resolved`: what the agent receives.
+    pub response: Value,
+    /// For `request.escalated`: whom it added.
+    pub to: Vec<String>,
+}
+
+impl Told {
+    /// The request `body` (a notification's body this gateway wrote) tells of.
+    ///
+    /// # Errors
+    /// The body is not a request notification this gateway wrote.
+    pub fn read(body: &str) -> Result<Told, String> {
+        let body: Value =
+            serde_json::from_str(body).map_err(|e| format!("the notification is not JSON: {e}"))?;
+        let data = &body["data"];
+        let text = |name: &str| {
+            data[name]
+                .as_str()
+                .ok_or_else(|| format!("the notification has no data.{name}"))
+        };
+        let strings = |name: &str| -> Vec<String> {
+            data[name]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|item| item.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Told {
+            kind: body["type"].as_str().unwrap_or_default().to_owned(),
+            session: SessionId::parse(text("session")?)
+                .map_err(|e| format!("data.session: {e}"))?,
+            id: RequestId::parse(text("id")?).map_err(|e| format!("data.id: {e}"))?,
+            dialect: Dialect::parse(text("dialect")?).map_err(|e| format!("data.dialect: {e}"))?,
+            title: data["title"].as_str().map(str::to_owned),
+            questions: data["questions"].clone(),
+            answerers: data["answerers"].is_array().then(|| strings("answerers")),
+            deadline_ms: data["deadline_ms"].as_u64(),
+            outcome: data["outcome"].as_str().map(str::to_owned),
+            user: data["user"].as_str().map(str::to_owned),
+            via: serde_json::from_value(data["via"].clone()).ok(),
+            response: data["response"].clone(),
+            to: strings("to"),
+        })
+    }
+}
+
 /// Why one try of a notification failed.
 #[derive(Debug)]
 pub enum SendError {
@@ -87,12 +164,26 @@ pub enum SendError {
     /// The target's address is refused: counted and logged, and tried again later (the name
     /// may resolve elsewhere by then).
     Refused(String),
+    /// The target asks to be called less often (an HTTP 429): tried again after the wait it
+    /// gave, rather than the usual backoff.
+    Throttled {
+        /// What it said.
+        why: String,
+        /// How long it asked to be left alone (`Retry-After`).
+        wait: Duration,
+    },
+    /// The target took the call and refused what it was asked, for good (Slack's
+    /// `ok: false`): counted and logged, and not tried again.
+    Rejected(String),
 }
 
 impl std::fmt::Display for SendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SendError::Failed(why) | SendError::Refused(why) => f.write_str(why),
+            SendError::Failed(why)
+            | SendError::Refused(why)
+            | SendError::Rejected(why)
+            | SendError::Throttled { why, .. } => f.write_str(why),
         }
     }
 }

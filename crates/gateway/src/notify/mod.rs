@@ -12,6 +12,8 @@
 //! - [`outbox`]: one target's bounded queue.
 //! - [`webhook`]: Standard Webhooks signing and sending.
 //! - [`email`]: one message per person, with links that answer as that person.
+//! - [`slack`]: messages from a Slack app, with buttons that answer, updated when a request
+//!   ends.
 //! - [`address`]: the addresses the gateway will not call.
 
 pub mod address;
@@ -19,6 +21,7 @@ pub mod delivery;
 pub mod email;
 pub mod outbox;
 pub mod settings;
+pub mod slack;
 pub mod webhook;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -73,6 +76,10 @@ pub struct Notifier {
     webhooks: BTreeMap<String, Arc<Queue>>,
     /// The mail server's queue and how to reach it, when `[email]` is given.
     mail: Option<(Arc<Queue>, email::Mailer)>,
+    /// Slack's queue and its API, when `[slack]` is given.
+    slack: Option<(Arc<Queue>, slack::api::Api)>,
+    /// On a local store: the Slack messages each request caused.
+    posted: slack::PostedMessages,
     /// For the links a mail carries.
     keys: ViewerKeys,
     lookup: OnceLock<Weak<dyn RequestLookup>>,
@@ -96,6 +103,9 @@ fn channel_of(target: &DeliveryTarget) -> usize {
     match target {
         DeliveryTarget::Webhook(_) => 0,
         DeliveryTarget::Email(_) => 1,
+        DeliveryTarget::SlackPerson(_)
+        | DeliveryTarget::SlackChannel(_)
+        | DeliveryTarget::SlackUpdate => 2,
     }
 }
 
@@ -123,6 +133,16 @@ impl Notifier {
             }
             None => None,
         };
+        let slack = config.settings.slack.as_ref().map(|settings| {
+            let queue = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
+            metrics
+                .notify
+                .watch_queue(2, Arc::clone(&queue.earliest_due_ms));
+            (
+                queue,
+                slack::api::Api::new(client.clone(), settings.clone()),
+            )
+        });
         let webhooks = config
             .settings
             .webhooks
@@ -144,6 +164,8 @@ impl Notifier {
             client,
             webhooks,
             mail,
+            slack,
+            posted: slack::PostedMessages::default(),
             keys,
             lookup: OnceLock::new(),
             shared,
@@ -157,6 +179,9 @@ impl Notifier {
     /// # Errors
     /// The store's notifications could not be read.
     pub async fn restore(&self) -> Result<(), crate::store::StoreError> {
+        if self.slack.is_some() {
+            self.posted.restore(&self.store.kept().await?);
+        }
         let kept = self.store.deliveries().await?;
         let now = now_ms();
         let mut restored = 0usize;
@@ -189,7 +214,8 @@ impl Notifier {
         let queues = self
             .webhooks
             .values()
-            .chain(self.mail.as_ref().map(|(queue, _)| queue));
+            .chain(self.mail.as_ref().map(|(queue, _)| queue))
+            .chain(self.slack.as_ref().map(|(queue, _)| queue));
         for queue in queues {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
@@ -237,7 +263,30 @@ impl Notifier {
         match target {
             DeliveryTarget::Webhook(name) => self.webhooks.get(name),
             DeliveryTarget::Email(_) => self.mail.as_ref().map(|(queue, _)| queue),
+            DeliveryTarget::SlackPerson(_)
+            | DeliveryTarget::SlackChannel(_)
+            | DeliveryTarget::SlackUpdate => self.slack.as_ref().map(|(queue, _)| queue),
         }
+    }
+
+    /// Slack's API, when `[slack]` is given.
+    pub fn slack_api(&self) -> Option<&slack::api::Api> {
+        self.slack.as_ref().map(|(_, api)| api)
+    }
+
+    /// The person whose Slack user id is `slack_id`, if the notify file names one.
+    pub fn person_of_slack(&self, slack_id: &str) -> Option<&str> {
+        self.config
+            .settings
+            .people
+            .iter()
+            .find(|(_, contact)| contact.slack.as_deref() == Some(slack_id))
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// The link for `person` to `session`, good until `expires_ms`.
+    pub fn personal_url(&self, session: &SessionId, person: &str, expires_ms: u64) -> String {
+        self.keys.personal_url(session, person, expires_ms)
     }
 
     fn counts(&self, target: &DeliveryTarget) -> &crate::metrics::notify::ChannelCounts {
@@ -271,25 +320,57 @@ impl Notifier {
     /// session, the webhooks of the people it is for, and (but for `request.resolved`) the
     /// mail of those who have an address: one message per person.
     fn targets(&self, facts: &RequestFacts, kind: EventKind) -> BTreeSet<DeliveryTarget> {
-        self.targets_for(facts, kind, self.people_for(facts))
+        self.targets_for(facts, kind, &Self::names_for(facts))
     }
 
-    /// The people a request is for: those its answerers name, or when it names none, its
-    /// session's followers.
-    fn people_for(&self, facts: &RequestFacts) -> BTreeSet<String> {
-        match facts.answerers.as_deref() {
-            Some(answerers) => self.people_of(Some(answerers)),
-            None => facts.followers.iter().cloned().collect(),
+    /// Whom a request is for: the people and groups its answerers name, or when it names
+    /// none, its session's followers.
+    fn names_for(facts: &RequestFacts) -> Vec<String> {
+        match &facts.answerers {
+            Some(answerers) => answerers.clone(),
+            None => facts.followers.clone(),
         }
     }
 
-    /// As [`Notifier::targets`], for `people` rather than the request's own.
+    /// The Slack targets of `names`: a group with a channel is posted to once there, and its
+    /// members who are not named otherwise get no message of their own; everyone else with a
+    /// Slack id gets a direct message.
+    fn slack_targets(&self, names: &[String]) -> BTreeSet<DeliveryTarget> {
+        let settings = &self.config.settings;
+        let mut targets = BTreeSet::new();
+        let mut direct = BTreeSet::new();
+        for name in names {
+            match name.strip_prefix("group:") {
+                Some(group) if settings.slack_channels.contains_key(group) => {
+                    targets.insert(DeliveryTarget::SlackChannel(group.to_owned()));
+                }
+                Some(group) => direct.extend(self.groups.members_of(group)),
+                None => {
+                    direct.insert(name.clone());
+                }
+            }
+        }
+        for person in direct {
+            let has_slack = settings
+                .people
+                .get(&person)
+                .is_some_and(|contact| contact.slack.is_some());
+            if has_slack {
+                targets.insert(DeliveryTarget::SlackPerson(person));
+            }
+        }
+        targets
+    }
+
+    /// As [`Notifier::targets`], for `names` (people and groups) rather than the request's
+    /// own.
     fn targets_for(
         &self,
         facts: &RequestFacts,
         kind: EventKind,
-        people: BTreeSet<String>,
+        names: &[String],
     ) -> BTreeSet<DeliveryTarget> {
+        let people = self.people_of(Some(names));
         let settings = &self.config.settings;
         let mut targets = BTreeSet::new();
         for webhook in settings.webhooks.values() {
@@ -307,6 +388,14 @@ impl Notifier {
                 if contact.email.is_some() && self.mail.is_some() && kind != EventKind::Resolved {
                     targets.insert(DeliveryTarget::Email(person.clone()));
                 }
+            }
+        }
+        if self.slack.is_some() {
+            // Whoever was posted to (escalations included), the ending updates what was.
+            if kind == EventKind::Resolved {
+                targets.insert(DeliveryTarget::SlackUpdate);
+            } else {
+                targets.extend(self.slack_targets(names));
             }
         }
         targets
@@ -373,20 +462,20 @@ impl Notifier {
         to: &[String],
         at_ms: u64,
     ) -> Option<StoreOp> {
-        let (kind, people, extra) = match follow_up {
+        let (kind, names, extra) = match follow_up {
             FollowUp::Remind => (
                 EventKind::Reminded,
-                self.people_for(facts),
+                Self::names_for(facts),
                 serde_json::Map::new(),
             ),
             FollowUp::Escalate => {
                 let mut extra = serde_json::Map::new();
                 extra.insert("to".into(), serde_json::json!(to));
-                (EventKind::Escalated, self.people_of(Some(to)), extra)
+                (EventKind::Escalated, to.to_vec(), extra)
             }
         };
         let body = facts.body(kind, at_ms, extra);
-        let targets = self.targets_for(facts, kind, people);
+        let targets = self.targets_for(facts, kind, &names);
         self.notifications_to(facts, kind, targets, &body, at_ms)
     }
 
@@ -522,6 +611,13 @@ impl Notifier {
                 }
                 Err(error) => error,
             };
+            if let SendError::Rejected(why) = &error {
+                tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, target = ?delivery.target, %why, "a notification was refused by its target for good; it is not tried again");
+                self.forget(delivery).await;
+                count(&counts.rejected);
+                self.let_go(queue, &pending);
+                continue;
+            }
             if matches!(error, SendError::Refused(_)) {
                 count(&counts.refused);
             }
@@ -535,7 +631,10 @@ impl Notifier {
                 self.let_go(queue, &pending);
                 continue;
             }
-            let wait = delivery::retry_after(Duration::from_millis(tried_for));
+            let wait = match &error {
+                SendError::Throttled { wait, .. } => *wait,
+                _ => delivery::retry_after(Duration::from_millis(tried_for)),
+            };
             let due = now.saturating_add(wait.as_millis() as u64);
             let retry_in_ms = wait.as_millis() as u64;
             count(&counts.retried);
@@ -591,6 +690,14 @@ impl Notifier {
                     )));
                 };
                 email::send(mailer, &self.keys, delivery, person, address).await
+            }
+            DeliveryTarget::SlackPerson(_)
+            | DeliveryTarget::SlackChannel(_)
+            | DeliveryTarget::SlackUpdate => {
+                let Some((_, api)) = &self.slack else {
+                    return Err(SendError::Failed("no [slack] is configured".to_owned()));
+                };
+                self.send_slack(api, delivery).await
             }
         }
     }

@@ -134,6 +134,9 @@ impl Webhook {
 pub struct Contact {
     /// Where their mail goes.
     pub email: Option<String>,
+    /// Their Slack user id (`U…`): the Slack app's direct messages go to them, and their
+    /// clicks on its buttons answer as them.
+    pub slack: Option<String>,
     /// Webhooks (by name) that also get the requests addressed to them.
     pub webhooks: Vec<String>,
 }
@@ -162,6 +165,57 @@ impl std::fmt::Debug for EmailSettings {
     }
 }
 
+/// How the Slack app is reached: `[slack]`.
+#[derive(Clone)]
+pub struct SlackSettings {
+    /// The bot token the Web API is called with (`xoxb-…`).
+    pub bot_token: String,
+    /// The app's signing secret, which interactions are signed with.
+    pub signing_secret: String,
+    /// The Web API's base URL, ending in `/` (method names are appended).
+    pub api_url: Url,
+    /// The line of `[slack]`, for errors found after reading.
+    pub line: usize,
+}
+
+/// The URL; the token and the secret only said to be there.
+impl std::fmt::Debug for SlackSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackSettings")
+            .field("bot_token", &"(not shown)")
+            .field("signing_secret", &"(not shown)")
+            .field("api_url", &self.api_url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Slack's Web API, where `api_url` points unless the file says otherwise.
+pub const SLACK_API_URL: &str = "https://slack.com/api/";
+
+/// Settings the environment may give instead of the file, so that secrets can stay out of
+/// it: each stands for its key in the file.
+#[derive(Clone, Debug, Default)]
+pub struct FromEnv {
+    /// `ASKGATE_SMTP_URL`: `email.smtp_url`.
+    pub smtp_url: Option<String>,
+    /// `ASKGATE_SLACK_BOT_TOKEN`: `slack.bot_token`.
+    pub slack_bot_token: Option<String>,
+    /// `ASKGATE_SLACK_SIGNING_SECRET`: `slack.signing_secret`.
+    pub slack_signing_secret: Option<String>,
+}
+
+impl FromEnv {
+    /// What this process's environment gives.
+    pub fn read() -> FromEnv {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        FromEnv {
+            smtp_url: var("ASKGATE_SMTP_URL"),
+            slack_bot_token: var("ASKGATE_SLACK_BOT_TOKEN"),
+            slack_signing_secret: var("ASKGATE_SLACK_SIGNING_SECRET"),
+        }
+    }
+}
+
 /// `[[policies]]`: reminders and escalation for the sessions under a prefix, when an ask says
 /// nothing of them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,6 +237,11 @@ pub struct NotifySettings {
     pub webhooks: BTreeMap<String, Webhook>,
     /// How mail is sent, if it is.
     pub email: Option<EmailSettings>,
+    /// How the Slack app is reached, if it is.
+    pub slack: Option<SlackSettings>,
+    /// The Slack channel (`C…`) of each group that has one: a request for the group is
+    /// posted there once, rather than to each member.
+    pub slack_channels: BTreeMap<String, String>,
     /// Reminder and escalation defaults, in the file's order (the first that matches a
     /// session applies).
     pub policies: Vec<Policy>,
@@ -191,19 +250,15 @@ pub struct NotifySettings {
 }
 
 impl NotifySettings {
-    /// Reads `path`, adding its groups to `groups`; `smtp_url` (from `ASKGATE_SMTP_URL`, so
-    /// that credentials can stay out of the file) stands for `email.smtp_url`.
+    /// Reads `path`, adding its groups to `groups`; what `env` gives stands for its key in
+    /// the file.
     ///
     /// # Errors
     /// It cannot be read, or something in it is wrong: `FILE:LINE: PATH: what`.
-    pub fn load(
-        path: &Path,
-        groups: &mut Groups,
-        smtp_url: Option<&str>,
-    ) -> Result<NotifySettings, String> {
+    pub fn load(path: &Path, groups: &mut Groups, env: &FromEnv) -> Result<NotifySettings, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("reading the notify file {}: {e}", path.display()))?;
-        NotifySettings::parse(&text, &path.display().to_string(), groups, smtp_url)
+        NotifySettings::parse(&text, &path.display().to_string(), groups, env)
     }
 
     /// Reads a notify file's `text`, which came from `source` (named in errors).
@@ -214,7 +269,7 @@ impl NotifySettings {
         text: &str,
         source: &str,
         groups: &mut Groups,
-        smtp_url: Option<&str>,
+        env: &FromEnv,
     ) -> Result<NotifySettings, String> {
         let at = |span: Range<usize>, message: String| {
             format!("{source}:{}: {message}", line_of(text, span.start))
@@ -253,6 +308,11 @@ impl NotifySettings {
                     .map_err(|e| at(email.span(), format!("{path}.email: {e}")))?;
                 contact.email = Some(email.into_inner());
             }
+            if let Some(slack) = entry.slack {
+                check_slack_id(slack.get_ref(), &['U', 'W'], "a Slack user id (U…)")
+                    .map_err(|e| at(slack.span(), format!("{path}.slack: {e}")))?;
+                contact.slack = Some(slack.into_inner());
+            }
             for (index, hook) in entry.webhooks.into_iter().enumerate() {
                 if !webhooks.contains_key(hook.get_ref()) {
                     let defined = webhooks.keys().cloned().collect::<Vec<_>>().join(", ");
@@ -275,10 +335,16 @@ impl NotifySettings {
             }
             people.insert(name.into_inner(), contact);
         }
+        let mut slack_channels = BTreeMap::new();
         for (name, entry) in file.groups {
             let path = format!("groups.{}", name.get_ref());
             check_group_name(name.get_ref())
                 .map_err(|e| at(name.span(), format!("{path}: {e}")))?;
+            if let Some(channel) = entry.slack_channel {
+                check_slack_id(channel.get_ref(), &['C', 'G'], "a Slack channel id (C…)")
+                    .map_err(|e| at(channel.span(), format!("{path}.slack_channel: {e}")))?;
+                slack_channels.insert(name.get_ref().clone(), channel.into_inner());
+            }
             let mut members = Vec::with_capacity(entry.members.len());
             for (index, member) in entry.members.into_iter().enumerate() {
                 check_user_name(member.get_ref())
@@ -292,7 +358,7 @@ impl NotifySettings {
         let email = match file.email {
             None => None,
             Some(entry) => {
-                let url = match (smtp_url, entry.smtp_url) {
+                let url = match (env.smtp_url.as_deref(), entry.smtp_url) {
                     (Some(text), _) => {
                         parse_smtp_url(text).map_err(|e| format!("ASKGATE_SMTP_URL: {e}"))?
                     }
@@ -312,6 +378,23 @@ impl NotifySettings {
                 })
             }
         };
+        let slack = match file.slack {
+            None => None,
+            Some(entry) => Some(read_slack(entry, env, text, &at, source)?),
+        };
+        if slack.is_none() {
+            let slack_people = people.iter().find(|(_, c)| c.slack.is_some());
+            if let Some((name, _)) = slack_people {
+                return Err(format!(
+                    "{source}: people.{name:?}.slack: given, but the file has no [slack] to reach them with"
+                ));
+            }
+            if let Some(group) = slack_channels.keys().next() {
+                return Err(format!(
+                    "{source}: groups.{group}.slack_channel: given, but the file has no [slack] to post with"
+                ));
+            }
+        }
         let mut policies = Vec::with_capacity(file.policies.len());
         for (index, entry) in file.policies.into_iter().enumerate() {
             let path = format!("policies[{index}]");
@@ -371,14 +454,98 @@ impl NotifySettings {
             people,
             webhooks,
             email,
+            slack,
+            slack_channels,
             policies,
             source: source.to_owned(),
         })
     }
 
-    /// Whether it sends anything at all (a webhook, or mail).
+    /// Whether it sends anything at all (a webhook, mail, Slack messages).
     pub fn sends(&self) -> bool {
-        !self.webhooks.is_empty() || self.email.is_some()
+        !self.webhooks.is_empty() || self.email.is_some() || self.slack.is_some()
+    }
+}
+
+/// `[slack]`, with what the environment gives standing for its keys.
+fn read_slack(
+    entry: Spanned<SlackEntry>,
+    env: &FromEnv,
+    text: &str,
+    at: &impl Fn(Range<usize>, String) -> String,
+    source: &str,
+) -> Result<SlackSettings, String> {
+    let secret = |from_env: &Option<String>,
+                  in_file: Option<Spanned<String>>,
+                  key: &str,
+                  var: &str|
+     -> Result<String, String> {
+        let (value, place) = match (from_env, in_file) {
+            (Some(value), _) => (value.clone(), var.to_owned()),
+            (None, Some(value)) => {
+                let place = at(value.span(), format!("slack.{key}"));
+                (value.into_inner(), place)
+            }
+            (None, None) => {
+                return Err(format!(
+                    "{source}: slack.{key}: missing (give it here or in {var})"
+                ));
+            }
+        };
+        let fits =
+            !value.is_empty() && value.len() <= 256 && value.chars().all(|c| c.is_ascii_graphic());
+        if fits {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{place}: must be 1 to 256 printable ASCII characters, without spaces"
+            ))
+        }
+    };
+    let line = line_of(text, entry.span().start);
+    let entry = entry.into_inner();
+    let bot_token = secret(
+        &env.slack_bot_token,
+        entry.bot_token,
+        "bot_token",
+        "ASKGATE_SLACK_BOT_TOKEN",
+    )?;
+    let signing_secret = secret(
+        &env.slack_signing_secret,
+        entry.signing_secret,
+        "signing_secret",
+        "ASKGATE_SLACK_SIGNING_SECRET",
+    )?;
+    let api_url = match entry.api_url {
+        None => Url::parse(SLACK_API_URL).map_err(|e| format!("{SLACK_API_URL}: {e}"))?,
+        Some(text_url) => {
+            let mut url = parse_target_url(text_url.get_ref())
+                .map_err(|e| at(text_url.span(), format!("slack.api_url: {e}")))?;
+            if !url.path().ends_with('/') {
+                let path = format!("{}/", url.path());
+                url.set_path(&path);
+            }
+            url
+        }
+    };
+    Ok(SlackSettings {
+        bot_token,
+        signing_secret,
+        api_url,
+        line,
+    })
+}
+
+/// A Slack id: a letter of `first`, then 2 to 20 capital letters and digits.
+fn check_slack_id(text: &str, first: &[char], what: &str) -> Result<(), String> {
+    let mut chars = text.chars();
+    let fits = chars.next().is_some_and(|c| first.contains(&c))
+        && (3..=21).contains(&text.len())
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("{text:?} is not {what}"))
     }
 }
 
@@ -393,8 +560,17 @@ struct File {
     #[serde(default)]
     webhooks: BTreeMap<Spanned<String>, WebhookEntry>,
     email: Option<EmailEntry>,
+    slack: Option<Spanned<SlackEntry>>,
     #[serde(default)]
     policies: Vec<PolicyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlackEntry {
+    bot_token: Option<Spanned<String>>,
+    signing_secret: Option<Spanned<String>>,
+    api_url: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -423,6 +599,7 @@ struct EmailEntry {
 #[serde(deny_unknown_fields)]
 struct PersonEntry {
     email: Option<Spanned<String>>,
+    slack: Option<Spanned<String>>,
     #[serde(default)]
     webhooks: Vec<Spanned<String>>,
 }
@@ -431,6 +608,7 @@ struct PersonEntry {
 #[serde(deny_unknown_fields)]
 struct GroupEntry {
     members: Vec<Spanned<String>>,
+    slack_channel: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -182,6 +182,30 @@ pub fn asked(questions: &Value) -> Vec<String> {
     }
 }
 
+/// For an approval of one call: its description and arguments (JSON, cut at `max_chars`),
+/// so the person knows what they approve.
+pub fn call_details(dialect: Dialect, questions: &Value, max_chars: usize) -> Option<String> {
+    if dialect.as_str() != "approval" {
+        return None;
+    }
+    let [call] = questions.as_array()?.as_slice() else {
+        return None;
+    };
+    let mut out = String::new();
+    if let Some(description) = call.get("description").and_then(Value::as_str) {
+        out.push_str(description);
+        out.push_str("\n\n");
+    }
+    let args = serde_json::to_string_pretty(call.get("args")?).ok()?;
+    let mut shown: String = args.chars().take(max_chars).collect();
+    if args.chars().count() > max_chars {
+        shown.push_str("\n… (the rest is on the page)");
+    }
+    out.push_str("Arguments:\n");
+    out.push_str(&shown);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,14 @@
 //! The in-memory store: nothing survives a restart. For tests and throwaway runs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use askgate_protocol::{RequestId, SessionId};
 
-use super::{Store, StoreError, StoreFuture, StoreOp, StoredDelivery, StoredRequest, Trails};
+use super::{
+    KeptField, KeptTable, Store, StoreError, StoreFuture, StoreOp, StoredDelivery, StoredRequest,
+    Trails,
+};
 use crate::audit::{Note, seal_after};
 use crate::clock::now_ms;
 
@@ -23,6 +26,8 @@ struct Kept {
     trails: HashMap<SessionId, Trail>,
     deliveries: HashMap<String, StoredDelivery>,
     followers: BTreeSet<(SessionId, String)>,
+    /// The kept tables: (table, key) → field → value.
+    tables: BTreeMap<(KeptTable, String), BTreeMap<String, String>>,
 }
 
 /// Keeps requests and trails in maps.
@@ -116,6 +121,30 @@ impl Kept {
             StoreOp::Delivered { id, .. } => {
                 self.deliveries.remove(&id);
             }
+            StoreOp::Keep {
+                table,
+                key,
+                field,
+                value,
+            } => {
+                let slot = (table, key);
+                match value {
+                    Some(value) => {
+                        self.tables.entry(slot).or_default().insert(field, value);
+                    }
+                    None => {
+                        if let Some(fields) = self.tables.get_mut(&slot) {
+                            fields.remove(&field);
+                            if fields.is_empty() {
+                                self.tables.remove(&slot);
+                            }
+                        }
+                    }
+                }
+            }
+            StoreOp::Unkeep { table, key } => {
+                self.tables.remove(&(table, key));
+            }
             StoreOp::DropStaleTrails { before_ms } => {
                 self.trails.retain(|_, trail| trail.last_at_ms >= before_ms);
             }
@@ -151,6 +180,23 @@ impl Store for MemoryStore {
         let result = self
             .kept()
             .map(|kept| kept.deliveries.values().cloned().collect());
+        Box::pin(async move { result })
+    }
+
+    fn kept(&self) -> StoreFuture<'_, Vec<KeptField>> {
+        let result = self.kept().map(|kept| {
+            kept.tables
+                .iter()
+                .flat_map(|((table, key), fields)| {
+                    fields.iter().map(|(field, value)| KeptField {
+                        table: *table,
+                        key: key.clone(),
+                        field: field.clone(),
+                        value: value.clone(),
+                    })
+                })
+                .collect()
+        });
         Box::pin(async move { result })
     }
 

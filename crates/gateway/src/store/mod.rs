@@ -168,6 +168,58 @@ pub enum DeliveryTarget {
     Webhook(String),
     /// This person's mail (their address is in the notify file).
     Email(String),
+    /// A direct message from the Slack app to this person (their `slack` id is in the
+    /// notify file).
+    SlackPerson(String),
+    /// One post to this group's Slack channel (`slack_channel` in the notify file).
+    SlackChannel(String),
+    /// Every Slack message the request caused, updated in place to say how it ended.
+    SlackUpdate,
+}
+
+/// A table of what the channels remember between notifications (see [`StoreOp::Keep`]): a
+/// few fields under each key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptTable {
+    /// The Slack messages a request caused, to update when it ends: under `session/id`, a
+    /// field per message (its target), the channel and message timestamp.
+    SlackMessages,
+    /// Web Push subscriptions: under the person's name, a field per push endpoint.
+    PushSubscriptions,
+}
+
+impl KeptTable {
+    /// Every table.
+    pub const ALL: [KeptTable; 2] = [KeptTable::SlackMessages, KeptTable::PushSubscriptions];
+
+    /// Its name in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeptTable::SlackMessages => "slack_messages",
+            KeptTable::PushSubscriptions => "push_subscriptions",
+        }
+    }
+
+    /// The table named `name` in the store.
+    pub fn parse(name: &str) -> Option<KeptTable> {
+        KeptTable::ALL
+            .into_iter()
+            .find(|table| table.as_str() == name)
+    }
+}
+
+/// One field of a kept table.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeptField {
+    /// The table.
+    pub table: KeptTable,
+    /// The key it is under.
+    pub key: String,
+    /// The field's name.
+    pub field: String,
+    /// Its value.
+    pub value: String,
 }
 
 /// A notification waiting to be sent. It is kept in the same commit as the change it tells
@@ -261,6 +313,24 @@ pub enum StoreOp {
         on: bool,
         /// When (Unix ms).
         at_ms: u64,
+    },
+    /// Set a field of a kept table (`value`), or delete it (`None`).
+    Keep {
+        /// The table.
+        table: KeptTable,
+        /// The key.
+        key: String,
+        /// The field.
+        field: String,
+        /// Its new value, or `None` to delete it.
+        value: Option<String>,
+    },
+    /// Delete every field under a key of a kept table.
+    Unkeep {
+        /// The table.
+        table: KeptTable,
+        /// The key.
+        key: String,
     },
     /// A notification is done with: sent, given up, or no longer worth sending.
     Delivered {
@@ -442,6 +512,10 @@ pub trait Store: Send + Sync + 'static {
     /// Every notification kept and not yet sent, for a restart (a local store; on a shared
     /// one, nodes claim due ones instead).
     fn deliveries(&self) -> StoreFuture<'_, Vec<StoredDelivery>>;
+
+    /// Every field of the kept tables, for a restart (a local store; a shared one is read
+    /// key by key, [`Shared::kept`](shared::Shared::kept)).
+    fn kept(&self) -> StoreFuture<'_, Vec<KeptField>>;
 
     /// The audit trails it keeps, for reading.
     fn trails(&self) -> &dyn Trails;

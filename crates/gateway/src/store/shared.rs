@@ -10,7 +10,7 @@ use std::time::Duration;
 use askgate_protocol::{RequestId, SessionId};
 use tokio::sync::mpsc;
 
-use super::{StoreFuture, StoredRequest, StoredResolution};
+use super::{KeptTable, StoreFuture, StoredRequest, StoredResolution};
 
 /// One session as the store holds it.
 #[derive(Clone, Debug, Default)]
@@ -211,6 +211,9 @@ pub trait Shared: Send + Sync + 'static {
 
     /// Whether the store answered lately; why not, if not.
     fn ready(&self) -> Result<(), String>;
+
+    /// Every field under `key` of a kept table, with its value, sorted by field.
+    fn kept(&self, table: KeptTable, key: &str) -> StoreFuture<'static, Vec<(String, String)>>;
 
     /// Notes that `session` holds a request for each of `names` (people and `group:NAME`s),
     /// or that they follow it, where inboxes on other nodes find it, and tells every node.

@@ -13,6 +13,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 
+use askgate_protocol::wire::Via;
+
 use super::link_page;
 use crate::clock::now_ms;
 use crate::hub::{LinkRefused, LinkState};
@@ -90,7 +92,7 @@ pub async fn answer_link(
         Ok(link) => link,
         Err(refusal) => return refused_key(refusal),
     };
-    match state.hub.answer_by_link(&link).await {
+    match state.hub.answer_by_link(&link, Via::Email, None).await {
         Ok(request) => link_page::recorded(&request, &link.user),
         Err(LinkRefused::Ended(ending)) => {
             let request = match state.hub.link_state(&link).await {

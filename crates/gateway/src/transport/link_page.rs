@@ -156,6 +156,7 @@ fn ending_words(ended: &EndedAs) -> String {
         .unwrap_or_default();
     let how = match ended.via {
         Some(Via::Email) => " from a mail's link",
+        Some(Via::Slack) => " in Slack",
         Some(Via::PersonalLink) => " through a personal link",
         Some(Via::Proxy) => " through the sign-in proxy",
         Some(Via::SessionLink) | None => "",

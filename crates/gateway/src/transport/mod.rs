@@ -18,6 +18,7 @@
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
+//! - [`slack`]: `POST /v1/slack/interactions`, clicks on the Slack app's buttons.
 
 mod agent;
 mod agent_frames;
@@ -31,6 +32,7 @@ mod http_followers;
 mod http_links;
 mod inbox;
 mod link_page;
+mod slack;
 mod socket;
 mod tab;
 mod upgrade;
@@ -46,5 +48,6 @@ pub use http_checks::single_identity_header;
 pub use http_followers::{delete_follower, post_follower};
 pub use http_links::{post_inbox_link, post_link};
 pub use inbox::inbox_endpoint;
+pub use slack::slack_interactions;
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

@@ -9,6 +9,7 @@ use anyhow::bail;
 use clap::Args;
 
 use crate::notify::address::refused_because;
+use crate::notify::settings::FromEnv;
 use crate::notify::{DEFAULT_RETRY_FOR, MAX_RETRY_FOR_S, NotifyConfig, NotifySettings};
 use crate::people::Groups;
 
@@ -59,9 +60,8 @@ impl NotifyArgs {
         let Some(path) = &self.notify else {
             return Ok(None);
         };
-        let smtp_url = std::env::var("ASKGATE_SMTP_URL").ok();
         let settings =
-            NotifySettings::load(path, groups, smtp_url.as_deref()).map_err(anyhow::Error::msg)?;
+            NotifySettings::load(path, groups, &FromEnv::read()).map_err(anyhow::Error::msg)?;
         if settings.sends() && public_url.is_none() {
             bail!(
                 "--notify {}: the file sends notifications, whose links people follow: give \
@@ -83,12 +83,45 @@ impl NotifyArgs {
                 }
             }
         }
+        if let Some(slack) = &settings.slack {
+            check_slack_api_url(slack, self.notify_allow_private).map_err(|why| {
+                anyhow::anyhow!("{}:{}: slack.api_url: {why}", path.display(), slack.line)
+            })?;
+        }
         Ok(Some(NotifyConfig {
             settings,
             retry_for: Duration::from_secs(self.notify_retry_for_s),
             allow_private: self.notify_allow_private,
         }))
     }
+}
+
+/// Whether Slack's Web API may be called at `api_url`: over https, at an address that is
+/// not refused (as a webhook's); plain http only to a loopback stand-in with
+/// `--notify-allow-private`, since the bot token travels with every call.
+fn check_slack_api_url(
+    slack: &crate::notify::settings::SlackSettings,
+    allow_private: bool,
+) -> Result<(), String> {
+    let url = &slack.api_url;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name == "localhost",
+        None => false,
+    };
+    if url.scheme() != "https" && !(allow_private && loopback) {
+        return Err(format!(
+            "{url} must be https:// (plain http only to a loopback stand-in, with \
+             --notify-allow-private): the bot token goes with every call"
+        ));
+    }
+    if !allow_private && let Some(why) = refused_address(url) {
+        return Err(format!(
+            "{why}; such targets are refused unless --notify-allow-private"
+        ));
+    }
+    Ok(())
 }
 
 /// Why `url`'s host is refused: an address written in it, or one its name resolves to now.

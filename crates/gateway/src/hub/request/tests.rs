@@ -86,6 +86,10 @@ impl Store for Faulty {
         self.inner.followers()
     }
 
+    fn kept(&self) -> StoreFuture<'_, Vec<crate::store::KeptField>> {
+        self.inner.kept()
+    }
+
     fn load(&self) -> StoreFuture<'_, Vec<StoredRequest>> {
         self.inner.load()
     }

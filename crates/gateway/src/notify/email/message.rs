@@ -7,11 +7,9 @@
 //! line ends. A mail client renders the HTML part without the gateway's stylesheet, so its
 //! few styles are inline.
 
-use askgate_protocol::{Dialect, RequestId, SessionId};
-use serde_json::Value;
-
 use crate::audit::questions_digest;
 use crate::keys::ViewerKeys;
+use crate::notify::delivery::Told;
 use crate::people::action_links::{ActionLink, link_expiry, short_digest};
 use crate::people::choices::{self, Offer};
 use crate::shown_text::{escape, html, plain};
@@ -34,37 +32,6 @@ pub struct MailContent {
     pub html: String,
 }
 
-/// The request a notification's body tells of, as a mail needs it.
-struct Told {
-    kind: String,
-    session: SessionId,
-    id: RequestId,
-    dialect: Dialect,
-    title: Option<String>,
-    questions: Value,
-    deadline_ms: Option<u64>,
-}
-
-fn read_body(body: &str) -> Result<Told, String> {
-    let body: Value =
-        serde_json::from_str(body).map_err(|e| format!("the notification is not JSON: {e}"))?;
-    let data = &body["data"];
-    let text = |name: &str| {
-        data[name]
-            .as_str()
-            .ok_or_else(|| format!("the notification has no data.{name}"))
-    };
-    Ok(Told {
-        kind: body["type"].as_str().unwrap_or_default().to_owned(),
-        session: SessionId::parse(text("session")?).map_err(|e| format!("data.session: {e}"))?,
-        id: RequestId::parse(text("id")?).map_err(|e| format!("data.id: {e}"))?,
-        dialect: Dialect::parse(text("dialect")?).map_err(|e| format!("data.dialect: {e}"))?,
-        title: data["title"].as_str().map(str::to_owned),
-        questions: data["questions"].clone(),
-        deadline_ms: data["deadline_ms"].as_u64(),
-    })
-}
-
 /// A link in the mail: what it is called, what it does, and where it goes.
 struct Link {
     label: String,
@@ -83,7 +50,7 @@ pub fn compose(
     body: &str,
     created_ms: u64,
 ) -> Result<MailContent, String> {
-    let told = read_body(body)?;
+    let told = Told::read(body)?;
     let asked = choices::asked(&told.questions);
     let expires_ms = link_expiry(told.deadline_ms, created_ms);
     let digest = short_digest(&questions_digest(told.dialect, &told.questions));
@@ -119,7 +86,7 @@ pub fn compose(
         .unwrap_or_else(|| "A question for you".to_owned());
     let reminder = told.kind == "request.reminded";
     let subject = subject_line(&headline, reminder);
-    let details = call_details(told.dialect, &told.questions);
+    let details = choices::call_details(told.dialect, &told.questions, MAX_ARGS_CHARS);
     let until = crate::notify::delivery::rfc3339(expires_ms);
     let parts = TextParts {
         headline: &headline,
@@ -153,30 +120,6 @@ fn subject_line(headline: &str, reminder: bool) -> String {
     }
     let reminded = if reminder { "Reminder: " } else { "" };
     format!("{SUBJECT_PREFIX}{reminded}{shown}")
-}
-
-/// For an approval of one call: its description and arguments (JSON, cut at
-/// [`MAX_ARGS_CHARS`]), so the person knows what they approve.
-fn call_details(dialect: Dialect, questions: &Value) -> Option<String> {
-    if dialect.as_str() != "approval" {
-        return None;
-    }
-    let [call] = questions.as_array()?.as_slice() else {
-        return None;
-    };
-    let mut out = String::new();
-    if let Some(description) = call.get("description").and_then(Value::as_str) {
-        out.push_str(description);
-        out.push_str("\n\n");
-    }
-    let args = serde_json::to_string_pretty(call.get("args")?).ok()?;
-    let mut shown: String = args.chars().take(MAX_ARGS_CHARS).collect();
-    if args.chars().count() > MAX_ARGS_CHARS {
-        shown.push_str("\n… (the rest is on the page)");
-    }
-    out.push_str("Arguments:\n");
-    out.push_str(&shown);
-    Some(out)
 }
 
 /// What both parts say.
@@ -317,7 +260,8 @@ fn html_part(parts: &TextParts<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use askgate_protocol::{Dialect, SessionId};
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::people::action_links::LinkRefusal;

@@ -3,7 +3,12 @@ use super::*;
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn parse(text: &str) -> Result<NotifySettings, String> {
-    NotifySettings::parse(text, "notify.toml", &mut Groups::default(), None)
+    NotifySettings::parse(
+        text,
+        "notify.toml",
+        &mut Groups::default(),
+        &FromEnv::default(),
+    )
 }
 
 fn whole() -> String {
@@ -33,8 +38,8 @@ from = "askgate <askgate@example.com>"
 #[test]
 fn the_whole_example_is_read() {
     let mut groups = Groups::default();
-    let settings =
-        NotifySettings::parse(&whole(), "notify.toml", &mut groups, None).expect("reads");
+    let settings = NotifySettings::parse(&whole(), "notify.toml", &mut groups, &FromEnv::default())
+        .expect("reads");
     let alice = &settings.people["alice@example.com"];
     assert_eq!(alice.email.as_deref(), Some("alice@example.com"));
     assert_eq!(alice.webhooks, ["ops"]);
@@ -147,7 +152,7 @@ fn a_group_defined_in_both_files_is_refused() {
         "\n[groups.oncall]\nmembers = [\"b@x\"]\n",
         "notify.toml",
         &mut groups,
-        None,
+        &FromEnv::default(),
     )
     .expect_err("defined twice");
     assert!(
@@ -163,7 +168,10 @@ fn the_smtp_url_may_come_from_the_environment_and_its_password_is_never_shown() 
         text,
         "notify.toml",
         &mut Groups::default(),
-        Some("smtps://user:hunter2@mail.example:465"),
+        &FromEnv {
+            smtp_url: Some("smtps://user:hunter2@mail.example:465".into()),
+            ..FromEnv::default()
+        },
     )
     .expect("the environment's URL stands in");
     let email = settings.email.expect("mail");
@@ -174,9 +182,97 @@ fn the_smtp_url_may_come_from_the_environment_and_its_password_is_never_shown() 
         text,
         "notify.toml",
         &mut Groups::default(),
-        Some("imap://user:hunter2@mail.example"),
+        &FromEnv {
+            smtp_url: Some("imap://user:hunter2@mail.example".into()),
+            ..FromEnv::default()
+        },
     )
     .expect_err("not smtp");
     assert!(error.starts_with("ASKGATE_SMTP_URL: "), "{error}");
     assert!(!error.contains("hunter2"), "{error}");
+}
+
+const SLACK: &str = r#"
+[people."alice@example.com"]
+slack = "U01ALICE"
+
+[groups.ops]
+members = ["alice@example.com"]
+slack_channel = "C01OPS"
+
+[slack]
+bot_token = "xoxb-1-2-3"
+signing_secret = "8f742231b10e8888abcd99yyyzzz85a5"
+api_url = "http://127.0.0.1:9999/api"
+"#;
+
+#[test]
+fn slack_people_channels_and_the_app_are_read() {
+    let settings = parse(SLACK).expect("reads");
+    assert_eq!(
+        settings.people["alice@example.com"].slack.as_deref(),
+        Some("U01ALICE")
+    );
+    assert_eq!(settings.slack_channels["ops"], "C01OPS");
+    let slack = settings.slack.as_ref().expect("has [slack]");
+    assert_eq!(slack.api_url.as_str(), "http://127.0.0.1:9999/api/");
+    assert_eq!(slack.line, 9);
+    let shown = format!("{slack:?}");
+    assert!(
+        !shown.contains("xoxb") && !shown.contains("8f74"),
+        "{shown}"
+    );
+    assert!(settings.sends());
+    let default = parse("[slack]\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\n").unwrap();
+    assert_eq!(default.slack.unwrap().api_url.as_str(), SLACK_API_URL);
+}
+
+#[test]
+fn slack_mistakes_are_named_with_their_line() {
+    let cases = [
+        (
+            SLACK.replace("\"U01ALICE\"", "\"alice\""),
+            "notify.toml:3: people.\"alice@example.com\".slack: \"alice\" is not a Slack user id",
+        ),
+        (
+            SLACK.replace("\"C01OPS\"", "\"#ops\""),
+            "notify.toml:7: groups.ops.slack_channel: \"#ops\" is not a Slack channel id",
+        ),
+        (
+            SLACK.replace("bot_token = \"xoxb-1-2-3\"\n", ""),
+            "notify.toml: slack.bot_token: missing (give it here or in ASKGATE_SLACK_BOT_TOKEN)",
+        ),
+        (
+            SLACK.replace("\"xoxb-1-2-3\"", "\"xoxb 1\""),
+            "notify.toml:10: slack.bot_token: must be 1 to 256 printable ASCII characters",
+        ),
+        (
+            SLACK.replace("\"http://127.0.0.1:9999/api\"", "\"ftp://x\""),
+            "notify.toml:12: slack.api_url: \"ftp://x\": must be http:// or https://",
+        ),
+        (SLACK.replace("[slack]", "[nothing]"), "notify.toml:"),
+        (
+            SLACK[..SLACK.find("[slack]").unwrap()].to_owned(),
+            "notify.toml: people.\"alice@example.com\".slack: given, but the file has no [slack]",
+        ),
+    ];
+    for (text, expected) in cases {
+        let error = parse(&text).expect_err(expected);
+        assert!(error.starts_with(expected), "{error}\nexpected: {expected}");
+    }
+}
+
+#[test]
+fn the_environment_stands_for_slacks_secrets() {
+    let text = "[slack]\n";
+    let env = FromEnv {
+        slack_bot_token: Some("xoxb-env".into()),
+        slack_signing_secret: Some("from-env".into()),
+        ..FromEnv::default()
+    };
+    let settings =
+        NotifySettings::parse(text, "notify.toml", &mut Groups::default(), &env).unwrap();
+    let slack = settings.slack.unwrap();
+    assert_eq!(slack.bot_token, "xoxb-env");
+    assert_eq!(slack.signing_secret, "from-env");
 }

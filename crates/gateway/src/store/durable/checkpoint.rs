@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use super::log::{self, LogFile};
 use super::logged::{Logged, apply_all};
 use super::trails::TrailTables;
-use super::{FOLLOW_UPS, FOLLOWERS, META, OUTBOX, REQUESTS, StoreError};
+use super::{FOLLOW_UPS, FOLLOWERS, KEPT, META, OUTBOX, REQUESTS, StoreError};
 use crate::audit::chain::ChainKey;
 use crate::metrics::StoreWrites;
 
@@ -181,12 +181,16 @@ pub(super) fn commit_groups(
         let mut followers = txn
             .open_table(FOLLOWERS)
             .map_err(|e| format!("opening the followers table: {e}"))?;
+        let mut kept = txn
+            .open_table(KEPT)
+            .map_err(|e| format!("opening the kept table: {e}"))?;
         let mut trails = TrailTables::open(&txn, chain)?;
         apply_all(
             &mut table,
             &mut outbox,
             &mut follow_ups,
             &mut followers,
+            &mut kept,
             &mut trails,
             groups.iter().flat_map(|(_, changes)| changes),
         )?;

@@ -17,7 +17,7 @@ use askgate_protocol::{RequestId, SessionId};
 
 use super::trails::TrailTables;
 use crate::audit::{Note, tail};
-use crate::store::{FollowUp, StoreOp, StoredRequest};
+use crate::store::{FollowUp, KeptTable, StoreOp, StoredRequest};
 
 /// One change redb is to take.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,6 +62,15 @@ pub(super) enum Logged {
         id: RequestId,
         bit: u8,
     },
+    /// A field of a kept table set (`value`) or deleted.
+    Keep {
+        table: KeptTable,
+        key: String,
+        field: String,
+        value: Option<String>,
+    },
+    /// Every field under a key of a kept table deleted.
+    Unkeep { table: KeptTable, key: String },
 }
 
 /// The bit a follow-up sets in the follow-ups table.
@@ -86,7 +95,7 @@ impl Logged {
             Logged::Deliver { session, .. } | Logged::Delivered { session, .. } => {
                 Some((session.as_str(), None))
             }
-            Logged::DropStaleTrails { .. } => None,
+            Logged::DropStaleTrails { .. } | Logged::Keep { .. } | Logged::Unkeep { .. } => None,
         }
     }
 }
@@ -209,6 +218,18 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
             id,
             bit: follow_up_bit(follow_up),
         }),
+        StoreOp::Keep {
+            table,
+            key,
+            field,
+            value,
+        } => out.push(Logged::Keep {
+            table,
+            key,
+            field,
+            value,
+        }),
+        StoreOp::Unkeep { table, key } => out.push(Logged::Unkeep { table, key }),
     }
     Ok(())
 }
@@ -235,6 +256,7 @@ pub(super) fn apply_all<'c>(
     outbox: &mut redb::Table<'_, (&str, &str), &[u8]>,
     follow_ups: &mut redb::Table<'_, (&str, &str), u8>,
     followers: &mut redb::Table<'_, (&str, &str), u8>,
+    kept: &mut redb::Table<'_, (&str, &str, &str), &str>,
     trails: &mut TrailTables<'_>,
     changes: impl IntoIterator<Item = &'c Logged>,
 ) -> Result<(), String> {
@@ -312,6 +334,38 @@ pub(super) fn apply_all<'c>(
                     .remove((session.as_str(), id.as_str()))
                     .map_err(|e| format!("deleting a notification: {e}"))?;
             }
+            Logged::Keep {
+                table,
+                key,
+                field,
+                value,
+            } => {
+                let row = (table.as_str(), key.as_str(), field.as_str());
+                match value {
+                    Some(value) => kept.insert(row, value.as_str()).map(drop),
+                    None => kept.remove(row).map(drop),
+                }
+                .map_err(|e| format!("writing the kept table: {e}"))?;
+            }
+            Logged::Unkeep { table, key } => {
+                let under = (table.as_str(), key.as_str());
+                let mut fields = Vec::new();
+                for row in kept
+                    .range((under.0, under.1, "")..)
+                    .map_err(|e| format!("reading the kept table: {e}"))?
+                {
+                    let (row, _) = row.map_err(|e| format!("reading the kept table: {e}"))?;
+                    let (t, k, field) = row.value();
+                    if (t, k) != under {
+                        break;
+                    }
+                    fields.push(field.to_owned());
+                }
+                for field in fields {
+                    kept.remove((under.0, under.1, field.as_str()))
+                        .map_err(|e| format!("writing the kept table: {e}"))?;
+                }
+            }
         }
     }
     trails.write_sealed()?;
@@ -386,7 +440,7 @@ mod tests {
     use super::*;
     use crate::store::StoredResolution;
     use crate::store::durable::trails::{AUDIT, HEADS};
-    use crate::store::durable::{FOLLOW_UPS, FOLLOWERS, OUTBOX, REQUESTS};
+    use crate::store::durable::{FOLLOW_UPS, FOLLOWERS, KEPT, OUTBOX, REQUESTS};
     use askgate_protocol::{Dialect, Outcome, QuestionSet};
 
     fn question_set() -> QuestionSet {
@@ -478,6 +532,7 @@ mod tests {
                 let mut outbox = txn.open_table(OUTBOX).unwrap();
                 let mut follow_ups = txn.open_table(FOLLOW_UPS).unwrap();
                 let mut followers = txn.open_table(FOLLOWERS).unwrap();
+                let mut kept = txn.open_table(KEPT).unwrap();
                 let mut trails =
                     TrailTables::open(&txn, &crate::audit::chain::ChainKey::Unkeyed).unwrap();
                 apply_all(
@@ -485,6 +540,7 @@ mod tests {
                     &mut outbox,
                     &mut follow_ups,
                     &mut followers,
+                    &mut kept,
                     &mut trails,
                     *batch,
                 )

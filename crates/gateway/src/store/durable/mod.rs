@@ -61,8 +61,8 @@ use self::appender::{Appender, Durable};
 use self::checkpoint::ToCheckpoint;
 use self::syncer::{SyncQueue, Syncer, ToSync};
 use super::{
-    Durability, FollowUp, Steps, Store, StoreError, StoreFuture, StoreOp, StoredDelivery,
-    StoredRequest, Trails, Verdict,
+    Durability, FollowUp, KeptField, KeptTable, Steps, Store, StoreError, StoreFuture, StoreOp,
+    StoredDelivery, StoredRequest, Trails, Verdict,
 };
 use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
@@ -101,6 +101,8 @@ const OUTBOX: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("o
 const FOLLOW_UPS: TableDefinition<'_, (&str, &str), u8> = TableDefinition::new("follow_ups");
 /// Who follows each session, by session and person (the value means nothing).
 const FOLLOWERS: TableDefinition<'_, (&str, &str), u8> = TableDefinition::new("followers");
+/// The kept tables ([`KeptTable`]), by table name, key and field: each field's value.
+const KEPT: TableDefinition<'_, (&str, &str, &str), &str> = TableDefinition::new("kept");
 
 /// How the log is written, and read back at start.
 #[derive(Clone, Copy, Debug)]
@@ -578,6 +580,10 @@ impl Store for DurableStore {
         self.read_flushed(read_followers)
     }
 
+    fn kept(&self) -> StoreFuture<'_, Vec<KeptField>> {
+        self.read_flushed(read_kept)
+    }
+
     fn trails(&self) -> &dyn Trails {
         self
     }
@@ -653,6 +659,33 @@ fn read_followers(db: &Database) -> Result<Vec<(SessionId, String)>, StoreError>
             Ok(id) => out.push((id, user.to_owned())),
             Err(_) => {
                 tracing::error!(%session, %user, "a stored follower names no valid session; left in the store");
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_kept(db: &Database) -> Result<Vec<KeptField>, StoreError> {
+    let txn = db.begin_read().map_err(|e| err("starting a read", e))?;
+    let table = match txn.open_table(KEPT) {
+        Ok(table) => table,
+        // A store from before the kept tables: nothing kept.
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(err("opening the kept table", e)),
+    };
+    let mut out = Vec::new();
+    for row in table.iter().map_err(|e| err("reading the kept table", e))? {
+        let (key, value) = row.map_err(|e| err("reading a kept field", e))?;
+        let (table_name, key, field) = key.value();
+        match KeptTable::parse(table_name) {
+            Some(table) => out.push(KeptField {
+                table,
+                key: key.to_owned(),
+                field: field.to_owned(),
+                value: value.value().to_owned(),
+            }),
+            None => {
+                tracing::error!(table = %table_name, %key, %field, "a kept field names no table this build knows; left in the store");
             }
         }
     }

@@ -359,6 +359,13 @@ impl Inner {
                 StoreOp::Notify { deliveries, .. } => self.keep_deliveries(&deliveries).await?,
                 StoreOp::Delivered { session, id } => self.delivered(&session, &id).await?,
                 op @ StoreOp::Follow { .. } => self.follow(&op).await?,
+                StoreOp::Keep {
+                    table,
+                    key,
+                    field,
+                    value,
+                } => self.keep(table, &key, &field, value.as_deref()).await?,
+                StoreOp::Unkeep { table, key } => self.unkeep(table, &key).await?,
                 op @ StoreOp::FollowedUp { .. } => {
                     let deliveries = with.map_or(&[][..], |(won, _)| won);
                     self.follow_up(&op, deliveries).await?

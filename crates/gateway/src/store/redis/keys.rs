@@ -90,6 +90,12 @@ impl Keys {
         format!("{}:out", self.tagged(session))
     }
 
+    /// The hash of one key of a kept table. Every kept hash shares one slot: they are read and
+    /// written one at a time, never with a session's keys in one script.
+    pub(super) fn kept(&self, table: crate::store::KeptTable, key: &str) -> String {
+        format!("{}{{kept}}:{}:{key}", self.prefix, table.as_str())
+    }
+
     /// The notification index every node claims from: members name a session's
     /// notification (`session`, a line feed, its id), scored by when it is next due.
     pub(super) fn outbox_index(&self) -> String {

@@ -9,6 +9,7 @@
 //! - [`shared_side`]: what nodes coordinate besides decisions: sessions loaded on demand,
 //!   sequence numbers, deadline claims, presence.
 //! - [`outbox`]: notifications kept with the changes they tell of, claimed by any node.
+//! - [`kept`]: the kept tables (Slack messages, push subscriptions), a hash per key.
 //! - [`keys`]: key and channel names, hash-tagged by session.
 //! - [`inbox_index`]: where inboxes find requests for their person in sessions their node
 //!   does not hold, and the channel that tells every node.
@@ -20,6 +21,7 @@
 mod conn;
 mod decisions;
 mod inbox_index;
+mod kept;
 mod keys;
 mod lua;
 mod outbox;
@@ -321,6 +323,11 @@ impl Store for RedisStore {
     }
 
     fn deliveries(&self) -> StoreFuture<'_, Vec<crate::store::StoredDelivery>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Nothing: read key by key ([`Shared::kept`]).
+    fn kept(&self) -> StoreFuture<'_, Vec<crate::store::KeptField>> {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 

@@ -341,4 +341,13 @@ impl Shared for SharedSide {
     fn ready(&self) -> Result<(), String> {
         self.subscriber.ready()
     }
+
+    fn kept(
+        &self,
+        table: crate::store::KeptTable,
+        key: &str,
+    ) -> StoreFuture<'static, Vec<(String, String)>> {
+        let (inner, key) = (Arc::clone(&self.inner), key.to_owned());
+        Box::pin(async move { inner.kept(table, &key).await })
+    }
 }

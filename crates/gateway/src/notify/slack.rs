@@ -1,0 +1,312 @@
+//! Slack: a message from the gateway's app for each request, to a person (a direct message)
+//! or to a group's channel, with buttons that answer where one click is a whole answer; the
+//! messages updated in place when the request ends; reminders and escalations in their
+//! threads.
+//!
+//! The messages a request caused are remembered in the store ([`KeptTable::SlackMessages`],
+//! under `session/id`, a field per target), so that the update reaches them whichever node
+//! makes it and after a restart. A target's message is posted once: a retried or repeated
+//! `request.opened` finds it remembered and posts nothing. A post that lands after its
+//! request ended (it raced the ending on another node) is updated at once to say so.
+//!
+//! - [`api`]: calling the Web API, and what its answers mean for the delivery queue.
+//! - [`blocks`]: what the messages say, in Block Kit.
+//! - [`signature`]: checking that an interaction came from Slack.
+//! - [`interactions`]: what an interaction asks, read from Slack's payload.
+
+pub mod api;
+pub mod blocks;
+pub mod interactions;
+pub mod signature;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::delivery::Told;
+use super::{Notifier, SendError};
+use crate::clock::now_ms;
+use crate::people::action_links::link_expiry;
+use crate::store::{DeliveryTarget, KeptField, KeptTable, StoreOp, StoredDelivery};
+use blocks::Answering;
+
+/// A message the app posted: where, and its timestamp (Slack's id of a message).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Posted {
+    /// The channel it is in (a `D…` for a direct message).
+    pub channel: String,
+    /// Its `ts`.
+    pub ts: String,
+}
+
+/// The messages posted per request, on a store only this node uses: `session/id` → target
+/// field → message.
+#[derive(Debug, Default)]
+pub struct PostedMessages(Mutex<HashMap<String, BTreeMap<String, Posted>>>);
+
+impl PostedMessages {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, BTreeMap<String, Posted>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes in what the store kept before a restart.
+    pub fn restore(&self, kept: &[KeptField]) {
+        let mut posted = self.lock();
+        for field in kept {
+            if field.table != KeptTable::SlackMessages {
+                continue;
+            }
+            match serde_json::from_str::<Posted>(&field.value) {
+                Ok(message) => {
+                    posted
+                        .entry(field.key.clone())
+                        .or_default()
+                        .insert(field.field.clone(), message);
+                }
+                Err(error) => {
+                    tracing::warn!(key = %field.key, field = %field.field, %error, "a kept Slack message could not be read; it will not be updated");
+                }
+            }
+        }
+    }
+
+    /// How many requests have messages remembered.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none has.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The key a request's messages are kept under.
+pub fn messages_key(delivery: &StoredDelivery) -> String {
+    format!(
+        "{}/{}",
+        delivery.session.as_str(),
+        delivery.request.as_str()
+    )
+}
+
+/// The field a target's message is kept in.
+fn target_field(target: &DeliveryTarget) -> Option<String> {
+    match target {
+        DeliveryTarget::SlackPerson(person) => Some(format!("person:{person}")),
+        DeliveryTarget::SlackChannel(group) => Some(format!("group:{group}")),
+        _ => None,
+    }
+}
+
+impl Notifier {
+    /// The messages `key`'s request caused, as the store (or this node, on a local store)
+    /// remembers them.
+    async fn posted_messages(&self, key: &str) -> Result<BTreeMap<String, Posted>, SendError> {
+        let Some(shared) = &self.shared else {
+            return Ok(self.posted.lock().get(key).cloned().unwrap_or_default());
+        };
+        let fields = shared
+            .kept(KeptTable::SlackMessages, key)
+            .await
+            .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))?;
+        Ok(fields
+            .into_iter()
+            .filter_map(|(field, value)| Some((field, serde_json::from_str(&value).ok()?)))
+            .collect())
+    }
+
+    /// Remembers (or, with `None`, forgets) the message of `field` of `key`'s request.
+    async fn remember_posted(&self, key: &str, field: &str, message: Option<&Posted>) {
+        let op = StoreOp::Keep {
+            table: KeptTable::SlackMessages,
+            key: key.to_owned(),
+            field: field.to_owned(),
+            value: message.and_then(|m| serde_json::to_string(m).ok()),
+        };
+        if let Err(error) = self.store.commit(vec![op]).await {
+            tracing::warn!(%key, %field, %error, "a Slack message could not be remembered; it may not be updated when its request ends");
+        }
+        if self.shared.is_none() {
+            let mut posted = self.posted.lock();
+            match message {
+                Some(message) => {
+                    posted
+                        .entry(key.to_owned())
+                        .or_default()
+                        .insert(field.to_owned(), message.clone());
+                }
+                None => {
+                    if let Some(fields) = posted.get_mut(key) {
+                        fields.remove(field);
+                        if fields.is_empty() {
+                            posted.remove(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One try of a Slack notification.
+    pub(super) async fn send_slack(
+        &self,
+        api: &api::Api,
+        delivery: &StoredDelivery,
+    ) -> Result<(), SendError> {
+        let told = Told::read(&delivery.body).map_err(SendError::Rejected)?;
+        let key = messages_key(delivery);
+        let posted = self.posted_messages(&key).await?;
+        let Some(field) = target_field(&delivery.target) else {
+            return self.update_ended(api, &told, &key, posted).await;
+        };
+        let (channel, answering) = self.slack_destination(&delivery.target, &told, delivery)?;
+        let earlier = posted.get(&field);
+        let now = now_ms();
+        let message = match (told.kind.as_str(), earlier) {
+            // Posted already (a repeat of this notification, or a restart between the post
+            // and the record of it being sent): nothing more.
+            ("request.opened", Some(_)) => return Ok(()),
+            ("request.reminded" | "request.escalated", Some(earlier)) => {
+                let mut reply = blocks::follow_up(&told, now);
+                reply["channel"] = json!(earlier.channel);
+                reply["thread_ts"] = json!(earlier.ts);
+                reply
+            }
+            _ => {
+                let mut message = blocks::asking(&told, &answering, now);
+                message["channel"] = json!(channel);
+                message
+            }
+        };
+        let threaded = message.get("thread_ts").is_some();
+        let mut args = message;
+        args["mrkdwn"] = json!(false);
+        args["unfurl_links"] = json!(false);
+        args["unfurl_media"] = json!(false);
+        let answer = api.send("chat.postMessage", &args).await?;
+        if threaded {
+            return Ok(());
+        }
+        let (Some(channel), Some(ts)) = (answer["channel"].as_str(), answer["ts"].as_str()) else {
+            tracing::warn!(notification = %delivery.id, "Slack took a message without saying where it is; it will not be updated");
+            return Ok(());
+        };
+        let message = Posted {
+            channel: channel.to_owned(),
+            ts: ts.to_owned(),
+        };
+        self.remember_posted(&key, &field, Some(&message)).await;
+        if !self.still_open(delivery).await {
+            // The ending's update may have run before this message was remembered.
+            let mut args = blocks::ended_unknown(&told);
+            args["channel"] = json!(message.channel);
+            args["ts"] = json!(message.ts);
+            api.send("chat.update", &args).await?;
+            self.remember_posted(&key, &field, None).await;
+        }
+        Ok(())
+    }
+
+    /// Where a person's or a group's message goes, and how it asks for an answer.
+    fn slack_destination(
+        &self,
+        target: &DeliveryTarget,
+        told: &Told,
+        delivery: &StoredDelivery,
+    ) -> Result<(String, Answering), SendError> {
+        let settings = &self.config.settings;
+        match target {
+            DeliveryTarget::SlackPerson(person) => {
+                let id = settings
+                    .people
+                    .get(person)
+                    .and_then(|contact| contact.slack.clone())
+                    .ok_or_else(|| {
+                        SendError::Rejected(format!("no Slack id is configured for {person:?}"))
+                    })?;
+                let expires_ms = link_expiry(told.deadline_ms, delivery.created_ms);
+                let link = self.keys.personal_url(&told.session, person, expires_ms);
+                Ok((id, Answering::Personal { link }))
+            }
+            DeliveryTarget::SlackChannel(group) => {
+                let channel = settings.slack_channels.get(group).cloned().ok_or_else(|| {
+                    SendError::Rejected(format!(
+                        "no Slack channel is configured for group {group:?}"
+                    ))
+                })?;
+                Ok((channel, Answering::Channel))
+            }
+            _ => Err(SendError::Rejected("not a Slack target".to_owned())),
+        }
+    }
+
+    /// Updates every message `key`'s request caused to say how it ended, then forgets them.
+    async fn update_ended(
+        &self,
+        api: &api::Api,
+        told: &Told,
+        key: &str,
+        posted: BTreeMap<String, Posted>,
+    ) -> Result<(), SendError> {
+        for message in posted.values() {
+            let mut args = blocks::ended(told);
+            args["channel"] = json!(message.channel);
+            args["ts"] = json!(message.ts);
+            match api.send("chat.update", &args).await {
+                Ok(_) => {}
+                // Deleted from Slack, or the app was removed from the channel: nothing to
+                // update there, and no reason to keep the others waiting.
+                Err(SendError::Rejected(why)) => {
+                    tracing::warn!(%key, channel = %message.channel, %why, "a Slack message could not be updated");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        if !posted.is_empty() {
+            let op = StoreOp::Unkeep {
+                table: KeptTable::SlackMessages,
+                key: key.to_owned(),
+            };
+            if let Err(error) = self.store.commit(vec![op]).await {
+                tracing::warn!(%key, %error, "a request's Slack messages could not be forgotten");
+            }
+            if self.shared.is_none() {
+                self.posted.lock().remove(key);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A message only `user` sees in `channel`, as `chat.postEphemeral` takes it; with `link`,
+/// a button opening it.
+pub fn ephemeral(channel: &str, user: &str, text: &str, link: Option<&str>) -> Value {
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let mut blocks = vec![json!({
+        "type": "section",
+        "text": {"type": "plain_text", "text": text, "emoji": false},
+    })];
+    if let Some(link) = link {
+        blocks.push(json!({"type": "actions", "elements": [{
+            "type": "button",
+            "action_id": blocks::OPEN_ACTION,
+            "text": {"type": "plain_text", "text": "Open in askgate"},
+            "url": link,
+        }]}));
+    }
+    json!({
+        "channel": channel,
+        "user": user,
+        "text": escaped,
+        "mrkdwn": false,
+        "blocks": blocks,
+    })
+}
