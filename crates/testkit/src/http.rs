@@ -116,16 +116,33 @@ fn dechunk(body: &str) -> String {
 /// One exchange with a full URL (a link the gateway made), with `headers` besides reqwest's
 /// own and no body: `(status, body as text)`. A POST goes as an empty HTML form would.
 pub async fn http_url(method: &str, url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    form_exchange(method, url, headers, String::new()).await
+}
+
+/// A POST of a form `body` (already encoded) to `url`, with `headers`: `(status, body as
+/// text)`.
+pub async fn post_form(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
+    form_exchange("POST", url, headers, body).await
+}
+
+async fn form_exchange(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: String,
+) -> (u16, String) {
     let method = reqwest::Method::from_bytes(method.as_bytes())
         .unwrap_or_else(|e| panic!("{method:?} is not an HTTP method: {e}"));
     let mut request = reqwest::Client::new()
         .request(method.clone(), url)
         .timeout(EXCHANGE_TIMEOUT);
     if method == reqwest::Method::POST {
-        request = request.header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        );
+        request = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body);
     }
     for (name, value) in headers {
         request = request.header(*name, *value);

@@ -15,6 +15,7 @@
 pub mod frames;
 pub mod http;
 pub mod oracle_process;
+pub mod slack;
 pub mod smtp;
 pub mod webhooks;
 pub mod ws;

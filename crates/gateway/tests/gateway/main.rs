@@ -47,3 +47,5 @@ mod proxy_header;
 mod redis_scripts;
 /// The Lua SHA-256 of the audit chain against the `sha2` crate.
 mod redis_sha256;
+/// Slack messages with buttons that answer, against a stand-in for Slack's Web API.
+mod slack;

@@ -1,0 +1,379 @@
+//! Slack, against `askgate serve` and a stand-in for Slack's Web API built to its published
+//! contract (`tests/oracle/slack_api.py`; Slack itself cannot be reached here): the messages'
+//! blocks, buttons only where a click is a whole answer, interactions signed as Slack signs
+//! them (HMAC-SHA256 computed here, not by askgate's code), answers through the tabs'
+//! first-wins path as the mapped person, every message updated when its request ends, and
+//! what changes nothing: a bad signature, an old timestamp, a replayed click, an unknown user,
+//! a person who may not answer, a click after the end. On three nodes over Redis a click on a
+//! node that did not post works; after a SIGKILL between the ask and the post, the post is
+//! made after the restart, once.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use askgate_testkit::frames::ask;
+use askgate_testkit::http::post_form;
+use askgate_testkit::slack::SlackApi;
+use hmac::{Hmac, Mac as _};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use crate::support;
+use support::nodes::Node;
+
+const TOKEN: &str = "xoxb-test-token";
+const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+const ALICE: &str = "alice@example.com";
+const BOB: &str = "bob@example.com";
+const CAROL: &str = "carol@example.com";
+/// A rate limit's `Retry-After` and the first retry leave room for a busy machine.
+const WITHIN: Duration = Duration::from_secs(20);
+/// Text no message may render as markup or a mention.
+const HOSTILE: &str = "<!channel> *deploy* <@U01ALICE> <https://evil.example|here>";
+
+fn notify_file(dir: &Path, api_url: &str) -> String {
+    let path = dir.join("notify.toml");
+    let text = format!(
+        r#"
+[people."{ALICE}"]
+slack = "U01ALICE"
+
+[people."{BOB}"]
+slack = "U02BOB"
+
+[people."{CAROL}"]
+slack = "U03CAROL"
+
+[groups.ops]
+members = ["{ALICE}", "{BOB}"]
+slack_channel = "C01OPS"
+
+[slack]
+bot_token = "{TOKEN}"
+signing_secret = "{SIGNING_SECRET}"
+api_url = "{api_url}"
+"#
+    );
+    std::fs::write(&path, text).expect("the notify file is written");
+    path.display().to_string()
+}
+
+fn start(store: &str, data: Option<&Path>, file: &str) -> Node {
+    let args = [
+        "--notify",
+        file,
+        "--notify-allow-private",
+        "--public-url",
+        "https://askgate.example",
+    ];
+    match data {
+        Some(dir) => Node::start_in(dir.to_owned(), store, &args),
+        None => Node::start(store, &args),
+    }
+}
+
+/// An approval of one call, for the ops group.
+fn approval(session: &str, id: &str) -> Value {
+    json!({"type": "ask", "session": session, "id": id, "dialect": "approval",
+           "title": HOSTILE, "answerers": ["group:ops"], "timeout_s": 600.0,
+           "calls": [{"name": "run_sql", "args": {"query": "DROP TABLE users"},
+                      "decisions": ["approve", "reject"]}]})
+}
+
+/// The Color question (Red, Blue, Green) for `answerers`.
+fn color(session: &str, id: &str, answerers: &[&str]) -> Value {
+    let mut frame = ask(session, id, &["Color"], Some(600.0));
+    frame["answerers"] = json!(answerers);
+    frame
+}
+
+/// The buttons of a posted message: (action_id, value).
+fn buttons(body: &Value) -> Vec<(String, Value)> {
+    body["blocks"]
+        .as_array()
+        .expect("blocks")
+        .iter()
+        .filter(|block| block["type"] == "actions")
+        .flat_map(|block| block["elements"].as_array().expect("elements").clone())
+        .map(|button| {
+            (
+                button["action_id"]
+                    .as_str()
+                    .expect("an action id")
+                    .to_owned(),
+                button["value"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn value_of(body: &Value, action_id: &str) -> String {
+    buttons(body)
+        .into_iter()
+        .find(|(id, _)| id == action_id)
+        .and_then(|(_, value)| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no {action_id} in {body}"))
+}
+
+/// A click as Slack sends it: `user` pressed `action_id` (carrying `value`) in `channel`.
+fn click(user: &str, channel: &str, action_id: &str, value: &str) -> Value {
+    json!({
+        "type": "block_actions",
+        "user": {"id": user},
+        "trigger_id": "1234.5678.abcd",
+        "channel": {"id": channel},
+        "container": {"type": "message", "channel_id": channel},
+        "actions": [{"type": "button", "action_id": action_id, "value": value}],
+    })
+}
+
+/// Posts `payload` to the node's interactions endpoint, signed with `secret` at `timestamp`
+/// (Unix seconds) as Slack signs: `v0=` hex HMAC-SHA256 of `v0:{timestamp}:{body}`.
+async fn interact(node: &Node, payload: &Value, secret: &str, timestamp: u64) -> (u16, String) {
+    let encoded: String =
+        url::form_urlencoded::byte_serialize(payload.to_string().as_bytes()).collect();
+    let body = format!("payload={encoded}");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
+    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
+    let signature: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let url = format!("http://{}/v1/slack/interactions", node.addr);
+    let timestamp = timestamp.to_string();
+    let signature = format!("v0={signature}");
+    post_form(
+        &url,
+        &[
+            ("x-slack-request-timestamp", timestamp.as_str()),
+            ("x-slack-signature", signature.as_str()),
+        ],
+        body,
+    )
+    .await
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+/// The next post of a message (not a reply), its rate-limited tries skipped.
+async fn next_post(slack: &mut SlackApi) -> Value {
+    loop {
+        let call = slack.next(WITHIN).await;
+        assert_eq!(call["authorized"], true, "{call}");
+        if call["method"] == "chat.postMessage" && call["status"] == 200 {
+            return call;
+        }
+    }
+}
+
+/// The text of the section saying how a request ended, in an update's blocks.
+fn ending_of(update: &Value) -> String {
+    update["body"]["blocks"]
+        .as_array()
+        .expect("blocks")
+        .last()
+        .and_then(|block| block["text"]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn slack_clicks_answer_as_their_person_and_every_message_is_updated() {
+    let dir = support::tempdir("slack");
+    // Slack's first answer is a rate limit: the queue waits its Retry-After and tries again.
+    let mut slack = SlackApi::start(TOKEN, 1, 1).await;
+    let file = notify_file(&dir, &slack.url());
+    let node = start("memory", None, &file);
+    let (mut agent, viewer) = node.agent_opening("s").await;
+    let (mut tab, _) = node.tab("s", &viewer).await;
+
+    // An approval for the ops group: one post to its channel, none to its members.
+    agent.send(&approval("s", "deploy")).await;
+    agent.recv_until("accepted").await;
+    let limited = slack.next(WITHIN).await;
+    assert_eq!(
+        (limited["status"].as_u64(), limited["method"].as_str()),
+        (Some(429), Some("chat.postMessage"))
+    );
+    let posted = next_post(&mut slack).await;
+    let body = &posted["body"];
+    assert_eq!(body["channel"], "C01OPS", "{posted}");
+    assert_eq!(body["mrkdwn"], false);
+    let ids: Vec<String> = buttons(body).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        [
+            "askgate_choice_approve",
+            "askgate_choice_reject",
+            "askgate_link"
+        ]
+    );
+    // The agent's words are plain text, never markup: no mention, ping or link is made.
+    assert_eq!(body["blocks"][0]["type"], "header");
+    assert_eq!(body["blocks"][0]["text"]["type"], "plain_text");
+    assert_eq!(body["blocks"][0]["text"]["text"], HOSTILE);
+    assert!(!body.to_string().contains("\"mrkdwn\"}"), "{body}");
+    let fallback = body["text"].as_str().unwrap();
+    assert!(fallback.starts_with("&lt;!channel&gt;"), "{fallback}");
+    let deploy_post = posted["answer"].clone();
+    let reject = value_of(body, "askgate_choice_reject");
+
+    // The Color question for alice alone: a direct message with a button per option.
+    agent.send(&color("s", "color", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    let posted = next_post(&mut slack).await;
+    let body = posted["body"].clone();
+    assert_eq!(body["channel"], "U01ALICE");
+    let ids: Vec<String> = buttons(&body).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        [
+            "askgate_choice_o0",
+            "askgate_choice_o1",
+            "askgate_choice_o2",
+            "askgate_open"
+        ]
+    );
+    let color_post = posted["answer"].clone();
+    let dm = color_post["channel"].as_str().unwrap().to_owned();
+    let blue = value_of(&body, "askgate_choice_o1");
+
+    // Two questions: no click is a whole answer; one button to alice's own page.
+    let mut two = ask("s", "two", &["Color", "Size"], Some(600.0));
+    two["answerers"] = json!([ALICE]);
+    agent.send(&two).await;
+    agent.recv_until("accepted").await;
+    let posted = next_post(&mut slack).await;
+    let only = buttons(&posted["body"]);
+    assert_eq!(only.len(), 1, "{posted}");
+    assert_eq!(only[0].0, "askgate_open");
+
+    // What changes nothing: a wrong signature, an old timestamp, an unknown Slack user, a
+    // person who may not answer.
+    let blue_click = click("U01ALICE", &dm, "askgate_choice_o1", &blue);
+    let (status, said) = interact(&node, &blue_click, "not-the-secret", now_s()).await;
+    assert_eq!(status, 401, "{said}");
+    let (status, said) = interact(&node, &blue_click, SIGNING_SECRET, now_s() - 301).await;
+    assert_eq!(status, 401, "{said}");
+    let stranger = click("U09NOBODY", &dm, "askgate_choice_o1", &blue);
+    let (status, _) = interact(&node, &stranger, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(told["method"], "chat.postEphemeral", "{told}");
+    assert_eq!(told["body"]["user"], "U09NOBODY");
+    assert!(
+        told["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("does not know your Slack account"),
+        "{told}"
+    );
+    let carol = click("U03CAROL", &dm, "askgate_choice_o1", &blue);
+    let (status, _) = interact(&node, &carol, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(told["method"], "chat.postEphemeral", "{told}");
+    assert_eq!(told["body"]["user"], "U03CAROL");
+    assert!(
+        told["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("You may not answer"),
+        "{told}"
+    );
+
+    // Alice's click answers, as her, through the first-wins path.
+    let (status, said) = interact(&node, &blue_click, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200, "{said}");
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(
+        (outcome["id"].as_str(), outcome["outcome"].as_str()),
+        (Some("color"), Some("answered"))
+    );
+    assert_eq!(outcome["user"], ALICE);
+    assert_eq!(
+        outcome["response"]["answers"],
+        json!([{"header": "Color", "selected": ["Blue"]}])
+    );
+    let resolved = tab.recv_about("resolved", "color").await;
+    assert_eq!(
+        (&resolved["user"], &resolved["via"]),
+        (&json!(ALICE), &json!("slack")),
+        "{resolved}"
+    );
+    // Its message is updated in place: no buttons, who decided and where.
+    let (_, update) = slack.until("chat.update", WITHIN).await;
+    assert_eq!(
+        (&update["body"]["channel"], &update["body"]["ts"]),
+        (&color_post["channel"], &color_post["ts"])
+    );
+    assert_eq!(update["answer"]["ok"], true, "{update}");
+    assert!(buttons(&update["body"]).is_empty(), "{update}");
+    assert_eq!(ending_of(&update), "Answered by alice@example.com in Slack");
+
+    // The same click again (a replay, or a click after the end) changes nothing and says so.
+    let (status, _) = interact(&node, &blue_click, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(told["method"], "chat.postEphemeral", "{told}");
+    assert!(
+        told["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("already ended: answered by alice@example.com in Slack"),
+        "{told}"
+    );
+
+    // Bob, a member of ops, rejects the approval in its channel: a modal asks why.
+    let (status, _) = interact(
+        &node,
+        &click("U02BOB", "C01OPS", "askgate_choice_reject", &reject),
+        SIGNING_SECRET,
+        now_s(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let opened = slack.next(WITHIN).await;
+    assert_eq!(opened["method"], "views.open", "{opened}");
+    assert_eq!(opened["body"]["trigger_id"], "1234.5678.abcd");
+    let view = &opened["body"]["view"];
+    let submitted = json!({
+        "type": "view_submission",
+        "user": {"id": "U02BOB"},
+        "view": {
+            "callback_id": view["callback_id"],
+            "private_metadata": view["private_metadata"],
+            "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": "not on a Friday"}}}},
+        },
+    });
+    let (status, said) = interact(&node, &submitted, SIGNING_SECRET, now_s()).await;
+    assert_eq!((status, said.as_str()), (200, ""));
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["id"], "deploy");
+    assert_eq!(outcome["user"], BOB);
+    assert_eq!(
+        outcome["response"]["decisions"],
+        json!([{"type": "reject", "message": "not on a Friday"}])
+    );
+    let (_, update) = slack.until("chat.update", WITHIN).await;
+    assert_eq!(update["body"]["channel"], "C01OPS");
+    assert_eq!(update["body"]["ts"], deploy_post["ts"]);
+    assert_eq!(ending_of(&update), "Rejected by bob@example.com in Slack");
+
+    // A request withdrawn by its agent: its message says so too.
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "two"}))
+        .await;
+    let (_, update) = slack.until("chat.update", WITHIN).await;
+    assert_eq!(ending_of(&update), "Withdrawn by the agent");
+    drop(node);
+    support::remove_scratch(&dir);
+}
