@@ -28,6 +28,16 @@ impl SlackApi {
         }
     }
 
+    /// A stand-in taking `token` on `port`, answering every call.
+    pub async fn start_on(token: &str, port: u16) -> SlackApi {
+        let port = port.to_string();
+        let process = OracleProcess::start("slack_api.py", &[token, "--port", &port]).await;
+        SlackApi {
+            port: process.port,
+            process,
+        }
+    }
+
     /// `http://127.0.0.1:PORT/api/`, for the notify file's `api_url`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/api/", self.port)

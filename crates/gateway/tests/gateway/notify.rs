@@ -290,6 +290,16 @@ fn a_bad_notify_file_or_a_missing_public_url_or_a_private_target_refuses_the_sta
             &["--public-url", "https://askgate.example"],
             "webhooks.ops.url: localhost resolves to",
         ),
+        (
+            "\n[slack]\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\napi_url = \"http://slack.example/api/\"\n",
+            &["--public-url", "https://askgate.example", "--notify-allow-private"],
+            "notify.toml:2: slack.api_url: http://slack.example/api/ must be https:// (plain http only to a loopback stand-in, with --notify-allow-private)",
+        ),
+        (
+            "\n[slack]\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\napi_url = \"https://127.0.0.1:9/api/\"\n",
+            &["--public-url", "https://askgate.example"],
+            "notify.toml:2: slack.api_url: 127.0.0.1 is loopback; such targets are refused unless --notify-allow-private",
+        ),
     ];
     for (text, extra, expected) in cases {
         let file = write_notify_file(&dir, text);

@@ -377,3 +377,144 @@ async fn slack_clicks_answer_as_their_person_and_every_message_is_updated() {
     drop(node);
     support::remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn on_redis_a_click_on_a_node_that_did_not_post_answers_and_updates() {
+    let dir = support::tempdir("slack-redis");
+    let redis = support::redis::RedisServer::start(&[]);
+    let mut slack = SlackApi::start(TOKEN, 0, 1).await;
+    let file = notify_file(&dir, &slack.url());
+    let nodes = [
+        start(&redis.url(), None, &file),
+        start(&redis.url(), None, &file),
+        start(&redis.url(), None, &file),
+    ];
+    let (mut agent, _) = nodes[0].agent_opening("s").await;
+    agent.send(&color("s", "r1", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    let posted = next_post(&mut slack).await;
+    assert_eq!(posted["body"]["channel"], "U01ALICE");
+    let message = posted["answer"].clone();
+    let blue = value_of(&posted["body"], "askgate_choice_o1");
+    let dm = message["channel"].as_str().unwrap().to_owned();
+
+    // The click reaches another node: it answers there, and the message is updated.
+    let blue_click = click("U01ALICE", &dm, "askgate_choice_o1", &blue);
+    let (status, said) = interact(&nodes[2], &blue_click, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200, "{said}");
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(
+        (&outcome["user"], &outcome["outcome"]),
+        (&json!(ALICE), &json!("answered"))
+    );
+    let (_, update) = slack.until("chat.update", WITHIN).await;
+    assert_eq!(
+        (&update["body"]["channel"], &update["body"]["ts"]),
+        (&message["channel"], &message["ts"])
+    );
+    assert_eq!(update["answer"]["ok"], true, "{update}");
+    assert_eq!(ending_of(&update), "Answered by alice@example.com in Slack");
+
+    // A replay on the third node changes nothing and says how it ended.
+    let (status, _) = interact(&nodes[1], &blue_click, SIGNING_SECRET, now_s()).await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(told["method"], "chat.postEphemeral", "{told}");
+    assert!(
+        told["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("already ended"),
+        "{told}"
+    );
+    drop(nodes);
+    support::remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn a_post_kept_before_a_sigkill_is_made_after_the_restart_once() {
+    let dir = support::tempdir("slack-restart");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // Nothing answers at Slack's address while the first gateway runs.
+    let port = support::free_port();
+    let file = notify_file(&dir, &format!("http://127.0.0.1:{port}/api/"));
+    let mut node = start("embedded", Some(&data), &file);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    agent.send(&color("s", "kept", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    assert!(
+        node.wrote_line("a notification failed; it is tried again")
+            .await,
+        "{:?}",
+        node.said()
+    );
+    node.kill();
+
+    let mut slack = SlackApi::start_on(TOKEN, port).await;
+    let node = start("embedded", Some(&data), &file);
+    let posted = next_post(&mut slack).await;
+    assert_eq!(posted["body"]["channel"], "U01ALICE");
+    let blue = value_of(&posted["body"], "askgate_choice_o1");
+    assert!(blue.contains("\"r\":\"kept\""), "{blue}");
+    assert!(
+        node.wrote_line("a notification was sent").await,
+        "{:?}",
+        node.said()
+    );
+    drop(node);
+    // Posted once: another restart posts nothing more, and the next post is a new request's.
+    let node = start("embedded", Some(&data), &file);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    agent.send(&color("s", "after", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    let next = next_post(&mut slack).await;
+    let value = value_of(&next["body"], "askgate_choice_o1");
+    assert!(
+        value.contains("\"r\":\"after\""),
+        "the first post came again: {next}"
+    );
+    drop(node);
+    support::remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn slacks_refusal_is_logged_counted_and_not_tried_again() {
+    let dir = support::tempdir("slack-refused");
+    // The stand-in takes another token: every call is `ok: false`, `invalid_auth`.
+    let mut slack = SlackApi::start("xoxb-another-token", 0, 1).await;
+    let file = notify_file(&dir, &slack.url());
+    let node = start("memory", None, &file);
+    let (mut agent, _) = node.agent_opening("s").await;
+    agent.send(&color("s", "r1", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    let call = slack.next(WITHIN).await;
+    assert_eq!(
+        (&call["authorized"], &call["answer"]["error"]),
+        (&json!(false), &json!("invalid_auth"))
+    );
+    assert!(
+        node.wrote_line("slack chat.postMessage: invalid_auth")
+            .await,
+        "{:?}",
+        node.said()
+    );
+    let (_, metrics) = node.http("GET", "/metrics", None).await;
+    assert!(
+        metrics.contains("askgate_notifications_rejected_total{channel=\"slack\"} 1"),
+        "{metrics}"
+    );
+    // Not tried again: the next call is the next request's.
+    agent.send(&color("s", "r2", &[ALICE])).await;
+    agent.recv_until("accepted").await;
+    let next = slack.next(WITHIN).await;
+    let value = value_of(&next["body"], "askgate_choice_o1");
+    assert!(
+        value.contains("\"r\":\"r2\""),
+        "the refused post was tried again: {next}"
+    );
+    drop(node);
+    support::remove_scratch(&dir);
+}
