@@ -514,7 +514,7 @@ pub trait Store: Send + Sync + 'static {
     fn deliveries(&self) -> StoreFuture<'_, Vec<StoredDelivery>>;
 
     /// Every field of the kept tables, for a restart (a local store; a shared one is read
-    /// key by key, [`Shared::kept`](shared::Shared::kept)).
+    /// key by key, [`shared::Shared::kept`]).
     fn kept(&self) -> StoreFuture<'_, Vec<KeptField>>;
 
     /// The audit trails it keeps, for reading.

@@ -292,7 +292,11 @@ fn a_bad_notify_file_or_a_missing_public_url_or_a_private_target_refuses_the_sta
         ),
         (
             "\n[slack]\nbot_token = \"xoxb-1\"\nsigning_secret = \"s\"\napi_url = \"http://slack.example/api/\"\n",
-            &["--public-url", "https://askgate.example", "--notify-allow-private"],
+            &[
+                "--public-url",
+                "https://askgate.example",
+                "--notify-allow-private",
+            ],
             "notify.toml:2: slack.api_url: http://slack.example/api/ must be https:// (plain http only to a loopback stand-in, with --notify-allow-private)",
         ),
         (

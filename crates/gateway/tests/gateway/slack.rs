@@ -518,3 +518,79 @@ async fn slacks_refusal_is_logged_counted_and_not_tried_again() {
     drop(node);
     support::remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn reminders_reply_in_the_thread_and_escalations_post_to_the_new_people() {
+    let dir = support::tempdir("slack-follow-ups");
+    let mut slack = SlackApi::start(TOKEN, 0, 1).await;
+    let file = notify_file(&dir, &slack.url());
+    let node = start("memory", None, &file);
+    let (mut agent, _) = node.agent_opening("s").await;
+    let mut frame = color("s", "r1", &[ALICE]);
+    frame["remind_after_s"] = json!(0.5);
+    frame["escalate"] = json!({"after_s": 1.0, "to": [BOB]});
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let first = next_post(&mut slack).await;
+    assert_eq!(first["body"]["channel"], "U01ALICE");
+    let alices = first["answer"].clone();
+    assert!(first["body"].get("thread_ts").is_none(), "{first}");
+
+    // The reminder: a reply in alice's thread, without buttons.
+    let reminder = next_post(&mut slack).await;
+    assert_eq!(
+        (&reminder["body"]["channel"], &reminder["body"]["thread_ts"]),
+        (&alices["channel"], &alices["ts"]),
+        "{reminder}"
+    );
+    assert!(buttons(&reminder["body"]).is_empty(), "{reminder}");
+    assert!(
+        reminder["body"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Reminder:"),
+        "{reminder}"
+    );
+
+    // The escalation: a message of its own to bob, with the buttons.
+    let escalated = next_post(&mut slack).await;
+    assert_eq!(escalated["body"]["channel"], "U02BOB", "{escalated}");
+    assert!(escalated["body"].get("thread_ts").is_none(), "{escalated}");
+    let bobs = escalated["answer"].clone();
+    let red = value_of(&escalated["body"], "askgate_choice_o0");
+
+    // Bob answers from his message: both messages are updated.
+    let (status, said) = interact(
+        &node,
+        &click(
+            "U02BOB",
+            bobs["channel"].as_str().unwrap(),
+            "askgate_choice_o0",
+            &red,
+        ),
+        SIGNING_SECRET,
+        now_s(),
+    )
+    .await;
+    assert_eq!(status, 200, "{said}");
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["user"], BOB);
+    let mut updated = Vec::new();
+    for _ in 0..2 {
+        let (_, update) = slack.until("chat.update", WITHIN).await;
+        assert_eq!(ending_of(&update), "Answered by bob@example.com in Slack");
+        updated.push((
+            update["body"]["channel"].clone(),
+            update["body"]["ts"].clone(),
+        ));
+    }
+    updated.sort_by_key(|(channel, _)| channel.to_string());
+    let mut expected = vec![
+        (alices["channel"].clone(), alices["ts"].clone()),
+        (bobs["channel"].clone(), bobs["ts"].clone()),
+    ];
+    expected.sort_by_key(|(channel, _)| channel.to_string());
+    assert_eq!(updated, expected);
+    drop(node);
+    support::remove_scratch(&dir);
+}
