@@ -47,3 +47,6 @@ mod proxy_header;
 mod redis_scripts;
 /// The Lua SHA-256 of the audit chain against the `sha2` crate.
 mod redis_sha256;
+/// Web Push messages and VAPID tokens, decrypted and verified by Python's `http_ece` and
+/// `py_vapid`.
+mod web_push;
