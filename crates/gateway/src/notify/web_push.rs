@@ -197,7 +197,7 @@ fn endpoint_origin(endpoint_url: &str) -> Result<String, String> {
         .map_err(|e| format!("push endpoint {endpoint_url:?}: not a URL ({e})"))?;
     if !matches!(url.scheme(), "https" | "http") {
         return Err(format!(
-            "push endpoint {endpoint_url:?}: expected an https URL, got scheme {:?}",
+            "push endpoint {endpoint_url:?}: expected an https (or http) URL, got scheme {:?}",
             url.scheme()
         ));
     }
