@@ -11,8 +11,10 @@
 #                  email-validator 2.4.0 (for EmailStr): the MCP server side that
 #                  tests/oracle/mcp_oracle.py runs for the form dialect's differential test
 #   .venv/notify   CPython 3.11 + standardwebhooks 1.3.0 (the independent signature check
-#                  tests/oracle/webhook_receiver.py makes of every webhook) and aiosmtpd 1.4.6
-#                  (the SMTP server the mail tests start)
+#                  tests/oracle/webhook_receiver.py makes of every webhook), aiosmtpd 1.4.6
+#                  (the SMTP server the mail tests start), and http-ece 1.2.1 and py-vapid 1.9.6
+#                  (with which tests/oracle/web_push_decrypt.py decrypts Web Push messages and
+#                  checks their VAPID signatures)
 #   chromium, chromedriver  Debian's packages, for the browser tests
 #   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
 #                  own server on a free port; the packaged service is never used)
@@ -104,6 +106,6 @@ make_venv .venv/deepagents 3.13 langchain.agents.middleware \
 unpack_deepagents_wheel .venv/deepagents
 make_venv .venv/mcp 3.11 "mcp.server.elicitation, email_validator" \
   "mcp==2.3.0" "mcp-types==2.3.0" "pydantic==2.14.4" "email-validator==2.4.0"
-make_venv .venv/notify 3.11 "standardwebhooks, aiosmtpd" \
-  "standardwebhooks==1.3.0" "aiosmtpd==1.4.6"
+make_venv .venv/notify 3.11 "standardwebhooks, aiosmtpd, http_ece, py_vapid" \
+  "standardwebhooks==1.3.0" "aiosmtpd==1.4.6" "http-ece==1.2.1" "py-vapid==1.9.6"
 echo "setup-test-env: ready"

@@ -216,6 +216,10 @@ impl Store for FlakyStore {
         self.inner.deliveries()
     }
 
+    fn kept(&self) -> StoreFuture<'_, Vec<askgate::store::KeptField>> {
+        self.inner.kept()
+    }
+
     fn followers(&self) -> StoreFuture<'_, Vec<(SessionId, String)>> {
         self.inner.followers()
     }

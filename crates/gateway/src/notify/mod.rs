@@ -15,6 +15,7 @@
 //! - [`slack`]: messages from a Slack app, with buttons that answer, updated when a request
 //!   ends.
 //! - [`address`]: the addresses the gateway will not call.
+//! - [`web_push`]: VAPID signing and Web Push message encryption, no I/O.
 
 pub mod address;
 pub mod delivery;
@@ -22,6 +23,7 @@ pub mod email;
 pub mod outbox;
 pub mod settings;
 pub mod slack;
+pub mod web_push;
 pub mod webhook;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};

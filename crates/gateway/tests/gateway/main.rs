@@ -49,3 +49,6 @@ mod redis_scripts;
 mod redis_sha256;
 /// Slack messages with buttons that answer, against a stand-in for Slack's Web API.
 mod slack;
+/// Web Push messages and VAPID tokens, decrypted and verified by Python's `http_ece` and
+/// `py_vapid`.
+mod web_push;
