@@ -26,8 +26,13 @@ async fn mailing_server(sink: &SmtpSink) -> TestServer {
         sink.url()
     );
     let mut config = test_config();
-    let settings = NotifySettings::parse(&text, "notify.toml", &mut Groups::default(), None)
-        .expect("the notify file reads");
+    let settings = NotifySettings::parse(
+        &text,
+        "notify.toml",
+        &mut Groups::default(),
+        &askgate::notify::settings::FromEnv::default(),
+    )
+    .expect("the notify file reads");
     config.notify = Some(NotifyConfig {
         settings,
         retry_for: DEFAULT_RETRY_FOR,

@@ -16,8 +16,13 @@ async fn a_webhook_on_a_refused_address_is_not_called_and_the_request_still_work
     // `localhost` resolves to loopback: refused without --notify-allow-private. Nothing need
     // listen there: were it called, the try would fail as "connection refused", not as this.
     let text = "[webhooks.ops]\nurl = \"http://localhost:9/hook\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n";
-    let settings = NotifySettings::parse(text, "notify.toml", &mut Groups::default(), None)
-        .expect("the file reads");
+    let settings = NotifySettings::parse(
+        text,
+        "notify.toml",
+        &mut Groups::default(),
+        &askgate::notify::settings::FromEnv::default(),
+    )
+    .expect("the file reads");
     let mut config = test_config();
     config.public_url = Some("https://askgate.example".into());
     config.notify = Some(NotifyConfig {
