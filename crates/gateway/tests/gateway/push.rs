@@ -372,3 +372,58 @@ async fn a_push_kept_before_a_sigkill_is_sent_after_the_restart_once() {
     drop(node);
     support::remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn on_redis_a_device_subscribed_on_one_node_is_pushed_by_another() {
+    let dir = support::tempdir("push-redis");
+    let redis = support::redis::RedisServer::start(&[]);
+    let mut rng =
+        support::seeded_rng("on_redis_a_device_subscribed_on_one_node_is_pushed_by_another");
+    let phone = browser(&mut rng);
+    let mut service = push_service(&phone, None).await;
+    let file = notify_file(&dir);
+    let nodes = [
+        start(&redis.url(), None, &file),
+        start(&redis.url(), None, &file),
+    ];
+    // Both nodes sign with the key derived from the secret Redis keeps: one key.
+    let (_, first) = http(nodes[0].addr, "GET", "/v1/push/key", None, None).await;
+    let (_, second) = http(nodes[1].addr, "GET", "/v1/push/key", None, None).await;
+    assert_eq!(first["key"], second["key"]);
+    let key = alices_key(&nodes[0], "s").await;
+    let endpoint = format!("http://127.0.0.1:{}/push/phone", service.port);
+    let (status, _) = http(
+        nodes[0].addr,
+        "POST",
+        "/v1/push/subscriptions?session=s",
+        Some(&subscription(&phone, &endpoint, "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, listed) = http(
+        nodes[1].addr,
+        "GET",
+        "/v1/push/subscriptions?session=s",
+        None,
+        Some(&key),
+    )
+    .await;
+    assert_eq!(
+        listed["devices"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+
+    let (mut agent, _) = nodes[1].agent_opening("s").await;
+    let mut frame = ask("s", "r1", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let got: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
+    assert_eq!(got["status"], 201, "{got}");
+    assert_eq!(got["k"], first["key"]);
+    assert_eq!(payload(&got)["tag"], "askgate:s:r1");
+    drop(nodes);
+    support::remove_scratch(&dir);
+}
