@@ -515,7 +515,11 @@ impl Notifier {
             }
         };
         let body = facts.body(kind, at_ms, extra);
-        let targets = self.targets_for(facts, kind, &names);
+        let mut targets = self.targets_for(facts, kind, &names);
+        if kind == EventKind::Escalated && self.slack.is_some() {
+            // Those already posted to hear of it in their message's thread.
+            targets.extend(self.slack_targets(&Self::names_for(facts)));
+        }
         self.notifications_to(facts, kind, targets, &body, at_ms)
     }
 

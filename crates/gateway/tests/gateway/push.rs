@@ -427,3 +427,45 @@ async fn on_redis_a_device_subscribed_on_one_node_is_pushed_by_another() {
     drop(nodes);
     support::remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn a_vapid_key_file_is_the_key_pushes_are_signed_with() {
+    use p256::pkcs8::EncodePrivateKey as _;
+    let dir = support::tempdir("push-key-file");
+    let mut rng = support::seeded_rng("a_vapid_key_file_is_the_key_pushes_are_signed_with");
+    let secret = loop {
+        let scalar: [u8; 32] = rand::Rng::random(&mut rng);
+        if let Ok(secret) = SecretKey::from_slice(&scalar) {
+            break secret;
+        }
+    };
+    let pem = secret
+        .to_pkcs8_pem(p256::pkcs8::LineEnding::LF)
+        .expect("a PEM");
+    let key_file = dir.join("vapid.pem");
+    std::fs::write(&key_file, pem.as_bytes()).unwrap();
+    let file = notify_file(&dir);
+    let key_path = key_file.display().to_string();
+    let args = [
+        "--notify",
+        file.as_str(),
+        "--notify-allow-private",
+        "--public-url",
+        PUBLIC,
+        "--vapid-key-file",
+        key_path.as_str(),
+    ];
+    let node = Node::start("memory", &args);
+    let (status, body) = http(node.addr, "GET", "/v1/push/key", None, None).await;
+    assert_eq!(status, 200, "{body}");
+    let expected = URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false));
+    assert_eq!(body["key"], json!(expected));
+    drop(node);
+
+    // A file that holds no key refuses the start, naming it.
+    std::fs::write(&key_file, "not a key\n").unwrap();
+    let refused = Node::try_start("memory", &args).err().expect("refused");
+    let said = refused.join("\n");
+    assert!(said.contains("--vapid-key-file"), "{said}");
+    support::remove_scratch(&dir);
+}

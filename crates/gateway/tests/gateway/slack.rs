@@ -552,8 +552,26 @@ async fn reminders_reply_in_the_thread_and_escalations_post_to_the_new_people() 
         "{reminder}"
     );
 
-    // The escalation: a message of its own to bob, with the buttons.
-    let escalated = next_post(&mut slack).await;
+    // The escalation: a message of its own to bob, with the buttons, and a word of it in
+    // alice's thread (the two in either order: one queue, sorted by target).
+    let mut posts = [next_post(&mut slack).await, next_post(&mut slack).await];
+    posts.sort_by_key(|post| post["body"]["channel"].to_string());
+    let [in_thread, escalated] = posts;
+    assert_eq!(
+        (
+            &in_thread["body"]["channel"],
+            &in_thread["body"]["thread_ts"]
+        ),
+        (&alices["channel"], &alices["ts"]),
+        "{in_thread}"
+    );
+    assert!(
+        in_thread["body"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Still unanswered: escalated to bob@example.com."),
+        "{in_thread}"
+    );
     assert_eq!(escalated["body"]["channel"], "U02BOB", "{escalated}");
     assert!(escalated["body"].get("thread_ts").is_none(), "{escalated}");
     let bobs = escalated["answer"].clone();
