@@ -158,6 +158,39 @@ impl Hub {
         }
     }
 
+    /// Whether `user` may answer request `id` of `session` now, and when it times out: for
+    /// the link a Slack channel post's page button sends its clicker.
+    ///
+    /// # Errors
+    /// Why not: the request is gone or ended, or `user` may not answer it.
+    pub async fn may_answer_as(
+        self: &Arc<Self>,
+        session: &askgate_protocol::SessionId,
+        id: &askgate_protocol::RequestId,
+        user: &str,
+    ) -> Result<Option<u64>, LinkRefused> {
+        self.synced(session)
+            .await
+            .map_err(|error| LinkRefused::Unavailable(error.to_string()))?;
+        let sessions = self.lock();
+        let entry = sessions
+            .get(session)
+            .and_then(|held| held.requests.get(id))
+            .ok_or(LinkRefused::Gone)?;
+        if let EntryState::Resolved(resolution) = &entry.state {
+            return Err(LinkRefused::Ended(Some(EndedAs {
+                outcome: resolution.settlement.outcome,
+                user: resolution.user.clone(),
+                via: resolution.via,
+                at_ms: resolution.at_ms,
+            })));
+        }
+        self.people
+            .may_answer(&Person::named(user, Via::Slack), entry.answerers.as_deref())
+            .map_err(LinkRefused::Forbidden)?;
+        Ok(entry.deadline_ms)
+    }
+
     /// What the request `link` names holds, copied under the lock (the view's bytes are
     /// shared, not copied); `None` if there is none.
     fn held(&self, link: &ActionLink) -> Option<Held> {

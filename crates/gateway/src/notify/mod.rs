@@ -657,6 +657,7 @@ impl Notifier {
             };
             if let SendError::Rejected(why) = &error {
                 tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, target = ?delivery.target, %why, "a notification was refused by its target for good; it is not tried again");
+                self.forget_posted(delivery).await;
                 self.forget(delivery).await;
                 count(&counts.rejected);
                 self.let_go(queue, &pending);
@@ -670,11 +671,13 @@ impl Notifier {
             let tried_for = now.saturating_sub(delivery.created_ms);
             if u128::from(tried_for) >= self.config.retry_for.as_millis() {
                 tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, failures = pending.failures, %error, "a notification is given up");
+                self.forget_posted(delivery).await;
                 self.forget(delivery).await;
                 count(&counts.given_up);
                 self.let_go(queue, &pending);
                 continue;
             }
+            let throttled = matches!(error, SendError::Throttled { .. });
             let wait = match &error {
                 SendError::Throttled { wait, .. } => *wait,
                 _ => delivery::retry_after(Duration::from_millis(tried_for)),
@@ -702,6 +705,11 @@ impl Notifier {
                     tracing::info!(notification = %delivery.id, failures = pending.failures, retry_in_ms, %error, "a notification failed; it is tried again");
                     queue.retry(pending, due);
                 }
+            }
+            // A target that asked to be left alone is left alone: the rest of its queue waits
+            // too (a Slack workspace's rate limit covers every message to it).
+            if throttled {
+                tokio::time::sleep(wait).await;
             }
         }
     }

@@ -63,22 +63,32 @@ pub struct Subscription {
     pub label: String,
     /// When it was added (Unix ms).
     pub created_ms: u64,
+    /// The session it was made from with a personal link, whose requests alone it is told
+    /// of (a personal link is the person's only in that session, and may have been issued by
+    /// an agent limited to it); `None` when made from the inbox: every session.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 impl Subscription {
-    /// Its id: the first 16 hex digits of the SHA-256 of its endpoint (the endpoint itself is
-    /// a capability to push to the device, so it is not shown back).
+    /// Its id: the first 16 hex digits of the SHA-256 of its endpoint and session (the
+    /// endpoint itself is a capability to push to the device, so it is not shown back).
     pub fn id(&self) -> String {
-        id_of(&self.endpoint)
+        let mut hash = Sha256::new();
+        hash.update(self.endpoint.as_bytes());
+        hash.update(b"\0");
+        hash.update(self.session.as_deref().unwrap_or_default().as_bytes());
+        hash.finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
-}
 
-fn id_of(endpoint: &str) -> String {
-    Sha256::digest(endpoint.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    /// Whether a key for `session` (`None`: an inbox key) sees it.
+    pub fn seen_from(&self, session: Option<&str>) -> bool {
+        session.is_none() || self.session.as_deref() == session
+    }
 }
 
 /// How pushes are signed: the key and the contact the push services are given.
@@ -370,17 +380,35 @@ impl Notifier {
             Some(ms) if u128::from(ms) < URGENT_WITHIN.as_millis() => "high",
             _ => "normal",
         };
-        let mut failed = None;
-        for sub in &subs {
-            match self.push_one(pusher, sub, &payload, ttl_s, urgency).await {
+        let session = told.session.as_str();
+        let subs: Vec<&Subscription> = subs
+            .iter()
+            .filter(|sub| sub.session.as_deref().is_none_or(|only| only == session))
+            .collect();
+        let sends = subs
+            .iter()
+            .map(|sub| self.push_one(pusher, sub, &payload, ttl_s, urgency));
+        // At once, so that devices that do not answer cost one timeout, not one each.
+        let results = futures_util::future::join_all(sends).await;
+        let mut failed: Option<SendError> = None;
+        for (sub, result) in subs.iter().zip(results) {
+            match result {
                 Ok(()) => {}
-                Err(Gone(status)) => {
-                    tracing::info!(user = %person, device = %sub.id(), %status, "a push subscription is gone; it is deleted");
+                Err(Gone(why)) => {
+                    tracing::info!(user = %person, device = %sub.id(), %why, "a push subscription is gone; it is deleted");
                     if let Err(error) = self.keep_subscription(person, &sub.id(), None).await {
                         tracing::warn!(user = %person, %error, "a gone push subscription could not be deleted");
                     }
                 }
-                Err(Failure(error)) => failed = Some(error),
+                // The delivery is tried again for the device that failed (the others get the
+                // same tag again: their notification is replaced, not added to); a throttled
+                // one sets the wait.
+                Err(Failure(error)) => {
+                    let keep = matches!(failed, Some(SendError::Throttled { .. }));
+                    if !keep {
+                        failed = Some(error);
+                    }
+                }
             }
         }
         failed.map_or(Ok(()), Err)
@@ -395,8 +423,8 @@ impl Notifier {
         urgency: &str,
     ) -> Result<(), PushError> {
         let failed = |why: String| Failure(SendError::Failed(why));
-        let body = web_push::encrypt(payload, &sub.p256dh, &sub.auth)
-            .map_err(|why| Failure(SendError::Rejected(format!("push to {}: {why}", sub.id()))))?;
+        // Keys that no longer encrypt (kept by another version) make the subscription useless.
+        let body = web_push::encrypt(payload, &sub.p256dh, &sub.auth).map_err(Gone)?;
         let expires_s = now_ms() / 1000 + 12 * 3600;
         let authorization = pusher
             .key
@@ -442,7 +470,7 @@ impl Notifier {
             Ok(Err(error)) => Err(failed(format!("push to {id}: {}", chain(&error)))),
             Ok(Ok((status, _))) if status.is_success() => Ok(()),
             Ok(Ok((status, _))) if matches!(status.as_u16(), 404 | 410) => {
-                Err(Gone(status.as_u16()))
+                Err(Gone(format!("its push service answered {status}")))
             }
             Ok(Ok((status, retry_after))) if status.as_u16() == 429 => {
                 let wait = retry_after
@@ -460,8 +488,8 @@ impl Notifier {
 
 /// What became of one device's push, beyond success.
 enum PushError {
-    /// The push service no longer knows the subscription (its status).
-    Gone(u16),
+    /// The subscription can no longer be pushed to (why).
+    Gone(String),
     /// Tried, and the delivery should be tried again (or given up) as this says.
     Failure(SendError),
 }

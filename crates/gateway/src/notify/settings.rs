@@ -201,7 +201,7 @@ pub const SLACK_API_URL: &str = "https://slack.com/api/";
 
 /// Settings the environment may give instead of the file, so that secrets can stay out of
 /// it: each stands for its key in the file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct FromEnv {
     /// `ASKGATE_SMTP_URL`: `email.smtp_url`.
     pub smtp_url: Option<String>,
@@ -209,6 +209,24 @@ pub struct FromEnv {
     pub slack_bot_token: Option<String>,
     /// `ASKGATE_SLACK_SIGNING_SECRET`: `slack.signing_secret`.
     pub slack_signing_secret: Option<String>,
+}
+
+/// Whether each is set; never what it holds (a token, a secret, credentials in a URL).
+impl std::fmt::Debug for FromEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |value: &Option<String>| {
+            if value.is_some() {
+                "(set)"
+            } else {
+                "(not set)"
+            }
+        };
+        f.debug_struct("FromEnv")
+            .field("smtp_url", &set(&self.smtp_url))
+            .field("slack_bot_token", &set(&self.slack_bot_token))
+            .field("slack_signing_secret", &set(&self.slack_signing_secret))
+            .finish()
+    }
 }
 
 impl FromEnv {

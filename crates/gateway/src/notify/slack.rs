@@ -201,12 +201,25 @@ impl Notifier {
             ts: ts.to_owned(),
         };
         self.remember_posted(&key, &field, Some(&message)).await;
-        if !self.still_open(delivery).await {
-            // The ending's update may have run before this message was remembered.
+        // On a shared store the ending's update may be made by another node, and may have run
+        // before this message was remembered: then the message is still kept, and it is
+        // updated here, in words that do not need to know how the request ended. (On a local
+        // store the update goes through this same queue, after this post.)
+        if self.shared.is_some()
+            && !self.still_open(delivery).await
+            && self.posted_messages(&key).await?.contains_key(&field)
+        {
             let mut args = blocks::ended_unknown(&told);
             args["channel"] = json!(message.channel);
             args["ts"] = json!(message.ts);
-            api.send("chat.update", &args).await?;
+            match api.send("chat.update", &args).await {
+                Ok(_) => {}
+                // Left with its buttons, whose clicks say the request has ended; the kept
+                // entry expires on Redis (`KEPT_MESSAGES_TTL`).
+                Err(error) => {
+                    tracing::warn!(%key, %error, "a Slack message posted as its request ended could not be updated");
+                }
+            }
             self.remember_posted(&key, &field, None).await;
         }
         Ok(())
@@ -242,6 +255,25 @@ impl Notifier {
                 Ok((channel, Answering::Channel))
             }
             _ => Err(SendError::Rejected("not a Slack target".to_owned())),
+        }
+    }
+
+    /// Forgets the messages of a request whose update was given up: nothing will update them
+    /// (their buttons stay, and their clicks say the request has ended).
+    pub(super) async fn forget_posted(&self, delivery: &StoredDelivery) {
+        if delivery.target != DeliveryTarget::SlackUpdate {
+            return;
+        }
+        let key = messages_key(delivery);
+        let op = StoreOp::Unkeep {
+            table: KeptTable::SlackMessages,
+            key: key.clone(),
+        };
+        if let Err(error) = self.store.commit(vec![op]).await {
+            tracing::warn!(%key, %error, "a request's Slack messages could not be forgotten");
+        }
+        if self.shared.is_none() {
+            self.posted.lock().remove(&key);
         }
     }
 

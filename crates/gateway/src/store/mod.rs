@@ -203,6 +203,16 @@ impl KeptTable {
         }
     }
 
+    /// How long a shared store keeps a key of the table after its last write, if not for
+    /// ever: a request's Slack messages are kept past the longest a link works (90 days), in
+    /// case the update that forgets them never comes (given up, or shed).
+    pub fn expires_after(self) -> Option<std::time::Duration> {
+        match self {
+            KeptTable::SlackMessages => Some(std::time::Duration::from_secs(91 * 86_400)),
+            KeptTable::PushSubscriptions => None,
+        }
+    }
+
     /// The table named `name` in the store.
     pub fn parse(name: &str) -> Option<KeptTable> {
         KeptTable::ALL

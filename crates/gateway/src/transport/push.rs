@@ -4,7 +4,10 @@
 //! The subscription calls carry the page's own key, `Authorization: Bearer KEY`: a personal
 //! link's key with `?session=ID` (the session it was signed for), or an inbox key without.
 //! The key's person is the one whose devices they are; the plain session link's key names
-//! nobody, so it is refused (403). Every call answers 404 when the gateway has no `[push]`.
+//! nobody, so it is refused (403). A device subscribed with a personal key is told only of
+//! that session's requests, and only that session's personal keys see it: such a key may
+//! have been issued by an agent limited to the session, which must not reach the person's
+//! other sessions through it. The inbox's key sees, and is told of, every session. Every call answers 404 when the gateway has no `[push]`.
 
 use askgate_protocol::{ErrorCode, ReplyCode, SessionId};
 use axum::Json;
@@ -50,8 +53,13 @@ pub async fn get_push_key(State(state): State<AppState>) -> Result<Response, Api
     Ok(Json(json!({ "key": key })).into_response())
 }
 
-/// The person the call's key names.
-fn person(state: &AppState, headers: &HeaderMap, place: &KeyPlace) -> Result<String, ApiError> {
+/// The person the call's key names, and the session it was signed for (`None`: an inbox
+/// key). A personal key sees and changes only the devices subscribed from its session.
+fn person(
+    state: &AppState,
+    headers: &HeaderMap,
+    place: &KeyPlace,
+) -> Result<(String, Option<String>), ApiError> {
     let wrong = |why: &str| ApiError::refuse(ReplyCode::WrongKey, "authorization", why.to_owned());
     let key = headers
         .get(header::AUTHORIZATION)
@@ -69,13 +77,14 @@ fn person(state: &AppState, headers: &HeaderMap, place: &KeyPlace) -> Result<Str
         None => keys.identify_inbox(key, now_ms()),
     };
     let person = identified.map_err(|refusal| wrong(refusal.reason()))?;
-    person.user.map(|user| user.to_string()).ok_or_else(|| {
+    let user = person.user.map(|user| user.to_string()).ok_or_else(|| {
         ApiError::refuse(
             ReplyCode::Forbidden,
             "authorization",
             "the session link names nobody: open your personal link to be told on this device",
         )
-    })
+    })?;
+    Ok((user, place.session.clone()))
 }
 
 fn store_failed(error: &impl std::fmt::Display) -> ApiError {
@@ -86,14 +95,18 @@ fn store_failed(error: &impl std::fmt::Display) -> ApiError {
     )
 }
 
-/// `{"user", "devices"}` for `person`.
-async fn devices(notifier: &Notifier, person: &str) -> Result<Value, ApiError> {
+/// `{"user", "devices"}` for `person`, as a key for `session` sees them.
+async fn devices(
+    notifier: &Notifier,
+    (person, session): &(String, Option<String>),
+) -> Result<Value, ApiError> {
     let subs = notifier
         .subscriptions_of(person)
         .await
         .map_err(|e| store_failed(&e))?;
     let devices: Vec<Value> = subs
         .iter()
+        .filter(|sub| sub.seen_from(session.as_deref()))
         .map(|sub| json!({"id": sub.id(), "label": sub.label, "created_ms": sub.created_ms}))
         .collect();
     Ok(json!({"user": person, "devices": devices}))
@@ -106,8 +119,8 @@ pub async fn get_subscriptions(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let person = person(&state, &headers, &place)?;
-    Ok(Json(devices(notifier, &person).await?).into_response())
+    let who = person(&state, &headers, &place)?;
+    Ok(Json(devices(notifier, &who).await?).into_response())
 }
 
 /// A string member of `body` at `path` (`keys.auth` reads `body.keys.auth`).
@@ -131,7 +144,7 @@ pub async fn post_subscription(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let person = person(&state, &headers, &place)?;
+    let who = person(&state, &headers, &place)?;
     let body = Value::Object(body_object(
         body,
         "a push subscription: {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}, \"label\"}",
@@ -146,8 +159,9 @@ pub async fn post_subscription(
         auth: text(&body, "keys.auth")?.to_owned(),
         label,
         created_ms: now_ms(),
+        session: who.1.clone(),
     };
-    let status = match notifier.subscribe(&person, subscription).await {
+    let status = match notifier.subscribe(&who.0, subscription).await {
         Ok(true) => StatusCode::CREATED,
         Ok(false) => StatusCode::OK,
         Err(SubscribeRefused::NotConfigured) => return Err(not_configured()),
@@ -161,7 +175,7 @@ pub async fn post_subscription(
         }
         Err(SubscribeRefused::Store(error)) => return Err(store_failed(&error)),
     };
-    Ok((status, Json(devices(notifier, &person).await?)).into_response())
+    Ok((status, Json(devices(notifier, &who).await?)).into_response())
 }
 
 /// `DELETE /v1/push/subscriptions` with `{"id": ...}`.
@@ -172,12 +186,22 @@ pub async fn delete_subscription(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let person = person(&state, &headers, &place)?;
+    let (person, session) = person(&state, &headers, &place)?;
     let body = Value::Object(body_object(body, "{\"id\": the device's id}")?);
     let id = text(&body, "id")?;
-    notifier
-        .unsubscribe(&person, id)
+    let subs = notifier
+        .subscriptions_of(&person)
         .await
         .map_err(|e| store_failed(&e))?;
+    // Only a device this key sees: another session's personal key cannot remove it.
+    if subs
+        .iter()
+        .any(|sub| sub.id() == id && sub.seen_from(session.as_deref()))
+    {
+        notifier
+            .unsubscribe(&person, id)
+            .await
+            .map_err(|e| store_failed(&e))?;
+    }
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -104,26 +104,13 @@ async fn handle(hub: &Arc<Hub>, notifier: &Notifier, interaction: Interaction) -
             channel,
             value,
         } => {
-            let text = match person(notifier, &user) {
-                Err(why) => why,
-                Ok(person) => match SessionId::parse(&value.session) {
-                    Ok(session) => {
-                        let expires_ms = link_expiry(None, now_ms());
-                        let link = notifier.personal_url(&session, person, expires_ms);
-                        tell(
-                            notifier,
-                            &channel,
-                            &user,
-                            "Your own link to this request:",
-                            Some(&link),
-                        )
-                        .await;
-                        return StatusCode::OK.into_response();
-                    }
-                    Err(_) => "This button names no session askgate knows.".to_owned(),
-                },
-            };
-            tell(notifier, &channel, &user, &text, None).await;
+            match own_link(hub, notifier, &user, &value).await {
+                Ok(link) => {
+                    let text = "Your own link to this request:";
+                    tell(notifier, &channel, &user, text, Some(&link)).await;
+                }
+                Err(why) => tell(notifier, &channel, &user, &why, None).await,
+            }
             StatusCode::OK.into_response()
         }
         Interaction::Choose {
@@ -179,6 +166,37 @@ async fn handle(hub: &Arc<Hub>, notifier: &Notifier, interaction: Interaction) -
     }
 }
 
+/// A personal link for the clicker of a channel post's page button, if they may answer its
+/// request: good until the request's deadline (as a mail's), its issue in the audit trail.
+async fn own_link(
+    hub: &Arc<Hub>,
+    notifier: &Notifier,
+    user: &str,
+    value: &ButtonValue,
+) -> Result<String, String> {
+    let person = person(notifier, user)?;
+    let (Ok(session), Ok(request)) = (
+        SessionId::parse(&value.session),
+        RequestId::parse(&value.request),
+    ) else {
+        return Err("This button names no request askgate knows.".to_owned());
+    };
+    let deadline_ms = hub
+        .may_answer_as(&session, &request, person)
+        .await
+        .map_err(|refused| refusal_words(refused, "Nothing was sent"))?;
+    let now = now_ms();
+    let ttl_s = (link_expiry(deadline_ms, now).saturating_sub(now) / 1000).max(1);
+    let issued = hub
+        .issue_link(&session, person, Some(&json!(ttl_s)))
+        .await
+        .map_err(|errors| {
+            let why: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
+            format!("askgate could not make your link ({}).", why.join("; "))
+        })?;
+    Ok(issued.url)
+}
+
 /// The person the notify file gives Slack user `user`, or why none.
 fn person<'n>(notifier: &'n Notifier, user: &str) -> Result<&'n str, String> {
     notifier.person_of_slack(user).ok_or_else(|| {
@@ -217,30 +235,32 @@ fn click_link(
 
 /// Answers `link`'s request; why not, in words for the clicker.
 async fn answer(hub: &Arc<Hub>, link: &ActionLink, reason: Option<&str>) -> Result<(), String> {
-    match hub.answer_by_link(link, Via::Slack, reason).await {
-        Ok(_) => Ok(()),
-        Err(LinkRefused::Ended(Some(ended))) => Err(format!(
-            "This request has already ended: {}. Your click changed nothing.",
+    hub.answer_by_link(link, Via::Slack, reason)
+        .await
+        .map(drop)
+        .map_err(|refused| refusal_words(refused, "Your click changed nothing"))
+}
+
+/// Why a click was refused, in words for the clicker; `outcome` says what became of it.
+fn refusal_words(refused: LinkRefused, outcome: &str) -> String {
+    match refused {
+        LinkRefused::Ended(Some(ended)) => format!(
+            "This request has already ended: {}. {outcome}.",
             ended_words(&ended)
-        )),
-        Err(LinkRefused::Ended(None)) => {
-            Err("This request has already ended; your click changed nothing.".to_owned())
-        }
-        Err(LinkRefused::Gone) => Err(
-            "This request has ended and is no longer kept by askgate (or was asked again with \
-             other questions); your click changed nothing."
-                .to_owned(),
         ),
-        Err(LinkRefused::Forbidden(why)) => Err(format!(
-            "You may not answer this request: {}. Your click changed nothing.",
+        LinkRefused::Ended(None) => format!("This request has already ended. {outcome}."),
+        LinkRefused::Gone => format!(
+            "This request has ended and is no longer kept by askgate (or was asked again with \
+             other questions). {outcome}."
+        ),
+        LinkRefused::Forbidden(why) => format!(
+            "You may not answer this request: {}. {outcome}.",
             why.message()
-        )),
-        Err(LinkRefused::Expired) => {
-            Err("Your click came too late; nothing was changed.".to_owned())
+        ),
+        LinkRefused::Expired => format!("Your click came too late. {outcome}."),
+        LinkRefused::Unavailable(error) => {
+            format!("askgate could not save your answer ({error}). {outcome}; try again shortly.")
         }
-        Err(LinkRefused::Unavailable(error)) => Err(format!(
-            "askgate could not save your answer ({error}); nothing was changed. Try again shortly."
-        )),
     }
 }
 
@@ -279,11 +299,12 @@ async fn open_reject_modal(
     if let Some(api) = notifier.slack_api()
         && let Err(error) = api.call("views.open", &args, CALL_TIMEOUT).await
     {
-        // No modal: reject without a reason rather than lose the click.
-        tracing::warn!(%error, "the reason modal could not be opened; the click rejects without one");
-        if let Err(why) = answer(hub, link, None).await {
-            tell(notifier, channel, user, &why, None).await;
-        }
+        // Slack may have opened it all the same (an answer that came too late): a reject
+        // made here could not be taken back with its Cancel. The clicker tries again.
+        tracing::warn!(%error, "the reason modal could not be opened");
+        let text = "The reason dialog could not be opened, so nothing was changed. Click \
+                    Reject again, or answer on the page.";
+        tell(notifier, channel, user, text, None).await;
     }
     StatusCode::OK.into_response()
 }

@@ -224,6 +224,7 @@ async fn slack_clicks_answer_as_their_person_and_every_message_is_updated() {
     let fallback = body["text"].as_str().unwrap();
     assert!(fallback.starts_with("&lt;!channel&gt;"), "{fallback}");
     let deploy_post = posted["answer"].clone();
+    let deploy_body = body.clone();
     let reject = value_of(body, "askgate_choice_reject");
 
     // The Color question for alice alone: a direct message with a button per option.
@@ -332,6 +333,51 @@ async fn slack_clicks_answer_as_their_person_and_every_message_is_updated() {
         "{told}"
     );
 
+    // The channel post's page button: carol, no member of ops, is told she may not answer;
+    // bob gets his own link, its issue in the audit trail.
+    let link_value = value_of(&deploy_body, "askgate_link");
+    let (status, _) = interact(
+        &node,
+        &click("U03CAROL", "C01OPS", "askgate_link", &link_value),
+        SIGNING_SECRET,
+        now_s(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(
+        (&told["method"], &told["body"]["user"]),
+        (&json!("chat.postEphemeral"), &json!("U03CAROL"))
+    );
+    assert!(
+        told["body"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("You may not answer"),
+        "{told}"
+    );
+    let (status, _) = interact(
+        &node,
+        &click("U02BOB", "C01OPS", "askgate_link", &link_value),
+        SIGNING_SECRET,
+        now_s(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(told["body"]["user"], "U02BOB", "{told}");
+    let link = told["body"]["blocks"][1]["elements"][0]["url"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(link.starts_with("https://askgate.example/s/s#k="), "{told}");
+    let (_, trail) = node.http("GET", "/v1/audit?session=s", None).await;
+    assert!(
+        trail
+            .lines()
+            .any(|line| line.contains("\"link_issued\"") && line.contains(BOB)),
+        "{trail}"
+    );
+
     // Bob, a member of ops, rejects the approval in its channel: a modal asks why.
     let (status, _) = interact(
         &node,
@@ -415,7 +461,7 @@ async fn on_redis_a_click_on_a_node_that_did_not_post_answers_and_updates() {
     assert_eq!(update["answer"]["ok"], true, "{update}");
     assert_eq!(ending_of(&update), "Answered by alice@example.com in Slack");
 
-    // A replay on the third node changes nothing and says how it ended.
+    // A replay on the second node changes nothing and says how it ended.
     let (status, _) = interact(&nodes[1], &blue_click, SIGNING_SECRET, now_s()).await;
     assert_eq!(status, 200);
     let told = slack.next(WITHIN).await;
@@ -506,7 +552,12 @@ async fn slacks_refusal_is_logged_counted_and_not_tried_again() {
         metrics.contains("askgate_notifications_rejected_total{channel=\"slack\"} 1"),
         "{metrics}"
     );
-    // Not tried again: the next call is the next request's.
+    // Not tried again: counted as refused for good, never as a retry.
+    assert!(
+        metrics.contains("askgate_notifications_retried_total{channel=\"slack\"} 0"),
+        "{metrics}"
+    );
+    // And the next call is the next request's.
     agent.send(&color("s", "r2", &[ALICE])).await;
     agent.recv_until("accepted").await;
     let next = slack.next(WITHIN).await;

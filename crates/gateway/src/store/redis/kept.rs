@@ -29,6 +29,14 @@ impl Inner {
             }
         };
         self.command(&mut command, "writing a kept field").await?;
+        if let (Some(expires_after), Some(_)) = (table.expires_after(), value) {
+            let mut expire = redis::cmd("PEXPIRE");
+            expire
+                .arg(&name)
+                .arg(u64::try_from(expires_after.as_millis()).unwrap_or(u64::MAX));
+            self.command(&mut expire, "setting a kept key's expiry")
+                .await?;
+        }
         Ok(Verdict::Done)
     }
 
