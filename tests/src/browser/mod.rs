@@ -175,6 +175,14 @@ impl Browser {
         .await;
     }
 
+    /// Lets pages of `origin` show notifications without asking, as if the person had allowed
+    /// them (headless Chromium refuses every permission prompt). Each test's gateway has its
+    /// own port, so the grant reaches no other test's pages.
+    pub async fn grant_notifications(&self, origin: &str) {
+        let params = json!({"origin": origin, "permissions": ["notifications"]});
+        self.cdp("Browser.grantPermissions", params).await;
+    }
+
     /// Makes the page see `prefers-color-scheme: dark` (or light), as if the system had it.
     pub async fn set_color_scheme(&self, dark: bool) {
         self.emulate_media(dark, false).await;
