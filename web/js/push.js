@@ -18,6 +18,9 @@ const KEY_PATH = '/v1/push/key';
 const SUBSCRIPTIONS_PATH = '/v1/push/subscriptions';
 // The gateway keeps at most this many characters of a device's label.
 const MAX_LABEL_CHARS = 100;
+// How long the browser may take to register the worker and subscribe: a push service answers
+// in a second or two when it can be reached at all.
+const SUBSCRIBE_TIMEOUT_MS = 8000;
 
 // The browser's name, then the system's, read from the user agent string when the browser
 // has no `userAgentData` (Firefox, Safari). Earlier entries win: Edge and Opera also say
@@ -174,12 +177,7 @@ async function subscribe() {
   }
   let subscription;
   try {
-    await navigator.serviceWorker.register('/sw.js');
-    // A push subscription needs a worker that is already active, not one still installing.
-    const registration = await navigator.serviceWorker.ready;
-    subscription = await registration.pushManager.subscribe({
-      userVisibleOnly: true, applicationServerKey: push.key,
-    });
+    subscription = await withinTime(subscribeBrowser(), SUBSCRIBE_TIMEOUT_MS);
   } catch (error) {
     return 'This browser cannot subscribe to notifications here (' + errorName(error) + '). ' +
       'Questions still show on this page while it is open.';
@@ -199,6 +197,28 @@ async function subscribe() {
   return answer.status === 201
     ? 'Subscribed: this device will be told of questions that wait for you.'
     : 'This device was already subscribed; it will go on being told of your questions.';
+}
+
+// This browser's push subscription, made (or the one it has) with the gateway's key.
+async function subscribeBrowser() {
+  await navigator.serviceWorker.register('/sw.js');
+  // A push subscription needs a worker that is already active, not one still installing.
+  const registration = await navigator.serviceWorker.ready;
+  return registration.pushManager.subscribe({
+    userVisibleOnly: true, applicationServerKey: push.key,
+  });
+}
+
+// `promise`, or a TimeoutError after `ms`. A browser that cannot reach its push service may
+// keep trying for minutes without settling; the person should hear of it, not wait on
+// "Asking this browser…". A subscription that arrives later is the browser's own: the next
+// press gets it at once.
+function withinTime(promise, ms) {
+  let timer = 0;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new DOMException('no answer in time', 'TimeoutError')), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 // Why the gateway did not keep a device, from its error answer.
