@@ -2,13 +2,13 @@
 decrypted with the http_ece package and every VAPID token verified with py_vapid (both
 independent of askgate's code, over the cryptography package).
 
-Usage: python web_push_decrypt.py UA_PRIVATE AUTH_SECRET
+Usage: python web_push_decrypt.py UA_PRIVATE AUTH_SECRET [--port P]
 
 UA_PRIVATE is the subscription's P-256 private key (the 32-byte scalar) and AUTH_SECRET its
 16-byte auth secret, both base64url without padding: what the browser keeps when it hands the
 application server `keys.p256dh` and `keys.auth`.
 
-Listens on a free port of 127.0.0.1 and prints `listening PORT` first. Then, for each POST (a
+Listens on 127.0.0.1, port P or a free one, and prints `listening PORT` first. Then, for each POST (a
 push to an endpoint under this origin), one JSON line on stdout:
   path               the endpoint's path
   content_encoding   the Content-Encoding header
@@ -20,7 +20,11 @@ push to an endpoint under this origin), one JSON line on stdout:
   jose_header        the token's JOSE header, parsed
   claims             the token's claims, as py_vapid returned them once the signature verified
   signature_valid    whether the ES256 signature verified against `k`
-It answers 201 when the message decrypted and the token verified, else 400.
+  ttl, urgency       the TTL and Urgency headers
+  status             what it answered
+It answers 201 when the message decrypted and the token verified, else 400; an endpoint whose
+path starts with /gone answers 410 whatever it holds (a subscription the browser dropped), as
+RFC 8030 section 7.3 has a push service say.
 """
 
 import base64
@@ -74,6 +78,7 @@ def check_token(params: dict[str, str]) -> dict:
 
 def main() -> None:
     ua_private_raw, auth_secret_b64 = sys.argv[1:3]
+    port = int(sys.argv[4]) if sys.argv[3:4] == ["--port"] else 0
     ua_private = ec.derive_private_key(
         int.from_bytes(b64url_decode(ua_private_raw), "big"), ec.SECP256R1()
     )
@@ -107,6 +112,11 @@ def main() -> None:
             line.update(check_token(params))
             ok = line["decrypt_error"] is None and line["signature_valid"]
             status = 201 if ok else 400
+            if self.path.startswith("/gone"):
+                status = 410
+            line["ttl"] = self.headers.get("ttl")
+            line["urgency"] = self.headers.get("urgency")
+            line["status"] = status
             self.send_response(status)
             self.send_header("content-length", "0")
             self.end_headers()
@@ -116,7 +126,7 @@ def main() -> None:
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(f"listening {server.server_address[1]}", flush=True)
     server.serve_forever()
 

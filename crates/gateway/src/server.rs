@@ -101,6 +101,13 @@ pub fn router(state: AppState) -> Router {
             "/a/{key}",
             get(transport::open_link).post(transport::answer_link),
         )
+        .route("/v1/push/key", get(transport::get_push_key))
+        .route(
+            "/v1/push/subscriptions",
+            get(transport::get_subscriptions)
+                .post(transport::post_subscription)
+                .delete(transport::delete_subscription),
+        )
         .route(
             "/v1/slack/interactions",
             post(transport::slack_interactions).layer(DefaultBodyLimit::max(

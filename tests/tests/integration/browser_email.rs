@@ -37,6 +37,7 @@ async fn mailing_server(sink: &SmtpSink) -> TestServer {
         settings,
         retry_for: DEFAULT_RETRY_FOR,
         allow_private: true,
+        vapid_key: None,
     });
     TestServer::start_with(config).await
 }

@@ -29,6 +29,7 @@ async fn a_webhook_on_a_refused_address_is_not_called_and_the_request_still_work
         settings,
         retry_for: Duration::from_secs(3600),
         allow_private: false,
+        vapid_key: None,
     });
     let server = TestServer::start_with(config).await;
     let (mut tab, _) = server.tab("s").await;

@@ -12,6 +12,7 @@
 //! - [`outbox`]: one target's bounded queue.
 //! - [`webhook`]: Standard Webhooks signing and sending.
 //! - [`email`]: one message per person, with links that answer as that person.
+//! - [`push`]: Web Push to the devices people subscribed.
 //! - [`slack`]: messages from a Slack app, with buttons that answer, updated when a request
 //!   ends.
 //! - [`address`]: the addresses the gateway will not call.
@@ -21,6 +22,7 @@ pub mod address;
 pub mod delivery;
 pub mod email;
 pub mod outbox;
+pub mod push;
 pub mod settings;
 pub mod slack;
 pub mod web_push;
@@ -65,6 +67,8 @@ pub struct NotifyConfig {
     pub retry_for: Duration,
     /// Whether targets on private addresses may be called (`--notify-allow-private`).
     pub allow_private: bool,
+    /// The VAPID key from `--vapid-key-file`; derived from the viewer-link secret without it.
+    pub vapid_key: Option<web_push::VapidKey>,
 }
 
 /// Routes changes to the people and webhooks they concern, and sends what is committed.
@@ -82,6 +86,10 @@ pub struct Notifier {
     slack: Option<(Arc<Queue>, slack::api::Api)>,
     /// On a local store: the Slack messages each request caused.
     posted: slack::PostedMessages,
+    /// The push queue and how pushes are signed, when `[push]` is given.
+    push: Option<(Arc<Queue>, push::Pusher)>,
+    /// On a local store: each person's push subscriptions.
+    subscriptions: push::Subscriptions,
     /// For the links a mail carries.
     keys: ViewerKeys,
     lookup: OnceLock<Weak<dyn RequestLookup>>,
@@ -108,6 +116,7 @@ fn channel_of(target: &DeliveryTarget) -> usize {
         DeliveryTarget::SlackPerson(_)
         | DeliveryTarget::SlackChannel(_)
         | DeliveryTarget::SlackUpdate => 2,
+        DeliveryTarget::Push(_) => 3,
     }
 }
 
@@ -145,6 +154,26 @@ impl Notifier {
                 slack::api::Api::new(client.clone(), settings.clone()),
             )
         });
+        let push = match &config.settings.push {
+            Some(settings) => {
+                let key = match &config.vapid_key {
+                    Some(key) => key.clone(),
+                    None => push::derived_key(&keys)?,
+                };
+                let queue = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
+                metrics
+                    .notify
+                    .watch_queue(3, Arc::clone(&queue.earliest_due_ms));
+                Some((
+                    queue,
+                    push::Pusher {
+                        key,
+                        subject: settings.subject.clone(),
+                    },
+                ))
+            }
+            None => None,
+        };
         let webhooks = config
             .settings
             .webhooks
@@ -168,6 +197,8 @@ impl Notifier {
             mail,
             slack,
             posted: slack::PostedMessages::default(),
+            push,
+            subscriptions: push::Subscriptions::default(),
             keys,
             lookup: OnceLock::new(),
             shared,
@@ -181,8 +212,10 @@ impl Notifier {
     /// # Errors
     /// The store's notifications could not be read.
     pub async fn restore(&self) -> Result<(), crate::store::StoreError> {
-        if self.slack.is_some() {
-            self.posted.restore(&self.store.kept().await?);
+        if self.slack.is_some() || self.push.is_some() {
+            let kept = self.store.kept().await?;
+            self.posted.restore(&kept);
+            self.subscriptions.restore(&kept);
         }
         let kept = self.store.deliveries().await?;
         let now = now_ms();
@@ -217,7 +250,8 @@ impl Notifier {
             .webhooks
             .values()
             .chain(self.mail.as_ref().map(|(queue, _)| queue))
-            .chain(self.slack.as_ref().map(|(queue, _)| queue));
+            .chain(self.slack.as_ref().map(|(queue, _)| queue))
+            .chain(self.push.as_ref().map(|(queue, _)| queue));
         for queue in queues {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
@@ -268,6 +302,7 @@ impl Notifier {
             DeliveryTarget::SlackPerson(_)
             | DeliveryTarget::SlackChannel(_)
             | DeliveryTarget::SlackUpdate => self.slack.as_ref().map(|(queue, _)| queue),
+            DeliveryTarget::Push(_) => self.push.as_ref().map(|(queue, _)| queue),
         }
     }
 
@@ -390,6 +425,9 @@ impl Notifier {
                 if contact.email.is_some() && self.mail.is_some() && kind != EventKind::Resolved {
                     targets.insert(DeliveryTarget::Email(person.clone()));
                 }
+            }
+            if kind != EventKind::Resolved && self.may_push_to(&person) {
+                targets.insert(DeliveryTarget::Push(person.clone()));
             }
         }
         if self.slack.is_some() {
@@ -700,6 +738,12 @@ impl Notifier {
                     return Err(SendError::Failed("no [slack] is configured".to_owned()));
                 };
                 self.send_slack(api, delivery).await
+            }
+            DeliveryTarget::Push(_) => {
+                let Some((_, pusher)) = &self.push else {
+                    return Err(SendError::Failed("no [push] is configured".to_owned()));
+                };
+                self.send_push(pusher, delivery).await
             }
         }
     }

@@ -189,6 +189,13 @@ impl std::fmt::Debug for SlackSettings {
     }
 }
 
+/// How pushes are signed: `[push]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushSettings {
+    /// The contact push services are given (`mailto:` or `https:`), the VAPID `sub`.
+    pub subject: String,
+}
+
 /// Slack's Web API, where `api_url` points unless the file says otherwise.
 pub const SLACK_API_URL: &str = "https://slack.com/api/";
 
@@ -239,6 +246,8 @@ pub struct NotifySettings {
     pub email: Option<EmailSettings>,
     /// How the Slack app is reached, if it is.
     pub slack: Option<SlackSettings>,
+    /// How pushes are signed, if the gateway sends them.
+    pub push: Option<PushSettings>,
     /// The Slack channel (`C…`) of each group that has one: a request for the group is
     /// posted there once, rather than to each member.
     pub slack_channels: BTreeMap<String, String>,
@@ -395,6 +404,25 @@ impl NotifySettings {
                 ));
             }
         }
+        let push = match file.push {
+            None => None,
+            Some(entry) => {
+                let subject = entry.subject.get_ref();
+                let fits = (subject.starts_with("mailto:") && subject.len() > 7)
+                    || Url::parse(subject).is_ok_and(|url| url.scheme() == "https");
+                if !fits || subject.len() > 256 {
+                    return Err(at(
+                        entry.subject.span(),
+                        format!(
+                            "push.subject: {subject:?} is not a mailto: address or an https:// URL (at most 256 bytes): push services contact the operator there"
+                        ),
+                    ));
+                }
+                Some(PushSettings {
+                    subject: entry.subject.into_inner(),
+                })
+            }
+        };
         let mut policies = Vec::with_capacity(file.policies.len());
         for (index, entry) in file.policies.into_iter().enumerate() {
             let path = format!("policies[{index}]");
@@ -455,15 +483,19 @@ impl NotifySettings {
             webhooks,
             email,
             slack,
+            push,
             slack_channels,
             policies,
             source: source.to_owned(),
         })
     }
 
-    /// Whether it sends anything at all (a webhook, mail, Slack messages).
+    /// Whether it sends anything at all (a webhook, mail, Slack messages, pushes).
     pub fn sends(&self) -> bool {
-        !self.webhooks.is_empty() || self.email.is_some() || self.slack.is_some()
+        !self.webhooks.is_empty()
+            || self.email.is_some()
+            || self.slack.is_some()
+            || self.push.is_some()
     }
 }
 
@@ -561,8 +593,15 @@ struct File {
     webhooks: BTreeMap<Spanned<String>, WebhookEntry>,
     email: Option<EmailEntry>,
     slack: Option<Spanned<SlackEntry>>,
+    push: Option<PushEntry>,
     #[serde(default)]
     policies: Vec<PolicyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PushEntry {
+    subject: Spanned<String>,
 }
 
 #[derive(Deserialize)]

@@ -175,6 +175,8 @@ pub enum DeliveryTarget {
     SlackChannel(String),
     /// Every Slack message the request caused, updated in place to say how it ended.
     SlackUpdate,
+    /// A Web Push to each device this person subscribed.
+    Push(String),
 }
 
 /// A table of what the channels remember between notifications (see [`StoreOp::Keep`]): a

@@ -19,6 +19,7 @@
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
 //! - [`slack`]: `POST /v1/slack/interactions`, clicks on the Slack app's buttons.
+//! - [`push`]: `/v1/push/key` and `/v1/push/subscriptions`, a person's devices for Web Push.
 
 mod agent;
 mod agent_frames;
@@ -32,6 +33,7 @@ mod http_followers;
 mod http_links;
 mod inbox;
 mod link_page;
+mod push;
 mod slack;
 mod socket;
 mod tab;
@@ -48,6 +50,7 @@ pub use http_checks::single_identity_header;
 pub use http_followers::{delete_follower, post_follower};
 pub use http_links::{post_inbox_link, post_link};
 pub use inbox::inbox_endpoint;
+pub use push::{delete_subscription, get_push_key, get_subscriptions, post_subscription};
 pub use slack::slack_interactions;
 pub use tab::tab_endpoint;
 pub use upgrade::{NotAnUpgrade, Upgrade};

@@ -43,6 +43,8 @@ mod multi_node_crash;
 mod notify;
 /// `--user-header` and `--trusted-proxy`.
 mod proxy_header;
+/// Web Push to a person's devices, against a push service of the test's own.
+mod push;
 /// The Redis store's scripts one at a time.
 mod redis_scripts;
 /// The Lua SHA-256 of the audit chain against the `sha2` crate.

@@ -43,6 +43,18 @@ pub struct NotifyArgs {
     /// should). For a receiver on the same host or network, and tests.
     #[arg(long, hide_env_values = true, env = "ASKGATE_NOTIFY_ALLOW_PRIVATE")]
     pub notify_allow_private: bool,
+
+    /// A PEM file holding the P-256 private key Web Push is signed with (VAPID; PKCS#8
+    /// "PRIVATE KEY" or SEC1 "EC PRIVATE KEY"). Without it the key is derived from the
+    /// viewer-link secret, the same on every node that shares it. Changing the key makes
+    /// every subscription made under the old one stop working.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_VAPID_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub vapid_key_file: Option<PathBuf>,
 }
 
 impl NotifyArgs {
@@ -88,7 +100,25 @@ impl NotifyArgs {
                 anyhow::anyhow!("{}:{}: slack.api_url: {why}", path.display(), slack.line)
             })?;
         }
+        let vapid_key = match &self.vapid_key_file {
+            None => None,
+            Some(file) => {
+                let pem = std::fs::read_to_string(file).map_err(|e| {
+                    anyhow::anyhow!("--vapid-key-file {}: cannot be read: {e}", file.display())
+                })?;
+                let key = crate::notify::web_push::VapidKey::from_pem(&pem)
+                    .map_err(|e| anyhow::anyhow!("--vapid-key-file {}: {e}", file.display()))?;
+                Some(key)
+            }
+        };
+        if vapid_key.is_some() && settings.push.is_none() {
+            bail!(
+                "--vapid-key-file is given, but the notify file {} has no [push]: nothing would be pushed",
+                path.display()
+            );
+        }
         Ok(Some(NotifyConfig {
+            vapid_key,
             settings,
             retry_for: Duration::from_secs(self.notify_retry_for_s),
             allow_private: self.notify_allow_private,

@@ -276,3 +276,21 @@ fn the_environment_stands_for_slacks_secrets() {
     assert_eq!(slack.bot_token, "xoxb-env");
     assert_eq!(slack.signing_secret, "from-env");
 }
+
+#[test]
+fn push_takes_a_mailto_or_https_subject() {
+    let settings = parse("[push]\nsubject = \"mailto:ops@example.com\"\n").unwrap();
+    assert_eq!(settings.push.unwrap().subject, "mailto:ops@example.com");
+    assert!(parse("[push]\nsubject = \"https://askgate.example/contact\"\n").is_ok());
+    for bad in ["ops@example.com", "http://askgate.example", "mailto:"] {
+        let error = parse(&format!("[push]\nsubject = \"{bad}\"\n")).unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "notify.toml:2: push.subject: {bad:?} is not a mailto:"
+            )),
+            "{error}"
+        );
+    }
+    let error = parse("[push]\n").unwrap_err();
+    assert!(error.contains("missing field `subject`"), "{error}");
+}

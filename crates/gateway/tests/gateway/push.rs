@@ -1,0 +1,429 @@
+//! Web Push end to end, against `askgate serve` and a push service and browser of the test's
+//! own (`tests/oracle/web_push_decrypt.py`: each push decrypted with `http_ece`, each VAPID
+//! token verified with `py_vapid`, not askgate's code): subscriptions per person from the
+//! page's key, one push per device with the request's TTL and urgency, the payload the
+//! service worker shows, a 410 deleting its subscription, at most ten devices, and a push
+//! kept across a SIGKILL sent once after the restart.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+
+use askgate_testkit::frames::ask;
+use askgate_testkit::http::http;
+use askgate_testkit::oracle_process::OracleProcess;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use p256::SecretKey;
+use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+use serde_json::{Value, json};
+
+use crate::support::{self, TIMEOUT};
+use support::nodes::Node;
+
+const ALICE: &str = "alice@example.com";
+const SUBJECT: &str = "mailto:ops@askgate.example";
+const PUBLIC: &str = "https://askgate.example";
+
+/// A browser's side of a subscription: its key pair and auth secret.
+struct Browser {
+    private_b64: String,
+    p256dh: String,
+    auth: String,
+}
+
+fn browser(rng: &mut impl rand::Rng) -> Browser {
+    let secret = loop {
+        let mut scalar = [0u8; 32];
+        rng.fill_bytes(&mut scalar);
+        if let Ok(secret) = SecretKey::from_slice(&scalar) {
+            break secret;
+        }
+    };
+    let auth: [u8; 16] = rng.random();
+    Browser {
+        private_b64: URL_SAFE_NO_PAD.encode(secret.to_bytes()),
+        p256dh: URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false)),
+        auth: URL_SAFE_NO_PAD.encode(auth),
+    }
+}
+
+async fn push_service(browser: &Browser, port: Option<u16>) -> OracleProcess {
+    let port = port.map(|p| p.to_string());
+    let mut args = vec![browser.private_b64.as_str(), browser.auth.as_str()];
+    if let Some(port) = &port {
+        args.extend(["--port", port]);
+    }
+    OracleProcess::start("web_push_decrypt.py", &args).await
+}
+
+fn notify_file(dir: &Path) -> String {
+    let path = dir.join("notify.toml");
+    let text = format!("[people.\"{ALICE}\"]\n\n[push]\nsubject = \"{SUBJECT}\"\n");
+    std::fs::write(&path, text).expect("the notify file is written");
+    path.display().to_string()
+}
+
+fn start(store: &str, data: Option<&Path>, file: &str) -> Node {
+    let args = [
+        "--notify",
+        file,
+        "--notify-allow-private",
+        "--public-url",
+        PUBLIC,
+    ];
+    match data {
+        Some(dir) => Node::start_in(dir.to_owned(), store, &args),
+        None => Node::start(store, &args),
+    }
+}
+
+/// Alice's personal key for `session`.
+async fn alices_key(node: &Node, session: &str) -> String {
+    let (status, body) = http(
+        node.addr,
+        "POST",
+        &format!("/v1/sessions/{session}/links"),
+        Some(&json!({"user": ALICE})),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body["url"]
+        .as_str()
+        .unwrap()
+        .split_once("#k=")
+        .unwrap()
+        .1
+        .to_owned()
+}
+
+fn subscription(browser: &Browser, endpoint: &str, label: &str) -> Value {
+    json!({"endpoint": endpoint, "keys": {"p256dh": browser.p256dh, "auth": browser.auth},
+           "label": label})
+}
+
+/// The payload a push carried, as the service worker reads it.
+fn payload(found: &Value) -> Value {
+    let plaintext = found["plaintext_b64"]
+        .as_str()
+        .unwrap_or_else(|| panic!("it did not decrypt: {found}"));
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(plaintext).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn each_device_gets_the_request_decrypted_signed_and_timed() {
+    let dir = support::tempdir("push");
+    let mut rng = support::seeded_rng("each_device_gets_the_request_decrypted_signed_and_timed");
+    let phone = browser(&mut rng);
+    let mut service = push_service(&phone, None).await;
+    let file = notify_file(&dir);
+    let node = start("memory", None, &file);
+    let (mut agent, viewer) = node.agent_opening("s").await;
+    let key = alices_key(&node, "s").await;
+    let path = "/v1/push/subscriptions?session=s";
+
+    let (status, vapid) = http(node.addr, "GET", "/v1/push/key", None, None).await;
+    assert_eq!(status, 200, "{vapid}");
+    let vapid = vapid["key"].as_str().unwrap().to_owned();
+
+    // Only a named person subscribes, with keys a push can be encrypted for.
+    let device = format!("http://127.0.0.1:{}/push/phone", service.port);
+    let anonymous = viewer.split_once("#k=").unwrap().1;
+    let (status, body) = http(
+        node.addr,
+        "POST",
+        path,
+        Some(&subscription(&phone, &device, "Phone")),
+        Some(anonymous),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let mut bad = subscription(&phone, &device, "Phone");
+    bad["keys"]["p256dh"] = json!("AAAA");
+    let (status, body) = http(node.addr, "POST", path, Some(&bad), Some(&key)).await;
+    assert_eq!(
+        (status, &body["errors"][0]["path"]),
+        (422, &json!("keys.p256dh")),
+        "{body}"
+    );
+    let (status, body) = http(
+        node.addr,
+        "POST",
+        path,
+        Some(&subscription(&phone, "ftp://x/y", "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["errors"][0]["path"]),
+        (422, &json!("endpoint")),
+        "{body}"
+    );
+
+    let (status, body) = http(
+        node.addr,
+        "POST",
+        path,
+        Some(&subscription(&phone, &device, "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, _) = http(
+        node.addr,
+        "POST",
+        path,
+        Some(&subscription(&phone, &device, "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 200, "the same endpoint again is not a new device");
+    let gone = format!("http://127.0.0.1:{}/gone/laptop", service.port);
+    let (status, body) = http(
+        node.addr,
+        "POST",
+        path,
+        Some(&subscription(&phone, &gone, "Laptop")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["user"], ALICE);
+    assert_eq!(body["devices"].as_array().unwrap().len(), 2, "{body}");
+
+    // A question for alice with five minutes to go: one push per device, urgent.
+    let mut frame = ask("s", "r1", &["Color"], Some(300.0));
+    frame["title"] = json!("Pick <b>a</b> colour");
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let mut pushes = [service.line(TIMEOUT).await, service.line(TIMEOUT).await];
+    pushes.sort();
+    let pushes: Vec<Value> = pushes
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (to_gone, to_phone) = (&pushes[0], &pushes[1]);
+    assert_eq!(
+        (to_phone["path"].as_str(), to_phone["status"].as_u64()),
+        (Some("/push/phone"), Some(201)),
+        "{to_phone}"
+    );
+    assert_eq!(
+        (to_gone["path"].as_str(), to_gone["status"].as_u64()),
+        (Some("/gone/laptop"), Some(410))
+    );
+    assert_eq!(to_phone["content_encoding"], "aes128gcm");
+    assert_eq!(
+        (to_phone["rs"].as_u64(), to_phone["idlen"].as_u64()),
+        (Some(4096), Some(65))
+    );
+    assert_eq!(to_phone["scheme"], "vapid");
+    assert_eq!(to_phone["signature_valid"], true, "{to_phone}");
+    assert_eq!(
+        to_phone["k"],
+        json!(vapid),
+        "signed with the key pages subscribe with"
+    );
+    let claims = &to_phone["claims"];
+    assert_eq!(
+        claims["aud"],
+        json!(format!("http://127.0.0.1:{}", service.port))
+    );
+    assert_eq!(claims["sub"], SUBJECT);
+    let ttl: u64 = to_phone["ttl"].as_str().unwrap().parse().unwrap();
+    assert!((250..=300).contains(&ttl), "TTL is the time left: {ttl}");
+    assert_eq!(to_phone["urgency"], "high");
+    let shown = payload(to_phone);
+    assert_eq!(
+        shown["title"], "Pick <b>a</b> colour",
+        "the page's text, shown as text by the worker"
+    );
+    assert_eq!(shown["body"], "Which Color?");
+    assert_eq!(shown["tag"], "askgate:s:r1");
+    let link = shown["url"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{PUBLIC}/s/s#k=")), "{link}");
+
+    // The 410 deleted that device.
+    assert!(
+        node.wrote_line("a push subscription is gone").await,
+        "{:?}",
+        node.said()
+    );
+    let (_, body) = http(node.addr, "GET", path, None, Some(&key)).await;
+    let labels: Vec<&str> = body["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Phone"]);
+
+    // No deadline: a day's TTL, normal urgency.
+    let mut frame = ask("s", "r2", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let to_phone: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
+    assert_eq!(
+        (to_phone["ttl"].as_str(), to_phone["urgency"].as_str()),
+        (Some("86400"), Some("normal"))
+    );
+
+    // Ten devices at most: the eleventh pushes out the oldest.
+    for n in 0..10 {
+        let endpoint = format!("https://push.example/device-{n}");
+        let (status, _) = http(
+            node.addr,
+            "POST",
+            path,
+            Some(&subscription(&phone, &endpoint, &format!("D{n}"))),
+            Some(&key),
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let (_, body) = http(node.addr, "GET", path, None, Some(&key)).await;
+    let devices = body["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 10, "{body}");
+    assert!(
+        devices.iter().all(|d| d["label"] != "Phone"),
+        "the oldest went: {body}"
+    );
+    // Removing one.
+    let id = devices[0]["id"].clone();
+    let (status, _) = http(
+        node.addr,
+        "DELETE",
+        path,
+        Some(&json!({"id": id})),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (_, body) = http(node.addr, "GET", path, None, Some(&key)).await;
+    assert_eq!(body["devices"].as_array().unwrap().len(), 9);
+    drop(node);
+    support::remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn a_push_kept_before_a_sigkill_is_sent_after_the_restart_once() {
+    let dir = support::tempdir("push-restart");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut rng =
+        support::seeded_rng("a_push_kept_before_a_sigkill_is_sent_after_the_restart_once");
+    let phone = browser(&mut rng);
+    // Nothing listens at the push service's address while the first gateway runs.
+    let port = support::free_port();
+    let file = notify_file(&dir);
+    let mut node = start("embedded", Some(&data), &file);
+    let key = alices_key(&node, "s").await;
+    let endpoint = format!("http://127.0.0.1:{port}/push/phone");
+    let (status, _) = http(
+        node.addr,
+        "POST",
+        "/v1/push/subscriptions?session=s",
+        Some(&subscription(&phone, &endpoint, "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    let mut frame = ask("s", "kept", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    assert!(
+        node.wrote_line("a notification failed; it is tried again")
+            .await,
+        "{:?}",
+        node.said()
+    );
+    node.kill();
+
+    let mut service = push_service(&phone, Some(port)).await;
+    let node = start("embedded", Some(&data), &file);
+    let got: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
+    assert_eq!(got["status"], 201, "{got}");
+    assert_eq!(payload(&got)["tag"], "askgate:s:kept");
+    assert!(
+        node.wrote_line("a notification was sent").await,
+        "{:?}",
+        node.said()
+    );
+    drop(node);
+    // Sent once: the next push is a new request's.
+    let node = start("embedded", Some(&data), &file);
+    let mut agent = node.agent().await;
+    agent.open("s").await;
+    let mut frame = ask("s", "after", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let next: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
+    assert_eq!(
+        payload(&next)["tag"],
+        "askgate:s:after",
+        "the first push came again: {next}"
+    );
+    drop(node);
+    support::remove_scratch(&dir);
+}
+
+#[tokio::test]
+async fn on_redis_a_device_subscribed_on_one_node_is_pushed_by_another() {
+    let dir = support::tempdir("push-redis");
+    let redis = support::redis::RedisServer::start(&[]);
+    let mut rng =
+        support::seeded_rng("on_redis_a_device_subscribed_on_one_node_is_pushed_by_another");
+    let phone = browser(&mut rng);
+    let mut service = push_service(&phone, None).await;
+    let file = notify_file(&dir);
+    let nodes = [
+        start(&redis.url(), None, &file),
+        start(&redis.url(), None, &file),
+    ];
+    // Both nodes sign with the key derived from the secret Redis keeps: one key.
+    let (_, first) = http(nodes[0].addr, "GET", "/v1/push/key", None, None).await;
+    let (_, second) = http(nodes[1].addr, "GET", "/v1/push/key", None, None).await;
+    assert_eq!(first["key"], second["key"]);
+    let key = alices_key(&nodes[0], "s").await;
+    let endpoint = format!("http://127.0.0.1:{}/push/phone", service.port);
+    let (status, _) = http(
+        nodes[0].addr,
+        "POST",
+        "/v1/push/subscriptions?session=s",
+        Some(&subscription(&phone, &endpoint, "Phone")),
+        Some(&key),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, listed) = http(
+        nodes[1].addr,
+        "GET",
+        "/v1/push/subscriptions?session=s",
+        None,
+        Some(&key),
+    )
+    .await;
+    assert_eq!(
+        listed["devices"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+
+    let (mut agent, _) = nodes[1].agent_opening("s").await;
+    let mut frame = ask("s", "r1", &["Color"], None);
+    frame["answerers"] = json!([ALICE]);
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let got: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
+    assert_eq!(got["status"], 201, "{got}");
+    assert_eq!(got["k"], first["key"]);
+    assert_eq!(payload(&got)["tag"], "askgate:s:r1");
+    drop(nodes);
+    support::remove_scratch(&dir);
+}
