@@ -190,10 +190,8 @@ async function subscribe() {
     return 'The gateway could not be reached, so this device was not added. Try again.';
   }
   if (answer.status !== 200 && answer.status !== 201) return refusal(answer);
-  const devices = devicesOf(answer.data);
-  // Newest first: a device just added is the first; one already there was remembered then.
-  if (answer.status === 201 && devices.length) rememberDevice(devices[0].id, endpoint);
-  renderDevices(devices);
+  push.thisDevice = await deviceId(endpoint);
+  renderDevices(devicesOf(answer.data));
   return answer.status === 201
     ? 'Subscribed: this device will be told of questions that wait for you.'
     : 'This device was already subscribed; it will go on being told of your questions.';
@@ -260,46 +258,28 @@ function deviceLabel() {
 
 /* ---------- this browser's own device ---------- */
 
-// The gateway gives ids, not endpoints, so which listed device is this browser is
-// remembered here, per person (two people may share a browser).
-function storageKey() {
-  return 'askgate.push.' + (state.you ? state.you.user : '');
-}
-
-function rememberDevice(id, endpoint) {
-  push.thisDevice = id;
-  try {
-    localStorage.setItem(storageKey(), JSON.stringify({ id, endpoint }));
-  } catch (_) {
-    // Storage refused (a private window): the list just cannot mark this browser after a reload.
-  }
-}
-
-function forgetDevice() {
-  push.thisDevice = '';
-  try {
-    localStorage.removeItem(storageKey());
-  } catch (_) {
-    // Nothing was stored.
-  }
-}
-
 // This browser's push subscription, or null.
 async function currentSubscription() {
   const registration = await navigator.serviceWorker.getRegistration('/');
   return registration ? registration.pushManager.getSubscription() : null;
 }
 
-// The remembered device id, if this browser's subscription is still the one it was given for.
+// The id the gateway lists this browser's subscription under, or '' when it has none. The
+// gateway never shows endpoints back (each is a capability to push to a device); it names a
+// device by the first 16 hex digits of its endpoint's SHA-256, which the page can work out.
 async function currentDevice() {
   try {
-    const remembered = JSON.parse(localStorage.getItem(storageKey()) || 'null');
     const subscription = await currentSubscription();
-    return remembered && subscription && subscription.endpoint === remembered.endpoint
-      ? String(remembered.id) : '';
+    return subscription ? await deviceId(subscription.endpoint) : '';
   } catch (_) {
     return '';
   }
+}
+
+async function deviceId(endpoint) {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(endpoint));
+  return Array.from(new Uint8Array(digest).slice(0, 8),
+    (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
 /* ---------- the list ---------- */
@@ -353,7 +333,7 @@ async function removeDevice(device, button) {
 // The gateway no longer sends to this browser: its subscription is dropped too, so the browser
 // stops holding one nobody uses.
 async function unsubscribeHere() {
-  forgetDevice();
+  push.thisDevice = '';
   try {
     const subscription = await currentSubscription();
     if (subscription) await subscription.unsubscribe();

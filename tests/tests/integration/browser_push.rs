@@ -24,6 +24,10 @@ use serde_json::{Value, json};
 
 const ALICE: &str = "alice@example.com";
 
+/// What the page calls this headless Chromium on Linux (its brands are "Chromium" and a
+/// made-up one).
+const LABEL: &str = "Chromium on Linux";
+
 /// What the status line says while the browser is still being asked.
 const ASKING: &str = "Asking this browser…";
 
@@ -45,6 +49,8 @@ async fn server_knowing_alice(push: bool) -> TestServer {
         settings,
         retry_for: DEFAULT_RETRY_FOR,
         allow_private: true,
+        // Derived from the store's secret, as a gateway started without --vapid-key-file does.
+        vapid_key: None,
     });
     TestServer::start_with(config).await
 }
@@ -148,10 +154,7 @@ async fn alice_adds_this_device_and_removes_it() {
     assert_eq!(script, server.http_url("/sw.js"));
     let said = outcome_of_subscribing(&browser).await;
     if said.starts_with("Subscribed") {
-        assert_eq!(
-            device_labels(&browser).await.as_array().map(Vec::len),
-            Some(1)
-        );
+        assert_eq!(device_labels(&browser).await, json!([LABEL]));
     } else {
         assert!(
             said.starts_with("This browser cannot subscribe to notifications here ("),
@@ -161,15 +164,20 @@ async fn alice_adds_this_device_and_removes_it() {
             "push: this Chromium could not subscribe ({said}); the test posts a subscription \
              from the page itself, as the page would have"
         );
-        post_subscription_as_the_page(&browser, &key, "s", "Chromium on Linux").await;
+        post_subscription_as_the_page(&browser, &key, "s", LABEL).await;
     }
     assert_eq!(browser.console_errors().await, Vec::<String>::new());
 
     reload(&browser).await;
     browser.wait_for("#push-devices .push-device").await;
-    assert_eq!(
-        device_labels(&browser).await.as_array().map(Vec::len),
-        Some(1)
+    // The page's own label for this browser, or the one the test sent in its place.
+    assert_eq!(device_labels(&browser).await, json!([LABEL]));
+    assert!(
+        browser
+            .text_of("#push-devices .push-device-when")
+            .await
+            .is_some_and(|when| when.starts_with("added at ")),
+        "the device says when it was added"
     );
     let remove = "#push-devices .push-device .push-remove";
     assert!(
