@@ -37,7 +37,7 @@ const UA_SYSTEMS = [
 const push = {
   started: false, // the gateway has been asked for its key (once per page load)
   key: null, // the gateway's public key as bytes, once it has said it has Web Push
-  thisDevice: '', // the id the gateway gave this browser's subscription, if it is current
+  thisDevice: '', // the id the gateway lists this browser's subscription under, '' if none
 };
 
 export function setupPush() {
@@ -202,9 +202,18 @@ async function subscribeBrowser() {
   await navigator.serviceWorker.register('/sw.js');
   // A push subscription needs a worker that is already active, not one still installing.
   const registration = await navigator.serviceWorker.ready;
-  return registration.pushManager.subscribe({
-    userVisibleOnly: true, applicationServerKey: push.key,
-  });
+  const options = { userVisibleOnly: true, applicationServerKey: push.key };
+  try {
+    return await registration.pushManager.subscribe(options);
+  } catch (error) {
+    // A subscription made under the gateway's previous key (the key changed): the browser will
+    // not give it a second one, and the gateway can no longer sign for it, so it is replaced.
+    const stale = error.name === 'InvalidStateError' &&
+      await registration.pushManager.getSubscription();
+    if (!stale) throw error;
+    await stale.unsubscribe();
+    return registration.pushManager.subscribe(options);
+  }
 }
 
 // `promise`, or a TimeoutError after `ms`. A browser that cannot reach its push service may
