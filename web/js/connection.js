@@ -13,6 +13,7 @@ import { dropFinished, fold, listFinished } from './finished.js';
 import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
 import { setYou } from './people.js';
 import { onFollowing, showFollow } from './follow.js';
+import { showPush } from './push.js';
 import {
   announce, noteNew, renderPresence, setConnection, showNotice, toast, updateRetryText,
 } from './status.js';
@@ -108,6 +109,7 @@ function onClose(ws, event) {
     dropHistory();
     setYou(null);
     showFollow();
+    showPush();
     state.synced = false;
     updateEmpty();
     announce(words);
@@ -189,6 +191,7 @@ function onSnapshot(f) {
   // Who this tab is decides which cards it may answer, so it comes before them.
   setYou(f.you);
   showFollow();
+  showPush();
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id) : [];
   const ids = new Set(views.map((v) => String(v.id)));
   // The session's recent endings, oldest first; a gateway from before `finished` sends none.

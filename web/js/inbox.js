@@ -21,6 +21,7 @@ import {
 } from './cards.js';
 import { onAnswerRejected } from './connection.js';
 import { setYou } from './people.js';
+import { setupPush, showPush } from './push.js';
 import { announce, noteNew, setConnection, setupNotifyButton, showNotice, toast, updateTitle } from './status.js';
 
 const BACKOFF_MIN_MS = 500;
@@ -50,6 +51,7 @@ function init() {
   ui.filterSession.addEventListener('change', applyFilters);
   ui.filterDialect.addEventListener('change', applyFilters);
   ui.filters.addEventListener('submit', (event) => event.preventDefault());
+  setupPush();
   window.addEventListener('hashchange', () => location.reload());
   document.addEventListener('visibilitychange', markSeen);
   setInterval(tick, 250);
@@ -100,6 +102,7 @@ function refused(reason) {
   setConnection('closed', 'Not signed in');
   for (const rec of [...state.cards.values()]) removeCard(rec);
   setYou(null);
+  showPush();
   ui.inbox.hidden = true;
   ui.signIn.hidden = false;
   ui.notify.hidden = true;
@@ -149,6 +152,7 @@ function onSnapshot(f) {
   showNotice('');
   setConnection('open', 'Connected');
   setYou(f.you);
+  showPush();
   const views = Array.isArray(f.requests) ? f.requests.filter((v) => v && v.id && v.session) : [];
   const listed = new Set(views.map((v) => cardKey(v.session, v.id)));
   // Gone from the inbox while away (answered, or a session no longer followed): the snapshot

@@ -35,6 +35,8 @@
  *   status.js      header status, notice and toast, announcements, notifications,
  *                  unseen-count title
  *   follow.js      the "Follow this session" switch, for a named person
+ *   push.js        "Notify me on this device" (Web Push) and the person's devices, for a
+ *                  named person on a gateway that has Web Push
  *
  * Questions and tool calls come from a model that may have been prompt-injected, so
  * everything the gateway sends is rendered as text only (page.js make / showText), never
@@ -47,6 +49,7 @@ import { connect, loadTabId, readLocation } from './connection.js';
 import { tick } from './cards.js';
 import { clearFinished } from './finished.js';
 import { setupFollow } from './follow.js';
+import { setupPush } from './push.js';
 import { setConnection, setupNotifyButton, showNotice, updateTitle } from './status.js';
 
 // Whether an open card holds text a person typed and has not sent.
@@ -74,6 +77,7 @@ function init() {
   ui.sessionLabel.title = session;
   setupNotifyButton();
   setupFollow();
+  setupPush();
   ui.clearFinished.addEventListener('click', clearFinished);
   // The key lives in the fragment; a changed fragment is a different link, so start over.
   window.addEventListener('hashchange', () => location.reload());

@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(web::landing))
         .route("/s/{session}", get(web::session_page))
         .route("/js/{file}", get(web::js))
+        .route("/sw.js", get(web::service_worker))
         .route("/style.css", get(web::style))
         .route("/healthz", get(transport::healthz))
         .route("/readyz", get(transport::readyz))

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
@@ -25,6 +25,12 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         "inbox.html",
         "text/html; charset=utf-8",
         include_str!("../../../web/inbox.html"),
+    ),
+    ("sw.js", JAVASCRIPT, include_str!("../../../web/sw.js")),
+    (
+        "js/push.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/push.js"),
     ),
     (
         "js/inbox.js",
@@ -219,6 +225,20 @@ pub async fn inbox_page(State(web): State<WebAssets>) -> Response {
 /// `--web-dir` never reads outside `web/js/`.
 pub async fn js(State(web): State<WebAssets>, UrlPath(file): UrlPath<String>) -> Response {
     web.serve(&format!("js/{file}")).await
+}
+
+/// `GET /sw.js`: the service worker that shows Web Push notifications. It is served from the
+/// root because a worker only controls pages under its own path; `Service-Worker-Allowed`
+/// says so outright, and `no-cache` lets a browser's update check see a new copy at once.
+pub async fn service_worker(State(web): State<WebAssets>) -> Response {
+    let mut response = web.serve("sw.js").await;
+    if response.status().is_success() {
+        response.headers_mut().insert(
+            HeaderName::from_static("service-worker-allowed"),
+            HeaderValue::from_static("/"),
+        );
+    }
+    response
 }
 
 /// `GET /style.css`.

@@ -1,8 +1,8 @@
 //! The answer page as its browser tests open, read and work it: the page of a session (with
-//! scripts run before it loads, e.g. [`RECORD_FRAMES`]), an agent that has asked and the
-//! outcome it gets, the selectors of cards and their parts, the texts they show, and the
-//! steps a person takes that every card shares (Decline, the history, a click on something
-//! under the sticky header).
+//! scripts run before it loads, e.g. [`RECORD_FRAMES`]), a person's personal and inbox links,
+//! an agent that has asked and the outcome it gets, the selectors of cards and their parts,
+//! the texts they show, and the steps a person takes that every card shares (Decline, the
+//! history, a click on something under the sticky header).
 //!
 //! Selectors are `String`s built from a request id, so a test reads as what it looks at:
 //! `format!("{} .card-status", card("r1"))`.
@@ -78,6 +78,59 @@ pub async fn wait_connected(browser: &Browser) {
 pub async fn reload(browser: &Browser) {
     browser.reload().await;
     wait_connected(browser).await;
+}
+
+/// A personal link to `session` for `user`, working for `ttl_s` seconds: `(url, key,
+/// expires_ms)`, as `POST /v1/sessions/{session}/links` gives it (local mode: no agent key).
+pub async fn personal_link(
+    server: &TestServer,
+    session: &str,
+    user: &str,
+    ttl_s: f64,
+) -> (String, String, u64) {
+    let (status, body) = server
+        .http(
+            "POST",
+            &format!("/v1/sessions/{session}/links"),
+            Some(&json!({"user": user, "ttl_s": ttl_s})),
+        )
+        .await;
+    assert_eq!(status, 201, "a personal link for {user}: {body}");
+    assert_eq!(body["user"], user);
+    let url = body["url"].as_str().expect("a link").to_owned();
+    let key = url
+        .split_once("#k=")
+        .expect("the key in the fragment")
+        .1
+        .to_owned();
+    assert!(key.starts_with("p1."), "a personal key: {key}");
+    (url, key, body["expires_ms"].as_u64().expect("an expiry"))
+}
+
+/// A browser on `url`, once its socket is open and the gateway has said who it is.
+pub async fn open_link(url: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser.goto(url).await;
+    wait_connected(&browser).await;
+    browser.wait_for("#you:not([hidden])").await;
+    browser
+}
+
+/// `user`'s inbox link, as `POST /v1/inbox/links` gives it (local mode: no agent key).
+pub async fn inbox_link(server: &TestServer, user: &str) -> String {
+    let (status, body) = server
+        .http("POST", "/v1/inbox/links", Some(&json!({"user": user})))
+        .await;
+    assert_eq!(status, 201, "an inbox link for {user}: {body}");
+    body["url"].as_str().expect("a link").to_owned()
+}
+
+/// Whether the element `css` is rendered: neither it nor an ancestor `hidden`, `display:
+/// none` or folded away (the closed part of a `<details>`).
+pub async fn shown(browser: &Browser, css: &str) -> bool {
+    let script = "const el = document.querySelector(arguments[0]); \
+                  return el !== null && el.checkVisibility();";
+    browser.execute(script, json!([css])).await == json!(true)
 }
 
 /// An agent that has asked `frame` and had it accepted (the next frame it gets).

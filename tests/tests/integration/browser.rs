@@ -657,12 +657,20 @@ async fn response_head(server: &TestServer, path: &str) -> String {
     head.to_owned()
 }
 
-/// The pages and their scripts and style are served with a strict Content-Security-Policy,
-/// no referrer and no sniffing; names outside the embedded set are not found.
+/// The pages, their scripts (the service worker too) and style are served with a strict
+/// Content-Security-Policy, no referrer and no sniffing; names outside the embedded set are
+/// not found.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_is_served_with_strict_headers() {
     let server = TestServer::start().await;
-    for path in ["/s/s", "/", "/js/main.js", "/js/cards.js", "/style.css"] {
+    for path in [
+        "/s/s",
+        "/",
+        "/js/main.js",
+        "/js/cards.js",
+        "/style.css",
+        "/sw.js",
+    ] {
         let head = response_head(&server, path).await;
         let header = |name: &str| {
             head.lines()
@@ -678,11 +686,16 @@ async fn the_page_is_served_with_strict_headers() {
         assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
         assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
         assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
-        if path.starts_with("/js/") {
+        if path.starts_with("/js/") || path == "/sw.js" {
             assert!(
                 header("content-type").starts_with("text/javascript"),
                 "{path}"
             );
+        }
+        // The service worker lives at the root so that it may control every page.
+        if path == "/sw.js" {
+            assert_eq!(header("service-worker-allowed"), "/");
+            assert_eq!(header("cache-control"), "no-cache");
         }
     }
     for path in ["/js/nope.js", "/js/..%2Fsession.html", "/app.js"] {

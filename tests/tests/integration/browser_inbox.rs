@@ -12,7 +12,9 @@ use askgate::people::Groups;
 use askgate_testkit::frames::ask;
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
-use askgate_tests::browser::page::{agent_asking, card, open_page, text, wait_connected};
+use askgate_tests::browser::page::{
+    agent_asking, card, inbox_link, open_link, open_page, text, wait_connected,
+};
 use askgate_tests::server::{TestServer, test_config};
 use serde_json::{Value, json};
 
@@ -27,22 +29,9 @@ async fn server_with_oncall() -> TestServer {
     TestServer::start_with(config).await
 }
 
-/// `user`'s inbox link, as `POST /v1/inbox/links` gives it (local mode: no agent key).
-async fn inbox_link(server: &TestServer, user: &str) -> String {
-    let (status, body) = server
-        .http("POST", "/v1/inbox/links", Some(&json!({"user": user})))
-        .await;
-    assert_eq!(status, 201, "an inbox link for {user}: {body}");
-    body["url"].as_str().expect("a link").to_owned()
-}
-
 /// A browser on `user`'s inbox, once it is connected.
 async fn open_inbox(server: &TestServer, user: &str) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(&inbox_link(server, user).await).await;
-    wait_connected(&browser).await;
-    browser.wait_for("#you:not([hidden])").await;
-    browser
+    open_link(&inbox_link(server, user).await).await
 }
 
 /// The inbox card of request `id` of `session`.

@@ -16,7 +16,8 @@ use askgate_testkit::frames::{answer, ask};
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
-    agent_asking, card, history_entry, reload, text, unfold_history, wait_connected,
+    agent_asking, card, history_entry, open_link, personal_link, reload, shown, text,
+    unfold_history, wait_connected,
 };
 use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
@@ -24,56 +25,12 @@ use serde_json::json;
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
 
-/// A personal link to `session` for `user`, working for `ttl_s` seconds: `(url, key,
-/// expires_ms)`, as `POST /v1/sessions/{session}/links` gives it (local mode: no agent key).
-async fn personal_link(
-    server: &TestServer,
-    session: &str,
-    user: &str,
-    ttl_s: f64,
-) -> (String, String, u64) {
-    let (status, body) = server
-        .http(
-            "POST",
-            &format!("/v1/sessions/{session}/links"),
-            Some(&json!({"user": user, "ttl_s": ttl_s})),
-        )
-        .await;
-    assert_eq!(status, 201, "a personal link for {user}: {body}");
-    assert_eq!(body["user"], user);
-    let url = body["url"].as_str().expect("a link").to_owned();
-    let key = url
-        .split_once("#k=")
-        .expect("the key in the fragment")
-        .1
-        .to_owned();
-    assert!(key.starts_with("p1."), "a personal key: {key}");
-    (url, key, body["expires_ms"].as_u64().expect("an expiry"))
-}
-
-/// A browser on `url`, once its socket is open and the gateway has said who it is.
-async fn open_link(url: &str) -> Browser {
-    let browser = Browser::start().await;
-    browser.goto(url).await;
-    wait_connected(&browser).await;
-    browser.wait_for("#you:not([hidden])").await;
-    browser
-}
-
 /// The option input labelled `label` of request `id`'s question `header`.
 fn option(id: &str, header: &str, label: &str) -> String {
     format!(
         r#"{} fieldset[data-header="{header}"] input[value="{label}"]"#,
         card(id)
     )
-}
-
-/// Whether the element `css` is rendered: neither it nor an ancestor `hidden`, `display:
-/// none` or folded away (the closed part of a `<details>`).
-async fn shown(browser: &Browser, css: &str) -> bool {
-    let script = "const el = document.querySelector(arguments[0]); \
-                  return el !== null && el.checkVisibility();";
-    browser.execute(script, json!([css])).await == json!(true)
 }
 
 /// Milliseconds since the Unix epoch, by the clock the gateway reads too.

@@ -17,6 +17,7 @@
 //! - [`browser_form`]: the page's MCP elicitation cards (forms and web addresses).
 //! - [`browser_formats`]: the page's e-mail and URI checks against the gateway's.
 //! - [`browser_people`]: the page with people in it (personal links, who answered).
+//! - [`browser_push`]: "Notify me on this device" (Web Push) on the page and the inbox.
 //! - [`client`]: the Rust agent client against a live gateway.
 //! - [`conformance`]: every conformance vector, answered as the real packages did.
 //! - [`deepagents_gateway`]: a LangGraph host resuming deepagents from askgate's outcome.
@@ -47,6 +48,7 @@ mod browser_form;
 mod browser_formats;
 mod browser_inbox;
 mod browser_people;
+mod browser_push;
 mod client;
 mod conformance;
 mod deepagents_gateway;
