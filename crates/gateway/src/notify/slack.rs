@@ -6,8 +6,9 @@
 //! The messages a request caused are remembered in the store ([`KeptTable::SlackMessages`],
 //! under `session/id`, a field per target), so that the update reaches them whichever node
 //! makes it and after a restart. A target's message is posted once: a retried or repeated
-//! `request.opened` finds it remembered and posts nothing. A post that lands after its
-//! request ended (it raced the ending on another node) is updated at once to say so.
+//! `request.opened` finds it remembered and posts nothing. On a shared store the ending's
+//! update first leaves a mark ([`SLACK_ENDED_FIELD`]): a post another node makes as the
+//! update runs finds it and updates its message to match.
 //!
 //! - [`api`]: calling the Web API, and what its answers mean for the delivery queue.
 //! - [`blocks`]: what the messages say, in Block Kit.
@@ -29,7 +30,9 @@ use super::delivery::Told;
 use super::{Notifier, SendError};
 use crate::clock::now_ms;
 use crate::people::action_links::link_expiry;
-use crate::store::{DeliveryTarget, KeptField, KeptTable, StoreOp, StoredDelivery};
+use crate::store::{
+    DeliveryTarget, KeptField, KeptTable, SLACK_ENDED_FIELD, StoreOp, StoredDelivery,
+};
 use blocks::Answering;
 
 /// A message the app posted: where, and its timestamp (Slack's id of a message).
@@ -116,6 +119,7 @@ impl Notifier {
             .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))?;
         Ok(fields
             .into_iter()
+            .filter(|(field, _)| field != SLACK_ENDED_FIELD)
             .filter_map(|(field, value)| Some((field, serde_json::from_str(&value).ok()?)))
             .collect())
     }
@@ -160,10 +164,10 @@ impl Notifier {
     ) -> Result<(), SendError> {
         let told = Told::read(&delivery.body).map_err(SendError::Rejected)?;
         let key = messages_key(delivery);
-        let posted = self.posted_messages(&key).await?;
         let Some(field) = target_field(&delivery.target) else {
-            return self.update_ended(api, &told, &key, posted).await;
+            return self.update_ended(api, &told, &key, &delivery.body).await;
         };
+        let posted = self.posted_messages(&key).await?;
         let (channel, answering) = self.slack_destination(&delivery.target, &told, delivery)?;
         let earlier = posted.get(&field);
         let now = now_ms();
@@ -201,28 +205,48 @@ impl Notifier {
             ts: ts.to_owned(),
         };
         self.remember_posted(&key, &field, Some(&message)).await;
-        // On a shared store the ending's update may be made by another node, and may have run
-        // before this message was remembered: then the message is still kept, and it is
-        // updated here, in words that do not need to know how the request ended. (On a local
-        // store the update goes through this same queue, after this post.)
-        if self.shared.is_some()
-            && !self.still_open(delivery).await
-            && self.posted_messages(&key).await?.contains_key(&field)
-        {
-            let mut args = blocks::ended_unknown(&told);
-            args["channel"] = json!(message.channel);
-            args["ts"] = json!(message.ts);
-            match api.send("chat.update", &args).await {
-                Ok(_) => {}
-                // Left with its buttons, whose clicks say the request has ended; the kept
-                // entry expires on Redis (`KEPT_MESSAGES_TTL`).
-                Err(error) => {
-                    tracing::warn!(%key, %error, "a Slack message posted as its request ended could not be updated");
+        // On a shared store the ending's update may be made by another node, and may have
+        // read the messages before this one was remembered: then its mark is there, and this
+        // message is updated here to match. Without the mark, the update is still to come and
+        // will find this message. (On a local store the update goes through this same queue,
+        // after this post.)
+        if self.shared.is_some() && !self.still_open(delivery).await {
+            // The update forgets each message it updated: one still kept beside the mark was
+            // (most likely) read too late for it.
+            let still_kept = self.posted_messages(&key).await?.contains_key(&field);
+            let ended = self.ended_mark(&key).await?.filter(|_| still_kept);
+            if let Some(body) = ended {
+                let ended = Told::read(&body).map_err(SendError::Rejected)?;
+                let mut args = blocks::ended(&ended);
+                args["channel"] = json!(message.channel);
+                args["ts"] = json!(message.ts);
+                match api.send("chat.update", &args).await {
+                    Ok(_) => {}
+                    // Left with its buttons, whose clicks say the request has ended; the kept
+                    // entry expires on Redis.
+                    Err(error) => {
+                        tracing::warn!(%key, %error, "a Slack message posted as its request ended could not be updated");
+                    }
                 }
+                self.remember_posted(&key, &field, None).await;
             }
-            self.remember_posted(&key, &field, None).await;
         }
         Ok(())
+    }
+
+    /// On a shared store: the `request.resolved` body the ending's update left, if it ran.
+    async fn ended_mark(&self, key: &str) -> Result<Option<String>, SendError> {
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        let fields = shared
+            .kept(KeptTable::SlackMessages, key)
+            .await
+            .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))?;
+        Ok(fields
+            .into_iter()
+            .find(|(field, _)| field == SLACK_ENDED_FIELD)
+            .map(|(_, body)| body))
     }
 
     /// Where a person's or a group's message goes, and how it asks for an answer.
@@ -277,14 +301,28 @@ impl Notifier {
         }
     }
 
-    /// Updates every message `key`'s request caused to say how it ended, then forgets them.
+    /// Updates every message `key`'s request caused to say how it ended (`body`, the
+    /// `request.resolved`), then forgets them. On a shared store it first leaves its mark, so
+    /// that a message another node posts meanwhile is updated too.
     async fn update_ended(
         &self,
         api: &api::Api,
         told: &Told,
         key: &str,
-        posted: BTreeMap<String, Posted>,
+        body: &str,
     ) -> Result<(), SendError> {
+        if self.shared.is_some() {
+            let op = StoreOp::Keep {
+                table: KeptTable::SlackMessages,
+                key: key.to_owned(),
+                field: SLACK_ENDED_FIELD.to_owned(),
+                value: Some(body.to_owned()),
+            };
+            self.store.commit(vec![op]).await.map_err(|e| {
+                SendError::Failed(format!("marking the request's Slack messages: {e}"))
+            })?;
+        }
+        let posted = self.posted_messages(key).await?;
         for message in posted.values() {
             let mut args = blocks::ended(told);
             args["channel"] = json!(message.channel);
@@ -299,7 +337,12 @@ impl Notifier {
                 Err(error) => return Err(error),
             }
         }
-        if !posted.is_empty() {
+        if self.shared.is_some() {
+            // The mark stays (it expires within the hour); the messages are done with.
+            for field in posted.keys() {
+                self.remember_posted(key, field, None).await;
+            }
+        } else if !posted.is_empty() {
             let op = StoreOp::Unkeep {
                 table: KeptTable::SlackMessages,
                 key: key.to_owned(),
@@ -307,9 +350,7 @@ impl Notifier {
             if let Err(error) = self.store.commit(vec![op]).await {
                 tracing::warn!(%key, %error, "a request's Slack messages could not be forgotten");
             }
-            if self.shared.is_none() {
-                self.posted.lock().remove(key);
-            }
+            self.posted.lock().remove(key);
         }
         Ok(())
     }

@@ -203,11 +203,15 @@ impl KeptTable {
         }
     }
 
-    /// How long a shared store keeps a key of the table after its last write, if not for
+    /// How long a shared store keeps a key of the table after a write of `field`, if not for
     /// ever: a request's Slack messages are kept past the longest a link works (90 days), in
-    /// case the update that forgets them never comes (given up, or shed).
-    pub fn expires_after(self) -> Option<std::time::Duration> {
+    /// case the update that forgets them never comes (given up, or shed); once updated, only
+    /// the mark of the update ([`SLACK_ENDED_FIELD`]) stays, for an hour.
+    pub fn expires_after(self, field: &str) -> Option<std::time::Duration> {
         match self {
+            KeptTable::SlackMessages if field == SLACK_ENDED_FIELD => {
+                Some(std::time::Duration::from_secs(3600))
+            }
             KeptTable::SlackMessages => Some(std::time::Duration::from_secs(91 * 86_400)),
             KeptTable::PushSubscriptions => None,
         }
@@ -220,6 +224,11 @@ impl KeptTable {
             .find(|table| table.as_str() == name)
     }
 }
+
+/// The field of a request's Slack messages that says they were updated at its end, holding
+/// the `request.resolved` body: on a shared store, a message posted by another node as the
+/// update ran finds it and is updated to match.
+pub const SLACK_ENDED_FIELD: &str = "ended";
 
 /// One field of a kept table.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

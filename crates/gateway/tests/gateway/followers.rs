@@ -246,29 +246,9 @@ async fn an_inbox_link_is_for_a_key_of_every_session_and_checked_at_its_paths() 
     assert_eq!(forger.closed_with_reason().await.0, 4401);
 }
 
-/// An inbox link for `user` from `node` (local mode: no key): the key in it.
-async fn inbox_key(node: &Node, user: &str) -> String {
-    let (status, body) = http(
-        node.addr,
-        "POST",
-        "/v1/inbox/links",
-        Some(&json!({"user": user})),
-        None,
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    body["url"]
-        .as_str()
-        .unwrap()
-        .split_once("#k=")
-        .unwrap()
-        .1
-        .to_owned()
-}
-
 /// `user`'s inbox socket on `node`, its hello sent.
 async fn open_inbox(node: &Node, user: &str) -> WsClient {
-    let key = inbox_key(node, user).await;
+    let key = node.link_key("/v1/inbox/links", user).await;
     let mut inbox = WsClient::connect(&node.ws("/v1/inbox/live"), None).await;
     inbox.send(&json!({"type": "hello", "key": key})).await;
     inbox
@@ -277,7 +257,7 @@ async fn open_inbox(node: &Node, user: &str) -> WsClient {
 #[tokio::test]
 async fn an_inbox_answers_across_sessions_and_a_person_has_a_bound_on_inboxes() {
     let node = Node::start("memory", &[]);
-    let key = inbox_key(&node, ALICE).await;
+    let key = node.link_key("/v1/inbox/links", ALICE).await;
     let open = || async {
         let mut inbox = WsClient::connect(&node.ws("/v1/inbox/live"), None).await;
         inbox.send(&json!({"type": "hello", "key": key})).await;

@@ -17,6 +17,7 @@ use p256::SecretKey;
 use p256::elliptic_curve::sec1::ToEncodedPoint as _;
 use serde_json::{Value, json};
 
+use crate::support::browser_keys::BrowserKeys;
 use crate::support::{self, TIMEOUT};
 use support::nodes::Node;
 
@@ -24,30 +25,7 @@ const ALICE: &str = "alice@example.com";
 const SUBJECT: &str = "mailto:ops@askgate.example";
 const PUBLIC: &str = "https://askgate.example";
 
-/// A browser's side of a subscription: its key pair and auth secret.
-struct Browser {
-    private_b64: String,
-    p256dh: String,
-    auth: String,
-}
-
-fn browser(rng: &mut impl rand::Rng) -> Browser {
-    let secret = loop {
-        let mut scalar = [0u8; 32];
-        rng.fill_bytes(&mut scalar);
-        if let Ok(secret) = SecretKey::from_slice(&scalar) {
-            break secret;
-        }
-    };
-    let auth: [u8; 16] = rng.random();
-    Browser {
-        private_b64: URL_SAFE_NO_PAD.encode(secret.to_bytes()),
-        p256dh: URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false)),
-        auth: URL_SAFE_NO_PAD.encode(auth),
-    }
-}
-
-async fn push_service(browser: &Browser, port: Option<u16>) -> OracleProcess {
+async fn push_service(browser: &BrowserKeys, port: Option<u16>) -> OracleProcess {
     let port = port.map(|p| p.to_string());
     let mut args = vec![browser.private_b64.as_str(), browser.auth.as_str()];
     if let Some(port) = &port {
@@ -63,41 +41,23 @@ fn notify_file(dir: &Path) -> String {
     path.display().to_string()
 }
 
-fn start(store: &str, data: Option<&Path>, file: &str) -> Node {
-    let args = [
-        "--notify",
-        file,
-        "--notify-allow-private",
-        "--public-url",
-        PUBLIC,
-    ];
-    match data {
-        Some(dir) => Node::start_in(dir.to_owned(), store, &args),
-        None => Node::start(store, &args),
-    }
-}
-
 /// Alice's personal key for `session`.
 async fn alices_key(node: &Node, session: &str) -> String {
-    let (status, body) = http(
-        node.addr,
-        "POST",
-        &format!("/v1/sessions/{session}/links"),
-        Some(&json!({"user": ALICE})),
-        None,
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    body["url"]
-        .as_str()
-        .unwrap()
-        .split_once("#k=")
-        .unwrap()
-        .1
-        .to_owned()
+    node.link_key(&format!("/v1/sessions/{session}/links"), ALICE)
+        .await
 }
 
-fn subscription(browser: &Browser, endpoint: &str, label: &str) -> Value {
+/// POSTs `body` to `path` with `key`: status and body.
+async fn post_json(
+    addr: std::net::SocketAddr,
+    path: &str,
+    body: &Value,
+    key: &str,
+) -> (u16, Value) {
+    http(addr, "POST", path, Some(body), Some(key)).await
+}
+
+fn subscription(browser: &BrowserKeys, endpoint: &str, label: &str) -> Value {
     json!({"endpoint": endpoint, "keys": {"p256dh": browser.p256dh, "auth": browser.auth},
            "label": label})
 }
@@ -114,10 +74,10 @@ fn payload(found: &Value) -> Value {
 async fn each_device_gets_the_request_decrypted_signed_and_timed() {
     let dir = support::tempdir("push");
     let mut rng = support::seeded_rng("each_device_gets_the_request_decrypted_signed_and_timed");
-    let phone = browser(&mut rng);
+    let phone = BrowserKeys::new(&mut rng);
     let mut service = push_service(&phone, None).await;
     let file = notify_file(&dir);
-    let node = start("memory", None, &file);
+    let node = Node::start_notifying("memory", None, &file);
     let (mut agent, viewer) = node.agent_opening("s").await;
     let key = alices_key(&node, "s").await;
     let path = "/v1/push/subscriptions?session=s";
@@ -129,29 +89,27 @@ async fn each_device_gets_the_request_decrypted_signed_and_timed() {
     // Only a named person subscribes, with keys a push can be encrypted for.
     let device = format!("http://127.0.0.1:{}/push/phone", service.port);
     let anonymous = viewer.split_once("#k=").unwrap().1;
-    let (status, body) = http(
+    let (status, body) = post_json(
         node.addr,
-        "POST",
         path,
-        Some(&subscription(&phone, &device, "Phone")),
-        Some(anonymous),
+        &subscription(&phone, &device, "Phone"),
+        anonymous,
     )
     .await;
     assert_eq!(status, 403, "{body}");
     let mut bad = subscription(&phone, &device, "Phone");
     bad["keys"]["p256dh"] = json!("AAAA");
-    let (status, body) = http(node.addr, "POST", path, Some(&bad), Some(&key)).await;
+    let (status, body) = post_json(node.addr, path, &bad, &key).await;
     assert_eq!(
         (status, &body["errors"][0]["path"]),
         (422, &json!("keys.p256dh")),
         "{body}"
     );
-    let (status, body) = http(
+    let (status, body) = post_json(
         node.addr,
-        "POST",
         path,
-        Some(&subscription(&phone, "ftp://x/y", "Phone")),
-        Some(&key),
+        &subscription(&phone, "ftp://x/y", "Phone"),
+        &key,
     )
     .await;
     assert_eq!(
@@ -160,31 +118,28 @@ async fn each_device_gets_the_request_decrypted_signed_and_timed() {
         "{body}"
     );
 
-    let (status, body) = http(
+    let (status, body) = post_json(
         node.addr,
-        "POST",
         path,
-        Some(&subscription(&phone, &device, "Phone")),
-        Some(&key),
+        &subscription(&phone, &device, "Phone"),
+        &key,
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let (status, _) = http(
+    let (status, _) = post_json(
         node.addr,
-        "POST",
         path,
-        Some(&subscription(&phone, &device, "Phone")),
-        Some(&key),
+        &subscription(&phone, &device, "Phone"),
+        &key,
     )
     .await;
     assert_eq!(status, 200, "the same endpoint again is not a new device");
     let gone = format!("http://127.0.0.1:{}/gone/laptop", service.port);
-    let (status, body) = http(
+    let (status, body) = post_json(
         node.addr,
-        "POST",
         path,
-        Some(&subscription(&phone, &gone, "Laptop")),
-        Some(&key),
+        &subscription(&phone, &gone, "Laptop"),
+        &key,
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -338,19 +293,18 @@ async fn a_push_kept_before_a_sigkill_is_sent_after_the_restart_once() {
     std::fs::create_dir_all(&data).unwrap();
     let mut rng =
         support::seeded_rng("a_push_kept_before_a_sigkill_is_sent_after_the_restart_once");
-    let phone = browser(&mut rng);
+    let phone = BrowserKeys::new(&mut rng);
     // Nothing listens at the push service's address while the first gateway runs.
     let port = support::free_port();
     let file = notify_file(&dir);
-    let mut node = start("embedded", Some(&data), &file);
+    let mut node = Node::start_notifying("embedded", Some(&data), &file);
     let key = alices_key(&node, "s").await;
     let endpoint = format!("http://127.0.0.1:{port}/push/phone");
-    let (status, _) = http(
+    let (status, _) = post_json(
         node.addr,
-        "POST",
         "/v1/push/subscriptions?session=s",
-        Some(&subscription(&phone, &endpoint, "Phone")),
-        Some(&key),
+        &subscription(&phone, &endpoint, "Phone"),
+        &key,
     )
     .await;
     assert_eq!(status, 201);
@@ -369,7 +323,7 @@ async fn a_push_kept_before_a_sigkill_is_sent_after_the_restart_once() {
     node.kill();
 
     let mut service = push_service(&phone, Some(port)).await;
-    let node = start("embedded", Some(&data), &file);
+    let node = Node::start_notifying("embedded", Some(&data), &file);
     let got: Value = serde_json::from_str(&service.line(TIMEOUT).await).unwrap();
     assert_eq!(got["status"], 201, "{got}");
     assert_eq!(payload(&got)["tag"], "askgate:s:kept");
@@ -380,7 +334,7 @@ async fn a_push_kept_before_a_sigkill_is_sent_after_the_restart_once() {
     );
     drop(node);
     // Sent once: the next push is a new request's.
-    let node = start("embedded", Some(&data), &file);
+    let node = Node::start_notifying("embedded", Some(&data), &file);
     let mut agent = node.agent().await;
     agent.open("s").await;
     let mut frame = ask("s", "after", &["Color"], None);
@@ -403,12 +357,12 @@ async fn on_redis_a_device_subscribed_on_one_node_is_pushed_by_another() {
     let redis = support::redis::RedisServer::start(&[]);
     let mut rng =
         support::seeded_rng("on_redis_a_device_subscribed_on_one_node_is_pushed_by_another");
-    let phone = browser(&mut rng);
+    let phone = BrowserKeys::new(&mut rng);
     let mut service = push_service(&phone, None).await;
     let file = notify_file(&dir);
     let nodes = [
-        start(&redis.url(), None, &file),
-        start(&redis.url(), None, &file),
+        Node::start_notifying(&redis.url(), None, &file),
+        Node::start_notifying(&redis.url(), None, &file),
     ];
     // Both nodes sign with the key derived from the secret Redis keeps: one key.
     let (_, first) = http(nodes[0].addr, "GET", "/v1/push/key", None, None).await;
@@ -416,12 +370,11 @@ async fn on_redis_a_device_subscribed_on_one_node_is_pushed_by_another() {
     assert_eq!(first["key"], second["key"]);
     let key = alices_key(&nodes[0], "s").await;
     let endpoint = format!("http://127.0.0.1:{}/push/phone", service.port);
-    let (status, _) = http(
+    let (status, _) = post_json(
         nodes[0].addr,
-        "POST",
         "/v1/push/subscriptions?session=s",
-        Some(&subscription(&phone, &endpoint, "Phone")),
-        Some(&key),
+        &subscription(&phone, &endpoint, "Phone"),
+        &key,
     )
     .await;
     assert_eq!(status, 201);

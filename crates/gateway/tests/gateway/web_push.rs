@@ -8,43 +8,15 @@ use askgate::notify::web_push::{self, MAX_PUSH_BODY, MAX_PUSH_PAYLOAD, VapidKey}
 use askgate_testkit::oracle_process::OracleProcess;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use p256::SecretKey;
-use p256::elliptic_curve::sec1::ToEncodedPoint as _;
-use rand::rngs::StdRng;
 use rand::{Rng as _, RngCore as _};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
+use crate::support::browser_keys::BrowserKeys;
 use crate::support::{self, TIMEOUT};
 
 const SUBJECT: &str = "mailto:ops@askgate.example";
-
-/// What a browser makes when it subscribes: a P-256 key pair and a 16-byte auth secret. The
-/// private half stays with the browser (here, the oracle).
-struct Subscription {
-    private_b64: String,
-    p256dh_b64: String,
-    auth_b64: String,
-}
-
-impl Subscription {
-    fn new(rng: &mut StdRng) -> Subscription {
-        let secret = loop {
-            let mut scalar = [0u8; 32];
-            rng.fill_bytes(&mut scalar);
-            if let Ok(secret) = SecretKey::from_slice(&scalar) {
-                break secret;
-            }
-        };
-        let auth: [u8; 16] = rng.random();
-        Subscription {
-            private_b64: URL_SAFE_NO_PAD.encode(secret.to_bytes()),
-            p256dh_b64: URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false)),
-            auth_b64: URL_SAFE_NO_PAD.encode(auth),
-        }
-    }
-}
 
 /// One push as a sender would post it: `(status, what the oracle found)`.
 async fn push(
@@ -91,10 +63,10 @@ fn now_s() -> u64 {
 #[tokio::test]
 async fn messages_decrypt_and_tokens_verify_outside_askgate() {
     let mut rng = support::seeded_rng("messages_decrypt_and_tokens_verify_outside_askgate");
-    let subscription = Subscription::new(&mut rng);
+    let subscription = BrowserKeys::new(&mut rng);
     let mut oracle = OracleProcess::start(
         "web_push_decrypt.py",
-        &[&subscription.private_b64, &subscription.auth_b64],
+        &[&subscription.private_b64, &subscription.auth],
     )
     .await;
     let vapid = VapidKey::generate();
@@ -114,7 +86,7 @@ async fn messages_decrypt_and_tokens_verify_outside_askgate() {
         ("largest", largest),
     ];
     for (index, (name, payload)) in payloads.iter().enumerate() {
-        let body = web_push::encrypt(payload, &subscription.p256dh_b64, &subscription.auth_b64)
+        let body = web_push::encrypt(payload, &subscription.p256dh, &subscription.auth)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(body.len() <= MAX_PUSH_BODY, "{name}: {} bytes", body.len());
         let path = format!("/wpush/v2/{name}");
@@ -155,7 +127,7 @@ async fn messages_decrypt_and_tokens_verify_outside_askgate() {
     }
 
     let over = vec![0u8; MAX_PUSH_PAYLOAD + 1];
-    let refused = web_push::encrypt(&over, &subscription.p256dh_b64, &subscription.auth_b64)
+    let refused = web_push::encrypt(&over, &subscription.p256dh, &subscription.auth)
         .expect_err("one byte over the limit is refused");
     assert!(refused.contains(&MAX_PUSH_PAYLOAD.to_string()), "{refused}");
 }
@@ -165,11 +137,11 @@ async fn messages_decrypt_and_tokens_verify_outside_askgate() {
 #[tokio::test]
 async fn the_oracle_refuses_a_wrong_key_or_a_wrong_subscription() {
     let mut rng = support::seeded_rng("the_oracle_refuses_a_wrong_key_or_a_wrong_subscription");
-    let subscription = Subscription::new(&mut rng);
-    let stranger = Subscription::new(&mut rng);
+    let subscription = BrowserKeys::new(&mut rng);
+    let stranger = BrowserKeys::new(&mut rng);
     let mut oracle = OracleProcess::start(
         "web_push_decrypt.py",
-        &[&subscription.private_b64, &subscription.auth_b64],
+        &[&subscription.private_b64, &subscription.auth],
     )
     .await;
     let endpoint = format!("http://127.0.0.1:{}/wpush/x", oracle.port);
@@ -179,13 +151,13 @@ async fn the_oracle_refuses_a_wrong_key_or_a_wrong_subscription() {
         .expect("signs");
 
     let for_stranger =
-        web_push::encrypt(b"hello", &stranger.p256dh_b64, &stranger.auth_b64).expect("encrypts");
+        web_push::encrypt(b"hello", &stranger.p256dh, &stranger.auth).expect("encrypts");
     let (status, found) = push(&mut oracle, "/wpush/x", &for_stranger, &authorization).await;
     assert_ne!(found["decrypt_error"], Value::Null, "{found}");
     assert_eq!(status, 400);
 
-    let body = web_push::encrypt(b"hello", &subscription.p256dh_b64, &subscription.auth_b64)
-        .expect("encrypts");
+    let body =
+        web_push::encrypt(b"hello", &subscription.p256dh, &subscription.auth).expect("encrypts");
     let other_key = VapidKey::generate().public_key_base64url();
     let (token, _) = authorization.split_once(", k=").expect("t and k");
     let forged = format!("{token}, k={other_key}");

@@ -314,14 +314,6 @@ pub fn ended(told: &Told) -> Value {
     json!({"text": fallback(&format!("{} — {words}", headline(told))), "blocks": blocks})
 }
 
-/// The message replacing one posted after its request had ended, when how is not known here.
-pub fn ended_unknown(told: &Told) -> Value {
-    let words = "This request has ended.";
-    let mut blocks = request_blocks(told);
-    blocks.push(json!({"type": "section", "text": plain_text(words, MAX_SECTION_CHARS)}));
-    json!({"text": fallback(words), "blocks": blocks})
-}
-
 /// The modal asking why a call is rejected; `value` is the Reject button's.
 pub fn reject_modal(value: &str, headline: &str) -> Value {
     json!({

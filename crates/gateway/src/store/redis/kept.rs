@@ -29,7 +29,7 @@ impl Inner {
             }
         };
         self.command(&mut command, "writing a kept field").await?;
-        if let (Some(expires_after), Some(_)) = (table.expires_after(), value) {
+        if let (Some(expires_after), Some(_)) = (table.expires_after(field), value) {
             let mut expire = redis::cmd("PEXPIRE");
             expire
                 .arg(&name)

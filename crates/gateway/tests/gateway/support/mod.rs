@@ -3,6 +3,8 @@
 //! timeout), the switch between a soak test's short and long forms, and seeded random numbers.
 #![allow(dead_code, unreachable_pub)]
 
+/// A browser's Web Push subscription keys.
+pub mod browser_keys;
 /// `askgate` commands run to their end, and `serve` expected to stop before it listens.
 pub mod cli;
 /// The crash tests' load and the ledger of what their peers saw.

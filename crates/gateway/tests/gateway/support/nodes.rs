@@ -209,4 +209,36 @@ impl Node {
     pub async fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
         http_text(self.addr, method, path, body, None).await
     }
+
+    /// A node telling people as `notify_file` says, private targets allowed (the tests' own
+    /// receivers are on loopback), its links under `https://askgate.example`; in `data` when
+    /// given (kept across restarts), else a directory of its own.
+    pub fn start_notifying(store: &str, data: Option<&std::path::Path>, notify_file: &str) -> Node {
+        let args = [
+            "--notify",
+            notify_file,
+            "--notify-allow-private",
+            "--public-url",
+            "https://askgate.example",
+        ];
+        match data {
+            Some(dir) => Node::start_in(dir.to_owned(), store, &args),
+            None => Node::start(store, &args),
+        }
+    }
+
+    /// The key of a link for `user` that POSTing `{"user"}` to `path` makes (a personal link:
+    /// `/v1/sessions/{session}/links`; an inbox link: `/v1/inbox/links`), as the part of its
+    /// URL after `#k=`.
+    pub async fn link_key(&self, path: &str, user: &str) -> String {
+        let body = serde_json::json!({ "user": user });
+        let (status, text) = self.http("POST", path, Some(&body)).await;
+        assert_eq!(status, 201, "{path}: {text}");
+        let made: Value = serde_json::from_str(&text).expect("a JSON body");
+        made["url"]
+            .as_str()
+            .and_then(|url| url.split_once("#k="))
+            .map(|(_, key)| key.to_owned())
+            .unwrap_or_else(|| panic!("{path}: no key in {made}"))
+    }
 }
