@@ -2,7 +2,8 @@
 //! with) and `GET`, `POST`, `DELETE /v1/push/subscriptions` (a person's devices).
 //!
 //! The subscription calls carry the page's own key, `Authorization: Bearer KEY`: a personal
-//! link's key with `?session=ID` (the session it was signed for), or an inbox key without.
+//! link's key with `?session=ID` (the session it was signed for), or an inbox key without;
+//! behind the trusted proxy (`--user-header`), its header names the person instead.
 //! The key's person is the one whose devices they are; the plain session link's key names
 //! nobody, so it is refused (403). A device subscribed with a personal key is told only of
 //! that session's requests, and only that session's personal keys see it: such a key may
@@ -20,9 +21,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http_checks::{ApiError, body_object};
+use super::tab::PeerAddress;
 use crate::clock::now_ms;
 use crate::notify::Notifier;
 use crate::notify::push::{SubscribeRefused, Subscription};
+use crate::people::ProxyIdentity;
 use crate::server::AppState;
 
 /// Where the calls' key was signed for.
@@ -53,13 +56,18 @@ pub async fn get_push_key(State(state): State<AppState>) -> Result<Response, Api
     Ok(Json(json!({ "key": key })).into_response())
 }
 
-/// The person the call's key names, and the session it was signed for (`None`: an inbox
-/// key). A personal key sees and changes only the devices subscribed from its session.
+/// The person the call is from, and the session their key was signed for (`None`: an
+/// inbox key, or a person the trusted proxy names, who is that person in every session). A
+/// personal key sees and changes only the devices subscribed from its session.
 fn person(
     state: &AppState,
     headers: &HeaderMap,
     place: &KeyPlace,
+    peer: Option<std::net::IpAddr>,
 ) -> Result<(String, Option<String>), ApiError> {
+    if let ProxyIdentity::Person(user) = state.proxies.identify(headers, peer) {
+        return Ok((user, None));
+    }
     let wrong = |why: &str| ApiError::refuse(ReplyCode::WrongKey, "authorization", why.to_owned());
     let key = headers
         .get(header::AUTHORIZATION)
@@ -116,10 +124,11 @@ async fn devices(
 pub async fn get_subscriptions(
     State(state): State<AppState>,
     Query(place): Query<KeyPlace>,
+    PeerAddress(peer): PeerAddress,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let who = person(&state, &headers, &place)?;
+    let who = person(&state, &headers, &place, peer)?;
     Ok(Json(devices(notifier, &who).await?).into_response())
 }
 
@@ -140,11 +149,12 @@ fn text<'b>(body: &'b Value, path: &str) -> Result<&'b str, ApiError> {
 pub async fn post_subscription(
     State(state): State<AppState>,
     Query(place): Query<KeyPlace>,
+    PeerAddress(peer): PeerAddress,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let who = person(&state, &headers, &place)?;
+    let who = person(&state, &headers, &place, peer)?;
     let body = Value::Object(body_object(
         body,
         "a push subscription: {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}, \"label\"}",
@@ -182,11 +192,12 @@ pub async fn post_subscription(
 pub async fn delete_subscription(
     State(state): State<AppState>,
     Query(place): Query<KeyPlace>,
+    PeerAddress(peer): PeerAddress,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let notifier = notifier(&state)?;
-    let (person, session) = person(&state, &headers, &place)?;
+    let (person, session) = person(&state, &headers, &place, peer)?;
     let body = Value::Object(body_object(body, "{\"id\": the device's id}")?);
     let id = text(&body, "id")?;
     let subs = notifier

@@ -446,3 +446,44 @@ async fn a_vapid_key_file_is_the_key_pushes_are_signed_with() {
     assert!(said.contains("--vapid-key-file"), "{said}");
     support::remove_scratch(&dir);
 }
+
+#[tokio::test]
+async fn a_person_the_trusted_proxy_names_subscribes_without_a_key() {
+    use askgate_testkit::http::http_with_headers;
+    let dir = support::tempdir("push-proxy");
+    let mut rng = support::seeded_rng("a_person_the_trusted_proxy_names_subscribes_without_a_key");
+    let phone = BrowserKeys::new(&mut rng);
+    let file = notify_file(&dir);
+    let args = [
+        "--notify",
+        file.as_str(),
+        "--notify-allow-private",
+        "--public-url",
+        PUBLIC,
+        "--user-header",
+        "X-Forwarded-User",
+        "--trusted-proxy",
+        "127.0.0.1/32",
+    ];
+    let node = Node::start("memory", &args);
+    let host = format!("Host: {}\r\n", node.addr);
+    let as_alice = format!("{host}X-Forwarded-User: {ALICE}\r\n");
+    let body = subscription(&phone, "https://push.example/phone", "Phone");
+    let (status, made) = http_with_headers(
+        node.addr,
+        "POST",
+        "/v1/push/subscriptions",
+        Some(&body),
+        &as_alice,
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["user"], ALICE);
+    assert_eq!(made["devices"][0]["label"], "Phone");
+    // Without the header (and without a key) nobody is named.
+    let (status, _) =
+        http_with_headers(node.addr, "GET", "/v1/push/subscriptions", None, &host).await;
+    assert_eq!(status, 401);
+    drop(node);
+    support::remove_scratch(&dir);
+}
