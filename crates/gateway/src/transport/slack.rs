@@ -13,7 +13,7 @@
 //! [`Hub::answer_by_link`]: crate::hub::Hub::answer_by_link
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use askgate_protocol::wire::Via;
 use askgate_protocol::{Outcome, RequestId, SessionId};
@@ -88,7 +88,7 @@ pub async fn slack_interactions(
     let hub = Arc::clone(&state.hub);
     let handling = state
         .tracker
-        .spawn(async move { handle(&hub, &notifier, interaction).await });
+        .spawn(async move { handle(&hub, &notifier, interaction, Instant::now()).await });
     match tokio::time::timeout(ANSWER_WITHIN, handling).await {
         Ok(Ok(response)) => response,
         // Still going (it tells the clicker itself), or it panicked: Slack is answered.
@@ -96,7 +96,13 @@ pub async fn slack_interactions(
     }
 }
 
-async fn handle(hub: &Arc<Hub>, notifier: &Notifier, interaction: Interaction) -> Response {
+/// Handles `interaction`, which came at `came`.
+async fn handle(
+    hub: &Arc<Hub>,
+    notifier: &Notifier,
+    interaction: Interaction,
+    came: Instant,
+) -> Response {
     match interaction {
         Interaction::Ignored => StatusCode::OK.into_response(),
         Interaction::Link {
@@ -156,6 +162,13 @@ async fn handle(hub: &Arc<Hub>, notifier: &Notifier, interaction: Interaction) -
             match outcome {
                 // An empty answer closes the modal.
                 Ok(()) => StatusCode::OK.into_response(),
+                // Slack has stopped waiting and closed the modal: told in the channel instead.
+                Err(why) if came.elapsed() >= ANSWER_WITHIN => {
+                    if let Some(channel) = &value.channel {
+                        tell(notifier, channel, &user, &why, None).await;
+                    }
+                    StatusCode::OK.into_response()
+                }
                 Err(why) => axum::Json(json!({
                     "response_action": "errors",
                     "errors": {crate::notify::slack::blocks::REASON_INPUT: why},
@@ -264,8 +277,8 @@ fn refusal_words(refused: LinkRefused, outcome: &str) -> String {
     }
 }
 
-/// Opens the modal asking why, unless the request has already ended (then the clicker is
-/// told how).
+/// Opens the modal asking why, unless the clicker may not answer or the request has already
+/// ended (then they are told why).
 async fn open_reject_modal(
     hub: &Arc<Hub>,
     notifier: &Notifier,
@@ -275,6 +288,15 @@ async fn open_reject_modal(
     channel: &str,
     user: &str,
 ) -> Response {
+    // One who may not answer is told so now, not after typing a reason.
+    if let Err(refused) = hub
+        .may_answer_as(&link.session, &link.request, &link.user)
+        .await
+    {
+        let text = refusal_words(refused, "Your click changed nothing");
+        tell(notifier, channel, user, &text, None).await;
+        return StatusCode::OK.into_response();
+    }
     let headline = match hub.link_state(link).await {
         LinkState::Open(request) => request
             .title
@@ -295,6 +317,8 @@ async fn open_reject_modal(
             return StatusCode::OK.into_response();
         }
     };
+    let mut value = value.clone();
+    value.channel = Some(channel.to_owned());
     let args = json!({"trigger_id": trigger_id, "view": reject_modal(&value.encode(), &headline)});
     if let Some(api) = notifier.slack_api()
         && let Err(error) = api.call("views.open", &args, CALL_TIMEOUT).await

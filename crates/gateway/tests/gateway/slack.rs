@@ -371,6 +371,22 @@ async fn slack_clicks_answer_as_their_person_and_every_message_is_updated() {
         "{trail}"
     );
 
+    // Carol's Reject opens no modal: she is told she may not answer.
+    let (status, _) = interact(
+        &node,
+        &click("U03CAROL", "C01OPS", "askgate_choice_reject", &reject),
+        SIGNING_SECRET,
+        now_s(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let told = slack.next(WITHIN).await;
+    assert_eq!(
+        (&told["method"], &told["body"]["user"]),
+        (&json!("chat.postEphemeral"), &json!("U03CAROL")),
+        "{told}"
+    );
+
     // Bob, a member of ops, rejects the approval in its channel: a modal asks why.
     let (status, _) = interact(
         &node,

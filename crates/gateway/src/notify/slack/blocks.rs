@@ -63,6 +63,10 @@ pub struct ButtonValue {
     /// The choice's key ([`Choice::as_key`]), or empty for the page's button.
     #[serde(rename = "c")]
     pub choice: String,
+    /// In the reason modal's metadata: the channel of the message clicked, where the clicker
+    /// is told if their rejection is refused after Slack stopped waiting for the modal.
+    #[serde(rename = "ch", default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 impl ButtonValue {
@@ -73,6 +77,7 @@ impl ButtonValue {
             request: told.id.as_str().to_owned(),
             digest: short_digest(&questions_digest(told.dialect, &told.questions)),
             choice: choice.map(Choice::as_key).unwrap_or_default(),
+            channel: None,
         }
     }
 
