@@ -487,3 +487,23 @@ async fn a_person_the_trusted_proxy_names_subscribes_without_a_key() {
     drop(node);
     support::remove_scratch(&dir);
 }
+
+/// The service worker's handling of a push and of a click (`tests/web/service_worker.test.js`,
+/// run by Node's test runner against `web/sw.js` in a stand-in of a worker's scope): a browser
+/// here cannot reach a push service to deliver one.
+#[test]
+fn the_service_worker_shows_a_push_and_opens_its_page_on_a_click() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ran = std::process::Command::new("node")
+        .arg("--test")
+        .arg(root.join("tests/web/service_worker.test.js"))
+        .output()
+        .expect("node runs (scripts/setup-test-env.sh installs it)");
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "{said}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(said.contains("# pass 5"), "{said}");
+}
