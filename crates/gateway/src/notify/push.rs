@@ -71,24 +71,32 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Its id: the first 16 hex digits of the SHA-256 of its endpoint and session (the
-    /// endpoint itself is a capability to push to the device, so it is not shown back).
+    /// Its id, as pages see it: the first 16 hex digits of the SHA-256 of its endpoint (the
+    /// endpoint itself is a capability to push to the device, so it is not shown back; a page
+    /// works the id out from its own subscription to find itself in the list).
     pub fn id(&self) -> String {
+        short_hex(&Sha256::digest(self.endpoint.as_bytes()))
+    }
+
+    /// The field it is kept under: its endpoint and session, since the same device may be
+    /// subscribed from a session's page and from the inbox, each told of other requests.
+    fn field(&self) -> String {
         let mut hash = Sha256::new();
         hash.update(self.endpoint.as_bytes());
         hash.update(b"\0");
         hash.update(self.session.as_deref().unwrap_or_default().as_bytes());
-        hash.finalize()
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        short_hex(&hash.finalize())
     }
 
     /// Whether a key for `session` (`None`: an inbox key) sees it.
     pub fn seen_from(&self, session: Option<&str>) -> bool {
         session.is_none() || self.session.as_deref() == session
     }
+}
+
+/// The first 16 hex digits of `digest`.
+fn short_hex(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// How pushes are signed: the key and the contact the push services are given.
@@ -314,33 +322,38 @@ impl Notifier {
             self.config.allow_private,
         )
         .map_err(|(path, what)| SubscribeRefused::Invalid(path, what))?;
-        let id = subscription.id();
+        let field = subscription.field();
         let existing = self
             .subscriptions_of(person)
             .await
             .map_err(SubscribeRefused::Store)?;
-        let known = existing.iter().find(|s| s.id() == id);
+        let known = existing.iter().find(|s| s.field() == field);
         if let Some(known) = known {
             subscription.created_ms = known.created_ms;
         }
-        let others = existing.iter().filter(|s| s.id() != id);
+        let others = existing.iter().filter(|s| s.field() != field);
         for oldest in others.skip(MAX_SUBSCRIPTIONS - 1) {
-            self.keep_subscription(person, &oldest.id(), None)
+            self.keep_subscription(person, &oldest.field(), None)
                 .await
                 .map_err(SubscribeRefused::Store)?;
         }
-        self.keep_subscription(person, &id, Some(&subscription))
+        self.keep_subscription(person, &field, Some(&subscription))
             .await
             .map_err(SubscribeRefused::Store)?;
         Ok(known.is_none())
     }
 
-    /// Deletes `person`'s subscription `id` (nothing if there is none).
+    /// Deletes `person`'s `subscription`.
     ///
     /// # Errors
     /// The store did not keep the change.
-    pub async fn unsubscribe(&self, person: &str, id: &str) -> Result<(), StoreError> {
-        self.keep_subscription(person, id, None).await
+    pub async fn unsubscribe(
+        &self,
+        person: &str,
+        subscription: &Subscription,
+    ) -> Result<(), StoreError> {
+        self.keep_subscription(person, &subscription.field(), None)
+            .await
     }
 
     /// Whether `person` may have subscriptions to push to (on a shared store this node cannot
@@ -396,7 +409,7 @@ impl Notifier {
                 Ok(()) => {}
                 Err(Gone(why)) => {
                     tracing::info!(user = %person, device = %sub.id(), %why, "a push subscription is gone; it is deleted");
-                    if let Err(error) = self.keep_subscription(person, &sub.id(), None).await {
+                    if let Err(error) = self.keep_subscription(person, &sub.field(), None).await {
                         tracing::warn!(user = %person, %error, "a gone push subscription could not be deleted");
                     }
                 }

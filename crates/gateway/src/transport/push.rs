@@ -112,9 +112,11 @@ async fn devices(
         .subscriptions_of(person)
         .await
         .map_err(|e| store_failed(&e))?;
+    // A device subscribed from several pages is one device to its person (newest first).
+    let mut listed = std::collections::HashSet::new();
     let devices: Vec<Value> = subs
         .iter()
-        .filter(|sub| sub.seen_from(session.as_deref()))
+        .filter(|sub| sub.seen_from(session.as_deref()) && listed.insert(sub.id()))
         .map(|sub| json!({"id": sub.id(), "label": sub.label, "created_ms": sub.created_ms}))
         .collect();
     Ok(json!({"user": person, "devices": devices}))
@@ -204,13 +206,14 @@ pub async fn delete_subscription(
         .subscriptions_of(&person)
         .await
         .map_err(|e| store_failed(&e))?;
-    // Only a device this key sees: another session's personal key cannot remove it.
-    if subs
+    // Only what this key sees: another session's personal key cannot remove it. The inbox
+    // sees every session's subscription of the device, and removes them all.
+    let seen = subs
         .iter()
-        .any(|sub| sub.id() == id && sub.seen_from(session.as_deref()))
-    {
+        .filter(|sub| sub.id() == id && sub.seen_from(session.as_deref()));
+    for sub in seen {
         notifier
-            .unsubscribe(&person, id)
+            .unsubscribe(&person, sub)
             .await
             .map_err(|e| store_failed(&e))?;
     }

@@ -204,6 +204,19 @@ async fn each_device_gets_the_request_decrypted_signed_and_timed() {
     let link = shown["url"].as_str().unwrap();
     assert!(link.starts_with(&format!("{PUBLIC}/s/s#k=")), "{link}");
 
+    // A device's id is the first 16 hex digits of its endpoint's SHA-256, as a page works it
+    // out to find itself in the list.
+    let (_, listed) = http(node.addr, "GET", path, None, Some(&key)).await;
+    let ids: Vec<&str> = listed["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(device.as_bytes());
+    let expected: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    assert!(ids.contains(&expected.as_str()), "{expected} in {listed}");
+
     // The 410 deleted that device.
     assert!(
         node.wrote_line("a push subscription is gone").await,
@@ -282,6 +295,40 @@ async fn each_device_gets_the_request_decrypted_signed_and_timed() {
     assert_eq!(status, 204);
     let (_, body) = http(node.addr, "GET", path, None, Some(&key)).await;
     assert_eq!(body["devices"].as_array().unwrap().len(), 9);
+
+    // One device subscribed from session s's page and from the inbox is one device in the
+    // inbox's list, and removing it there removes both.
+    let inbox = node.link_key("/v1/inbox/links", ALICE).await;
+    let both = subscription(&phone, "https://push.example/both", "Both");
+    assert_eq!(post_json(node.addr, path, &both, &key).await.0, 201);
+    let (status, listed) = post_json(node.addr, "/v1/push/subscriptions", &both, &inbox).await;
+    assert_eq!(status, 201, "{listed}");
+    let same: Vec<&Value> = listed["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["label"] == "Both")
+        .collect();
+    assert_eq!(same.len(), 1, "{listed}");
+    let id = same[0]["id"].clone();
+    let (status, _) = http(
+        node.addr,
+        "DELETE",
+        "/v1/push/subscriptions",
+        Some(&json!({"id": id})),
+        Some(&inbox),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (_, body) = http(node.addr, "GET", path, None, Some(&key)).await;
+    assert!(
+        body["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["label"] != "Both"),
+        "{body}"
+    );
     drop(node);
     support::remove_scratch(&dir);
 }
