@@ -117,6 +117,8 @@ pub struct LogSettings {
     pub rotate_at_bytes: u64,
     /// Under load, the shortest time from one wait for the disk to the next.
     pub sync_at_most_every: Duration,
+    /// The longest a record nobody waits on stays written but not synced.
+    pub sync_lazily_within: Duration,
     /// How often redb's written pages are sent to the disk between durable checkpoints.
     pub writeback_every: Duration,
 }
@@ -128,6 +130,7 @@ impl Default for LogSettings {
             checkpoint_every: CHECKPOINT_EVERY,
             rotate_at_bytes: log::ROTATE_AT_BYTES,
             sync_at_most_every: syncer::SYNC_AT_MOST_EVERY,
+            sync_lazily_within: syncer::SYNC_LAZILY_WITHIN,
             writeback_every: checkpoint::WRITEBACK_EVERY,
         }
     }
@@ -326,6 +329,7 @@ impl DurableStore {
         let failed_file = Arc::new(AtomicU64::new(0));
         let syncing = Syncer {
             at_most_every: settings.sync_at_most_every,
+            lazily_within: settings.sync_lazily_within,
             checkpointer: checkpoints.clone(),
             failed_file: Arc::clone(&failed_file),
             counts: Arc::clone(&counts),

@@ -24,7 +24,8 @@ use super::logged::Logged;
 use crate::metrics::StoreWrites;
 use crate::store::Durability;
 
-/// The longest a record nobody waits on stays written but not synced.
+/// The longest a record nobody waits on stays written but not synced, by default
+/// ([`LogSettings::sync_lazily_within`](super::LogSettings::sync_lazily_within)).
 pub(super) const SYNC_LAZILY_WITHIN: Duration = Duration::from_millis(200);
 
 /// Under load, the shortest time from one wait for the disk to the next. Each costs the
@@ -184,6 +185,8 @@ impl SyncQueue {
 pub(super) struct Syncer {
     /// Under load, the shortest time from one wait for the disk to the next.
     pub(super) at_most_every: Duration,
+    /// The longest a record nobody waits on stays written but not synced.
+    pub(super) lazily_within: Duration,
     pub(super) checkpointer: SyncSender<ToCheckpoint>,
     /// Shared with the appender: the number of the last file whose sync failed.
     pub(super) failed_file: Arc<AtomicU64>,
@@ -203,7 +206,7 @@ impl Syncer {
             if let Some(last) = paced_from {
                 queue.pause_until(last + self.at_most_every);
             }
-            queue.take_rest(&mut batch, first_came + SYNC_LAZILY_WITHIN);
+            queue.take_rest(&mut batch, first_came + self.lazily_within);
             let records = batch.len();
             paced_from = (records >= PACED_FROM_RECORDS).then(Instant::now);
             self.settle(&mut batch);
@@ -361,6 +364,7 @@ mod tests {
         let counts = Arc::new(StoreWrites::default());
         let syncer = Syncer {
             at_most_every: SYNC_AT_MOST_EVERY,
+            lazily_within: SYNC_LAZILY_WITHIN,
             checkpointer,
             failed_file: Arc::default(),
             counts: Arc::clone(&counts),
