@@ -70,6 +70,17 @@ pub fn refused_literal(url: &Url) -> Option<(IpAddr, &'static str)> {
     refused_because(ip).map(|why| (ip, why))
 }
 
+/// Whether `url`'s host is a loopback address written out, or `localhost`: where a test's
+/// own stand-in may be called over plain http with `--notify-allow-private`.
+pub fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(Host::Domain(name)) => name == "localhost",
+        None => false,
+    }
+}
+
 /// The resolver of the gateway's HTTP client: unless private addresses are allowed, a name
 /// resolving to any refused address is refused, so what is checked is what is connected to
 /// (a name cannot pass the check and then resolve elsewhere for the connection).

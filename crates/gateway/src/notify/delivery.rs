@@ -228,6 +228,29 @@ pub fn new_id() -> String {
     format!("msg_{bits:032x}")
 }
 
+/// How long a target that answered 429 is left alone when it says nothing of how long.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// The longest `Retry-After` taken as given; a longer one is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// The `Retry-After` of an answer, in seconds as Slack and push services send it.
+pub fn retry_after_header(headers: &hyper::HeaderMap) -> Option<Duration> {
+    headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+/// A 429's try, failed as `why`: tried again after the wait the target asked for
+/// ([`DEFAULT_RETRY_AFTER`] when none, between 1 s and [`MAX_RETRY_AFTER`]).
+pub fn throttled(why: String, retry_after: Option<Duration>) -> SendError {
+    let wait = retry_after
+        .unwrap_or(DEFAULT_RETRY_AFTER)
+        .clamp(Duration::from_secs(1), MAX_RETRY_AFTER);
+    SendError::Throttled { why, wait }
+}
+
 /// How long to wait after a failed try of a notification made `age` ago: as long as it has
 /// been tried so far, at least [`FIRST_RETRY`] and at most [`MAX_RETRY_INTERVAL`], each wait
 /// drawn between half and all of that so that notifications failing together do not come

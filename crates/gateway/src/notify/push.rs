@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-use super::delivery::{Told, chain};
+use super::delivery::{self, Told, chain};
 use super::web_push::{self, VapidKey};
 use super::webhook::SEND_TIMEOUT;
 use super::{Notifier, SendError, address};
@@ -47,8 +47,6 @@ pub const UNDATED_TTL_S: u64 = 86_400;
 pub const URGENT_WITHIN: Duration = Duration::from_secs(600);
 /// Most characters of a title or a question in a push (a notification shows a line or two).
 const MAX_PUSH_TEXT_CHARS: usize = 200;
-/// How long a push service is left alone after a 429 that says nothing of how long.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// One device's subscription, as the browser gave it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,12 +189,7 @@ pub fn check_subscription(
     let Ok(url) = url::Url::parse(endpoint) else {
         return fault("endpoint", format!("{endpoint:?} is not a URL"));
     };
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name == "localhost",
-        None => false,
-    };
+    let loopback = address::is_loopback_host(&url);
     if url.scheme() != "https" && !(allow_private && loopback && url.scheme() == "http") {
         return fault(
             "endpoint",
@@ -463,11 +456,7 @@ impl Notifier {
         let exchange = async {
             let response = self.client.request(request).await?;
             let status = response.status();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
+            let retry_after = delivery::retry_after_header(response.headers());
             let _ = response.into_body().collect().await;
             Ok::<_, hyper_util::client::legacy::Error>((status, retry_after))
         };
@@ -485,15 +474,9 @@ impl Notifier {
             Ok(Ok((status, _))) if matches!(status.as_u16(), 404 | 410) => {
                 Err(Gone(format!("its push service answered {status}")))
             }
-            Ok(Ok((status, retry_after))) if status.as_u16() == 429 => {
-                let wait = retry_after
-                    .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs)
-                    .clamp(Duration::from_secs(1), Duration::from_secs(3600));
-                Err(Failure(SendError::Throttled {
-                    why: format!("push to {id}: rate limited"),
-                    wait,
-                }))
-            }
+            Ok(Ok((status, retry_after))) if status.as_u16() == 429 => Err(Failure(
+                delivery::throttled(format!("push to {id}: rate limited"), retry_after),
+            )),
             Ok(Ok((status, _))) => Err(failed(format!("push to {id}: answered {status}"))),
         }
     }

@@ -134,12 +134,7 @@ fn check_slack_api_url(
     allow_private: bool,
 ) -> Result<(), String> {
     let url = &slack.api_url;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name == "localhost",
-        None => false,
-    };
+    let loopback = crate::notify::address::is_loopback_host(url);
     if url.scheme() != "https" && !(allow_private && loopback) {
         return Err(format!(
             "{url} must be https:// (plain http only to a loopback stand-in, with \

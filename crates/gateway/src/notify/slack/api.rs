@@ -15,14 +15,10 @@ use serde_json::Value;
 
 use crate::notify::SendError;
 use crate::notify::address;
-use crate::notify::delivery::chain;
+use crate::notify::delivery::{self, chain, retry_after_header};
 use crate::notify::settings::SlackSettings;
 use crate::notify::webhook::{Client, SEND_TIMEOUT};
 
-/// How long Slack is left alone after a 429 that says nothing of how long.
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
-/// The longest `Retry-After` taken as given; a longer one is cut to this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// The most bytes of an answer read: Slack's answers to these methods are small.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
@@ -79,12 +75,7 @@ impl Api {
         let exchange = async {
             let response = self.client.request(request).await?;
             let status = response.status();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            let retry_after = retry_after_header(response.headers());
             let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
                 .await
@@ -144,14 +135,5 @@ impl Api {
 }
 
 fn throttled(method: &str, retry_after: Option<Duration>) -> SendError {
-    let wait = retry_after
-        .unwrap_or(DEFAULT_RETRY_AFTER)
-        .clamp(Duration::from_secs(1), MAX_RETRY_AFTER);
-    SendError::Throttled {
-        why: format!(
-            "slack {method}: rate limited; tried again in {} s",
-            wait.as_secs()
-        ),
-        wait,
-    }
+    delivery::throttled(format!("slack {method}: rate limited"), retry_after)
 }
