@@ -74,14 +74,6 @@ if [ "$(node -p "require('./.venv/axe/node_modules/axe-core/package.json').versi
 fi
 test -f .venv/axe/node_modules/axe-core/axe.min.js
 
-# cargo-fuzz for the short fuzz runs (scripts/fuzz); libFuzzer itself is built from source by
-# the libfuzzer-sys crate.
-cargo_fuzz_version=0.13.2
-if [ "$(cargo fuzz --version 2>/dev/null | awk '{print $2}')" != "$cargo_fuzz_version" ]; then
-  echo "setup-test-env: installing cargo-fuzz $cargo_fuzz_version"
-  cargo install --locked --quiet cargo-fuzz --version "$cargo_fuzz_version"
-fi
-
 # The deepagents-code 0.2.2 wheel, unpacked into $1/src (not installed: it requires 3.14).
 unpack_deepagents_wheel() {
   local venv=$1 tmp

@@ -2,7 +2,6 @@
 //! decisions, edits included (checked against `args_schema`).
 #![no_main]
 
-use askgate_fuzz::{dialect, exercise_dialect};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| exercise_dialect(dialect("approval"), data));
+fuzz_target!(|data: &[u8]| askgate_fuzz::targets::approval(data));

@@ -2,7 +2,6 @@
 //! URL to open) NUL the content a tab answers with.
 #![no_main]
 
-use askgate_fuzz::{dialect, exercise_dialect};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| exercise_dialect(dialect("form"), data));
+fuzz_target!(|data: &[u8]| askgate_fuzz::targets::form(data));

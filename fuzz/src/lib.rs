@@ -1,5 +1,10 @@
 //! What the targets share: how a fuzzer's bytes are read as a request and an answer, and the
 //! properties every dialect's validation must keep whatever it is given.
+//!
+//! - [`targets`]: each target's body, for its libFuzzer binary and for the test suite's
+//!   replay of the seeds.
+
+pub mod targets;
 
 use askgate_protocol::{Dialect, Outcome, QuestionSet};
 use serde_json::Value;

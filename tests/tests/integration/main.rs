@@ -25,6 +25,7 @@
 //! - [`differential_form`]: the `form` dialect against the MCP Python SDK.
 //! - [`differential_harness`]: generated inputs against the real pydantic-ai-harness.
 //! - [`durable_steps`]: a request is shown once stored and accepted once durable.
+//! - [`fuzz_seeds`]: every fuzz target's seeds, replayed through the targets' bodies.
 //! - [`form_and_claude`]: MCP forms and Claude's questions through the gateway.
 //! - [`gateway_flow`]: ask, fan-out, answer, decline, timeout, withdraw over real sockets.
 //! - [`gateway_limits`]: keys, limits and backpressure, each with its close code or error.
@@ -57,6 +58,7 @@ mod differential_form;
 mod differential_harness;
 mod durable_steps;
 mod form_and_claude;
+mod fuzz_seeds;
 mod gateway_flow;
 mod gateway_limits;
 mod gateway_races;
