@@ -36,6 +36,11 @@ pub struct Ask {
     /// When, after the ask, these people and `group:NAME`s are added to the answerers and
     /// told, if it is still open (once).
     pub escalate: Option<(Duration, Vec<String>)>,
+    /// The answer given should the deadline pass with none (the ask's `default`, in the shape
+    /// a tab answers in: harness `{"answers": [...]}`, an approval's `{"decisions": [...]}`, a
+    /// form's `{"action": "accept", "content": {...}}` or `{"action": "decline"}`...). Needs a
+    /// timeout.
+    pub default_answer: Option<Value>,
 }
 
 impl Ask {
@@ -122,6 +127,14 @@ impl Ask {
         self
     }
 
+    /// Gives `answer` if nobody answers before the timeout (see [`Ask::default_answer`]): the
+    /// outcome is then the framework's answer, with `by` and `via` saying `default`.
+    #[must_use]
+    pub fn with_default_answer(mut self, answer: Value) -> Self {
+        self.default_answer = Some(answer);
+        self
+    }
+
     /// The request id, generated now if there is none yet: for callers that want to log it
     /// or store it before asking.
     pub fn request_id(&mut self) -> &str {
@@ -137,6 +150,9 @@ impl Ask {
         let questions = rest.remove("questions").unwrap_or(Value::Null);
         if let Some(after) = self.remind_after {
             rest.insert("remind_after_s".into(), Value::from(after.as_secs_f64()));
+        }
+        if let Some(answer) = self.default_answer {
+            rest.insert("default".into(), answer);
         }
         if let Some((after, to)) = self.escalate {
             rest.insert(
@@ -231,6 +247,12 @@ impl Answered {
     /// trusted proxy); `None` for an anonymous link holder or an ending without a tab.
     pub fn user(&self) -> Option<&str> {
         self.frame.user.as_deref()
+    }
+
+    /// How the gateway knew who ended it, or `default` when the ask's default answered
+    /// at the deadline; `None` for endings no one made (a timeout, a withdrawal).
+    pub fn via(&self) -> Option<askgate_protocol::wire::Via> {
+        self.frame.via
     }
 
     /// When it ended (Unix ms, the gateway's clock).

@@ -14,6 +14,7 @@ use serde_json::json;
 
 fn request(i: usize) -> StoredRequest {
     StoredRequest {
+        default: None,
         session: SessionId::parse(format!("s{}", i % 100)).expect("session id"),
         id: RequestId::parse(format!("r{i}")).expect("request id"),
         dialect: Dialect::HARNESS,

@@ -25,6 +25,8 @@ pub enum Via {
     /// A click on a Slack message from the gateway's app, by the Slack user the notify file
     /// names as that person: an answer given without a tab.
     Slack,
+    /// Nobody: the ask's `default`, given when its deadline passed with no answer.
+    Default,
 }
 
 impl Via {
@@ -36,6 +38,7 @@ impl Via {
             Via::SessionLink => "session-link",
             Via::Email => "email",
             Via::Slack => "slack",
+            Via::Default => "default",
         }
     }
 }
@@ -180,6 +183,7 @@ mod tests {
             Via::SessionLink,
             Via::Email,
             Via::Slack,
+            Via::Default,
         ] {
             assert_eq!(serde_json::to_value(via).unwrap(), json!(via.as_str()));
             assert_eq!(

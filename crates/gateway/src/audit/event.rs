@@ -80,6 +80,16 @@ pub enum Event<'a> {
         /// recorded once they are counted (none on the entry of the first).
         count: Option<u64>,
     },
+    /// The deadline passed, and the ask's default was given (`tab` and `via` say `default`;
+    /// no person).
+    Defaulted {
+        /// `by` and `via` of the ending: `default`.
+        who: Who,
+        /// How it ended: answered, or declined (a form's default may decline).
+        outcome: Outcome,
+        /// The dialect's response the default made.
+        answer: Cow<'a, Value>,
+    },
     /// The deadline passed.
     TimedOut,
     /// The agent withdrew it.
@@ -120,6 +130,7 @@ impl Event<'_> {
             Event::Answered { .. } => "answered",
             Event::Declined { .. } => "declined",
             Event::Refused { .. } => "refused",
+            Event::Defaulted { .. } => "defaulted",
             Event::TimedOut => "timed_out",
             Event::Withdrawn => "withdrawn",
             Event::Acked => "acked",
@@ -211,6 +222,11 @@ impl<'a> Note<'a> {
             via: resolution.via,
         };
         let event = match resolution.settlement.outcome {
+            outcome if resolution.via == Some(Via::Default) => Event::Defaulted {
+                who,
+                outcome,
+                answer: Cow::Borrowed(&resolution.settlement.response),
+            },
             Outcome::Answered => Event::Answered {
                 who,
                 answer: Cow::Borrowed(&resolution.settlement.response),
@@ -308,7 +324,10 @@ pub fn tail(note: &Note<'_>) -> String {
     member(&mut out, "event", &note.event.name());
     let nobody = Who::default();
     let who = match &note.event {
-        Event::Answered { who, .. } | Event::Declined { who } | Event::Refused { who, .. } => who,
+        Event::Answered { who, .. }
+        | Event::Defaulted { who, .. }
+        | Event::Declined { who }
+        | Event::Refused { who, .. } => who,
         _ => &nobody,
     };
     let user = match &note.event {
@@ -341,6 +360,12 @@ pub fn tail(note: &Note<'_>) -> String {
             member(&mut out, "questions", questions);
         }
         Event::Answered { answer, .. } => member(&mut out, "answer", answer),
+        Event::Defaulted {
+            outcome, answer, ..
+        } => {
+            member(&mut out, "outcome", outcome);
+            member(&mut out, "answer", answer);
+        }
         Event::Refused {
             action,
             reason,

@@ -35,7 +35,10 @@ pub fn own_event(line: &str) -> Option<&str> {
 
 /// Whether an entry recording `event` ends a request (and so is shown in the history).
 pub fn is_ending(event: &str) -> bool {
-    matches!(event, "answered" | "declined" | "timed_out" | "withdrawn")
+    matches!(
+        event,
+        "answered" | "declined" | "timed_out" | "withdrawn" | "defaulted"
+    )
 }
 
 /// Whether the history needs an entry recording `event`: an ending, or the ask it shows.
@@ -59,7 +62,16 @@ pub fn history(lines: &[String]) -> Vec<Value> {
             Some("asked") => {
                 asked.insert(id, entry);
             }
-            Some(outcome) if is_ending(outcome) => {
+            Some(event) if is_ending(event) => {
+                // A default's entry names the outcome it made; every other ending's event is
+                // its outcome.
+                let outcome = match event {
+                    "defaulted" => entry
+                        .get("outcome")
+                        .and_then(Value::as_str)
+                        .unwrap_or("answered"),
+                    outcome => outcome,
+                };
                 let question = asked.get(&id);
                 let field = |name: &str| {
                     question

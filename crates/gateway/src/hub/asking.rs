@@ -173,6 +173,7 @@ impl Hub {
             title,
             answerers,
             follow_ups: asked_follow_ups,
+            default,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -284,6 +285,7 @@ impl Hub {
                             title: title.clone(),
                             timeout_ms,
                             answerers: answerers.clone(),
+                            default: default.clone(),
                         };
                         let (view, encoded) = shown_view(&id, &shown);
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
@@ -375,6 +377,7 @@ struct Shown<'a> {
     title: Option<String>,
     timeout_ms: Option<u64>,
     answerers: Option<Vec<String>>,
+    default: Option<serde_json::Value>,
 }
 
 /// What tabs are to be shown of a new request, asked now, and its encoding.
@@ -390,6 +393,7 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
         deadline_ms: shown.timeout_ms.map(|t| asked_at_ms.saturating_add(t)),
         answerers: shown.answerers.clone(),
         escalated_to: None,
+        default: shown.default.clone(),
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{
-    ErrorCode, FieldError, Outcome, RequestId, SessionId, Settlement, TabId, ValidationErrors,
+    ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors,
 };
 use serde_json::Value;
 
@@ -77,7 +77,7 @@ type Won = (
     StoredResolution,
     u64,
     Option<u64>,
-    Option<Settlement>,
+    Option<StoredResolution>,
     Vec<Note<'static>>,
     Option<crate::notify::RequestFacts>,
 );
@@ -218,9 +218,10 @@ impl Hub {
                 Begun::Wait(settled) => settled.await,
             }
         };
-        let late = if_late
-            .as_ref()
-            .map(|settlement| StoredResolution::untouched(settlement.clone(), now_ms()));
+        let late = if_late.as_ref().map(|late| StoredResolution {
+            at_ms: now_ms(),
+            ..late.clone()
+        });
         let notify = self
             .notifier
             .as_ref()
@@ -305,50 +306,50 @@ impl Hub {
                 .may_answer(person, entry.answerers.as_deref())
                 .map_err(Refusal::Forbidden)?;
         }
-        let (settlement, by) = match ending {
+        let by_person = |settlement, tab: &Option<TabId>, person: &Person| StoredResolution {
+            settlement,
+            by: tab.as_ref().map(TabId::to_string),
+            user: person.name().map(str::to_owned),
+            via: Some(person.via),
+            at_ms: now_ms(),
+        };
+        let resolution = match ending {
             Ending::Answer {
                 tab,
                 person,
                 response,
                 ..
-            } => (
+            } => by_person(
                 entry
                     .questions
                     .settle_answer(response)
                     .map_err(Refusal::DoesNotFit)?,
-                Some((tab, person)),
+                tab,
+                person,
             ),
             Ending::Decline {
                 tab,
                 person,
                 dismiss,
-            } => (
+            } => by_person(
                 if *dismiss {
                     entry.questions.settle_dismissed()
                 } else {
                     entry.questions.settle_without_answer(Outcome::Declined)
                 },
-                Some((tab, person)),
+                tab,
+                person,
             ),
-            Ending::TimedOut => (
-                entry.questions.settle_without_answer(Outcome::TimedOut),
-                None,
-            ),
-            Ending::Withdrawn => (
+            Ending::TimedOut => entry.deadline_ending(now_ms()),
+            Ending::Withdrawn => StoredResolution::untouched(
                 entry.questions.settle_without_answer(Outcome::Withdrawn),
-                None,
+                now_ms(),
             ),
         };
-        let resolution = StoredResolution {
-            settlement,
-            by: by.and_then(|(tab, _)| tab.as_ref().map(TabId::to_string)),
-            user: by.and_then(|(_, person)| person.name().map(str::to_owned)),
-            via: by.map(|(_, person)| person.via),
-            at_ms: now_ms(),
-        };
-        // A shared store judges lateness on its own clock: it needs the timeout to put instead.
+        // A shared store judges lateness on its own clock: it needs the deadline's ending (the
+        // default, or the timeout) to put instead; the store gives it its time.
         let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
-            .then(|| entry.questions.settle_without_answer(Outcome::TimedOut));
+            .then(|| entry.deadline_ending(0));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
         let facts = self
             .notifier
@@ -443,8 +444,9 @@ impl Hub {
             Err(error) => return Err(reopen(state, id, deadline_ms, &error)),
         }
         let outcome = resolution.settlement.outcome;
-        let latency = matches!(outcome, Outcome::Answered | Outcome::Declined)
-            .then(|| resolution.at_ms.saturating_sub(asked_at_ms));
+        let by_a_person = matches!(outcome, Outcome::Answered | Outcome::Declined)
+            && resolution.via != Some(askgate_protocol::wire::Via::Default);
+        let latency = by_a_person.then(|| resolution.at_ms.saturating_sub(asked_at_ms));
         self.metrics.resolved(outcome, latency);
         tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
         let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());

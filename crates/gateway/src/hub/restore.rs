@@ -95,6 +95,7 @@ mod tests {
         let questions =
             json!([{"header": "H", "question": "Q?", "options": [{"label": "A"}, {"label": "B"}]}]);
         let record = StoredRequest {
+            default: None,
             session: session.id.clone(),
             id: RequestId::parse("r").unwrap(),
             dialect: Dialect::HARNESS,

@@ -70,6 +70,9 @@ pub struct StoredRequest {
     /// `resolution`, which the embedded store relies on coming last.)
     #[serde(default, skip_serializing_if = "FollowUps::is_empty")]
     pub follow_ups: FollowUps,
+    /// The answer given should the deadline pass with none (the ask's `default`, checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
 }
@@ -278,9 +281,10 @@ pub enum StoreOp {
         /// How it ended.
         resolution: StoredResolution,
         /// For an answer or a decline of a request with a deadline: how it ends instead if the
-        /// store's clock says the deadline has passed (a shared store judges this; a local
-        /// one, whose hub times requests out itself, ignores it).
-        if_late: Option<Settlement>,
+        /// store's clock says the deadline has passed (its default, or the timeout; the store
+        /// sets its time). A shared store judges this; a local one, whose hub times requests
+        /// out itself, ignores it.
+        if_late: Option<StoredResolution>,
     },
     /// Forget a request (acked, or its outcome expired).
     Delete {

@@ -159,9 +159,12 @@ fn ending_words(ended: &EndedAs) -> String {
         Some(Via::Slack) => " in Slack",
         Some(Via::PersonalLink) => " through a personal link",
         Some(Via::Proxy) => " through the sign-in proxy",
-        Some(Via::SessionLink) | None => "",
+        Some(Via::SessionLink | Via::Default) | None => "",
     };
     let at = rfc3339(ended.at_ms);
+    if ended.via == Some(Via::Default) {
+        return format!("Nobody answered in time: the agent's default answer was given at {at}.");
+    }
     match ended.outcome {
         Outcome::Answered => format!("Already answered{who}{how}, at {at}."),
         Outcome::Declined => format!("Already declined{who}{how}, at {at}."),

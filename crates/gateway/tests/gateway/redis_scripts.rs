@@ -22,6 +22,7 @@ fn questions() -> serde_json::Value {
 fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
     let questions = QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap();
     StoredRequest {
+        default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
         dialect: Dialect::HARNESS,
@@ -53,7 +54,9 @@ fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
             via: None,
             at_ms: 0,
         },
-        if_late: late.then(|| questions.settle_without_answer(Outcome::TimedOut)),
+        if_late: late.then(|| {
+            StoredResolution::untouched(questions.settle_without_answer(Outcome::TimedOut), 0)
+        }),
     }
 }
 

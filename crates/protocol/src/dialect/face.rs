@@ -69,6 +69,18 @@ pub trait Validated: Debug + Send + Sync + 'static {
         self.settle_unanswered(Outcome::Declined)
     }
 
+    /// Checks an ask's `default` (the answer given should the deadline pass with none) and
+    /// builds what the agent then receives. A default is what a tab would answer, so most
+    /// dialects settle it as an answer; one whose tabs also end the request otherwise (a
+    /// form's decline) reads that from the default too.
+    ///
+    /// # Errors
+    /// Why the default does not fit, with paths starting `response` (the caller says where
+    /// the default was).
+    fn settle_default(&self, default: &Value) -> Result<Settlement, ValidationErrors> {
+        self.settle_answer(default)
+    }
+
     /// The concrete type, for tests and tools that know which dialect they hold.
     fn as_any(&self) -> &dyn Any;
 }

@@ -60,6 +60,30 @@ impl QuestionSet {
         self.validated.settle_answer(response)
     }
 
+    /// Checks an ask's `default` against the request and builds what the agent receives if
+    /// the deadline passes with no answer (see [`Validated::settle_default`]).
+    ///
+    /// # Errors
+    /// Why the default does not fit, each at its path under `default`.
+    pub fn settle_default(&self, default: &Value) -> Result<Settlement, ValidationErrors> {
+        self.validated.settle_default(default).map_err(|errors| {
+            let moved = errors
+                .into_vec()
+                .into_iter()
+                .map(|mut error| {
+                    error.path = match error.path.strip_prefix("response") {
+                        Some(rest) => format!("default{rest}"),
+                        None => format!("default.{}", error.path)
+                            .trim_end_matches('.')
+                            .to_owned(),
+                    };
+                    error
+                })
+                .collect();
+            ValidationErrors::from_vec(moved).expect("a refusal has at least one error")
+        })
+    }
+
     /// The settlement of a request that ended without an answer.
     pub fn settle_without_answer(&self, outcome: Outcome) -> Settlement {
         match outcome {

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use super::content::check_content;
 use super::request::{FIELDS, Form, UrlRules, validate_form};
 use crate::dialect::{DialectFace, Outcome, Settlement, Validated};
-use crate::error::ValidationErrors;
+use crate::error::{ErrorCode, FieldError, ValidationErrors};
+use crate::field_paths::response_object;
 
 /// MCP elicitation: a form, or a URL to open.
 #[derive(Debug)]
@@ -74,6 +75,46 @@ impl Validated for Form {
     /// MCP tells a refusal (`decline`) from a dismissal (`cancel`): "Not now" is the latter.
     fn settle_dismissed(&self) -> Settlement {
         elicit_result(Outcome::Declined, json!({ "action": "cancel" }))
+    }
+
+    /// A form's default is MCP's `ElicitResult` as the agent would receive it: `{"action":
+    /// "accept", "content": {...}}` (the content checked as a tab's; none for a URL) or
+    /// `{"action": "decline"}`. Not `cancel`: that is what the deadline gives without a
+    /// default.
+    fn settle_default(&self, default: &Value) -> Result<Settlement, ValidationErrors> {
+        const SHAPE: &str =
+            "{\"action\": \"accept\", \"content\": {...}} or {\"action\": \"decline\"}";
+        let fields = response_object(default, &["action", "content"], SHAPE)?;
+        let refused = |path: &str, code, message: String| {
+            Err(ValidationErrors::single(FieldError::new(
+                path, code, message,
+            )))
+        };
+        match fields.get("action") {
+            Some(Value::String(action)) if action == "accept" => {
+                let mut answer = fields.clone();
+                answer.remove("action");
+                self.settle_answer(&Value::Object(answer))
+            }
+            Some(Value::String(action)) if action == "decline" => match fields.get("content") {
+                None | Some(Value::Null) => Ok(self.settle_unanswered(Outcome::Declined)),
+                Some(_) => refused(
+                    "response.content",
+                    ErrorCode::UnknownField,
+                    "a decline has no content".into(),
+                ),
+            },
+            None | Some(Value::Null) => refused(
+                "response.action",
+                ErrorCode::MissingField,
+                format!("required: the default is {SHAPE}"),
+            ),
+            Some(other) => refused(
+                "response.action",
+                ErrorCode::InvalidValue,
+                format!("must be \"accept\" or \"decline\", got {other}"),
+            ),
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

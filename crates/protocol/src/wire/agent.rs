@@ -125,6 +125,11 @@ pub struct OutcomeFrame {
     /// The person who answered or declined, if the gateway knew them; else null.
     #[serde(default)]
     pub user: Option<String>,
+    /// How the gateway knew who ended it (`personal-link`, `proxy`, `email`...), or
+    /// `default` when the ask's default answered at the deadline; absent for endings no one
+    /// made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<crate::people::Via>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
 }

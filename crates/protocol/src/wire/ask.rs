@@ -60,6 +60,9 @@ pub struct CheckedAsk {
     pub answerers: Option<Vec<String>>,
     /// Reminders and escalation, if the ask asks for them.
     pub follow_ups: AskedFollowUps,
+    /// The answer given should the deadline pass with none (`default`, as sent, checked
+    /// against the request as a tab's answer would be); only with a deadline.
+    pub default: Option<Value>,
 }
 
 /// What an ask says should happen while it stays open: `remind_after_s` (the same people
@@ -136,6 +139,14 @@ impl AskFrame {
         let follow_ups = check_follow_ups(&self.rest)
             .map_err(|e| errors.extend(e))
             .ok();
+        let default = self.rest.get("default").filter(|v| !v.is_null()).cloned();
+        if default.is_some() && matches!(timeout_ms, Some(None)) {
+            errors.push(FieldError::new(
+                "default",
+                ErrorCode::InvalidValue,
+                "a default is the answer given when the deadline passes: it needs `timeout_s`",
+            ));
+        }
         CheckedFields {
             errors,
             session,
@@ -145,6 +156,7 @@ impl AskFrame {
             title,
             answerers,
             follow_ups,
+            default,
         }
     }
 
@@ -212,6 +224,8 @@ struct CheckedFields {
     title: Option<Option<String>>,
     answerers: Option<Option<Vec<String>>>,
     follow_ups: Option<AskedFollowUps>,
+    /// `default` as sent, checked once the request is.
+    default: Option<Value>,
 }
 
 impl CheckedFields {
@@ -230,6 +244,11 @@ impl CheckedFields {
                 .ok(),
             _ => None,
         };
+        if let (Some(questions), Some(default)) = (&questions, &self.default)
+            && let Err(errors) = questions.settle_default(default)
+        {
+            self.errors.extend(errors.into_vec());
+        }
         match (
             self.session.take(),
             questions,
@@ -253,6 +272,7 @@ impl CheckedFields {
                 title,
                 answerers,
                 follow_ups,
+                default: self.default.take(),
             }),
             _ => Err(std::mem::take(&mut self.errors)),
         }

@@ -32,6 +32,9 @@ pub struct RequestView {
     pub answerers: Option<Vec<String>>,
     /// Whom it was escalated to, once it has been (the ask's `escalate.to`).
     pub escalated_to: Option<Vec<String>>,
+    /// The answer given should the deadline pass with none (the ask's `default`), so that the
+    /// page can say so beforehand.
+    pub default: Option<Value>,
 }
 
 impl Serialize for RequestView {
@@ -52,6 +55,9 @@ impl Serialize for RequestView {
         if let Some(escalated_to) = &self.escalated_to {
             map.serialize_entry("escalated_to", escalated_to)?;
         }
+        if let Some(default) = &self.default {
+            map.serialize_entry("default", default)?;
+        }
         map.end()
     }
 }
@@ -68,6 +74,7 @@ impl<'de> Deserialize<'de> for RequestView {
         let deadline_ms = Option::deserialize(take("deadline_ms")).map_err(D::Error::custom)?;
         let answerers = Option::deserialize(take("answerers")).map_err(D::Error::custom)?;
         let escalated_to = Option::deserialize(take("escalated_to")).map_err(D::Error::custom)?;
+        let default = Some(take("default")).filter(|value| !value.is_null());
         let questions = dialect.gather(|name| fields.get(name));
         Ok(RequestView {
             id,
@@ -78,6 +85,7 @@ impl<'de> Deserialize<'de> for RequestView {
             deadline_ms,
             answerers,
             escalated_to,
+            default,
         })
     }
 }

@@ -175,3 +175,119 @@ fn reminders_and_escalation_are_checked_at_their_paths() {
         ["escalate: must be an object {\"after_s\": N, \"to\": [...]}, got a list"]
     );
 }
+
+/// An ask's `default` is checked as a tab's answer would be, in every dialect, at its path
+/// under `default`; one without a deadline is refused.
+#[test]
+fn a_default_is_checked_as_an_answer_and_needs_a_deadline() {
+    let check = |request: Value, default: Value| {
+        let mut frame = json!({"type": "ask", "session": "s", "timeout_s": 60, "default": default});
+        for (key, value) in request.as_object().unwrap() {
+            frame[key] = value.clone();
+        }
+        ask(frame).check(f64::INFINITY)
+    };
+    let refused = |request: Value, default: Value| {
+        check(request, default)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect::<Vec<_>>()
+    };
+    let harness = json!({"questions": questions()});
+    let answer = json!({"answers": [{"header": "Color", "selected": ["Blue"]}]});
+    let checked = check(harness.clone(), answer.clone()).unwrap();
+    assert_eq!(checked.default, Some(answer.clone()));
+    assert_eq!(check(harness.clone(), Value::Null).unwrap().default, None);
+    let wrong = refused(
+        harness.clone(),
+        json!({"answers": [{"header": "Color", "selected": ["Green"]}]}),
+    );
+    assert_eq!(wrong.len(), 1);
+    assert!(wrong[0].starts_with("default"), "{wrong:?}");
+    let mut no_deadline =
+        json!({"type": "ask", "session": "s", "questions": questions(), "default": answer});
+    assert_eq!(
+        ask(no_deadline.clone())
+            .check(f64::INFINITY)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect::<Vec<_>>(),
+        ["default"]
+    );
+    no_deadline["timeout_s"] = Value::Null;
+    assert!(ask(no_deadline).check(f64::INFINITY).is_err());
+
+    let deepagents =
+        json!({"dialect": "deepagents", "questions": [{"question": "Why?", "type": "text"}]});
+    assert!(check(deepagents.clone(), json!({"answers": ["because"]})).is_ok());
+    assert_eq!(
+        refused(deepagents, json!({"answerz": []})),
+        [
+            "default.answerz: a deepagents answer has only `answers`; to decline, send a `decline` frame"
+        ]
+    );
+
+    let calls =
+        json!({"dialect": "approval", "calls": [{"name": "rm", "args": {"path": "/tmp/x"}}]});
+    assert!(check(calls.clone(), json!({"decisions": [{"type": "approve"}]})).is_ok());
+    assert_eq!(
+        refused(calls, json!({"decisions": "yes"}))[0]
+            .split(':')
+            .next(),
+        Some("default.decisions")
+    );
+
+    let form = json!({"dialect": "form", "message": "Your name?", "schema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}});
+    let accepted = check(
+        form.clone(),
+        json!({"action": "accept", "content": {"name": "Ann"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        accepted
+            .questions
+            .settle_default(accepted.default.as_ref().unwrap())
+            .unwrap()
+            .response,
+        json!({"action": "accept", "content": {"name": "Ann"}})
+    );
+    let declined = check(form.clone(), json!({"action": "decline"})).unwrap();
+    let settled = declined
+        .questions
+        .settle_default(declined.default.as_ref().unwrap())
+        .unwrap();
+    assert_eq!(settled.outcome, crate::Outcome::Declined);
+    assert_eq!(settled.response, json!({"action": "decline"}));
+    assert_eq!(
+        refused(form.clone(), json!({"action": "cancel"})),
+        ["default.action: must be \"accept\" or \"decline\", got \"cancel\""]
+    );
+    assert_eq!(
+        refused(form.clone(), json!({"content": {"name": "Ann"}})),
+        [
+            "default.action: required: the default is {\"action\": \"accept\", \"content\": {...}} or {\"action\": \"decline\"}"
+        ]
+    );
+    assert_eq!(
+        refused(form.clone(), json!({"action": "accept", "content": {}}))[0]
+            .split(':')
+            .next(),
+        Some("default.content.name")
+    );
+    assert_eq!(
+        refused(
+            form,
+            json!({"action": "decline", "content": {"name": "Ann"}})
+        ),
+        ["default.content: a decline has no content"]
+    );
+
+    let claude = json!({"dialect": "claude", "questions": [{"question": "Q?", "header": "Q", "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}], "multiSelect": false}]});
+    assert!(check(claude.clone(), json!({"answers": {"Q?": "A"}})).is_ok());
+    assert_eq!(
+        refused(claude, json!(["A"]))[0].split(':').next(),
+        Some("default")
+    );
+}

@@ -46,9 +46,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use askgate_protocol::wire::RequestView;
+use askgate_protocol::wire::{RequestView, Via};
 use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
 use bytes::Bytes;
+use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio_util::task::AbortOnDropHandle;
@@ -64,6 +65,9 @@ use super::shown::ending_frames::{outcome_frame, resolved_frame};
 use crate::clock::{now_ms, until};
 use crate::metrics::{Metrics, gauge_add};
 use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution};
+
+/// The `by` of a request its default ended: no tab's id, since none answered.
+pub(crate) const DEFAULT_BY: &str = "default";
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
 /// moment it does; this covers answers already on their way, not days-old ones.
@@ -269,6 +273,7 @@ impl Session {
             deadline_ms: view.deadline_ms,
             answerers: view.answerers,
             follow_ups,
+            default: view.default,
             resolution: None,
         };
         self.open.count(encoded.view.len());
@@ -281,6 +286,7 @@ impl Session {
             asked_at_ms: record.asked_at_ms,
             deadline_ms: record.deadline_ms,
             answerers: record.answerers.clone().map(Arc::from),
+            default: record.default.clone(),
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -364,6 +370,7 @@ impl Session {
                 .follow_ups
                 .escalated
                 .then(|| record.follow_ups.escalate_to.clone()),
+            default: record.default.clone(),
         };
         let encoded = EncodedRequest::new(&view);
         let id = record.id;
@@ -419,6 +426,7 @@ impl Session {
             asked_at_ms: record.asked_at_ms,
             deadline_ms: record.deadline_ms,
             answerers: answerers.map(Arc::from),
+            default: record.default,
             encoded,
             asker: None,
             state,
@@ -724,6 +732,8 @@ pub(super) struct Entry {
     pub(super) deadline_ms: Option<u64>,
     /// Who alone may answer, when the ask said so.
     pub(super) answerers: Option<Arc<[String]>>,
+    /// The answer given should the deadline pass with none (checked when asked).
+    pub(super) default: Option<Value>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
@@ -747,6 +757,36 @@ impl Entry {
     /// Whether tabs can still answer it (or are about to learn it ended).
     pub(super) fn is_open(&self) -> bool {
         matches!(self.state, EntryState::Open | EntryState::Resolving)
+    }
+
+    /// How it ends when its deadline passes with no answer, at `at_ms`: answered by its
+    /// default (`by: "default"`, `via: "default"`, no person) if the ask gave one, else timed
+    /// out in its dialect's words.
+    pub(super) fn deadline_ending(&self, at_ms: u64) -> StoredResolution {
+        if let Some(default) = &self.default {
+            match self.questions.settle_default(default) {
+                Ok(settlement) => {
+                    return StoredResolution {
+                        settlement,
+                        by: Some(DEFAULT_BY.to_owned()),
+                        user: None,
+                        via: Some(Via::Default),
+                        at_ms,
+                    };
+                }
+                // Checked when it was asked; an askgate since upgraded may judge it otherwise,
+                // and then the request times out as one without a default would.
+                Err(errors) => tracing::error!(
+                    request = %self.id,
+                    %errors,
+                    "the request's default no longer fits it; it times out instead"
+                ),
+            }
+        }
+        StoredResolution::untouched(
+            self.questions.settle_without_answer(Outcome::TimedOut),
+            at_ms,
+        )
     }
 }
 
@@ -806,6 +846,7 @@ mod encoding_tests {
     #[test]
     fn the_shown_request_is_the_request_frame_and_its_view() {
         let view = RequestView {
+            default: None,
             id: "r-1".into(),
             dialect: Dialect::HARNESS,
             title: Some("a \"title\" ✓".into()),

@@ -167,6 +167,7 @@ fn questions() -> Value {
 
 fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
     CheckedAsk {
+        default: None,
         session: session(),
         id: Some(id(request)),
         questions: QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap(),
@@ -387,6 +388,74 @@ async fn the_deadline_times_the_request_out() {
     assert_eq!(rig.agent_frames()[0]["outcome"], "timed_out");
 }
 
+/// With a default, the deadline ends the request as the default's answer: the agent gets the
+/// framework's answer with `by` and `via` saying `default`, the tabs the same `resolved`, the
+/// trail a `defaulted` entry. The request frame carried the default beforehand.
+#[tokio::test(start_paused = true)]
+async fn the_deadline_gives_the_default_when_the_ask_has_one() {
+    let mut rig = rig();
+    let ask = CheckedAsk {
+        default: Some(red()),
+        ..ask_of("r", Some(1_000))
+    };
+    rig.hub.ask(ask, Some(&rig.agent)).await;
+    let shown = drain(&mut rig.tab_queue);
+    assert_eq!(shown[0]["request"]["default"], red());
+    rig.agent_frames();
+    let lookup = rig
+        .hub
+        .wait_for(&session(), &id("r"), Duration::from_secs(60))
+        .await;
+    let Lookup::Resolved(resolution) = lookup else {
+        panic!("{lookup:?}");
+    };
+    assert_eq!(resolution.settlement.outcome, Outcome::Answered);
+    rig.assert_none_open(1);
+    let outcome = &rig.agent_frames()[0];
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["by"], "default");
+    assert_eq!(outcome["via"], "default");
+    assert_eq!(outcome["user"], Value::Null);
+    assert_eq!(
+        outcome["response"]["answers"][0]["selected"],
+        json!(["Red"])
+    );
+    let resolved = drain(&mut rig.tab_queue);
+    assert_eq!(types(&resolved), ["resolved"]);
+    assert_eq!(resolved[0]["via"], "default");
+    assert_eq!(resolved[0]["by"], "default");
+    assert_eq!(trail_events(&rig).await, ["asked", "defaulted"]);
+    let lines = rig.store.trails().audit(&session(), 0, 100).await.unwrap();
+    let defaulted: Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(defaulted["via"], "default");
+    assert_eq!(defaulted["tab"], "default");
+    assert_eq!(defaulted["user"], Value::Null);
+    assert_eq!(defaulted["outcome"], "answered");
+}
+
+/// An answer before the deadline wins over the default, which is then never given.
+#[tokio::test(start_paused = true)]
+async fn an_answer_in_time_wins_over_the_default() {
+    let mut rig = rig();
+    let blue = json!({"answers": [{"header": "Color", "selected": ["Blue"]}]});
+    let ask = CheckedAsk {
+        default: Some(red()),
+        ..ask_of("r", Some(1_000))
+    };
+    rig.hub.ask(ask, Some(&rig.agent)).await;
+    rig.agent_frames();
+    assert!(rig.tab.answer("r", blue).await.is_none());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let frames = rig.agent_frames();
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(
+        frames[0]["response"]["answers"][0]["selected"],
+        json!(["Blue"])
+    );
+    assert_ne!(frames[0]["via"], "default");
+    assert_eq!(trail_events(&rig).await, ["asked", "answered"]);
+}
+
 #[tokio::test]
 async fn a_withdrawal_settles_as_withdrawn_and_a_second_gets_the_same() {
     let mut rig = rig();
@@ -543,6 +612,7 @@ fn lone_session() -> Session {
 
 fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest {
     StoredRequest {
+        default: None,
         session: session(),
         id: id(request),
         dialect: Dialect::HARNESS,
@@ -601,6 +671,7 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
     let request = record("r", None);
     let questions = read(&request);
     let view = RequestView {
+        default: None,
         id: "r".into(),
         dialect: Dialect::HARNESS,
         title: None,

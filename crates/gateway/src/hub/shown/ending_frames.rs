@@ -23,6 +23,8 @@ struct OutcomeOut<'a> {
     settlement: &'a Settlement,
     by: &'a Option<String>,
     user: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<Via>,
     at_ms: u64,
 }
 
@@ -51,6 +53,7 @@ pub(in crate::hub) fn outcome_frame(
         settlement: &resolution.settlement,
         by: &resolution.by,
         user: &resolution.user,
+        via: resolution.via,
         at_ms: resolution.at_ms,
     })
 }
@@ -113,6 +116,7 @@ mod tests {
                 settlement: resolution.settlement.clone(),
                 by: resolution.by.clone(),
                 user: resolution.user.clone(),
+                via: resolution.via,
                 at_ms: resolution.at_ms,
             });
             let expected = serde_json::to_vec(&owned).unwrap();

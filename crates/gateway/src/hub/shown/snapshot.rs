@@ -145,6 +145,7 @@ mod tests {
 
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
+            default: None,
             id: id.into(),
             dialect: Dialect::parse("deepagents").unwrap(),
             title: None,

@@ -121,18 +121,19 @@ impl Inner {
         session: &SessionId,
         id: &RequestId,
         resolution: &StoredResolution,
-        if_late: Option<&askgate_protocol::Settlement>,
+        if_late: Option<&StoredResolution>,
         notify: Option<(&[StoredDelivery], &[StoredDelivery])>,
     ) -> Result<Verdict, StoreError> {
+        // A default ends the request only once its deadline has passed, as a timeout does.
         let kind = match resolution.settlement.outcome {
+            _ if resolution.via == Some(askgate_protocol::wire::Via::Default) => "timeout",
             Outcome::Answered | Outcome::Declined => "answer",
             Outcome::TimedOut => "timeout",
             Outcome::Withdrawn => "withdraw",
         };
         // The sweep forgets the outcome once its retention has run out, whichever node kept it.
         let retained_until = crate::clock::now_ms().saturating_add(self.retention_ms);
-        let late_resolution =
-            if_late.map(|settlement| StoredResolution::untouched(settlement.clone(), 0));
+        let late_resolution = if_late.cloned();
         let won_entry = Entry::of(&Note::ended(session, id, resolution));
         let late_entry = late_resolution
             .as_ref()

@@ -21,6 +21,9 @@ struct Body {
     /// When it is reminded and escalated (which have happened is the `follows` field).
     #[serde(default, skip_serializing_if = "FollowUps::is_empty")]
     follow_ups: FollowUps,
+    /// The answer given should the deadline pass with none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    default: Option<Value>,
 }
 
 /// A follow-up's letter in the `follows` field, and in a `followed` notice.
@@ -54,6 +57,7 @@ pub(super) fn body(request: &StoredRequest) -> String {
             escalated: false,
             ..request.follow_ups.clone()
         },
+        default: request.default.clone(),
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -132,6 +136,7 @@ pub(super) fn request(
         questions,
         answerers,
         mut follow_ups,
+        default,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
     for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
         if fields.follows.contains(follow_up_letter(follow_up)) {
@@ -153,6 +158,7 @@ pub(super) fn request(
         deadline_ms: deadline(fields.deadline)?,
         answerers,
         follow_ups,
+        default,
         resolution,
     })
 }
@@ -243,6 +249,7 @@ mod tests {
 
     fn sample() -> StoredRequest {
         StoredRequest {
+            default: None,
             session: SessionId::parse("s").unwrap(),
             id: RequestId::parse("r").unwrap(),
             dialect: Dialect::HARNESS,

@@ -15,6 +15,7 @@ pub fn questions() -> QuestionSet {
 /// Request `id` of session `s`, asked at 1,000 ms.
 pub fn put(id: &str) -> StoreOp {
     StoreOp::Put(StoredRequest {
+        default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
         dialect: Dialect::HARNESS,
