@@ -57,6 +57,8 @@ export function buildCard(view) {
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
     items.forEach((item, i) => el.appendChild(dialect.build(rec, item || {}, i)));
+    // After the questions: the summary names them as they were built.
+    if (view.default != null) el.appendChild(buildDefault(rec));
   } else {
     el.appendChild(make('p', 'unsupported',
       'This is an unsupported question type (' + String(view.dialect) +
@@ -66,6 +68,18 @@ export function buildCard(view) {
   el.addEventListener('keydown', (event) => onCardKeydown(rec, event));
   applyAccess(rec);
   return rec;
+}
+
+// What the agent gets if the deadline passes first (the ask's `default`), said beforehand.
+function buildDefault(rec) {
+  const box = make('div', 'card-default');
+  const declines = rec.view.default && rec.view.default.action === 'decline';
+  box.appendChild(make('p', 'card-default-text', declines
+    ? 'If nobody answers in time, the agent is told it was declined.'
+    : 'If nobody answers in time, the agent gets this answer:'));
+  const summary = !declines && rec.dialect.summarize(rec, rec.view.default);
+  if (summary) box.appendChild(summary);
+  return box;
 }
 
 function buildCountdown(rec) {

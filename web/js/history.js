@@ -178,6 +178,10 @@ function alsoAsked(e) {
 // Who ended it, or how it ended.
 function whoText(e) {
   if (OTHER_ENDINGS[e.outcome]) return OTHER_ENDINGS[e.outcome];
+  if (e.via === 'default') {
+    return e.outcome === 'declined' ? 'Declined by default: nobody answered in time'
+      : 'Answered by default: nobody answered in time';
+  }
   const verb = e.outcome === 'answered' ? 'Answered' : 'Declined';
   if (endedByYou(e.tab, e.user)) return verb + ' by you';
   if (e.user !== null) return verb + ' by ' + e.user;

@@ -137,6 +137,10 @@ export function viaText(via) {
 // the history, where the words stand alone (not under the card's own questions).
 export function endingText(end, folded) {
   const { outcome, own, here, user } = end;
+  if (end.via === 'default') {
+    return outcome === 'declined' ? 'Nobody answered in time: declined by default'
+      : 'Nobody answered in time: answered by default';
+  }
   if (outcome === 'answered' || outcome === 'declined') {
     const verb = outcome === 'answered' ? 'Answered' : 'Declined';
     if (own && folded) return verb + ' by you';

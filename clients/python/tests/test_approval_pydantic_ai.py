@@ -150,6 +150,26 @@ async def test_timed_out_denies(gateway: Gateway, session: str) -> None:
     assert world.tool_returns() == {"call_1": TIMED_OUT_MESSAGE}
 
 
+async def test_a_default_approval_runs_the_call_when_nobody_answers(gateway: Gateway, session: str) -> None:
+    """`default="approve"`: at the deadline the gateway approves on nobody's behalf, and the
+    resumed run executes the tool as if a person had approved it."""
+    world = World(SQL)
+    paused = await world.paused()
+    results = await collect_approvals(gateway.url, session, paused.output, timeout_s=0.5, wait=10, default="approve")
+    assert results.approvals == {"call_1": True}
+    await world.resume(paused, results)
+    assert world.sql == ["DROP TABLE users"]
+
+
+async def test_a_default_needs_a_deadline_and_a_decision(gateway: Gateway, session: str) -> None:
+    world = World(SQL)
+    paused = await world.paused()
+    with pytest.raises(ValueError, match="needs timeout_s"):
+        await collect_approvals(gateway.url, session, paused.output, default="approve")
+    with pytest.raises(ValueError, match='"approve", "reject" or None'):
+        await collect_approvals(gateway.url, session, paused.output, timeout_s=5, default="maybe")  # type: ignore[arg-type]
+
+
 async def test_wait_runs_out_then_the_same_request_is_collected(gateway: Gateway, session: str, tabs: Tabs) -> None:
     """Nothing is acknowledged when `wait` runs out; asking again finds the same request (its id
     comes from the tool call ids), with the answer given meanwhile."""

@@ -28,7 +28,7 @@ import httpx
 
 from ._errors import AskgateError, RequestWithdrawn
 from ._http import AsyncApi, PostedRequest, SyncApi, ask_body
-from ._wire import Outcome, OutcomeKind
+from ._wire import Outcome, OutcomeKind, check_default
 
 __all__ = [
     "DECISIONS",
@@ -325,12 +325,17 @@ def run_blocking(coroutine: Coroutine[Any, Any, _T]) -> _T:
     raise RuntimeError("askgate: a blocking ask awaited something only an event loop can resume")
 
 
+DefaultDecision = Literal["approve", "reject"]
+"""What every call of a request is decided as when its deadline passes with no answer."""
+
+
 @dataclass(frozen=True)
 class Asking:
     """The options every adapter takes for putting `Calls` to the person: the gateway `url` and
     `session` (with its `key`); the requests' `title`, gateway deadline (`timeout_s`: the calls
     are then rejected with `TIMED_OUT_MESSAGE`), `answerers`, and `remind_after_s` and
-    `escalate` (see `Client.ask`); `wait`, the bound on the whole
+    `escalate` (see `Client.ask`); `default`, what every call is decided as if nobody answers
+    before the deadline (`"approve"` or `"reject"`; it needs `timeout_s`); `wait`, the bound on the whole
     wait here (`NotAnswered`, nothing acknowledged: ask again later, the same calls get the same
     request); `on_posted`, called with the posted requests before the wait."""
 
@@ -345,6 +350,12 @@ class Asking:
     remind_after_s: float | None = None
     escalate: Mapping[str, Any] | None = None
     on_posted: OnPosted | None = None
+    default: DefaultDecision | None = None
+
+    def __post_init__(self) -> None:
+        if self.default not in (None, "approve", "reject"):
+            raise ValueError(f'default must be "approve", "reject" or None, got {self.default!r}')
+        check_default(self.default, self.timeout_s)
 
     async def ask(self, calls: Calls[_T], client: httpx.AsyncClient | None = None) -> _T:
         """Put `calls` to the person and return `calls.convert(decisions)`, one decision per call
@@ -380,6 +391,9 @@ class Asking:
                     answerers=self.answerers,
                     remind_after_s=self.remind_after_s,
                     escalate=self.escalate,
+                    default=None
+                    if self.default is None
+                    else {"decisions": [{"type": self.default} for _ in chunk]},
                 ),
                 len(chunk),
             )

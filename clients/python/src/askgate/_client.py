@@ -30,7 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, InvalidURI
 
 from ._errors import AskgateError, ClientClosed, Forbidden, GatewayClosed, field_errors, rejection
-from ._wire import Opened, Outcome, agent_url, authorization, check_request_id, check_session_id, follow_ups
+from ._wire import Opened, Outcome, agent_url, authorization, check_default, check_request_id, check_session_id, follow_ups
 
 logger = logging.getLogger("askgate")
 
@@ -113,6 +113,8 @@ class _Ask:
     answerers: Sequence[str] | None = None
     follow_ups: dict[str, Any] = field(default_factory=dict)
     """`remind_after_s` and `escalate`, checked (see `_wire.follow_ups`)."""
+    default: Any = None
+    """The answer given should the deadline pass with none."""
     deadline: float | None
     """Loop time of the gateway deadline; re-sends ask for what is left of it."""
     future: asyncio.Future[Outcome]
@@ -136,6 +138,8 @@ class _Ask:
         if self.answerers is not None:
             frame["answerers"] = list(self.answerers)
         frame.update(self.follow_ups)
+        if self.default is not None:
+            frame["default"] = self.default
         return frame
 
 
@@ -286,6 +290,7 @@ class Client:
         answerers: Sequence[str] | None = None,
         remind_after_s: float | None = None,
         escalate: Mapping[str, Any] | None = None,
+        default: Any = None,
     ) -> Outcome:
         """Ask `questions` in `session` and wait for the outcome. With `dialect="approval"`,
         `questions` is the list of tool calls to approve, sent as the ask's `calls`.
@@ -295,7 +300,10 @@ class Client:
         outcome's `user` says who did. `remind_after_s` tells the same people again that long
         after the ask if it is still open; `escalate` (`{"after_s": N, "to": [...]}`) then adds
         those people and groups to the answerers and tells them (each once). `timeout_s` is the gateway's deadline, counted from now (re-sends ask for
-        what is left of it). Raises `AskRejected` when the gateway refuses the ask (as
+        what is left of it). `default` is the answer given if nobody answers by then, in the shape
+        a tab answers in (harness `{"answers": [...]}`, approval `{"decisions": [...]}`, form
+        `{"action": "accept", "content": {...}}` or `{"action": "decline"}`): the outcome is then
+        that answer, with `by` and `via` `"default"`; it needs `timeout_s`. Raises `AskRejected` when the gateway refuses the ask (as
         `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
         or a frame larger than `max_frame_bytes`. Cancelling the call withdraws the request.
@@ -303,6 +311,7 @@ class Client:
         check_session_id(session)
         id = check_request_id(id) if id is not None else uuid.uuid4().hex
         follow_up_fields = follow_ups(remind_after_s, escalate)
+        check_default(default, timeout_s)
         if timeout_s is not None and not (timeout_s > 0 and math.isfinite(timeout_s)):
             raise ValueError(f"timeout_s must be a positive number of seconds, or None, got {timeout_s!r}")
         self._start()
@@ -319,6 +328,7 @@ class Client:
             title=title,
             answerers=answerers,
             follow_ups=follow_up_fields,
+            default=default,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
             ack_first=key in self._unacked or key in self._recent_acks,

@@ -19,7 +19,7 @@ import httpx
 
 from ._client import Backoff
 from ._errors import ApiError, NotAnswered, api_error, field_errors
-from ._wire import Outcome, authorization, check_session_id, follow_ups, http_base, requests_path
+from ._wire import Outcome, authorization, check_default, check_session_id, follow_ups, http_base, requests_path
 
 MAX_WAIT_S = 60.0
 """The longest long-poll the gateway serves in one call."""
@@ -102,12 +102,15 @@ def ask_body(
     answerers: Sequence[str] | None = None,
     remind_after_s: float | None = None,
     escalate: Mapping[str, Any] | None = None,
+    default: Any = None,
 ) -> dict[str, Any]:
     """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), the
     tool `calls` of an `approval` request, or the top-level `fields` of a dialect that has its
     own (`form`: `message`, `schema`, ...; `claude`: `questions`; those that are `None` are
     left out). `remind_after_s` and `escalate` (`{"after_s": N, "to": [...]}`) are checked
-    by `follow_ups`."""
+    by `follow_ups`. `default` is the answer given should the deadline pass with none (in the
+    shape a tab answers in; it needs `timeout_s`)."""
+    check_default(default, timeout_s)
     body: dict[str, Any] = {"id": id}
     if dialect is not None:
         body["dialect"] = dialect
@@ -126,6 +129,8 @@ def ask_body(
     if answerers is not None:
         body["answerers"] = list(answerers)
     body.update(follow_ups(remind_after_s, escalate))
+    if default is not None:
+        body["default"] = default
     return body
 
 

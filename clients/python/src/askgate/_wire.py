@@ -60,6 +60,10 @@ class Outcome:
     user: str | None = None
     """The person who answered or declined, when the gateway knew them (a personal link, a
     trusted proxy's header); `None` for an anonymous link holder, a timeout or a withdrawal."""
+    via: str | None = None
+    """How the gateway knew who ended it (`"personal-link"`, `"proxy"`, `"email"`, ...), or
+    `"default"` when the ask's `default` answered at the deadline (then `by` is `"default"` and
+    `user` is `None`); `None` for a timeout or a withdrawal."""
     at_ms: int | None
 
     @classmethod
@@ -71,6 +75,7 @@ class Outcome:
         model_text = value.get("model_text")
         by = value.get("by")
         user = value.get("user")
+        via = value.get("via")
         at_ms = value.get("at_ms")
         return cls(
             session=str(value.get("session", session or "")),
@@ -81,6 +86,7 @@ class Outcome:
             model_text=model_text if isinstance(model_text, str) else None,
             by=by if isinstance(by, str) else None,
             user=user if isinstance(user, str) else None,
+            via=via if isinstance(via, str) else None,
             at_ms=at_ms if isinstance(at_ms, int) else None,
         )
 
@@ -142,6 +148,12 @@ def requests_path(session: str, id: str | None = None) -> str:
 def authorization(key: str | None) -> dict[str, str]:
     """The agent key header, or none in local mode."""
     return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def check_default(default: Any, timeout_s: float | None) -> None:
+    """Refuses a `default` without a deadline: it is the answer given when the deadline passes."""
+    if default is not None and timeout_s is None:
+        raise ValueError("default is the answer given when the deadline passes: it needs timeout_s")
 
 
 def follow_ups(remind_after_s: float | None, escalate: Mapping[str, Any] | None) -> dict[str, Any]:

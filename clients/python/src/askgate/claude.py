@@ -55,6 +55,7 @@ from claude_agent_sdk import (
 )
 
 from ._approval import (
+    DefaultDecision,
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
     ApprovalCall,
@@ -153,6 +154,7 @@ def can_use_tool(
     title: str | None = None,
     answerers: Sequence[str] | None = None,
     on_posted: OnPosted | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> CanUseTool:
     """The `can_use_tool` callback for `ClaudeAgentOptions`: `AskUserQuestion` is answered by a
@@ -164,7 +166,7 @@ def can_use_tool(
     called with each posted request before the wait, to show the person its `viewer_url`.
     `client` is an `httpx.AsyncClient` to reuse (by default one per request)."""
 
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, answerers=answerers, on_posted=on_posted, default=default)
 
     async def ask_questions(input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
         body = ask_body(

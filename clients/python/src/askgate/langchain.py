@@ -52,6 +52,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, TypeAdapter
 
 from ._approval import (
+    DefaultDecision,
     DECISIONS,
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
@@ -314,6 +315,7 @@ async def answer_hitl(
     answerers: Sequence[str] | None = None,
     tools: Iterable[BaseTool] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> Command[Any]:
     """Ask a person about every tool call in `HumanInTheLoopMiddleware` interrupts and return
@@ -330,7 +332,7 @@ async def answer_hitl(
     (`NotAnswered`, nothing acknowledged: call again with the same interrupts to collect the same
     request). `on_posted` is called with the posted requests before the wait. Cancelling the
     call withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return await asking.ask(_calls(interrupts, tools), client)
 
 
@@ -346,8 +348,9 @@ def answer_hitl_sync(
     answerers: Sequence[str] | None = None,
     tools: Iterable[BaseTool] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.Client | None = None,
 ) -> Command[Any]:
     """`answer_hitl`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return asking.ask_sync(_calls(interrupts, tools), client)

@@ -34,6 +34,7 @@ import httpx
 from agents import RunState, ToolApprovalItem
 
 from ._approval import (
+    DefaultDecision,
     DECLINED_MESSAGE,
     TIMED_OUT_MESSAGE,
     ApprovalCall,
@@ -127,6 +128,7 @@ async def approve_interruptions(
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> RunState[Any]:
     """Ask a person about every interruption of `result` (a paused `RunResult`, or a `RunState`
@@ -144,7 +146,7 @@ async def approve_interruptions(
     call again with the same result to collect the same request). `on_posted` is called with the
     posted requests before the wait, to show the person their `viewer_url`. `answerers` limits
     who may answer. Cancelling the call withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return await asking.ask(_calls(result), client)
 
 
@@ -159,8 +161,9 @@ def approve_interruptions_sync(
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.Client | None = None,
 ) -> RunState[Any]:
     """`approve_interruptions`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return asking.ask_sync(_calls(result), client)

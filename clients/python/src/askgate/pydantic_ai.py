@@ -41,7 +41,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, DeferredToolApprovalResult, Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ._approval import DECLINED_MESSAGE, TIMED_OUT_MESSAGE, ApprovalCall, Asking, CallDecision, Calls, resolve_refs
+from ._approval import DECLINED_MESSAGE, TIMED_OUT_MESSAGE, ApprovalCall, Asking, CallDecision, Calls, DefaultDecision, resolve_refs
 from ._errors import AskgateError
 from ._http import PostedRequest
 
@@ -150,6 +150,7 @@ async def collect_approvals(
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> DeferredToolResults:
     """Ask a person about every call in `requests.approvals` and return the
@@ -166,7 +167,7 @@ async def collect_approvals(
     here (`NotAnswered`, nothing acknowledged: call again to collect the same request).
     `on_posted` is called with the posted requests before the wait. Cancelling the call
     withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return await asking.ask(_calls(requests, tools), client)
 
 
@@ -182,10 +183,11 @@ def collect_approvals_sync(
     wait: float | None = None,
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
+    default: DefaultDecision | None = None,
     client: httpx.Client | None = None,
 ) -> DeferredToolResults:
     """`collect_approvals`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
     return asking.ask_sync(_calls(requests, tools), client)
 
 

@@ -145,6 +145,7 @@ fn resolved_body(id: &RequestId, resolution: &StoredResolution) -> Value {
         "model_text": resolution.settlement.model_text,
         "by": resolution.by,
         "user": resolution.user,
+        "via": resolution.via,
         "at_ms": resolution.at_ms,
     })
 }

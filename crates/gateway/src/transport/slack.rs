@@ -335,6 +335,9 @@ async fn open_reject_modal(
 
 /// How a request ended, in words: "answered by alice in Slack".
 fn ended_words(ended: &EndedAs) -> String {
+    if ended.via == Some(Via::Default) {
+        return "nobody answered in time, and the agent's default answer was given".to_owned();
+    }
     let verb = match ended.outcome {
         Outcome::Answered => "answered",
         Outcome::Declined => "declined",

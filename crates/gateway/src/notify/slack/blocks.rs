@@ -281,6 +281,13 @@ pub fn follow_up(told: &Told, now_ms: u64) -> Value {
 
 /// How `told` (a `request.resolved`) ended, in words: "Approved by alice in Slack".
 pub fn ending_words(told: &Told) -> String {
+    if told.via == Some(askgate_protocol::wire::Via::Default) {
+        return match told.outcome.as_deref() {
+            Some("declined") => "Nobody answered in time: declined by default",
+            _ => "Nobody answered in time: the agent's default answer was given",
+        }
+        .to_owned();
+    }
     let decision = told.response["decisions"]
         .as_array()
         .filter(|decisions| decisions.len() == 1)

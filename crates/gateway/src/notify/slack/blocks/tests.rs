@@ -198,4 +198,11 @@ fn an_ended_message_has_no_buttons_and_says_who_decided() {
         ending_words(&timed_out),
         "Timed out: nobody answered in time"
     );
+    let mut defaulted = told.clone();
+    defaulted.via = Some(askgate_protocol::wire::Via::Default);
+    defaulted.user = None;
+    assert_eq!(
+        ending_words(&defaulted),
+        "Nobody answered in time: the agent's default answer was given"
+    );
 }
