@@ -423,8 +423,12 @@ export function tick() {
     rec.countdownEl.textContent = formatLeft(remaining);
     // Disable at the deadline ourselves; the server's `resolved` may trail by a moment.
     if (remaining <= 0) {
-      markFinal(rec, endOf({ outcome: 'timed_out', at_ms: deadline }, false), 'Timed out',
-        LOCAL_TIMEOUT_FOLD_MS);
+      // With a default the gateway is giving it now; its `resolved` says so in full.
+      const ending = rec.view.default != null
+        ? { outcome: rec.view.default.action === 'decline' ? 'declined' : 'answered', via: 'default', at_ms: deadline }
+        : { outcome: 'timed_out', at_ms: deadline };
+      const end = endOf(ending, false);
+      markFinal(rec, end, endingText(end, false), LOCAL_TIMEOUT_FOLD_MS);
     }
   }
   updateRetryText();

@@ -4,11 +4,12 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use askgate_testkit::TIMEOUT;
-use askgate_testkit::frames::{ask, questions};
+use askgate_testkit::frames::{answer, ask, questions};
 use askgate_tests::browser::Browser;
+use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     agent_asking, assert_fits_phone_and_desktop, card, decline, finished, frames_of_type,
-    open_page, open_page_with, open_recording_page, page_url, reload, wait_connected,
+    open_page, open_page_with, open_recording_page, page_url, reload, text, wait_connected,
 };
 use askgate_tests::oracle::repo_root;
 use askgate_tests::server::{TestServer, test_config};
@@ -403,6 +404,37 @@ async fn the_countdown_runs_out() {
         .await;
     let submit = format!("{timed_out} .submit");
     assert_eq!(browser.attr(&submit, "disabled").await.as_deref(), Some(""));
+}
+
+/// A card whose ask has a default says beforehand what the agent gets if nobody answers, and
+/// when the deadline passes it says the default was given; both states pass axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_default_is_shown_beforehand_and_named_when_given() {
+    let server = TestServer::start().await;
+    let browser = open_page(&server, "s").await;
+    let mut asked = ask("s", "r1", &["Color"], Some(3.0));
+    asked["default"] = answer("r1", &["Color"], "Blue")["response"].clone();
+    let mut agent = agent_asking(&server, &asked).await;
+    let said = format!("{} .card-default", card("r1"));
+    browser
+        .wait_for_text(
+            &said,
+            "If nobody answers in time, the agent gets this answer:",
+        )
+        .await;
+    assert!(text(&browser, &said).await.contains("Blue"));
+    assert_accessible(&browser, "a card with a default").await;
+
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(
+        (&outcome["outcome"], &outcome["via"]),
+        (&json!("answered"), &json!("default"))
+    );
+    let given = format!(r#"{}[data-state="answered"] .card-status"#, card("r1"));
+    browser
+        .wait_for_text(&given, "Nobody answered in time: answered by default")
+        .await;
+    assert_accessible(&browser, "a card its default answered").await;
 }
 
 /// A title is shown as sent, emoji sequences and line breaks included, its direction controls

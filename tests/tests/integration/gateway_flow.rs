@@ -205,6 +205,30 @@ async fn a_late_tab_gets_the_snapshot_with_remaining_time() {
     assert_eq!(snapshot["agent_online"], true);
 }
 
+/// A default is refused with the path of what is wrong: one that does not fit the questions,
+/// one without a deadline; the agent's ask is refused whole, and a good one is taken.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_default_is_refused_with_its_path() {
+    let server = TestServer::start().await;
+    let mut agent = server.agent().await;
+    let mut frame = ask("s", "r", &["Color"], Some(30.0));
+    frame["default"] = answer("r", &["Color"], "Purple")["response"].clone();
+    agent.send(&frame).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert!(
+        error_paths(&rejected)[0].starts_with("default"),
+        "{rejected}"
+    );
+    let mut frame = ask("s", "r", &["Color"], None);
+    frame["default"] = answer("r", &["Color"], "Red")["response"].clone();
+    agent.send(&frame).await;
+    let rejected = agent.recv_type("rejected").await;
+    assert_eq!(error_paths(&rejected), ["default"]);
+    frame["timeout_s"] = json!(30);
+    agent.send(&frame).await;
+    assert_eq!(agent.recv_type("accepted").await["id"], "r");
+}
+
 /// Asks are validated exactly as the harness would; errors carry paths.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bad_ask_is_rejected_with_paths() {

@@ -97,6 +97,41 @@ async fn deadlines_that_passed_while_down_time_out_at_start() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A request with a default whose deadline passed while the gateway was down ends as its
+/// default at start, not as a timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_default_whose_deadline_passed_while_down_is_given_at_start() {
+    let dir = temp_dir("overdue-default");
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut agent = server.agent().await;
+    let mut asked = ask("s", "r", &["Color"], Some(0.2));
+    let blue = answer("r", &["Color"], "Blue")["response"].clone();
+    asked["default"] = blue.clone();
+    agent.send(&asked).await;
+    let accepted = agent.recv_type("accepted").await;
+    agent.close().await;
+    server.shutdown().await.unwrap();
+    let deadline = accepted["deadline_ms"].as_u64().unwrap();
+    while askgate::clock::now_ms() <= deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut agent = server.agent().await;
+    agent.send(&asked).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(
+        (&outcome["by"], &outcome["via"]),
+        (&json!("default"), &json!("default"))
+    );
+    assert_eq!(
+        outcome["response"]["answers"][0]["selected"],
+        json!(["Blue"])
+    );
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A data directory written in another format version is a clear error at start.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_format_version_is_refused_clearly() {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use askgate_testkit::frames::{answer, ask};
 use askgate_testkit::http::http_text;
 use askgate_testkit::ws::WsClient;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::nodes::Node;
 use support::proxy::Proxy;
 use support::redis::{RedisCluster, RedisServer};
@@ -226,6 +226,43 @@ async fn a_deadline_fires_once_from_another_node_when_the_asking_node_is_killed(
     let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["outcome"], "timed_out");
     assert_eq!(outcome["at_ms"], resolved_at(&cluster.redis, "dl", "r1"));
+    cluster.restart(0);
+}
+
+/// A default given at the deadline on three nodes: the asking node is killed, another gives
+/// the default once, and a tab's answer after the deadline (on a third node) is refused as
+/// already resolved rather than winning over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_is_given_once_from_another_node_when_the_asking_node_is_killed() {
+    let mut cluster = Cluster::start(3).await;
+    let (mut agent, viewer) = cluster.nodes[0].agent_opening("df").await;
+    let (mut tab, _) = cluster.nodes[1].tab("df", &viewer).await;
+    let mut asked = ask("df", "r1", &["Color"], Some(1.0));
+    asked["default"] = answer("r1", &["Color"], "Green")["response"].clone();
+    agent.send(&asked).await;
+    agent.recv_until("accepted").await;
+    let shown = tab.recv_about("request", "r1").await;
+    assert_eq!(shown["request"]["default"], asked["default"]);
+    cluster.nodes[0].kill();
+    let resolved = tab.recv_about("resolved", "r1").await;
+    assert_eq!(resolved["outcome"], "answered");
+    assert_eq!(
+        (&resolved["by"], &resolved["via"]),
+        (&json!("default"), &json!("default"))
+    );
+    let (mut late, _) = cluster.nodes[2].tab("df", &viewer).await;
+    late.send(&answer("r1", &["Color"], "Red")).await;
+    let refused = late.recv_about("answer_rejected", "r1").await;
+    assert_eq!(refused["errors"][0]["message"], "already resolved");
+    let mut agent = cluster.nodes[2].agent().await;
+    agent.send(&asked).await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["via"], "default");
+    assert_eq!(
+        outcome["response"]["answers"][0]["selected"],
+        json!(["Green"])
+    );
+    assert_eq!(outcome["at_ms"], resolved_at(&cluster.redis, "df", "r1"));
     cluster.restart(0);
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use askgate::metrics::Metrics;
 use askgate::store::redis::{RedisOptions, RedisStore};
 use askgate::store::{Store, StoreOp, StoredRequest, StoredResolution, Verdict};
+use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
 use serde_json::json;
 use support::redis::RedisServer;
@@ -140,6 +141,55 @@ async fn redis_s_clock_decides_deadlines_and_the_first_ending_wins() {
         panic!("a second ending won")
     };
     assert_eq!(again, kept);
+
+    // A default ends the request only once the deadline has passed on Redis's clock, as a
+    // timeout does; a late answer then loses to the default it carried, which is kept whole.
+    let Verdict::Created {
+        deadline_ms: Some(deadline_ms),
+        ..
+    } = one(&store, StoreOp::Put(request("g", Some(300)))).await
+    else {
+        panic!("not created with a deadline")
+    };
+    let defaulted = StoredResolution {
+        by: Some("default".into()),
+        via: Some(Via::Default),
+        ..StoredResolution::untouched(
+            QuestionSet::validate(Dialect::HARNESS, &questions())
+                .unwrap()
+                .settle_answer(&json!({"answers": [{"header": "Color", "selected": ["Blue"]}]}))
+                .unwrap(),
+            0,
+        )
+    };
+    // (The early default on a request of its own, a minute from its deadline: no busy machine
+    // reaches that before the script runs.)
+    one(&store, StoreOp::Put(request("g-early", Some(60_000)))).await;
+    let early = StoreOp::Resolve {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse("g-early").unwrap(),
+        resolution: defaulted.clone(),
+        if_late: None,
+    };
+    assert!(matches!(one(&store, early).await, Verdict::Early { .. }));
+    until_redis_clock_passes(&redis, deadline_ms).await;
+    let StoreOp::Resolve { resolution, .. } = ending("g", Outcome::Answered, false) else {
+        unreachable!()
+    };
+    let late_answer = StoreOp::Resolve {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse("g").unwrap(),
+        resolution,
+        if_late: Some(defaulted.clone()),
+    };
+    let Verdict::Lost(kept) = one(&store, late_answer).await else {
+        panic!("a late answer won over the default")
+    };
+    assert_eq!(kept.settlement, defaulted.settlement);
+    assert_eq!(
+        (kept.by.as_deref(), kept.via),
+        (Some("default"), Some(Via::Default))
+    );
 
     // A request without a deadline never times out; the first answer wins.
     assert!(matches!(
