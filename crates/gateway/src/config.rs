@@ -322,6 +322,9 @@ pub struct Config {
     /// Keys agents present as `Authorization: Bearer <key>`, each acting on every session or
     /// on those of its scope. Empty: local mode (loopback only, no key needed).
     pub agent_keys: Vec<AgentKey>,
+    /// Keys that read every session and withdraw any request, and cannot ask
+    /// (`--operator-key`).
+    pub operator_keys: Vec<String>,
     /// The secret viewer keys are derived from.
     pub secret: Vec<u8>,
     /// Where durable state lives.
@@ -364,6 +367,7 @@ impl Config {
             public_url: None,
             notify: None,
             agent_keys: Vec::new(),
+            operator_keys: Vec::new(),
             secret: secret.into(),
             data_dir: PathBuf::from("askgate-data"),
             store: StoreKind::Memory,

@@ -192,6 +192,9 @@ impl fmt::Debug for AgentKey {
 #[derive(Clone, Debug, Default)]
 pub struct AgentKeys {
     keys: Vec<AgentKey>,
+    /// The operator keys: they read every session and withdraw, and are no agent's. Held as
+    /// unscoped keys for their redacted `Debug`.
+    operators: Vec<AgentKey>,
     /// The public URL's host, lowercase: agents may reach the gateway by it too.
     public_host: Option<String>,
 }
@@ -204,6 +207,7 @@ impl AgentKeys {
         let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
         AgentKeys {
             keys: keys.to_vec(),
+            operators: Vec::new(),
             public_host: Some(host_name(authority).to_ascii_lowercase()).filter(|h| !h.is_empty()),
         }
     }
@@ -232,6 +236,31 @@ impl AgentKeys {
         } else {
             Err(AgentRefusal::ForeignHost)
         }
+    }
+
+    /// These, and `operators` as the operator keys.
+    #[must_use]
+    pub fn with_operators(mut self, operators: &[String]) -> Self {
+        self.operators = operators
+            .iter()
+            .map(|key| AgentKey::unscoped(key))
+            .collect();
+        self
+    }
+
+    /// Whether the request with `headers` presents an operator key.
+    pub fn is_operator(&self, headers: &HeaderMap) -> bool {
+        let Some(presented) = headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(bearer_key)
+        else {
+            return false;
+        };
+        // Every key compared, as for agent keys: the time says nothing of which matched.
+        self.operators.iter().fold(false, |found, key| {
+            constant_time_eq(key.secret().as_bytes(), presented.as_bytes()) | found
+        })
     }
 
     /// The scope of the key an `Authorization` header value presents, if it presents one.

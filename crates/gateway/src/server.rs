@@ -97,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/inbox/live", get(transport::inbox_endpoint))
         .route("/inbox", get(web::inbox_page))
         .route("/v1/audit", get(transport::get_audit))
+        .route("/v1/requests", get(transport::list_requests))
         .route(
             "/a/{key}",
             get(transport::open_link).post(transport::answer_link),
@@ -246,7 +247,8 @@ async fn build_with_parts(
     }
     Ok(AppState {
         hub,
-        agent_keys: AgentKeys::new(&config.agent_keys, public_url),
+        agent_keys: AgentKeys::new(&config.agent_keys, public_url)
+            .with_operators(&config.operator_keys),
         shutdown: CancellationToken::new(),
         tracker: TaskTracker::new(),
         web: WebAssets {

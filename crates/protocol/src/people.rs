@@ -27,6 +27,12 @@ pub enum Via {
     Slack,
     /// Nobody: the ask's `default`, given when its deadline passed with no answer.
     Default,
+    /// A withdrawal by the agent (its `cancel`, or `DELETE` with an agent key).
+    Agent,
+    /// A withdrawal by an operator key (`DELETE`, `askgate requests withdraw`).
+    Operator,
+    /// A withdrawal by the gateway itself (an orphaned request past its time).
+    Gateway,
 }
 
 impl Via {
@@ -39,6 +45,9 @@ impl Via {
             Via::Email => "email",
             Via::Slack => "slack",
             Via::Default => "default",
+            Via::Agent => "agent",
+            Via::Operator => "operator",
+            Via::Gateway => "gateway",
         }
     }
 }
@@ -184,6 +193,9 @@ mod tests {
             Via::Email,
             Via::Slack,
             Via::Default,
+            Via::Agent,
+            Via::Operator,
+            Via::Gateway,
         ] {
             assert_eq!(serde_json::to_value(via).unwrap(), json!(via.as_str()));
             assert_eq!(

@@ -78,7 +78,8 @@ async fn a_withdrawal_dropped_while_stored_still_ends_the_request() {
     let hub = Arc::clone(&server.state.hub);
     let (session, id) = ids("s", "r1");
     let withdrawing = tokio::spawn(async move {
-        hub.withdraw(&session, &id, None).await;
+        hub.withdraw(&session, &id, None, askgate_protocol::wire::Via::Agent)
+            .await;
     });
     store.wait_for_a_held_commit().await;
     withdrawing.abort();

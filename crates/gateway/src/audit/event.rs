@@ -92,8 +92,11 @@ pub enum Event<'a> {
     },
     /// The deadline passed.
     TimedOut,
-    /// The agent withdrew it.
-    Withdrawn,
+    /// It was withdrawn: `via` says by whom (`agent`, `operator`, `gateway`).
+    Withdrawn {
+        /// Its `via`.
+        who: Who,
+    },
     /// The agent acknowledged its outcome.
     Acked,
     /// The request was still open after its `remind_after_s`: its people were told again.
@@ -132,7 +135,7 @@ impl Event<'_> {
             Event::Refused { .. } => "refused",
             Event::Defaulted { .. } => "defaulted",
             Event::TimedOut => "timed_out",
-            Event::Withdrawn => "withdrawn",
+            Event::Withdrawn { .. } => "withdrawn",
             Event::Acked => "acked",
             Event::Reminded => "reminded",
             Event::Escalated { .. } => "escalated",
@@ -233,7 +236,7 @@ impl<'a> Note<'a> {
             },
             Outcome::Declined => Event::Declined { who },
             Outcome::TimedOut => Event::TimedOut,
-            Outcome::Withdrawn => Event::Withdrawn,
+            Outcome::Withdrawn => Event::Withdrawn { who },
         };
         Note {
             session: session.clone(),
@@ -326,6 +329,7 @@ pub fn tail(note: &Note<'_>) -> String {
     let who = match &note.event {
         Event::Answered { who, .. }
         | Event::Defaulted { who, .. }
+        | Event::Withdrawn { who }
         | Event::Declined { who }
         | Event::Refused { who, .. } => who,
         _ => &nobody,
@@ -382,7 +386,7 @@ pub fn tail(note: &Note<'_>) -> String {
         Event::Escalated { to } => member(&mut out, "to", to),
         Event::Declined { .. }
         | Event::TimedOut
-        | Event::Withdrawn
+        | Event::Withdrawn { .. }
         | Event::Acked
         | Event::Reminded
         | Event::Followed { .. }

@@ -4,6 +4,8 @@
 //! - [`audit_key`]: the key audit chains are sealed with, read or made at start.
 //! - `demo`: `serve` with a demo agent asking in session `demo`.
 //! - `interrupted`: `audit` and `store` stopped by a signal remove their scratch directories.
+//! - [`requests`]: `requests list` and `requests withdraw`, against a running gateway with an
+//!   operator key.
 //! - `schema`: the tool definition a framework sends the model.
 //! - `serve`: the gateway's flags and its run.
 //! - [`store`]: `store check`, a store's damage reported read-only.
@@ -14,6 +16,7 @@ pub mod audit;
 pub mod audit_key;
 mod demo;
 mod interrupted;
+pub mod requests;
 mod schema;
 mod serve;
 pub mod store;
@@ -59,6 +62,9 @@ pub enum Command {
     /// Check the embedded store for damage, changing nothing.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// List or withdraw requests across every session of a running gateway (operator key).
+    #[command(subcommand)]
+    Requests(requests::RequestsCommand),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
@@ -123,6 +129,10 @@ pub fn main() -> ExitCode {
             interrupted::remove_scratch_when_interrupted();
             let threads = crate::config::DEFAULT_WORKER_THREADS;
             runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
+        }
+        Command::Requests(command) => {
+            init_tracing("warn");
+            runtime(1).and_then(|rt| rt.block_on(requests::run(command)))
         }
         Command::Store(command) => {
             init_tracing("warn");

@@ -56,6 +56,13 @@ impl AgentHandle {
 
     /// Withdraws request `id` of `session`; its outcome comes to this connection as a frame.
     pub async fn withdraw(&self, session: &SessionId, id: &RequestId) -> Withdrawal {
-        self.hub.withdraw(session, id, Some(&self.link)).await
+        self.hub
+            .withdraw(
+                session,
+                id,
+                Some(&self.link),
+                askgate_protocol::wire::Via::Agent,
+            )
+            .await
     }
 }

@@ -58,8 +58,8 @@ pub(super) enum Ending {
     },
     /// The deadline passed.
     TimedOut,
-    /// The agent withdrew it.
-    Withdrawn,
+    /// Withdrawn: by its agent, an operator, or the gateway (`via` says which).
+    Withdrawn { via: askgate_protocol::wire::Via },
 }
 
 /// What trying to end a request came to.
@@ -341,10 +341,13 @@ impl Hub {
                 person,
             ),
             Ending::TimedOut => entry.deadline_ending(now_ms()),
-            Ending::Withdrawn => StoredResolution::untouched(
-                entry.questions.settle_without_answer(Outcome::Withdrawn),
-                now_ms(),
-            ),
+            Ending::Withdrawn { via } => StoredResolution {
+                via: Some(*via),
+                ..StoredResolution::untouched(
+                    entry.questions.settle_without_answer(Outcome::Withdrawn),
+                    now_ms(),
+                )
+            },
         };
         // A shared store judges lateness on its own clock: it needs the deadline's ending (the
         // default, or the timeout) to put instead; the store gives it its time.

@@ -18,6 +18,7 @@ mod followers; // who follows each session: kept in the store, told to their tab
 mod following_up; // a request's reminder and escalation, each once while it is open
 mod hub_core; // the hub: construction, the lock, peers arriving and leaving
 mod inboxes; // who holds an inbox: one person's open requests across sessions, told live
+mod listing; // what is open, for an operator: every session's requests, filtered, a page at a time
 mod notifying; // what a request is, told to the notifier; whether it is still open
 mod outcomes; // the agent's side after asking: withdraw, long-poll, ack, the retention sweep
 mod peers; // who holds the other end: links, inboxes, tab slots, queued bytes, frames
@@ -34,6 +35,7 @@ pub use ending::Rejected;
 pub use followers::{FollowRefused, Followed, MAX_FOLLOWERS};
 pub use hub_core::{Hub, JoinRefused};
 pub use inboxes::{INBOXES_PER_PERSON, InboxHandle, InboxRefused, MAX_INBOXES};
+pub use listing::{DEFAULT_LISTED, ListCursor, ListFilter, ListState, Listed, MAX_LISTED};
 pub use outcomes::AckReply;
 pub use outcomes::{Lookup, Withdrawal};
 pub use peers::frame::{FRAGMENT_BYTES, Frame};

@@ -13,6 +13,7 @@
 use std::sync::{Arc, MutexGuard, Weak};
 use std::time::Duration;
 
+use askgate_protocol::wire::Via;
 use askgate_protocol::{RequestId, SessionId};
 use futures_util::FutureExt as _;
 use tokio::task::JoinHandle;
@@ -58,13 +59,15 @@ pub enum Withdrawal {
 }
 
 impl Hub {
-    /// Withdraws an open request: its outcome (`withdrawn`, or how it had already ended),
-    /// which a socket's `asker` also receives as a frame.
+    /// Withdraws an open request, as `via` (its agent, an operator, the gateway): its
+    /// outcome (`withdrawn`, or how it had already ended), which a socket's `asker` also
+    /// receives as a frame.
     pub async fn withdraw(
         self: &Arc<Self>,
         session: &SessionId,
         id: &RequestId,
         asker: Option<&Link>,
+        via: Via,
     ) -> Withdrawal {
         if let Err(error) = self.synced(session).await {
             return Withdrawal::Failed(error.to_string());
@@ -100,7 +103,7 @@ impl Hub {
         // Withdraw; if another ending won meanwhile, that ending is the answer. A withdrawal
         // that won is answered as it was stored, not looked up again: its outcome has already
         // gone to the asker, which may have acknowledged it (and the hub forgotten it) first.
-        match self.resolve(session, id, Ending::Withdrawn).await {
+        match self.resolve(session, id, Ending::Withdrawn { via }).await {
             Ok(Some(resolution)) => return Withdrawal::Ended(Box::new(resolution)),
             Err(Refusal::Store(error)) => return Withdrawal::Failed(error),
             Ok(None) | Err(_) => {}

@@ -139,6 +139,10 @@ pub const NOTIFY_LEASE: Duration = Duration::from_secs(30);
 /// over time costs a bounded load. Older ones are dropped as new ones come.
 pub const INBOX_INDEX_SESSIONS: usize = 256;
 
+/// How many sessions, the newest asked in, the store's index keeps for the operator's listing
+/// of requests (`GET /v1/requests`) on a shared store; a local store's hub holds them all.
+pub const LISTED_SESSIONS: usize = 10_000;
+
 /// The presence entries' lifetime unless `--presence-ttl-s` says otherwise.
 pub const DEFAULT_PRESENCE_TTL: Duration = Duration::from_secs(20);
 
@@ -222,4 +226,10 @@ pub trait Shared: Send + Sync + 'static {
     /// The sessions where requests were for any of `names`, or that they follow: the newest
     /// [`INBOX_INDEX_SESSIONS`] of each.
     fn inbox_sessions(&self, names: Vec<String>) -> StoreFuture<'static, Vec<SessionId>>;
+
+    /// Notes that `session` was asked in now, where the operator's listing finds it.
+    fn asked_in(&self, session: &SessionId) -> StoreFuture<'static, ()>;
+
+    /// The sessions asked in lately, newest first: at most [`LISTED_SESSIONS`].
+    fn asked_sessions(&self) -> StoreFuture<'static, Vec<SessionId>>;
 }

@@ -25,7 +25,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::http_checks::{ApiError, authorize, body_object, request_id, session_id, within};
+use super::http_checks::{
+    ApiError, authorize, authorize_caller, body_object, request_id, session_id, within,
+};
 use crate::hub::{AckReply, AskReply, Lookup, Withdrawal};
 use crate::server::AppState;
 use crate::store::StoredResolution;
@@ -264,9 +266,10 @@ pub async fn delete_request(
     Path((session, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    within(&authorize(&state, &headers)?, &session)?;
+    let caller = authorize_caller(&state, &headers)?;
+    caller.within(&session)?;
     let (session, id) = (session_id(&session)?, request_id(&id)?);
-    match state.hub.withdraw(&session, &id, None).await {
+    match state.hub.withdraw(&session, &id, None, caller.via()).await {
         Withdrawal::Ended(resolution) => Ok(Json(resolved_body(&id, &resolution)).into_response()),
         // Ended and forgotten meanwhile: gone, as a later call would find it.
         Withdrawal::Unknown | Withdrawal::Forgotten => Err(not_found(&session, &id)),

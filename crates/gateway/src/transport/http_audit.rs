@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::http_checks::{ApiError, authorize, within};
+use super::http_checks::{ApiError, authorize_caller};
 use crate::server::AppState;
 
 /// Entries read from the store at a time.
@@ -38,7 +38,7 @@ pub async fn get_audit(
     Query(query): Query<AuditQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&state, &headers)?;
+    let caller = authorize_caller(&state, &headers)?;
     let Some(session) = query.session.as_deref() else {
         return Err(ApiError::one(
             ReplyCode::BadRequest,
@@ -47,7 +47,7 @@ pub async fn get_audit(
             "required: the session whose trail to read (?session=S)",
         ));
     };
-    within(&scope, session)?;
+    caller.within(session)?;
     let session = SessionId::parse(session)
         .map_err(|m| ApiError::one(ReplyCode::BadRequest, "session", ErrorCode::InvalidValue, m))?;
     let since = match query.since.as_deref().map(str::trim) {

@@ -90,6 +90,52 @@ pub(super) fn authorize(state: &AppState, headers: &HeaderMap) -> Result<Session
     })
 }
 
+/// Who calls an endpoint an operator may call too: an operator key (every session, to read and
+/// withdraw), or an agent key (within its scope).
+pub(super) enum Caller {
+    Operator,
+    Agent(SessionScope),
+}
+
+impl Caller {
+    /// Refuses a session the caller may not act on.
+    pub(super) fn within(&self, session: &str) -> Result<(), ApiError> {
+        match self {
+            Caller::Operator => Ok(()),
+            Caller::Agent(scope) => within(scope, session),
+        }
+    }
+
+    /// Who a withdrawal by this caller is by.
+    pub(super) fn via(&self) -> askgate_protocol::wire::Via {
+        match self {
+            Caller::Operator => askgate_protocol::wire::Via::Operator,
+            Caller::Agent(_) => askgate_protocol::wire::Via::Agent,
+        }
+    }
+}
+
+/// The caller of an endpoint open to operator keys and agent keys alike.
+pub(super) fn authorize_caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    if state.agent_keys.is_operator(headers) {
+        return Ok(Caller::Operator);
+    }
+    authorize(state, headers).map(Caller::Agent)
+}
+
+/// Refuses every caller but an operator key: 401 without one (an agent key, or none, is not one).
+pub(super) fn authorize_operator(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    if state.agent_keys.is_operator(headers) {
+        Ok(())
+    } else {
+        Err(ApiError::refuse(
+            ReplyCode::WrongKey,
+            "",
+            "this endpoint takes an operator key (--operator-key), as `Authorization: Bearer KEY`",
+        ))
+    }
+}
+
 /// Refuses a session in the path that `scope` does not hold, before anything about it (or
 /// the body) is looked at.
 pub(super) fn within(scope: &SessionScope, session: &str) -> Result<(), ApiError> {

@@ -159,7 +159,8 @@ fn ending_words(ended: &EndedAs) -> String {
         Some(Via::Slack) => " in Slack",
         Some(Via::PersonalLink) => " through a personal link",
         Some(Via::Proxy) => " through the sign-in proxy",
-        Some(Via::SessionLink | Via::Default) | None => "",
+        Some(Via::SessionLink | Via::Default | Via::Agent | Via::Operator | Via::Gateway)
+        | None => "",
     };
     let at = rfc3339(ended.at_ms);
     if ended.via == Some(Via::Default) {

@@ -16,6 +16,7 @@
 //! - [`http_followers`]: `POST` and `DELETE /v1/sessions/{session}/followers`.
 //! - [`inbox`]: `GET /v1/inbox/live`, a person's inbox across every session.
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
+//! - [`http_operator`]: `GET /v1/requests`, every session's requests for an operator key.
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
 //! - [`slack`]: `POST /v1/slack/interactions`, clicks on the Slack app's buttons.
@@ -31,6 +32,7 @@ mod http_audit;
 mod http_checks;
 mod http_followers;
 mod http_links;
+mod http_operator;
 mod inbox;
 mod link_page;
 mod push;
@@ -49,6 +51,7 @@ pub use http_audit::get_audit;
 pub use http_checks::single_identity_header;
 pub use http_followers::{delete_follower, post_follower};
 pub use http_links::{post_inbox_link, post_link};
+pub use http_operator::list_requests;
 pub use inbox::inbox_endpoint;
 pub use push::{delete_subscription, get_push_key, get_subscriptions, post_subscription};
 pub use slack::slack_interactions;

@@ -41,6 +41,8 @@ mod multi_node;
 mod multi_node_crash;
 /// Webhooks told of requests: signed, routed, retried, kept across a SIGKILL.
 mod notify;
+/// An operator's view: every session's requests listed and withdrawn with an operator key.
+mod operator;
 /// `--user-header` and `--trusted-proxy`.
 mod proxy_header;
 /// Web Push to a person's devices, against a push service of the test's own.

@@ -57,6 +57,19 @@ pub struct ServeArgs {
     )]
     pub agent_keys: Vec<String>,
 
+    /// A key that may read every session (`GET /v1/requests`, `/v1/audit`, the rules) and
+    /// withdraw any request, and nothing else an agent does: it cannot ask. Presented as
+    /// `Authorization: Bearer KEY`. Repeat the flag, or separate keys with commas in the
+    /// variable.
+    #[arg(
+        long = "operator-key",
+        hide_env_values = true,
+        env = "ASKGATE_OPERATOR_KEYS",
+        value_delimiter = ',',
+        value_name = "KEY"
+    )]
+    pub operator_keys: Vec<String>,
+
     /// File holding the secret viewer keys are derived from. Default: <data-dir>/secret,
     /// created (mode 0600) on first start so links survive restarts.
     #[arg(long, hide_env_values = true, env = "ASKGATE_SECRET_FILE")]
@@ -185,6 +198,32 @@ fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
     Ok(keys.into_iter().map(|(_, key)| key).collect())
 }
 
+/// The operator keys as configured, trimmed and without empty ones.
+///
+/// # Errors
+/// A key has whitespace inside it, or is also an agent key (it would be two things at once).
+/// Positions only, never the key.
+fn operator_keys(configured: &[String], agents: &[AgentKey]) -> anyhow::Result<Vec<String>> {
+    let mut keys = Vec::new();
+    for (position, text) in (1..).zip(configured.iter().map(|key| key.trim())) {
+        if text.contains(char::is_whitespace) {
+            bail!(
+                "--operator-key number {position} contains whitespace; a bearer key must be                  one word (separate several keys with commas)"
+            );
+        }
+        if text.is_empty() {
+            continue;
+        }
+        if agents.iter().any(|agent| agent.secret() == text) {
+            bail!(
+                "--operator-key number {position} is also an agent key; give operators keys                  of their own"
+            );
+        }
+        keys.push(text.to_owned());
+    }
+    Ok(keys)
+}
+
 impl ServeArgs {
     /// The configuration these flags describe (reads or creates the secret).
     ///
@@ -199,6 +238,7 @@ impl ServeArgs {
             .notify
             .to_config(&mut people.groups, self.public_url.as_deref())?;
         let agent_keys = agent_keys(&self.agent_keys)?;
+        let operator_keys = operator_keys(&self.operator_keys, &agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
         let shared = matches!(self.stored.store, StoreKind::Redis(_));
         // Nodes on one Redis must derive the same links: without a secret file given, the
@@ -218,6 +258,7 @@ impl ServeArgs {
             public_url: self.public_url.clone(),
             notify,
             agent_keys,
+            operator_keys,
             secret,
             data_dir: self.stored.data_dir.clone(),
             store: self.stored.store.clone(),

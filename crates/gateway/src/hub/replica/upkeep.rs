@@ -142,20 +142,48 @@ impl Hub {
                 .collect()
         };
         for (session, here) in due {
-            let Ok(others) = shared.presence(&session, here).await else {
-                continue;
-            };
-            let mut sessions = self.lock();
-            let Some(state) = sessions.get_mut(&session) else {
-                continue;
-            };
-            if let Some(sync) = state.sync.as_mut() {
-                sync.others = others;
-                sync.written = Some((here, now + presence_refresh(shared.presence_ttl())));
-                sync.presence_stale = false;
-            }
-            state.refresh_presence();
+            self.write_presence(shared, &session, here, now).await;
         }
+    }
+
+    /// Writes this node's presence `here` in `session` and takes the other nodes' back.
+    async fn write_presence(
+        &self,
+        shared: &Arc<dyn Shared>,
+        session: &SessionId,
+        here: Presence,
+        now: tokio::time::Instant,
+    ) {
+        let Ok(others) = shared.presence(session, here).await else {
+            return;
+        };
+        let mut sessions = self.lock();
+        let Some(state) = sessions.get_mut(session) else {
+            return;
+        };
+        if let Some(sync) = state.sync.as_mut() {
+            sync.others = others;
+            sync.written = Some((here, now + presence_refresh(shared.presence_ttl())));
+            sync.presence_stale = false;
+        }
+        state.refresh_presence();
+    }
+
+    /// Brings the other nodes' presence in `session` up to date now, rather than at the next
+    /// upkeep: for a session just loaded to be listed.
+    pub(in crate::hub) async fn presence_now(&self, session: &SessionId) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let here = {
+            let sessions = self.lock();
+            let Some(state) = sessions.get(session) else {
+                return;
+            };
+            state.presence_here()
+        };
+        self.write_presence(&shared, session, here, tokio::time::Instant::now())
+            .await;
     }
 }
 

@@ -287,6 +287,8 @@ impl Session {
             deadline_ms: record.deadline_ms,
             answerers: record.answerers.clone().map(Arc::from),
             default: record.default.clone(),
+            title: record.title.clone(),
+            orphaned_since_ms: None,
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -427,6 +429,8 @@ impl Session {
             deadline_ms: record.deadline_ms,
             answerers: answerers.map(Arc::from),
             default: record.default,
+            title: view.title.clone(),
+            orphaned_since_ms: None,
             encoded,
             asker: None,
             state,
@@ -734,6 +738,10 @@ pub(super) struct Entry {
     pub(super) answerers: Option<Arc<[String]>>,
     /// The answer given should the deadline pass with none (checked when asked).
     pub(super) default: Option<Value>,
+    /// Its title, for the operator's listing.
+    pub(super) title: Option<String>,
+    /// Since when its agent is gone (Unix ms), once it is orphaned.
+    pub(super) orphaned_since_ms: Option<u64>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.

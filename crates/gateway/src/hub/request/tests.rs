@@ -464,7 +464,7 @@ async fn a_withdrawal_settles_as_withdrawn_and_a_second_gets_the_same() {
     for _ in 0..2 {
         let withdrawal = rig
             .hub
-            .withdraw(&session(), &id("r"), Some(&rig.agent))
+            .withdraw(&session(), &id("r"), Some(&rig.agent), Via::Agent)
             .await;
         let Withdrawal::Ended(resolution) = withdrawal else {
             panic!("{withdrawal:?}");
@@ -899,7 +899,7 @@ async fn a_request_that_ends_first_is_neither_reminded_nor_escalated() {
     let mut rig = rig();
     rig.hub.ask(ask_following_up("r"), Some(&rig.agent)).await;
     rig.hub
-        .withdraw(&session(), &id("r"), Some(&rig.agent))
+        .withdraw(&session(), &id("r"), Some(&rig.agent), Via::Agent)
         .await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(trail_events(&rig).await, ["asked", "withdrawn"]);

@@ -4,6 +4,9 @@
 //! on. Each index keeps its newest [`INBOX_INDEX_SESSIONS`]; an entry whose requests have
 //! ended costs an inbox one load of a session with nothing for it, and no more.
 //!
+//! The operator's listing of requests finds sessions the same way, in one index of the
+//! sessions asked in (`{prefix}{inbox}:asked`), the newest [`LISTED_SESSIONS`] kept.
+//!
 //! Written by the node that stored the change, after the script that stored it: the index is
 //! where to look, never what is shown (the session, loaded, is), so that it lags or holds a
 //! stale entry changes nothing an inbox shows.
@@ -13,7 +16,7 @@ use askgate_protocol::SessionId;
 use super::Inner;
 use crate::clock::now_ms;
 use crate::store::StoreError;
-use crate::store::shared::INBOX_INDEX_SESSIONS;
+use crate::store::shared::{INBOX_INDEX_SESSIONS, LISTED_SESSIONS};
 
 impl Inner {
     pub(super) async fn addressed(
@@ -69,5 +72,42 @@ impl Inner {
         sessions.sort();
         sessions.dedup();
         Ok(sessions)
+    }
+
+    pub(super) async fn asked_in(&self, session: &SessionId) -> Result<(), StoreError> {
+        let index = self.keys.asked_index();
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD")
+            .arg(&index)
+            .arg(now_ms())
+            .arg(session.as_str())
+            .ignore();
+        pipe.cmd("ZREMRANGEBYRANK")
+            .arg(&index)
+            .arg(0)
+            .arg(-(LISTED_SESSIONS as i64) - 1)
+            .ignore();
+        let mut conn = self.conn.clone();
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| StoreError::unavailable(format!("redis, noting a session asked in: {e}")))
+    }
+
+    pub(super) async fn asked_sessions(&self) -> Result<Vec<SessionId>, StoreError> {
+        let mut conn = self.conn.clone();
+        let found: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.keys.asked_index())
+            .arg(0)
+            .arg(-1)
+            .arg("REV")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| {
+                StoreError::unavailable(format!("redis, reading the sessions asked in: {e}"))
+            })?;
+        Ok(found
+            .into_iter()
+            .filter_map(|id| SessionId::parse(&id).ok())
+            .collect())
     }
 }

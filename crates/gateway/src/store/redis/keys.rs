@@ -164,6 +164,11 @@ impl Keys {
         format!("{}{{inbox}}:to:{name}", self.prefix)
     }
 
+    /// The sessions asked in lately, for the operator's listing: a sorted set scored by when.
+    pub(super) fn asked_index(&self) -> String {
+        format!("{}{{inbox}}:asked", self.prefix)
+    }
+
     /// The channel every node hears "a request in session S is for NAME" on.
     pub(super) fn inbox_channel(&self) -> String {
         format!("{}{{inbox}}:ch", self.prefix)
