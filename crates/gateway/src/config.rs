@@ -114,6 +114,11 @@ pub const DEFAULT_QUEUED_BYTES_TOTAL: usize = 512 * 1024 * 1024;
 /// Tabs that may join one session per second (bursts of twice as many); one more is closed
 /// with 1013 and comes back later.
 pub const DEFAULT_JOINS_PER_SESSION_PER_SECOND: u32 = 10;
+/// How long an open request may go without its agent (the socket that asked it gone, no
+/// socket re-asking it, no long-poll waiting on it) before it is marked orphaned.
+pub const DEFAULT_AGENT_GRACE: Duration = Duration::from_secs(60);
+/// How long a request without a deadline stays orphaned before the gateway withdraws it.
+pub const DEFAULT_ORPHAN_WITHDRAW_AFTER: Duration = Duration::from_secs(86_400);
 
 /// Every limit, in one place.
 #[derive(Clone, Debug)]
@@ -181,6 +186,10 @@ pub struct Limits {
     pub queued_bytes_total: usize,
     /// See [`DEFAULT_JOINS_PER_SESSION_PER_SECOND`].
     pub joins_per_session_per_second: u32,
+    /// See [`DEFAULT_AGENT_GRACE`].
+    pub agent_grace: Duration,
+    /// See [`DEFAULT_ORPHAN_WITHDRAW_AFTER`]; `None`: orphaned requests are kept.
+    pub orphan_withdraw_after: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -216,6 +225,8 @@ impl Default for Limits {
             queued_bytes_per_session: DEFAULT_QUEUED_BYTES_PER_SESSION,
             queued_bytes_total: DEFAULT_QUEUED_BYTES_TOTAL,
             joins_per_session_per_second: DEFAULT_JOINS_PER_SESSION_PER_SECOND,
+            agent_grace: DEFAULT_AGENT_GRACE,
+            orphan_withdraw_after: Some(DEFAULT_ORPHAN_WITHDRAW_AFTER),
         }
     }
 }

@@ -263,6 +263,10 @@ impl Hub {
                                 resolution: resolution.clone(),
                             }),
                         };
+                        if asker.is_some() {
+                            // Asked again on a socket: its agent is back.
+                            session.attended(&id);
+                        }
                         match reply {
                             Ok(reply) => {
                                 self.deliver(asker, &session_id, &reply);
@@ -386,6 +390,7 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
     let questions = shown.questions;
     let asked_at_ms = now_ms();
     let view = RequestView {
+        orphaned: false,
         id: id.to_string(),
         dialect: questions.dialect(),
         title: shown.title.clone(),

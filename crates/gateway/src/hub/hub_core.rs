@@ -111,7 +111,10 @@ impl Hub {
     ) -> Arc<Self> {
         let replica = Replica::of(&*store, &metrics);
         Arc::new_cyclic(|hub| Hub {
-            ledger: Arc::new(Ledger::new(Arc::clone(&metrics), Weak::clone(hub))),
+            ledger: Arc::new(
+                Ledger::new(Arc::clone(&metrics), Weak::clone(hub))
+                    .with_orphans(limits.agent_grace, limits.orphan_withdraw_after),
+            ),
             sessions: Mutex::new(HashMap::new()),
             replica,
             store,

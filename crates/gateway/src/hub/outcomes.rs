@@ -23,7 +23,7 @@ use super::asking::AskReply;
 use super::ending::{Ending, Refusal};
 use super::hub_core::{Forgotten, Sessions};
 use super::peers::links::Link;
-use super::request::EntryState;
+use super::request::{EntryState, OrphanStage};
 use super::session::POLL_GRACE;
 use crate::clock::now_ms;
 use crate::store::{Durability, StoreError, StoreOp, StoredResolution};
@@ -118,6 +118,41 @@ impl Hub {
         }
     }
 
+    /// Request `id` of `session` has been without its agent for its time: orphaned after the
+    /// grace (tabs told), withdrawn by the gateway once orphaned long enough.
+    pub(super) async fn orphan_due(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        stage: OrphanStage,
+    ) {
+        let still_orphaned = {
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(session) else {
+                return;
+            };
+            match stage {
+                OrphanStage::Grace => {
+                    if state.orphan(id) {
+                        tracing::info!(%session, request = %id, "orphaned: its agent is gone");
+                    }
+                    return;
+                }
+                OrphanStage::Withdraw => state
+                    .requests
+                    .get(id)
+                    .is_some_and(|entry| entry.orphaned_since_ms.is_some()),
+            }
+        };
+        if still_orphaned {
+            tracing::info!(%session, request = %id, "withdrawn: orphaned for --orphan-withdraw-after-s");
+            // On a task of its own: the timer that called this is the request's, and the
+            // withdrawal ending the request stops it.
+            let (hub, session, id) = (Arc::clone(self), session.clone(), id.clone());
+            tokio::spawn(async move { hub.withdraw(&session, &id, None, Via::Gateway).await });
+        }
+    }
+
     /// An agent's long-poll: the request's state, waiting up to `wait` for it to end. While
     /// it waits on an open request, tabs of the session see an agent waiting.
     pub async fn long_poll(
@@ -168,6 +203,7 @@ impl Hub {
 struct Poll {
     hub: Arc<Hub>,
     session: SessionId,
+    id: RequestId,
 }
 
 impl Poll {
@@ -175,14 +211,17 @@ impl Poll {
     fn begin(hub: &Arc<Hub>, session: &SessionId, id: &RequestId) -> Option<Poll> {
         let mut sessions = hub.lock();
         let state = sessions.get_mut(session)?;
-        let entry = state.requests.get(id)?;
+        let entry = state.requests.get_mut(id)?;
         if matches!(entry.state, EntryState::Resolved(_)) {
             return None;
         }
+        entry.polls += 1;
+        state.attended(id);
         state.begin_poll();
         Some(Poll {
             hub: Arc::clone(hub),
             session: session.clone(),
+            id: id.clone(),
         })
     }
 }
@@ -193,6 +232,12 @@ impl Drop for Poll {
         let Some(state) = sessions.get_mut(&self.session) else {
             return;
         };
+        if let Some(entry) = state.requests.get_mut(&self.id) {
+            entry.polls = entry.polls.saturating_sub(1);
+            if entry.polls == 0 {
+                state.unattended(&self.id);
+            }
+        }
         // Tabs hear the agent left only if no poll follows within the grace: one timer per
         // session, however many polls end.
         if !state.end_poll() {

@@ -52,6 +52,9 @@ pub(super) struct Session {
     pub(super) joins: Pacer,
     /// The shared part of the last snapshot, reused while the session shows the same.
     snapshot_body: SnapshotBody,
+    /// How many times an open request's view was encoded anew (see `request`): part of what
+    /// says the last snapshot body still shows the same.
+    pub(super) reencoded: u64,
     /// HTTP long-polls waiting on this session's requests now.
     pollers: usize,
     /// Until when the last long-poll to end still counts its agent as waiting.
@@ -87,6 +90,7 @@ impl Session {
             queued_bytes: Arc::new(AtomicUsize::new(0)),
             joins: Pacer::new(joins_per_second),
             snapshot_body: SnapshotBody::default(),
+            reencoded: 0,
             pollers: 0,
             poll_grace_until: None,
             announced_online: false,
@@ -259,7 +263,7 @@ impl Session {
         open.sort_by_key(|e| e.seq);
         let body = self
             .snapshot_body
-            .body(&open, &self.finished, max_frame_bytes);
+            .body(&open, &self.finished, self.reencoded, max_frame_bytes);
         let head = SnapshotHead {
             session: self.id.as_str(),
             tab: tab.as_str(),
@@ -282,10 +286,15 @@ impl Session {
 
     /// Forgets which agent connection waits on each request of `agent`.
     pub(super) fn forget_asker(&mut self, agent: u64) {
+        let mut left = Vec::new();
         for entry in self.requests.values_mut() {
             if entry.asker.as_ref().is_some_and(|link| link.id == agent) {
                 entry.asker = None;
+                left.push(entry.id.clone());
             }
+        }
+        for id in left {
+            self.unattended(&id);
         }
     }
 }

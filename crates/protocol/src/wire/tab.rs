@@ -35,6 +35,9 @@ pub struct RequestView {
     /// The answer given should the deadline pass with none (the ask's `default`), so that the
     /// page can say so beforehand.
     pub default: Option<Value>,
+    /// Whether the agent that asked it is gone (see the gateway's `--agent-grace-s`): still
+    /// answerable, its answer kept for an agent that comes back.
+    pub orphaned: bool,
 }
 
 impl Serialize for RequestView {
@@ -58,6 +61,9 @@ impl Serialize for RequestView {
         if let Some(default) = &self.default {
             map.serialize_entry("default", default)?;
         }
+        if self.orphaned {
+            map.serialize_entry("orphaned", &true)?;
+        }
         map.end()
     }
 }
@@ -75,6 +81,7 @@ impl<'de> Deserialize<'de> for RequestView {
         let answerers = Option::deserialize(take("answerers")).map_err(D::Error::custom)?;
         let escalated_to = Option::deserialize(take("escalated_to")).map_err(D::Error::custom)?;
         let default = Some(take("default")).filter(|value| !value.is_null());
+        let orphaned = take("orphaned") == Value::Bool(true);
         let questions = dialect.gather(|name| fields.get(name));
         Ok(RequestView {
             id,
@@ -86,6 +93,7 @@ impl<'de> Deserialize<'de> for RequestView {
             answerers,
             escalated_to,
             default,
+            orphaned,
         })
     }
 }
@@ -163,6 +171,12 @@ pub enum ToTab {
         via: Option<Via>,
         /// The response given (null when withdrawn).
         response: Value,
+    },
+    /// The agent that asked a request still open is gone: the request stays answerable, and a
+    /// `request` frame follows should an agent ask it again.
+    Orphaned {
+        /// The request.
+        id: String,
     },
     /// A request still open was escalated: more people may answer it now.
     Escalated {

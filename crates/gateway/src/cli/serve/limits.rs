@@ -112,6 +112,15 @@ pub struct LimitArgs {
     /// long-poll). Past it: 408.
     #[arg(long, hide_env_values = true, env = "ASKGATE_REQUEST_TIMEOUT_S", default_value_t = config::DEFAULT_REQUEST_TIMEOUT.as_secs_f64())]
     pub request_timeout_s: f64,
+    /// Seconds an open request may go without its agent (the socket that asked it closed, no
+    /// socket re-asking its id, no long-poll waiting on it) before it is marked orphaned:
+    /// still answerable, shown apart (1 to 86,400).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_AGENT_GRACE_S", default_value_t = config::DEFAULT_AGENT_GRACE.as_secs())]
+    pub agent_grace_s: u64,
+    /// Seconds a request without a deadline stays orphaned before the gateway withdraws it;
+    /// 0 keeps it until its agent or an operator ends it.
+    #[arg(long, hide_env_values = true, env = "ASKGATE_ORPHAN_WITHDRAW_AFTER_S", default_value_t = config::DEFAULT_ORPHAN_WITHDRAW_AFTER.as_secs())]
+    pub orphan_withdraw_after_s: u64,
     /// Seconds an accepted WebSocket upgrade may take to hand over its connection.
     #[arg(long, hide_env_values = true, env = "ASKGATE_UPGRADE_TIMEOUT_S", default_value_t = config::DEFAULT_UPGRADE_TIMEOUT.as_secs_f64())]
     pub upgrade_timeout_s: f64,
@@ -237,6 +246,27 @@ impl LimitArgs {
                 self.joins_per_session_per_second,
                 1,
             )?,
+            agent_grace: {
+                if !(1..=86_400).contains(&self.agent_grace_s) {
+                    bail!(
+                        "--agent-grace-s must be 1 to 86400 seconds, got {}",
+                        self.agent_grace_s
+                    );
+                }
+                Duration::from_secs(self.agent_grace_s)
+            },
+            orphan_withdraw_after: {
+                const TEN_YEARS_S: u64 = 10 * 365 * 86_400;
+                if self.orphan_withdraw_after_s > TEN_YEARS_S {
+                    bail!(
+                        "--orphan-withdraw-after-s must be at most {TEN_YEARS_S} seconds (0 keeps \
+                         orphaned requests), got {}",
+                        self.orphan_withdraw_after_s
+                    );
+                }
+                (self.orphan_withdraw_after_s > 0)
+                    .then(|| Duration::from_secs(self.orphan_withdraw_after_s))
+            },
         })
     }
 }

@@ -87,6 +87,10 @@ pub(super) struct Ledger {
     pub(super) followers: Followers,
     /// The open inboxes, told of a request's changes as its session's tabs are.
     pub(super) inboxes: Inboxes,
+    /// How long an open request may go without its agent before it is orphaned.
+    pub(super) agent_grace: std::time::Duration,
+    /// How long a request without a deadline stays orphaned before it is withdrawn, if ever.
+    pub(super) orphan_withdraw_after: Option<std::time::Duration>,
 }
 
 impl Ledger {
@@ -97,7 +101,40 @@ impl Ledger {
             hub,
             followers: Followers::default(),
             inboxes: Inboxes::default(),
+            agent_grace: crate::config::DEFAULT_AGENT_GRACE,
+            orphan_withdraw_after: Some(crate::config::DEFAULT_ORPHAN_WITHDRAW_AFTER),
         }
+    }
+
+    /// These, with how long a request waits for its agent (`agent_grace`) and then, orphaned,
+    /// before it is withdrawn (`withdraw_after`).
+    pub(super) fn with_orphans(
+        mut self,
+        agent_grace: std::time::Duration,
+        withdraw_after: Option<std::time::Duration>,
+    ) -> Self {
+        self.agent_grace = agent_grace;
+        self.orphan_withdraw_after = withdraw_after;
+        self
+    }
+
+    /// Calls [`Hub::orphan_due`] for request `id` of `session` `after` from now, at `stage`,
+    /// until the handle is dropped.
+    fn orphan_timer(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+        after: std::time::Duration,
+        stage: OrphanStage,
+    ) -> AbortOnDropHandle<()> {
+        let hub = Weak::clone(&self.hub);
+        let (session, id) = (session.clone(), id.clone());
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(hub) = hub.upgrade() {
+                hub.orphan_due(&session, &id, stage).await;
+            }
+        }))
     }
 
     /// A ledger of its own, with no hub to time requests out through.
@@ -140,6 +177,16 @@ impl Ledger {
         })
         .abort_handle()
     }
+}
+
+/// Where an open request without its agent is: waiting out the grace, or orphaned and waiting
+/// to be withdrawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OrphanStage {
+    /// The grace is over: orphaned, if still without its agent.
+    Grace,
+    /// Orphaned long enough: withdrawn by the gateway.
+    Withdraw,
 }
 
 /// A session's unresolved requests (committing, open or resolving): how many, and their
@@ -289,6 +336,9 @@ impl Session {
             default: record.default.clone(),
             title: record.title.clone(),
             orphaned_since_ms: None,
+            polls: 0,
+            timed_here: false,
+            orphan_timer: None,
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -320,6 +370,7 @@ impl Session {
             return;
         }
         entry.state = EntryState::Open;
+        entry.timed_here = matches!(deadline, Deadline::Here);
         if let (Deadline::Here, Some(deadline_ms)) = (deadline, entry.deadline_ms) {
             entry.timer = Some(ledger.deadline_timer(&self.id, id, deadline_ms));
         }
@@ -332,6 +383,8 @@ impl Session {
         let reach = Reach::of(entry);
         self.broadcast(&request_frame, &ledger.metrics);
         self.tell_inboxes(&reach, &request_frame);
+        // Posted over HTTP, no long-poll waits on it yet: its grace starts now.
+        self.unattended(id);
     }
 
     /// `Committing` → `Resolved`: the id was asked on another node, and has ended there. Its
@@ -360,6 +413,7 @@ impl Session {
     ) -> Admitted {
         let answerers = answerers_now(record.answerers.as_deref(), &record.follow_ups);
         let view = RequestView {
+            orphaned: false,
             id: record.id.to_string(),
             dialect: record.dialect,
             title: record.title,
@@ -431,6 +485,9 @@ impl Session {
             default: record.default,
             title: view.title.clone(),
             orphaned_since_ms: None,
+            polls: 0,
+            timed_here: arrival == Arrival::Restored,
+            orphan_timer: None,
             encoded,
             asker: None,
             state,
@@ -441,11 +498,15 @@ impl Session {
             resolved: Arc::new(Notify::new()),
         };
         let reach = Reach::of(&entry);
-        self.requests.insert(id, entry);
+        self.requests.insert(id.clone(), entry);
         if let Some(frame) = frame {
             let ledger = Arc::clone(&self.open.ledger);
             self.broadcast(&frame, &ledger.metrics);
             self.tell_inboxes(&reach, &frame);
+        }
+        if admitted == Admitted::Open {
+            // Restored with no agent yet: its agent has the grace to come back.
+            self.unattended(&id);
         }
         admitted
     }
@@ -517,6 +578,7 @@ impl Session {
             timer.abort();
         }
         entry.follow_up_timer = None;
+        entry.orphan_timer = None;
         gauge_add(&metrics.open_requests, -1);
         gauge_add(&metrics.kept_outcomes, 1);
         if let (Some(asker), None) = (&entry.asker, &entry.storing) {
@@ -575,6 +637,7 @@ impl Session {
         view.answerers = answerers.clone();
         view.escalated_to = Some(to.clone());
         entry.encoded = EncodedRequest::new(&view);
+        self.reencoded += 1;
         let request_frame = entry.encoded.frame.clone();
         let bytes_after = entry.encoded.view.len();
         if matches!(entry.state, EntryState::Open | EntryState::Resolving) {
@@ -588,6 +651,95 @@ impl Session {
         self.broadcast(&frame, &metrics);
         self.tell_inboxes_widened((&before, &after), (&frame, &request_frame));
         true
+    }
+
+    /// `Open` → `Open`, without its agent now (the socket that asked closed, the last
+    /// long-poll ended, or none was there: posted over HTTP, restored): unless one comes back
+    /// within the grace, it is orphaned. Only where its timers are made.
+    pub(super) fn unattended(&mut self, id: &RequestId) {
+        let ledger = Arc::clone(&self.open.ledger);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        let waiting = entry.asker.is_some() || entry.polls > 0;
+        if !matches!(entry.state, EntryState::Open)
+            || waiting
+            || !entry.timed_here
+            || entry.orphaned_since_ms.is_some()
+            || entry.orphan_timer.is_some()
+        {
+            return;
+        }
+        entry.orphan_timer =
+            Some(ledger.orphan_timer(&self.id, id, ledger.agent_grace, OrphanStage::Grace));
+    }
+
+    /// `Open` → `Open`, its agent back (it re-asked, or a long-poll waits on it): the grace
+    /// stops; an orphaned request is shown as live again, its `request` sent anew.
+    pub(super) fn attended(&mut self, id: &RequestId) {
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        entry.orphan_timer = None;
+        if entry.orphaned_since_ms.take().is_none() || !entry.is_open() {
+            return;
+        }
+        let Some(request_frame) = self.reencode(id, false) else {
+            return;
+        };
+        self.broadcast(&request_frame, &metrics);
+        if let Some(entry) = self.requests.get(id) {
+            let reach = Reach::of(entry);
+            self.tell_inboxes(&reach, &request_frame);
+        }
+    }
+
+    /// `Open` → `Open`, orphaned: the grace passed with no agent. Tabs get `orphaned`; a
+    /// request without a deadline is withdrawn after `--orphan-withdraw-after-s`. `false` if
+    /// it is not (an agent came back, it ended).
+    pub(super) fn orphan(&mut self, id: &RequestId) -> bool {
+        let ledger = Arc::clone(&self.open.ledger);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return false;
+        };
+        let waiting = entry.asker.is_some() || entry.polls > 0;
+        if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
+        {
+            return false;
+        }
+        entry.orphaned_since_ms = Some(now_ms());
+        entry.orphan_timer = match (entry.deadline_ms, ledger.orphan_withdraw_after) {
+            (None, Some(after)) => {
+                Some(ledger.orphan_timer(&self.id, id, after, OrphanStage::Withdraw))
+            }
+            _ => None,
+        };
+        if self.reencode(id, true).is_none() {
+            return false;
+        }
+        let frame = Frame::encode(&askgate_protocol::wire::ToTab::Orphaned { id: id.to_string() });
+        self.broadcast(&frame, &ledger.metrics);
+        if let Some(entry) = self.requests.get(id) {
+            let reach = Reach::of(entry);
+            self.tell_inboxes(&reach, &frame);
+        }
+        true
+    }
+
+    /// Encodes open request `id`'s view again with `orphaned` set so, its bytes counted anew;
+    /// its `request` frame.
+    fn reencode(&mut self, id: &RequestId, orphaned: bool) -> Option<Frame> {
+        let entry = self.requests.get_mut(id)?;
+        let mut view = serde_json::from_slice::<RequestView>(&entry.encoded.view).ok()?;
+        view.orphaned = orphaned;
+        let before = entry.encoded.view.len();
+        entry.encoded = EncodedRequest::new(&view);
+        let after = entry.encoded.view.len();
+        let frame = entry.encoded.frame.clone();
+        self.open.resize(before, after);
+        self.reencoded += 1;
+        Some(frame)
     }
 
     /// `Resolving` → gone: the shared store no longer has it (acknowledged on another node).
@@ -644,6 +796,9 @@ impl Session {
             }
             if let Some(follow_ups) = &entry.follow_up_timer {
                 follow_ups.abort();
+            }
+            if let Some(orphaning) = &entry.orphan_timer {
+                orphaning.abort();
             }
             match entry.state {
                 EntryState::Open => gauge_add(&metrics.open_requests, -1),
@@ -742,6 +897,13 @@ pub(super) struct Entry {
     pub(super) title: Option<String>,
     /// Since when its agent is gone (Unix ms), once it is orphaned.
     pub(super) orphaned_since_ms: Option<u64>,
+    /// HTTP long-polls waiting on it now: its agent is there while any does.
+    pub(super) polls: usize,
+    /// Whether this node makes its timers (its deadline, follow-ups, orphaning): a local
+    /// store's, or on a shared store the node it was asked on or restored by.
+    pub(super) timed_here: bool,
+    /// Its grace without an agent, or once orphaned its withdrawal, running.
+    pub(super) orphan_timer: Option<AbortOnDropHandle<()>>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
@@ -854,6 +1016,7 @@ mod encoding_tests {
     #[test]
     fn the_shown_request_is_the_request_frame_and_its_view() {
         let view = RequestView {
+            orphaned: false,
             default: None,
             id: "r-1".into(),
             dialect: Dialect::HARNESS,

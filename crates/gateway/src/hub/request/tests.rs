@@ -671,6 +671,7 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
     let request = record("r", None);
     let questions = read(&request);
     let view = RequestView {
+        orphaned: false,
         default: None,
         id: "r".into(),
         dialect: Dialect::HARNESS,
@@ -1198,4 +1199,132 @@ async fn following_a_session_refreshes_the_persons_inbox_and_an_escalation_reach
     let resolved = drain(&mut alice);
     assert_eq!(types(&resolved), ["resolved"]);
     assert_eq!(resolved[0]["id"], "open-escalating");
+}
+
+/// The agent that asked goes away: after the grace (60 s by default) the request is orphaned
+/// (tabs told, a late tab's snapshot says so, the operator's listing too) and still
+/// answerable; asked again on a socket, it is live again and shown anew.
+#[tokio::test(start_paused = true)]
+async fn a_request_whose_agent_left_is_orphaned_after_the_grace_and_live_again_when_re_asked() {
+    let mut rig = rig();
+    rig.ask("r", Some(3_600_000)).await;
+    assert_eq!(rig.tab_frames(), ["request"]);
+    rig.hub.detach_agent(&rig.agent);
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert_eq!(
+        rig.tab_frames(),
+        Vec::<String>::new(),
+        "not before the grace"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let frames = drain(&mut rig.tab_queue);
+    assert_eq!(types(&frames), ["orphaned"]);
+    assert_eq!(frames[0]["id"], "r");
+    let (link, mut late) = Link::new(64);
+    let _late = rig
+        .hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    let snapshot = drain(&mut late);
+    assert_eq!(snapshot[0]["requests"][0]["orphaned"], true);
+    let filter = crate::hub::ListFilter {
+        state: crate::hub::ListState::Orphaned,
+        session_prefix: None,
+        older_than_ms: None,
+        limit: 10,
+        after: None,
+    };
+    let (listed, _) = rig.hub.list_requests(&filter).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].orphaned);
+
+    // Asked again by an agent that came back: live again, shown anew, nothing withdrawn.
+    let (agent, mut agent_queue) = Link::new(64);
+    rig.hub
+        .ask(ask_of("r", Some(3_600_000)), Some(&agent))
+        .await;
+    let frames = drain(&mut rig.tab_queue);
+    assert_eq!(types(&frames), ["request"]);
+    assert_eq!(frames[0]["request"].get("orphaned"), None);
+    assert_eq!(drain(&mut agent_queue)[0]["type"], "accepted");
+    let (listed, _) = rig.hub.list_requests(&filter).await.unwrap();
+    assert!(listed.is_empty());
+    // Still answerable all along, by the agent that came back.
+    assert!(rig.tab.answer("r", red()).await.is_none());
+    assert_eq!(drain(&mut agent_queue)[0]["outcome"], "answered");
+}
+
+/// An orphaned request without a deadline is withdrawn by the gateway after
+/// `--orphan-withdraw-after-s` (a day by default), counted from when it was orphaned; one with
+/// a deadline is left to it.
+#[tokio::test(start_paused = true)]
+async fn an_orphaned_request_without_a_deadline_is_withdrawn_by_the_gateway_after_a_day() {
+    let mut rig = rig();
+    rig.ask("r", None).await;
+    rig.ask("timed", Some(10 * 86_400_000)).await;
+    rig.tab_frames();
+    rig.hub.detach_agent(&rig.agent);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(rig.tab_frames(), ["orphaned", "orphaned"]);
+    tokio::time::sleep(Duration::from_secs(86_400 - 2)).await;
+    assert_eq!(rig.tab_frames(), Vec::<String>::new(), "not before the day");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let frames = drain(&mut rig.tab_queue);
+    assert_eq!(types(&frames), ["resolved"]);
+    assert_eq!(
+        (&frames[0]["id"], &frames[0]["outcome"], &frames[0]["via"]),
+        (&json!("r"), &json!("withdrawn"), &json!("gateway"))
+    );
+    let trail = rig.store.trails().audit(&session(), 0, 100).await.unwrap();
+    let withdrawn: Value = serde_json::from_str(trail.last().unwrap()).unwrap();
+    assert_eq!(
+        (&withdrawn["event"], &withdrawn["via"]),
+        (&json!("withdrawn"), &json!("gateway"))
+    );
+    assert_eq!(rig.state("timed"), Some("open"));
+}
+
+/// A request posted over HTTP is its agent's while a long-poll waits on it: orphaned only
+/// once none has waited for the grace.
+#[tokio::test(start_paused = true)]
+async fn a_long_poll_keeps_its_request_from_being_orphaned() {
+    let mut rig = rig();
+    rig.hub.ask(ask_of("r", None), None).await;
+    rig.tab_frames();
+    let hub = Arc::clone(&rig.hub);
+    let poll = tokio::spawn(async move {
+        hub.long_poll(&session(), &id("r"), Duration::from_secs(120))
+            .await
+    });
+    tokio::time::sleep(Duration::from_secs(100)).await;
+    assert_eq!(
+        rig.tab_frames(),
+        Vec::<String>::new(),
+        "polled: not orphaned"
+    );
+    let _ = poll.await;
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(rig.tab_frames(), ["orphaned"]);
+}
+
+/// A tab joining after an open request was shown otherwise (escalated, orphaned) is sent
+/// the request as it is now, not the snapshot body built before.
+#[tokio::test(start_paused = true)]
+async fn a_snapshot_after_a_request_is_shown_anew_has_it_as_it_is_now() {
+    let mut rig = rig();
+    rig.ask("r", None).await;
+    let (link, mut early) = Link::new(64);
+    let _early = rig
+        .hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    assert_eq!(drain(&mut early)[0]["requests"][0].get("orphaned"), None);
+    rig.hub.detach_agent(&rig.agent);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let (link, mut late) = Link::new(64);
+    let _late = rig
+        .hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .unwrap();
+    assert_eq!(drain(&mut late)[0]["requests"][0]["orphaned"], true);
 }

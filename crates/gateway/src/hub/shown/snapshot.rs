@@ -19,6 +19,9 @@ use super::finished::Finished;
 struct SnapshotKey {
     open: Vec<u64>,
     finished: u64,
+    /// How many times an open request's view was encoded anew (escalated, orphaned...):
+    /// the same requests may show otherwise.
+    reencoded: u64,
 }
 
 /// The shared part of a session's last snapshot and what it was built from.
@@ -34,11 +37,13 @@ impl SnapshotBody {
         &mut self,
         open: &[&Entry],
         finished: &Finished,
+        reencoded: u64,
         max_frame_bytes: usize,
     ) -> Bytes {
         let key = SnapshotKey {
             open: open.iter().map(|e| e.seq).collect(),
             finished: finished.generation(),
+            reencoded,
         };
         match &self.last {
             Some((built_from, body)) if *built_from == key => body.clone(),
@@ -145,6 +150,7 @@ mod tests {
 
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
+            orphaned: false,
             default: None,
             id: id.into(),
             dialect: Dialect::parse("deepagents").unwrap(),
