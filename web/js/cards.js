@@ -53,6 +53,8 @@ export function buildCard(view) {
   rec.waitingEl = el.appendChild(make('p', 'card-waiting', null, { hidden: true }));
   rec.escalatedEl = el.appendChild(make('p', 'card-escalated', null, { hidden: true }));
   showEscalation(rec);
+  rec.orphanedEl = el.appendChild(make('p', 'card-orphaned', null, { hidden: true }));
+  showOrphaned(rec);
   if (typeof view.deadline_ms === 'number') el.appendChild(buildCountdown(rec));
   rec.errorEl = el.appendChild(make('div', 'card-error'));
   if (rec.supported) {
@@ -134,6 +136,22 @@ function showEscalation(rec) {
   const text = escalationText(rec.view);
   showText(rec.escalatedEl, text);
   rec.escalatedEl.hidden = !text;
+}
+
+const ORPHANED_TEXT = 'The agent that asked this is not connected; your answer will be kept for it.';
+
+function showOrphaned(rec) {
+  const orphaned = rec.view.orphaned === true;
+  showText(rec.orphanedEl, orphaned ? ORPHANED_TEXT : '');
+  rec.orphanedEl.hidden = !orphaned;
+  rec.el.classList.toggle('is-orphaned', orphaned);
+}
+
+// Request `rec`'s agent is gone (an `orphaned` frame), or back (its `request` sent again):
+// said on the card, which stays answerable.
+export function markOrphaned(rec, orphaned) {
+  rec.view = Object.assign({}, rec.view, { orphaned });
+  showOrphaned(rec);
 }
 
 // Request `rec` was escalated (an `escalated` frame): more people may answer it now, which

@@ -5,7 +5,8 @@
 
 import { send, state, ui } from './page.js';
 import {
-  applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, removeCard, reopen,
+  applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, markOrphaned, removeCard,
+  reopen,
   setStatus, tick, updateEmpty,
 } from './cards.js';
 import { renderErrors } from './readiness.js';
@@ -147,6 +148,7 @@ const HANDLERS = {
   request: (f) => onRequest(f.request),
   resolved: onResolved,
   escalated: onEscalated,
+  orphaned: onOrphaned,
   answer_rejected: onAnswerRejected,
   history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
@@ -251,12 +253,23 @@ function liveCard(view) {
 }
 
 function onRequest(view) {
-  if (!view || !view.id || liveCard(view)) return;
+  if (!view || !view.id) return;
+  const known = liveCard(view);
+  // Sent again for a card already shown: its agent is back (it had been orphaned).
+  if (known) {
+    if (known.phase !== 'final' && known.phase !== 'folded') markOrphaned(known, view.orphaned === true);
+    return;
+  }
   const rec = createCard(view);
   ui.list.appendChild(rec.el);
   updateEmpty();
   noteNew([rec]);
   tick();
+}
+
+function onOrphaned(f) {
+  const rec = state.cards.get(String(f.id));
+  if (rec && rec.phase !== 'final' && rec.phase !== 'folded') markOrphaned(rec, true);
 }
 
 function onEscalated(f) {

@@ -16,8 +16,8 @@
 
 import { state, ui, make } from './page.js';
 import {
-  applyAccess, createCard, escalate, finalize, removeCard, reopen, tick, updateEmpty,
-  whenFinalFold,
+  applyAccess, createCard, escalate, finalize, markOrphaned, removeCard, reopen, tick,
+  updateEmpty, whenFinalFold,
 } from './cards.js';
 import { onAnswerRejected } from './connection.js';
 import { setYou } from './people.js';
@@ -127,6 +127,10 @@ const HANDLERS = {
     const rec = state.cards.get(cardKey(f.session, f.id));
     if (rec && rec.phase !== 'final') escalate(rec, f);
   },
+  orphaned: (f) => {
+    const rec = state.cards.get(cardKey(f.session, f.id));
+    if (rec && rec.phase !== 'final') markOrphaned(rec, true);
+  },
   answer_rejected: (f) => onAnswerRejected(Object.assign({}, f, { id: cardKey(f.session, f.id) })),
   error: (f) => toast(f.message || f.code || 'Something went wrong.'),
 };
@@ -182,6 +186,7 @@ function addCard(session, view, live) {
       reopen(known, 'Your answer may not have arrived before the connection dropped. Please send it again.');
     }
     applyAccess(known);
+    markOrphaned(known, view.orphaned === true);
     return null;
   }
   if (known) removeCard(known);

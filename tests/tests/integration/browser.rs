@@ -437,6 +437,37 @@ async fn a_default_is_shown_beforehand_and_named_when_given() {
     assert_accessible(&browser, "a card its default answered").await;
 }
 
+/// An agent killed mid-question: after the grace its card says the agent is not connected (and
+/// stays answerable); the agent started again re-asks it, and the card is live again. Both
+/// states pass axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_whose_agent_is_gone_says_so_until_it_is_asked_again() {
+    let mut config = test_config();
+    config.limits.agent_grace = std::time::Duration::from_secs(1);
+    let server = TestServer::start_with(config).await;
+    let browser = open_page(&server, "s").await;
+    let asked = ask("s", "r1", &["Color"], None);
+    let agent = agent_asking(&server, &asked).await;
+    browser.wait_for_text(&card("r1"), "Which Color?").await;
+    agent.close().await;
+    let orphaned = format!("{} .card-orphaned", card("r1"));
+    browser
+        .wait_for_text(&orphaned, "The agent that asked this is not connected")
+        .await;
+    assert_accessible(&browser, "a card whose agent is gone").await;
+    let mut agent = agent_asking(&server, &asked).await;
+    browser
+        .wait_until(
+            "return document.querySelector(arguments[0])?.hidden === true;",
+            json!([orphaned]),
+        )
+        .await;
+    // Answerable all along: the page's answer reaches the agent that came back.
+    browser.click(&format!("{} .option", card("r1"))).await;
+    browser.click(&format!("{} .submit", card("r1"))).await;
+    assert_eq!(agent.recv_type("outcome").await["outcome"], "answered");
+}
+
 /// A title is shown as sent, emoji sequences and line breaks included, its direction controls
 /// as marks, and a deadline weeks away counts down in days.
 #[tokio::test(flavor = "multi_thread")]

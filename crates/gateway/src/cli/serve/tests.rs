@@ -363,3 +363,59 @@ fn the_probe_silence_is_three_seconds_by_default_and_one_to_five_minutes() {
     assert_eq!(parse(&["--probe-silence-s", "300"]).probe_silence_s, 300);
     assert_parse_refuses("--probe-silence-s", &["0", "301", "-1", "three"]);
 }
+
+/// `--agent-grace-s` is 1 s to a day (60 by default); `--orphan-withdraw-after-s` at most ten
+/// years (a day by default), 0 keeping orphaned requests.
+#[test]
+fn the_agent_grace_and_the_orphans_withdrawal_are_bounded() {
+    let limits = parse(&[]).limits.to_limits().unwrap();
+    assert_eq!(limits.agent_grace, Duration::from_secs(60));
+    assert_eq!(
+        limits.orphan_withdraw_after,
+        Some(Duration::from_secs(86_400))
+    );
+    let kept = parse(&["--orphan-withdraw-after-s", "0"])
+        .limits
+        .to_limits();
+    assert_eq!(kept.unwrap().orphan_withdraw_after, None);
+    for bad in ["0", "86401"] {
+        assert!(
+            refusal(&["--agent-grace-s", bad]).contains("--agent-grace-s"),
+            "{bad}"
+        );
+    }
+    assert!(
+        refusal(&["--orphan-withdraw-after-s", "315360001"]).contains("--orphan-withdraw-after-s")
+    );
+    assert_parse_refuses("--agent-grace-s", &["-1", "soon"]);
+}
+
+/// An operator key is one word, and no agent's.
+#[test]
+fn an_operator_key_is_one_word_and_not_an_agent_key() {
+    let config = |flags: &[&str]| parse(flags).to_config().map_err(|e| format!("{e:#}"));
+    let dir = std::env::temp_dir().join(format!("askgate-operator-{}", std::process::id()));
+    let data = dir.to_string_lossy().into_owned();
+    let taken = config(&["--data-dir", &data, "--operator-key", "op1,op2"]).unwrap();
+    assert_eq!(taken.operator_keys, ["op1", "op2"]);
+    let refused = config(&[
+        "--data-dir",
+        &data,
+        "--agent-key",
+        "same",
+        "--operator-key",
+        "same",
+    ]);
+    assert!(
+        refused
+            .unwrap_err()
+            .contains("--operator-key number 1 is also an agent key")
+    );
+    let spaced = config(&["--data-dir", &data, "--operator-key", "two words"]);
+    assert!(
+        spaced
+            .unwrap_err()
+            .contains("--operator-key number 1 contains whitespace")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
