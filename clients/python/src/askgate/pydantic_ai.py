@@ -215,6 +215,8 @@ class GatewayApprovals(AbstractCapability[AgentDepsT]):
     wait: float | None = None
     answerers: Sequence[str] | None = None
     on_posted: Callable[[list[PostedRequest]], None] | None = None
+    default: DefaultDecision | None = None
+    """What every call is decided as if nobody answers before `timeout_s`."""
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -239,4 +241,5 @@ class GatewayApprovals(AbstractCapability[AgentDepsT]):
             wait=self.wait,
             answerers=self.answerers,
             on_posted=self.on_posted,
+            default=self.default,
         )

@@ -31,6 +31,12 @@
 //! | `let_go`          | every request → (not held here) | gauges −, timers stopped                                    |
 //! | `remind`          | Open → Open             | marked reminded (its follow-up timer goes on to the next)           |
 //! | `escalate`        | Open → Open             | marked; answerers widened; view re-encoded, bytes resized; `escalated` to every tab |
+//! | `unattended`      | Open → Open             | its agent gone for now: the grace timer set (where its timers are made) |
+//! | `attended`        | Open → Open             | its agent back: the timer stopped; if orphaned, view re-encoded and `request` to every tab |
+//! | `orphan`          | Open → Open             | orphaned: view re-encoded, bytes resized; `orphaned` to every tab; the withdrawal timer set if it has no deadline |
+//!
+//! At its deadline a request ends as its `default` if the ask gave one (`Entry::deadline_ending`),
+//! else as timed out; either goes through `begin_resolving` and `settle` like any ending.
 //!
 //! Only `Open` can be won; a rival arriving in `Resolved` is told "already resolved", one
 //! arriving in `Resolving` waits to learn whether the store kept the winner (`Resolved`) or not

@@ -1311,7 +1311,7 @@ async fn a_long_poll_keeps_its_request_from_being_orphaned() {
 /// the request as it is now, not the snapshot body built before.
 #[tokio::test(start_paused = true)]
 async fn a_snapshot_after_a_request_is_shown_anew_has_it_as_it_is_now() {
-    let mut rig = rig();
+    let rig = rig();
     rig.ask("r", None).await;
     let (link, mut early) = Link::new(64);
     let _early = rig
