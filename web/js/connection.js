@@ -225,6 +225,7 @@ function onSnapshot(f) {
     } else if (rec.phase === 'open') {
       applyAccess(rec);
     }
+    if (rec.phase !== 'final' && rec.phase !== 'folded') markOrphaned(rec, view.orphaned === true);
     // Only move nodes that are out of place, so focus and typing survive a resync.
     while (cursor && cursor !== rec.el && cursor.classList.contains('is-final')) {
       cursor = cursor.nextElementSibling;

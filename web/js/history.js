@@ -177,6 +177,8 @@ function alsoAsked(e) {
 
 // Who ended it, or how it ended.
 function whoText(e) {
+  if (e.outcome === 'withdrawn' && e.via === 'operator') return 'Withdrawn by an operator';
+  if (e.outcome === 'withdrawn' && e.via === 'gateway') return 'Withdrawn by the gateway: its agent was gone too long';
   if (OTHER_ENDINGS[e.outcome]) return OTHER_ENDINGS[e.outcome];
   if (e.via === 'default') {
     return e.outcome === 'declined' ? 'Declined by default: nobody answered in time'

@@ -137,6 +137,7 @@ export function viaText(via) {
 // the history, where the words stand alone (not under the card's own questions).
 export function endingText(end, folded) {
   const { outcome, own, here, user } = end;
+  if (outcome === 'withdrawn' && WITHDRAWN_BY[end.via]) return WITHDRAWN_BY[end.via];
   if (end.via === 'default') {
     return outcome === 'declined' ? 'Nobody answered in time: declined by default'
       : 'Nobody answered in time: answered by default';
@@ -153,6 +154,12 @@ export function endingText(end, folded) {
   }
   return OTHER_ENDINGS[outcome] || 'Closed';
 }
+
+// Who withdrew a request, by its `via`; without one, the agent (as before withdrawals said).
+const WITHDRAWN_BY = {
+  operator: 'Withdrawn by an operator',
+  gateway: 'Withdrawn by the gateway: its agent was gone too long',
+};
 
 const OTHER_ENDINGS = {
   timed_out: 'Timed out',

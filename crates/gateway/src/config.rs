@@ -334,8 +334,8 @@ pub struct Config {
     /// on those of its scope. Empty: local mode (loopback only, no key needed).
     pub agent_keys: Vec<AgentKey>,
     /// Keys that read every session and withdraw any request, and cannot ask
-    /// (`--operator-key`).
-    pub operator_keys: Vec<String>,
+    /// (`--operator-key`); unscoped, and shown redacted as agent keys are.
+    pub operator_keys: Vec<AgentKey>,
     /// The secret viewer keys are derived from.
     pub secret: Vec<u8>,
     /// Where durable state lives.

@@ -240,11 +240,8 @@ impl AgentKeys {
 
     /// These, and `operators` as the operator keys.
     #[must_use]
-    pub fn with_operators(mut self, operators: &[String]) -> Self {
-        self.operators = operators
-            .iter()
-            .map(|key| AgentKey::unscoped(key))
-            .collect();
+    pub fn with_operators(mut self, operators: &[AgentKey]) -> Self {
+        self.operators = operators.to_vec();
         self
     }
 

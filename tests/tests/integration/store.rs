@@ -13,7 +13,7 @@ use askgate_testkit::http::http;
 use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
 use askgate_tests::server::{TestServer, test_config};
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn durable_config(dir: &std::path::Path) -> Config {
     let mut config = test_config();
@@ -73,27 +73,35 @@ async fn a_restart_keeps_open_requests_and_outcomes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A request whose deadline passed while the gateway was down times out at start.
-#[tokio::test(flavor = "multi_thread")]
-async fn deadlines_that_passed_while_down_time_out_at_start() {
-    let dir = temp_dir("overdue");
-    let server = TestServer::start_with(durable_config(&dir)).await;
+/// Asks `asked` (with a short deadline) on the embedded store in `dir`, stops the gateway
+/// before the deadline fires (aborting its timer), starts it again once the deadline has
+/// passed, and asks again: the outcome the gateway gives at start.
+async fn outcome_of_a_deadline_passed_while_down(dir: &std::path::Path, asked: &Value) -> Value {
+    let server = TestServer::start_with(durable_config(dir)).await;
     let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], Some(0.2))).await;
+    agent.send(asked).await;
     let accepted = agent.recv_type("accepted").await;
     agent.close().await;
-    // Stop before the deadline fires (aborting its timer), then start after it has passed.
     server.shutdown().await.unwrap();
     let deadline = accepted["deadline_ms"].as_u64().unwrap();
     while askgate::clock::now_ms() <= deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let server = TestServer::start_with(durable_config(&dir)).await;
+    let server = TestServer::start_with(durable_config(dir)).await;
     let mut agent = server.agent().await;
-    agent.send(&ask("s", "r", &["Color"], Some(0.2))).await;
+    agent.send(asked).await;
     let outcome = agent.recv_type("outcome").await;
-    assert_eq!(outcome["outcome"], "timed_out");
     server.shutdown().await.unwrap();
+    outcome
+}
+
+/// A request whose deadline passed while the gateway was down times out at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn deadlines_that_passed_while_down_time_out_at_start() {
+    let dir = temp_dir("overdue");
+    let outcome =
+        outcome_of_a_deadline_passed_while_down(&dir, &ask("s", "r", &["Color"], Some(0.2))).await;
+    assert_eq!(outcome["outcome"], "timed_out");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -102,23 +110,9 @@ async fn deadlines_that_passed_while_down_time_out_at_start() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_default_whose_deadline_passed_while_down_is_given_at_start() {
     let dir = temp_dir("overdue-default");
-    let server = TestServer::start_with(durable_config(&dir)).await;
-    let mut agent = server.agent().await;
     let mut asked = ask("s", "r", &["Color"], Some(0.2));
-    let blue = answer("r", &["Color"], "Blue")["response"].clone();
-    asked["default"] = blue.clone();
-    agent.send(&asked).await;
-    let accepted = agent.recv_type("accepted").await;
-    agent.close().await;
-    server.shutdown().await.unwrap();
-    let deadline = accepted["deadline_ms"].as_u64().unwrap();
-    while askgate::clock::now_ms() <= deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let server = TestServer::start_with(durable_config(&dir)).await;
-    let mut agent = server.agent().await;
-    agent.send(&asked).await;
-    let outcome = agent.recv_type("outcome").await;
+    asked["default"] = answer("r", &["Color"], "Blue")["response"].clone();
+    let outcome = outcome_of_a_deadline_passed_while_down(&dir, &asked).await;
     assert_eq!(outcome["outcome"], "answered");
     assert_eq!(
         (&outcome["by"], &outcome["via"]),
@@ -128,7 +122,6 @@ async fn a_default_whose_deadline_passed_while_down_is_given_at_start() {
         outcome["response"]["answers"][0]["selected"],
         json!(["Blue"])
     );
-    server.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

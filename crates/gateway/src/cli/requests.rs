@@ -46,7 +46,7 @@ pub enum RequestsCommand {
 }
 
 /// Where the gateway is, and the operator key to present.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub struct GatewayArgs {
     /// The gateway's base URL, e.g. http://127.0.0.1:8080.
     #[arg(long, env = "ASKGATE_URL")]
@@ -54,6 +54,16 @@ pub struct GatewayArgs {
     /// An operator key (`serve --operator-key`).
     #[arg(long, env = "ASKGATE_OPERATOR_KEY", hide_env_values = true)]
     key: String,
+}
+
+/// The key is a secret: never shown.
+impl std::fmt::Debug for GatewayArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayArgs")
+            .field("url", &self.url)
+            .field("key", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Runs `command`, printing to stdout.

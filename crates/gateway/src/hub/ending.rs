@@ -301,6 +301,15 @@ impl Hub {
         {
             return Err(Refusal::Unknown);
         }
+        // The gateway withdraws only a request still orphaned: its agent may have come back
+        // since the withdrawal was decided.
+        if let Ending::Withdrawn {
+            via: askgate_protocol::wire::Via::Gateway,
+        } = ending
+            && entry.orphaned_since_ms.is_none()
+        {
+            return Err(Refusal::Unknown);
+        }
         if let Ending::Answer { person, .. } | Ending::Decline { person, .. } = ending {
             self.people
                 .may_answer(person, entry.answerers.as_deref())

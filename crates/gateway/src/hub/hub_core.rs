@@ -110,10 +110,16 @@ impl Hub {
         notifier: Option<Arc<Notifier>>,
     ) -> Arc<Self> {
         let replica = Replica::of(&*store, &metrics);
+        // Orphaning needs to know the agent everywhere it may come back; on a shared store
+        // it may come back to another node, which this node does not hear of yet.
+        let orphans_here = replica.is_none();
         Arc::new_cyclic(|hub| Hub {
             ledger: Arc::new(
-                Ledger::new(Arc::clone(&metrics), Weak::clone(hub))
-                    .with_orphans(limits.agent_grace, limits.orphan_withdraw_after),
+                Ledger::new(Arc::clone(&metrics), Weak::clone(hub)).with_orphans(
+                    orphans_here,
+                    limits.agent_grace,
+                    limits.orphan_withdraw_after,
+                ),
             ),
             sessions: Mutex::new(HashMap::new()),
             replica,

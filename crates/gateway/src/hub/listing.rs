@@ -3,8 +3,9 @@
 //!
 //! A local store's hub holds every session with a request. On a shared store this node holds
 //! only the sessions it serves: the rest are found in the store's index of sessions asked in
-//! (`Shared::asked_sessions`) and loaded as an inbox loads them, so that what is listed is the
-//! session as the store has it, with its presence on every node.
+//! (`Shared::asked_sessions`) and read from the store (their records, and the other nodes'
+//! presence), without being taken into the hub: a listing neither fills this node with
+//! sessions nor counts toward `--max-sessions`.
 
 use std::sync::Arc;
 
@@ -14,8 +15,11 @@ use serde::Serialize;
 use super::Hub;
 use super::request::{Entry, EntryState};
 use super::session::Session;
+use futures_util::StreamExt as _;
+
 use crate::clock::now_ms;
-use crate::store::StoreError;
+use crate::store::shared::Presence;
+use crate::store::{StoreError, StoredRequest};
 
 /// The most requests one page lists.
 pub const MAX_LISTED: usize = 1_000;
@@ -70,7 +74,8 @@ pub struct ListFilter {
 /// A place in the listing's order: newest first by when asked, then by session and id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListCursor {
-    /// When the request was asked; larger comes first.
+    /// When the request was asked; larger comes first. (A session id holds no `~`, so the
+    /// encoded cursor splits at its first two; the request id, last, may hold one.)
     pub asked_at_ms: std::cmp::Reverse<u64>,
     /// Its session.
     pub session: String,
@@ -79,8 +84,7 @@ pub struct ListCursor {
 }
 
 impl ListCursor {
-    /// The cursor as the caller sends it back: `{asked_at_ms}~{session}~{id}` (neither id
-    /// holds a `~`).
+    /// The cursor as the caller sends it back: `{asked_at_ms}~{session}~{id}`.
     pub fn encode(&self) -> String {
         format!("{}~{}~{}", self.asked_at_ms.0, self.session, self.id)
     }
@@ -157,25 +161,52 @@ impl Hub {
         self: &Arc<Self>,
         filter: &ListFilter,
     ) -> Result<(Vec<Listed>, Option<String>), StoreError> {
+        let now = now_ms();
+        let wanted = |session: &SessionId| {
+            filter
+                .session_prefix
+                .as_deref()
+                .is_none_or(|prefix| session.as_str().starts_with(prefix))
+        };
+        let mut elsewhere = Vec::new();
         if let Some(shared) = self.shared() {
-            let sessions = shared.asked_sessions().await?;
-            for session in sessions.iter().filter(|session| {
-                filter
-                    .session_prefix
-                    .as_deref()
-                    .is_none_or(|prefix| session.as_str().starts_with(prefix))
-            }) {
-                // A session that cannot be loaded now is left out of this page, not the page
-                // refused: the rest are still worth seeing.
-                match self.synced(session).await {
-                    Ok(()) => self.presence_now(session).await,
+            let indexed = shared.asked_sessions().await?;
+            let not_held: Vec<SessionId> = {
+                let sessions = self.lock();
+                indexed
+                    .into_iter()
+                    .filter(|session| wanted(session) && !sessions.contains_key(session))
+                    .collect()
+            };
+            let read = futures_util::stream::iter(not_held)
+                .map(|session| {
+                    let shared = Arc::clone(&shared);
+                    async move {
+                        let records = shared.load_session(&session).await;
+                        // This node holds no part of it: writing no presence only reads the
+                        // others'.
+                        let presence = shared.presence(&session, Presence::default()).await;
+                        (session, records.and_then(|r| presence.map(|p| (r, p))))
+                    }
+                })
+                .buffer_unordered(SESSIONS_READ_AT_ONCE)
+                .collect::<Vec<_>>()
+                .await;
+            for (session, read) in read {
+                match read {
+                    Ok((records, presence)) => elsewhere.extend(
+                        records
+                            .requests
+                            .iter()
+                            .filter_map(|record| listed_record(record, presence, filter, now)),
+                    ),
+                    // Left out of this page, not the page refused: the rest are worth seeing.
                     Err(error) => {
                         tracing::warn!(%session, %error, "a session was left out of the operator's listing");
                     }
                 }
             }
         }
-        let now = now_ms();
         let mut listed: Vec<Listed> = {
             let sessions = self.lock();
             sessions
@@ -194,6 +225,7 @@ impl Hub {
                 })
                 .collect()
         };
+        listed.extend(elsewhere);
         listed.sort_by_cached_key(Listed::cursor);
         if let Some(after) = &filter.after {
             listed.retain(|request| request.cursor() > *after);
@@ -203,6 +235,48 @@ impl Hub {
         listed.truncate(limit);
         Ok((listed, next))
     }
+}
+
+/// How many sessions held by other nodes are read from the store at once.
+const SESSIONS_READ_AT_ONCE: usize = 16;
+
+/// A request of a session this node does not hold, as the store has it, if `filter` lists
+/// it. Orphaning is not judged on a shared store (yet): `orphaned` is false.
+fn listed_record(
+    record: &StoredRequest,
+    presence: Presence,
+    filter: &ListFilter,
+    now: u64,
+) -> Option<Listed> {
+    let ended = record.resolution.as_ref();
+    let wanted = match filter.state {
+        ListState::Open => ended.is_none(),
+        ListState::Orphaned => false,
+        ListState::Ended => ended.is_some(),
+    };
+    let old_enough = filter
+        .older_than_ms
+        .is_none_or(|age| now.saturating_sub(record.asked_at_ms) >= age);
+    if !wanted || !old_enough {
+        return None;
+    }
+    Some(Listed {
+        session: record.session.to_string(),
+        id: record.id.to_string(),
+        dialect: record.dialect,
+        title: record.title.clone(),
+        asked_at_ms: record.asked_at_ms,
+        deadline_ms: record.deadline_ms,
+        answerers: crate::hub::request::answerers_now(
+            record.answerers.as_deref(),
+            &record.follow_ups,
+        ),
+        agent_online: presence.agent_online,
+        orphaned: false,
+        tabs_watching: presence.tabs,
+        outcome: ended.map(|resolution| resolution.settlement.outcome),
+        at_ms: ended.map(|resolution| resolution.at_ms),
+    })
 }
 
 /// `entry` of `session` as listed, if `filter` lists it.

@@ -58,6 +58,10 @@ pub enum Withdrawal {
     Failed(String),
 }
 
+/// How long a gateway withdrawal of an orphaned request that the store could not keep waits
+/// before it is tried again.
+const ORPHAN_WITHDRAW_RETRY: Duration = Duration::from_secs(60);
+
 impl Hub {
     /// Withdraws an open request, as `via` (its agent, an operator, the gateway): its
     /// outcome (`withdrawn`, or how it had already ended), which a socket's `asker` also
@@ -138,18 +142,32 @@ impl Hub {
                     }
                     return;
                 }
-                OrphanStage::Withdraw => state
-                    .requests
-                    .get(id)
-                    .is_some_and(|entry| entry.orphaned_since_ms.is_some()),
+                OrphanStage::Withdraw => state.requests.get(id).is_some_and(|entry| {
+                    matches!(entry.state, EntryState::Open) && entry.orphaned_since_ms.is_some()
+                }),
             }
         };
         if still_orphaned {
-            tracing::info!(%session, request = %id, "withdrawn: orphaned for --orphan-withdraw-after-s");
             // On a task of its own: the timer that called this is the request's, and the
-            // withdrawal ending the request stops it.
+            // withdrawal ending the request stops it. `begin_ending` takes it only if the
+            // request is still orphaned then.
             let (hub, session, id) = (Arc::clone(self), session.clone(), id.clone());
-            tokio::spawn(async move { hub.withdraw(&session, &id, None, Via::Gateway).await });
+            tokio::spawn(async move {
+                match hub.withdraw(&session, &id, None, Via::Gateway).await {
+                    Withdrawal::Ended(resolution) if resolution.via == Some(Via::Gateway) => {
+                        tracing::info!(%session, request = %id, "withdrawn: orphaned for --orphan-withdraw-after-s");
+                    }
+                    Withdrawal::Failed(error) => {
+                        // Tried again after a pause, while it stays orphaned.
+                        tracing::warn!(%session, request = %id, %error, "an orphaned request could not be withdrawn; trying again in a minute");
+                        let mut sessions = hub.lock();
+                        if let Some(state) = sessions.get_mut(&session) {
+                            state.retry_withdrawal(&id, ORPHAN_WITHDRAW_RETRY);
+                        }
+                    }
+                    _ => {}
+                }
+            });
         }
     }
 
@@ -163,6 +181,14 @@ impl Hub {
     ) -> Lookup {
         if let Err(error) = self.synced(session).await {
             return Lookup::Unavailable(error.to_string());
+        }
+        if wait.is_zero() {
+            // A look without waiting is its agent too: its time without one starts again.
+            let mut sessions = self.lock();
+            if let Some(state) = sessions.get_mut(session) {
+                state.attended(id);
+                state.unattended(id);
+            }
         }
         let _poll = (!wait.is_zero())
             .then(|| Poll::begin(self, session, id))

@@ -170,7 +170,13 @@ fn ending_words(ended: &EndedAs) -> String {
         Outcome::Answered => format!("Already answered{who}{how}, at {at}."),
         Outcome::Declined => format!("Already declined{who}{how}, at {at}."),
         Outcome::TimedOut => format!("This request timed out at {at}: nobody answered in time."),
-        Outcome::Withdrawn => format!("The agent withdrew this request at {at}."),
+        Outcome::Withdrawn => match ended.via {
+            Some(Via::Operator) => format!("An operator withdrew this request at {at}."),
+            Some(Via::Gateway) => format!(
+                "The gateway withdrew this request at {at}: its agent had been gone too long."
+            ),
+            _ => format!("The agent withdrew this request at {at}."),
+        },
     }
 }
 

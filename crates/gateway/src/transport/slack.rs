@@ -342,14 +342,18 @@ fn ended_words(ended: &EndedAs) -> String {
         Outcome::Answered => "answered",
         Outcome::Declined => "declined",
         Outcome::TimedOut => "nobody answered in time",
-        Outcome::Withdrawn => "withdrawn by the agent",
+        Outcome::Withdrawn => match ended.via {
+            Some(Via::Operator) => "withdrawn by an operator",
+            Some(Via::Gateway) => "withdrawn by the gateway (its agent was gone too long)",
+            _ => "withdrawn by the agent",
+        },
     };
     let mut words = verb.to_owned();
     if let Some(user) = &ended.user {
         words.push_str(" by ");
         words.push_str(user);
     }
-    if let Some(via) = ended.via {
+    if let (Some(via), Outcome::Answered | Outcome::Declined) = (ended.via, ended.outcome) {
         words.push_str(match via {
             Via::Slack => " in Slack",
             Via::Email => " from a mail",

@@ -256,11 +256,12 @@ impl LimitArgs {
                 Duration::from_secs(self.agent_grace_s)
             },
             orphan_withdraw_after: {
-                const TEN_YEARS_S: u64 = 10 * 365 * 86_400;
-                if self.orphan_withdraw_after_s > TEN_YEARS_S {
+                // A timer sleeps at most about two years (tokio's wheel).
+                const A_YEAR_S: u64 = 365 * 86_400;
+                if self.orphan_withdraw_after_s > A_YEAR_S {
                     bail!(
-                        "--orphan-withdraw-after-s must be at most {TEN_YEARS_S} seconds (0 keeps \
-                         orphaned requests), got {}",
+                        "--orphan-withdraw-after-s must be at most {A_YEAR_S} seconds, a year (0 \
+                         keeps orphaned requests), got {}",
                         self.orphan_withdraw_after_s
                     );
                 }

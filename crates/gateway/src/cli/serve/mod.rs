@@ -203,12 +203,12 @@ fn agent_keys(configured: &[String]) -> anyhow::Result<Vec<AgentKey>> {
 /// # Errors
 /// A key has whitespace inside it, or is also an agent key (it would be two things at once).
 /// Positions only, never the key.
-fn operator_keys(configured: &[String], agents: &[AgentKey]) -> anyhow::Result<Vec<String>> {
+fn operator_keys(configured: &[String], agents: &[AgentKey]) -> anyhow::Result<Vec<AgentKey>> {
     let mut keys = Vec::new();
     for (position, text) in (1..).zip(configured.iter().map(|key| key.trim())) {
         if text.contains(char::is_whitespace) {
             bail!(
-                "--operator-key number {position} contains whitespace; a bearer key must be                  one word (separate several keys with commas)"
+                "--operator-key number {position} contains whitespace; a bearer key must be one word (separate several keys with commas)"
             );
         }
         if text.is_empty() {
@@ -216,10 +216,10 @@ fn operator_keys(configured: &[String], agents: &[AgentKey]) -> anyhow::Result<V
         }
         if agents.iter().any(|agent| agent.secret() == text) {
             bail!(
-                "--operator-key number {position} is also an agent key; give operators keys                  of their own"
+                "--operator-key number {position} is also an agent key; give operators keys of their own"
             );
         }
-        keys.push(text.to_owned());
+        keys.push(AgentKey::unscoped(text));
     }
     Ok(keys)
 }

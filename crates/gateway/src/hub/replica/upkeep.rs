@@ -168,23 +168,6 @@ impl Hub {
         }
         state.refresh_presence();
     }
-
-    /// Brings the other nodes' presence in `session` up to date now, rather than at the next
-    /// upkeep: for a session just loaded to be listed.
-    pub(in crate::hub) async fn presence_now(&self, session: &SessionId) {
-        let Some(shared) = self.shared() else {
-            return;
-        };
-        let here = {
-            let sessions = self.lock();
-            let Some(state) = sessions.get(session) else {
-                return;
-            };
-            state.presence_here()
-        };
-        self.write_presence(&shared, session, here, tokio::time::Instant::now())
-            .await;
-    }
 }
 
 /// Runs the upkeep every second, for as long as the hub lives.

@@ -93,6 +93,9 @@ pub(super) struct Ledger {
     pub(super) followers: Followers,
     /// The open inboxes, told of a request's changes as its session's tabs are.
     pub(super) inboxes: Inboxes,
+    /// Whether requests are orphaned here at all (a local store's hub; not yet on a shared
+    /// store, whose agents may come back to other nodes).
+    pub(super) orphans: bool,
     /// How long an open request may go without its agent before it is orphaned.
     pub(super) agent_grace: std::time::Duration,
     /// How long a request without a deadline stays orphaned before it is withdrawn, if ever.
@@ -107,18 +110,22 @@ impl Ledger {
             hub,
             followers: Followers::default(),
             inboxes: Inboxes::default(),
+            orphans: true,
             agent_grace: crate::config::DEFAULT_AGENT_GRACE,
             orphan_withdraw_after: Some(crate::config::DEFAULT_ORPHAN_WITHDRAW_AFTER),
         }
     }
 
-    /// These, with how long a request waits for its agent (`agent_grace`) and then, orphaned,
-    /// before it is withdrawn (`withdraw_after`).
+    /// These, with whether requests are orphaned here (`orphans`), how long a request waits
+    /// for its agent (`agent_grace`) and then, orphaned, before it is withdrawn
+    /// (`withdraw_after`).
     pub(super) fn with_orphans(
         mut self,
+        orphans: bool,
         agent_grace: std::time::Duration,
         withdraw_after: Option<std::time::Duration>,
     ) -> Self {
+        self.orphans = orphans;
         self.agent_grace = agent_grace;
         self.orphan_withdraw_after = withdraw_after;
         self
@@ -566,6 +573,8 @@ impl Session {
             entry.timer = Some(ledger.deadline_timer(&self.id, id, at));
         }
         entry.resolved.notify_waiters();
+        // Its agent may have left while the ending was being stored.
+        self.unattended(id);
     }
 
     /// `Open` or `Resolving` → `Resolved`, and everyone here told: its tabs `resolved`, its
@@ -585,6 +594,7 @@ impl Session {
         }
         entry.follow_up_timer = None;
         entry.orphan_timer = None;
+        entry.orphaned_since_ms = None;
         gauge_add(&metrics.open_requests, -1);
         gauge_add(&metrics.kept_outcomes, 1);
         if let (Some(asker), None) = (&entry.asker, &entry.storing) {
@@ -670,6 +680,7 @@ impl Session {
         let waiting = entry.asker.is_some() || entry.polls > 0;
         if !matches!(entry.state, EntryState::Open)
             || waiting
+            || !ledger.orphans
             || !entry.timed_here
             || entry.orphaned_since_ms.is_some()
             || entry.orphan_timer.is_some()
@@ -712,6 +723,11 @@ impl Session {
         let waiting = entry.asker.is_some() || entry.polls > 0;
         if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
         {
+            // The grace's timer has run: its handle goes, so that a later `unattended` (the
+            // request open again after a failed ending, say) sets a new one.
+            if entry.orphaned_since_ms.is_none() {
+                entry.orphan_timer = None;
+            }
             return false;
         }
         entry.orphaned_since_ms = Some(now_ms());
@@ -731,6 +747,18 @@ impl Session {
             self.tell_inboxes(&reach, &frame);
         }
         true
+    }
+
+    /// An orphaned request's withdrawal failed: tried again `after`, while it stays orphaned.
+    pub(super) fn retry_withdrawal(&mut self, id: &RequestId, after: std::time::Duration) {
+        let ledger = Arc::clone(&self.open.ledger);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        if matches!(entry.state, EntryState::Open) && entry.orphaned_since_ms.is_some() {
+            entry.orphan_timer =
+                Some(ledger.orphan_timer(&self.id, id, after, OrphanStage::Withdraw));
+        }
     }
 
     /// Encodes open request `id`'s view again with `orphaned` set so, its bytes counted anew;

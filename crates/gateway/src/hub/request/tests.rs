@@ -1328,3 +1328,26 @@ async fn a_snapshot_after_a_request_is_shown_anew_has_it_as_it_is_now() {
         .unwrap();
     assert_eq!(drain(&mut late)[0]["requests"][0]["orphaned"], true);
 }
+
+/// A look at a request without waiting (`GET …` with no `wait_s`) is its agent too: checked
+/// every 30 s it is never orphaned; once the looks stop, it is after the grace.
+#[tokio::test(start_paused = true)]
+async fn a_look_without_waiting_keeps_its_request_from_being_orphaned() {
+    let mut rig = rig();
+    rig.hub.ask(ask_of("r", None), None).await;
+    rig.tab_frames();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let _ = rig
+            .hub
+            .long_poll(&session(), &id("r"), Duration::ZERO)
+            .await;
+    }
+    assert_eq!(
+        rig.tab_frames(),
+        Vec::<String>::new(),
+        "looked at: not orphaned"
+    );
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(rig.tab_frames(), ["orphaned"]);
+}

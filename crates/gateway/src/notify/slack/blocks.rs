@@ -298,7 +298,13 @@ pub fn ending_words(told: &Told) -> String {
         (Some("answered"), _) => "Answered",
         (Some("declined"), _) => "Declined",
         (Some("timed_out"), _) => "Timed out: nobody answered in time",
-        (Some("withdrawn"), _) => "Withdrawn by the agent",
+        (Some("withdrawn"), _) => match told.via {
+            Some(askgate_protocol::wire::Via::Operator) => "Withdrawn by an operator",
+            Some(askgate_protocol::wire::Via::Gateway) => {
+                "Withdrawn by the gateway: its agent was gone too long"
+            }
+            _ => "Withdrawn by the agent",
+        },
         (Some(other), _) => return format!("Ended ({other})"),
         (None, _) => "Ended",
     };

@@ -26,18 +26,12 @@ impl Inner {
     ) -> Result<(), StoreError> {
         let mut pipe = redis::pipe();
         for name in names {
-            let index = self.keys.inbox_index(name);
-            pipe.cmd("ZADD")
-                .arg(&index)
-                .arg(now_ms())
-                .arg(session.as_str())
-                .ignore();
-            // Keeps the newest: ranks 0 up to the count past the bound are the oldest.
-            pipe.cmd("ZREMRANGEBYRANK")
-                .arg(&index)
-                .arg(0)
-                .arg(-(INBOX_INDEX_SESSIONS as i64) - 1)
-                .ignore();
+            note_newest(
+                &mut pipe,
+                &self.keys.inbox_index(name),
+                session,
+                INBOX_INDEX_SESSIONS,
+            );
             pipe.cmd(self.publish)
                 .arg(self.keys.inbox_channel())
                 .arg(format!("{}\n{name}", session.as_str()))
@@ -75,18 +69,13 @@ impl Inner {
     }
 
     pub(super) async fn asked_in(&self, session: &SessionId) -> Result<(), StoreError> {
-        let index = self.keys.asked_index();
         let mut pipe = redis::pipe();
-        pipe.cmd("ZADD")
-            .arg(&index)
-            .arg(now_ms())
-            .arg(session.as_str())
-            .ignore();
-        pipe.cmd("ZREMRANGEBYRANK")
-            .arg(&index)
-            .arg(0)
-            .arg(-(LISTED_SESSIONS as i64) - 1)
-            .ignore();
+        note_newest(
+            &mut pipe,
+            &self.keys.asked_index(),
+            session,
+            LISTED_SESSIONS,
+        );
         let mut conn = self.conn.clone();
         pipe.query_async::<()>(&mut conn)
             .await
@@ -110,4 +99,20 @@ impl Inner {
             .filter_map(|id| SessionId::parse(&id).ok())
             .collect())
     }
+}
+
+/// Adds to `pipe` the commands that put `session` into sorted set `index` as of now and keep
+/// only its newest `bound`.
+fn note_newest(pipe: &mut redis::Pipeline, index: &str, session: &SessionId, bound: usize) {
+    pipe.cmd("ZADD")
+        .arg(index)
+        .arg(now_ms())
+        .arg(session.as_str())
+        .ignore();
+    // Ranks 0 up to the count past the bound are the oldest.
+    pipe.cmd("ZREMRANGEBYRANK")
+        .arg(index)
+        .arg(0)
+        .arg(-(bound as i64) - 1)
+        .ignore();
 }

@@ -205,4 +205,10 @@ fn an_ended_message_has_no_buttons_and_says_who_decided() {
         ending_words(&defaulted),
         "Nobody answered in time: the agent's default answer was given"
     );
+    let mut withdrawn = timed_out.clone();
+    withdrawn.outcome = Some("withdrawn".into());
+    withdrawn.via = Some(askgate_protocol::wire::Via::Operator);
+    assert_eq!(ending_words(&withdrawn), "Withdrawn by an operator");
+    withdrawn.via = Some(askgate_protocol::wire::Via::Agent);
+    assert_eq!(ending_words(&withdrawn), "Withdrawn by the agent");
 }
