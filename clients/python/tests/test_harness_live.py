@@ -24,6 +24,7 @@ from scripted import Scripted, ask_call
 from tab import Tab
 
 from askgate import GatewayAnswerer, RequestWithdrawn
+from askgate.harness import first_options
 
 pytestmark = pytest.mark.anyio
 
@@ -152,6 +153,33 @@ async def test_gateway_deadline_reads_timed_out(gateway: Gateway, session: str, 
     # is generous, so that a busy machine cannot miss it).
     assert 1.4 <= elapsed < 20, elapsed
     assert not answerer.client._asks and not answerer.client._withdrawing
+
+
+async def test_a_default_is_what_the_model_reads_when_nobody_answers(
+    gateway: Gateway, session: str, tabs: Tabs
+) -> None:
+    """`GatewayAnswerer(default=first_options)` with `AskUser(timeout=1.5)`: nobody answers, the
+    gateway gives the first option of each question just before the harness's deadline, and the
+    model reads that answer as pydantic-ai-harness renders it, not TIMED_OUT."""
+    script = Scripted([ask_call(QUESTIONS[:1], "call-f")])
+    async with GatewayAnswerer(gateway.url, session, default=first_options) as answerer:
+        assert answerer.viewer_url is not None
+        tab = await tabs(answerer.viewer_url)
+        run = await run_with(Agent(script.model, capabilities=[AskUser(answerer=answerer, timeout=1.5)]))
+        shown = await tab.next_request()
+        first = shown["questions"][0]
+        assert shown["default"] == {"answers": [{"header": first["header"], "selected": [first["options"][0]["label"]]}]}
+        resolved = await tab.wait_resolved(shown["id"])
+        assert (resolved["outcome"], resolved["via"]) == ("answered", "default")
+        await finish(run)
+    request = AskUserRequest.from_tool_call(ask_call(QUESTIONS[:1], "call-f"))
+    picked = AskUserResponse(
+        answers=(AskUserAnswer(header=first["header"], selected=(first["options"][0]["label"],)),)
+    )
+    expected = ask_user_result(request, picked)
+    got = script.tool_returns()["call-f"]
+    assert got.content == expected
+    assert got.model_response_str() == compact(expected)
 
 
 async def test_answerer_cap_without_harness_timeout_reads_declined(

@@ -200,6 +200,28 @@ async def test_no_answer_in_time_is_cancelled(gateway: Gateway, session: str, ta
     assert [type(r) for r in bistro.results] == [CancelledElicitation]
 
 
+async def test_a_default_is_what_the_server_receives_when_nobody_answers(
+    gateway: Gateway, session: str, tabs: Tabs
+) -> None:
+    """`default`: nobody answers within `timeout_s`, and the MCP server receives the default's
+    content as its typed data, checked against its schema like a person's answer."""
+    bistro = Bistro()
+    posted: list[PostedRequest] = []
+    default = {"action": "accept", "content": {"name": "Walk-in", "guests": 2, "date": "2026-12-24"}}
+    callback = elicitation_callback(gateway.url, session, timeout_s=1, on_posted=posted.extend, default=lambda params: default)
+    async with connected(bistro, callback) as client:
+        calling = asyncio.ensure_future(client.call_tool("book", {}))
+        tab, shown = await person(tabs, posted, "form")
+        assert shown["default"] == default
+        resolved = await tab.wait_resolved(shown["id"])
+        assert (resolved["outcome"], resolved["via"]) == ("answered", "default")
+        result = await asyncio.wait_for(calling, 15)
+    assert text(result) == "accept"
+    [accepted] = bistro.results
+    assert isinstance(accepted, AcceptedElicitation)
+    assert accepted.data == Booking(name="Walk-in", guests=2, date=datetime.date(2026, 12, 24))
+
+
 async def test_url_mode_asks_for_consent_to_open_the_link(gateway: Gateway, session: str, tabs: Tabs) -> None:
     bistro = Bistro()
     posted: list[PostedRequest] = []

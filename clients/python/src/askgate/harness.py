@@ -9,7 +9,7 @@ import asyncio
 import math
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, cast
 
@@ -37,6 +37,7 @@ __all__ = [
     "ack_posted_sync",
     "collect_results",
     "collect_results_sync",
+    "first_options",
     "gateway_timeout",
     "post_deferred",
     "post_deferred_sync",
@@ -122,6 +123,16 @@ def result_from_outcome(outcome: Outcome) -> dict[str, list[str]] | str:
     raise RequestWithdrawn(outcome.session, outcome.id)
 
 
+def first_options(request: AskUserRequest) -> dict[str, Any]:
+    """A `GatewayAnswerer` `default`: the first option of every question (harnesses put the
+    recommended one first)."""
+    return {
+        "answers": [
+            {"header": question.header, "selected": [question.options[0].label]} for question in request.questions
+        ]
+    }
+
+
 class GatewayAnswerer:
     """An `Answerer` for `pydantic_ai_harness.AskUser` that puts each question to people through
     an askgate gateway and returns their answer.
@@ -152,6 +163,11 @@ class GatewayAnswerer:
     model reads `TIMED_OUT`, as with any answerer that runs out of time. When the harness cancels
     the answerer (its timeout, or the run was cancelled), the request is withdrawn from the tabs.
 
+    **Defaults.** `default`, given the `AskUserRequest`, returns the answer the gateway gives if
+    nobody answers before its deadline (`{"answers": [{"header": ..., "selected": [...]}]}`, as
+    a tab answers; `None` for none), for example the first option of every question
+    (`first_options`). The model then reads that answer, not `TIMED_OUT`. It needs a deadline.
+
     `timeout` here is only a cap for the gateway's deadline, for runs whose `AskUser` has none.
     When that cap ends the question first, the harness is not timing out and an answerer can
     only report a cancelled response, so the model reads `DECLINED`.
@@ -171,6 +187,7 @@ class GatewayAnswerer:
         title: str | None = None,
         timeout: float | None = None,
         client: Client | None = None,
+        default: Callable[[AskUserRequest], dict[str, Any] | None] | None = None,
     ) -> None:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds, or None, got {timeout!r}")
@@ -179,6 +196,7 @@ class GatewayAnswerer:
         self._session = check_session_id(session) if session is not None else "s-" + secrets.token_hex(8)
         self.title = title
         self.timeout = timeout
+        self.default = default
         self._key = key
         self._given = client
         self._clients: dict[asyncio.AbstractEventLoop, Client] = {}
@@ -283,6 +301,7 @@ class GatewayAnswerer:
         deadline = anyio.current_effective_deadline()
         remaining = deadline - anyio.current_time() if math.isfinite(deadline) else None
         timeout_s, harness_deadline = gateway_timeout(remaining, self.timeout)
+        default = self.default(request) if self.default is not None and timeout_s is not None else None
         outcome = await self._client_here().ask(
             self._session,
             [question.model_dump(mode="json") for question in request.questions],
@@ -290,6 +309,7 @@ class GatewayAnswerer:
             dialect=DIALECT,
             timeout_s=timeout_s,
             title=self.title,
+            default=default,
         )
         if outcome.outcome == "timed_out" and harness_deadline:
             # The harness's own timeout is moments away: wait for it, so the model reads

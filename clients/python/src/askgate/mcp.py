@@ -40,7 +40,7 @@ Needs `mcp` (`pip install 'askgate[mcp]'`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -78,8 +78,10 @@ def elicit_body(
     timeout_s: float | None = None,
     title: str | None = None,
     answerers: Sequence[str] | None = None,
+    default: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of the `form` request that asks a person for `params`."""
+    """The body of the `form` request that asks a person for `params`; `default` is the
+    `ElicitResult` given if nobody answers before `timeout_s`."""
     fields: dict[str, Any] = {"message": params.message, "mode": params.mode}
     if isinstance(params, types.ElicitRequestURLParams):
         fields["url"] = params.url
@@ -87,7 +89,15 @@ def elicit_body(
     else:
         fields["schema"] = params.requested_schema
     fields["server"] = server
-    return ask_body(id=id, dialect=DIALECT, fields=fields, timeout_s=timeout_s, title=title, answerers=answerers)
+    return ask_body(
+        id=id,
+        dialect=DIALECT,
+        fields=fields,
+        timeout_s=timeout_s,
+        title=title,
+        answerers=answerers,
+        default=dict(default) if default is not None else None,
+    )
 
 
 def elicit_result(outcome: Outcome) -> types.ElicitResult:
@@ -124,6 +134,7 @@ def elicitation_callback(
     answerers: Sequence[str] | None = None,
     on_posted: OnPosted | None = None,
     client: httpx.AsyncClient | None = None,
+    default: Callable[[types.ElicitRequestParams], Mapping[str, Any] | None] | None = None,
 ) -> ElicitationFnT:
     """The elicitation callback for `ClientSession(..., elicitation_callback=...)` or
     `mcp.Client(..., elicitation_callback=...)`: every elicitation the server sends is put to a
@@ -134,7 +145,10 @@ def elicitation_callback(
     result). `timeout_s` gives each request a gateway deadline (then `cancel`). `key` is the
     agent key, `title` the card's title, `answerers` who may answer. `on_posted` is called with
     each posted request before the wait, to show the person its `viewer_url`. `client` is an
-    `httpx.AsyncClient` to reuse (by default one per elicitation)."""
+    `httpx.AsyncClient` to reuse (by default one per elicitation). `default`, given the
+    elicitation, returns the `ElicitResult` given if nobody answers before `timeout_s`
+    (`{"action": "accept", "content": {...}}` or `{"action": "decline"}`; `None` for none): the
+    server then receives it instead of `cancel`."""
 
     async def callback(
         context: ClientRequestContext, params: types.ElicitRequestParams
@@ -146,6 +160,7 @@ def elicitation_callback(
             timeout_s=timeout_s,
             title=title,
             answerers=answerers,
+            default=default(params) if default is not None and timeout_s is not None else None,
         )
         try:
             return await ask_one(url, session, body, elicit_result, key=key, on_posted=on_posted, client=client)
