@@ -129,6 +129,7 @@ impl Hub {
         session: &SessionId,
         id: &RequestId,
         stage: OrphanStage,
+        generation: u64,
     ) {
         let still_orphaned = {
             let mut sessions = self.lock();
@@ -137,13 +138,15 @@ impl Hub {
             };
             match stage {
                 OrphanStage::Grace => {
-                    if state.orphan(id) {
+                    if state.orphan(id, generation) {
                         tracing::info!(%session, request = %id, "orphaned: its agent is gone");
                     }
                     return;
                 }
                 OrphanStage::Withdraw => state.requests.get(id).is_some_and(|entry| {
-                    matches!(entry.state, EntryState::Open) && entry.orphaned_since_ms.is_some()
+                    matches!(entry.state, EntryState::Open)
+                        && entry.orphaned_since_ms.is_some()
+                        && entry.orphan_generation == generation
                 }),
             }
         };

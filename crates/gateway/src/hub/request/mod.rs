@@ -131,23 +131,26 @@ impl Ledger {
         self
     }
 
-    /// Calls [`Hub::orphan_due`] for request `id` of `session` `after` from now, at `stage`,
-    /// until the handle is dropped.
-    fn orphan_timer(
+    /// Sets `entry`'s orphan timer (in `session`): [`Hub::orphan_due`] `after` from now, at
+    /// `stage`, superseding any earlier one (a task of an earlier one already waiting on the
+    /// lock finds its generation passed and does nothing).
+    fn arm_orphan_timer(
         &self,
         session: &SessionId,
-        id: &RequestId,
+        entry: &mut Entry,
         after: std::time::Duration,
         stage: OrphanStage,
-    ) -> AbortOnDropHandle<()> {
+    ) {
+        entry.orphan_generation += 1;
+        let generation = entry.orphan_generation;
         let hub = Weak::clone(&self.hub);
-        let (session, id) = (session.clone(), id.clone());
-        AbortOnDropHandle::new(tokio::spawn(async move {
+        let (session, id) = (session.clone(), entry.id.clone());
+        entry.orphan_timer = Some(AbortOnDropHandle::new(tokio::spawn(async move {
             tokio::time::sleep(after).await;
             if let Some(hub) = hub.upgrade() {
-                hub.orphan_due(&session, &id, stage).await;
+                hub.orphan_due(&session, &id, stage, generation).await;
             }
-        }))
+        })));
     }
 
     /// A ledger of its own, with no hub to time requests out through.
@@ -352,6 +355,7 @@ impl Session {
             polls: 0,
             timed_here: false,
             orphan_timer: None,
+            orphan_generation: 0,
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -501,6 +505,7 @@ impl Session {
             polls: 0,
             timed_here: arrival == Arrival::Restored,
             orphan_timer: None,
+            orphan_generation: 0,
             encoded,
             asker: None,
             state,
@@ -687,8 +692,7 @@ impl Session {
         {
             return;
         }
-        entry.orphan_timer =
-            Some(ledger.orphan_timer(&self.id, id, ledger.agent_grace, OrphanStage::Grace));
+        ledger.arm_orphan_timer(&self.id, entry, ledger.agent_grace, OrphanStage::Grace);
     }
 
     /// `Open` → `Open`, its agent back (it re-asked, or a long-poll waits on it): the grace
@@ -699,6 +703,7 @@ impl Session {
             return;
         };
         entry.orphan_timer = None;
+        entry.orphan_generation += 1;
         if entry.orphaned_since_ms.take().is_none() || !entry.is_open() {
             return;
         }
@@ -715,11 +720,14 @@ impl Session {
     /// `Open` → `Open`, orphaned: the grace passed with no agent. Tabs get `orphaned`; a
     /// request without a deadline is withdrawn after `--orphan-withdraw-after-s`. `false` if
     /// it is not (an agent came back, it ended).
-    pub(super) fn orphan(&mut self, id: &RequestId) -> bool {
+    pub(super) fn orphan(&mut self, id: &RequestId, generation: u64) -> bool {
         let ledger = Arc::clone(&self.open.ledger);
         let Some(entry) = self.requests.get_mut(id) else {
             return false;
         };
+        if entry.orphan_generation != generation {
+            return false;
+        }
         let waiting = entry.asker.is_some() || entry.polls > 0;
         if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
         {
@@ -731,12 +739,12 @@ impl Session {
             return false;
         }
         entry.orphaned_since_ms = Some(now_ms());
-        entry.orphan_timer = match (entry.deadline_ms, ledger.orphan_withdraw_after) {
+        match (entry.deadline_ms, ledger.orphan_withdraw_after) {
             (None, Some(after)) => {
-                Some(ledger.orphan_timer(&self.id, id, after, OrphanStage::Withdraw))
+                ledger.arm_orphan_timer(&self.id, entry, after, OrphanStage::Withdraw);
             }
-            _ => None,
-        };
+            _ => entry.orphan_timer = None,
+        }
         if self.reencode(id, true).is_none() {
             return false;
         }
@@ -756,8 +764,7 @@ impl Session {
             return;
         };
         if matches!(entry.state, EntryState::Open) && entry.orphaned_since_ms.is_some() {
-            entry.orphan_timer =
-                Some(ledger.orphan_timer(&self.id, id, after, OrphanStage::Withdraw));
+            ledger.arm_orphan_timer(&self.id, entry, after, OrphanStage::Withdraw);
         }
     }
 
@@ -938,6 +945,8 @@ pub(super) struct Entry {
     pub(super) timed_here: bool,
     /// Its grace without an agent, or once orphaned its withdrawal, running.
     pub(super) orphan_timer: Option<AbortOnDropHandle<()>>,
+    /// Which orphan timer is the current one: each set or stopped makes the next.
+    pub(super) orphan_generation: u64,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.

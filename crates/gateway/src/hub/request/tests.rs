@@ -1351,3 +1351,32 @@ async fn a_look_without_waiting_keeps_its_request_from_being_orphaned() {
     tokio::time::sleep(Duration::from_secs(61)).await;
     assert_eq!(rig.tab_frames(), ["orphaned"]);
 }
+
+/// A grace timer superseded while it waited (its agent looked in, and left again) does
+/// nothing when it runs: only the current timer orphans.
+#[tokio::test(start_paused = true)]
+async fn a_superseded_grace_timer_does_not_orphan() {
+    let mut rig = rig();
+    rig.hub.ask(ask_of("r", None), None).await;
+    rig.tab_frames();
+    let generation = |rig: &Rig| rig.hub.lock()[&session()].requests[&id("r")].orphan_generation;
+    let first = generation(&rig);
+    let _ = rig
+        .hub
+        .long_poll(&session(), &id("r"), Duration::ZERO)
+        .await;
+    let current = generation(&rig);
+    assert!(current > first);
+    rig.hub
+        .orphan_due(&session(), &id("r"), OrphanStage::Grace, first)
+        .await;
+    assert_eq!(
+        rig.tab_frames(),
+        Vec::<String>::new(),
+        "a stale timer orphans nothing"
+    );
+    rig.hub
+        .orphan_due(&session(), &id("r"), OrphanStage::Grace, current)
+        .await;
+    assert_eq!(rig.tab_frames(), ["orphaned"]);
+}
