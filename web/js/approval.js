@@ -87,8 +87,35 @@ export function buildCall(rec, call, ci) {
   if (decisions.includes('edit')) qr.editWrap = fieldset.appendChild(make('div', 'call-extra', null, { hidden: true }));
   qr.errorEl = fieldset.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
   fieldset.setAttribute('aria-describedby', qr.errorEl.id);
+  if (rec.view.quorum) {
+    qr.tallyEl = wrap.insertBefore(make('p', 'call-tally', null, { id: id + '-tally' }), fieldset);
+    showCallTally(rec, qr, ci);
+  }
   rec.questions.push(qr);
   return wrap;
+}
+
+// One call's votes under a quorum: "1 of 2 approved — alice@example.com", who rejected it.
+function showCallTally(rec, qr, ci) {
+  const quorum = rec.view.quorum;
+  const tally = (Array.isArray(rec.view.tally) && rec.view.tally[ci]) || {};
+  const approved = Array.isArray(tally.approved_by) ? tally.approved_by.map(String) : [];
+  const rejected = Array.isArray(tally.rejected_by) ? tally.rejected_by.map(String) : [];
+  const needed = Number(quorum.needed) || 2;
+  const parts = [approved.length + ' of ' + needed + ' approved'];
+  if (approved.length) parts.push(' — ' + approved.join(', '));
+  if (rejected.length) {
+    parts.push('; rejected by ' + rejected.join(', ') +
+      (quorum.veto ? ' (one rejection rejects it)' : ' (' + needed + ' rejections reject it)'));
+  }
+  qr.tallyEl.replaceChildren(make('span', 'tally-text', parts.join('')));
+}
+
+// A vote was counted (a `tally` frame): each call's votes shown anew.
+export function showTally(rec, frame) {
+  if (!rec.view.quorum || !Array.isArray(frame.calls)) return;
+  rec.view = Object.assign({}, rec.view, { tally: frame.calls });
+  rec.questions.forEach((qr, ci) => { if (qr.tallyEl) showCallTally(rec, qr, ci); });
 }
 
 function buildDescription(text) {

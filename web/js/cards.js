@@ -154,6 +154,13 @@ export function markOrphaned(rec, orphaned) {
   showOrphaned(rec);
 }
 
+// A vote on request `rec` was counted (a `tally` frame): the tallies shown anew, and a card
+// whose vote was on its way is open again, saying so: the request goes on until enough vote.
+export function tallied(rec, frame) {
+  if (rec.dialect && rec.dialect.tally) rec.dialect.tally(rec, frame);
+  if (rec.phase === 'sending') reopen(rec, 'Your vote is counted. It ends when enough people have voted.');
+}
+
 // Request `rec` was escalated (an `escalated` frame): more people may answer it now, which
 // may include this tab's person.
 export function escalate(rec, frame) {

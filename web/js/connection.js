@@ -6,7 +6,7 @@
 import { send, state, ui } from './page.js';
 import {
   applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, markOrphaned, removeCard,
-  reopen,
+  reopen, tallied,
   setStatus, tick, updateEmpty,
 } from './cards.js';
 import { renderErrors } from './readiness.js';
@@ -149,6 +149,7 @@ const HANDLERS = {
   resolved: onResolved,
   escalated: onEscalated,
   orphaned: onOrphaned,
+  tally: onTally,
   answer_rejected: onAnswerRejected,
   history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
@@ -266,6 +267,11 @@ function onRequest(view) {
   updateEmpty();
   noteNew([rec]);
   tick();
+}
+
+function onTally(f) {
+  const rec = state.cards.get(String(f.id));
+  if (rec && rec.phase !== 'final' && rec.phase !== 'folded') tallied(rec, f);
 }
 
 function onOrphaned(f) {

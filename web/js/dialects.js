@@ -6,7 +6,7 @@ import { buildQuestion, readAnswer, summarizeResponse } from './harness.js';
 import { buildDeepQuestion, readDeepAnswer, summarizeDeep } from './deepagents.js';
 import {
   APPROVAL_INCOMPLETE, approvalNote, approveAll, approvesAll, buildCall, readDecision,
-  refusalText, summarizeApproval,
+  refusalText, showTally, summarizeApproval,
 } from './approval.js';
 import {
   FORM_INCOMPLETE, buildFormItem, formActions, formDeclined, formHint, formItems, formNote, formResponse,
@@ -55,6 +55,7 @@ export const DIALECTS = {
       ? [{ label: 'Approve all ' + view.calls.length + ' calls', className: 'approve-all', response: approveAll }]
       : []),
     incomplete: APPROVAL_INCOMPLETE,
+    tally: showTally,
   },
   form: {
     items: formItems, build: buildFormItem, read: readFormItem, summarize: summarizeForm,

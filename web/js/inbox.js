@@ -16,7 +16,7 @@
 
 import { state, ui, make } from './page.js';
 import {
-  applyAccess, createCard, escalate, finalize, markOrphaned, removeCard, reopen, tick,
+  applyAccess, createCard, escalate, finalize, markOrphaned, removeCard, reopen, tallied, tick,
   updateEmpty, whenFinalFold,
 } from './cards.js';
 import { onAnswerRejected } from './connection.js';
@@ -126,6 +126,10 @@ const HANDLERS = {
   escalated: (f) => {
     const rec = state.cards.get(cardKey(f.session, f.id));
     if (rec && rec.phase !== 'final') escalate(rec, f);
+  },
+  tally: (f) => {
+    const rec = state.cards.get(cardKey(f.session, f.id));
+    if (rec && rec.phase !== 'final') tallied(rec, f);
   },
   orphaned: (f) => {
     const rec = state.cards.get(cardKey(f.session, f.id));

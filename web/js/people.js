@@ -96,6 +96,8 @@ export function escalationText(view) {
 export function mayAnswer(view) {
   const you = state.you;
   if (you && !you.may_answer) return false;
+  // A quorum counts only people the gateway knows.
+  if (view.quorum && (!you || you.user === null)) return false;
   const named = answerers(view);
   if (!named.length) return true;
   if (!you || you.user === null) return false;
@@ -111,6 +113,11 @@ export function waitingFor(view) {
   if (state.you && !state.you.may_answer) {
     return [named.length ? 'Waiting for ' + listOf(named, 'disjunction') : 'Watch only',
       'This tab can watch but not answer. ' + WATCH_ONLY_WHY];
+  }
+  if (view.quorum && (!state.you || state.you.user === null)) {
+    return ['Waiting for ' + view.quorum.needed + ' people to vote',
+      'This needs votes from people the gateway knows: open a personal link, or sign in ' +
+      'through the gateway\'s proxy, to vote.'];
   }
   const who = named.length ? listOf(named, 'disjunction') : 'someone else';
   return ['Waiting for ' + who,

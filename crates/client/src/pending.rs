@@ -297,7 +297,7 @@ impl Pending {
                 tracing::debug!(session = %key.0, request = %key.1, outcome = outcome.settlement.outcome.as_str(), "outcome");
                 match self.asks.remove(&key).map(|e| e.want) {
                     Some(Want::Outcome(reply)) => {
-                        let _ = reply.send(Ok(Answered::new(outcome)));
+                        let _ = reply.send(Ok(Answered::new(*outcome)));
                     }
                     Some(Want::Withdrawal) => {}
                     // A re-send of one already delivered: ack it again so the gateway forgets it.

@@ -14,6 +14,7 @@ use serde_json::json;
 
 fn request(i: usize) -> StoredRequest {
     StoredRequest {
+        quorum: None,
         default: None,
         session: SessionId::parse(format!("s{}", i % 100)).expect("session id"),
         id: RequestId::parse(format!("r{i}")).expect("request id"),
@@ -45,6 +46,7 @@ fn resolution(i: usize) -> StoreOp {
             by: Some("tab-1".into()),
             user: None,
             via: None,
+            voters: None,
             at_ms: 2,
         },
     }

@@ -16,8 +16,8 @@ use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     agent_asking, assert_fits_phone_and_desktop, assert_no_direction_control, assert_nothing_made,
     assert_nothing_ran, assert_text, card, children_texts, click_centred, decline, finished,
-    frames_of_type, history_after_reload, open_recording_page, outcome, submit, submit_disabled,
-    text, texts, unfold_history,
+    frames_of_type, history_after_reload, open_link, open_page, open_recording_page, outcome,
+    personal_link, submit, submit_disabled, text, texts, unfold_history,
 };
 use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
@@ -973,4 +973,73 @@ async fn approval_cards_pass_axe() {
     );
     unfold_history(&browser).await;
     assert_accessible(&browser, "folded, with the history unfolded").await;
+}
+
+/// A call that needs two of group `leads` (alice and bob, each on a personal link): alice's
+/// approval shows the tally on every page and decides nothing, an anonymous page sees it and
+/// cannot vote, bob's approval ends it with both as voters; in another request one rejection
+/// vetoes. Every state passes axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quorum_of_two_leads_is_reached_on_two_pages() {
+    const ALICE: &str = "alice@example.com";
+    const BOB: &str = "bob@example.com";
+    let mut config = askgate_tests::server::test_config();
+    config.people.groups =
+        askgate::people::Groups::parse(&json!({"leads": [ALICE, BOB]}).to_string()).unwrap();
+    let server = TestServer::start_with(config).await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let anonymous = open_page(&server, "s").await;
+    let alice = open_link(&alice_url).await;
+    let bob = open_link(&bob_url).await;
+    let frame = json!({"type": "ask", "session": "s", "id": "q1", "dialect": "approval",
+        "calls": [{"name": "deploy", "args": {"env": "prod"}}], "quorum": 2,
+        "answerers": ["group:leads"]});
+    let mut agent = agent_asking(&server, &frame).await;
+    let tally = format!("{} .call-tally", card("q1"));
+    for page in [&anonymous, &alice, &bob] {
+        page.wait_for_text(&tally, "0 of 2 approved").await;
+    }
+    anonymous
+        .wait_for_text(
+            &card("q1"),
+            "This needs votes from people the gateway knows",
+        )
+        .await;
+    assert_accessible(&anonymous, "a quorum card an anonymous page cannot vote on").await;
+
+    alice.click(&decision("q1", 0, "approve")).await;
+    alice.click(&submit("q1")).await;
+    for page in [&anonymous, &alice, &bob] {
+        page.wait_for_text(&tally, "1 of 2 approved — alice@example.com")
+            .await;
+    }
+    alice
+        .wait_for_text(
+            &format!("{} .card-status", card("q1")),
+            "Your vote is counted",
+        )
+        .await;
+    assert_accessible(&alice, "a quorum card with one vote").await;
+    bob.click(&decision("q1", 0, "approve")).await;
+    bob.click(&submit("q1")).await;
+    let reached = outcome(&mut agent, "answered").await;
+    assert_eq!(reached["user"], BOB);
+    assert_eq!(
+        reached["voters"],
+        json!([{"user": ALICE, "decisions": ["approve"]}, {"user": BOB, "decisions": ["approve"]}])
+    );
+
+    let mut frame = frame.clone();
+    frame["id"] = json!("q2");
+    let mut agent = agent_asking(&server, &frame).await;
+    bob.wait_for_text(&format!("{} .call-tally", card("q2")), "0 of 2 approved")
+        .await;
+    bob.click(&decision("q2", 0, "reject")).await;
+    bob.click(&submit("q2")).await;
+    let vetoed = outcome(&mut agent, "answered").await;
+    assert_eq!(
+        vetoed["response"],
+        json!({"decisions": [{"type": "reject"}]})
+    );
 }

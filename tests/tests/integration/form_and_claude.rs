@@ -254,6 +254,7 @@ async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered
     // host it read: the request comes back, shown with the host the browser opens.
     let store = Arc::new(MemoryStore::new());
     let record = StoredRequest {
+        quorum: None,
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse("u1").unwrap(),

@@ -125,6 +125,60 @@ async fn a_default_whose_deadline_passed_while_down_is_given_at_start() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A tab of `user`, on a personal link to session `s`.
+async fn person(server: &TestServer, user: &str) -> WsClient {
+    let (_, body) = server
+        .http("POST", "/v1/sessions/s/links", Some(&json!({"user": user})))
+        .await;
+    let url = body["url"].as_str().expect("a link");
+    let key = url.split_once("#k=").expect("a key").1;
+    WsClient::tab(&server.ws_url("/v1/sessions/s/live"), key, None)
+        .await
+        .0
+}
+
+/// A vote on a request that needs two people is kept across a restart: after it, the second
+/// person's vote ends the request, with both as voters.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quorums_votes_are_kept_across_a_restart() {
+    let dir = temp_dir("quorum");
+    let asked = json!({"type": "ask", "session": "s", "id": "q", "dialect": "approval",
+        "calls": [{"name": "deploy", "args": {}}], "quorum": 2});
+    let approve =
+        json!({"type": "answer", "id": "q", "response": {"decisions": [{"type": "approve"}]}});
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut agent = server.agent().await;
+    agent.send(&asked).await;
+    agent.recv_type("accepted").await;
+    let mut alice = person(&server, "alice@example.com").await;
+    alice.send(&approve).await;
+    let tally = alice.recv_until("tally").await;
+    assert_eq!(
+        tally["calls"][0]["approved_by"],
+        json!(["alice@example.com"])
+    );
+    agent.close().await;
+    server.shutdown().await.unwrap();
+
+    let server = TestServer::start_with(durable_config(&dir)).await;
+    let mut bob = person(&server, "bob@example.com").await;
+    let mut agent = server.agent().await;
+    agent.send(&asked).await;
+    agent.recv_type("accepted").await;
+    bob.send(&approve).await;
+    let outcome = agent.recv_type("outcome").await;
+    assert_eq!(outcome["user"], "bob@example.com");
+    assert_eq!(
+        outcome["voters"],
+        json!([
+            {"user": "alice@example.com", "decisions": ["approve"]},
+            {"user": "bob@example.com", "decisions": ["approve"]}
+        ])
+    );
+    server.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A data directory written in another format version is a clear error at start.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_format_version_is_refused_clearly() {

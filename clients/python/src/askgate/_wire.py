@@ -64,6 +64,9 @@ class Outcome:
     """How the gateway knew who ended it (`"personal-link"`, `"proxy"`, `"email"`, ...), or
     `"default"` when the ask's `default` answered at the deadline (then `by` is `"default"` and
     `user` is `None`); `None` for a timeout or a withdrawal."""
+    voters: list[dict[str, Any]] | None = None
+    """For an approval with a quorum, every voter and their vote (`{"user", "decisions"}`);
+    `user` is then the person whose vote ended it."""
     at_ms: int | None
 
     @classmethod
@@ -76,6 +79,7 @@ class Outcome:
         by = value.get("by")
         user = value.get("user")
         via = value.get("via")
+        voters = value.get("voters")
         at_ms = value.get("at_ms")
         return cls(
             session=str(value.get("session", session or "")),
@@ -87,6 +91,7 @@ class Outcome:
             by=by if isinstance(by, str) else None,
             user=user if isinstance(user, str) else None,
             via=via if isinstance(via, str) else None,
+            voters=voters if isinstance(voters, list) else None,
             at_ms=at_ms if isinstance(at_ms, int) else None,
         )
 

@@ -80,6 +80,14 @@ pub enum Event<'a> {
         /// recorded once they are counted (none on the entry of the first).
         count: Option<u64>,
     },
+    /// A person voted on a request that needs several people's (its quorum).
+    Voted {
+        /// Who.
+        who: Who,
+        /// Their vote, a decision per call (`approve`, `reject`, or null for one not
+        /// counted).
+        decisions: Value,
+    },
     /// The deadline passed, and the ask's default was given (`tab` and `via` say `default`;
     /// no person).
     Defaulted {
@@ -134,6 +142,7 @@ impl Event<'_> {
             Event::Declined { .. } => "declined",
             Event::Refused { .. } => "refused",
             Event::Defaulted { .. } => "defaulted",
+            Event::Voted { .. } => "voted",
             Event::TimedOut => "timed_out",
             Event::Withdrawn { .. } => "withdrawn",
             Event::Acked => "acked",
@@ -329,6 +338,7 @@ pub fn tail(note: &Note<'_>) -> String {
     let who = match &note.event {
         Event::Answered { who, .. }
         | Event::Defaulted { who, .. }
+        | Event::Voted { who, .. }
         | Event::Withdrawn { who }
         | Event::Declined { who }
         | Event::Refused { who, .. } => who,
@@ -364,6 +374,7 @@ pub fn tail(note: &Note<'_>) -> String {
             member(&mut out, "questions", questions);
         }
         Event::Answered { answer, .. } => member(&mut out, "answer", answer),
+        Event::Voted { decisions, .. } => member(&mut out, "decisions", decisions),
         Event::Defaulted {
             outcome, answer, ..
         } => {

@@ -174,6 +174,7 @@ impl Hub {
             answerers,
             follow_ups: asked_follow_ups,
             default,
+            quorum,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -199,6 +200,22 @@ impl Hub {
                 format!(
                     "no group {group:?} is defined (the operator names groups in --groups FILE)"
                 ),
+            );
+            return self.reject(
+                asker,
+                &session_id,
+                as_sent(&id),
+                vec![error],
+                ReplyCode::Invalid,
+            );
+        }
+        if quorum.is_some() && self.replica.is_some() {
+            // Votes on several nodes must be counted in the store, at once; not built yet.
+            let error = FieldError::new(
+                "quorum",
+                ErrorCode::InvalidValue,
+                "a quorum needs the memory or embedded store in this version: on Redis, votes \
+                 on several nodes are not yet counted in the store",
             );
             return self.reject(
                 asker,
@@ -290,6 +307,7 @@ impl Hub {
                             timeout_ms,
                             answerers: answerers.clone(),
                             default: default.clone(),
+                            quorum,
                         };
                         let (view, encoded) = shown_view(&id, &shown);
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
@@ -383,6 +401,7 @@ struct Shown<'a> {
     timeout_ms: Option<u64>,
     answerers: Option<Vec<String>>,
     default: Option<serde_json::Value>,
+    quorum: Option<askgate_protocol::approval::Quorum>,
 }
 
 /// What tabs are to be shown of a new request, asked now, and its encoding.
@@ -400,6 +419,13 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
         answerers: shown.answerers.clone(),
         escalated_to: None,
         default: shown.default.clone(),
+        // Every call without a vote yet.
+        quorum: shown.quorum.map(|quorum| {
+            let calls = questions
+                .downcast::<askgate_protocol::approval::ApprovalCalls>()
+                .map_or(0, |calls| calls.0.len());
+            (quorum, vec![Default::default(); calls])
+        }),
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)

@@ -28,6 +28,7 @@ use super::peers::frame::Frame;
 use super::peers::links::TabHandle;
 use super::request::EntryState;
 use super::session::Session;
+use super::voting::{self, Counted, VoteCast};
 use crate::audit::Note;
 use crate::clock::now_ms;
 use crate::metrics::count;
@@ -70,6 +71,8 @@ enum Begun {
     Won(Box<Won>),
     /// Another ending is being stored: wait until it is kept or fails.
     Wait(tokio::sync::futures::OwnedNotified),
+    /// A vote on a request with a quorum that decided nothing: to keep.
+    Voted(Box<VoteCast>),
 }
 
 /// What a winning ending takes from under the lock (see [`Begun::Won`]).
@@ -80,6 +83,7 @@ type Won = (
     Option<StoredResolution>,
     Vec<Note<'static>>,
     Option<crate::notify::RequestFacts>,
+    Vec<StoreOp>,
 );
 
 /// A resolution being committed, and what announcing it needs.
@@ -89,6 +93,8 @@ struct Resolution {
     pub(super) resolution: StoredResolution,
     pub(super) asked_at_ms: u64,
     pub(super) deadline_ms: Option<u64>,
+    /// Where the `Resolve` is among the ops committed (a deciding vote's come first).
+    pub(super) resolve_at: usize,
 }
 
 /// Why an ending did not take.
@@ -212,10 +218,13 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
-        let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts) = loop {
+        let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts, deciding_vote) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
+                Begun::Voted(cast) => {
+                    return self.keep_vote(session, id, *cast).await.map(|()| None);
+                }
             }
         };
         let late = if_late.as_ref().map(|late| StoredResolution {
@@ -227,12 +236,15 @@ impl Hub {
             .as_ref()
             .zip(facts)
             .and_then(|(notifier, facts)| notifier.resolved(&facts, &resolution, late.as_ref()));
-        let mut ops = vec![StoreOp::Resolve {
+        // A deciding vote's trail entry comes before the ending it makes.
+        let resolve_at = deciding_vote.len();
+        let mut ops = deciding_vote;
+        ops.push(StoreOp::Resolve {
             session: session.clone(),
             id: id.clone(),
             resolution: resolution.clone(),
             if_late,
-        }];
+        });
         ops.extend(notify.clone());
         let ending = Resolution {
             session: session.clone(),
@@ -240,6 +252,7 @@ impl Hub {
             resolution,
             asked_at_ms,
             deadline_ms,
+            resolve_at,
         };
         let ended = self
             .commit_then(ops, move |hub, committed| {
@@ -315,14 +328,69 @@ impl Hub {
                 .may_answer(person, entry.answerers.as_deref())
                 .map_err(Refusal::Forbidden)?;
         }
+        // With a quorum, an answer or a decline is a vote: kept if it decides nothing, else
+        // the ending, with what the votes decided and who voted.
+        let mut decided = None;
+        if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }) =
+            (entry.quorum, ending)
+        {
+            let (counted, user) = voting::count(entry, quorum, ending)?;
+            match counted {
+                Counted::Kept(votes) => {
+                    let deadline_ms = entry.deadline_ms.filter(|_| entry.timed_here);
+                    state.begin_resolving(id, false);
+                    return Ok(Begun::Voted(Box::new(VoteCast {
+                        user,
+                        votes,
+                        deadline_ms,
+                    })));
+                }
+                Counted::Decides {
+                    answer,
+                    voters,
+                    votes,
+                } => {
+                    let trail = voting::voted_note(session, id, &user, &votes);
+                    decided = Some((answer, voters, trail));
+                }
+            }
+        }
+        let (voters, mut deciding_vote) = match &decided {
+            Some((_, voters, trail)) => (Some(voters.clone()), trail.clone().into_iter().collect()),
+            None => (None, Vec::new()),
+        };
+        if entry.quorum.is_some() {
+            // However it ends, its votes are no longer needed: the ending has its voters.
+            deciding_vote.push(StoreOp::Unkeep {
+                table: crate::store::KeptTable::Votes,
+                key: voting::votes_key(session, id),
+            });
+        }
         let by_person = |settlement, tab: &Option<TabId>, person: &Person| StoredResolution {
             settlement,
             by: tab.as_ref().map(TabId::to_string),
             user: person.name().map(str::to_owned),
             via: Some(person.via),
+            voters: voters.clone(),
             at_ms: now_ms(),
         };
         let resolution = match ending {
+            Ending::Answer { tab, person, .. } | Ending::Decline { tab, person, .. }
+                if decided.is_some() =>
+            {
+                let answer = decided
+                    .as_ref()
+                    .map(|(answer, ..)| answer)
+                    .unwrap_or(&Value::Null);
+                by_person(
+                    entry
+                        .questions
+                        .settle_answer(answer)
+                        .map_err(Refusal::DoesNotFit)?,
+                    tab,
+                    person,
+                )
+            }
             Ending::Answer {
                 tab,
                 person,
@@ -375,6 +443,7 @@ impl Hub {
             if_late,
             counted_refusals(state, id),
             facts,
+            deciding_vote,
         ))))
     }
 }
@@ -393,10 +462,15 @@ impl Hub {
             mut resolution,
             asked_at_ms,
             deadline_ms,
+            resolve_at,
         } = ending;
         let (session, id) = (&session, &id);
-        let verdict =
-            committed.map(|verdicts| verdicts.into_iter().next().unwrap_or(Verdict::Done));
+        let verdict = committed.map(|verdicts| {
+            verdicts
+                .into_iter()
+                .nth(resolve_at)
+                .unwrap_or(Verdict::Done)
+        });
         let mut sessions = self.lock();
         let entry = sessions
             .get_mut(session)

@@ -28,6 +28,7 @@ mod request; // a request's life: its states, and every transition with its book
 mod restore; // requests brought back from the store at a restart
 mod session; // one session: its tabs, agents and requests; fan-out and presence
 mod shown; // what tabs are sent: snapshot, ending frames, finished list, history
+mod voting; // approvals that need several people: each vote kept, the deciding one ends it
 
 pub use asking::AskReply;
 pub use by_link::{EndedAs, LinkRefused, LinkState, LinkedRequest};

@@ -3,13 +3,16 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::QuestionSet;
+use std::collections::HashMap;
+
+use askgate_protocol::{QuestionSet, RequestId, SessionId};
 
 use super::Hub;
 use super::ending::Ending;
 use super::request::{Admitted, Arrival};
+use super::voting;
 use crate::metrics::gauge_add;
-use crate::store::StoredRequest;
+use crate::store::{KeptTable, StoredRequest};
 
 /// What a restore found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,12 +60,45 @@ impl Hub {
         }
         // All at once, so their commits share the store's group commits: one at a time, each
         // would wait for its own sync while the gateway is not serving yet.
+        self.restore_votes().await;
         let timing_out = overdue
             .iter()
             .map(|(session, id)| self.resolve(session, id, Ending::TimedOut));
         let timed_out = futures_util::future::join_all(timing_out).await;
         restored.timed_out += timed_out.iter().filter(|ended| ended.is_ok()).count();
         restored
+    }
+}
+
+impl Hub {
+    /// The votes kept for requests with a quorum, counted on them again.
+    async fn restore_votes(&self) {
+        let kept = match self.store.kept().await {
+            Ok(kept) => kept,
+            Err(error) => {
+                tracing::error!(%error, "the votes of requests with a quorum could not be read; they count from now");
+                return;
+            }
+        };
+        let mut by_request: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        for field in kept.into_iter().filter(|f| f.table == KeptTable::Votes) {
+            by_request
+                .entry(field.key)
+                .or_default()
+                .push((field.field, field.value));
+        }
+        let mut sessions = self.lock();
+        for (key, fields) in by_request {
+            let Some((session, id)) = key.split_once('/') else {
+                continue;
+            };
+            let (Ok(session), Ok(id)) = (SessionId::parse(session), RequestId::parse(id)) else {
+                continue;
+            };
+            if let Some(state) = sessions.get_mut(&session) {
+                state.record_votes(&id, voting::read_votes(fields));
+            }
+        }
     }
 }
 
@@ -95,6 +131,7 @@ mod tests {
         let questions =
             json!([{"header": "H", "question": "Q?", "options": [{"label": "A"}, {"label": "B"}]}]);
         let record = StoredRequest {
+            quorum: None,
             default: None,
             session: session.id.clone(),
             id: RequestId::parse("r").unwrap(),

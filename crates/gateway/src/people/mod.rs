@@ -90,6 +90,8 @@ pub enum NotAllowed {
     Anonymous,
     /// The request names who may answer, and this person is not among them.
     NotAnAnswerer(Vec<String>),
+    /// The request needs a quorum, which counts only people the gateway knows.
+    AnonymousVote,
 }
 
 impl NotAllowed {
@@ -102,13 +104,17 @@ impl NotAllowed {
             NotAllowed::NotAnAnswerer(answerers) => {
                 format!("only {} may answer this request", answerers.join(", "))
             }
+            NotAllowed::AnonymousVote => "this request needs several people's votes, and counts \
+                only people the gateway knows; open a personal link, or sign in through the \
+                gateway's proxy"
+                .to_owned(),
         }
     }
 
     /// A short reason, for the audit trail.
     pub fn reason(&self) -> &'static str {
         match self {
-            NotAllowed::Anonymous => "identity required",
+            NotAllowed::Anonymous | NotAllowed::AnonymousVote => "identity required",
             NotAllowed::NotAnAnswerer(_) => "not an answerer",
         }
     }

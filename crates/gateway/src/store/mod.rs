@@ -73,6 +73,9 @@ pub struct StoredRequest {
     /// The answer given should the deadline pass with none (the ask's `default`, checked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
+    /// For an approval that needs several people, how many (its votes are a kept table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<askgate_protocol::approval::Quorum>,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
 }
@@ -146,6 +149,9 @@ pub struct StoredResolution {
     /// How the gateway knew who the tab was (absent for endings without a tab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<askgate_protocol::wire::Via>,
+    /// For a quorum's ending, every voter and their vote (`[{user, decisions}]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voters: Option<Value>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
 }
@@ -158,6 +164,7 @@ impl StoredResolution {
             by: None,
             user: None,
             via: None,
+            voters: None,
             at_ms,
         }
     }
@@ -192,17 +199,25 @@ pub enum KeptTable {
     SlackMessages,
     /// Web Push subscriptions: under the person's name, a field per push endpoint.
     PushSubscriptions,
+    /// The votes on a request with a quorum: under `session/id`, a field per voter, their
+    /// vote (`{"at_ms", "approve": [true|false|null, ...]}`); deleted with the request.
+    Votes,
 }
 
 impl KeptTable {
     /// Every table.
-    pub const ALL: [KeptTable; 2] = [KeptTable::SlackMessages, KeptTable::PushSubscriptions];
+    pub const ALL: [KeptTable; 3] = [
+        KeptTable::SlackMessages,
+        KeptTable::PushSubscriptions,
+        KeptTable::Votes,
+    ];
 
     /// Its name in the store.
     pub fn as_str(self) -> &'static str {
         match self {
             KeptTable::SlackMessages => "slack_messages",
             KeptTable::PushSubscriptions => "push_subscriptions",
+            KeptTable::Votes => "votes",
         }
     }
 
@@ -216,7 +231,7 @@ impl KeptTable {
                 Some(std::time::Duration::from_secs(3600))
             }
             KeptTable::SlackMessages => Some(std::time::Duration::from_secs(91 * 86_400)),
-            KeptTable::PushSubscriptions => None,
+            KeptTable::PushSubscriptions | KeptTable::Votes => None,
         }
     }
 

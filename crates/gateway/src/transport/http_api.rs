@@ -138,7 +138,7 @@ fn questions_of(body: &PostBody) -> Result<Value, ApiError> {
 }
 
 fn resolved_body(id: &RequestId, resolution: &StoredResolution) -> Value {
-    json!({
+    let mut body = json!({
         "state": "resolved",
         "id": id.as_str(),
         "outcome": resolution.settlement.outcome,
@@ -149,7 +149,11 @@ fn resolved_body(id: &RequestId, resolution: &StoredResolution) -> Value {
         "user": resolution.user,
         "via": resolution.via,
         "at_ms": resolution.at_ms,
-    })
+    });
+    if let Some(voters) = &resolution.voters {
+        body["voters"] = voters.clone();
+    }
+    body
 }
 
 /// `POST /v1/sessions/{session}/requests`.

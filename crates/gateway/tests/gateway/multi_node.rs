@@ -794,3 +794,27 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     let (_tab, snapshot) = node.tab("gaveup", &viewer).await;
     assert_eq!(snapshot["type"], "snapshot");
 }
+
+/// A quorum is refused on Redis, with its path and why, until votes on several nodes are
+/// counted in the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_is_refused_on_redis_for_now() {
+    let redis = RedisServer::start(&[]);
+    let node = Node::start(&redis.url(), &[]);
+    let (mut agent, _) = node.agent_opening("qr").await;
+    agent
+        .send(
+            &json!({"type": "ask", "session": "qr", "id": "q", "dialect": "approval",
+            "calls": [{"name": "deploy", "args": {}}], "quorum": 2}),
+        )
+        .await;
+    let rejected = agent.recv_until("rejected").await;
+    assert_eq!(rejected["errors"][0]["path"], "quorum");
+    assert!(
+        rejected["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("memory or embedded store"),
+        "{rejected}"
+    );
+}

@@ -23,6 +23,7 @@ fn questions() -> serde_json::Value {
 fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
     let questions = QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap();
     StoredRequest {
+        quorum: None,
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
@@ -53,6 +54,7 @@ fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
             by: Some("t-1".into()),
             user: None,
             via: None,
+            voters: None,
             at_ms: 0,
         },
         if_late: late.then(|| {

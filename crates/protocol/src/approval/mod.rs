@@ -9,6 +9,7 @@
 //! - [`schema`]: the part of JSON Schema tool argument schemas use, for checking edits.
 //! - [`decisions`]: a tab's decisions, checked, and what the agent receives.
 //! - `face`: approvals behind the dialects' common face ([`ApprovalFace`]).
+//! - [`quorum`]: approvals that need several people: votes and their tally.
 //!
 //! # Decisions
 //! - A decline of the whole request, and a timeout, reach the agent as every call rejected,
@@ -19,11 +20,13 @@
 pub mod calls;
 pub mod decisions;
 mod face;
+pub mod quorum;
 pub mod schema;
 
 pub use calls::{Call, DecisionKind, EditCheck, validate_calls};
 pub use decisions::{DECLINED_MESSAGE, Decision, TIMED_OUT_MESSAGE, check_decisions};
 pub use face::{ApprovalCalls, ApprovalFace};
+pub use quorum::{CallTally, Quorum, Vote};
 
 /// Most calls in one request.
 pub const MAX_CALLS: usize = 20;

@@ -79,8 +79,9 @@ pub enum ToAgent {
         /// Every problem, with its path.
         errors: Vec<FieldError>,
     },
-    /// How a request ended. Re-sent on every re-ask until acked.
-    Outcome(OutcomeFrame),
+    /// How a request ended. Re-sent on every re-ask until acked. (Boxed: the other frames
+    /// are small.)
+    Outcome(Box<OutcomeFrame>),
     /// A personal link, as asked for by `link`.
     Link {
         /// The session.
@@ -130,6 +131,10 @@ pub struct OutcomeFrame {
     /// made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<crate::people::Via>,
+    /// For a quorum's ending, every voter and their vote (`[{user, decisions}]`); `user` is
+    /// the person whose vote ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voters: Option<Value>,
     /// When it ended (Unix ms).
     pub at_ms: u64,
 }

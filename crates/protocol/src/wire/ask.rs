@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::approval::{ApprovalCalls, Quorum};
 use crate::dialect::{Dialect, QuestionSet};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
 use crate::ids::{RequestId, SessionId, parse_field};
@@ -63,6 +64,8 @@ pub struct CheckedAsk {
     /// The answer given should the deadline pass with none (`default`, as sent, checked
     /// against the request as a tab's answer would be); only with a deadline.
     pub default: Option<Value>,
+    /// For an approval, how many people must decide each call (`quorum`, `veto`).
+    pub quorum: Option<Quorum>,
 }
 
 /// What an ask says should happen while it stays open: `remind_after_s` (the same people
@@ -139,6 +142,7 @@ impl AskFrame {
         let follow_ups = check_follow_ups(&self.rest)
             .map_err(|e| errors.extend(e))
             .ok();
+        let quorum = Quorum::read(&self.rest).map_err(|e| errors.extend(e)).ok();
         let default = self.rest.get("default").filter(|v| !v.is_null()).cloned();
         if default.is_some() && matches!(timeout_ms, Some(None)) {
             errors.push(FieldError::new(
@@ -157,6 +161,7 @@ impl AskFrame {
             answerers,
             follow_ups,
             default,
+            quorum,
         }
     }
 
@@ -226,6 +231,8 @@ struct CheckedFields {
     follow_ups: Option<AskedFollowUps>,
     /// `default` as sent, checked once the request is.
     default: Option<Value>,
+    /// `quorum` and `veto`, checked against the calls once they are.
+    quorum: Option<Option<Quorum>>,
 }
 
 impl CheckedFields {
@@ -248,6 +255,23 @@ impl CheckedFields {
             && let Err(errors) = questions.settle_default(default)
         {
             self.errors.extend(errors.into_vec());
+        }
+        if let (Some(questions), Some(Some(quorum))) = (&questions, &self.quorum) {
+            match questions.downcast::<ApprovalCalls>() {
+                Some(calls) => {
+                    if let Err(error) = quorum.check_calls(&calls.0) {
+                        self.errors.push(error);
+                    }
+                }
+                None => self.errors.push(FieldError::new(
+                    "quorum",
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "only approval requests take a quorum, not {}",
+                        questions.dialect()
+                    ),
+                )),
+            }
         }
         match (
             self.session.take(),
@@ -273,6 +297,7 @@ impl CheckedFields {
                 answerers,
                 follow_ups,
                 default: self.default.take(),
+                quorum: self.quorum.take().flatten(),
             }),
             _ => Err(std::mem::take(&mut self.errors)),
         }

@@ -38,6 +38,8 @@ pub struct RequestView {
     /// Whether the agent that asked it is gone (see the gateway's `--agent-grace-s`): still
     /// answerable, its answer kept for an agent that comes back.
     pub orphaned: bool,
+    /// For an approval that needs several people: how many, and the votes so far per call.
+    pub quorum: Option<(crate::approval::Quorum, Vec<crate::approval::CallTally>)>,
 }
 
 impl Serialize for RequestView {
@@ -64,6 +66,10 @@ impl Serialize for RequestView {
         if self.orphaned {
             map.serialize_entry("orphaned", &true)?;
         }
+        if let Some((quorum, tally)) = &self.quorum {
+            map.serialize_entry("quorum", quorum)?;
+            map.serialize_entry("tally", tally)?;
+        }
         map.end()
     }
 }
@@ -82,6 +88,13 @@ impl<'de> Deserialize<'de> for RequestView {
         let escalated_to = Option::deserialize(take("escalated_to")).map_err(D::Error::custom)?;
         let default = Some(take("default")).filter(|value| !value.is_null());
         let orphaned = take("orphaned") == Value::Bool(true);
+        let quorum = match (take("quorum"), take("tally")) {
+            (Value::Null, _) => None,
+            (quorum, tally) => Some((
+                serde_json::from_value(quorum).map_err(D::Error::custom)?,
+                serde_json::from_value(tally).map_err(D::Error::custom)?,
+            )),
+        };
         let questions = dialect.gather(|name| fields.get(name));
         Ok(RequestView {
             id,
@@ -94,6 +107,7 @@ impl<'de> Deserialize<'de> for RequestView {
             escalated_to,
             default,
             orphaned,
+            quorum,
         })
     }
 }
@@ -171,6 +185,18 @@ pub enum ToTab {
         via: Option<Via>,
         /// The response given (null when withdrawn).
         response: Value,
+        /// For a quorum's ending, every voter and their vote.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        voters: Option<Value>,
+    },
+    /// A vote on a request with a quorum was counted: the votes so far, per call.
+    Tally {
+        /// The request.
+        id: String,
+        /// Per call, who approved and who rejected it.
+        calls: Vec<crate::approval::CallTally>,
+        /// How many people decide a call.
+        needed: u8,
     },
     /// The agent that asked a request still open is gone: the request stays answerable, and a
     /// `request` frame follows should an agent ask it again.

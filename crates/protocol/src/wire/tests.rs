@@ -291,3 +291,56 @@ fn a_default_is_checked_as_an_answer_and_needs_a_deadline() {
         Some("default")
     );
 }
+
+/// `quorum` (2 to 10) is for approvals whose calls allow approve and reject only; `veto` only
+/// with it; each refused at its path.
+#[test]
+fn a_quorum_is_checked_at_its_path() {
+    let check = |extra: Value, decisions: Value| {
+        let mut frame = json!({"type": "ask", "session": "s", "dialect": "approval",
+            "calls": [{"name": "deploy", "args": {}, "decisions": decisions}]});
+        for (key, value) in extra.as_object().unwrap() {
+            frame[key] = value.clone();
+        }
+        ask(frame).check(f64::INFINITY)
+    };
+    let refused = |extra: Value, decisions: Value| {
+        check(extra, decisions)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect::<Vec<_>>()
+    };
+    let taken = check(
+        json!({"quorum": 3, "veto": false}),
+        json!(["approve", "reject"]),
+    )
+    .unwrap();
+    assert_eq!(
+        taken.quorum,
+        Some(crate::approval::Quorum {
+            needed: 3,
+            veto: false
+        })
+    );
+    assert_eq!(
+        refused(json!({"quorum": 2}), json!(["approve", "edit", "reject"])),
+        [
+            "quorum: a quorum takes approve and reject only, and calls[0].decisions allows edit: one person cannot edit what others approved"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"quorum": 11}), json!(["approve", "reject"])),
+        ["quorum: must be a whole number of people from 2 to 10, got 11"]
+    );
+    let harness =
+        ask(json!({"type": "ask", "session": "s", "questions": questions(), "quorum": 2}))
+            .check(f64::INFINITY)
+            .unwrap_err();
+    assert_eq!(harness[0].path, "quorum");
+    assert!(
+        harness[0]
+            .message
+            .starts_with("only approval requests take a quorum")
+    );
+}

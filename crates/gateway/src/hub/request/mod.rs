@@ -34,6 +34,7 @@
 //! | `unattended`      | Open → Open             | its agent gone for now: the grace timer set (where its timers are made) |
 //! | `attended`        | Open → Open             | its agent back: the timer stopped; if orphaned, view re-encoded and `request` to every tab |
 //! | `orphan`          | Open → Open             | orphaned: view re-encoded, bytes resized; `orphaned` to every tab; the withdrawal timer set if it has no deadline |
+//! | `record_votes`    | Resolving → Open        | a vote kept: votes counted, view's tally re-encoded; `tally` to every tab; as `reopen` |
 //!
 //! At its deadline a request ends as its `default` if the ask gave one (`Entry::deadline_ending`),
 //! else as timed out; either goes through `begin_resolving` and `settle` like any ending.
@@ -52,6 +53,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+use askgate_protocol::approval::{Quorum, Vote};
 use askgate_protocol::wire::{RequestView, Via};
 use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
 use bytes::Bytes;
@@ -327,6 +329,7 @@ impl Session {
         follow_ups: FollowUps,
     ) -> StoredRequest {
         let record = StoredRequest {
+            quorum: view.quorum.as_ref().map(|(quorum, _)| *quorum),
             session: self.id.clone(),
             id: id.clone(),
             dialect: view.dialect,
@@ -356,6 +359,8 @@ impl Session {
             timed_here: false,
             orphan_timer: None,
             orphan_generation: 0,
+            quorum: record.quorum,
+            votes: Vec::new(),
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -444,6 +449,13 @@ impl Session {
                 .escalated
                 .then(|| record.follow_ups.escalate_to.clone()),
             default: record.default.clone(),
+            // Its votes so far are applied after (`record_votes`), from the kept table.
+            quorum: record.quorum.map(|quorum| {
+                let calls = questions
+                    .downcast::<askgate_protocol::approval::ApprovalCalls>()
+                    .map_or(0, |calls| calls.0.len());
+                (quorum, vec![Default::default(); calls])
+            }),
         };
         let encoded = EncodedRequest::new(&view);
         let id = record.id;
@@ -506,6 +518,8 @@ impl Session {
             timed_here: arrival == Arrival::Restored,
             orphan_timer: None,
             orphan_generation: 0,
+            quorum: record.quorum,
+            votes: Vec::new(),
             encoded,
             asker: None,
             state,
@@ -757,6 +771,56 @@ impl Session {
         true
     }
 
+    /// `Resolving` → `Open` (or `Open` → `Open`, restored), with `votes` counted: a vote that
+    /// decided nothing was kept. The view's tally is encoded anew and every tab gets `tally`;
+    /// rival endings waiting on the vote go on, and the deadline timer is set again.
+    pub(super) fn record_votes(&mut self, id: &RequestId, votes: Vec<Vote>) {
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        let Some(quorum) = entry.quorum else {
+            return;
+        };
+        let resolving = matches!(entry.state, EntryState::Resolving);
+        if !resolving && !matches!(entry.state, EntryState::Open) {
+            return;
+        }
+        let calls = entry
+            .questions
+            .downcast::<askgate_protocol::approval::ApprovalCalls>()
+            .map_or(0, |calls| calls.0.len());
+        let tally: Vec<_> = quorum
+            .tally(calls, &votes)
+            .into_iter()
+            .map(|(tally, _)| tally)
+            .collect();
+        entry.votes = votes;
+        let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
+        let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
+            return;
+        };
+        view.quorum = Some((quorum, tally.clone()));
+        let before = entry.encoded.view.len();
+        entry.encoded = EncodedRequest::new(&view);
+        let after = entry.encoded.view.len();
+        self.open.resize(before, after);
+        self.reencoded += 1;
+        let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
+            id: id.to_string(),
+            calls: tally,
+            needed: quorum.needed,
+        });
+        self.broadcast(&frame, &metrics);
+        if let Some(entry) = self.requests.get(id) {
+            let reach = Reach::of(entry);
+            self.tell_inboxes(&reach, &frame);
+        }
+        if resolving {
+            self.reopen(id, timer_at);
+        }
+    }
+
     /// An orphaned request's withdrawal failed: tried again `after`, while it stays orphaned.
     pub(super) fn retry_withdrawal(&mut self, id: &RequestId, after: std::time::Duration) {
         let ledger = Arc::clone(&self.open.ledger);
@@ -947,6 +1011,10 @@ pub(super) struct Entry {
     pub(super) orphan_timer: Option<AbortOnDropHandle<()>>,
     /// Which orphan timer is the current one: each set or stopped makes the next.
     pub(super) orphan_generation: u64,
+    /// For an approval that needs several people: how many, and the votes so far (in the
+    /// order they were cast).
+    pub(super) quorum: Option<Quorum>,
+    pub(super) votes: Vec<Vote>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
@@ -984,6 +1052,7 @@ impl Entry {
                         by: Some(DEFAULT_BY.to_owned()),
                         user: None,
                         via: Some(Via::Default),
+                        voters: None,
                         at_ms,
                     };
                 }
@@ -1059,6 +1128,7 @@ mod encoding_tests {
     #[test]
     fn the_shown_request_is_the_request_frame_and_its_view() {
         let view = RequestView {
+            quorum: None,
             orphaned: false,
             default: None,
             id: "r-1".into(),

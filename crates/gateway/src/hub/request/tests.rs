@@ -168,6 +168,7 @@ fn questions() -> Value {
 fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
     CheckedAsk {
         default: None,
+        quorum: None,
         session: session(),
         id: Some(id(request)),
         questions: QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap(),
@@ -612,6 +613,7 @@ fn lone_session() -> Session {
 
 fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest {
     StoredRequest {
+        quorum: None,
         default: None,
         session: session(),
         id: id(request),
@@ -671,6 +673,7 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
     let request = record("r", None);
     let questions = read(&request);
     let view = RequestView {
+        quorum: None,
         orphaned: false,
         default: None,
         id: "r".into(),
@@ -1379,4 +1382,136 @@ async fn a_superseded_grace_timer_does_not_orphan() {
         .orphan_due(&session(), &id("r"), OrphanStage::Grace, current)
         .await;
     assert_eq!(rig.tab_frames(), ["orphaned"]);
+}
+
+/// An approval of one call that needs two people (`quorum: 2`).
+fn ask_needing_two(request: &str, veto: bool) -> CheckedAsk {
+    let calls = json!([{"name": "deploy", "args": {"env": "prod"}}]);
+    CheckedAsk {
+        questions: QuestionSet::validate(Dialect::parse("approval").unwrap(), &calls).unwrap(),
+        quorum: Some(Quorum { needed: 2, veto }),
+        ..ask_of(request, None)
+    }
+}
+
+/// A tab of `user` (a personal link's person) on the session, and its queue.
+fn tab_of(rig: &Rig, user: &str) -> (TabHandle, Queue) {
+    let (link, mut queue) = Link::new(64);
+    let tab = rig
+        .hub
+        .join_tab(
+            session(),
+            None,
+            Person::named(user, Via::PersonalLink),
+            link,
+        )
+        .unwrap();
+    drain(&mut queue);
+    (tab, queue)
+}
+
+fn decisions(kind: &str) -> Value {
+    json!({"decisions": [{"type": kind}]})
+}
+
+/// Two people must approve: the first approval is kept and shown as a tally, an anonymous
+/// tab cannot vote, the second approval ends it with every voter in the outcome; each vote is
+/// in the trail, and the kept votes go once it has ended.
+#[tokio::test]
+async fn a_quorum_of_two_needs_two_people_and_the_second_vote_ends_it() {
+    let mut rig = rig();
+    rig.hub
+        .ask(ask_needing_two("r", true), Some(&rig.agent))
+        .await;
+    let shown = drain(&mut rig.tab_queue);
+    assert_eq!(
+        shown[0]["request"]["quorum"],
+        json!({"needed": 2, "veto": true})
+    );
+    assert_eq!(
+        shown[0]["request"]["tally"],
+        json!([{"approved_by": [], "rejected_by": []}])
+    );
+    rig.agent_frames();
+    let refused = rig
+        .tab
+        .answer("r", decisions("approve"))
+        .await
+        .expect("refused");
+    assert!(refused.for_who, "an anonymous tab cannot vote");
+    let (alice, _) = tab_of(&rig, "alice@example.com");
+    let (bob, _) = tab_of(&rig, "bob@example.com");
+    assert!(alice.answer("r", decisions("approve")).await.is_none());
+    let tally = drain(&mut rig.tab_queue);
+    assert_eq!(types(&tally), ["tally"]);
+    assert_eq!(
+        tally[0]["calls"],
+        json!([{"approved_by": ["alice@example.com"], "rejected_by": []}])
+    );
+    assert_eq!(tally[0]["needed"], 2);
+    assert!(
+        rig.agent_frames().is_empty(),
+        "one approval decides nothing"
+    );
+    assert_eq!(rig.state("r"), Some("open"));
+    // The same person again is still one person.
+    assert!(alice.answer("r", decisions("approve")).await.is_none());
+    assert_eq!(rig.state("r"), Some("open"));
+    let again = drain(&mut rig.tab_queue);
+    assert_eq!(
+        again[0]["calls"][0]["approved_by"],
+        json!(["alice@example.com"])
+    );
+    assert!(bob.answer("r", decisions("approve")).await.is_none());
+    let outcome = &rig.agent_frames()[0];
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["user"], "bob@example.com");
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}]})
+    );
+    assert_eq!(
+        outcome["voters"],
+        json!([
+            {"user": "alice@example.com", "decisions": ["approve"]},
+            {"user": "bob@example.com", "decisions": ["approve"]}
+        ])
+    );
+    let ended = drain(&mut rig.tab_queue);
+    assert_eq!(types(&ended), ["resolved"]);
+    assert_eq!(ended[0]["voters"], outcome["voters"]);
+    assert_eq!(
+        trail_events(&rig).await,
+        ["asked", "refused", "voted", "voted", "voted", "answered"]
+    );
+    let kept = rig.store.kept().await.unwrap();
+    assert!(
+        kept.iter()
+            .all(|field| field.table != crate::store::KeptTable::Votes),
+        "the votes go with the ending: {kept:?}"
+    );
+}
+
+/// With veto (the default) one rejection rejects the call at once; without, it needs two.
+#[tokio::test]
+async fn one_rejection_vetoes_unless_veto_is_off() {
+    let mut rig = rig();
+    rig.hub
+        .ask(ask_needing_two("v", true), Some(&rig.agent))
+        .await;
+    rig.hub
+        .ask(ask_needing_two("n", false), Some(&rig.agent))
+        .await;
+    rig.agent_frames();
+    let (alice, _) = tab_of(&rig, "alice@example.com");
+    assert!(alice.answer("v", decisions("reject")).await.is_none());
+    let outcome = &rig.agent_frames()[0];
+    assert_eq!(outcome["id"], "v");
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "reject"}]})
+    );
+    assert!(alice.answer("n", decisions("reject")).await.is_none());
+    assert!(rig.agent_frames().is_empty());
+    assert_eq!(rig.state("n"), Some("open"));
 }

@@ -25,6 +25,8 @@ struct OutcomeOut<'a> {
     user: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     via: Option<Via>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    voters: &'a Option<Value>,
     at_ms: u64,
 }
 
@@ -39,6 +41,8 @@ struct ResolvedOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     via: Option<Via>,
     response: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    voters: &'a Option<Value>,
 }
 
 /// The `outcome` frame of request `id` of `session`, which ended as `resolution`.
@@ -54,6 +58,7 @@ pub(in crate::hub) fn outcome_frame(
         by: &resolution.by,
         user: &resolution.user,
         via: resolution.via,
+        voters: &resolution.voters,
         at_ms: resolution.at_ms,
     })
 }
@@ -67,6 +72,7 @@ pub(in crate::hub) fn resolved_frame(id: &RequestId, resolution: &StoredResoluti
         user: &resolution.user,
         via: resolution.via,
         response: &resolution.settlement.response,
+        voters: &resolution.voters,
     })
 }
 
@@ -89,6 +95,7 @@ mod tests {
             by: Some("tab-1".to_owned()),
             user: Some("ada@example.com".to_owned()),
             via: Some(Via::Proxy),
+            voters: None,
             at_ms: 1_764_000_000_123,
         };
         let withdrawn = StoredResolution {
@@ -96,6 +103,7 @@ mod tests {
             by: None,
             user: None,
             via: None,
+            voters: None,
             at_ms: 7,
         };
         vec![answered, withdrawn]
@@ -110,15 +118,16 @@ mod tests {
         let session = SessionId::parse("s-1").unwrap();
         let id = RequestId::parse("r-1").unwrap();
         for resolution in resolutions() {
-            let owned = ToAgent::Outcome(OutcomeFrame {
+            let owned = ToAgent::Outcome(Box::new(OutcomeFrame {
                 session: session.to_string(),
                 id: id.to_string(),
                 settlement: resolution.settlement.clone(),
                 by: resolution.by.clone(),
                 user: resolution.user.clone(),
                 via: resolution.via,
+                voters: resolution.voters.clone(),
                 at_ms: resolution.at_ms,
-            });
+            }));
             let expected = serde_json::to_vec(&owned).unwrap();
             assert_eq!(
                 String::from_utf8(text(&outcome_frame(&session, &id, &resolution))).unwrap(),
@@ -138,6 +147,7 @@ mod tests {
                 user: resolution.user.clone(),
                 via: resolution.via,
                 response: resolution.settlement.response.clone(),
+                voters: resolution.voters.clone(),
             };
             let expected = serde_json::to_vec(&owned).unwrap();
             assert_eq!(

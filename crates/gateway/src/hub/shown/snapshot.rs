@@ -150,6 +150,7 @@ mod tests {
 
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
+            quorum: None,
             orphaned: false,
             default: None,
             id: id.into(),
@@ -198,6 +199,7 @@ mod tests {
             by: finished.by.clone(),
             user: finished.user.clone(),
             via: finished.via,
+            voters: None,
             at_ms: finished.at_ms,
         };
         let mut ended = Finished::default();

@@ -24,6 +24,9 @@ struct Body {
     /// The answer given should the deadline pass with none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     default: Option<Value>,
+    /// How many people must decide each call of an approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    quorum: Option<askgate_protocol::approval::Quorum>,
 }
 
 /// A follow-up's letter in the `follows` field, and in a `followed` notice.
@@ -43,6 +46,8 @@ struct Ending {
     user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     via: Option<Via>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    voters: Option<Value>,
 }
 
 /// The `body` field of `request`.
@@ -58,6 +63,7 @@ pub(super) fn body(request: &StoredRequest) -> String {
             ..request.follow_ups.clone()
         },
         default: request.default.clone(),
+        quorum: request.quorum,
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -75,6 +81,7 @@ pub(super) fn ending(resolution: &StoredResolution) -> String {
         by: resolution.by.clone(),
         user: resolution.user.clone(),
         via: resolution.via,
+        voters: resolution.voters.clone(),
     };
     serde_json::to_string(&ending).unwrap_or_default()
 }
@@ -86,12 +93,14 @@ pub(super) fn resolution(ending: &str, at: &str) -> Result<StoredResolution, Str
         by,
         user,
         via,
+        voters,
     } = serde_json::from_str(ending).map_err(|e| format!("a stored resolution: {e}"))?;
     Ok(StoredResolution {
         settlement,
         by,
         user,
         via,
+        voters,
         at_ms: millis(at)?,
     })
 }
@@ -137,6 +146,7 @@ pub(super) fn request(
         answerers,
         mut follow_ups,
         default,
+        quorum,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
     for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
         if fields.follows.contains(follow_up_letter(follow_up)) {
@@ -159,6 +169,7 @@ pub(super) fn request(
         answerers,
         follow_ups,
         default,
+        quorum,
         resolution,
     })
 }
@@ -249,6 +260,7 @@ mod tests {
 
     fn sample() -> StoredRequest {
         StoredRequest {
+            quorum: None,
             default: None,
             session: SessionId::parse("s").unwrap(),
             id: RequestId::parse("r").unwrap(),
@@ -288,6 +300,7 @@ mod tests {
             by: Some("t-1".into()),
             user: Some("alice@example.com".into()),
             via: Some(Via::PersonalLink),
+            voters: None,
             at_ms: 0,
         };
         let payload = format!("8\nresolved\nr\n12\n{}", ending(&kept));

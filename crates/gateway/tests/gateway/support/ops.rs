@@ -15,6 +15,7 @@ pub fn questions() -> QuestionSet {
 /// Request `id` of session `s`, asked at 1,000 ms.
 pub fn put(id: &str) -> StoreOp {
     StoreOp::Put(StoredRequest {
+        quorum: None,
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
@@ -39,6 +40,7 @@ pub fn resolve(id: &str) -> StoreOp {
             by: Some("t-1".into()),
             user: None,
             via: None,
+            voters: None,
             at_ms: 2_000,
         },
         if_late: None,

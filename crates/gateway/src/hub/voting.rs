@@ -1,0 +1,194 @@
+//! Approvals that need several people (an ask's `quorum`): a person's answer or decline is
+//! their vote. A vote that decides every call ends the request like any answer (with
+//! `voters` beside `user`, the person whose vote ended it); one that does not is kept (the
+//! `votes` kept table, and a `voted` entry in the trail, in one commit) while the request
+//! waits in `Resolving`, so that two votes at once are counted one after the other.
+
+use std::sync::Arc;
+
+use askgate_protocol::approval::{ApprovalCalls, Decision, Quorum, Vote, check_decisions, quorum};
+use askgate_protocol::{RequestId, SessionId};
+use serde_json::{Value, json};
+
+use super::Hub;
+use super::ending::{Ending, Refusal};
+use super::request::Entry;
+use crate::audit::{Event, Note, Who};
+use crate::clock::now_ms;
+use crate::people::{NotAllowed, Person};
+use crate::store::{KeptTable, StoreOp};
+
+/// What a vote comes to.
+pub(super) enum Counted {
+    /// Every call is decided: the request ends with this answer (`{"decisions": [...]}`),
+    /// and these voters (`votes`, as the outcome gives them).
+    Decides {
+        answer: Value,
+        voters: Value,
+        votes: Vec<Vote>,
+    },
+    /// Calls are still open: the votes as they are with this one, to keep.
+    Kept(Vec<Vote>),
+}
+
+/// A vote to keep: who cast it, and the request's votes with it.
+pub(super) struct VoteCast {
+    pub(super) user: String,
+    pub(super) votes: Vec<Vote>,
+    pub(super) deadline_ms: Option<u64>,
+}
+
+/// Counts `ending` (an answer or a decline, by `person`) as a vote on `entry`, which needs
+/// `quorum`: a decline rejects every call.
+///
+/// # Errors
+/// The person is anonymous (a quorum counts only people the gateway knows), or the answer
+/// does not fit the calls.
+pub(super) fn count(
+    entry: &Entry,
+    quorum: Quorum,
+    ending: &Ending,
+) -> Result<(Counted, String), Refusal> {
+    let (person, decisions) = match ending {
+        Ending::Answer {
+            person, response, ..
+        } => {
+            let calls = calls_of(entry);
+            (
+                person,
+                check_decisions(calls, response).map_err(Refusal::DoesNotFit)?,
+            )
+        }
+        Ending::Decline { person, .. } => (
+            person,
+            vec![Decision::Reject { message: None }; calls_of(entry).len()],
+        ),
+        _ => return Err(Refusal::Unknown),
+    };
+    let user = voter(person)?;
+    let votes = quorum.cast(&entry.votes, &user, &decisions);
+    let calls = calls_of(entry).len();
+    let counted = match quorum.decisions(calls, &votes) {
+        Some(answer) => Counted::Decides {
+            answer,
+            voters: quorum::voters(&votes),
+            votes,
+        },
+        None => Counted::Kept(votes),
+    };
+    Ok((counted, user))
+}
+
+fn calls_of(entry: &Entry) -> &[askgate_protocol::approval::Call] {
+    entry
+        .questions
+        .downcast::<ApprovalCalls>()
+        .map_or(&[], |calls| calls.0.as_slice())
+}
+
+/// Who votes: only a person the gateway knows.
+fn voter(person: &Person) -> Result<String, Refusal> {
+    person
+        .name()
+        .map(str::to_owned)
+        .ok_or(Refusal::Forbidden(NotAllowed::AnonymousVote))
+}
+
+/// The key of a request's votes in the `votes` kept table.
+pub(super) fn votes_key(session: &SessionId, id: &RequestId) -> String {
+    format!("{session}/{id}")
+}
+
+/// The `voted` entry in the trail for `user`'s vote (as `votes` has it) on request `id` of
+/// `session`.
+pub(super) fn voted_note(
+    session: &SessionId,
+    id: &RequestId,
+    user: &str,
+    votes: &[Vote],
+) -> Option<StoreOp> {
+    let vote = votes.iter().find(|vote| vote.user == user)?;
+    let decisions = quorum::voters(std::slice::from_ref(vote))[0]["decisions"].clone();
+    Some(StoreOp::Note(Note {
+        session: session.clone(),
+        id: Some(id.clone()),
+        at_ms: now_ms(),
+        event: Event::Voted {
+            who: Who {
+                user: Some(user.to_owned()),
+                tab: None,
+                via: None,
+            },
+            decisions,
+        },
+    }))
+}
+
+/// The store changes that keep `user`'s vote (as `votes` has it) on request `id` of
+/// `session`: its kept field, and its `voted` entry in the trail.
+pub(super) fn vote_ops(
+    session: &SessionId,
+    id: &RequestId,
+    user: &str,
+    votes: &[Vote],
+) -> Vec<StoreOp> {
+    let Some(vote) = votes.iter().find(|vote| vote.user == user) else {
+        return Vec::new();
+    };
+    let kept = StoreOp::Keep {
+        table: KeptTable::Votes,
+        key: votes_key(session, id),
+        field: user.to_owned(),
+        value: Some(json!({"at_ms": now_ms(), "approve": vote.approve}).to_string()),
+    };
+    std::iter::once(kept)
+        .chain(voted_note(session, id, user, votes))
+        .collect()
+}
+
+/// The votes kept for one request, read back: each field a voter, ordered by when they voted.
+pub(super) fn read_votes(fields: Vec<(String, String)>) -> Vec<Vote> {
+    let mut votes: Vec<(u64, Vote)> = fields
+        .into_iter()
+        .filter_map(|(user, value)| {
+            let value: Value = serde_json::from_str(&value).ok()?;
+            let approve = serde_json::from_value(value.get("approve")?.clone()).ok()?;
+            Some((value["at_ms"].as_u64().unwrap_or(0), Vote { user, approve }))
+        })
+        .collect();
+    votes.sort_by_key(|(at_ms, _)| *at_ms);
+    votes.into_iter().map(|(_, vote)| vote).collect()
+}
+
+impl Hub {
+    /// Keeps a vote that decided nothing: committed with its trail entry, then counted
+    /// (`request::record_votes`); should the store fail, the request is open again without it.
+    pub(super) async fn keep_vote(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        cast: VoteCast,
+    ) -> Result<(), Refusal> {
+        let ops = vote_ops(session, id, &cast.user, &cast.votes);
+        let (session_id, request) = (session.clone(), id.clone());
+        self.commit_then(ops, move |hub, committed| {
+            let mut sessions = hub.lock();
+            let Some(state) = sessions.get_mut(&session_id) else {
+                return Err(Refusal::Unknown);
+            };
+            match committed {
+                Ok(_) => {
+                    state.record_votes(&request, cast.votes);
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::error!(session = %session_id, request = %request, %error, "could not keep a vote; the request stays open");
+                    state.reopen(&request, cast.deadline_ms);
+                    Err(Refusal::Store(error.to_string()))
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|error| Err(Refusal::Store(error.to_string())))
+    }
+}
