@@ -158,7 +158,11 @@ export function markOrphaned(rec, orphaned) {
 // whose vote was on its way is open again, saying so: the request goes on until enough vote.
 export function tallied(rec, frame) {
   if (rec.dialect && rec.dialect.tally) rec.dialect.tally(rec, frame);
-  if (rec.phase === 'sending') reopen(rec, 'Your vote is counted. It ends when enough people have voted.');
+  // Only this person's own vote opens their card again: another's may be counted first.
+  const mine = state.you && state.you.user !== null && frame.user === state.you.user;
+  if (rec.phase === 'sending' && mine) {
+    reopen(rec, 'Your vote is counted. It ends when enough people have voted.');
+  }
 }
 
 // Request `rec` was escalated (an `escalated` frame): more people may answer it now, which

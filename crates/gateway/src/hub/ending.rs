@@ -331,8 +331,10 @@ impl Hub {
         // With a quorum, an answer or a decline is a vote: kept if it decides nothing, else
         // the ending, with what the votes decided and who voted.
         let mut decided = None;
-        if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }) =
-            (entry.quorum, ending)
+        // (Only on a local store: a shared one refuses a quorum at the ask, and its votes
+        // would have to be counted in the store.)
+        if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }, None) =
+            (entry.quorum, ending, &self.replica)
         {
             let (counted, user) = voting::count(entry, quorum, ending)?;
             match counted {

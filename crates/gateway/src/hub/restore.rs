@@ -96,7 +96,7 @@ impl Hub {
                 continue;
             };
             if let Some(state) = sessions.get_mut(&session) {
-                state.record_votes(&id, voting::read_votes(fields));
+                state.record_votes(&id, "", voting::read_votes(fields));
             }
         }
     }

@@ -139,7 +139,10 @@ pub(super) fn vote_ops(
         table: KeptTable::Votes,
         key: votes_key(session, id),
         field: user.to_owned(),
-        value: Some(json!({"at_ms": now_ms(), "approve": vote.approve}).to_string()),
+        value: Some(
+            json!({"at_ms": now_ms(), "approve": vote.approve, "reasons": vote.reasons})
+                .to_string(),
+        ),
     };
     std::iter::once(kept)
         .chain(voted_note(session, id, user, votes))
@@ -153,7 +156,19 @@ pub(super) fn read_votes(fields: Vec<(String, String)>) -> Vec<Vote> {
         .filter_map(|(user, value)| {
             let value: Value = serde_json::from_str(&value).ok()?;
             let approve = serde_json::from_value(value.get("approve")?.clone()).ok()?;
-            Some((value["at_ms"].as_u64().unwrap_or(0), Vote { user, approve }))
+            let reasons = value
+                .get("reasons")
+                .and_then(|reasons| serde_json::from_value(reasons.clone()).ok())
+                .unwrap_or_default();
+            let at_ms = value["at_ms"].as_u64().unwrap_or(0);
+            Some((
+                at_ms,
+                Vote {
+                    user,
+                    approve,
+                    reasons,
+                },
+            ))
         })
         .collect();
     votes.sort_by_key(|(at_ms, _)| *at_ms);
@@ -178,12 +193,16 @@ impl Hub {
             };
             match committed {
                 Ok(_) => {
-                    state.record_votes(&request, cast.votes);
+                    state.record_votes(&request, &cast.user, cast.votes);
                     Ok(())
                 }
                 Err(error) => {
                     tracing::error!(session = %session_id, request = %request, %error, "could not keep a vote; the request stays open");
-                    state.reopen(&request, cast.deadline_ms);
+                    // A deadline already past is tried after a pause, as a failed ending's is.
+                    let retry_at = cast.deadline_ms.map(|deadline| {
+                        deadline.max(now_ms() + super::ending::STORE_RETRY.as_millis() as u64)
+                    });
+                    state.reopen(&request, retry_at);
                     Err(Refusal::Store(error.to_string()))
                 }
             }

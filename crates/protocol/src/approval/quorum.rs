@@ -35,6 +35,9 @@ pub struct Vote {
     pub user: String,
     /// Per call, in order.
     pub approve: Vec<Option<bool>>,
+    /// Per call, the reason given with a rejection, if any (the agent is told).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<Option<String>>,
 }
 
 /// One call's votes, as tabs are shown them.
@@ -168,17 +171,31 @@ impl Quorum {
     pub fn cast(&self, votes: &[Vote], user: &str, decisions: &[Decision]) -> Vec<Vote> {
         let before = self.tally(decisions.len(), votes);
         let earlier = votes.iter().find(|vote| vote.user == user);
-        let approve = decisions
+        let (approve, reasons): (Vec<Option<bool>>, Vec<Option<String>>) = decisions
             .iter()
             .enumerate()
             .map(|(call, decision)| {
                 if before[call].1.is_some() {
-                    earlier.and_then(|vote| vote.approve.get(call).copied().flatten())
+                    let kept = |vote: &Vote| {
+                        (
+                            vote.approve.get(call).copied().flatten(),
+                            vote.reasons.get(call).cloned().flatten(),
+                        )
+                    };
+                    earlier.map_or((None, None), kept)
                 } else {
-                    Some(matches!(decision, Decision::Approve))
+                    match decision {
+                        Decision::Reject { message } => (Some(false), message.clone()),
+                        _ => (Some(true), None),
+                    }
                 }
             })
-            .collect();
+            .unzip();
+        let reasons = if reasons.iter().all(Option::is_none) {
+            Vec::new()
+        } else {
+            reasons
+        };
         let mut after: Vec<Vote> = votes
             .iter()
             .filter(|vote| vote.user != user)
@@ -187,18 +204,36 @@ impl Quorum {
         after.push(Vote {
             user: user.to_owned(),
             approve,
+            reasons,
         });
         after
     }
 
     /// The decisions a finished tally makes: `{"decisions": [...]}` as a tab would send
-    /// them, each call approved or rejected. `None` while a call is open.
+    /// them, each call approved or rejected (with the reasons its rejecters gave, joined, so
+    /// that the agent is told them). `None` while a call is open.
     pub fn decisions(&self, calls: usize, votes: &[Vote]) -> Option<Value> {
         let decided: Option<Vec<Value>> = self
             .tally(calls, votes)
             .into_iter()
-            .map(|(_, decided)| {
-                decided.map(|approved| json!({"type": if approved { "approve" } else { "reject" }}))
+            .enumerate()
+            .map(|(call, (_, decided))| {
+                decided.map(|approved| {
+                    if approved {
+                        return json!({"type": "approve"});
+                    }
+                    let reasons: Vec<&str> = votes
+                        .iter()
+                        .filter(|vote| vote.approve.get(call).copied().flatten() == Some(false))
+                        .filter_map(|vote| vote.reasons.get(call).and_then(Option::as_deref))
+                        .filter(|reason| !reason.trim().is_empty())
+                        .collect();
+                    if reasons.is_empty() {
+                        json!({"type": "reject"})
+                    } else {
+                        json!({"type": "reject", "message": reasons.join("; ")})
+                    }
+                })
             })
             .collect();
         decided.map(|decisions| json!({ "decisions": decisions }))
@@ -271,6 +306,22 @@ mod tests {
         // A decided call keeps what it had: alice cannot take her veto back.
         let again = quorum.cast(&votes, "alice", &[approve(), approve()]);
         assert_eq!(quorum.tally(2, &again)[1].1, Some(false));
+    }
+
+    #[test]
+    fn a_rejections_reason_reaches_the_agent() {
+        let quorum = Quorum {
+            needed: 2,
+            veto: true,
+        };
+        let why = Decision::Reject {
+            message: Some("not on a Friday".into()),
+        };
+        let votes = quorum.cast(&[], "bob", &[why]);
+        assert_eq!(
+            quorum.decisions(1, &votes),
+            Some(json!({"decisions": [{"type": "reject", "message": "not on a Friday"}]}))
+        );
     }
 
     #[test]

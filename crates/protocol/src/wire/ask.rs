@@ -256,6 +256,20 @@ impl CheckedFields {
         {
             self.errors.extend(errors.into_vec());
         }
+        if let (Some(Some(quorum)), Some(Some(answerers))) = (&self.quorum, &self.answerers)
+            && answerers.iter().all(|name| !name.starts_with("group:"))
+            && answerers.len() < usize::from(quorum.needed)
+        {
+            self.errors.push(FieldError::new(
+                "quorum",
+                ErrorCode::InvalidValue,
+                format!(
+                    "needs {} people, and `answerers` names {}: it could never be reached",
+                    quorum.needed,
+                    answerers.len()
+                ),
+            ));
+        }
         if let (Some(questions), Some(Some(quorum))) = (&questions, &self.quorum) {
             match questions.downcast::<ApprovalCalls>() {
                 Some(calls) => {

@@ -197,6 +197,8 @@ pub enum ToTab {
         calls: Vec<crate::approval::CallTally>,
         /// How many people decide a call.
         needed: u8,
+        /// Whose vote was counted (empty when votes were read back at a restart).
+        user: String,
     },
     /// The agent that asked a request still open is gone: the request stays answerable, and a
     /// `request` frame follows should an agent ask it again.

@@ -333,6 +333,20 @@ fn a_quorum_is_checked_at_its_path() {
         refused(json!({"quorum": 11}), json!(["approve", "reject"])),
         ["quorum: must be a whole number of people from 2 to 10, got 11"]
     );
+    assert_eq!(
+        refused(
+            json!({"quorum": 3, "answerers": ["alice", "bob"]}),
+            json!(["approve", "reject"])
+        ),
+        ["quorum: needs 3 people, and `answerers` names 2: it could never be reached"]
+    );
+    assert!(
+        check(
+            json!({"quorum": 3, "answerers": ["group:leads"]}),
+            json!(["approve", "reject"])
+        )
+        .is_ok()
+    );
     let harness =
         ask(json!({"type": "ask", "session": "s", "questions": questions(), "quorum": 2}))
             .check(f64::INFINITY)

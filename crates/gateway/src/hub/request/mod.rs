@@ -774,48 +774,48 @@ impl Session {
     /// `Resolving` → `Open` (or `Open` → `Open`, restored), with `votes` counted: a vote that
     /// decided nothing was kept. The view's tally is encoded anew and every tab gets `tally`;
     /// rival endings waiting on the vote go on, and the deadline timer is set again.
-    pub(super) fn record_votes(&mut self, id: &RequestId, votes: Vec<Vote>) {
+    pub(super) fn record_votes(&mut self, id: &RequestId, user: &str, votes: Vec<Vote>) {
         let metrics = Arc::clone(&self.open.ledger.metrics);
         let Some(entry) = self.requests.get_mut(id) else {
             return;
         };
-        let Some(quorum) = entry.quorum else {
-            return;
-        };
         let resolving = matches!(entry.state, EntryState::Resolving);
-        if !resolving && !matches!(entry.state, EntryState::Open) {
-            return;
-        }
-        let calls = entry
-            .questions
-            .downcast::<askgate_protocol::approval::ApprovalCalls>()
-            .map_or(0, |calls| calls.0.len());
-        let tally: Vec<_> = quorum
-            .tally(calls, &votes)
-            .into_iter()
-            .map(|(tally, _)| tally)
-            .collect();
-        entry.votes = votes;
         let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
-        let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) else {
-            return;
-        };
-        view.quorum = Some((quorum, tally.clone()));
-        let before = entry.encoded.view.len();
-        entry.encoded = EncodedRequest::new(&view);
-        let after = entry.encoded.view.len();
-        self.open.resize(before, after);
-        self.reencoded += 1;
-        let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
-            id: id.to_string(),
-            calls: tally,
-            needed: quorum.needed,
-        });
-        self.broadcast(&frame, &metrics);
-        if let Some(entry) = self.requests.get(id) {
-            let reach = Reach::of(entry);
-            self.tell_inboxes(&reach, &frame);
+        if let (Some(quorum), true) = (
+            entry.quorum,
+            resolving || matches!(entry.state, EntryState::Open),
+        ) {
+            let calls = entry
+                .questions
+                .downcast::<askgate_protocol::approval::ApprovalCalls>()
+                .map_or(0, |calls| calls.0.len());
+            let tally: Vec<_> = quorum
+                .tally(calls, &votes)
+                .into_iter()
+                .map(|(tally, _)| tally)
+                .collect();
+            entry.votes = votes;
+            if let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) {
+                view.quorum = Some((quorum, tally.clone()));
+                let before = entry.encoded.view.len();
+                entry.encoded = EncodedRequest::new(&view);
+                let after = entry.encoded.view.len();
+                self.open.resize(before, after);
+                self.reencoded += 1;
+            }
+            let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
+                id: id.to_string(),
+                calls: tally,
+                needed: quorum.needed,
+                user: user.to_owned(),
+            });
+            self.broadcast(&frame, &metrics);
+            if let Some(entry) = self.requests.get(id) {
+                let reach = Reach::of(entry);
+                self.tell_inboxes(&reach, &frame);
+            }
         }
+        // Whatever came of the counting, a request held for the vote is open again.
         if resolving {
             self.reopen(id, timer_at);
         }

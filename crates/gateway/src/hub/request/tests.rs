@@ -1449,6 +1449,7 @@ async fn a_quorum_of_two_needs_two_people_and_the_second_vote_ends_it() {
         json!([{"approved_by": ["alice@example.com"], "rejected_by": []}])
     );
     assert_eq!(tally[0]["needed"], 2);
+    assert_eq!(tally[0]["user"], "alice@example.com");
     assert!(
         rig.agent_frames().is_empty(),
         "one approval decides nothing"
