@@ -191,32 +191,29 @@ impl Hub {
             .escalate
             .as_ref()
             .map(|(_, to)| to.as_slice());
-        if let Some((path, group)) = unknown_group(answerers.as_deref(), "answerers")
+        let refused = unknown_group(answerers.as_deref(), "answerers")
             .or_else(|| unknown_group(escalate_to, "escalate.to"))
-        {
-            let error = FieldError::new(
-                path,
-                ErrorCode::InvalidValue,
-                format!(
-                    "no group {group:?} is defined (the operator names groups in --groups FILE)"
-                ),
-            );
-            return self.reject(
-                asker,
-                &session_id,
-                as_sent(&id),
-                vec![error],
-                ReplyCode::Invalid,
-            );
-        }
-        if quorum.is_some() && self.replica.is_some() {
+            .map(|(path, group)| {
+                FieldError::new(
+                    path,
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "no group {group:?} is defined (the operator names groups in --groups FILE)"
+                    ),
+                )
+            })
             // Votes on several nodes must be counted in the store, at once; not built yet.
-            let error = FieldError::new(
-                "quorum",
-                ErrorCode::InvalidValue,
-                "a quorum needs the memory or embedded store in this version: on Redis, votes \
-                 on several nodes are not yet counted in the store",
-            );
+            .or_else(|| {
+                (quorum.is_some() && self.replica.is_some()).then(|| {
+                    FieldError::new(
+                        "quorum",
+                        ErrorCode::InvalidValue,
+                        "a quorum needs the memory or embedded store in this version: on Redis, \
+                         votes on several nodes are not yet counted in the store",
+                    )
+                })
+            });
+        if let Some(error) = refused {
             return self.reject(
                 asker,
                 &session_id,
@@ -421,9 +418,7 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
         default: shown.default.clone(),
         // Every call without a vote yet.
         quorum: shown.quorum.map(|quorum| {
-            let calls = questions
-                .downcast::<askgate_protocol::approval::ApprovalCalls>()
-                .map_or(0, |calls| calls.0.len());
+            let calls = questions.approval_calls().len();
             (quorum, vec![Default::default(); calls])
         }),
     };

@@ -141,6 +141,22 @@ pub struct Listed {
     pub at_ms: Option<u64>,
 }
 
+impl ListFilter {
+    /// Whether it lists a request that has `ended` or not, is `orphaned` or not, and was asked
+    /// at `asked_at_ms`, at `now`.
+    fn lists(&self, ended: bool, orphaned: bool, asked_at_ms: u64, now: u64) -> bool {
+        let wanted = match self.state {
+            ListState::Open => !ended,
+            ListState::Orphaned => !ended && orphaned,
+            ListState::Ended => ended,
+        };
+        wanted
+            && self
+                .older_than_ms
+                .is_none_or(|age| now.saturating_sub(asked_at_ms) >= age)
+    }
+}
+
 impl Listed {
     fn cursor(&self) -> ListCursor {
         ListCursor {
@@ -249,15 +265,7 @@ fn listed_record(
     now: u64,
 ) -> Option<Listed> {
     let ended = record.resolution.as_ref();
-    let wanted = match filter.state {
-        ListState::Open => ended.is_none(),
-        ListState::Orphaned => false,
-        ListState::Ended => ended.is_some(),
-    };
-    let old_enough = filter
-        .older_than_ms
-        .is_none_or(|age| now.saturating_sub(record.asked_at_ms) >= age);
-    if !wanted || !old_enough {
+    if !filter.lists(ended.is_some(), false, record.asked_at_ms, now) {
         return None;
     }
     Some(Listed {
@@ -289,15 +297,7 @@ fn listed(session: &Session, entry: &Entry, filter: &ListFilter, now: u64) -> Op
         EntryState::Committing => return None,
     };
     let orphaned = entry.orphaned_since_ms.is_some();
-    let wanted = match filter.state {
-        ListState::Open => outcome.is_none(),
-        ListState::Orphaned => outcome.is_none() && orphaned,
-        ListState::Ended => outcome.is_some(),
-    };
-    let old_enough = filter
-        .older_than_ms
-        .is_none_or(|age| now.saturating_sub(entry.asked_at_ms) >= age);
-    if !wanted || !old_enough {
+    if !filter.lists(outcome.is_some(), orphaned, entry.asked_at_ms, now) {
         return None;
     }
     let (tabs_watching, agent_online) = session.shown_presence();

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use askgate_protocol::approval::{ApprovalCalls, Decision, Quorum, Vote, check_decisions, quorum};
+use askgate_protocol::approval::{Decision, Quorum, Vote, check_decisions, quorum};
 use askgate_protocol::{RequestId, SessionId};
 use serde_json::{Value, json};
 
@@ -53,7 +53,7 @@ pub(super) fn count(
         Ending::Answer {
             person, response, ..
         } => {
-            let calls = calls_of(entry);
+            let calls = entry.questions.approval_calls();
             (
                 person,
                 check_decisions(calls, response).map_err(Refusal::DoesNotFit)?,
@@ -61,13 +61,13 @@ pub(super) fn count(
         }
         Ending::Decline { person, .. } => (
             person,
-            vec![Decision::Reject { message: None }; calls_of(entry).len()],
+            vec![Decision::Reject { message: None }; entry.questions.approval_calls().len()],
         ),
         _ => return Err(Refusal::Unknown),
     };
     let user = voter(person)?;
     let votes = quorum.cast(&entry.votes, &user, &decisions);
-    let calls = calls_of(entry).len();
+    let calls = entry.questions.approval_calls().len();
     let counted = match quorum.decisions(calls, &votes) {
         Some(answer) => Counted::Decides {
             answer,
@@ -77,13 +77,6 @@ pub(super) fn count(
         None => Counted::Kept(votes),
     };
     Ok((counted, user))
-}
-
-fn calls_of(entry: &Entry) -> &[askgate_protocol::approval::Call] {
-    entry
-        .questions
-        .downcast::<ApprovalCalls>()
-        .map_or(&[], |calls| calls.0.as_slice())
 }
 
 /// Who votes: only a person the gateway knows.

@@ -113,11 +113,8 @@ impl Notifier {
         let Some(shared) = &self.shared else {
             return Ok(self.posted.lock().get(key).cloned().unwrap_or_default());
         };
-        let fields = shared
-            .kept(KeptTable::SlackMessages, key)
-            .await
-            .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))?;
-        Ok(fields
+        Ok(kept_messages(shared.as_ref(), key)
+            .await?
             .into_iter()
             .filter(|(field, _)| field != SLACK_ENDED_FIELD)
             .filter_map(|(field, value)| Some((field, serde_json::from_str(&value).ok()?)))
@@ -239,11 +236,8 @@ impl Notifier {
         let Some(shared) = &self.shared else {
             return Ok(None);
         };
-        let fields = shared
-            .kept(KeptTable::SlackMessages, key)
-            .await
-            .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))?;
-        Ok(fields
+        Ok(kept_messages(shared.as_ref(), key)
+            .await?
             .into_iter()
             .find(|(field, _)| field == SLACK_ENDED_FIELD)
             .map(|(_, body)| body))
@@ -382,4 +376,15 @@ pub fn ephemeral(channel: &str, user: &str, text: &str, link: Option<&str>) -> V
         "mrkdwn": false,
         "blocks": blocks,
     })
+}
+
+/// Every field a shared store keeps under `key` of the Slack messages table.
+async fn kept_messages(
+    shared: &dyn crate::store::shared::Shared,
+    key: &str,
+) -> Result<Vec<(String, String)>, SendError> {
+    shared
+        .kept(KeptTable::SlackMessages, key)
+        .await
+        .map_err(|e| SendError::Failed(format!("reading the request's Slack messages: {e}")))
 }

@@ -51,6 +51,12 @@ impl QuestionSet {
         self.validated.as_any().downcast_ref()
     }
 
+    /// An approval request's calls (none for the other dialects).
+    pub fn approval_calls(&self) -> &[crate::approval::Call] {
+        self.downcast::<crate::approval::ApprovalCalls>()
+            .map_or(&[], |calls| calls.0.as_slice())
+    }
+
     /// Checks a tab's `answer` against the request and builds what the agent receives.
     ///
     /// # Errors

@@ -451,9 +451,7 @@ impl Session {
             default: record.default.clone(),
             // Its votes so far are applied after (`record_votes`), from the kept table.
             quorum: record.quorum.map(|quorum| {
-                let calls = questions
-                    .downcast::<askgate_protocol::approval::ApprovalCalls>()
-                    .map_or(0, |calls| calls.0.len());
+                let calls = questions.approval_calls().len();
                 (quorum, vec![Default::default(); calls])
             }),
         };
@@ -721,7 +719,7 @@ impl Session {
         if entry.orphaned_since_ms.take().is_none() || !entry.is_open() {
             return;
         }
-        let Some(request_frame) = self.reencode(id, false) else {
+        let Some(request_frame) = self.reencode(id, |view| view.orphaned = false) else {
             return;
         };
         self.broadcast(&request_frame, &metrics);
@@ -759,7 +757,7 @@ impl Session {
             }
             _ => entry.orphan_timer = None,
         }
-        if self.reencode(id, true).is_none() {
+        if self.reencode(id, |view| view.orphaned = true).is_none() {
             return false;
         }
         let frame = Frame::encode(&askgate_protocol::wire::ToTab::Orphaned { id: id.to_string() });
@@ -785,24 +783,15 @@ impl Session {
             entry.quorum,
             resolving || matches!(entry.state, EntryState::Open),
         ) {
-            let calls = entry
-                .questions
-                .downcast::<askgate_protocol::approval::ApprovalCalls>()
-                .map_or(0, |calls| calls.0.len());
+            let calls = entry.questions.approval_calls().len();
             let tally: Vec<_> = quorum
                 .tally(calls, &votes)
                 .into_iter()
                 .map(|(tally, _)| tally)
                 .collect();
             entry.votes = votes;
-            if let Ok(mut view) = serde_json::from_slice::<RequestView>(&entry.encoded.view) {
-                view.quorum = Some((quorum, tally.clone()));
-                let before = entry.encoded.view.len();
-                entry.encoded = EncodedRequest::new(&view);
-                let after = entry.encoded.view.len();
-                self.open.resize(before, after);
-                self.reencoded += 1;
-            }
+            let shown = tally.clone();
+            self.reencode(id, |view| view.quorum = Some((quorum, shown)));
             let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
                 id: id.to_string(),
                 calls: tally,
@@ -832,12 +821,12 @@ impl Session {
         }
     }
 
-    /// Encodes open request `id`'s view again with `orphaned` set so, its bytes counted anew;
-    /// its `request` frame.
-    fn reencode(&mut self, id: &RequestId, orphaned: bool) -> Option<Frame> {
+    /// Encodes open request `id`'s view again as `change` leaves it, its bytes counted anew
+    /// (and the snapshot body known stale); its `request` frame.
+    fn reencode(&mut self, id: &RequestId, change: impl FnOnce(&mut RequestView)) -> Option<Frame> {
         let entry = self.requests.get_mut(id)?;
         let mut view = serde_json::from_slice::<RequestView>(&entry.encoded.view).ok()?;
-        view.orphaned = orphaned;
+        change(&mut view);
         let before = entry.encoded.view.len();
         entry.encoded = EncodedRequest::new(&view);
         let after = entry.encoded.view.len();

@@ -219,6 +219,18 @@ impl Rig {
             .await
     }
 
+    /// How request `id` ended, waiting for it (on a paused clock, as long as its timers take).
+    async fn ended(&self, request: &str) -> StoredResolution {
+        let lookup = self
+            .hub
+            .wait_for(&session(), &id(request), Duration::from_secs(60))
+            .await;
+        let Lookup::Resolved(resolution) = lookup else {
+            panic!("{lookup:?}");
+        };
+        *resolution
+    }
+
     fn tab_frames(&mut self) -> Vec<String> {
         types(&drain(&mut self.tab_queue))
     }
@@ -377,13 +389,7 @@ async fn the_deadline_times_the_request_out() {
     let mut rig = rig();
     rig.ask("r", Some(1_000)).await;
     rig.agent_frames();
-    let lookup = rig
-        .hub
-        .wait_for(&session(), &id("r"), Duration::from_secs(60))
-        .await;
-    let Lookup::Resolved(resolution) = lookup else {
-        panic!("{lookup:?}");
-    };
+    let resolution = rig.ended("r").await;
     assert_eq!(resolution.settlement.outcome, Outcome::TimedOut);
     rig.assert_none_open(1);
     assert_eq!(rig.agent_frames()[0]["outcome"], "timed_out");
@@ -403,13 +409,7 @@ async fn the_deadline_gives_the_default_when_the_ask_has_one() {
     let shown = drain(&mut rig.tab_queue);
     assert_eq!(shown[0]["request"]["default"], red());
     rig.agent_frames();
-    let lookup = rig
-        .hub
-        .wait_for(&session(), &id("r"), Duration::from_secs(60))
-        .await;
-    let Lookup::Resolved(resolution) = lookup else {
-        panic!("{lookup:?}");
-    };
+    let resolution = rig.ended("r").await;
     assert_eq!(resolution.settlement.outcome, Outcome::Answered);
     rig.assert_none_open(1);
     let outcome = &rig.agent_frames()[0];
