@@ -160,62 +160,62 @@ mod tests {
     use super::*;
     use crate::approval::validate_calls;
 
-    fn call(name: &str, args: Value) -> Call {
+    fn call(name: &str, args: &Value) -> Call {
         validate_calls(&json!([{"name": name, "args": args}]))
             .unwrap()
             .remove(0)
     }
 
-    fn read(value: Value) -> Result<Option<Remember>, String> {
+    fn read(value: &Value) -> Result<Option<Remember>, String> {
         Remember::read(value.as_object().unwrap(), "response.decisions[0]")
             .map_err(|e| format!("{}: {}", e.path, e.message))
     }
 
     #[test]
     fn an_approval_says_what_to_remember_at_its_paths() {
-        assert_eq!(read(json!({"type": "approve"})), Ok(None));
+        assert_eq!(read(&json!({"type": "approve"})), Ok(None));
         assert_eq!(
-            read(json!({"type": "approve", "remember": "session"})),
+            read(&json!({"type": "approve", "remember": "session"})),
             Ok(Some(Remember {
                 scope: RuleScope::Session,
                 args: RuleArgs::Same
             }))
         );
         assert_eq!(
-            read(json!({"type": "approve", "remember": "key", "args": "any"})),
+            read(&json!({"type": "approve", "remember": "key", "args": "any"})),
             Ok(Some(Remember {
                 scope: RuleScope::Key,
                 args: RuleArgs::Any
             }))
         );
         assert_eq!(
-            read(json!({"remember": "forever"})),
+            read(&json!({"remember": "forever"})),
             Err(
                 "response.decisions[0].remember: must be \"session\" or \"key\", got \"forever\""
                     .into()
             )
         );
         assert_eq!(
-            read(json!({"remember": "session", "args": 3})),
+            read(&json!({"remember": "session", "args": 3})),
             Err("response.decisions[0].args: must be \"same\" or \"any\", got a number".into())
         );
         assert_eq!(
-            read(json!({"args": "any"})),
+            read(&json!({"args": "any"})),
             Err("response.decisions[0].args: takes effect only with `remember`".into())
         );
     }
 
     #[test]
     fn a_rule_matches_its_tool_its_arguments_and_only_until_it_expires() {
-        let rm = call("rm", json!({"path": "/tmp/x"}));
+        let rm = call("rm", &json!({"path": "/tmp/x"}));
         let same = Remember {
             scope: RuleScope::Session,
             args: RuleArgs::Same,
         };
         let rule = Rule::of("1".into(), &rm, same, "alice", 1_000, 500);
         assert!(rule.matches(&rm, 1_000));
-        assert!(!rule.matches(&call("rm", json!({"path": "/etc"})), 1_000));
-        assert!(!rule.matches(&call("ls", json!({"path": "/tmp/x"})), 1_000));
+        assert!(!rule.matches(&call("rm", &json!({"path": "/etc"})), 1_000));
+        assert!(!rule.matches(&call("ls", &json!({"path": "/tmp/x"})), 1_000));
         assert!(!rule.matches(&rm, 1_500), "expired");
         let any = Rule::of(
             "2".into(),
@@ -228,9 +228,9 @@ mod tests {
             1_000,
             500,
         );
-        assert!(any.matches(&call("rm", json!({"path": "/etc"})), 1_000));
+        assert!(any.matches(&call("rm", &json!({"path": "/etc"})), 1_000));
         let rules = [rule, any];
-        let calls = [rm.clone(), call("ls", json!({}))];
+        let calls = [rm.clone(), call("ls", &json!({}))];
         let found = covered(&rules, &calls, 1_000);
         assert_eq!(found[0].map(|r| r.id.as_str()), Some("1"));
         assert!(found[1].is_none());
