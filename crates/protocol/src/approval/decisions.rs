@@ -151,7 +151,7 @@ fn check_decision(call: &Call, decision: &Value, path: &str) -> Result<Decision,
         );
     }
     let allowed: &[&str] = match kind {
-        DecisionKind::Approve => &["type"],
+        DecisionKind::Approve => &["type", "remember", "args"],
         DecisionKind::Edit => &["type", "args"],
         DecisionKind::Reject | DecisionKind::Respond => &["type", "message"],
     };
@@ -168,7 +168,11 @@ fn check_decision(call: &Call, decision: &Value, path: &str) -> Result<Decision,
     }
     let message_path = key_path(path, "message");
     match kind {
-        DecisionKind::Approve => Ok(Decision::Approve),
+        DecisionKind::Approve => {
+            // What it asks to remember is read by `remembered`; here it is only checked.
+            super::rules::Remember::read(fields, path).map_err(|e| vec![e])?;
+            Ok(Decision::Approve)
+        }
         DecisionKind::Edit => check_edit(call, fields.get("args"), &key_path(path, "args")),
         DecisionKind::Reject => Ok(Decision::Reject {
             message: check_message(fields.get("message"), &message_path).map_err(|e| vec![e])?,
@@ -281,4 +285,23 @@ pub fn rejected_all(calls: &[Call], outcome: Outcome) -> Settlement {
         })
         .collect();
     settlement(calls, outcome, &decisions)
+}
+
+/// What each approve decision of a checked `{"decisions": [...]}` asks to remember (`None` for
+/// the others, and for approvals that ask nothing).
+pub fn remembered(response: &Value) -> Vec<Option<super::rules::Remember>> {
+    response["decisions"]
+        .as_array()
+        .map(|decisions| {
+            decisions
+                .iter()
+                .map(|decision| {
+                    let fields = decision.as_object()?;
+                    (fields.get("type")? == "approve")
+                        .then(|| super::rules::Remember::read(fields, "").ok().flatten())
+                        .flatten()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

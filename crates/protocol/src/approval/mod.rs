@@ -10,6 +10,8 @@
 //! - [`decisions`]: a tab's decisions, checked, and what the agent receives.
 //! - `face`: approvals behind the dialects' common face ([`ApprovalFace`]).
 //! - [`quorum`]: approvals that need several people: votes and their tally.
+//! - [`rules`]: remembered approvals: what an approval asks to remember, and which calls a
+//!   rule covers.
 //!
 //! # Decisions
 //! - A decline of the whole request, and a timeout, reach the agent as every call rejected,
@@ -21,6 +23,7 @@ pub mod calls;
 pub mod decisions;
 mod face;
 pub mod quorum;
+pub mod rules;
 pub mod schema;
 
 pub use calls::{Call, DecisionKind, EditCheck, validate_calls};

@@ -247,8 +247,15 @@ fn each_rule_of_an_answer() {
             ErrorCode::InvalidValue,
         ),
         (
+            // An approval's `args` says which later calls a remembered approval takes
+            // (`same` or `any`), never new arguments.
             json!({"decisions": [{"type": "approve", "args": {}}, approve]}),
             "response.decisions[0].args",
+            ErrorCode::InvalidValue,
+        ),
+        (
+            json!({"decisions": [{"type": "approve", "color": 1}, approve]}),
+            "response.decisions[0].color",
             ErrorCode::UnknownField,
         ),
         (
