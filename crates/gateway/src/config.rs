@@ -119,6 +119,11 @@ pub const DEFAULT_JOINS_PER_SESSION_PER_SECOND: u32 = 10;
 pub const DEFAULT_AGENT_GRACE: Duration = Duration::from_secs(60);
 /// How long a request without a deadline stays orphaned before the gateway withdraws it.
 pub const DEFAULT_ORPHAN_WITHDRAW_AFTER: Duration = Duration::from_secs(86_400);
+/// How long a remembered approval lives: 30 days.
+pub const DEFAULT_APPROVAL_RULE_TTL: Duration =
+    Duration::from_millis(askgate_protocol::approval::rules::DEFAULT_RULE_TTL_MS);
+/// Most remembered approvals one session, or one agent key, holds at once.
+pub const MAX_RULES_PER_SCOPE: usize = 100;
 
 /// Every limit, in one place.
 #[derive(Clone, Debug)]
@@ -190,6 +195,10 @@ pub struct Limits {
     pub agent_grace: Duration,
     /// See [`DEFAULT_ORPHAN_WITHDRAW_AFTER`]; `None`: orphaned requests are kept.
     pub orphan_withdraw_after: Option<Duration>,
+    /// Where an approval may be remembered (`--approval-rules`): none when off.
+    pub approval_rules: Vec<askgate_protocol::approval::rules::RuleScope>,
+    /// See [`DEFAULT_APPROVAL_RULE_TTL`].
+    pub approval_rule_ttl: Duration,
 }
 
 impl Default for Limits {
@@ -227,6 +236,11 @@ impl Default for Limits {
             joins_per_session_per_second: DEFAULT_JOINS_PER_SESSION_PER_SECOND,
             agent_grace: DEFAULT_AGENT_GRACE,
             orphan_withdraw_after: Some(DEFAULT_ORPHAN_WITHDRAW_AFTER),
+            approval_rules: vec![
+                askgate_protocol::approval::rules::RuleScope::Session,
+                askgate_protocol::approval::rules::RuleScope::Key,
+            ],
+            approval_rule_ttl: DEFAULT_APPROVAL_RULE_TTL,
         }
     }
 }

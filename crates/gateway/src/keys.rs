@@ -138,6 +138,13 @@ pub struct AgentKey {
 }
 
 impl AgentKey {
+    /// What names the key where it must be named without being given away (a remembered
+    /// approval's `key`): `k` and the first 12 hex digits of its SHA-256.
+    pub fn id(&self) -> String {
+        let digest = crate::audit::chain::sha256_hex(self.secret.as_bytes());
+        format!("k{}", &digest[..12])
+    }
+
     /// A key that acts on every session.
     pub fn unscoped(secret: impl Into<String>) -> Self {
         AgentKey::scoped(secret, SessionScope::everywhere())
@@ -188,6 +195,9 @@ impl fmt::Debug for AgentKey {
     }
 }
 
+/// The key id of every agent in local mode, where agents have no key.
+pub const LOCAL_KEY_ID: &str = "local";
+
 /// The configured agent keys, and in local mode the host names agents may use.
 #[derive(Clone, Debug, Default)]
 pub struct AgentKeys {
@@ -236,6 +246,33 @@ impl AgentKeys {
         } else {
             Err(AgentRefusal::ForeignHost)
         }
+    }
+
+    /// The id ([`AgentKey::id`]) of the agent key the request with `headers` presents, once
+    /// [`admit`](Self::admit) let it in: [`LOCAL_KEY_ID`] in local mode, where agents have no
+    /// key.
+    pub fn key_id(&self, headers: &HeaderMap) -> String {
+        let presented = headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(bearer_key);
+        let found = presented.and_then(|presented| {
+            self.keys
+                .iter()
+                .find(|key| constant_time_eq(key.secret.as_bytes(), presented.as_bytes()))
+        });
+        found.map_or_else(|| LOCAL_KEY_ID.to_owned(), AgentKey::id)
+    }
+
+    /// The ids of every agent key (only [`LOCAL_KEY_ID`] in local mode).
+    pub fn key_ids(&self) -> Vec<String> {
+        if self.keys.is_empty() {
+            return vec![LOCAL_KEY_ID.to_owned()];
+        }
+        let mut ids: Vec<String> = self.keys.iter().map(AgentKey::id).collect();
+        ids.sort();
+        ids.dedup();
+        ids
     }
 
     /// These, and `operators` as the operator keys.

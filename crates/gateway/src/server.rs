@@ -99,6 +99,19 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/audit", get(transport::get_audit))
         .route("/v1/requests", get(transport::list_requests))
         .route(
+            "/v1/sessions/{session}/rules",
+            get(transport::get_session_rules),
+        )
+        .route(
+            "/v1/sessions/{session}/rules/{id}",
+            axum::routing::delete(transport::delete_session_rule),
+        )
+        .route("/v1/rules", get(transport::get_key_rules))
+        .route(
+            "/v1/rules/{id}",
+            axum::routing::delete(transport::delete_key_rule),
+        )
+        .route(
             "/a/{key}",
             get(transport::open_link).post(transport::answer_link),
         )

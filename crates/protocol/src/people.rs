@@ -33,6 +33,8 @@ pub enum Via {
     Operator,
     /// A withdrawal by the gateway itself (an orphaned request past its time).
     Gateway,
+    /// An approval given by a remembered rule (`by` is `rule:{id}`, `user` its maker).
+    Rule,
 }
 
 impl Via {
@@ -48,6 +50,7 @@ impl Via {
             Via::Agent => "agent",
             Via::Operator => "operator",
             Via::Gateway => "gateway",
+            Via::Rule => "rule",
         }
     }
 }

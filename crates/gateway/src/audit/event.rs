@@ -98,6 +98,32 @@ pub enum Event<'a> {
         /// The dialect's response the default made.
         answer: Cow<'a, Value>,
     },
+    /// Every call of an approval was approved by remembered rules, without asking anyone
+    /// (`tab` is `rule:{id}`, `via` `rule`, `user` the rule's maker).
+    AutoApproved {
+        /// `by` and `via` of the ending.
+        who: Who,
+        /// The rule (of the first call, when rules approved several; the request's `ruled`
+        /// names each call's).
+        rule: String,
+        /// The approvals the agent was given.
+        answer: Cow<'a, Value>,
+    },
+    /// A person's approval was remembered: calls the rule matches are approved without asking.
+    RuleMade {
+        /// Who approved.
+        who: Who,
+        /// The rule (`id`, `tool`, `scope`, `args`, `user`, `created_ms`, `expires_ms`...).
+        rule: Value,
+    },
+    /// A rule was revoked: it approves nothing from now on (`via` says by whom: `agent`,
+    /// `operator`, or the person's).
+    RuleRevoked {
+        /// Who revoked it.
+        who: Who,
+        /// Its id.
+        rule: String,
+    },
     /// The deadline passed.
     TimedOut,
     /// It was withdrawn: `via` says by whom (`agent`, `operator`, `gateway`).
@@ -143,6 +169,9 @@ impl Event<'_> {
             Event::Refused { .. } => "refused",
             Event::Defaulted { .. } => "defaulted",
             Event::Voted { .. } => "voted",
+            Event::AutoApproved { .. } => "auto_approved",
+            Event::RuleMade { .. } => "rule_made",
+            Event::RuleRevoked { .. } => "rule_revoked",
             Event::TimedOut => "timed_out",
             Event::Withdrawn { .. } => "withdrawn",
             Event::Acked => "acked",
@@ -167,6 +196,9 @@ pub struct Note<'a> {
     /// What happened.
     pub event: Event<'a>,
 }
+
+/// What `by` of an ending by rules starts with; the first call's rule id follows.
+pub const RULE_BY_PREFIX: &str = "rule:";
 
 /// What tells one question set from another: SHA-256 of the dialect, a newline and the
 /// questions' JSON, in hex.
@@ -234,6 +266,16 @@ impl<'a> Note<'a> {
             via: resolution.via,
         };
         let event = match resolution.settlement.outcome {
+            Outcome::Answered if resolution.via == Some(Via::Rule) => Event::AutoApproved {
+                rule: who
+                    .tab
+                    .as_deref()
+                    .and_then(|by| by.strip_prefix(RULE_BY_PREFIX))
+                    .unwrap_or_default()
+                    .to_owned(),
+                who,
+                answer: Cow::Borrowed(&resolution.settlement.response),
+            },
             outcome if resolution.via == Some(Via::Default) => Event::Defaulted {
                 who,
                 outcome,
@@ -339,6 +381,9 @@ pub fn tail(note: &Note<'_>) -> String {
         Event::Answered { who, .. }
         | Event::Defaulted { who, .. }
         | Event::Voted { who, .. }
+        | Event::AutoApproved { who, .. }
+        | Event::RuleMade { who, .. }
+        | Event::RuleRevoked { who, .. }
         | Event::Withdrawn { who }
         | Event::Declined { who }
         | Event::Refused { who, .. } => who,
@@ -375,6 +420,12 @@ pub fn tail(note: &Note<'_>) -> String {
         }
         Event::Answered { answer, .. } => member(&mut out, "answer", answer),
         Event::Voted { decisions, .. } => member(&mut out, "decisions", decisions),
+        Event::AutoApproved { rule, answer, .. } => {
+            member(&mut out, "rule", rule);
+            member(&mut out, "answer", answer);
+        }
+        Event::RuleMade { rule, .. } => member(&mut out, "rule", rule),
+        Event::RuleRevoked { rule, .. } => member(&mut out, "rule", rule),
         Event::Defaulted {
             outcome, answer, ..
         } => {

@@ -37,7 +37,7 @@ pub fn own_event(line: &str) -> Option<&str> {
 pub fn is_ending(event: &str) -> bool {
     matches!(
         event,
-        "answered" | "declined" | "timed_out" | "withdrawn" | "defaulted"
+        "answered" | "declined" | "timed_out" | "withdrawn" | "defaulted" | "auto_approved"
     )
 }
 
@@ -66,6 +66,7 @@ pub fn history(lines: &[String]) -> Vec<Value> {
                 // A default's entry names the outcome it made; every other ending's event is
                 // its outcome.
                 let outcome = match event {
+                    "auto_approved" => "answered",
                     "defaulted" => entry
                         .get("outcome")
                         .and_then(Value::as_str)
@@ -79,7 +80,7 @@ pub fn history(lines: &[String]) -> Vec<Value> {
                         .cloned()
                         .unwrap_or(Value::Null)
                 };
-                ended.push(json!({
+                let mut shown = json!({
                     "id": id,
                     "dialect": field("dialect"),
                     "title": field("title"),
@@ -91,7 +92,12 @@ pub fn history(lines: &[String]) -> Vec<Value> {
                     "via": entry.get("via").cloned().unwrap_or(Value::Null),
                     "tab": entry.get("tab").cloned().unwrap_or(Value::Null),
                     "at_ms": entry.get("at_ms").cloned().unwrap_or(Value::Null),
-                }));
+                });
+                // An approval by rules names the rule.
+                if let (Some(rule), Value::Object(shown)) = (entry.get("rule"), &mut shown) {
+                    shown.insert("rule".to_owned(), rule.clone());
+                }
+                ended.push(shown);
             }
             _ => {}
         }

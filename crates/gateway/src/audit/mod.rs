@@ -24,7 +24,7 @@ pub mod history;
 pub mod verify;
 
 pub use chain::{GENESIS, Sealed, read_line, seal};
-pub use event::{Event, Note, Who, questions_digest, tail};
+pub use event::{Event, Note, RULE_BY_PREFIX, Who, questions_digest, tail};
 
 /// Seals `note` onto a chain whose newest entry is `head` (its seq and hash; none for a new
 /// chain), as a local store does: numbered next, timed by the note.

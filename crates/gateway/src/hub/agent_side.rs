@@ -51,7 +51,9 @@ impl AgentHandle {
     /// Asks for this connection, which is sent `accepted`, `rejected` or the stored `outcome`
     /// of a repeat (and the outcome when it comes).
     pub async fn ask(&self, checked: CheckedAsk) -> AskReply {
-        self.hub.ask(checked, Some(&self.link)).await
+        self.hub
+            .ask_as(checked, Some(&self.link), &self.key_id)
+            .await
     }
 
     /// Withdraws request `id` of `session`; its outcome comes to this connection as a frame.

@@ -17,12 +17,15 @@ use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 
 use super::Hub;
+use super::ending::Ending;
 use super::peers::frame::Frame;
 use super::peers::links::Link;
-use super::request::{Deadline, EncodedRequest, EntryState};
+use super::request::{AskTerms, Deadline, EncodedRequest, EntryState};
+use super::rules::ruled_calls;
 use super::session::{Session, generated_request_id};
 use super::shown::ending_frames::outcome_frame;
 use crate::clock::now_ms;
+use crate::keys::LOCAL_KEY_ID;
 use crate::metrics::count;
 use crate::store::{Durability, StoreError, StoreOp, StoredRequest, StoredResolution, Verdict};
 
@@ -161,10 +164,25 @@ impl Hub {
         })
     }
 
+    /// [`ask_as`](Self::ask_as) an agent without a key (local mode).
+    pub async fn ask(self: &Arc<Self>, ask: CheckedAsk, asker: Option<&Link>) -> AskReply {
+        self.ask_as(ask, asker, LOCAL_KEY_ID).await
+    }
+
     /// Asks: stores the request, then shows it to every tab. A repeat of a known request
     /// (same questions) is answered from what the hub holds; `asker` becomes the socket its
-    /// outcome goes to.
-    pub async fn ask(self: &Arc<Self>, ask: CheckedAsk, asker: Option<&Link>) -> AskReply {
+    /// outcome goes to. `key_id` names the agent key that asked ([`AgentKey::id`]): whose
+    /// remembered approvals may answer it, and whose an approval of it may be remembered for.
+    /// An approval whose every call rules approve is accepted and then at once answered by
+    /// them, nobody notified.
+    ///
+    /// [`AgentKey::id`]: crate::keys::AgentKey::id
+    pub async fn ask_as(
+        self: &Arc<Self>,
+        ask: CheckedAsk,
+        asker: Option<&Link>,
+        key_id: &str,
+    ) -> AskReply {
         let CheckedAsk {
             session: session_id,
             id,
@@ -175,6 +193,7 @@ impl Hub {
             follow_ups: asked_follow_ups,
             default,
             quorum,
+            rules,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -182,6 +201,23 @@ impl Hub {
         let id_sent = id.is_some();
         let id = id.unwrap_or_else(generated_request_id);
         let as_sent = |id: &RequestId| id_sent.then(|| id.clone());
+        // Where an approval of it may be remembered, and which of its calls rules approve.
+        let calls = questions.approval_calls();
+        let remember = if rules && quorum.is_none() && !calls.is_empty() {
+            self.limits.approval_rules.clone()
+        } else {
+            Vec::new()
+        };
+        let covering = if remember.is_empty() {
+            Vec::new()
+        } else {
+            self.rules_covering(&session_id, key_id, calls).await
+        };
+        let all_ruled = !covering.is_empty() && covering.iter().all(Option::is_some);
+        let ruled = covering
+            .iter()
+            .any(Option::is_some)
+            .then(|| ruled_calls(&covering));
         let questions = Arc::new(questions);
         let unknown_group = |list: Option<&[String]>, path: &str| {
             list.and_then(|list| self.people.unknown_group(list))
@@ -305,6 +341,8 @@ impl Hub {
                             answerers: answerers.clone(),
                             default: default.clone(),
                             quorum,
+                            ruled: ruled.clone(),
+                            remember: remember.clone(),
                         };
                         let (view, encoded) = shown_view(&id, &shown);
                         if let Some(error) = self.gateway_full(encoded.view.len()) {
@@ -312,7 +350,11 @@ impl Hub {
                         }
                         let follow_ups =
                             self.follow_ups_of(&session_id, &asked_follow_ups, view.asked_at_ms);
-                        break session.begin_ask(&id, &questions, view, encoded, asker, follow_ups);
+                        let terms = AskTerms {
+                            follow_ups,
+                            asked_by: Some(key_id.to_owned()),
+                        };
+                        break session.begin_ask(&id, &questions, view, encoded, asker, terms);
                     }
                 }
             };
@@ -320,15 +362,18 @@ impl Hub {
         };
         let deadline_ms = record.deadline_ms;
         let asker = asker.cloned();
+        let ruled_session = all_ruled.then(|| session_id.clone());
         let stored = Stored {
             session: session_id,
             id: id.clone(),
             id_sent,
             deadline_ms,
         };
+        // Nobody is told of a request rules answer at once.
         let notify = self
             .notifier
             .as_ref()
+            .filter(|_| !all_ruled)
             .and_then(|notifier| notifier.opened(&self.facts_of_record(&record)));
         let addressed = record.answerers.clone();
         let mut ops = vec![StoreOp::Put(record)];
@@ -363,14 +408,21 @@ impl Hub {
                 }
             })
             .await;
-        finished.unwrap_or_else(|error| {
+        let reply = finished.unwrap_or_else(|error| {
             tracing::error!(request = %id, %error, "storing a request failed");
             AskReply::Rejected {
                 id: as_sent(&id),
                 errors: Vec::new(),
                 reply: ReplyCode::Invalid,
             }
-        })
+        });
+        if let (Some(session), AskReply::Accepted { created: true, .. }) = (ruled_session, &reply)
+            && let Err(refusal) = self.resolve(&session, &id, Ending::ByRule).await
+        {
+            // Still open, for a person to answer: a tab may have been first.
+            tracing::debug!(%session, request = %id, ?refusal, "rules did not answer a request they cover");
+        }
+        reply
     }
 }
 
@@ -399,6 +451,8 @@ struct Shown<'a> {
     answerers: Option<Vec<String>>,
     default: Option<serde_json::Value>,
     quorum: Option<askgate_protocol::approval::Quorum>,
+    ruled: Option<Vec<Option<askgate_protocol::approval::rules::RuledCall>>>,
+    remember: Vec<askgate_protocol::approval::rules::RuleScope>,
 }
 
 /// What tabs are to be shown of a new request, asked now, and its encoding.
@@ -421,6 +475,8 @@ fn shown_view(id: &RequestId, shown: &Shown<'_>) -> (RequestView, EncodedRequest
             let calls = questions.approval_calls().len();
             (quorum, vec![Default::default(); calls])
         }),
+        ruled: shown.ruled.clone(),
+        remember: shown.remember.clone(),
     };
     let encoded = EncodedRequest::new(&view);
     (view, encoded)

@@ -27,9 +27,10 @@ use super::auditing::counted_refusals;
 use super::peers::frame::Frame;
 use super::peers::links::TabHandle;
 use super::request::EntryState;
+use super::rules::{self, RulesToMake};
 use super::session::Session;
 use super::voting::{self, Counted, VoteCast};
-use crate::audit::Note;
+use crate::audit::{Note, RULE_BY_PREFIX};
 use crate::clock::now_ms;
 use crate::metrics::count;
 use crate::people::{KeyRefusal, NotAllowed, Person};
@@ -61,6 +62,8 @@ pub(super) enum Ending {
     TimedOut,
     /// Withdrawn: by its agent, an operator, or the gateway (`via` says which).
     Withdrawn { via: askgate_protocol::wire::Via },
+    /// Remembered rules approved every call when it was asked (its `ruled`).
+    ByRule,
 }
 
 /// What trying to end a request came to.
@@ -84,6 +87,7 @@ type Won = (
     Vec<Note<'static>>,
     Option<crate::notify::RequestFacts>,
     Vec<StoreOp>,
+    Option<RulesToMake>,
 );
 
 /// A resolution being committed, and what announcing it needs.
@@ -218,7 +222,7 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
-        let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts, deciding_vote) = loop {
+        let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts, deciding_vote, to_make) = loop {
             match self.begin_ending(session, id, &ending)? {
                 Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
@@ -266,6 +270,9 @@ impl Hub {
             } else {
                 notifier.not_committed(op);
             }
+        }
+        if let (Ok(_), Some(to_make)) = (&ended, to_make) {
+            self.make_rules(to_make).await;
         }
         // After the ending, whether it was kept or not: the counts are of what happened.
         self.record_notes(counted).await;
@@ -328,6 +335,26 @@ impl Hub {
                 .may_answer(person, entry.answerers.as_deref())
                 .map_err(Refusal::Forbidden)?;
         }
+        // Before any vote is counted: a request with a quorum remembers nothing.
+        let to_make = match ending {
+            Ending::Answer {
+                person, response, ..
+            } => rules::rules_asked(
+                session,
+                entry,
+                person,
+                response,
+                u64::try_from(self.limits.approval_rule_ttl.as_millis()).unwrap_or(u64::MAX),
+            )?,
+            _ => None,
+        };
+        let ruled = match (ending, &entry.ruled) {
+            (Ending::ByRule, Some(ruled)) if ruled.iter().all(Option::is_some) => {
+                ruled.first().cloned().flatten()
+            }
+            (Ending::ByRule, _) => return Err(Refusal::Unknown),
+            _ => None,
+        };
         // With a quorum, an answer or a decline is a vote: kept if it decides nothing, else
         // the ending, with what the votes decided and who voted.
         let mut decided = None;
@@ -398,14 +425,20 @@ impl Hub {
                 person,
                 response,
                 ..
-            } => by_person(
-                entry
-                    .questions
-                    .settle_answer(response)
-                    .map_err(Refusal::DoesNotFit)?,
-                tab,
-                person,
-            ),
+            } => {
+                let with_ruled = entry
+                    .ruled
+                    .as_ref()
+                    .map(|ruled| rules::with_ruled_approved(response, ruled));
+                by_person(
+                    entry
+                        .questions
+                        .settle_answer(with_ruled.as_ref().unwrap_or(response))
+                        .map_err(Refusal::DoesNotFit)?,
+                    tab,
+                    person,
+                )
+            }
             Ending::Decline {
                 tab,
                 person,
@@ -420,6 +453,22 @@ impl Hub {
                 person,
             ),
             Ending::TimedOut => entry.deadline_ending(now_ms()),
+            Ending::ByRule => {
+                let calls = entry.questions.approval_calls().len();
+                let answer = rules::approved_by_rules(calls);
+                let rule = ruled.as_ref();
+                StoredResolution {
+                    settlement: entry
+                        .questions
+                        .settle_answer(&answer)
+                        .map_err(Refusal::DoesNotFit)?,
+                    by: rule.map(|rule| format!("{RULE_BY_PREFIX}{}", rule.rule)),
+                    user: rule.map(|rule| rule.user.clone()),
+                    via: Some(askgate_protocol::wire::Via::Rule),
+                    voters: None,
+                    at_ms: now_ms(),
+                }
+            }
             Ending::Withdrawn { via } => StoredResolution {
                 via: Some(*via),
                 ..StoredResolution::untouched(
@@ -433,9 +482,11 @@ impl Hub {
         let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.deadline_ending(0));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
+        // Nobody was told of a request rules approved at once: nobody is told it ended.
         let facts = self
             .notifier
             .as_ref()
+            .filter(|_| !matches!(ending, Ending::ByRule))
             .and_then(|_| self.facts_of_entry(session, entry));
         state.begin_resolving(id, matches!(ending, Ending::TimedOut));
         Ok(Begun::Won(Box::new((
@@ -446,6 +497,7 @@ impl Hub {
             counted_refusals(state, id),
             facts,
             deciding_vote,
+            to_make,
         ))))
     }
 }

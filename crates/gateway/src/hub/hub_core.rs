@@ -91,6 +91,8 @@ pub struct Hub {
     pub(super) history_bytes_total: Arc<AtomicUsize>,
     /// Who is told of requests, when a notify file is given.
     pub(super) notifier: Option<Arc<Notifier>>,
+    /// Remembered approvals, on a local store (a shared one is read at each ask).
+    pub(super) rule_book: super::rules::RuleBook,
 }
 
 impl std::fmt::Debug for Hub {
@@ -134,6 +136,7 @@ impl Hub {
             queued_total: Arc::new(AtomicUsize::new(0)),
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
             notifier,
+            rule_book: super::rules::RuleBook::default(),
         })
     }
 
@@ -273,6 +276,17 @@ impl Hub {
     /// Attaches an agent connection admitted by a key of `scope`: its frames may name only the
     /// sessions of that scope. It detaches when the handle drops.
     pub fn attach_agent(self: &Arc<Self>, link: Link, scope: SessionScope) -> AgentHandle {
+        self.attach_agent_as(link, scope, crate::keys::LOCAL_KEY_ID)
+    }
+
+    /// [`attach_agent`](Self::attach_agent), for the agent key whose id is `key_id`: its
+    /// asks are that key's.
+    pub fn attach_agent_as(
+        self: &Arc<Self>,
+        link: Link,
+        scope: SessionScope,
+        key_id: &str,
+    ) -> AgentHandle {
         gauge_add(&self.metrics.agents, 1);
         let link = self.assign_id(link);
         self.agent_links().insert(link.id, link.clone());
@@ -280,6 +294,7 @@ impl Hub {
             hub: Arc::clone(self),
             link,
             scope,
+            key_id: key_id.to_owned(),
         }
     }
 

@@ -26,6 +26,7 @@ mod refusals; // the refusals a tab keeps getting, counted rather than each reco
 mod replica; // this node's copy of a shared (Redis) session, behind one door
 mod request; // a request's life: its states, and every transition with its bookkeeping
 mod restore; // requests brought back from the store at a restart
+mod rules; // remembered approvals: made from an approval, matched at an ask, listed, revoked
 mod session; // one session: its tabs, agents and requests; fan-out and presence
 mod shown; // what tabs are sent: snapshot, ending frames, finished list, history
 mod voting; // approvals that need several people: each vote kept, the deciding one ends it
@@ -43,4 +44,5 @@ pub use peers::frame::{FRAGMENT_BYTES, Frame};
 pub use peers::inbox::{Delivery, Queue};
 pub use peers::links::{AgentHandle, Link, TabHandle};
 pub use restore::Restored;
+pub use rules::Revoker;
 pub use session::generated_session_id;

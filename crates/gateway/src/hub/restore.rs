@@ -71,21 +71,31 @@ impl Hub {
 }
 
 impl Hub {
-    /// The votes kept for requests with a quorum, counted on them again.
+    /// The votes kept for requests with a quorum, counted on them again; the remembered
+    /// approvals, held again.
     async fn restore_votes(&self) {
         let kept = match self.store.kept().await {
             Ok(kept) => kept,
             Err(error) => {
-                tracing::error!(%error, "the votes of requests with a quorum could not be read; they count from now");
+                tracing::error!(%error, "the votes of requests with a quorum and the remembered approvals could not be read; they count from now");
                 return;
             }
         };
         let mut by_request: HashMap<String, Vec<(String, String)>> = HashMap::new();
-        for field in kept.into_iter().filter(|f| f.table == KeptTable::Votes) {
-            by_request
+        let mut rules: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        for field in kept {
+            let table = match field.table {
+                KeptTable::Votes => &mut by_request,
+                KeptTable::Rules => &mut rules,
+                _ => continue,
+            };
+            table
                 .entry(field.key)
                 .or_default()
                 .push((field.field, field.value));
+        }
+        for (key, fields) in rules {
+            self.rule_book.restore(key, fields);
         }
         let mut sessions = self.lock();
         for (key, fields) in by_request {
@@ -132,6 +142,9 @@ mod tests {
             json!([{"header": "H", "question": "Q?", "options": [{"label": "A"}, {"label": "B"}]}]);
         let record = StoredRequest {
             quorum: None,
+            asked_by: None,
+            ruled: None,
+            remember: Vec::new(),
             default: None,
             session: session.id.clone(),
             id: RequestId::parse("r").unwrap(),

@@ -76,6 +76,16 @@ pub struct StoredRequest {
     /// For an approval that needs several people, how many (its votes are a kept table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<askgate_protocol::approval::Quorum>,
+    /// The id of the agent key that asked it ([`crate::keys::AgentKey::id`]): whose an
+    /// approval remembered `for this agent key` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<String>,
+    /// For an approval some of whose calls rules approved when it was asked: each call's rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruled: Option<Vec<Option<askgate_protocol::approval::rules::RuledCall>>>,
+    /// Where an approval of it may be remembered (empty: nowhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remember: Vec<askgate_protocol::approval::rules::RuleScope>,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
 }
@@ -202,14 +212,18 @@ pub enum KeptTable {
     /// The votes on a request with a quorum: under `session/id`, a field per voter, their
     /// vote (`{"at_ms", "approve": [true|false|null, ...]}`); deleted with the request.
     Votes,
+    /// Remembered approvals: under `session:{session}` or `key:{key id}`, a field per rule
+    /// (its id), the rule's JSON.
+    Rules,
 }
 
 impl KeptTable {
     /// Every table.
-    pub const ALL: [KeptTable; 3] = [
+    pub const ALL: [KeptTable; 4] = [
         KeptTable::SlackMessages,
         KeptTable::PushSubscriptions,
         KeptTable::Votes,
+        KeptTable::Rules,
     ];
 
     /// Its name in the store.
@@ -218,6 +232,7 @@ impl KeptTable {
             KeptTable::SlackMessages => "slack_messages",
             KeptTable::PushSubscriptions => "push_subscriptions",
             KeptTable::Votes => "votes",
+            KeptTable::Rules => "rules",
         }
     }
 
@@ -231,7 +246,8 @@ impl KeptTable {
                 Some(std::time::Duration::from_secs(3600))
             }
             KeptTable::SlackMessages => Some(std::time::Duration::from_secs(91 * 86_400)),
-            KeptTable::PushSubscriptions | KeptTable::Votes => None,
+            // A rule's own `expires_ms` ends it; making one clears those past it.
+            KeptTable::PushSubscriptions | KeptTable::Votes | KeptTable::Rules => None,
         }
     }
 

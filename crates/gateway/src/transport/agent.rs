@@ -38,7 +38,10 @@ pub async fn agent_endpoint(
     headers: HeaderMap,
     upgrade: Upgrade,
 ) -> Response {
-    let admitted = state.agent_keys.admit(&headers);
+    let admitted = state
+        .agent_keys
+        .admit(&headers)
+        .map(|scope| (scope, state.agent_keys.key_id(&headers)));
     let tracker = state.tracker.clone();
     let limits = state.hub.limits();
     let config = socket_config(
@@ -61,11 +64,11 @@ pub async fn agent_endpoint(
 fn run(
     mut socket: WebSocket,
     state: AppState,
-    admitted: Result<SessionScope, AgentRefusal>,
+    admitted: Result<(SessionScope, String), AgentRefusal>,
 ) -> impl Future<Output = ()> + Send {
     async move {
-        let scope = match admitted {
-            Ok(scope) => scope,
+        let (scope, key_id) = match admitted {
+            Ok(admitted) => admitted,
             Err(refusal) => {
                 let closing = Closing::with(close::BAD_KEY, refusal.message());
                 Box::pin(close_with(&mut socket, closing)).await;
@@ -73,7 +76,7 @@ fn run(
             }
         };
         gauge_add(&state.hub.metrics().connection_tasks, 1);
-        if let Some(closing) = serve(&mut socket, &state, scope).await {
+        if let Some(closing) = serve(&mut socket, &state, scope, &key_id).await {
             // Boxed, as every rare wait: a task is as large as its largest state.
             Box::pin(close_with(&mut socket, closing)).await;
         }
@@ -81,10 +84,15 @@ fn run(
     }
 }
 
-async fn serve(socket: &mut WebSocket, state: &AppState, scope: SessionScope) -> Option<Closing> {
+async fn serve(
+    socket: &mut WebSocket,
+    state: &AppState,
+    scope: SessionScope,
+    key_id: &str,
+) -> Option<Closing> {
     let limits = state.hub.limits();
     let (link, mut queue) = Link::new(limits.agent_queue);
-    let agent = Arc::new(state.hub.attach_agent(link, scope));
+    let agent = Arc::new(state.hub.attach_agent_as(link, scope, key_id));
     // Shutdown closes every agent the hub holds; one attached just after it closes here.
     if state.shutdown.is_cancelled() {
         return Some(Closing::with(close::GOING_AWAY, "shutting down"));

@@ -181,7 +181,8 @@ pub async fn post_request(
         .check(state.hub.limits().max_timeout_s)
         .map_err(|errors| ApiError::new(ReplyCode::Invalid, errors))?;
     let viewer_url = state.hub.keys().viewer_url(&checked.session);
-    match state.hub.ask(checked, None).await {
+    let key_id = state.agent_keys.key_id(&headers);
+    match state.hub.ask_as(checked, None, &key_id).await {
         AskReply::Accepted {
             id,
             deadline_ms,

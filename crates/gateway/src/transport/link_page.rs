@@ -159,12 +159,17 @@ fn ending_words(ended: &EndedAs) -> String {
         Some(Via::Slack) => " in Slack",
         Some(Via::PersonalLink) => " through a personal link",
         Some(Via::Proxy) => " through the sign-in proxy",
-        Some(Via::SessionLink | Via::Default | Via::Agent | Via::Operator | Via::Gateway)
+        Some(
+            Via::SessionLink | Via::Default | Via::Agent | Via::Operator | Via::Gateway | Via::Rule,
+        )
         | None => "",
     };
     let at = rfc3339(ended.at_ms);
     if ended.via == Some(Via::Default) {
         return format!("Nobody answered in time: the agent's default answer was given at {at}.");
+    }
+    if ended.via == Some(Via::Rule) {
+        return format!("Already approved at {at} by a remembered approval{who}.");
     }
     match ended.outcome {
         Outcome::Answered => format!("Already answered{who}{how}, at {at}."),

@@ -24,6 +24,9 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
     let questions = QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap();
     StoredRequest {
         quorum: None,
+        asked_by: None,
+        ruled: None,
+        remember: Vec::new(),
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),

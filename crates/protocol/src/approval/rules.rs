@@ -101,6 +101,10 @@ fn describe(value: &Value) -> String {
 pub struct Rule {
     /// Its id, for listing and revoking.
     pub id: String,
+    /// The session it was made in (its trail records it, and its revocation).
+    pub session: String,
+    /// The agent key whose request it was made on (the key's id, never the key).
+    pub key: String,
     /// The tool it approves calls to.
     pub tool: String,
     /// Where it holds.
@@ -116,17 +120,20 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The rule `remember` makes from `user`'s approval of `call` at `now_ms`, living `ttl_ms`.
-    pub fn of(
-        id: String,
-        call: &Call,
-        remember: Remember,
-        user: &str,
-        now_ms: u64,
-        ttl_ms: u64,
-    ) -> Rule {
+    /// The rule `remember` makes from `user`'s approval of `call` at `now_ms`, living `ttl_ms`,
+    /// on a request of `session` asked with the agent key `key`.
+    pub fn of(id: String, call: &Call, remember: Remember, made: Made<'_>) -> Rule {
+        let Made {
+            user,
+            session,
+            key,
+            now_ms,
+            ttl_ms,
+        } = made;
         Rule {
             id,
+            session: session.to_owned(),
+            key: key.to_owned(),
             tool: call.name.clone(),
             scope: remember.scope,
             args: (remember.args == RuleArgs::Same).then(|| call.args.clone()),
@@ -142,6 +149,43 @@ impl Rule {
         now_ms < self.expires_ms
             && self.tool == call.name
             && self.args.as_ref().is_none_or(|args| *args == call.args)
+    }
+}
+
+/// Where and when a rule is made, and by whom.
+#[derive(Clone, Copy, Debug)]
+pub struct Made<'a> {
+    /// The person approving.
+    pub user: &'a str,
+    /// The session of the request.
+    pub session: &'a str,
+    /// The id of the agent key that asked it.
+    pub key: &'a str,
+    /// Now (Unix ms).
+    pub now_ms: u64,
+    /// How long the rule lives.
+    pub ttl_ms: u64,
+}
+
+/// A call of a request that a rule approved when it was asked, as tabs are shown it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuledCall {
+    /// The rule's id.
+    pub rule: String,
+    /// Who made it.
+    pub user: String,
+    /// Where it holds.
+    pub scope: RuleScope,
+}
+
+impl RuledCall {
+    /// How `rule` is shown on the call it approved.
+    pub fn of(rule: &Rule) -> RuledCall {
+        RuledCall {
+            rule: rule.id.clone(),
+            user: rule.user.clone(),
+            scope: rule.scope,
+        }
     }
 }
 
@@ -212,7 +256,14 @@ mod tests {
             scope: RuleScope::Session,
             args: RuleArgs::Same,
         };
-        let rule = Rule::of("1".into(), &rm, same, "alice", 1_000, 500);
+        let made = Made {
+            user: "alice",
+            session: "s",
+            key: "local",
+            now_ms: 1_000,
+            ttl_ms: 500,
+        };
+        let rule = Rule::of("1".into(), &rm, same, made);
         assert!(rule.matches(&rm, 1_000));
         assert!(!rule.matches(&call("rm", &json!({"path": "/etc"})), 1_000));
         assert!(!rule.matches(&call("ls", &json!({"path": "/tmp/x"})), 1_000));
@@ -224,9 +275,7 @@ mod tests {
                 args: RuleArgs::Any,
                 ..same
             },
-            "alice",
-            1_000,
-            500,
+            made,
         );
         assert!(any.matches(&call("rm", &json!({"path": "/etc"})), 1_000));
         let rules = [rule, any];

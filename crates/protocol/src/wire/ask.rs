@@ -66,6 +66,9 @@ pub struct CheckedAsk {
     pub default: Option<Value>,
     /// For an approval, how many people must decide each call (`quorum`, `veto`).
     pub quorum: Option<Quorum>,
+    /// Whether remembered approvals may answer it, or be made from its answer (`rules`,
+    /// true unless the ask says `false`).
+    pub rules: bool,
 }
 
 /// What an ask says should happen while it stays open: `remind_after_s` (the same people
@@ -143,6 +146,18 @@ impl AskFrame {
             .map_err(|e| errors.extend(e))
             .ok();
         let quorum = Quorum::read(&self.rest).map_err(|e| errors.extend(e)).ok();
+        let rules = match self.rest.get("rules") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(rules)) => *rules,
+            Some(other) => {
+                errors.push(FieldError::new(
+                    "rules",
+                    ErrorCode::WrongType,
+                    format!("expected true or false, got {}", json_kind(other)),
+                ));
+                true
+            }
+        };
         let default = self.rest.get("default").filter(|v| !v.is_null()).cloned();
         if default.is_some() && matches!(timeout_ms, Some(None)) {
             errors.push(FieldError::new(
@@ -162,6 +177,7 @@ impl AskFrame {
             follow_ups,
             default,
             quorum,
+            rules,
         }
     }
 
@@ -233,6 +249,8 @@ struct CheckedFields {
     default: Option<Value>,
     /// `quorum` and `veto`, checked against the calls once they are.
     quorum: Option<Option<Quorum>>,
+    /// `rules`.
+    rules: bool,
 }
 
 impl CheckedFields {
@@ -312,6 +330,7 @@ impl CheckedFields {
                 follow_ups,
                 default: self.default.take(),
                 quorum: self.quorum.take().flatten(),
+                rules: self.rules,
             }),
             _ => Err(std::mem::take(&mut self.errors)),
         }

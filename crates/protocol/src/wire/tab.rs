@@ -40,6 +40,12 @@ pub struct RequestView {
     pub orphaned: bool,
     /// For an approval that needs several people: how many, and the votes so far per call.
     pub quorum: Option<(crate::approval::Quorum, Vec<crate::approval::CallTally>)>,
+    /// For an approval some of whose calls remembered rules approved when it was asked: per
+    /// call, the rule that did (the page shows those calls approved; the rest are asked).
+    pub ruled: Option<Vec<Option<crate::approval::rules::RuledCall>>>,
+    /// The scopes an approval of this request may be remembered for (`session`, `key`):
+    /// empty when none (rules off, `rules: false`, a quorum, another dialect).
+    pub remember: Vec<crate::approval::rules::RuleScope>,
 }
 
 impl Serialize for RequestView {
@@ -70,6 +76,12 @@ impl Serialize for RequestView {
             map.serialize_entry("quorum", quorum)?;
             map.serialize_entry("tally", tally)?;
         }
+        if let Some(ruled) = &self.ruled {
+            map.serialize_entry("ruled", ruled)?;
+        }
+        if !self.remember.is_empty() {
+            map.serialize_entry("remember", &self.remember)?;
+        }
         map.end()
     }
 }
@@ -95,8 +107,14 @@ impl<'de> Deserialize<'de> for RequestView {
                 serde_json::from_value(tally).map_err(D::Error::custom)?,
             )),
         };
+        let ruled = Option::deserialize(take("ruled")).map_err(D::Error::custom)?;
+        let remember = Option::<Vec<_>>::deserialize(take("remember"))
+            .map_err(D::Error::custom)?
+            .unwrap_or_default();
         let questions = dialect.gather(|name| fields.get(name));
         Ok(RequestView {
+            ruled,
+            remember,
             id,
             dialect,
             title,

@@ -121,6 +121,18 @@ pub struct LimitArgs {
     /// 0 keeps it until its agent or an operator ends it.
     #[arg(long, hide_env_values = true, env = "ASKGATE_ORPHAN_WITHDRAW_AFTER_S", default_value_t = config::DEFAULT_ORPHAN_WITHDRAW_AFTER.as_secs())]
     pub orphan_withdraw_after_s: u64,
+    /// Where a person may have an approval remembered: `session` (the rest of the session),
+    /// `key` (always, for the agent key that asked), both comma-separated, or `off`.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_APPROVAL_RULES",
+        default_value = "session,key"
+    )]
+    pub approval_rules: String,
+    /// Seconds a remembered approval lives (1 to 31,536,000, a year).
+    #[arg(long, hide_env_values = true, env = "ASKGATE_APPROVAL_RULE_TTL_S", default_value_t = config::DEFAULT_APPROVAL_RULE_TTL.as_secs())]
+    pub approval_rule_ttl_s: u64,
     /// Seconds an accepted WebSocket upgrade may take to hand over its connection.
     #[arg(long, hide_env_values = true, env = "ASKGATE_UPGRADE_TIMEOUT_S", default_value_t = config::DEFAULT_UPGRADE_TIMEOUT.as_secs_f64())]
     pub upgrade_timeout_s: f64,
@@ -268,8 +280,40 @@ impl LimitArgs {
                 (self.orphan_withdraw_after_s > 0)
                     .then(|| Duration::from_secs(self.orphan_withdraw_after_s))
             },
+            approval_rules: rule_scopes(&self.approval_rules)?,
+            approval_rule_ttl: {
+                if !(1..=365 * 86_400).contains(&self.approval_rule_ttl_s) {
+                    bail!(
+                        "--approval-rule-ttl-s must be 1 to 31536000 seconds (a year), got {}",
+                        self.approval_rule_ttl_s
+                    );
+                }
+                Duration::from_secs(self.approval_rule_ttl_s)
+            },
         })
     }
+}
+
+/// `--approval-rules`: `off`, or scopes comma-separated.
+fn rule_scopes(text: &str) -> anyhow::Result<Vec<askgate_protocol::approval::rules::RuleScope>> {
+    use askgate_protocol::approval::rules::RuleScope;
+    if text.trim() == "off" {
+        return Ok(Vec::new());
+    }
+    let mut scopes = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let scope = match part {
+            "session" => RuleScope::Session,
+            "key" => RuleScope::Key,
+            other => bail!(
+                "--approval-rules takes `session`, `key`, both comma-separated, or `off`; got {other:?}"
+            ),
+        };
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    Ok(scopes)
 }
 
 fn at_least<T: PartialOrd + Display + Copy>(flag: &str, value: T, min: T) -> anyhow::Result<T> {

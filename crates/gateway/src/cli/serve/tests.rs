@@ -424,3 +424,27 @@ fn an_operator_key_is_one_word_and_not_an_agent_key() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--approval-rules` is `session,key` by default, either alone, or `off`;
+/// `--approval-rule-ttl-s` is 1 s to a year (30 days by default).
+#[test]
+fn approval_rules_take_their_scopes_and_a_bounded_lifetime() {
+    use askgate_protocol::approval::rules::RuleScope;
+    let limits = parse(&[]).limits.to_limits().unwrap();
+    assert_eq!(limits.approval_rules, [RuleScope::Session, RuleScope::Key]);
+    assert_eq!(limits.approval_rule_ttl, Duration::from_secs(30 * 86_400));
+    let scopes = |value: &str| {
+        parse(&["--approval-rules", value])
+            .limits
+            .to_limits()
+            .unwrap()
+            .approval_rules
+    };
+    assert_eq!(scopes("off"), []);
+    assert_eq!(scopes("key"), [RuleScope::Key]);
+    assert_eq!(scopes("key, session"), [RuleScope::Key, RuleScope::Session]);
+    assert!(refusal(&["--approval-rules", "forever"]).contains("\"forever\""));
+    for bad in ["0", "31536001"] {
+        assert!(refusal(&["--approval-rule-ttl-s", bad]).contains("--approval-rule-ttl-s"));
+    }
+}

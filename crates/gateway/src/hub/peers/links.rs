@@ -117,6 +117,8 @@ pub struct AgentHandle {
     pub(in crate::hub) link: Link,
     /// The sessions its key may act on.
     pub(in crate::hub) scope: SessionScope,
+    /// Its key's id ([`crate::keys::AgentKey::id`]).
+    pub(in crate::hub) key_id: String,
 }
 
 impl Drop for AgentHandle {

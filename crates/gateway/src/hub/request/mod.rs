@@ -53,6 +53,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+use askgate_protocol::approval::rules::{RuleScope, RuledCall};
 use askgate_protocol::approval::{Quorum, Vote};
 use askgate_protocol::wire::{RequestView, Via};
 use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
@@ -304,6 +305,15 @@ pub(super) enum Arrival {
     Shared,
 }
 
+/// What a new request carries besides what tabs are shown.
+#[derive(Default)]
+pub(super) struct AskTerms {
+    /// Its reminder and escalation.
+    pub(super) follow_ups: FollowUps,
+    /// The id of the agent key that asked it.
+    pub(super) asked_by: Option<String>,
+}
+
 /// What a stored request came in as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Admitted {
@@ -326,10 +336,17 @@ impl Session {
         view: RequestView,
         encoded: EncodedRequest,
         asker: Option<&Link>,
-        follow_ups: FollowUps,
+        terms: AskTerms,
     ) -> StoredRequest {
+        let AskTerms {
+            follow_ups,
+            asked_by,
+        } = terms;
         let record = StoredRequest {
             quorum: view.quorum.as_ref().map(|(quorum, _)| *quorum),
+            asked_by,
+            ruled: view.ruled,
+            remember: view.remember,
             session: self.id.clone(),
             id: id.clone(),
             dialect: view.dialect,
@@ -361,6 +378,9 @@ impl Session {
             orphan_generation: 0,
             quorum: record.quorum,
             votes: Vec::new(),
+            asked_by: record.asked_by.clone(),
+            ruled: record.ruled.clone(),
+            remember: record.remember.clone(),
             encoded,
             asker: asker.cloned(),
             state: EntryState::Committing,
@@ -454,6 +474,8 @@ impl Session {
                 let calls = questions.approval_calls().len();
                 (quorum, vec![Default::default(); calls])
             }),
+            ruled: record.ruled.clone(),
+            remember: record.remember.clone(),
         };
         let encoded = EncodedRequest::new(&view);
         let id = record.id;
@@ -518,6 +540,9 @@ impl Session {
             orphan_generation: 0,
             quorum: record.quorum,
             votes: Vec::new(),
+            asked_by: record.asked_by,
+            ruled: record.ruled,
+            remember: record.remember,
             encoded,
             asker: None,
             state,
@@ -1004,6 +1029,13 @@ pub(super) struct Entry {
     /// order they were cast).
     pub(super) quorum: Option<Quorum>,
     pub(super) votes: Vec<Vote>,
+    /// The id of the agent key that asked it (whose a rule `for this agent key` is).
+    pub(super) asked_by: Option<String>,
+    /// For an approval some of whose calls rules approved when it was asked: each call's
+    /// rule. A tab's decision on those calls is taken as an approval.
+    pub(super) ruled: Option<Vec<Option<RuledCall>>>,
+    /// Where an approval of it may be remembered (empty: nowhere).
+    pub(super) remember: Vec<RuleScope>,
     /// The request as tabs see it, encoded once.
     pub(super) encoded: EncodedRequest,
     /// The agent connection waiting for the outcome, if one is connected.
@@ -1118,6 +1150,8 @@ mod encoding_tests {
     fn the_shown_request_is_the_request_frame_and_its_view() {
         let view = RequestView {
             quorum: None,
+            ruled: None,
+            remember: Vec::new(),
             orphaned: false,
             default: None,
             id: "r-1".into(),

@@ -169,6 +169,7 @@ fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
     CheckedAsk {
         default: None,
         quorum: None,
+        rules: true,
         session: session(),
         id: Some(id(request)),
         questions: QuestionSet::validate(Dialect::HARNESS, &questions()).unwrap(),
@@ -614,6 +615,9 @@ fn lone_session() -> Session {
 fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest {
     StoredRequest {
         quorum: None,
+        asked_by: None,
+        ruled: None,
+        remember: Vec::new(),
         default: None,
         session: session(),
         id: id(request),
@@ -674,6 +678,8 @@ async fn an_ask_found_ended_elsewhere_is_kept_not_opened() {
     let questions = read(&request);
     let view = RequestView {
         quorum: None,
+        ruled: None,
+        remember: Vec::new(),
         orphaned: false,
         default: None,
         id: "r".into(),

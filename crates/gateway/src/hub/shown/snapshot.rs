@@ -151,6 +151,8 @@ mod tests {
     fn view(id: &str, deadline_ms: Option<u64>) -> RequestView {
         RequestView {
             quorum: None,
+            ruled: None,
+            remember: Vec::new(),
             orphaned: false,
             default: None,
             id: id.into(),

@@ -452,6 +452,9 @@ mod tests {
     fn request(id: &str, asked_at_ms: u64) -> StoredRequest {
         StoredRequest {
             quorum: None,
+            asked_by: None,
+            ruled: None,
+            remember: Vec::new(),
             default: None,
             session: SessionId::parse(if id < "r2" { "s1" } else { "s2" }).unwrap(),
             id: RequestId::parse(id).unwrap(),

@@ -27,6 +27,15 @@ struct Body {
     /// How many people must decide each call of an approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     quorum: Option<askgate_protocol::approval::Quorum>,
+    /// The id of the agent key that asked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_by: Option<String>,
+    /// The rule of each call rules approved when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ruled: Option<Vec<Option<askgate_protocol::approval::rules::RuledCall>>>,
+    /// Where an approval of it may be remembered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    remember: Vec<askgate_protocol::approval::rules::RuleScope>,
 }
 
 /// A follow-up's letter in the `follows` field, and in a `followed` notice.
@@ -64,6 +73,9 @@ pub(super) fn body(request: &StoredRequest) -> String {
         },
         default: request.default.clone(),
         quorum: request.quorum,
+        asked_by: request.asked_by.clone(),
+        ruled: request.ruled.clone(),
+        remember: request.remember.clone(),
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -147,6 +159,9 @@ pub(super) fn request(
         mut follow_ups,
         default,
         quorum,
+        asked_by,
+        ruled,
+        remember,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
     for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
         if fields.follows.contains(follow_up_letter(follow_up)) {
@@ -170,6 +185,9 @@ pub(super) fn request(
         follow_ups,
         default,
         quorum,
+        asked_by,
+        ruled,
+        remember,
         resolution,
     })
 }
@@ -261,6 +279,9 @@ mod tests {
     fn sample() -> StoredRequest {
         StoredRequest {
             quorum: None,
+            asked_by: None,
+            ruled: None,
+            remember: Vec::new(),
             default: None,
             session: SessionId::parse("s").unwrap(),
             id: RequestId::parse("r").unwrap(),

@@ -16,6 +16,9 @@ pub fn questions() -> QuestionSet {
 pub fn put(id: &str) -> StoreOp {
     StoreOp::Put(StoredRequest {
         quorum: None,
+        asked_by: None,
+        ruled: None,
+        remember: Vec::new(),
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),

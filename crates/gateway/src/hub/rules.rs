@@ -1,0 +1,431 @@
+//! Remembered approvals: a person approving a call may have calls like it approved without
+//! asking, for the rest of the session or always for the agent key that asked
+//! ([`askgate_protocol::approval::rules`] says what a rule is and which calls it takes).
+//!
+//! Rules are a kept table ([`KeptTable::Rules`]): under `session:{session}` or `key:{key id}`,
+//! a field per rule. A local store's are held here too ([`RuleBook`], read back at a
+//! restart); a shared store's are read from it at each approval ask, so that a rule made or
+//! revoked on one node holds on every node at once.
+//!
+//! A rule is made after the answer that asked for it has won (a separate commit: an answer
+//! that lost the race makes none, and a crash between the two leaves the answer without its
+//! rule). Making one forgets the expired rules under its key, and the oldest beyond
+//! [`MAX_RULES_PER_SCOPE`].
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use askgate_protocol::approval::Call;
+use askgate_protocol::approval::decisions::remembered;
+use askgate_protocol::approval::rules::{Made, Rule, RuleScope, RuledCall};
+use askgate_protocol::wire::Via;
+use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId, ValidationErrors};
+use serde_json::{Value, json};
+
+use super::Hub;
+use super::ending::Refusal;
+use super::request::Entry;
+use crate::audit::{Event, Note, Who};
+use crate::clock::now_ms;
+use crate::config::MAX_RULES_PER_SCOPE;
+use crate::keys::LOCAL_KEY_ID;
+use crate::people::Person;
+use crate::store::{KeptTable, StoreError, StoreOp};
+
+/// Where a rule of `scope` is kept: under its session, or its agent key's id.
+pub(super) fn rules_key(scope: RuleScope, session: &str, key: &str) -> String {
+    match scope {
+        RuleScope::Session => format!("session:{session}"),
+        RuleScope::Key => format!("key:{key}"),
+    }
+}
+
+/// The rule of each field of a kept key; a field that does not read (written by a later
+/// askgate, or damaged) is skipped.
+fn read_rules(fields: Vec<(String, String)>) -> Vec<Rule> {
+    fields
+        .into_iter()
+        .filter_map(|(id, value)| {
+            serde_json::from_str::<Rule>(&value)
+                .inspect_err(|error| tracing::warn!(rule = %id, %error, "a kept rule does not read; skipped"))
+                .ok()
+        })
+        .collect()
+}
+
+/// A local store's rules, by kept key (a shared store's are read from it).
+#[derive(Debug, Default)]
+pub(super) struct RuleBook {
+    by_key: Mutex<HashMap<String, Vec<Rule>>>,
+}
+
+impl RuleBook {
+    fn with<T>(&self, change: impl FnOnce(&mut HashMap<String, Vec<Rule>>) -> T) -> T {
+        let mut book = self
+            .by_key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        change(&mut book)
+    }
+
+    /// Takes the rules of kept fields read back at a restart.
+    pub(super) fn restore(&self, key: String, fields: Vec<(String, String)>) {
+        let rules = read_rules(fields);
+        self.with(|book| book.entry(key).or_default().extend(rules));
+    }
+}
+
+/// What a request's approval asked to have remembered, to make once its ending has won.
+#[derive(Debug)]
+pub(super) struct RulesToMake {
+    pub(super) session: SessionId,
+    pub(super) id: RequestId,
+    pub(super) user: String,
+    pub(super) rules: Vec<Rule>,
+}
+
+/// A rule revoked: what it was, and who revoked it.
+#[derive(Clone, Copy, Debug)]
+pub enum Revoker<'a> {
+    /// An agent key whose scope covers the rule.
+    Agent,
+    /// An operator key.
+    Operator,
+    /// A person, on the page.
+    Person(&'a str, Via),
+}
+
+/// A new rule's id: 10 hex digits, random (a scope holds at most [`MAX_RULES_PER_SCOPE`]).
+pub(super) fn new_rule_id() -> String {
+    let bytes: [u8; 5] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Hub {
+    /// The unexpired rules under `key` (a [`rules_key`]).
+    ///
+    /// # Errors
+    /// A shared store could not be read.
+    pub(super) async fn rules_under(&self, key: &str) -> Result<Vec<Rule>, StoreError> {
+        let now = now_ms();
+        let mut rules = match self.store.shared() {
+            Some(shared) => read_rules(shared.kept(KeptTable::Rules, key).await?),
+            None => self
+                .rule_book
+                .with(|book| book.get(key).cloned().unwrap_or_default()),
+        };
+        rules.retain(|rule| rule.expires_ms > now);
+        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(rules)
+    }
+
+    /// For an approval of `calls` asked in `session` with the key `key_id`: the rule that
+    /// approves each call, by the scopes the gateway allows. Rules that cannot be read cover
+    /// nothing: the request is asked.
+    pub(super) async fn rules_covering(
+        &self,
+        session: &SessionId,
+        key_id: &str,
+        calls: &[Call],
+    ) -> Vec<Option<Rule>> {
+        let mut rules = Vec::new();
+        for scope in &self.limits.approval_rules {
+            match self
+                .rules_under(&rules_key(*scope, session.as_str(), key_id))
+                .await
+            {
+                Ok(found) => rules.extend(found),
+                Err(error) => {
+                    tracing::warn!(%session, %error, "remembered approvals could not be read; the request is asked");
+                    return vec![None; calls.len()];
+                }
+            }
+        }
+        askgate_protocol::approval::rules::covered(&rules, calls, now_ms())
+            .into_iter()
+            .map(|rule| rule.cloned())
+            .collect()
+    }
+
+    /// Keeps the rules an approval asked for, once its ending won: each with a `rule_made`
+    /// entry in its session's trail; the expired and the oldest beyond the most a scope
+    /// holds are forgotten in the same commit.
+    pub(super) async fn make_rules(&self, made: RulesToMake) {
+        let RulesToMake {
+            session,
+            id,
+            user,
+            rules,
+        } = made;
+        let mut ops = Vec::new();
+        let mut book_changes = Vec::new();
+        for rule in rules {
+            let key = rules_key(rule.scope, &rule.session, &rule.key);
+            let existing = match self.store.shared() {
+                Some(shared) => match shared.kept(KeptTable::Rules, &key).await {
+                    Ok(fields) => read_rules(fields),
+                    Err(error) => {
+                        tracing::error!(%session, request = %id, %error, "a remembered approval could not be made");
+                        continue;
+                    }
+                },
+                None => self
+                    .rule_book
+                    .with(|book| book.get(&key).cloned().unwrap_or_default()),
+            };
+            let now = now_ms();
+            let (mut live, expired): (Vec<Rule>, Vec<Rule>) =
+                existing.into_iter().partition(|rule| rule.expires_ms > now);
+            live.sort_by_key(|rule| rule.created_ms);
+            let overflow = (live.len() + 1).saturating_sub(MAX_RULES_PER_SCOPE);
+            let forgotten: Vec<String> = expired
+                .iter()
+                .chain(live.iter().take(overflow))
+                .map(|rule| rule.id.clone())
+                .collect();
+            for old in &forgotten {
+                ops.push(StoreOp::Keep {
+                    table: KeptTable::Rules,
+                    key: key.clone(),
+                    field: old.clone(),
+                    value: None,
+                });
+            }
+            ops.push(StoreOp::Keep {
+                table: KeptTable::Rules,
+                key: key.clone(),
+                field: rule.id.clone(),
+                value: Some(serde_json::to_string(&rule).unwrap_or_default()),
+            });
+            ops.push(StoreOp::Note(Note {
+                session: session.clone(),
+                id: Some(id.clone()),
+                at_ms: rule.created_ms,
+                event: Event::RuleMade {
+                    who: Who {
+                        user: Some(user.clone()),
+                        tab: None,
+                        via: None,
+                    },
+                    rule: serde_json::to_value(&rule).unwrap_or_default(),
+                },
+            }));
+            book_changes.push((key, forgotten, rule));
+        }
+        if ops.is_empty() {
+            return;
+        }
+        match self.store_commit(ops).await {
+            Ok(_) => {
+                if self.store.shared().is_none() {
+                    self.rule_book.with(|book| {
+                        for (key, forgotten, rule) in book_changes {
+                            let rules = book.entry(key).or_default();
+                            rules.retain(|kept| !forgotten.contains(&kept.id));
+                            rules.push(rule);
+                        }
+                    });
+                }
+            }
+            Err(error) => {
+                tracing::error!(%session, request = %id, %error, "a remembered approval could not be kept");
+            }
+        }
+    }
+
+    /// The rules of `session` (made `for the rest of this session`), unexpired, oldest first.
+    ///
+    /// # Errors
+    /// The store could not be read.
+    pub async fn session_rules(&self, session: &SessionId) -> Result<Vec<Rule>, StoreError> {
+        self.rules_under(&rules_key(RuleScope::Session, session.as_str(), ""))
+            .await
+    }
+
+    /// The rules of each agent key of `key_ids` (made `always, for this agent key`),
+    /// unexpired, oldest first.
+    ///
+    /// # Errors
+    /// The store could not be read.
+    pub async fn key_rules(&self, key_ids: &[String]) -> Result<Vec<Rule>, StoreError> {
+        let mut rules = Vec::new();
+        for key_id in key_ids {
+            rules.extend(
+                self.rules_under(&rules_key(RuleScope::Key, "", key_id))
+                    .await?,
+            );
+        }
+        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(rules)
+    }
+
+    /// Revokes rule `rule_id` among `among` (as [`session_rules`](Self::session_rules) or
+    /// [`key_rules`](Self::key_rules) list them), with a `rule_revoked` entry in the trail of
+    /// the session it was made in: it matches no call from now on, on every node. `None` if
+    /// there is no such rule.
+    ///
+    /// # Errors
+    /// The store could not keep the revocation.
+    pub async fn revoke_rule(
+        &self,
+        among: Vec<Rule>,
+        rule_id: &str,
+        by: Revoker<'_>,
+    ) -> Result<Option<Rule>, StoreError> {
+        let Some(rule) = among.into_iter().find(|rule| rule.id == rule_id) else {
+            return Ok(None);
+        };
+        let key = rules_key(rule.scope, &rule.session, &rule.key);
+        let Ok(session) = SessionId::parse(&rule.session) else {
+            return Ok(None);
+        };
+        let (user, via) = match by {
+            Revoker::Agent => (None, Via::Agent),
+            Revoker::Operator => (None, Via::Operator),
+            Revoker::Person(user, via) => (Some(user.to_owned()), via),
+        };
+        let ops = vec![
+            StoreOp::Keep {
+                table: KeptTable::Rules,
+                key: key.clone(),
+                field: rule.id.clone(),
+                value: None,
+            },
+            StoreOp::Note(Note {
+                session,
+                id: None,
+                at_ms: now_ms(),
+                event: Event::RuleRevoked {
+                    who: Who {
+                        user,
+                        tab: None,
+                        via: Some(via),
+                    },
+                    rule: rule.id.clone(),
+                },
+            }),
+        ];
+        self.store_commit(ops).await?;
+        if self.store.shared().is_none() {
+            self.rule_book.with(|book| {
+                if let Some(rules) = book.get_mut(&key) {
+                    rules.retain(|kept| kept.id != rule.id);
+                }
+            });
+        }
+        Ok(Some(rule))
+    }
+}
+
+/// How a call a rule approved is shown, for each of `covering`.
+pub(super) fn ruled_calls(covering: &[Option<Rule>]) -> Vec<Option<RuledCall>> {
+    covering
+        .iter()
+        .map(|rule| rule.as_ref().map(RuledCall::of))
+        .collect()
+}
+
+/// The rules `person`'s `response` to `entry` (an approval of `session`) asks to have made;
+/// `None` when it asks none. Calls a rule already approved make none.
+///
+/// # Errors
+/// A `remember` the request does not allow (rules are off, the ask said `rules: false`, it
+/// needs a quorum, or the gateway does not allow that scope), or from a person the gateway
+/// does not know: at the decision's path; the request stays open.
+pub(super) fn rules_asked(
+    session: &SessionId,
+    entry: &Entry,
+    person: &Person,
+    response: &Value,
+    ttl_ms: u64,
+) -> Result<Option<RulesToMake>, Refusal> {
+    let calls = entry.questions.approval_calls();
+    if calls.is_empty() {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for (index, remember) in remembered(response).into_iter().enumerate() {
+        let (Some(remember), Some(call)) = (remember, calls.get(index)) else {
+            continue;
+        };
+        if entry
+            .ruled
+            .as_ref()
+            .is_some_and(|ruled| ruled.get(index).is_some_and(Option::is_some))
+        {
+            continue;
+        }
+        let path = format!("response.decisions[{index}].remember");
+        let refuse = |message: String| FieldError::new(&path, ErrorCode::InvalidValue, message);
+        if !entry.remember.contains(&remember.scope) {
+            errors.push(refuse(if entry.remember.is_empty() {
+                "this request's approvals cannot be remembered (the gateway keeps no rules, \
+                 the ask said `rules: false`, or it needs a quorum)"
+                    .to_owned()
+            } else {
+                format!(
+                    "this gateway remembers approvals only {} (--approval-rules)",
+                    entry
+                        .remember
+                        .iter()
+                        .map(|scope| match scope {
+                            RuleScope::Session => "for the session",
+                            RuleScope::Key => "for the agent key",
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                )
+            }));
+            continue;
+        }
+        let Some(user) = person.name() else {
+            errors.push(refuse(
+                "only a person the gateway knows (a personal link, the sign-in proxy) may have \
+                 an approval remembered"
+                    .to_owned(),
+            ));
+            continue;
+        };
+        let made = Made {
+            user,
+            session: session.as_str(),
+            key: entry.asked_by.as_deref().unwrap_or(LOCAL_KEY_ID),
+            now_ms: now,
+            ttl_ms,
+        };
+        rules.push(Rule::of(new_rule_id(), call, remember, made));
+    }
+    if let Some(errors) = ValidationErrors::from_vec(errors) {
+        return Err(Refusal::DoesNotFit(errors));
+    }
+    Ok(person
+        .name()
+        .filter(|_| !rules.is_empty())
+        .map(|user| RulesToMake {
+            session: session.clone(),
+            id: entry.id.clone(),
+            user: user.to_owned(),
+            rules,
+        }))
+}
+
+/// `response` with the decision on each call a rule approved made an approval: what a tab
+/// sends for those calls is not the person's to decide.
+pub(super) fn with_ruled_approved(response: &Value, ruled: &[Option<RuledCall>]) -> Value {
+    let mut response = response.clone();
+    if let Some(decisions) = response.get_mut("decisions").and_then(Value::as_array_mut) {
+        for (decision, rule) in decisions.iter_mut().zip(ruled) {
+            if rule.is_some() {
+                *decision = json!({"type": "approve"});
+            }
+        }
+    }
+    response
+}
+
+/// The answer rules give an approval of `calls` calls: every one approved.
+pub(super) fn approved_by_rules(calls: usize) -> Value {
+    json!({"decisions": vec![json!({"type": "approve"}); calls]})
+}
