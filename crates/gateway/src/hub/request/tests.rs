@@ -1522,3 +1522,258 @@ async fn one_rejection_vetoes_unless_veto_is_off() {
     assert!(rig.agent_frames().is_empty());
     assert_eq!(rig.state("n"), Some("open"));
 }
+
+// ---------- remembered approvals ----------
+
+/// An approval of `calls` (`[[name, args], ...]`), with `rules` as the ask says.
+fn ask_approval(request: &str, calls: &[(&str, Value)], rules: bool) -> CheckedAsk {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(name, args)| json!({"name": name, "args": args}))
+        .collect();
+    CheckedAsk {
+        questions: QuestionSet::validate(Dialect::parse("approval").unwrap(), &json!(calls))
+            .unwrap(),
+        rules,
+        ..ask_of(request, None)
+    }
+}
+
+fn rm_tmp() -> (&'static str, Value) {
+    ("rm", json!({"path": "/tmp/x"}))
+}
+
+/// The parsed trail of session `s`.
+async fn trail(rig: &Rig) -> Vec<Value> {
+    let lines = rig.store.trails().audit(&session(), 0, 100).await.unwrap();
+    lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// alice approves `rm /tmp/x` on request `r`, remembering it as `remember` asks; the id of
+/// the rule it made.
+async fn remember_rm(rig: &mut Rig, remember: Value) -> String {
+    rig.hub
+        .ask(ask_approval("r", &[rm_tmp()], true), Some(&rig.agent))
+        .await;
+    let (alice, _) = tab_of(rig, ALICE);
+    let mut decision = remember;
+    decision["type"] = json!("approve");
+    let answer = json!({"decisions": [decision]});
+    assert!(alice.answer("r", answer).await.is_none());
+    let outcome = rig.agent_frames().pop().unwrap();
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}]}),
+        "what is remembered is not the agent's to read"
+    );
+    let made = trail(rig)
+        .await
+        .into_iter()
+        .find(|entry| entry["event"] == "rule_made")
+        .expect("a rule_made entry");
+    assert_eq!(made["user"], ALICE);
+    assert_eq!(made["rule"]["tool"], "rm");
+    made["rule"]["id"].as_str().unwrap().to_owned()
+}
+
+/// A session rule: the next identical call is approved at once (accepted, then answered by
+/// the rule, in the trail as auto_approved, nobody asked); a call with other arguments, and
+/// an ask with `rules: false`, are asked; once revoked, the rule approves nothing.
+#[tokio::test]
+async fn a_session_rule_approves_the_same_call_at_once_until_revoked() {
+    let mut rig = rig();
+    let rule = remember_rm(&mut rig, json!({"remember": "session"})).await;
+    drain(&mut rig.tab_queue);
+    rig.hub
+        .ask(ask_approval("again", &[rm_tmp()], true), Some(&rig.agent))
+        .await;
+    let frames = rig.agent_frames();
+    assert_eq!(
+        types(&frames),
+        ["accepted", "outcome"],
+        "accepted, then at once its outcome"
+    );
+    assert_eq!(frames[1]["outcome"], "answered");
+    assert_eq!(
+        frames[1]["response"],
+        json!({"decisions": [{"type": "approve"}]})
+    );
+    assert_eq!(frames[1]["by"], format!("rule:{rule}"));
+    assert_eq!(frames[1]["user"], ALICE);
+    assert_eq!(frames[1]["via"], "rule");
+    let approved = trail(&rig).await.pop().unwrap();
+    assert_eq!(approved["event"], "auto_approved");
+    assert_eq!(approved["rule"], rule);
+    assert_eq!(approved["via"], "rule");
+
+    rig.hub
+        .ask(
+            ask_approval("other", &[("rm", json!({"path": "/etc"}))], true),
+            Some(&rig.agent),
+        )
+        .await;
+    rig.hub
+        .ask(ask_approval("always", &[rm_tmp()], false), Some(&rig.agent))
+        .await;
+    assert_eq!(types(&rig.agent_frames()), ["accepted", "accepted"]);
+    assert_eq!(rig.state("other"), Some("open"));
+    assert_eq!(rig.state("always"), Some("open"));
+
+    let rules = rig.hub.session_rules(&session()).await.unwrap();
+    assert_eq!(rules.len(), 1);
+    let revoked = rig
+        .hub
+        .revoke_rule(rules, &rule, super::super::Revoker::Operator)
+        .await
+        .unwrap();
+    assert_eq!(revoked.map(|r| r.id), Some(rule.clone()));
+    assert!(rig.hub.session_rules(&session()).await.unwrap().is_empty());
+    rig.hub
+        .ask(ask_approval("after", &[rm_tmp()], true), Some(&rig.agent))
+        .await;
+    assert_eq!(types(&rig.agent_frames()), ["accepted"]);
+    assert_eq!(rig.state("after"), Some("open"));
+    let revoked = trail(&rig)
+        .await
+        .into_iter()
+        .find(|entry| entry["event"] == "rule_revoked")
+        .expect("a rule_revoked entry");
+    assert_eq!(
+        (&revoked["rule"], &revoked["via"]),
+        (&json!(rule), &json!("operator"))
+    );
+}
+
+/// A request only some of whose calls rules approve asks for the rest, the ruled ones shown
+/// as approved; whatever a tab sends for those, they are approved.
+#[tokio::test]
+async fn calls_a_rule_approves_are_shown_ruled_and_the_rest_asked() {
+    let mut rig = rig();
+    let rule = remember_rm(&mut rig, json!({"remember": "session", "args": "any"})).await;
+    drain(&mut rig.tab_queue);
+    let ls = ("ls", json!({}));
+    rig.hub
+        .ask(
+            ask_approval("two", &[("rm", json!({"path": "/etc"})), ls], true),
+            Some(&rig.agent),
+        )
+        .await;
+    assert_eq!(types(&rig.agent_frames()), ["accepted"]);
+    let shown = drain(&mut rig.tab_queue);
+    assert_eq!(
+        shown[0]["request"]["ruled"],
+        json!([{"rule": rule, "user": ALICE, "scope": "session"}, null])
+    );
+    assert_eq!(shown[0]["request"]["remember"], json!(["session", "key"]));
+    let (bob, _) = tab_of(&rig, BOB);
+    let answer = json!({"decisions": [{"type": "reject"}, {"type": "approve"}]});
+    assert!(bob.answer("two", answer).await.is_none());
+    let outcome = rig.agent_frames().pop().unwrap();
+    assert_eq!(
+        outcome["response"],
+        json!({"decisions": [{"type": "approve"}, {"type": "approve"}]})
+    );
+    assert_eq!(outcome["user"], BOB);
+}
+
+/// A rule for the agent key holds in its other sessions, and not for another key.
+#[tokio::test]
+async fn a_key_rule_holds_for_that_key_in_every_session() {
+    let mut rig = rig();
+    let rule = remember_rm(&mut rig, json!({"remember": "key"})).await;
+    let elsewhere = |request: &str| CheckedAsk {
+        session: SessionId::parse("t").unwrap(),
+        ..ask_approval(request, &[rm_tmp()], true)
+    };
+    rig.hub
+        .ask_as(
+            elsewhere("mine"),
+            Some(&rig.agent),
+            crate::keys::LOCAL_KEY_ID,
+        )
+        .await;
+    rig.hub
+        .ask_as(elsewhere("theirs"), Some(&rig.agent), "k0123456789ab")
+        .await;
+    let frames = rig.agent_frames();
+    assert_eq!(types(&frames), ["accepted", "outcome", "accepted"]);
+    assert_eq!(frames[1]["id"], "mine");
+    assert_eq!(frames[1]["by"], format!("rule:{rule}"));
+    let keys = rig
+        .hub
+        .key_rules(&[crate::keys::LOCAL_KEY_ID.to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(rig.hub.session_rules(&session()).await.unwrap().is_empty());
+}
+
+/// What cannot be remembered is refused at its path, and the request stays open: by an
+/// anonymous tab, for a scope the gateway does not allow, on an ask with `rules: false`.
+#[tokio::test]
+async fn a_remember_that_cannot_be_kept_is_refused_at_its_path() {
+    let mut rig = rig_with(Limits {
+        approval_rules: vec![askgate_protocol::approval::rules::RuleScope::Session],
+        ..Limits::default()
+    });
+    rig.hub
+        .ask(ask_approval("r", &[rm_tmp()], true), Some(&rig.agent))
+        .await;
+    rig.hub
+        .ask(ask_approval("off", &[rm_tmp()], false), Some(&rig.agent))
+        .await;
+    let remember = |scope: &str| json!({"decisions": [{"type": "approve", "remember": scope}]});
+    let refusal = |rejected: Option<crate::hub::Rejected>| {
+        let frame: Value = serde_json::from_str(&rejected.expect("refused").frame.text()).unwrap();
+        let error = &frame["errors"][0];
+        format!(
+            "{}: {}",
+            error["path"].as_str().unwrap(),
+            error["message"].as_str().unwrap()
+        )
+    };
+    let anonymous = refusal(rig.tab.answer("r", remember("session")).await);
+    assert!(
+        anonymous.starts_with("response.decisions[0].remember: only a person the gateway knows"),
+        "{anonymous}"
+    );
+    let (alice, _) = tab_of(&rig, ALICE);
+    let key = refusal(alice.answer("r", remember("key")).await);
+    assert!(
+        key.contains("remembers approvals only for the session"),
+        "{key}"
+    );
+    let off = refusal(alice.answer("off", remember("session")).await);
+    assert!(off.contains("cannot be remembered"), "{off}");
+    assert_eq!(rig.state("r"), Some("open"));
+    assert_eq!(rig.state("off"), Some("open"));
+    assert!(rig.hub.session_rules(&session()).await.unwrap().is_empty());
+}
+
+/// Rules are kept in the store: a hub started again over it holds them.
+#[tokio::test]
+async fn rules_survive_a_restart() {
+    let mut rig = rig();
+    let rule = remember_rm(&mut rig, json!({"remember": "session"})).await;
+    let hub = Hub::new(
+        Arc::clone(&rig.store) as Arc<dyn Store>,
+        Limits::default(),
+        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
+        People::default(),
+        Arc::default(),
+        None,
+    );
+    assert!(
+        hub.session_rules(&session()).await.unwrap().is_empty(),
+        "not read yet"
+    );
+    hub.restore(Vec::new()).await;
+    let rules = hub.session_rules(&session()).await.unwrap();
+    assert_eq!(
+        rules.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        [rule]
+    );
+}
