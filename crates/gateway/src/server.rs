@@ -242,6 +242,7 @@ async fn build_with_parts(
         metrics,
         notifier.clone(),
     );
+    hub.set_agent_key_ids(AgentKeys::new(&config.agent_keys, public_url).key_ids());
     let restored = hub.restore(records).await;
     hub.restore_followers(followers);
     if let Some(notifier) = &notifier {

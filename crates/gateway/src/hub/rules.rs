@@ -18,12 +18,14 @@ use std::sync::Mutex;
 use askgate_protocol::approval::Call;
 use askgate_protocol::approval::decisions::remembered;
 use askgate_protocol::approval::rules::{Made, Rule, RuleScope, RuledCall};
-use askgate_protocol::wire::Via;
-use askgate_protocol::{ErrorCode, FieldError, RequestId, SessionId, ValidationErrors};
+use askgate_protocol::wire::{ToTab, Via};
+use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId, ValidationErrors};
 use serde_json::{Value, json};
 
 use super::Hub;
 use super::ending::Refusal;
+use super::peers::frame::Frame;
+use super::peers::links::TabHandle;
 use super::request::Entry;
 use crate::audit::{Event, Note, Who};
 use crate::clock::now_ms;
@@ -53,10 +55,12 @@ fn read_rules(fields: Vec<(String, String)>) -> Vec<Rule> {
         .collect()
 }
 
-/// A local store's rules, by kept key (a shared store's are read from it).
+/// A local store's rules, by kept key (a shared store's are read from it), and the ids of
+/// the agent keys there are.
 #[derive(Debug, Default)]
 pub(super) struct RuleBook {
     by_key: Mutex<HashMap<String, Vec<Rule>>>,
+    key_ids: std::sync::OnceLock<Vec<String>>,
 }
 
 impl RuleBook {
@@ -102,6 +106,51 @@ pub(super) fn new_rule_id() -> String {
 }
 
 impl Hub {
+    /// Names the agent keys there are (their ids), whose rules a session's page lists when
+    /// made in it; unset, agents have no key ([`LOCAL_KEY_ID`]).
+    pub fn set_agent_key_ids(&self, key_ids: Vec<String>) {
+        let _ = self.rule_book.key_ids.set(key_ids);
+    }
+
+    fn agent_key_ids(&self) -> Vec<String> {
+        self.rule_book
+            .key_ids
+            .get()
+            .cloned()
+            .unwrap_or_else(|| vec![LOCAL_KEY_ID.to_owned()])
+    }
+
+    /// The rules a page of `session` lists: the session's, and the agent keys' made in it.
+    ///
+    /// # Errors
+    /// The store could not be read.
+    pub(super) async fn rules_shown(&self, session: &SessionId) -> Result<Vec<Rule>, StoreError> {
+        let mut rules = self.session_rules(session).await?;
+        let keys = self.key_rules(&self.agent_key_ids()).await?;
+        rules.extend(
+            keys.into_iter()
+                .filter(|rule| rule.session == session.as_str()),
+        );
+        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(rules)
+    }
+
+    /// Sends every tab of `session` held here its rules as they now are.
+    pub(super) async fn tell_rules(&self, session: &SessionId) {
+        let rules = match self.rules_shown(session).await {
+            Ok(rules) => rules,
+            Err(error) => {
+                tracing::warn!(%session, %error, "the page's rules could not be read to tell it");
+                return;
+            }
+        };
+        let frame = Frame::encode(&ToTab::Rules { rules });
+        let mut sessions = self.lock();
+        if let Some(state) = sessions.get_mut(session) {
+            state.broadcast(&frame, &self.metrics);
+        }
+    }
+
     /// The unexpired rules under `key` (a [`rules_key`]).
     ///
     /// # Errors
@@ -226,6 +275,7 @@ impl Hub {
                         }
                     });
                 }
+                self.tell_rules(&session).await;
             }
             Err(error) => {
                 tracing::error!(%session, request = %id, %error, "a remembered approval could not be kept");
@@ -313,8 +363,70 @@ impl Hub {
                 }
             });
         }
+        if let Ok(session) = SessionId::parse(&rule.session) {
+            self.tell_rules(&session).await;
+        }
         Ok(Some(rule))
     }
+}
+
+impl TabHandle {
+    /// A tab's `rules`: the session's remembered approvals, or why they cannot be read.
+    pub async fn rules(&self) -> Frame {
+        match self.hub.rules_shown(&self.session).await {
+            Ok(rules) => Frame::encode(&ToTab::Rules { rules }),
+            Err(error) => tab_error(
+                ReplyCode::Unavailable,
+                format!("the rules could not be read ({error}); try again"),
+            ),
+        }
+    }
+
+    /// A tab's `revoke_rule`: `None` once revoked (every tab of the session is sent its
+    /// rules); else the error frame for this tab. Only a named person who may answer here.
+    pub async fn revoke_rule(&self, rule_id: &str) -> Option<Frame> {
+        let Some(user) = self.person.name() else {
+            return Some(tab_error(
+                ReplyCode::Forbidden,
+                "only a named person can revoke a remembered approval: open a personal link, or \
+                 sign in through the gateway's proxy"
+                    .to_owned(),
+            ));
+        };
+        if let Err(why) = self.hub.people.may_answer(&self.person, None) {
+            return Some(tab_error(ReplyCode::Forbidden, why.message()));
+        }
+        let among = match self.hub.rules_shown(&self.session).await {
+            Ok(rules) => rules,
+            Err(error) => {
+                return Some(tab_error(
+                    ReplyCode::Unavailable,
+                    format!("the rules could not be read ({error}); try again"),
+                ));
+            }
+        };
+        let by = Revoker::Person(user, self.person.via);
+        match self.hub.revoke_rule(among, rule_id, by).await {
+            Ok(Some(_)) => None,
+            Ok(None) => Some(tab_error(
+                ReplyCode::NotFound,
+                format!("no remembered approval {rule_id:?} in this session (expired, or revoked)"),
+            )),
+            Err(error) => Some(tab_error(
+                ReplyCode::StoreFailed,
+                format!(
+                    "the gateway could not keep the revocation ({error}); the rule stands; try again"
+                ),
+            )),
+        }
+    }
+}
+
+fn tab_error(code: ReplyCode, message: String) -> Frame {
+    Frame::encode(&ToTab::Error {
+        code: code.as_str().to_owned(),
+        message,
+    })
 }
 
 /// How a call a rule approved is shown, for each of `covering`.

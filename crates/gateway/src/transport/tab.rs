@@ -302,6 +302,15 @@ async fn handle_frame(
             charge_costly(pacer)?;
             Ok(handle.follow(on).await)
         }
+        Ok(FromTab::Rules) => {
+            charge_costly(pacer)?;
+            Ok(Some(handle.rules().await))
+        }
+        Ok(FromTab::RevokeRule { id }) => {
+            // A change kept in the store and the trail.
+            charge_costly(pacer)?;
+            Ok(handle.revoke_rule(&id).await)
+        }
         Ok(FromTab::Hello { .. }) => Ok(Some(bad_frame("hello was already said"))),
         Err(e) => Ok(Some(bad_frame(&format!("not a tab frame: {e}")))),
     }

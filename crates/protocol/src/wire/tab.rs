@@ -252,6 +252,12 @@ pub enum ToTab {
         /// Ended requests, from the audit trail: what was asked, how it ended, by whom.
         entries: Vec<Value>,
     },
+    /// The session's remembered approvals (its own, and the agent keys' made in it), after
+    /// a `rules` of this tab's, or a change to them.
+    Rules {
+        /// Each rule, oldest first.
+        rules: Vec<crate::approval::rules::Rule>,
+    },
     /// Whether this tab's person follows the session, after a `follow` from any of their
     /// tabs (or an agent's change).
     Following {
@@ -302,6 +308,14 @@ pub enum FromTab {
     Follow {
         /// Following from now on, or no longer.
         on: bool,
+    },
+    /// Asks for the session's remembered approvals (answered by `rules`).
+    Rules,
+    /// Revokes a remembered approval of the session: a named person only (every tab of the
+    /// session is then sent `rules`).
+    RevokeRule {
+        /// The rule's id.
+        id: String,
     },
 }
 

@@ -1525,6 +1525,8 @@ async fn one_rejection_vetoes_unless_veto_is_off() {
 
 // ---------- remembered approvals ----------
 
+use askgate_protocol::approval::rules::RuleScope;
+
 /// An approval of `calls` (`[[name, args], ...]`), with `rules` as the ask says.
 fn ask_approval(request: &str, calls: &[(&str, Value)], rules: bool) -> CheckedAsk {
     let calls: Vec<Value> = calls
@@ -1715,8 +1717,8 @@ async fn a_key_rule_holds_for_that_key_in_every_session() {
 /// anonymous tab, for a scope the gateway does not allow, on an ask with `rules: false`.
 #[tokio::test]
 async fn a_remember_that_cannot_be_kept_is_refused_at_its_path() {
-    let mut rig = rig_with(Limits {
-        approval_rules: vec![askgate_protocol::approval::rules::RuleScope::Session],
+    let rig = rig_with(Limits {
+        approval_rules: vec![RuleScope::Session],
         ..Limits::default()
     });
     rig.hub
@@ -1775,5 +1777,40 @@ async fn rules_survive_a_restart() {
     assert_eq!(
         rules.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
         [rule]
+    );
+}
+
+/// A page asks for its rules and hears of each change; a named person revokes one, an
+/// anonymous tab cannot.
+#[tokio::test]
+async fn a_page_lists_its_rules_and_a_named_person_revokes_one() {
+    let mut rig = rig();
+    let (alice, mut alice_queue) = tab_of(&rig, ALICE);
+    let rule = remember_rm(&mut rig, json!({"remember": "key"})).await;
+    let told: Vec<Value> = drain(&mut rig.tab_queue)
+        .into_iter()
+        .filter(|frame| frame["type"] == "rules")
+        .collect();
+    assert_eq!(told.len(), 1, "told once the rule is made");
+    assert_eq!(told[0]["rules"][0]["id"], rule.as_str());
+    assert_eq!(told[0]["rules"][0]["scope"], "key");
+    let listed: Value = serde_json::from_str(&rig.tab.rules().await.text()).unwrap();
+    assert_eq!(listed["rules"], told[0]["rules"]);
+    let refused: Value =
+        serde_json::from_str(&rig.tab.revoke_rule(&rule).await.expect("refused").text()).unwrap();
+    assert_eq!(refused["code"], "forbidden");
+    let unknown: Value =
+        serde_json::from_str(&alice.revoke_rule("nope").await.expect("refused").text()).unwrap();
+    assert_eq!(unknown["code"], "not_found");
+    drain(&mut alice_queue);
+    assert!(alice.revoke_rule(&rule).await.is_none());
+    let after = drain(&mut alice_queue);
+    assert_eq!(types(&after), ["rules"]);
+    assert_eq!(after[0]["rules"], json!([]));
+    let revoked = trail(&rig).await.pop().unwrap();
+    assert_eq!(revoked["event"], "rule_revoked");
+    assert_eq!(
+        (&revoked["user"], &revoked["via"]),
+        (&json!(ALICE), &json!("personal-link"))
     );
 }
