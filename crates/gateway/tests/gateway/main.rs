@@ -51,6 +51,8 @@ mod push;
 mod redis_scripts;
 /// The Lua SHA-256 of the audit chain against the `sha2` crate.
 mod redis_sha256;
+/// Remembered approvals: made by a person, answering later asks, listed and revoked.
+mod rules;
 /// Slack messages with buttons that answer, against a stand-in for Slack's Web API.
 mod slack;
 /// Web Push messages and VAPID tokens, decrypted and verified by Python's `http_ece` and
