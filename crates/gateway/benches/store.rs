@@ -15,6 +15,10 @@ use serde_json::json;
 fn request(i: usize) -> StoredRequest {
     StoredRequest {
         quorum: None,
+        asked_by: None,
+        ruled: None,
+        remember: Vec::new(),
+        votes: Vec::new(),
         default: None,
         session: SessionId::parse(format!("s{}", i % 100)).expect("session id"),
         id: RequestId::parse(format!("r{i}")).expect("request id"),

@@ -255,6 +255,10 @@ async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered
     let store = Arc::new(MemoryStore::new());
     let record = StoredRequest {
         quorum: None,
+        asked_by: None,
+        ruled: None,
+        remember: Vec::new(),
+        votes: Vec::new(),
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse("u1").unwrap(),

@@ -348,6 +348,32 @@ impl<'a> Note<'a> {
                     Event::Unfollowed { user: user.clone() }
                 },
             }),
+            StoreOp::Vote {
+                session,
+                id,
+                user,
+                votes,
+                ..
+            } => {
+                let vote = votes.iter().find(|vote| vote.user == *user)?;
+                let decisions = askgate_protocol::approval::quorum::voters(std::slice::from_ref(
+                    vote,
+                ))[0]["decisions"]
+                    .clone();
+                Some(Note {
+                    session: session.clone(),
+                    id: Some(id.clone()),
+                    at_ms: now_ms,
+                    event: Event::Voted {
+                        who: Who {
+                            user: Some(user.clone()),
+                            tab: None,
+                            via: None,
+                        },
+                        decisions,
+                    },
+                })
+            }
             StoreOp::Delete { .. }
             | StoreOp::DropStaleTrails { .. }
             | StoreOp::Notify { .. }

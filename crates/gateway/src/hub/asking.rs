@@ -237,17 +237,6 @@ impl Hub {
                         "no group {group:?} is defined (the operator names groups in --groups FILE)"
                     ),
                 )
-            })
-            // Votes on several nodes must be counted in the store, at once; not built yet.
-            .or_else(|| {
-                (quorum.is_some() && self.replica.is_some()).then(|| {
-                    FieldError::new(
-                        "quorum",
-                        ErrorCode::InvalidValue,
-                        "a quorum needs the memory or embedded store in this version: on Redis, \
-                         votes on several nodes are not yet counted in the store",
-                    )
-                })
             });
         if let Some(error) = refused {
             return self.reject(

@@ -154,6 +154,9 @@ impl Hub {
             }
             Err(Refusal::LinkExpired) => Err(LinkRefused::Expired),
             Err(Refusal::Store(error)) => Err(LinkRefused::Unavailable(error)),
+            Err(Refusal::Recount) => Err(LinkRefused::Unavailable(
+                "other votes kept coming in while this one was counted".to_owned(),
+            )),
             Err(Refusal::Unknown | Refusal::DoesNotFit(_)) => Err(LinkRefused::Gone),
         }
     }

@@ -40,6 +40,9 @@ use crate::store::{StoreError, StoreOp, StoredResolution, Verdict};
 /// could not keep its timing out.
 pub(super) const STORE_RETRY: Duration = Duration::from_secs(1);
 
+/// How many times a vote is counted again when other nodes' votes came first.
+const MAX_RECOUNTS: usize = 8;
+
 /// How a request is ending.
 #[derive(Debug)]
 pub(super) enum Ending {
@@ -116,6 +119,9 @@ pub(super) enum Refusal {
     LinkExpired,
     /// The store could not keep the resolution; the request stays open.
     Store(String),
+    /// A vote was counted on votes that changed before it was kept (another node's vote
+    /// came first): to count again.
+    Recount,
 }
 
 impl Refusal {
@@ -146,6 +152,11 @@ impl Refusal {
                 "",
                 ErrorCode::Unavailable,
                 format!("the gateway could not save the answer ({error}); try again"),
+            )],
+            Refusal::Recount => vec![FieldError::new(
+                "",
+                ErrorCode::Unavailable,
+                "other votes kept coming in while this one was counted; try again",
             )],
         }
     }
@@ -222,8 +233,27 @@ impl Hub {
         id: &RequestId,
         ending: Ending,
     ) -> Result<Option<StoredResolution>, Refusal> {
+        let mut recounts = 0;
+        loop {
+            match self.resolve_once(session, id, &ending).await {
+                // Another node's vote came first: counted again on the votes as they are now.
+                Err(Refusal::Recount) if recounts < MAX_RECOUNTS => recounts += 1,
+                ended => return ended,
+            }
+        }
+    }
+
+    /// [`resolve`](Self::resolve), once: a vote counted on votes that changed meanwhile (on
+    /// another node) is refused as [`Refusal::Recount`], its request open again with the
+    /// votes as they are.
+    async fn resolve_once(
+        self: &Arc<Self>,
+        session: &SessionId,
+        id: &RequestId,
+        ending: &Ending,
+    ) -> Result<Option<StoredResolution>, Refusal> {
         let (resolution, asked_at_ms, deadline_ms, if_late, counted, facts, deciding_vote, to_make) = loop {
-            match self.begin_ending(session, id, &ending)? {
+            match self.begin_ending(session, id, ending)? {
                 Begun::Won(won) => break *won,
                 Begun::Wait(settled) => settled.await,
                 Begun::Voted(cast) => {
@@ -358,12 +388,13 @@ impl Hub {
         // With a quorum, an answer or a decline is a vote: kept if it decides nothing, else
         // the ending, with what the votes decided and who voted.
         let mut decided = None;
-        // (Only on a local store: a shared one refuses a quorum at the ask, and its votes
-        // would have to be counted in the store.)
-        if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }, None) =
-            (entry.quorum, ending, &self.replica)
+        if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }) =
+            (entry.quorum, ending)
         {
             let (counted, user) = voting::count(entry, quorum, ending)?;
+            // The votes this one was counted on: a shared store keeps it only if they are
+            // still the votes it holds.
+            let counted_on = entry.votes.clone();
             match counted {
                 Counted::Kept(votes) => {
                     let deadline_ms = entry.deadline_ms.filter(|_| entry.timed_here);
@@ -371,6 +402,7 @@ impl Hub {
                     return Ok(Begun::Voted(Box::new(VoteCast {
                         user,
                         votes,
+                        counted_on,
                         deadline_ms,
                     })));
                 }
@@ -379,13 +411,19 @@ impl Hub {
                     voters,
                     votes,
                 } => {
-                    let trail = voting::voted_note(session, id, &user, &votes);
-                    decided = Some((answer, voters, trail));
+                    let vote = StoreOp::Vote {
+                        session: session.clone(),
+                        id: id.clone(),
+                        user,
+                        votes,
+                        counted_on,
+                    };
+                    decided = Some((answer, voters, vote));
                 }
             }
         }
         let (voters, mut deciding_vote) = match &decided {
-            Some((_, voters, trail)) => (Some(voters.clone()), trail.clone().into_iter().collect()),
+            Some((_, voters, vote)) => (Some(voters.clone()), vec![vote.clone()]),
             None => (None, Vec::new()),
         };
         if entry.quorum.is_some() {
@@ -519,12 +557,25 @@ impl Hub {
             resolve_at,
         } = ending;
         let (session, id) = (&session, &id);
-        let verdict = committed.map(|verdicts| {
-            verdicts
-                .into_iter()
-                .nth(resolve_at)
-                .unwrap_or(Verdict::Done)
-        });
+        // A deciding vote comes first: not kept, the ending after it was not made.
+        let (vote, verdict) = match committed {
+            Ok(verdicts) => {
+                let mut verdicts = verdicts.into_iter();
+                let vote = (resolve_at > 0).then(|| verdicts.next()).flatten();
+                let ending = verdicts
+                    .nth(resolve_at.saturating_sub(1))
+                    .unwrap_or(Verdict::Done);
+                (vote, Ok(ending))
+            }
+            Err(error) => (None, Err(error)),
+        };
+        if let Some(vote @ (Verdict::Stale(_) | Verdict::Lost(_) | Verdict::Unknown)) = vote {
+            let mut sessions = self.lock();
+            let Some(state) = sessions.get_mut(session) else {
+                return Err(Refusal::Unknown);
+            };
+            return Err(state.vote_not_kept(id, vote));
+        }
         let mut sessions = self.lock();
         let entry = sessions
             .get_mut(session)

@@ -145,6 +145,7 @@ mod tests {
             asked_by: None,
             ruled: None,
             remember: Vec::new(),
+            votes: Vec::new(),
             default: None,
             session: session.id.clone(),
             id: RequestId::parse("r").unwrap(),

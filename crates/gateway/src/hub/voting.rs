@@ -8,15 +8,14 @@ use std::sync::Arc;
 
 use askgate_protocol::approval::{Decision, Quorum, Vote, check_decisions, quorum};
 use askgate_protocol::{RequestId, SessionId};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Hub;
 use super::ending::{Ending, Refusal};
 use super::request::Entry;
-use crate::audit::{Event, Note, Who};
 use crate::clock::now_ms;
 use crate::people::{NotAllowed, Person};
-use crate::store::{KeptTable, StoreOp};
+use crate::store::{StoreOp, Verdict};
 
 /// What a vote comes to.
 pub(super) enum Counted {
@@ -31,10 +30,11 @@ pub(super) enum Counted {
     Kept(Vec<Vote>),
 }
 
-/// A vote to keep: who cast it, and the request's votes with it.
+/// A vote to keep: who cast it, the request's votes with it, and the votes it was counted on.
 pub(super) struct VoteCast {
     pub(super) user: String,
     pub(super) votes: Vec<Vote>,
+    pub(super) counted_on: Vec<Vote>,
     pub(super) deadline_ms: Option<u64>,
 }
 
@@ -92,56 +92,6 @@ pub(super) fn votes_key(session: &SessionId, id: &RequestId) -> String {
     format!("{session}/{id}")
 }
 
-/// The `voted` entry in the trail for `user`'s vote (as `votes` has it) on request `id` of
-/// `session`.
-pub(super) fn voted_note(
-    session: &SessionId,
-    id: &RequestId,
-    user: &str,
-    votes: &[Vote],
-) -> Option<StoreOp> {
-    let vote = votes.iter().find(|vote| vote.user == user)?;
-    let decisions = quorum::voters(std::slice::from_ref(vote))[0]["decisions"].clone();
-    Some(StoreOp::Note(Note {
-        session: session.clone(),
-        id: Some(id.clone()),
-        at_ms: now_ms(),
-        event: Event::Voted {
-            who: Who {
-                user: Some(user.to_owned()),
-                tab: None,
-                via: None,
-            },
-            decisions,
-        },
-    }))
-}
-
-/// The store changes that keep `user`'s vote (as `votes` has it) on request `id` of
-/// `session`: its kept field, and its `voted` entry in the trail.
-pub(super) fn vote_ops(
-    session: &SessionId,
-    id: &RequestId,
-    user: &str,
-    votes: &[Vote],
-) -> Vec<StoreOp> {
-    let Some(vote) = votes.iter().find(|vote| vote.user == user) else {
-        return Vec::new();
-    };
-    let kept = StoreOp::Keep {
-        table: KeptTable::Votes,
-        key: votes_key(session, id),
-        field: user.to_owned(),
-        value: Some(
-            json!({"at_ms": now_ms(), "approve": vote.approve, "reasons": vote.reasons})
-                .to_string(),
-        ),
-    };
-    std::iter::once(kept)
-        .chain(voted_note(session, id, user, votes))
-        .collect()
-}
-
 /// The votes kept for one request, read back: each field a voter, ordered by when they voted.
 pub(super) fn read_votes(fields: Vec<(String, String)>) -> Vec<Vote> {
     let mut votes: Vec<(u64, Vote)> = fields
@@ -177,18 +127,25 @@ impl Hub {
         id: &RequestId,
         cast: VoteCast,
     ) -> Result<(), Refusal> {
-        let ops = vote_ops(session, id, &cast.user, &cast.votes);
+        let ops = vec![StoreOp::Vote {
+            session: session.clone(),
+            id: id.clone(),
+            user: cast.user.clone(),
+            votes: cast.votes.clone(),
+            counted_on: cast.counted_on,
+        }];
         let (session_id, request) = (session.clone(), id.clone());
         self.commit_then(ops, move |hub, committed| {
             let mut sessions = hub.lock();
             let Some(state) = sessions.get_mut(&session_id) else {
                 return Err(Refusal::Unknown);
             };
-            match committed {
-                Ok(_) => {
+            match committed.map(|verdicts| verdicts.into_iter().next()) {
+                Ok(None | Some(Verdict::Done)) => {
                     state.record_votes(&request, &cast.user, cast.votes);
                     Ok(())
                 }
+                Ok(Some(verdict)) => Err(state.vote_not_kept(&request, verdict)),
                 Err(error) => {
                     tracing::error!(session = %session_id, request = %request, %error, "could not keep a vote; the request stays open");
                     // A deadline already past is tried after a pause, as a failed ending's is.

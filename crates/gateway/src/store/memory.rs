@@ -145,6 +145,14 @@ impl Kept {
             StoreOp::Unkeep { table, key } => {
                 self.tables.remove(&(table, key));
             }
+            ref vote @ StoreOp::Vote { .. } => {
+                if let Some(field) = vote.vote_field(now_ms()) {
+                    self.tables
+                        .entry((field.table, field.key))
+                        .or_default()
+                        .insert(field.field, field.value);
+                }
+            }
             StoreOp::DropStaleTrails { before_ms } => {
                 self.trails.retain(|_, trail| trail.last_at_ms >= before_ms);
             }

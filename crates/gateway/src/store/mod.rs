@@ -86,6 +86,10 @@ pub struct StoredRequest {
     /// Where an approval of it may be remembered (empty: nowhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remember: Vec<askgate_protocol::approval::rules::RuleScope>,
+    /// Its votes so far, as a shared store holds them with the request (a local store keeps
+    /// them in the `votes` kept table instead, and leaves this empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<askgate_protocol::approval::Vote>,
     /// How it ended, once it has.
     pub resolution: Option<StoredResolution>,
 }
@@ -381,6 +385,24 @@ pub enum StoreOp {
         /// Its new value, or `None` to delete it.
         value: Option<String>,
     },
+    /// Keep a person's vote on a request with a quorum (recorded as `voted`): `votes` is every
+    /// vote with theirs, counted on `counted_on`, the votes as the node held them. A local store
+    /// keeps the voter's vote in the `votes` kept table. A shared store keeps `votes` only if it
+    /// still holds `counted_on` (else [`Verdict::Stale`] with what it holds, and the operations
+    /// after this one in the commit are not made), so that votes on several nodes at once are
+    /// each counted once.
+    Vote {
+        /// The session.
+        session: SessionId,
+        /// The request.
+        id: RequestId,
+        /// Who voted.
+        user: String,
+        /// Every vote, theirs included, in the order cast.
+        votes: Vec<askgate_protocol::approval::Vote>,
+        /// The votes the count started from.
+        counted_on: Vec<askgate_protocol::approval::Vote>,
+    },
     /// Delete every field under a key of a kept table.
     Unkeep {
         /// The table.
@@ -429,6 +451,34 @@ pub enum Verdict {
     Unknown,
     /// `Delete`: the request is open again (asked anew elsewhere); nothing was deleted.
     StillOpen,
+    /// `Vote`: the votes changed since they were counted (another node's vote): these are
+    /// the votes now; nothing was kept.
+    Stale(Vec<askgate_protocol::approval::Vote>),
+}
+
+impl StoreOp {
+    /// For a `Vote`, the field of the `votes` kept table a local store keeps: under
+    /// `session/id`, the voter, their vote (`{"at_ms", "approve", "reasons"}`).
+    pub fn vote_field(&self, at_ms: u64) -> Option<KeptField> {
+        let StoreOp::Vote {
+            session,
+            id,
+            user,
+            votes,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let vote = votes.iter().find(|vote| vote.user == *user)?;
+        Some(KeptField {
+            table: KeptTable::Votes,
+            key: format!("{session}/{id}"),
+            field: user.clone(),
+            value: serde_json::json!({"at_ms": at_ms, "approve": vote.approve, "reasons": vote.reasons})
+                .to_string(),
+        })
+    }
 }
 
 /// Reading the audit trails a store keeps (it writes them in its commits).

@@ -42,6 +42,15 @@ pub enum Change {
         /// Which.
         follow_up: super::FollowUp,
     },
+    /// A person's vote on a request with a quorum was kept: its votes are these now.
+    Voted {
+        /// The request.
+        id: RequestId,
+        /// Who voted.
+        user: String,
+        /// Every vote, in the order cast.
+        votes: Vec<askgate_protocol::approval::Vote>,
+    },
     /// A request was forgotten (acknowledged, or kept past its retention).
     Forgot {
         /// The request.

@@ -795,26 +795,98 @@ async fn a_caller_that_gives_up_while_a_session_loads_leaves_it_loadable() {
     assert_eq!(snapshot["type"], "snapshot");
 }
 
-/// A quorum is refused on Redis, with its path and why, until votes on several nodes are
-/// counted in the store.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quorum_is_refused_on_redis_for_now() {
-    let redis = RedisServer::start(&[]);
-    let node = Node::start(&redis.url(), &[]);
-    let (mut agent, _) = node.agent_opening("qr").await;
-    agent
-        .send(
-            &json!({"type": "ask", "session": "qr", "id": "q", "dialect": "approval",
-            "calls": [{"name": "deploy", "args": {}}], "quorum": 2}),
-        )
+/// A tab on `node` for `user`, through a personal link (local mode: no key).
+async fn personal_tab(node: &Node, session: &str, user: &str) -> WsClient {
+    let key = node
+        .link_key(&format!("/v1/sessions/{session}/links"), user)
         .await;
-    let rejected = agent.recv_until("rejected").await;
-    assert_eq!(rejected["errors"][0]["path"], "quorum");
-    assert!(
-        rejected["errors"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("memory or embedded store"),
-        "{rejected}"
+    let live = node.ws(&format!("/v1/sessions/{session}/live"));
+    WsClient::tab(&live, &key, None).await.0
+}
+
+fn approve(id: &str) -> Value {
+    json!({"type": "answer", "id": id, "response": {"decisions": [{"type": "approve"}]}})
+}
+
+/// A quorum of two on Redis: alice votes on one node, bob on another (which shows the tally
+/// of alice's vote first); each vote is counted once, in the store, and the second ends the
+/// request with both voters. Then round after round both vote at the same moment on their
+/// own nodes: each round ends exactly once, with both votes counted and in the trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_quorum_counts_each_vote_once_across_nodes_even_at_once() {
+    let cluster = Cluster::start(2).await;
+    let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let (mut agent, _) = a.agent_opening("quorum").await;
+    let mut alice = personal_tab(a, "quorum", "alice@example.com").await;
+    let mut bob = personal_tab(b, "quorum", "bob@example.com").await;
+    let ask_two = |id: &str| {
+        json!({"type": "ask", "session": "quorum", "id": id, "dialect": "approval",
+        "calls": [{"name": "deploy", "args": {"env": "prod"}}], "quorum": 2})
+    };
+    agent.send(&ask_two("first")).await;
+    agent.recv_until("accepted").await;
+    bob.recv_about("request", "first").await;
+    alice.send(&approve("first")).await;
+    let tally = bob.recv_about("tally", "first").await;
+    assert_eq!(
+        tally["calls"],
+        json!([{"approved_by": ["alice@example.com"], "rejected_by": []}]),
+        "{tally}"
     );
+    bob.send(&approve("first")).await;
+    let outcome = agent.recv_until("outcome").await;
+    assert_eq!(outcome["user"], "bob@example.com");
+    assert_eq!(
+        outcome["voters"],
+        json!([
+            {"user": "alice@example.com", "decisions": ["approve"]},
+            {"user": "bob@example.com", "decisions": ["approve"]}
+        ])
+    );
+
+    for round in 0..support::soak_or(10, 50) {
+        let id = format!("at-once-{round}");
+        agent.send(&ask_two(&id)).await;
+        agent.recv_until("accepted").await;
+        alice.recv_about("request", &id).await;
+        bob.recv_about("request", &id).await;
+        let (sent_a, sent_b) = (approve(&id), approve(&id));
+        tokio::join!(alice.send(&sent_a), bob.send(&sent_b));
+        let outcome = agent.recv_until("outcome").await;
+        assert_eq!(outcome["id"], id.as_str(), "round {round}");
+        assert_eq!(
+            outcome["voters"].as_array().map(Vec::len),
+            Some(2),
+            "round {round}: {outcome}"
+        );
+        agent
+            .send(&json!({"type": "ack", "session": "quorum", "id": id}))
+            .await;
+        if let Some(frame) = agent.recv_within(Duration::from_millis(1)).await {
+            assert_ne!(frame["type"], "outcome", "round {round}: {frame}");
+        }
+    }
+    let (status, trail) = a.http("GET", "/v1/audit?session=quorum", None).await;
+    assert_eq!(status, 200, "{trail}");
+    let events: Vec<(String, String)> = trail
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|entry| entry["event"] == "voted" || entry["event"] == "answered")
+        .map(|entry| {
+            (
+                entry["id"].as_str().unwrap().to_owned(),
+                entry["event"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let rounds = support::soak_or(10, 50);
+    for id in std::iter::once("first".to_owned()).chain((0..rounds).map(|r| format!("at-once-{r}")))
+    {
+        let of: Vec<&str> = events
+            .iter()
+            .filter(|(of, _)| *of == id)
+            .map(|(_, event)| event.as_str())
+            .collect();
+        assert_eq!(of, ["voted", "voted", "answered"], "{id}");
+    }
 }

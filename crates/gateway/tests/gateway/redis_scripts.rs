@@ -27,6 +27,7 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
         asked_by: None,
         ruled: None,
         remember: Vec::new(),
+        votes: Vec::new(),
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),
@@ -221,4 +222,71 @@ async fn redis_s_clock_decides_deadlines_and_the_first_ending_wins() {
         one(&store, ending("n", Outcome::Answered, false)).await,
         Verdict::Unknown
     );
+}
+
+fn vote_of(user: &str) -> askgate_protocol::approval::Vote {
+    askgate_protocol::approval::Vote {
+        user: user.into(),
+        approve: vec![Some(true)],
+        reasons: Vec::new(),
+    }
+}
+
+fn vote(user: &str, counted_on: &[&str]) -> StoreOp {
+    let counted_on: Vec<_> = counted_on.iter().map(|user| vote_of(user)).collect();
+    let mut votes = counted_on.clone();
+    votes.push(vote_of(user));
+    StoreOp::Vote {
+        session: SessionId::parse("s").unwrap(),
+        id: RequestId::parse("v").unwrap(),
+        user: user.into(),
+        votes,
+        counted_on,
+    }
+}
+
+/// `vote.lua` keeps a vote only on the votes it was counted on: a vote counted on votes that
+/// changed is told the votes as they are, and nothing after it in the commit is made; a
+/// request that has ended takes no vote.
+#[tokio::test]
+async fn a_vote_is_kept_only_on_the_votes_it_was_counted_on() {
+    let redis = RedisServer::start(&[]);
+    let store = store(&redis).await;
+    assert!(matches!(
+        one(&store, StoreOp::Put(request("v", None))).await,
+        Verdict::Created { .. }
+    ));
+    assert_eq!(one(&store, vote("alice", &[])).await, Verdict::Done);
+    // Counted on no votes, as another node would have before it heard of alice's.
+    assert_eq!(
+        one(&store, vote("bob", &[])).await,
+        Verdict::Stale(vec![vote_of("alice")])
+    );
+    // Stale, it stops the commit: the ending it would have made is not made.
+    let verdicts = store
+        .decide(vec![
+            vote("bob", &[]),
+            ending("v", Outcome::Answered, false),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(verdicts, [Verdict::Stale(vec![vote_of("alice")])]);
+    assert_eq!(one(&store, vote("bob", &["alice"])).await, Verdict::Done);
+    let shared = store.shared().expect("a shared store");
+    let loaded = shared.load_session(&SessionId::parse("s").unwrap()).await;
+    let record = loaded
+        .unwrap()
+        .requests
+        .into_iter()
+        .find(|r| r.id.as_str() == "v")
+        .unwrap();
+    assert_eq!(record.votes, [vote_of("alice"), vote_of("bob")]);
+    assert!(matches!(
+        one(&store, ending("v", Outcome::Answered, false)).await,
+        Verdict::Won { .. }
+    ));
+    assert!(matches!(
+        one(&store, vote("carol", &["alice", "bob"])).await,
+        Verdict::Lost(_)
+    ));
 }

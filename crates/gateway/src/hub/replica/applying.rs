@@ -31,6 +31,14 @@ impl Hub {
                     if record.follow_ups.escalated {
                         state.escalate(&record.id);
                     }
+                    // Votes kept elsewhere and not heard of here.
+                    if state
+                        .requests
+                        .get(&record.id)
+                        .is_some_and(|entry| entry.votes != record.votes)
+                    {
+                        state.votes_changed(&record.id, "", record.votes.clone());
+                    }
                     if let Some(resolution) = record.resolution {
                         state.settle(&record.id, resolution);
                     }
@@ -92,6 +100,9 @@ impl Hub {
             Change::Forgot { id } => {
                 state.forget(&id);
             }
+            Change::Voted { id, user, votes } => {
+                state.votes_changed(&id, &user, votes);
+            }
             Change::FollowedUp { id, follow_up } => match follow_up {
                 FollowUp::Remind => {
                     state.remind(&id);
@@ -122,6 +133,7 @@ impl Hub {
             .into_iter()
             .partition(|change| match change {
                 Change::Resolved { id: of, .. }
+                | Change::Voted { id: of, .. }
                 | Change::Forgot { id: of }
                 | Change::FollowedUp { id: of, .. } => of == id,
                 _ => false,

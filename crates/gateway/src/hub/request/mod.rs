@@ -34,7 +34,9 @@
 //! | `unattended`      | Open → Open             | its agent gone for now: the grace timer set (where its timers are made) |
 //! | `attended`        | Open → Open             | its agent back: the timer stopped; if orphaned, view re-encoded and `request` to every tab |
 //! | `orphan`          | Open → Open             | orphaned: view re-encoded, bytes resized; `orphaned` to every tab; the withdrawal timer set if it has no deadline |
-//! | `record_votes`    | Resolving → Open        | a vote kept: votes counted, view's tally re-encoded; `tally` to every tab; as `reopen` |
+//! | `record_votes`    | Resolving → Open        | a vote kept: as `votes_changed`, then as `reopen` |
+//! | `votes_changed`   | Open, Resolving → same  | votes counted (here or on another node), view's tally re-encoded; `tally` to every tab |
+//! | `vote_not_kept`   | Resolving → Open, Resolved, gone | a shared store refused a vote: votes taken as it holds them and `reopen` (to count again), or as `settle`, or `vanished` |
 //!
 //! At its deadline a request ends as its `default` if the ask gave one (`Entry::deadline_ending`),
 //! else as timed out; either goes through `begin_resolving` and `settle` like any ending.
@@ -64,7 +66,7 @@ use tokio::task::AbortHandle;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::Hub;
-use super::ending::Ending;
+use super::ending::{Ending, Refusal};
 use super::followers::Followers;
 use super::inboxes::{Inboxes, Reach};
 use super::peers::frame::Frame;
@@ -73,7 +75,7 @@ use super::session::Session;
 use super::shown::ending_frames::{outcome_frame, resolved_frame};
 use crate::clock::{now_ms, until};
 use crate::metrics::{Metrics, gauge_add};
-use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution};
+use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution, Verdict};
 
 /// The `by` of a request its default ended: no tab's id, since none answered.
 pub(crate) const DEFAULT_BY: &str = "default";
@@ -357,6 +359,7 @@ impl Session {
             answerers: view.answerers,
             follow_ups,
             default: view.default,
+            votes: Vec::new(),
             resolution: None,
         };
         self.open.count(encoded.view.len());
@@ -479,6 +482,8 @@ impl Session {
         };
         let encoded = EncodedRequest::new(&view);
         let id = record.id;
+        // A shared store's votes so far (a local store's come from the kept table, after).
+        let stored_votes = record.votes;
         let mut admitted = Admitted::Open;
         let mut timer = None;
         let mut follow_up_timer = None;
@@ -554,6 +559,9 @@ impl Session {
         };
         let reach = Reach::of(&entry);
         self.requests.insert(id.clone(), entry);
+        if !stored_votes.is_empty() {
+            self.votes_changed(&id, "", stored_votes);
+        }
         if let Some(frame) = frame {
             let ledger = Arc::clone(&self.open.ledger);
             self.broadcast(&frame, &ledger.metrics);
@@ -795,43 +803,80 @@ impl Session {
     }
 
     /// `Resolving` → `Open` (or `Open` → `Open`, restored), with `votes` counted: a vote that
-    /// decided nothing was kept. The view's tally is encoded anew and every tab gets `tally`;
-    /// rival endings waiting on the vote go on, and the deadline timer is set again.
+    /// decided nothing was kept. As [`votes_changed`](Self::votes_changed); then rival endings
+    /// waiting on the vote go on, and the deadline timer is set again.
     pub(super) fn record_votes(&mut self, id: &RequestId, user: &str, votes: Vec<Vote>) {
-        let metrics = Arc::clone(&self.open.ledger.metrics);
-        let Some(entry) = self.requests.get_mut(id) else {
+        let Some(entry) = self.requests.get(id) else {
             return;
         };
         let resolving = matches!(entry.state, EntryState::Resolving);
         let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
-        if let (Some(quorum), true) = (
-            entry.quorum,
-            resolving || matches!(entry.state, EntryState::Open),
-        ) {
-            let calls = entry.questions.approval_calls().len();
-            let tally: Vec<_> = quorum
-                .tally(calls, &votes)
-                .into_iter()
-                .map(|(tally, _)| tally)
-                .collect();
-            entry.votes = votes;
-            let shown = tally.clone();
-            self.reencode(id, |view| view.quorum = Some((quorum, shown)));
-            let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
-                id: id.to_string(),
-                calls: tally,
-                needed: quorum.needed,
-                user: user.to_owned(),
-            });
-            self.broadcast(&frame, &metrics);
-            if let Some(entry) = self.requests.get(id) {
-                let reach = Reach::of(entry);
-                self.tell_inboxes(&reach, &frame);
-            }
-        }
+        self.votes_changed(id, user, votes);
         // Whatever came of the counting, a request held for the vote is open again.
         if resolving {
             self.reopen(id, timer_at);
+        }
+    }
+
+    /// `Open` or `Resolving`, unchanged: the request's votes are `votes` now (`user`'s vote
+    /// counted here or on another node). The view's tally is encoded anew and every tab gets
+    /// `tally`.
+    pub(super) fn votes_changed(&mut self, id: &RequestId, user: &str, votes: Vec<Vote>) {
+        let metrics = Arc::clone(&self.open.ledger.metrics);
+        let Some(entry) = self.requests.get_mut(id) else {
+            return;
+        };
+        let open = matches!(entry.state, EntryState::Open | EntryState::Resolving);
+        let Some(quorum) = entry.quorum.filter(|_| open) else {
+            return;
+        };
+        let calls = entry.questions.approval_calls().len();
+        let tally: Vec<_> = quorum
+            .tally(calls, &votes)
+            .into_iter()
+            .map(|(tally, _)| tally)
+            .collect();
+        entry.votes = votes;
+        let shown = tally.clone();
+        self.reencode(id, |view| view.quorum = Some((quorum, shown)));
+        let frame = Frame::encode(&askgate_protocol::wire::ToTab::Tally {
+            id: id.to_string(),
+            calls: tally,
+            needed: quorum.needed,
+            user: user.to_owned(),
+        });
+        self.broadcast(&frame, &metrics);
+        if let Some(entry) = self.requests.get(id) {
+            let reach = Reach::of(entry);
+            self.tell_inboxes(&reach, &frame);
+        }
+    }
+
+    /// `Resolving` → `Open`, `Resolved` or gone: a vote (and the ending it would have made)
+    /// was not kept, as the shared store's `verdict` says. Counted on votes that changed, it is
+    /// to be counted again on the votes as they are ([`Refusal::Recount`]); the request had
+    /// ended, or is gone.
+    pub(super) fn vote_not_kept(&mut self, id: &RequestId, verdict: Verdict) -> Refusal {
+        match verdict {
+            Verdict::Stale(votes) => {
+                let Some(entry) = self.requests.get(id) else {
+                    return Refusal::Unknown;
+                };
+                let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
+                if entry.votes != votes {
+                    self.votes_changed(id, "", votes);
+                }
+                self.reopen(id, timer_at);
+                Refusal::Recount
+            }
+            Verdict::Lost(winner) => {
+                self.settle(id, *winner);
+                Refusal::AlreadyResolved
+            }
+            _ => {
+                self.vanished(id);
+                Refusal::Unknown
+            }
         }
     }
 

@@ -618,6 +618,7 @@ fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest 
         asked_by: None,
         ruled: None,
         remember: Vec::new(),
+        votes: Vec::new(),
         default: None,
         session: session(),
         id: id(request),

@@ -230,6 +230,16 @@ pub(super) fn log_op(op: StoreOp, now_ms: u64, out: &mut Vec<Logged>) -> Result<
             value,
         }),
         StoreOp::Unkeep { table, key } => out.push(Logged::Unkeep { table, key }),
+        ref vote @ StoreOp::Vote { .. } => {
+            if let Some(field) = vote.vote_field(now_ms) {
+                out.push(Logged::Keep {
+                    table: field.table,
+                    key: field.key,
+                    field: field.field,
+                    value: Some(field.value),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -455,6 +465,7 @@ mod tests {
             asked_by: None,
             ruled: None,
             remember: Vec::new(),
+            votes: Vec::new(),
             default: None,
             session: SessionId::parse(if id < "r2" { "s1" } else { "s2" }).unwrap(),
             id: RequestId::parse(id).unwrap(),

@@ -90,6 +90,7 @@ impl Inner {
                     resolved: text(5),
                     body: text(6),
                     follows: text(7),
+                    votes: text(8),
                 };
                 let stored = records::request(session, id, &fields).map_err(bad)?;
                 Ok(Verdict::Exists(Box::new(stored)))
@@ -274,6 +275,56 @@ impl Inner {
         })
     }
 
+    /// Keeps the vote `op` (a [`StoreOp::Vote`]) if the request still holds the votes it was
+    /// counted on: `Done`; else `Stale` with the votes it holds, `Lost` with its ending, or
+    /// `Unknown`.
+    async fn vote(&self, op: &StoreOp) -> Result<Verdict, StoreError> {
+        let StoreOp::Vote {
+            session,
+            id,
+            user,
+            votes,
+            counted_on,
+        } = op
+        else {
+            return Ok(Verdict::Unknown);
+        };
+        let entry = Note::of(op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default();
+        let mut script = self.scripts.vote.key(self.keys.request(session, id));
+        script
+            .key(self.keys.seq(session))
+            .key(self.keys.trail(session))
+            .key(self.keys.trail_head(session))
+            .arg(id.as_str())
+            .arg(records::votes(counted_on))
+            .arg(records::votes(votes))
+            .arg(user)
+            .arg(&entry.tail)
+            .arg(&entry.digest)
+            .arg(self.audit_retention_ms)
+            .arg(self.chain_arg())
+            .arg(self.keys.channel(session))
+            .arg(self.publish);
+        let reply: Vec<String> = self
+            .index_then_run("voting", &[self.trails_index(session)], &mut script)
+            .await?;
+        let text = |i: usize| reply.get(i).map_or("", String::as_str);
+        let bad =
+            |e: String| StoreError::damaged(format!("redis replied to a vote unexpectedly: {e}"));
+        self.metrics.shared.script_outcome(text(0));
+        Ok(match text(0) {
+            "kept" => Verdict::Done,
+            "stale" => Verdict::Stale(records::read_votes(text(1)).map_err(bad)?),
+            "lost" => Verdict::Lost(Box::new(
+                records::resolution(text(1), text(2)).map_err(bad)?,
+            )),
+            "unknown" => Verdict::Unknown,
+            other => return Err(bad(format!("{other:?}"))),
+        })
+    }
+
     /// Makes the follow or unfollow `op` (a [`StoreOp::Follow`]) once, within
     /// [`MAX_FOLLOWERS`](crate::hub::MAX_FOLLOWERS) across every node: `Done` if made now,
     /// `Unknown` if it already was so, `Conflict` if the session has the most followers.
@@ -340,6 +391,7 @@ impl Inner {
             let with = notify
                 .as_ref()
                 .map(|(won, late)| (won.as_slice(), late.as_slice()));
+            let was_vote = matches!(op, StoreOp::Vote { .. });
             let verdict = match op {
                 StoreOp::Put(request) => {
                     self.put(&request, with.map_or(&[][..], |(won, _)| won))
@@ -367,14 +419,21 @@ impl Inner {
                     value,
                 } => self.keep(table, &key, &field, value.as_deref()).await?,
                 StoreOp::Unkeep { table, key } => self.unkeep(table, &key).await?,
+                op @ StoreOp::Vote { .. } => self.vote(&op).await?,
                 op @ StoreOp::FollowedUp { .. } => {
                     let deliveries = with.map_or(&[][..], |(won, _)| won);
                     self.follow_up(&op, deliveries).await?
                 }
             };
+            // A vote not kept (counted on votes that changed, or on a request that ended) stops
+            // the commit: what follows it (the ending a deciding vote makes) rests on it.
+            let stopped = was_vote && verdict != Verdict::Done;
             verdicts.push(verdict);
             if notify.is_some() {
                 verdicts.push(Verdict::Done);
+            }
+            if stopped {
+                break;
             }
         }
         Ok(verdicts)

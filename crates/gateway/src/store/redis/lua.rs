@@ -19,6 +19,7 @@ pub(super) struct Scripts {
     pub(super) note: Script,
     pub(super) follow_up: Script,
     pub(super) follow: Script,
+    pub(super) vote: Script,
 }
 
 /// A script that seals audit entries: SHA-256 and the chain in front of its own text.
@@ -40,6 +41,7 @@ impl Scripts {
             note: Script::new(with_chain!("scripts/note.lua")),
             follow_up: Script::new(with_chain!("scripts/follow_up.lua")),
             follow: Script::new(with_chain!("scripts/follow.lua")),
+            vote: Script::new(with_chain!("scripts/vote.lua")),
             session: Script::new(include_str!("scripts/session.lua")),
             claim: Script::new(include_str!("scripts/claim.lua")),
             unclaim: Script::new(include_str!("scripts/unclaim.lua")),

@@ -143,6 +143,25 @@ pub(super) struct Fields<'a> {
     pub(super) body: &'a str,
     /// The follow-ups that have happened: a letter each ([`follow_up_letter`]).
     pub(super) follows: &'a str,
+    /// The votes of a request with a quorum ([`votes`]; empty: none yet).
+    pub(super) votes: &'a str,
+}
+
+/// The `votes` field: every vote, in the order cast ('' for none).
+pub(super) fn votes(votes: &[askgate_protocol::approval::Vote]) -> String {
+    if votes.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(votes).unwrap_or_default()
+    }
+}
+
+/// The votes of a `votes` field.
+pub(super) fn read_votes(field: &str) -> Result<Vec<askgate_protocol::approval::Vote>, String> {
+    if field.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(field).map_err(|e| format!("stored votes: {e}"))
 }
 
 /// A request from its fields.
@@ -188,6 +207,7 @@ pub(super) fn request(
         asked_by,
         ruled,
         remember,
+        votes: read_votes(fields.votes)?,
         resolution,
     })
 }
@@ -226,6 +246,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
                 resolved: "",
                 body,
                 follows: "",
+                votes: "",
             };
             Change::Put(Box::new(request(session, &id, &fields)?))
         }
@@ -241,6 +262,18 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
             }
         }
         "forgot" => Change::Forgot { id: id_of(rest)? },
+        "voted" => {
+            let mut parts = rest.splitn(3, '\n');
+            let (Some(id), Some(user), Some(votes)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err("a voted notice without its parts".into());
+            };
+            Change::Voted {
+                id: id_of(id)?,
+                user: user.to_owned(),
+                votes: read_votes(votes)?,
+            }
+        }
         "followed" => {
             let Some((id, letter)) = rest.split_once('\n') else {
                 return Err("a followed notice without its parts".into());
@@ -282,6 +315,7 @@ mod tests {
             asked_by: None,
             ruled: None,
             remember: Vec::new(),
+            votes: Vec::new(),
             default: None,
             session: SessionId::parse("s").unwrap(),
             id: RequestId::parse("r").unwrap(),

@@ -50,8 +50,8 @@ impl Inner {
             .map(str::to_owned)
             .collect();
         let rest: Vec<&str> = parts.collect();
-        let mut requests = Vec::with_capacity(rest.len() / 8);
-        for chunk in rest.chunks_exact(8) {
+        let mut requests = Vec::with_capacity(rest.len() / 9);
+        for chunk in rest.chunks_exact(9) {
             let Ok(id) = RequestId::parse(chunk[0]) else {
                 continue;
             };
@@ -63,6 +63,7 @@ impl Inner {
                 resolved: chunk[5],
                 body: chunk[6],
                 follows: chunk[7],
+                votes: chunk[8],
             };
             match records::request(session, &id, &fields) {
                 Ok(request) => requests.push(request),

@@ -19,6 +19,7 @@ pub fn put(id: &str) -> StoreOp {
         asked_by: None,
         ruled: None,
         remember: Vec::new(),
+        votes: Vec::new(),
         default: None,
         session: SessionId::parse("s").unwrap(),
         id: RequestId::parse(id).unwrap(),

@@ -17,8 +17,8 @@ if digest then
   if digest ~= ARGV[2] then
     return {'conflict'}
   end
-  local f = redis.call('HMGET', KEYS[1], 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows')
-  return {'exists', f[1] or '', f[2] or '', f[3] or '', f[4] or '', f[5] or '', f[6] or '', f[7] or ''}
+  local f = redis.call('HMGET', KEYS[1], 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows', 'votes')
+  return {'exists', f[1] or '', f[2] or '', f[3] or '', f[4] or '', f[5] or '', f[6] or '', f[7] or '', f[8] or ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -3,7 +3,7 @@
 -- KEYS: 1 the session's ids, 2 the session's sequence, 3 its followers. ARGV: 1 the prefix of
 -- its request keys.
 -- Returns: seq, how many followers, each follower, then for each request: id, asked,
--- deadline, state, resolution, resolved, body, follows.
+-- deadline, state, resolution, resolved, body, follows, votes.
 local out = {redis.call('GET', KEYS[2]) or '0'}
 local followers = redis.call('SMEMBERS', KEYS[3])
 table.insert(out, tostring(#followers))
@@ -12,10 +12,10 @@ for _, user in ipairs(followers) do
 end
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, id in ipairs(ids) do
-  local f = redis.call('HMGET', ARGV[1] .. id, 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows')
+  local f = redis.call('HMGET', ARGV[1] .. id, 'asked', 'deadline', 'state', 'resolution', 'resolved', 'body', 'follows', 'votes')
   if f[3] then
     table.insert(out, id)
-    for i = 1, 7 do
+    for i = 1, 8 do
       table.insert(out, f[i] or '')
     end
   end
