@@ -5,13 +5,23 @@
  * it (with an optional reason) or respond with a message instead of running it. The tab
  * sends one decision per call, in order: {"decisions": [{"type": "approve"}, ...]}.
  *
+ * Remembered approvals: a person the gateway knows may have an approval remembered, for the
+ * rest of the session or always for the agent key that asked (where the request's `remember`
+ * allows), for these exact arguments or any; the gateway then approves matching calls in
+ * their name without asking. A call a rule already approved when it was asked (the request's
+ * `ruled`) is shown approved, with nothing to decide; a request rules approve whole ends at
+ * once (`via: "rule"`). The session's rules are listed under the questions, each revocable.
+ *
  * A call record (qr, as cards.js calls it) holds what a question record does (fieldset,
  * errorEl, inputs, name, detail, serverErrors, localError) and: call, args, decisions,
- * reason / message (their text boxes) and ed (the editor, made when Edit is first picked).
+ * reason / message (their text boxes), ed (the editor, made when Edit is first picked),
+ * rememberInputs / argsInputs (the remember choice, when offered) and ruled (the rule that
+ * approved it, if one did).
  */
 
-import { growTextarea, make, shorten } from './page.js';
+import { growTextarea, make, onNewSocket, send, serverNow, shorten, state, timeElement, ui } from './page.js';
 import { updateReadiness } from './readiness.js';
+import { announce } from './status.js';
 import { buildArgTree } from './argtree.js';
 import { buildEditor, diffArgs, readEdit } from './argedit.js';
 import { isObject, pathText } from './argcheck.js';
@@ -49,6 +59,7 @@ export function buildCall(rec, call, ci) {
   const total = rec.view.calls.length;
   const name = String(call.name ?? '');
   const args = isObject(call.args) ? call.args : {};
+  const ruled = ruledOf(rec.view, ci);
   const wrap = make('div', 'call');
   wrap.dataset.index = String(ci);
   wrap.setAttribute('role', 'group');
@@ -63,6 +74,7 @@ export function buildCall(rec, call, ci) {
   const argsBox = wrap.appendChild(make('div', 'call-args'));
   argsBox.appendChild(make('p', 'call-args-label', 'Arguments'));
   argsBox.appendChild(buildArgTree(args));
+  if (ruled) return buildRuledCall(rec, wrap, { call, args, ci, id, name, total, ruled });
 
   const fieldset = wrap.appendChild(make('fieldset', 'question call-decision'));
   fieldset.dataset.index = String(ci);
@@ -77,6 +89,10 @@ export function buildCall(rec, call, ci) {
   };
   const list = fieldset.appendChild(make('div', 'options'));
   decisions.forEach((kind, i) => list.appendChild(decisionRow(rec, qr, kind, i)));
+  const scopes = rememberScopes(rec.view);
+  if (decisions.includes('approve') && scopes.length) {
+    qr.rememberWrap = fieldset.appendChild(buildRemember(rec, qr, scopes));
+  }
   if (decisions.includes('reject')) {
     qr.reasonWrap = fieldset.appendChild(textBox(rec, qr, 'reason', 'Why not? (optional; the agent is told)'));
   }
@@ -93,6 +109,37 @@ export function buildCall(rec, call, ci) {
   }
   rec.questions.push(qr);
   return wrap;
+}
+
+// The rule that approved call `ci` of `view` when it was asked, or null.
+function ruledOf(view, ci) {
+  const ruled = Array.isArray(view.ruled) ? view.ruled[ci] : null;
+  return isObject(ruled) ? ruled : null;
+}
+
+// A call a rule approved: shown whole, with no decision to make. Its record still answers,
+// always `approve` (the gateway takes it as approved whatever is sent), so the answer holds one
+// decision per call.
+function buildRuledCall(rec, wrap, { call, args, ci, id, name, total, ruled }) {
+  const box = wrap.appendChild(make('div', 'call-ruled', null, { id: id + '-ruled' }));
+  box.dataset.index = String(ci);
+  box.appendChild(make('p', 'call-ruled-text', ruledText(ruled)));
+  const qr = {
+    call, args, decisions: ['approve'], fieldset: box, id, inputs: [], serverErrors: [], localError: '',
+    ed: null, ruled, toolName: name,
+    name: 'tool call ' + shorten(name, 80) + (total > 1 ? ' and ' + (total - 1) + ' more' : ''),
+    detail: 'Tool call ' + name + ' (already approved)',
+  };
+  qr.errorEl = box.appendChild(make('div', 'question-error', null, { id: id + '-err' }));
+  rec.questions.push(qr);
+  return wrap;
+}
+
+// "Approved by a remembered approval of alice@example.com, for this session".
+function ruledText(ruled) {
+  const user = typeof ruled.user === 'string' && ruled.user ? ruled.user : 'someone';
+  return 'Approved by a remembered approval of ' + user + ', ' +
+    (ruled.scope === 'key' ? 'always, for this agent key' : 'for this session');
 }
 
 // One call's votes under a quorum: "1 of 2 approved — alice@example.com", who rejected it.
@@ -178,6 +225,7 @@ function onPick(rec, qr) {
     });
     qr.editWrap.appendChild(qr.ed.panel);
   }
+  if (qr.rememberWrap) qr.rememberWrap.hidden = kind !== 'approve';
   if (qr.reasonWrap) qr.reasonWrap.hidden = kind !== 'reject';
   if (qr.messageWrap) qr.messageWrap.hidden = kind !== 'respond';
   if (qr.editWrap) qr.editWrap.hidden = kind !== 'edit';
@@ -194,9 +242,10 @@ function tooLong(text) {
 
 // This call's decision: {answer}, {problem} or {} (not decided yet).
 export function readDecision(qr) {
+  if (qr.ruled) return { answer: { type: 'approve' } };
   switch (picked(qr)) {
     case 'approve':
-      return { answer: { type: 'approve' } };
+      return { answer: approval(qr) };
     case 'reject': {
       const text = qr.reason.value;
       const problem = tooLong(text);
@@ -219,20 +268,96 @@ export function readDecision(qr) {
   }
 }
 
-// Whether "Approve all" is offered: several calls, each allowing approve.
+// Whether "Approve all" is offered: several calls still to decide, each allowing approve.
 export function approvesAll(view) {
-  return Array.isArray(view.calls) && view.calls.length > 1 &&
-    view.calls.every((call) => allowedDecisions(call || {}).includes('approve'));
+  const calls = Array.isArray(view.calls) ? view.calls : [];
+  const open = calls.filter((call, ci) => !ruledOf(view, ci));
+  return open.length > 1 && open.every((call) => allowedDecisions(call || {}).includes('approve'));
 }
 
-// "Approve all": every call's Approve picked, and the decisions for them.
+// "Approve all": every call's Approve picked, and the decisions for them (each remembered as
+// its own choice says).
 export function approveAll(rec) {
-  for (const qr of rec.questions) {
+  for (const qr of rec.questions.filter((q) => !q.ruled)) {
     const input = qr.inputs.find((i) => i.value === 'approve');
     if (input) input.checked = true;
     onPick(rec, qr);
   }
-  return { decisions: rec.questions.map(() => ({ type: 'approve' })) };
+  return { decisions: rec.questions.map((qr) => (qr.ruled ? { type: 'approve' } : approval(qr))) };
+}
+
+/* ---------- remembering an approval ---------- */
+
+const REMEMBER_CHOICES = [
+  ['', 'Just this once'],
+  ['session', 'For the rest of this session'],
+  ['key', 'Always, for this agent'],
+];
+const ARGS_CHOICES = [
+  ['same', 'Only these exact arguments'],
+  ['any', 'Any arguments to this tool'],
+];
+const REMEMBER_NOTE = 'Later calls it matches are approved in your name without anyone being ' +
+  'asked, until it expires or is revoked (under “Remembered approvals” on the session’s page).';
+
+// Where this tab may have an approval of `view` remembered: where the request allows, and only
+// for a person the gateway knows (a rule acts as the person who made it: an anonymous link
+// holder has no one to make it for).
+function rememberScopes(view) {
+  const you = state.you;
+  if (!you || you.user === null) return [];
+  const allowed = Array.isArray(view.remember) ? view.remember : [];
+  return ['session', 'key'].filter((scope) => allowed.includes(scope));
+}
+
+// Beside Approve: whether to remember the approval, and for which later calls. Shown while
+// Approve is picked; "Just this once" unless the person picks otherwise.
+function buildRemember(rec, qr, scopes) {
+  const wrap = make('div', 'call-extra call-remember', null, { hidden: true });
+  const when = wrap.appendChild(make('fieldset', 'remember-group'));
+  when.appendChild(make('legend', 'remember-legend', 'Remember this approval?'));
+  const whenList = when.appendChild(make('div', 'remember-choices'));
+  qr.rememberInputs = REMEMBER_CHOICES.filter(([scope]) => !scope || scopes.includes(scope))
+    .map(([scope, label]) => whenList.appendChild(
+      choiceRow(qr.id + '-remember', scope || 'once', label, !scope, () => onRemember(rec, qr))).firstChild);
+  qr.argsGroup = wrap.appendChild(make('fieldset', 'remember-group', null, { hidden: true }));
+  qr.argsGroup.appendChild(make('legend', 'remember-legend', 'Approve later calls with'));
+  const argsList = qr.argsGroup.appendChild(make('div', 'remember-choices'));
+  qr.argsInputs = ARGS_CHOICES.map(([value, label]) => argsList.appendChild(
+    choiceRow(qr.id + '-rargs', value, label, value === 'same', () => onRemember(rec, qr))).firstChild);
+  qr.rememberNote = wrap.appendChild(make('p', 'remember-note', REMEMBER_NOTE, { hidden: true }));
+  return wrap;
+}
+
+// A radio and its words, in one label: the whole row picks it.
+function choiceRow(name, value, text, checked, onChange) {
+  const input = make('input', '', null, { type: 'radio', name, value, checked, id: name + '-' + value });
+  input.addEventListener('change', onChange);
+  const row = make('label', 'remember-choice', null, { htmlFor: input.id });
+  row.append(input, make('span', 'remember-choice-text', text));
+  return row;
+}
+
+function onRemember(rec, qr) {
+  const remembering = Boolean(rememberScope(qr));
+  qr.argsGroup.hidden = !remembering;
+  qr.rememberNote.hidden = !remembering;
+  qr.serverErrors = [];
+  updateReadiness(rec);
+}
+
+// Where the approval of call `qr` is to be remembered: 'session', 'key' or '' (just this once).
+function rememberScope(qr) {
+  const input = (qr.rememberInputs || []).find((i) => i.checked);
+  return input && input.value !== 'once' ? input.value : '';
+}
+
+// The approve decision of call `qr`, with what it asks to have remembered.
+function approval(qr) {
+  const remember = rememberScope(qr);
+  if (!remember) return { type: 'approve' };
+  const args = (qr.argsInputs.find((i) => i.checked) || { value: 'same' }).value;
+  return { type: 'approve', remember, args };
 }
 
 /* ---------- an answer, in words ---------- */
@@ -247,7 +372,9 @@ export function decisionText(decision, args) {
   const message = typeof d.message === 'string' && d.message.trim() ? d.message : '';
   switch (d.type) {
     case 'approve':
-      return 'Approved';
+      return d.remember === 'session' || d.remember === 'key'
+        ? 'Approved, and remembered ' + (d.remember === 'key' ? 'always, for this agent key' : 'for this session')
+        : 'Approved';
     case 'edit': {
       const changes = isObject(d.args) && isObject(args) ? diffArgs(args, d.args) : [];
       const named = changes.slice(0, 5).map((c) => c.kind + ' ' + shorten(c.key, 40));
@@ -270,7 +397,7 @@ export function summarizeApproval(rec, response) {
   const list = make('ul', 'summary');
   rec.questions.forEach((qr, i) => {
     list.appendChild(make('li')).append(make('span', 'chip', shorten(qr.toolName, 60) || 'Call ' + (i + 1)),
-      make('span', 'summary-value', decisionText(decisions[i], qr.args)));
+      make('span', 'summary-value', qr.ruled ? 'Approved by a remembered approval' : decisionText(decisions[i], qr.args)));
   });
   return list;
 }
@@ -285,6 +412,7 @@ export function refusalText(rest, message) {
     return fieldOf(rest.slice(rest.startsWith('.args.') ? 6 : 5)) + ': ' + message;
   }
   if (rest === '.message') return 'Your message: ' + message;
+  if (rest === '.remember') return 'Remembering this approval: ' + message;
   return message;
 }
 
@@ -297,4 +425,216 @@ function fieldOf(path) {
     else parts.push(match[3]);
   }
   return parts.length ? pathText(parts) : path;
+}
+
+/* ---------- an approval by remembered rules, in words ---------- */
+
+// The rule an ending by rules names (`rule`, or `by` / a history item's `tab` as `rule:<id>`),
+// or ''.
+export function ruleOf(ending) {
+  if (typeof ending.rule === 'string' && ending.rule) return ending.rule;
+  const by = [ending.by, ending.tab].find((v) => typeof v === 'string' && v.startsWith('rule:'));
+  return by ? by.slice('rule:'.length) : '';
+}
+
+// "Approved by remembered approval 3f2a9c01d4 — alice@example.com", for a request rules
+// approved whole (`via: "rule"`): no tab answered it, so it is not "answered by" anyone.
+export function ruleEndingText(rule, user) {
+  return 'Approved by remembered approval' + (rule ? ' ' + rule : '') + (user ? ' — ' + user : '');
+}
+
+/* ---------- the session's remembered approvals ---------- */
+
+// The list under the questions: each rule's tool, arguments (or any), where it holds, who made
+// it, when it expires, and Revoke for a person who may answer here. The gateway sends the
+// whole list (`rules`) when asked, after each snapshot, and to every tab whenever one is made
+// or revoked; a gateway from before remembered approvals sends none, and the list stays hidden.
+const rules = {
+  list: [],
+  asked: false, // a `rules` went out and nothing has answered it yet
+  unknown: false, // the gateway refused `rules` as a frame it does not know: asked no more
+  revoking: '', // the id of the rule this tab asked to revoke, until the gateway says
+  revokingAt: 0, // where in the list it was
+  refocus: false, // whether focus was on its Revoke button, to be put somewhere that stays
+  seq: 0, // numbers items, for element ids that never contain rule ids
+};
+
+const SCOPE_WORDS = {
+  session: 'for the rest of this session',
+  key: 'always, for this agent key (in every session)',
+};
+
+// Takes the section's elements; connection.js's handlers do not route rules frames yet, so
+// they are heard on each socket the page opens.
+export function setupRules() {
+  for (const id of ['rules', 'rules-heading', 'rules-why', 'rules-status', 'rules-list']) {
+    ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
+  }
+  onNewSocket(hearRuleFrames);
+}
+
+// Reads only the frames about rules (and the snapshot, after which it asks for them): the
+// gateway writes each frame's `type` first, so the others are passed over unread. This
+// listener is the socket's first, so an error it says beside the list goes no further (no
+// toast saying it again).
+function hearRuleFrames(ws) {
+  ws.addEventListener('message', (event) => {
+    const data = event.data;
+    if (typeof data !== 'string') return;
+    const kind = /^\{"type":"(snapshot|rules|error)"/.exec(data);
+    if (!kind) return;
+    if (kind[1] === 'snapshot') return askForRules();
+    let frame = null;
+    try { frame = JSON.parse(data); } catch (_) { return; }
+    if (kind[1] === 'rules') onRules(frame);
+    else if (onRulesError(frame)) event.stopImmediatePropagation();
+  });
+  ws.addEventListener('close', (event) => {
+    // The page can no longer show the session (connection.js's fatal closes).
+    if ([4400, 4401, 4404].includes(event.code)) dropRules();
+  });
+}
+
+// Asks for the session's rules (once per snapshot), unless the gateway does not know the frame.
+export function askForRules() {
+  if (!rules.unknown && send({ type: 'rules' }) === 'sent') rules.asked = true;
+}
+
+// A `rules` frame: the session's rules as they now are.
+export function onRules(frame) {
+  rules.asked = false;
+  const given = Array.isArray(frame.rules) ? frame.rules : [];
+  rules.list = given.filter((r) => isObject(r) && typeof r.id === 'string' && r.id && typeof r.tool === 'string');
+  const gone = rules.revoking && !rules.list.some((r) => r.id === rules.revoking) ? rules.revoking : '';
+  if (gone) {
+    rules.revoking = '';
+    say('');
+  }
+  renderRules();
+  if (gone) {
+    announce('Remembered approval ' + gone + ' revoked: its calls will be asked again.');
+    if (rules.refocus) focusAfterRevoke('');
+  }
+}
+
+// An `error` frame: true when it is about rules, and said here. A refused revocation is said
+// beside the list; a gateway from before remembered approvals refuses `rules` itself as a
+// frame it does not know, which is no fault of the person's: nothing is said.
+export function onRulesError(frame) {
+  const message = String(frame.message || '');
+  if (rules.asked && frame.code === 'bad_frame' && /\brules\b/.test(message)) {
+    rules.asked = false;
+    rules.unknown = true;
+    return true;
+  }
+  if (!rules.revoking) return false;
+  const id = rules.revoking;
+  rules.revoking = '';
+  say('Remembered approval ' + id + ' was not revoked: ' + (message || String(frame.code || 'refused')) +
+    (/[.!?]$/.test(message) ? '' : '.'));
+  renderRules();
+  if (rules.refocus) focusAfterRevoke(id);
+  return true;
+}
+
+// Forgets the list (the page can no longer show the session).
+export function dropRules() {
+  rules.list = [];
+  rules.revoking = '';
+  say('');
+  renderRules();
+}
+
+function say(text) {
+  if (ui.rulesStatus) ui.rulesStatus.textContent = text;
+}
+
+// Whether this tab may revoke: the gateway takes it only from a named person who may answer.
+function mayRevoke() {
+  const you = state.you;
+  return Boolean(you && you.user !== null && you.may_answer);
+}
+
+function renderRules() {
+  if (!ui.rules) return;
+  const now = serverNow();
+  // A tab left open keeps a list the gateway would no longer send an expired rule in.
+  const shown = rules.list.filter((r) => !(Number.isFinite(r.expires_ms) && r.expires_ms <= now));
+  // A message about a revocation stays on show with the list it is about.
+  ui.rules.hidden = shown.length === 0 && !ui.rulesStatus.textContent;
+  ui.rulesHeading.textContent = shown.length ? 'Remembered approvals (' + shown.length + ')' : 'Remembered approvals';
+  ui.rulesWhy.textContent = 'Tool calls these match are approved without anyone being asked. ' +
+    (mayRevoke() ? 'Revoke one to be asked again.' : 'Only a person the gateway knows can revoke one.');
+  // The list is made anew: a Revoke button that had focus keeps it in its new row.
+  const active = document.activeElement;
+  const focused = active && active.matches('.rule-revoke') && ui.rulesList.contains(active)
+    ? active.closest('.rule').dataset.ruleId : '';
+  ui.rulesList.replaceChildren(...shown.map(ruleItem));
+  const again = focused && [...ui.rulesList.children].find((item) => item.dataset.ruleId === focused);
+  const button = again && again.querySelector('.rule-revoke');
+  if (button) button.focus({ preventScroll: true });
+}
+
+function ruleItem(rule) {
+  rules.seq += 1;
+  const id = 'rule' + rules.seq;
+  const item = make('li', 'rule');
+  item.dataset.ruleId = rule.id;
+  const body = item.appendChild(make('div', 'rule-body'));
+  const what = body.appendChild(make('p', 'rule-what', null, { id: id + '-what' }));
+  what.append(make('span', 'call-name', rule.tool), ' ',
+    make('span', 'rule-scope', SCOPE_WORDS[rule.scope] || 'for this session'));
+  if (isObject(rule.args)) {
+    const args = body.appendChild(make('div', 'rule-args'));
+    args.append(make('p', 'call-args-label', 'Only with these arguments'), buildArgTree(rule.args));
+  } else {
+    body.appendChild(make('p', 'rule-args rule-args-any', 'Any arguments'));
+  }
+  const how = body.appendChild(make('p', 'rule-how'));
+  how.append('Remembered approval ' + rule.id + ' by ', make('span', 'rule-user', String(rule.user ?? 'someone')));
+  if (Number.isFinite(rule.created_ms)) how.append(' ', timeElement(rule.created_ms, 'at'));
+  if (Number.isFinite(rule.expires_ms)) how.append('; expires ', timeElement(rule.expires_ms, 'at'));
+  if (mayRevoke()) {
+    const revoking = rules.revoking === rule.id;
+    const button = item.appendChild(make('button', 'ghost rule-revoke', revoking ? 'Revoking…' : 'Revoke',
+      { type: 'button', id: id + '-revoke', disabled: revoking }));
+    // Read as "Revoke" and which rule: a list of identical "Revoke" buttons says nothing.
+    button.setAttribute('aria-labelledby', button.id + ' ' + what.id);
+    button.addEventListener('click', () => revoke(rule, button));
+  }
+  return item;
+}
+
+function revoke(rule, button) {
+  if (rules.revoking) return;
+  const sent = send({ type: 'revoke_rule', id: rule.id });
+  if (sent !== 'sent') {
+    say('Not connected — wait until the page reconnects, then try again.');
+    return;
+  }
+  say('');
+  rules.revoking = rule.id;
+  rules.revokingAt = [...ui.rulesList.children].findIndex((item) => item.dataset.ruleId === rule.id);
+  rules.refocus = document.activeElement === button;
+  button.disabled = true;
+  button.textContent = 'Revoking…';
+  // A disabled button lets go of focus: it waits on the status line, which says what happens.
+  if (rules.refocus) {
+    ui.rulesStatus.tabIndex = -1;
+    ui.rulesStatus.focus({ preventScroll: true });
+  }
+}
+
+// Focus after a revocation: the Revoke button it was refused on, or of the rule that took the
+// revoked one's place; else the list's heading, or the questions once the list is gone.
+function focusAfterRevoke(refusedId) {
+  rules.refocus = false;
+  const buttons = [...ui.rulesList.querySelectorAll('.rule-revoke')];
+  const refused = refusedId && buttons.find((b) => b.closest('.rule').dataset.ruleId === refusedId);
+  const next = buttons[Math.min(Math.max(rules.revokingAt, 0), buttons.length - 1)];
+  const target = refused || next || (!ui.rules.hidden && ui.rulesHeading) ||
+    (ui.empty && !ui.empty.hidden ? ui.empty : ui.list);
+  if (!target) return;
+  if (!target.matches('button')) target.tabIndex = -1;
+  target.focus({ preventScroll: true });
 }

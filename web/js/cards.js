@@ -9,6 +9,7 @@ import { make, send, serverNow, showText, state, ui } from './page.js';
 import { announce, updateRetryText, updateTitle } from './status.js';
 import { endedByYou, endedHere, endingText, escalationText, mayAnswer, waitingFor } from './people.js';
 import { dialectOf } from './dialects.js';
+import { ruleEndingText, ruleOf } from './approval.js';
 import { renderErrors, updateReadiness } from './readiness.js';
 
 const FOLD_DELAY_MS = 4000;
@@ -326,20 +327,28 @@ export function disableCard(rec) {
 // How a request ended, from a `resolved` frame or a snapshot's `finished` entry ({outcome,
 // by, user, via, response, at_ms}): `at` in the gateway's clock; `exact` when the gateway
 // said when, not when this page learnt of it; `here` when this tab ended it, `own` when this
-// tab or this tab's person did.
+// tab or this tab's person did; `rule` the remembered approval that approved it, if one did.
 export function endOf(ending, exact = Number.isFinite(ending.at_ms)) {
   const by = ending.by ?? null;
   const user = typeof ending.user === 'string' ? ending.user : null;
+  const via = ending.via ?? null;
   return {
     outcome: String(ending.outcome), here: endedHere(by), own: endedByYou(by, user), user,
-    via: ending.via ?? null, response: ending.response,
+    via, response: ending.response, rule: via === 'rule' ? ruleOf(ending) : '',
     at: Number.isFinite(ending.at_ms) ? ending.at_ms : serverNow(), exact,
   };
 }
 
+// How ending `end` reads (people.js words every ending a person or the gateway made); one by
+// remembered approvals names the rule and its maker, who did not answer this request.
+export function endingWords(end, folded) {
+  return end.via === 'rule' && end.outcome === 'answered'
+    ? ruleEndingText(end.rule, end.user) : endingText(end, folded);
+}
+
 export function finalize(rec, ending) {
   const end = endOf(ending);
-  const text = endingText(end, false);
+  const text = endingWords(end, false);
   markFinal(rec, end, text, FOLD_DELAY_MS);
   rec.el.dataset.by = end.own ? 'self' : 'other';
   // What was answered, unless this tab sent it (its own inputs still show it).
@@ -457,7 +466,7 @@ export function tick() {
         ? { outcome: rec.view.default.action === 'decline' ? 'declined' : 'answered', via: 'default', at_ms: deadline }
         : { outcome: 'timed_out', at_ms: deadline };
       const end = endOf(ending, false);
-      markFinal(rec, end, endingText(end, false), LOCAL_TIMEOUT_FOLD_MS);
+      markFinal(rec, end, endingWords(end, false), LOCAL_TIMEOUT_FOLD_MS);
     }
   }
   updateRetryText();

@@ -6,9 +6,8 @@
 
 import { make, serverNow, shorten, state, timeElement, ui } from './page.js';
 import {
-  buildCard, disableCard, endOf, finalize, focusCard, nearestOpenCard, updateEmpty, whenFinalFold,
+  buildCard, disableCard, endOf, endingWords, finalize, focusCard, nearestOpenCard, updateEmpty, whenFinalFold,
 } from './cards.js';
-import { endingText } from './people.js';
 import { announce } from './status.js';
 
 // Finished cards are kept until dismissed, but a tab left open for days must not grow
@@ -56,7 +55,7 @@ function renderFolded(rec) {
   const what = make('p', 'folded-what', foldedName(rec), { id: rec.prefix + '-what' });
   const when = timeElement(end.at, end.outcome === 'closed' ? 'before' : 'at');
   rec.statusEl = make('p', 'card-status');
-  rec.statusEl.append(make('span', 'status-text', endingText(end, true)), ' ', when);
+  rec.statusEl.append(make('span', 'status-text', endingWords(end, true)), ' ', when);
   const body = make('div', 'folded-body');
   body.append(what, rec.statusEl);
   const summary = end.outcome === 'answered' && rec.supported && rec.dialect.summarize(rec, end.response);

@@ -13,7 +13,7 @@
 
 import { make, pickList, send, serverNow, shorten, state, timeElement, ui } from './page.js';
 import { endedByYou, viaText } from './people.js';
-import { decisionText } from './approval.js';
+import { decisionText, ruleEndingText, ruleOf } from './approval.js';
 import { formSummaryList } from './form.js';
 import { claudeSummaryList } from './claude.js';
 
@@ -100,6 +100,7 @@ function entryOf(raw) {
     asked_at_ms: Number.isFinite(raw.asked_at_ms) ? raw.asked_at_ms : null,
     outcome: raw.outcome, answer: raw.outcome === 'answered' ? raw.answer : null,
     user: text(raw.user), via: text(raw.via), tab: text(raw.tab),
+    rule: raw.via === 'rule' ? ruleOf(raw) : '',
     at_ms: Number.isFinite(raw.at_ms) ? raw.at_ms : null, noted: 0,
   };
 }
@@ -180,6 +181,8 @@ function whoText(e) {
   if (e.outcome === 'withdrawn' && e.via === 'operator') return 'Withdrawn by an operator';
   if (e.outcome === 'withdrawn' && e.via === 'gateway') return 'Withdrawn by the gateway: its agent was gone too long';
   if (OTHER_ENDINGS[e.outcome]) return OTHER_ENDINGS[e.outcome];
+  // Nobody answered it: a remembered approval did, in its maker's name.
+  if (e.via === 'rule' && e.outcome === 'answered') return ruleEndingText(e.rule, e.user);
   if (e.via === 'default') {
     return e.outcome === 'declined' ? 'Declined by default: nobody answered in time'
       : 'Answered by default: nobody answered in time';

@@ -15,7 +15,10 @@
  *     harness.js     pydantic-ai-harness: options, multi-select, one "Other…" text
  *     deepagents.js  deepagents-code ask_user: text, multiple_choice, multi_select
  *     approval.js    tool-call approvals: each call's name, description and arguments, and
- *                    its decision (approve / edit / reject / respond); "Approve all"
+ *                    its decision (approve / edit / reject / respond); "Approve all";
+ *                    remembering an approval (for the session, or always for the agent
+ *                    key), calls rules already approved, and the session's remembered
+ *                    approvals listed under the questions, each revocable
  *       argtree.js     a call's arguments as an inert tree, long values folded
  *       argedit.js     editing them (a form for a flat schema, else JSON), what changed
  *       argcheck.js    the JSON Schema keywords askgate checks an edit against
@@ -47,6 +50,7 @@
 import { state, ui } from './page.js';
 import { connect, loadTabId, readLocation } from './connection.js';
 import { tick } from './cards.js';
+import { setupRules } from './approval.js';
 import { clearFinished } from './finished.js';
 import { setupFollow } from './follow.js';
 import { setupPush } from './push.js';
@@ -78,6 +82,7 @@ function init() {
   setupNotifyButton();
   setupFollow();
   setupPush();
+  setupRules();
   ui.clearFinished.addEventListener('click', clearFinished);
   // The key lives in the fragment; a changed fragment is a different link, so start over.
   window.addEventListener('hashchange', () => location.reload());

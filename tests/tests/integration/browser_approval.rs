@@ -1043,3 +1043,263 @@ async fn a_quorum_of_two_leads_is_reached_on_two_pages() {
         json!({"decisions": [{"type": "reject"}]})
     );
 }
+
+/// A browser on `url` (a personal link) recording what it sends (`page::RECORD_FRAMES`), once
+/// its socket is open and the gateway has said who it is.
+async fn open_recording_link(url: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser
+        .run_before_each_load(askgate_tests::browser::page::RECORD_FRAMES)
+        .await;
+    browser.goto(url).await;
+    askgate_tests::browser::page::wait_connected(&browser).await;
+    browser.wait_for("#you:not([hidden])").await;
+    browser
+}
+
+/// Asks, over HTTP on session `s`, as request `id`, for `calls` (a list) to be approved.
+async fn ask_over_http(server: &TestServer, id: &str, calls: &Value) {
+    let body = json!({"id": id, "dialect": "approval", "calls": calls});
+    let (status, asked) = server
+        .http("POST", "/v1/sessions/s/requests", Some(&body))
+        .await;
+    assert_eq!(status, 201, "{asked}");
+}
+
+/// Request `id` of session `s` over HTTP, waiting at most 30 s for it to end.
+async fn ended_over_http(server: &TestServer, id: &str) -> Value {
+    let (status, body) = server
+        .http(
+            "GET",
+            &format!("/v1/sessions/s/requests/{id}?wait_s=30"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "resolved", "{body}");
+    body
+}
+
+/// The remember choice's radio `value` on call `index` of request `id`.
+fn remember(id: &str, index: usize, value: &str) -> String {
+    format!(
+        r#"{} .call-remember input[type="radio"][value="{value}"]"#,
+        call(id, index)
+    )
+}
+
+/// alice (a personal link) is offered to remember her approval of `rm /tmp/x` beside Approve;
+/// an anonymous page is not. A remember the gateway refuses is shown beside its call. She
+/// approves it for the rest of the session: the agent reads a plain approval, both pages list
+/// the rule (Revoke only for alice), and the same call asked again ends at once, named on
+/// the page as approved by that remembered approval; a request with one more call shows the
+/// ruled call approved and asks only the other. Revoked on the page, the list empties on both
+/// pages and the same call is asked again. Every state passes axe-core.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remembered_approval_is_offered_made_shown_and_revoked_on_the_page() {
+    use askgate_tests::browser::page::{frames_about, history_entry, shown};
+    const ALICE: &str = "alice@example.com";
+    let server = TestServer::start().await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let alice = open_recording_link(&alice_url).await;
+    let anonymous = open_page(&server, "s").await;
+    let rm = json!([{"name": "rm", "args": {"path": "/tmp/x"}}]);
+
+    ask_over_http(&server, "a1", &rm).await;
+    anonymous.wait_for(&decision("a1", 0, "approve")).await;
+    anonymous.click(&decision("a1", 0, "approve")).await;
+    assert_eq!(
+        anonymous
+            .find_all_count(&format!("{} .call-remember", card("a1")))
+            .await,
+        0,
+        "an anonymous link holder has no one to remember an approval for"
+    );
+
+    alice.wait_for(&decision("a1", 0, "approve")).await;
+    assert!(
+        !shown(&alice, &remember("a1", 0, "once")).await,
+        "only beside Approve"
+    );
+    alice.click(&decision("a1", 0, "approve")).await;
+    let offered = alice
+        .inputs(&format!(
+            r#"{} .call-remember input[type="radio"]"#,
+            call("a1", 0)
+        ))
+        .await;
+    assert_eq!(
+        offered,
+        json!([
+            ["radio", "once", "Just this once"],
+            ["radio", "session", "For the rest of this session"],
+            ["radio", "key", "Always, for this agent"],
+            ["radio", "same", "Only these exact arguments"],
+            ["radio", "any", "Any arguments to this tool"]
+        ])
+    );
+    assert_eq!(
+        alice
+            .execute(
+                "return document.querySelector(arguments[0]).checked;",
+                json!([remember("a1", 0, "once")])
+            )
+            .await,
+        json!(true),
+        "just this once unless picked otherwise"
+    );
+    assert!(
+        !shown(&alice, &remember("a1", 0, "same")).await,
+        "no arguments to pick yet"
+    );
+    alice.click(&remember("a1", 0, "session")).await;
+    assert!(shown(&alice, &remember("a1", 0, "same")).await);
+    assert_accessible(&alice, "an approval to remember for the session").await;
+
+    // A remember the gateway refuses (a page that disagrees with it) is shown beside the call.
+    alice
+        .execute(
+            "window.__tamper = (f) => { f.response.decisions[0].remember = 'forever'; return f; };",
+            json!([]),
+        )
+        .await;
+    alice.click(&submit("a1")).await;
+    alice
+        .wait_for_text(
+            &format!("{} .question-error", call("a1", 0)),
+            "Remembering this approval: must be \"session\" or \"key\", got \"forever\"",
+        )
+        .await;
+    alice.execute("window.__tamper = null;", json!([])).await;
+    alice
+        .wait_until(
+            "return !document.querySelector(arguments[0]).disabled;",
+            json!([submit("a1")]),
+        )
+        .await;
+    alice.click(&submit("a1")).await;
+    let answered = ended_over_http(&server, "a1").await;
+    assert_eq!(
+        answered["response"],
+        json!({"decisions": [{"type": "approve"}]}),
+        "what is remembered is not the agent's to read"
+    );
+    let answers = frames_about(&alice, "a1").await;
+    assert_eq!(
+        answers
+            .as_array()
+            .expect("frames")
+            .last()
+            .expect("an answer")["response"],
+        json!({"decisions": [{"type": "approve", "remember": "session", "args": "same"}]})
+    );
+
+    // Both pages list the rule; only alice may revoke it.
+    let listed = "#rules:not([hidden]) li.rule";
+    alice.wait_for(listed).await;
+    anonymous.wait_for(listed).await;
+    let rule = alice
+        .attr(listed, "data-rule-id")
+        .await
+        .expect("the rule's id");
+    assert_text(&alice, "#rules-heading", "Remembered approvals (1)").await;
+    assert_text(
+        &alice,
+        "#rules li.rule .rule-what",
+        "rm for the rest of this session",
+    )
+    .await;
+    assert_eq!(
+        arg_rows(&alice, "#rules li.rule .rule-args").await,
+        json!([["path", "/tmp/x"]])
+    );
+    alice
+        .wait_for_text(
+            "#rules li.rule .rule-how",
+            &format!("Remembered approval {rule} by {ALICE}"),
+        )
+        .await;
+    assert_eq!(alice.find_all_count("#rules .rule-revoke").await, 1);
+    assert_eq!(anonymous.find_all_count("#rules .rule-revoke").await, 0);
+    assert_accessible(&alice, "the session's remembered approvals").await;
+    assert_accessible(
+        &anonymous,
+        "remembered approvals an anonymous page cannot revoke",
+    )
+    .await;
+
+    // The same call again: approved at once by the rule, and said so on the page.
+    ask_over_http(&server, "a2", &rm).await;
+    let by_rule = ended_over_http(&server, "a2").await;
+    assert_eq!(
+        (&by_rule["outcome"], &by_rule["via"], &by_rule["user"]),
+        (&json!("answered"), &json!("rule"), &json!(ALICE)),
+        "{by_rule}"
+    );
+    assert_eq!(by_rule["by"], format!("rule:{rule}"));
+    let by_rule_words = format!("Approved by remembered approval {rule} — {ALICE}");
+    alice
+        .wait_for_text(&format!("{} .card-status", finished("a2")), &by_rule_words)
+        .await;
+    unfold_history(&alice).await;
+    alice
+        .wait_for_text(
+            &format!("{} .history-who", history_entry("a2")),
+            &by_rule_words,
+        )
+        .await;
+
+    // Only some calls ruled: the ruled one shown approved, the other asked.
+    let two = json!([{"name": "rm", "args": {"path": "/tmp/x"}},
+                     {"name": "ls", "args": {"path": "/"}}]);
+    ask_over_http(&server, "p1", &two).await;
+    alice
+        .wait_for_text(
+            &format!("{} .call-ruled-text", call("p1", 0)),
+            &format!("Approved by a remembered approval of {ALICE}, for this session"),
+        )
+        .await;
+    assert_eq!(
+        alice
+            .find_all_count(&format!(r#"{} input[type="radio"]"#, call("p1", 0)))
+            .await,
+        0,
+        "nothing to decide on a ruled call"
+    );
+    assert_eq!(
+        alice
+            .find_all_count(&format!("{} .approve-all", card("p1")))
+            .await,
+        0,
+        "one call to decide: no Approve all"
+    );
+    assert!(
+        submit_disabled(&alice, "p1").await,
+        "the other call is still to decide"
+    );
+    assert_accessible(&alice, "an approval with a call already approved by a rule").await;
+    alice.click(&decision("p1", 1, "approve")).await;
+    alice.click(&submit("p1")).await;
+    let partly = ended_over_http(&server, "p1").await;
+    assert_eq!(
+        partly["response"],
+        json!({"decisions": [{"type": "approve"}, {"type": "approve"}]})
+    );
+    assert_eq!(partly["user"], ALICE);
+
+    // Revoked on the page: the list empties on both pages, and the call is asked again.
+    click_centred(&alice, "#rules .rule-revoke").await;
+    let emptied = "return document.getElementById('rules').hidden;";
+    alice.wait_until(emptied, json!([])).await;
+    anonymous.wait_until(emptied, json!([])).await;
+    assert_eq!(
+        frames_of_type(&alice, "revoke_rule").await,
+        json!([{"type": "revoke_rule", "id": rule}])
+    );
+    ask_over_http(&server, "a3", &rm).await;
+    let (status, open) = server.http("GET", "/v1/sessions/s/requests/a3", None).await;
+    assert_eq!((status, &open["state"]), (200, &json!("pending")), "{open}");
+    alice.wait_for(&decision("a3", 0, "approve")).await;
+    assert_eq!(alice.console_errors().await, Vec::<String>::new());
+    assert_eq!(anonymous.console_errors().await, Vec::<String>::new());
+}
