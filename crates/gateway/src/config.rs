@@ -124,6 +124,8 @@ pub const DEFAULT_APPROVAL_RULE_TTL: Duration =
     Duration::from_millis(askgate_protocol::approval::rules::DEFAULT_RULE_TTL_MS);
 /// Most remembered approvals one session, or one agent key, holds at once.
 pub const MAX_RULES_PER_SCOPE: usize = 100;
+/// Most bytes of arguments (as JSON) a remembered approval of the same arguments keeps.
+pub const MAX_RULE_ARGS_BYTES: usize = 16 * 1024;
 
 /// Every limit, in one place.
 #[derive(Clone, Debug)]

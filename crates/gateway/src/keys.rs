@@ -139,10 +139,17 @@ pub struct AgentKey {
 
 impl AgentKey {
     /// What names the key where it must be named without being given away (a remembered
-    /// approval's `key`): `k` and the first 12 hex digits of its SHA-256.
-    pub fn id(&self) -> String {
-        let digest = crate::audit::chain::sha256_hex(self.secret.as_bytes());
-        format!("k{}", &digest[..12])
+    /// approval's `key`): `k` and the first 12 hex digits of its HMAC-SHA256 under the
+    /// gateway's `secret` (so that the id tells nothing of a weak key to one without it; the
+    /// same on every node that shares the secret).
+    pub fn id(&self, secret: &[u8]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(b"agent-key:");
+        mac.update(self.secret.as_bytes());
+        let digest = mac.finalize().into_bytes();
+        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        format!("k{hex}")
     }
 
     /// A key that acts on every session.
@@ -207,6 +214,8 @@ pub struct AgentKeys {
     operators: Vec<AgentKey>,
     /// The public URL's host, lowercase: agents may reach the gateway by it too.
     public_host: Option<String>,
+    /// What the keys' ids are made with ([`AgentKey::id`]): the gateway's secret.
+    id_secret: Vec<u8>,
 }
 
 impl AgentKeys {
@@ -219,7 +228,15 @@ impl AgentKeys {
             keys: keys.to_vec(),
             operators: Vec::new(),
             public_host: Some(host_name(authority).to_ascii_lowercase()).filter(|h| !h.is_empty()),
+            id_secret: Vec::new(),
         }
+    }
+
+    /// These, their ids ([`AgentKey::id`]) made with `secret`, the gateway's.
+    #[must_use]
+    pub fn with_id_secret(mut self, secret: &[u8]) -> Self {
+        self.id_secret = secret.to_vec();
+        self
     }
 
     /// Whether the request with `headers` may act as an agent, and if so on which sessions
@@ -261,7 +278,7 @@ impl AgentKeys {
                 .iter()
                 .find(|key| constant_time_eq(key.secret.as_bytes(), presented.as_bytes()))
         });
-        found.map_or_else(|| LOCAL_KEY_ID.to_owned(), AgentKey::id)
+        found.map_or_else(|| LOCAL_KEY_ID.to_owned(), |key| key.id(&self.id_secret))
     }
 
     /// The ids of every agent key (only [`LOCAL_KEY_ID`] in local mode).
@@ -269,7 +286,11 @@ impl AgentKeys {
         if self.keys.is_empty() {
             return vec![LOCAL_KEY_ID.to_owned()];
         }
-        let mut ids: Vec<String> = self.keys.iter().map(AgentKey::id).collect();
+        let mut ids: Vec<String> = self
+            .keys
+            .iter()
+            .map(|key| key.id(&self.id_secret))
+            .collect();
         ids.sort();
         ids.dedup();
         ids

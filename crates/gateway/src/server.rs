@@ -242,7 +242,11 @@ async fn build_with_parts(
         metrics,
         notifier.clone(),
     );
-    hub.set_agent_key_ids(AgentKeys::new(&config.agent_keys, public_url).key_ids());
+    hub.set_agent_key_ids(
+        AgentKeys::new(&config.agent_keys, public_url)
+            .with_id_secret(&config.secret)
+            .key_ids(),
+    );
     let restored = hub.restore(records).await;
     hub.restore_followers(followers);
     if let Some(notifier) = &notifier {
@@ -262,7 +266,8 @@ async fn build_with_parts(
     Ok(AppState {
         hub,
         agent_keys: AgentKeys::new(&config.agent_keys, public_url)
-            .with_operators(&config.operator_keys),
+            .with_operators(&config.operator_keys)
+            .with_id_secret(&config.secret),
         shutdown: CancellationToken::new(),
         tracker: TaskTracker::new(),
         web: WebAssets {

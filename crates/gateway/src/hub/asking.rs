@@ -211,7 +211,8 @@ impl Hub {
         let covering = if remember.is_empty() {
             Vec::new()
         } else {
-            self.rules_covering(&session_id, key_id, calls).await
+            self.rules_covering(&session_id, key_id, calls, answerers.as_deref())
+                .await
         };
         let all_ruled = !covering.is_empty() && covering.iter().all(Option::is_some);
         let ruled = covering

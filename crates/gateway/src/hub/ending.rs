@@ -27,7 +27,7 @@ use super::auditing::counted_refusals;
 use super::peers::frame::Frame;
 use super::peers::links::TabHandle;
 use super::request::EntryState;
-use super::rules::{self, RulesToMake};
+use super::rules::{self, RuleChanges, RulesToMake};
 use super::session::Session;
 use super::voting::{self, Counted, VoteCast};
 use crate::audit::{Note, RULE_BY_PREFIX};
@@ -102,6 +102,8 @@ struct Resolution {
     pub(super) deadline_ms: Option<u64>,
     /// Where the `Resolve` is among the ops committed (a deciding vote's come first).
     pub(super) resolve_at: usize,
+    /// The rules the answer made, riding in its commit: held here once it is kept.
+    pub(super) rules: Vec<(String, Vec<String>, askgate_protocol::approval::rules::Rule)>,
 }
 
 /// Why an ending did not take.
@@ -280,6 +282,13 @@ impl Hub {
             if_late,
         });
         ops.extend(notify.clone());
+        // The rules the answer asked for ride after it: made only with it.
+        let rules = match to_make {
+            Some(to_make) => self.rule_changes(to_make).await,
+            None => RuleChanges::default(),
+        };
+        let made_rules = !rules.ops.is_empty();
+        ops.extend(rules.ops);
         let ending = Resolution {
             session: session.clone(),
             id: id.clone(),
@@ -287,6 +296,7 @@ impl Hub {
             asked_at_ms,
             deadline_ms,
             resolve_at,
+            rules: rules.book,
         };
         let ended = self
             .commit_then(ops, move |hub, committed| {
@@ -301,8 +311,8 @@ impl Hub {
                 notifier.not_committed(op);
             }
         }
-        if let (Ok(_), Some(to_make)) = (&ended, to_make) {
-            self.make_rules(to_make).await;
+        if ended.is_ok() && made_rules {
+            self.tell_rules(session).await;
         }
         // After the ending, whether it was kept or not: the counts are of what happened.
         self.record_notes(counted).await;
@@ -374,7 +384,10 @@ impl Hub {
                 entry,
                 person,
                 response,
-                u64::try_from(self.limits.approval_rule_ttl.as_millis()).unwrap_or(u64::MAX),
+                (
+                    &self.limits.approval_rules,
+                    u64::try_from(self.limits.approval_rule_ttl.as_millis()).unwrap_or(u64::MAX),
+                ),
             )?,
             _ => None,
         };
@@ -555,6 +568,7 @@ impl Hub {
             asked_at_ms,
             deadline_ms,
             resolve_at,
+            rules,
         } = ending;
         let (session, id) = (&session, &id);
         // A deciding vote comes first: not kept, the ending after it was not made.
@@ -575,6 +589,11 @@ impl Hub {
                 return Err(Refusal::Unknown);
             };
             return Err(state.vote_not_kept(id, vote));
+        }
+        // Kept with the ending: held before the agent hears its outcome, so that its next
+        // identical ask finds them.
+        if matches!(verdict, Ok(Verdict::Won { .. } | Verdict::Done)) {
+            self.rules_kept(rules);
         }
         let mut sessions = self.lock();
         let entry = sessions

@@ -35,6 +35,7 @@ impl Hub {
         records.sort_by_key(|r| r.resolution.as_ref().map_or(r.asked_at_ms, |r| r.at_ms));
         let mut restored = Restored::default();
         let mut overdue = Vec::new();
+        let mut ruled = Vec::new();
         {
             let mut sessions = self.lock();
             for record in records {
@@ -51,7 +52,13 @@ impl Hub {
                     Box::new(self.new_session(record.session.clone()))
                 });
                 let (session_id, id) = (record.session.clone(), record.id.clone());
+                // Asked for rules to answer at once, and stopped before they did.
+                let all_ruled = record
+                    .ruled
+                    .as_ref()
+                    .is_some_and(|calls| calls.iter().all(Option::is_some));
                 match session.admit_record(record, questions, Arrival::Restored) {
+                    Admitted::Open if all_ruled => ruled.push((session_id, id)),
                     Admitted::Open => restored.open += 1,
                     Admitted::Overdue => overdue.push((session_id, id)),
                     Admitted::Resolved => restored.resolved += 1,
@@ -66,6 +73,12 @@ impl Hub {
             .map(|(session, id)| self.resolve(session, id, Ending::TimedOut));
         let timed_out = futures_util::future::join_all(timing_out).await;
         restored.timed_out += timed_out.iter().filter(|ended| ended.is_ok()).count();
+        let answering = ruled
+            .iter()
+            .map(|(session, id)| self.resolve(session, id, Ending::ByRule));
+        let answered = futures_util::future::join_all(answering).await;
+        restored.resolved += answered.iter().filter(|ended| ended.is_ok()).count();
+        restored.open += answered.iter().filter(|ended| ended.is_err()).count();
         restored
     }
 }
@@ -94,8 +107,14 @@ impl Hub {
                 .or_default()
                 .push((field.field, field.value));
         }
+        let mut expired = Vec::new();
         for (key, fields) in rules {
-            self.rule_book.restore(key, fields);
+            expired.extend(self.rule_book.restore(key, fields));
+        }
+        if !expired.is_empty()
+            && let Err(error) = self.store_commit(expired).await
+        {
+            tracing::warn!(%error, "expired remembered approvals could not be forgotten; they will be when the next rule is made");
         }
         let mut sessions = self.lock();
         for (key, fields) in by_request {

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use askgate_protocol::approval::Call;
 use askgate_protocol::approval::decisions::remembered;
-use askgate_protocol::approval::rules::{Made, Rule, RuleScope, RuledCall};
+use askgate_protocol::approval::rules::{Made, Rule, RuleArgs, RuleScope, RuledCall};
 use askgate_protocol::wire::{ToTab, Via};
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId, ValidationErrors};
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ use super::peers::links::TabHandle;
 use super::request::Entry;
 use crate::audit::{Event, Note, Who};
 use crate::clock::now_ms;
-use crate::config::MAX_RULES_PER_SCOPE;
+use crate::config::{MAX_RULE_ARGS_BYTES, MAX_RULES_PER_SCOPE};
 use crate::keys::LOCAL_KEY_ID;
 use crate::people::Person;
 use crate::store::{KeptTable, StoreError, StoreOp};
@@ -72,10 +72,24 @@ impl RuleBook {
         change(&mut book)
     }
 
-    /// Takes the rules of kept fields read back at a restart.
-    pub(super) fn restore(&self, key: String, fields: Vec<(String, String)>) {
-        let rules = read_rules(fields);
-        self.with(|book| book.entry(key).or_default().extend(rules));
+    /// Takes the rules of kept fields read back at a restart; the store changes that forget
+    /// those expired meanwhile.
+    pub(super) fn restore(&self, key: String, fields: Vec<(String, String)>) -> Vec<StoreOp> {
+        let now = now_ms();
+        let (live, expired): (Vec<Rule>, Vec<Rule>) = read_rules(fields)
+            .into_iter()
+            .partition(|rule| rule.expires_ms > now);
+        let forget = expired
+            .into_iter()
+            .map(|rule| StoreOp::Keep {
+                table: KeptTable::Rules,
+                key: key.clone(),
+                field: rule.id,
+                value: None,
+            })
+            .collect();
+        self.with(|book| book.entry(key).or_default().extend(live));
+        forget
     }
 }
 
@@ -86,6 +100,14 @@ pub(super) struct RulesToMake {
     pub(super) id: RequestId,
     pub(super) user: String,
     pub(super) rules: Vec<Rule>,
+}
+
+/// The rules an ending makes: the store changes, riding in its commit, and the change to a
+/// local store's rules held here once kept (key, the rules it forgets, the rule).
+#[derive(Debug, Default)]
+pub(super) struct RuleChanges {
+    pub(super) ops: Vec<StoreOp>,
+    pub(super) book: Vec<(String, Vec<String>, Rule)>,
 }
 
 /// A rule revoked: what it was, and who revoked it.
@@ -176,6 +198,7 @@ impl Hub {
         session: &SessionId,
         key_id: &str,
         calls: &[Call],
+        answerers: Option<&[String]>,
     ) -> Vec<Option<Rule>> {
         let mut rules = Vec::new();
         for scope in &self.limits.approval_rules {
@@ -190,24 +213,32 @@ impl Hub {
                 }
             }
         }
+        // A rule acts as its maker: only where they may answer now (the ask's answerers, the
+        // groups as the operator has them today).
+        rules.retain(|rule| {
+            let maker = Person::named(&rule.user, Via::PersonalLink);
+            self.people.may_answer(&maker, answerers).is_ok()
+        });
         askgate_protocol::approval::rules::covered(&rules, calls, now_ms())
             .into_iter()
             .map(|rule| rule.cloned())
             .collect()
     }
 
-    /// Keeps the rules an approval asked for, once its ending won: each with a `rule_made`
-    /// entry in its session's trail; the expired and the oldest beyond the most a scope
-    /// holds are forgotten in the same commit.
-    pub(super) async fn make_rules(&self, made: RulesToMake) {
+    /// The store changes that keep the rules an approval asked for, each with a `rule_made`
+    /// entry in its session's trail, and with them the forgetting of the expired and of the
+    /// oldest beyond the most a scope holds. They ride in the commit of the ending that asked
+    /// for them, after it: an ending that does not win makes none (a shared store stops a
+    /// commit at an ending that lost), and the rules are kept before the agent hears its
+    /// outcome, so that its next identical ask finds them.
+    pub(super) async fn rule_changes(&self, made: RulesToMake) -> RuleChanges {
         let RulesToMake {
             session,
             id,
             user,
             rules,
         } = made;
-        let mut ops = Vec::new();
-        let mut book_changes = Vec::new();
+        let mut changes = RuleChanges::default();
         for rule in rules {
             let key = rules_key(rule.scope, &rule.session, &rule.key);
             let existing = match self.store.shared() {
@@ -233,20 +264,20 @@ impl Hub {
                 .map(|rule| rule.id.clone())
                 .collect();
             for old in &forgotten {
-                ops.push(StoreOp::Keep {
+                changes.ops.push(StoreOp::Keep {
                     table: KeptTable::Rules,
                     key: key.clone(),
                     field: old.clone(),
                     value: None,
                 });
             }
-            ops.push(StoreOp::Keep {
+            changes.ops.push(StoreOp::Keep {
                 table: KeptTable::Rules,
                 key: key.clone(),
                 field: rule.id.clone(),
                 value: Some(serde_json::to_string(&rule).unwrap_or_default()),
             });
-            ops.push(StoreOp::Note(Note {
+            changes.ops.push(StoreOp::Note(Note {
                 session: session.clone(),
                 id: Some(id.clone()),
                 at_ms: rule.created_ms,
@@ -259,28 +290,24 @@ impl Hub {
                     rule: serde_json::to_value(&rule).unwrap_or_default(),
                 },
             }));
-            book_changes.push((key, forgotten, rule));
+            changes.book.push((key, forgotten, rule));
         }
-        if ops.is_empty() {
+        changes
+    }
+
+    /// Once the commit carrying `book` is kept: a local store's rules held here take it (a
+    /// shared store's are read from it).
+    pub(super) fn rules_kept(&self, book: Vec<(String, Vec<String>, Rule)>) {
+        if self.store.shared().is_some() {
             return;
         }
-        match self.store_commit(ops).await {
-            Ok(_) => {
-                if self.store.shared().is_none() {
-                    self.rule_book.with(|book| {
-                        for (key, forgotten, rule) in book_changes {
-                            let rules = book.entry(key).or_default();
-                            rules.retain(|kept| !forgotten.contains(&kept.id));
-                            rules.push(rule);
-                        }
-                    });
-                }
-                self.tell_rules(&session).await;
+        self.rule_book.with(|held| {
+            for (key, forgotten, rule) in book {
+                let rules = held.entry(key).or_default();
+                rules.retain(|kept| !forgotten.contains(&kept.id));
+                rules.push(rule);
             }
-            Err(error) => {
-                tracing::error!(%session, request = %id, %error, "a remembered approval could not be kept");
-            }
-        }
+        });
     }
 
     /// The rules of `session` (made `for the rest of this session`), unexpired, oldest first.
@@ -449,8 +476,16 @@ pub(super) fn rules_asked(
     entry: &Entry,
     person: &Person,
     response: &Value,
-    ttl_ms: u64,
+    settings: (&[RuleScope], u64),
 ) -> Result<Option<RulesToMake>, Refusal> {
+    // What the request allowed when asked, and the gateway still allows.
+    let (allowed_now, ttl_ms) = settings;
+    let allowed: Vec<RuleScope> = entry
+        .remember
+        .iter()
+        .copied()
+        .filter(|scope| allowed_now.contains(scope))
+        .collect();
     let calls = entry.questions.approval_calls();
     if calls.is_empty() {
         return Ok(None);
@@ -471,16 +506,15 @@ pub(super) fn rules_asked(
         }
         let path = format!("response.decisions[{index}].remember");
         let refuse = |message: String| FieldError::new(&path, ErrorCode::InvalidValue, message);
-        if !entry.remember.contains(&remember.scope) {
-            errors.push(refuse(if entry.remember.is_empty() {
+        if !allowed.contains(&remember.scope) {
+            errors.push(refuse(if allowed.is_empty() {
                 "this request's approvals cannot be remembered (the gateway keeps no rules, \
                  the ask said `rules: false`, or it needs a quorum)"
                     .to_owned()
             } else {
                 format!(
                     "this gateway remembers approvals only {} (--approval-rules)",
-                    entry
-                        .remember
+                    allowed
                         .iter()
                         .map(|scope| match scope {
                             RuleScope::Session => "for the session",
@@ -490,6 +524,18 @@ pub(super) fn rules_asked(
                         .join(" or ")
                 )
             }));
+            continue;
+        }
+        let args_bytes = serde_json::to_string(&call.args).map_or(0, |text| text.len());
+        if remember.args == RuleArgs::Same && args_bytes > MAX_RULE_ARGS_BYTES {
+            errors.push(FieldError::new(
+                format!("response.decisions[{index}].args"),
+                ErrorCode::InvalidValue,
+                format!(
+                    "this call's arguments are {args_bytes} bytes, more than a rule keeps \
+                     ({MAX_RULE_ARGS_BYTES}): remember any arguments to this tool, or none"
+                ),
+            ));
             continue;
         }
         let Some(user) = person.name() else {

@@ -250,8 +250,11 @@ impl KeptTable {
                 Some(std::time::Duration::from_secs(3600))
             }
             KeptTable::SlackMessages => Some(std::time::Duration::from_secs(91 * 86_400)),
-            // A rule's own `expires_ms` ends it; making one clears those past it.
-            KeptTable::PushSubscriptions | KeptTable::Votes | KeptTable::Rules => None,
+            // A rule's own `expires_ms` ends it (making one clears those past it); a key's
+            // rules have all ended a year and a day after its last write (the longest
+            // `--approval-rule-ttl-s`), and it goes then.
+            KeptTable::Rules => Some(std::time::Duration::from_secs(366 * 86_400)),
+            KeptTable::PushSubscriptions | KeptTable::Votes => None,
         }
     }
 

@@ -79,7 +79,7 @@ impl Remember {
         };
         match scope {
             Some(scope) => Ok(Some(Remember { scope, args })),
-            None if fields.contains_key("args") => Err(FieldError::new(
+            None if fields.get("args").is_some_and(|args| !args.is_null()) => Err(FieldError::new(
                 key_path(path, "args"),
                 ErrorCode::InvalidValue,
                 "takes effect only with `remember`",
@@ -144,9 +144,10 @@ impl Rule {
     }
 
     /// Whether it approves `call` at `now_ms`: the same tool, the same arguments unless it
-    /// takes any, and not expired.
+    /// takes any, not expired, and a call the person may approve at all.
     pub fn matches(&self, call: &Call, now_ms: u64) -> bool {
         now_ms < self.expires_ms
+            && call.decisions.contains(&super::DecisionKind::Approve)
             && self.tool == call.name
             && self.args.as_ref().is_none_or(|args| *args == call.args)
     }
@@ -247,6 +248,7 @@ mod tests {
             read(&json!({"args": "any"})),
             Err("response.decisions[0].args: takes effect only with `remember`".into())
         );
+        assert_eq!(read(&json!({"args": null, "remember": null})), Ok(None));
     }
 
     #[test]
@@ -268,6 +270,15 @@ mod tests {
         assert!(!rule.matches(&call("rm", &json!({"path": "/etc"})), 1_000));
         assert!(!rule.matches(&call("ls", &json!({"path": "/tmp/x"})), 1_000));
         assert!(!rule.matches(&rm, 1_500), "expired");
+        let rejects_only = validate_calls(&json!([
+            {"name": "rm", "args": {"path": "/tmp/x"}, "decisions": ["reject", "respond"]}
+        ]))
+        .unwrap()
+        .remove(0);
+        assert!(
+            !rule.matches(&rejects_only, 1_000),
+            "a call that cannot be approved"
+        );
         let any = Rule::of(
             "2".into(),
             &rm,

@@ -1815,3 +1815,36 @@ async fn a_page_lists_its_rules_and_a_named_person_revokes_one() {
         (&json!(ALICE), &json!("personal-link"))
     );
 }
+
+/// A rule acts as its maker: it approves nothing its maker may not answer (here an ask for
+/// bob alone); and a rule keeps arguments only up to its limit.
+#[tokio::test]
+async fn a_rule_answers_only_where_its_maker_may_and_keeps_bounded_arguments() {
+    let mut rig = rig();
+    remember_rm(&mut rig, json!({"remember": "session"})).await;
+    let for_bob = CheckedAsk {
+        answerers: Some(vec![BOB.to_owned()]),
+        ..ask_approval("bobs", &[rm_tmp()], true)
+    };
+    rig.hub.ask(for_bob, Some(&rig.agent)).await;
+    assert_eq!(types(&rig.agent_frames()), ["accepted"]);
+    assert_eq!(rig.state("bobs"), Some("open"), "alice may not answer it");
+
+    let big = (
+        "write",
+        json!({"text": "x".repeat(crate::config::MAX_RULE_ARGS_BYTES)}),
+    );
+    rig.hub
+        .ask(ask_approval("big", &[big], true), Some(&rig.agent))
+        .await;
+    let (alice, _) = tab_of(&rig, ALICE);
+    let same = json!({"decisions": [{"type": "approve", "remember": "session"}]});
+    let refused = alice.answer("big", same).await.expect("refused");
+    let frame: Value = serde_json::from_str(&refused.frame.text()).unwrap();
+    assert_eq!(frame["errors"][0]["path"], "response.decisions[0].args");
+    let any = json!({"decisions": [{"type": "approve", "remember": "session", "args": "any"}]});
+    assert!(
+        alice.answer("big", any).await.is_none(),
+        "any arguments keeps none"
+    );
+}

@@ -392,6 +392,7 @@ impl Inner {
                 .as_ref()
                 .map(|(won, late)| (won.as_slice(), late.as_slice()));
             let was_vote = matches!(op, StoreOp::Vote { .. });
+            let was_ending = matches!(op, StoreOp::Resolve { .. });
             let verdict = match op {
                 StoreOp::Put(request) => {
                     self.put(&request, with.map_or(&[][..], |(won, _)| won))
@@ -425,9 +426,11 @@ impl Inner {
                     self.follow_up(&op, deliveries).await?
                 }
             };
-            // A vote not kept (counted on votes that changed, or on a request that ended) stops
-            // the commit: what follows it (the ending a deciding vote makes) rests on it.
-            let stopped = was_vote && verdict != Verdict::Done;
+            // A vote not kept (counted on votes that changed, or on a request that ended), or an
+            // ending that did not win, stops the commit: what follows rests on it (the ending a
+            // deciding vote makes, the rules an answer asked for).
+            let stopped = (was_vote && verdict != Verdict::Done)
+                || (was_ending && !matches!(verdict, Verdict::Won { .. }));
             verdicts.push(verdict);
             if notify.is_some() {
                 verdicts.push(Verdict::Done);
