@@ -12,6 +12,7 @@ import {
 import { renderErrors } from './readiness.js';
 import { dropFinished, fold, listFinished } from './finished.js';
 import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
+import { askForRules, dropRules, onRules, onRulesError } from './rules.js';
 import { setYou } from './people.js';
 import { onFollowing, showFollow } from './follow.js';
 import { showPush } from './push.js';
@@ -108,6 +109,7 @@ function onClose(ws, event) {
     for (const rec of [...state.cards.values()]) removeCard(rec);
     dropFinished();
     dropHistory();
+    dropRules();
     setYou(null);
     showFollow();
     showPush();
@@ -154,7 +156,9 @@ const HANDLERS = {
   history: onHistory,
   presence: (f) => renderPresence(f.tabs, f.agent_online, true),
   following: onFollowing,
-  error: (f) => toast(f.message || f.code || 'Something went wrong.'),
+  rules: onRules,
+  // A refused revocation is said beside the list of rules; every other error in a toast.
+  error: (f) => onRulesError(f) || toast(f.message || f.code || 'Something went wrong.'),
 };
 
 function onMessage(data) {
@@ -239,6 +243,8 @@ function onSnapshot(f) {
   tick();
   // Once a snapshot, then kept up from `resolved` frames: a tab may send only so many frames.
   askForHistory();
+  // Once a snapshot, then kept up from the `rules` frames every change brings.
+  askForRules();
 }
 
 // The card of request `view`, if there is one. A card just finished under the same id but

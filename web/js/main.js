@@ -17,8 +17,7 @@
  *     approval.js    tool-call approvals: each call's name, description and arguments, and
  *                    its decision (approve / edit / reject / respond); "Approve all";
  *                    remembering an approval (for the session, or always for the agent
- *                    key), calls rules already approved, and the session's remembered
- *                    approvals listed under the questions, each revocable
+ *                    key), calls rules already approved
  *       argtree.js     a call's arguments as an inert tree, long values folded
  *       argedit.js     editing them (a form for a flat schema, else JSON), what changed
  *       argcheck.js    the JSON Schema keywords askgate checks an edit against
@@ -35,6 +34,8 @@
  *                  an ending names whoever ended it
  *   history.js     the session's last 50 ended requests, folded: what was asked and
  *                  answered, by whom, how they were known, and when
+ *   rules.js       the session's remembered approvals, listed under the questions, each
+ *                  revocable by a named person
  *   status.js      header status, notice and toast, announcements, notifications,
  *                  unseen-count title
  *   follow.js      the "Follow this session" switch, for a named person
@@ -50,7 +51,7 @@
 import { state, ui } from './page.js';
 import { connect, loadTabId, readLocation } from './connection.js';
 import { tick } from './cards.js';
-import { setupRules } from './approval.js';
+import { setupRules } from './rules.js';
 import { clearFinished } from './finished.js';
 import { setupFollow } from './follow.js';
 import { setupPush } from './push.js';

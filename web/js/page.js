@@ -3,21 +3,12 @@
  * history and both dialects build with, and the one way to send a frame on the socket.
  */
 
-// The socket connection.js has open, and who is handed each new one (onNewSocket).
-let socket = null;
-const socketWatchers = [];
-
 export const state = {
   session: '', key: '', tab: '',
   pastTabs: new Set(), // ids this page was given before the gateway gave it another
   tabGranted: false, // whether `tab` is the gateway's answer, not only the id asked for
   maxFrameBytes: 64 * 1024, // the gateway's limit on a tab's frame, from the snapshot
-  get ws() { return socket; },
-  set ws(ws) {
-    socket = ws;
-    if (ws) socketWatchers.forEach((watch) => watch(ws));
-  },
-  attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
+  ws: null, attempt: 0, retryTimer: 0, retryAt: 0, lostReason: '',
   offset: 0, // server clock minus local clock, from the last snapshot
   helloSentAt: 0, // when this page last said hello (local clock)
   synced: false, // a snapshot has arrived, so "no cards" really means no questions
@@ -33,13 +24,6 @@ export const state = {
 };
 
 export const ui = {};
-
-// Hands `watch` each socket the page opens from now on, before any frame arrives on it: for a
-// module that hears frames connection.js does not route to it (the remembered approvals' list,
-// until connection.js's table of handlers has them).
-export function onNewSocket(watch) {
-  socketWatchers.push(watch);
-}
 
 // The explicit direction controls, with the short name each is shown as. Inside its own
 // isolated span an override still reverses what it covers ("\u202Efdp.exe" reads "exe.pdf"),

@@ -113,6 +113,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/approval.js"),
     ),
     (
+        "js/rules.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/rules.js"),
+    ),
+    (
         "js/argtree.js",
         JAVASCRIPT,
         include_str!("../../../web/js/argtree.js"),
