@@ -112,9 +112,9 @@ impl Hub {
         notifier: Option<Arc<Notifier>>,
     ) -> Arc<Self> {
         let replica = Replica::of(&*store, &metrics);
-        // Orphaning needs to know the agent everywhere it may come back; on a shared store
-        // it may come back to another node, which this node does not hear of yet.
-        let orphans_here = replica.is_none();
+        // On a shared store every node judges from the store's presence whether a request's
+        // agent waits on some node (`Session::judge_agents`).
+        let orphans_here = true;
         Arc::new_cyclic(|hub| Hub {
             ledger: Arc::new(
                 Ledger::new(Arc::clone(&metrics), Weak::clone(hub)).with_orphans(

@@ -201,7 +201,10 @@ impl Hub {
                         let records = shared.load_session(&session).await;
                         // This node holds no part of it: writing no presence only reads the
                         // others'.
-                        let presence = shared.presence(&session, Presence::default()).await;
+                        let presence = shared
+                            .presence(&session, Presence::default(), Vec::new())
+                            .await
+                            .map(|(presence, _)| presence);
                         (session, records.and_then(|r| presence.map(|p| (r, p))))
                     }
                 })

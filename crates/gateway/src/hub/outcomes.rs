@@ -131,6 +131,11 @@ impl Hub {
         stage: OrphanStage,
         generation: u64,
     ) {
+        if stage == OrphanStage::Grace {
+            // On a shared store the agent may wait on another node: asked the store now, not
+            // as it was at this node's last upkeep.
+            self.share_presence_of(session).await;
+        }
         let still_orphaned = {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {

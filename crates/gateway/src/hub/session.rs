@@ -142,6 +142,19 @@ impl Session {
         }
     }
 
+    /// The open requests whose agent waits here (its asking socket, or a long-poll), sorted:
+    /// what this node tells the other nodes of a shared store it holds.
+    pub(super) fn held_here(&self) -> Vec<RequestId> {
+        let mut held: Vec<RequestId> = self
+            .requests
+            .values()
+            .filter(|entry| entry.is_open() && (entry.asker.is_some() || entry.polls > 0))
+            .map(|entry| entry.id.clone())
+            .collect();
+        held.sort();
+        held
+    }
+
     /// What tabs are shown: this node's tabs and agents, and on a shared store the other
     /// nodes' as they last reported them.
     pub(super) fn shown_presence(&self) -> (usize, bool) {

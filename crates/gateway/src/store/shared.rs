@@ -192,8 +192,14 @@ pub trait Shared: Send + Sync + 'static {
     fn settle_claim(&self, claim: DueClaim, next_ms: Option<u64>) -> StoreFuture<'static, ()>;
 
     /// Writes this node's presence in `session` (kept for a while, so that a node that dies
-    /// stops counting) and returns the other nodes' that are still live.
-    fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence>;
+    /// stops counting), with the requests whose agent waits here (`held`), and returns the
+    /// other nodes' that are still live, and the requests they hold.
+    fn presence(
+        &self,
+        session: &SessionId,
+        here: Presence,
+        held: Vec<RequestId>,
+    ) -> StoreFuture<'static, (Presence, Vec<RequestId>)>;
 
     /// How long a presence entry counts after it was written.
     fn presence_ttl(&self) -> Duration;

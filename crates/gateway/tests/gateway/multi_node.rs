@@ -890,3 +890,91 @@ async fn on_redis_a_quorum_counts_each_vote_once_across_nodes_even_at_once() {
         assert_eq!(of, ["voted", "voted", "answered"], "{id}");
     }
 }
+
+/// Orphaning on Redis: every node judges from the store's presence whether a request's agent
+/// waits on some node. An agent that moves to another node and re-asks keeps its request live
+/// on both; once it is gone from every node, both nodes' tabs see the request orphaned, and it
+/// is withdrawn once, by the gateway, after `--orphan-withdraw-after-s`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_request_is_orphaned_only_once_its_agent_is_gone_from_every_node() {
+    let grace = Duration::from_secs(1);
+    let cluster = Cluster::start_with(
+        2,
+        &["--agent-grace-s", "1", "--orphan-withdraw-after-s", "2"],
+    )
+    .await;
+    let (a, b) = (&cluster.nodes[0], &cluster.nodes[1]);
+    let (mut first, viewer) = a.agent_opening("moving").await;
+    let (mut tab_a, _) = a.tab("moving", &viewer).await;
+    let (mut tab_b, _) = b.tab("moving", &viewer).await;
+    let asked = ask("moving", "r1", &["Color"], None);
+    first.send(&asked).await;
+    first.recv_until("accepted").await;
+    tab_a.recv_about("request", "r1").await;
+    tab_b.recv_about("request", "r1").await;
+    // The agent moves: a new connection on the other node asks the same request again, and
+    // then the old one goes.
+    let (mut second, _) = b.agent_opening("moving").await;
+    second.send(&asked).await;
+    second.recv_until("accepted").await;
+    // Once node b has told the store it holds the agent too (its upkeep, within a second):
+    // both nodes' entries name r1.
+    let patience = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let entries = cluster.redis.cli(&["HVALS", "askgate:{moving}:held"]);
+        let holding = entries
+            .lines()
+            .filter(|entry| entry.split_whitespace().skip(1).any(|id| id == "r1"))
+            .count();
+        if holding == 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < patience,
+            "node b never said it holds r1: {entries}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first);
+    // Twice the grace with the agent on the other node: neither node orphans it. (Waiting is
+    // the point here: what is checked is that nothing happens in that time.)
+    let held_until = tokio::time::Instant::now() + grace * 2;
+    while let Some(frame) = tokio::time::timeout_at(held_until, tab_a.recv()).await.ok() {
+        assert_ne!(
+            frame["type"], "orphaned",
+            "orphaned while its agent was on node b"
+        );
+    }
+    if let Some(frame) = tab_b.recv_within(Duration::from_millis(1)).await {
+        assert_ne!(
+            frame["type"], "orphaned",
+            "orphaned while its agent was on node b"
+        );
+    }
+    let gone_at = tokio::time::Instant::now();
+    drop(second);
+    let orphaned_a = tab_a.recv_about("orphaned", "r1").await;
+    let orphaned_b = tab_b.recv_about("orphaned", "r1").await;
+    assert_eq!(
+        (orphaned_a["id"].as_str(), orphaned_b["id"].as_str()),
+        (Some("r1"), Some("r1"))
+    );
+    assert!(
+        gone_at.elapsed() >= grace,
+        "orphaned before its grace ran out"
+    );
+    // Withdrawn by the gateway, once.
+    let resolved = tab_b.recv_about("resolved", "r1").await;
+    assert_eq!(
+        (&resolved["outcome"], &resolved["via"]),
+        (&json!("withdrawn"), &json!("gateway")),
+        "{resolved}"
+    );
+    let (status, trail) = a.http("GET", "/v1/audit?session=moving", None).await;
+    assert_eq!(status, 200, "{trail}");
+    let withdrawals = trail
+        .lines()
+        .filter(|line| line.contains("\"event\":\"withdrawn\""))
+        .count();
+    assert_eq!(withdrawals, 1, "{trail}");
+}

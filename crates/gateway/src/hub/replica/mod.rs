@@ -102,6 +102,10 @@ pub(in crate::hub) struct SessionSync {
     pub(in crate::hub) written: Option<(Presence, Instant)>,
     /// Another node's presence changed: read it again.
     pub(in crate::hub) presence_stale: bool,
+    /// The requests whose agent waits on another node, as the store last said.
+    pub(in crate::hub) others_held: std::collections::HashSet<RequestId>,
+    /// The requests held here as last written to the store.
+    pub(in crate::hub) written_held: Vec<RequestId>,
     /// Changes to requests this node is still storing (their notice outran the store's
     /// reply to this node): applied once the ask is finished, so that the agent hears
     /// `accepted` before the outcome.

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use askgate_protocol::SessionId;
+use askgate_protocol::{RequestId, SessionId};
 
 use super::super::Hub;
 use super::super::hub_core::Sessions;
@@ -112,7 +112,7 @@ impl Hub {
                 .as_ref()
                 .is_some_and(|sync| sync.written.is_some())
             {
-                let clearing = shared.presence(id, Presence::default());
+                let clearing = shared.presence(id, Presence::default(), Vec::new());
                 tokio::spawn(async move {
                     let _ = clearing.await;
                 });
@@ -124,26 +124,49 @@ impl Hub {
     /// again, or whose other nodes' changed; tells the tabs here when what they show changes.
     async fn share_presence(&self, shared: &Arc<dyn Shared>) {
         let now = tokio::time::Instant::now();
-        let due: Vec<(SessionId, Presence)> = {
+        let due: Vec<(SessionId, Presence, Vec<RequestId>)> = {
             let sessions = self.lock();
             sessions
                 .values()
                 .filter_map(|state| {
                     let sync = state.sync.as_ref()?;
                     let here = state.presence_here();
+                    let held = state.held_here();
                     let needed = match sync.written {
-                        None => here != Presence::default() || sync.presence_stale,
+                        None => {
+                            here != Presence::default() || !held.is_empty() || sync.presence_stale
+                        }
                         Some((written, until)) => {
-                            written != here || now >= until || sync.presence_stale
+                            written != here
+                                || held != sync.written_held
+                                || now >= until
+                                || sync.presence_stale
                         }
                     };
-                    needed.then(|| (state.id.clone(), here))
+                    needed.then(|| (state.id.clone(), here, held))
                 })
                 .collect()
         };
-        for (session, here) in due {
-            self.write_presence(shared, &session, here, now).await;
+        for (session, here, held) in due {
+            self.write_presence(shared, &session, here, held, now).await;
         }
+    }
+
+    /// On a shared store: writes this node's presence in `session` now, and takes the other
+    /// nodes' back (whose agents wait where, judged again).
+    pub(in crate::hub) async fn share_presence_of(&self, session: &SessionId) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let (here, held) = {
+            let sessions = self.lock();
+            let Some(state) = sessions.get(session) else {
+                return;
+            };
+            (state.presence_here(), state.held_here())
+        };
+        let now = tokio::time::Instant::now();
+        self.write_presence(&shared, session, here, held, now).await;
     }
 
     /// Writes this node's presence `here` in `session` and takes the other nodes' back.
@@ -152,9 +175,10 @@ impl Hub {
         shared: &Arc<dyn Shared>,
         session: &SessionId,
         here: Presence,
+        held: Vec<RequestId>,
         now: tokio::time::Instant,
     ) {
-        let Ok(others) = shared.presence(session, here).await else {
+        let Ok((others, others_held)) = shared.presence(session, here, held.clone()).await else {
             return;
         };
         let mut sessions = self.lock();
@@ -164,9 +188,13 @@ impl Hub {
         if let Some(sync) = state.sync.as_mut() {
             sync.others = others;
             sync.written = Some((here, now + presence_refresh(shared.presence_ttl())));
+            sync.written_held = held;
+            sync.others_held = others_held.into_iter().collect();
             sync.presence_stale = false;
         }
         state.refresh_presence();
+        // Whose agent is where may have changed: every open request judged again.
+        state.judge_agents();
     }
 }
 

@@ -727,11 +727,14 @@ impl Session {
         let Some(entry) = self.requests.get_mut(id) else {
             return;
         };
-        let waiting = entry.asker.is_some() || entry.polls > 0;
+        let held_elsewhere = self
+            .sync
+            .as_ref()
+            .is_some_and(|sync| sync.others_held.contains(id));
+        let waiting = entry.asker.is_some() || entry.polls > 0 || held_elsewhere;
         if !matches!(entry.state, EntryState::Open)
             || waiting
             || !ledger.orphans
-            || !entry.timed_here
             || entry.orphaned_since_ms.is_some()
             || entry.orphan_timer.is_some()
         {
@@ -762,6 +765,36 @@ impl Session {
         }
     }
 
+    /// On a shared store, once the store said which requests' agents wait on other nodes:
+    /// each open request whose agent waits somewhere is `attended` (if it was orphaned, or
+    /// its grace running), each whose agent waits nowhere `unattended`.
+    pub(super) fn judge_agents(&mut self) {
+        let Some(sync) = self.sync.as_ref() else {
+            return;
+        };
+        let (mut live, mut gone) = (Vec::new(), Vec::new());
+        for entry in self.requests.values() {
+            if !matches!(entry.state, EntryState::Open) {
+                continue;
+            }
+            let somewhere =
+                entry.asker.is_some() || entry.polls > 0 || sync.others_held.contains(&entry.id);
+            // Orphaned, or its grace running.
+            let judged_gone = entry.orphaned_since_ms.is_some() || entry.orphan_timer.is_some();
+            match (somewhere, judged_gone) {
+                (true, true) => live.push(entry.id.clone()),
+                (false, false) => gone.push(entry.id.clone()),
+                _ => {}
+            }
+        }
+        for id in &live {
+            self.attended(id);
+        }
+        for id in &gone {
+            self.unattended(id);
+        }
+    }
+
     /// `Open` → `Open`, orphaned: the grace passed with no agent. Tabs get `orphaned`; a
     /// request without a deadline is withdrawn after `--orphan-withdraw-after-s`. `false` if
     /// it is not (an agent came back, it ended).
@@ -773,7 +806,11 @@ impl Session {
         if entry.orphan_generation != generation {
             return false;
         }
-        let waiting = entry.asker.is_some() || entry.polls > 0;
+        let held_elsewhere = self
+            .sync
+            .as_ref()
+            .is_some_and(|sync| sync.others_held.contains(id));
+        let waiting = entry.asker.is_some() || entry.polls > 0 || held_elsewhere;
         if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
         {
             // The grace's timer has run: its handle goes, so that a later `unattended` (the

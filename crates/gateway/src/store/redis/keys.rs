@@ -47,6 +47,11 @@ impl Keys {
         format!("{}:p", self.tagged(session))
     }
 
+    /// The requests whose agent waits on each node (a hash: node id → expiry and ids).
+    pub(super) fn held(&self, session: &SessionId) -> String {
+        format!("{}:held", self.tagged(session))
+    }
+
     /// The session's sequence number.
     pub(super) fn seq(&self, session: &SessionId) -> String {
         format!("{}:seq", self.tagged(session))

@@ -206,26 +206,51 @@ impl Inner {
         Ok(())
     }
 
-    async fn presence(&self, session: &SessionId, here: Presence) -> Result<Presence, StoreError> {
+    async fn presence(
+        &self,
+        session: &SessionId,
+        here: Presence,
+        held: &[RequestId],
+    ) -> Result<(Presence, Vec<RequestId>), StoreError> {
         let ttl_ms = u64::try_from(self.presence_ttl.as_millis()).unwrap_or(u64::MAX);
-        let (tabs, online): (usize, u8) = self
+        let held: Vec<&str> = held.iter().map(RequestId::as_str).collect();
+        let reply: Vec<redis::Value> = self
             .run(
                 "writing presence",
                 self.scripts
                     .presence
                     .key(self.keys.presence(session))
+                    .key(self.keys.held(session))
                     .arg(&self.node)
                     .arg(here.tabs)
                     .arg(u8::from(here.agent_online))
                     .arg(ttl_ms)
                     .arg(self.keys.channel(session))
-                    .arg(self.publish),
+                    .arg(self.publish)
+                    .arg(held.join(" ")),
             )
             .await?;
-        Ok(Presence {
-            tabs,
-            agent_online: online == 1,
-        })
+        let number = |value: Option<&redis::Value>| match value {
+            Some(redis::Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        let others_held = reply
+            .iter()
+            .skip(2)
+            .filter_map(|value| match value {
+                redis::Value::BulkString(bytes) => std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(|id| RequestId::parse(id).ok()),
+                _ => None,
+            })
+            .collect();
+        Ok((
+            Presence {
+                tabs: number(reply.first()),
+                agent_online: number(reply.get(1)) == 1,
+            },
+            others_held,
+        ))
     }
 
     async fn settle_claim(&self, claim: &DueClaim, next_ms: Option<u64>) -> Result<(), StoreError> {
@@ -340,9 +365,14 @@ impl Shared for SharedSide {
         Box::pin(async move { inner.settle_claim(&claim, next_ms).await })
     }
 
-    fn presence(&self, session: &SessionId, here: Presence) -> StoreFuture<'static, Presence> {
+    fn presence(
+        &self,
+        session: &SessionId,
+        here: Presence,
+        held: Vec<RequestId>,
+    ) -> StoreFuture<'static, (Presence, Vec<RequestId>)> {
         let (inner, session) = (Arc::clone(&self.inner), session.clone());
-        Box::pin(async move { inner.presence(&session, here).await })
+        Box::pin(async move { inner.presence(&session, here, &held).await })
     }
 
     fn presence_ttl(&self) -> Duration {
