@@ -335,7 +335,9 @@ class Asking:
     `session` (with its `key`); the requests' `title`, gateway deadline (`timeout_s`: the calls
     are then rejected with `TIMED_OUT_MESSAGE`), `answerers`, and `remind_after_s` and
     `escalate` (see `Client.ask`); `default`, what every call is decided as if nobody answers
-    before the deadline (`"approve"` or `"reject"`; it needs `timeout_s`); `wait`, the bound on the whole
+    before the deadline (`"approve"` or `"reject"`; it needs `timeout_s`); `rules=False`, for
+    calls that must always be asked (no approval a person had the gateway remember answers
+    them); `wait`, the bound on the whole
     wait here (`NotAnswered`, nothing acknowledged: ask again later, the same calls get the same
     request); `on_posted`, called with the posted requests before the wait."""
 
@@ -351,6 +353,7 @@ class Asking:
     escalate: Mapping[str, Any] | None = None
     on_posted: OnPosted | None = None
     default: DefaultDecision | None = None
+    rules: bool = True
 
     def __post_init__(self) -> None:
         if self.default not in (None, "approve", "reject"):
@@ -394,6 +397,7 @@ class Asking:
                     default=None
                     if self.default is None
                     else {"decisions": [{"type": self.default} for _ in chunk]},
+                    rules=self.rules,
                 ),
                 len(chunk),
             )

@@ -115,6 +115,8 @@ class _Ask:
     """`remind_after_s` and `escalate`, checked (see `_wire.follow_ups`)."""
     default: Any = None
     """The answer given should the deadline pass with none."""
+    rules: bool = True
+    """`False`: no remembered approval answers it."""
     deadline: float | None
     """Loop time of the gateway deadline; re-sends ask for what is left of it."""
     future: asyncio.Future[Outcome]
@@ -138,6 +140,8 @@ class _Ask:
         if self.answerers is not None:
             frame["answerers"] = list(self.answerers)
         frame.update(self.follow_ups)
+        if not self.rules:
+            frame["rules"] = False
         if self.default is not None:
             frame["default"] = self.default
         return frame
@@ -291,6 +295,7 @@ class Client:
         remind_after_s: float | None = None,
         escalate: Mapping[str, Any] | None = None,
         default: Any = None,
+        rules: bool = True,
     ) -> Outcome:
         """Ask `questions` in `session` and wait for the outcome. With `dialect="approval"`,
         `questions` is the list of tool calls to approve, sent as the ask's `calls`.
@@ -303,7 +308,9 @@ class Client:
         what is left of it). `default` is the answer given if nobody answers by then, in the shape
         a tab answers in (harness `{"answers": [...]}`, approval `{"decisions": [...]}`, form
         `{"action": "accept", "content": {...}}` or `{"action": "decline"}`): the outcome is then
-        that answer, with `by` and `via` `"default"`; it needs `timeout_s`. Raises `AskRejected` when the gateway refuses the ask (as
+        that answer, with `by` and `via` `"default"`; it needs `timeout_s`. An approval a
+        remembered rule answers comes back at once with `via` `"rule"` and `by` `"rule:{id}"`;
+        `rules=False` has every call asked. Raises `AskRejected` when the gateway refuses the ask (as
         `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
         or a frame larger than `max_frame_bytes`. Cancelling the call withdraws the request.
@@ -329,6 +336,7 @@ class Client:
             answerers=answerers,
             follow_ups=follow_up_fields,
             default=default,
+            rules=rules,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
             ack_first=key in self._unacked or key in self._recent_acks,

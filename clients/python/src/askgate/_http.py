@@ -103,15 +103,19 @@ def ask_body(
     remind_after_s: float | None = None,
     escalate: Mapping[str, Any] | None = None,
     default: Any = None,
+    rules: bool = True,
 ) -> dict[str, Any]:
     """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), the
     tool `calls` of an `approval` request, or the top-level `fields` of a dialect that has its
     own (`form`: `message`, `schema`, ...; `claude`: `questions`; those that are `None` are
     left out). `remind_after_s` and `escalate` (`{"after_s": N, "to": [...]}`) are checked
     by `follow_ups`. `default` is the answer given should the deadline pass with none (in the
-    shape a tab answers in; it needs `timeout_s`)."""
+    shape a tab answers in; it needs `timeout_s`). `rules=False` asks every call of an approval
+    whatever approvals people had the gateway remember."""
     check_default(default, timeout_s)
     body: dict[str, Any] = {"id": id}
+    if not rules:
+        body["rules"] = False
     if dialect is not None:
         body["dialect"] = dialect
     if calls is not None:

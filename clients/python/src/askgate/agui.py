@@ -282,6 +282,7 @@ async def resume(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.AsyncClient | None = None,
 ) -> list[ResumeEntry]:
     """Ask a person about the tool-call interrupts a run finished with and return one
@@ -298,7 +299,7 @@ async def resume(
     (which is otherwise the earliest `expiresAt`, less a margin, or none); `wait` bounds the wait
     here (`NotAnswered`, nothing acknowledged). `on_posted` is called with the posted requests
     before the wait. Cancelling the call withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     # The client is made before the plan, so the time it takes is not taken from the deadline.
     async with open_client(client, httpx.AsyncClient) as http:
         planned, calls = _plan(interrupts, events, messages, asking)
@@ -319,10 +320,11 @@ def resume_sync(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.Client | None = None,
 ) -> list[ResumeEntry]:
     """`resume`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     with open_client(client, httpx.Client) as http:
         planned, calls = _plan(interrupts, events, messages, asking)
         return planned.ask_sync(calls, http)

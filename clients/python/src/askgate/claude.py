@@ -155,6 +155,7 @@ def can_use_tool(
     answerers: Sequence[str] | None = None,
     on_posted: OnPosted | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.AsyncClient | None = None,
 ) -> CanUseTool:
     """The `can_use_tool` callback for `ClaudeAgentOptions`: `AskUserQuestion` is answered by a
@@ -166,7 +167,7 @@ def can_use_tool(
     called with each posted request before the wait, to show the person its `viewer_url`.
     `client` is an `httpx.AsyncClient` to reuse (by default one per request)."""
 
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
 
     async def ask_questions(input: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
         body = ask_body(

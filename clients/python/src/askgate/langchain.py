@@ -316,6 +316,7 @@ async def answer_hitl(
     tools: Iterable[BaseTool] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.AsyncClient | None = None,
 ) -> Command[Any]:
     """Ask a person about every tool call in `HumanInTheLoopMiddleware` interrupts and return
@@ -332,7 +333,7 @@ async def answer_hitl(
     (`NotAnswered`, nothing acknowledged: call again with the same interrupts to collect the same
     request). `on_posted` is called with the posted requests before the wait. Cancelling the
     call withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return await asking.ask(_calls(interrupts, tools), client)
 
 
@@ -349,8 +350,9 @@ def answer_hitl_sync(
     tools: Iterable[BaseTool] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.Client | None = None,
 ) -> Command[Any]:
     """`answer_hitl`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return asking.ask_sync(_calls(interrupts, tools), client)

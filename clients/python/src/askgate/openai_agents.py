@@ -129,6 +129,7 @@ async def approve_interruptions(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.AsyncClient | None = None,
 ) -> RunState[Any]:
     """Ask a person about every interruption of `result` (a paused `RunResult`, or a `RunState`
@@ -146,7 +147,7 @@ async def approve_interruptions(
     call again with the same result to collect the same request). `on_posted` is called with the
     posted requests before the wait, to show the person their `viewer_url`. `answerers` limits
     who may answer. Cancelling the call withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return await asking.ask(_calls(result), client)
 
 
@@ -162,8 +163,9 @@ def approve_interruptions_sync(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.Client | None = None,
 ) -> RunState[Any]:
     """`approve_interruptions`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return asking.ask_sync(_calls(result), client)

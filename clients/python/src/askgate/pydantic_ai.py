@@ -151,6 +151,7 @@ async def collect_approvals(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.AsyncClient | None = None,
 ) -> DeferredToolResults:
     """Ask a person about every call in `requests.approvals` and return the
@@ -167,7 +168,7 @@ async def collect_approvals(
     here (`NotAnswered`, nothing acknowledged: call again to collect the same request).
     `on_posted` is called with the posted requests before the wait. Cancelling the call
     withdraws the request."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return await asking.ask(_calls(requests, tools), client)
 
 
@@ -184,10 +185,11 @@ def collect_approvals_sync(
     answerers: Sequence[str] | None = None,
     on_posted: Callable[[list[PostedRequest]], None] | None = None,
     default: DefaultDecision | None = None,
+    rules: bool = True,
     client: httpx.Client | None = None,
 ) -> DeferredToolResults:
     """`collect_approvals`, blocking."""
-    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default)
+    asking = Asking(url, session, key=key, title=title, timeout_s=timeout_s, wait=wait, answerers=answerers, on_posted=on_posted, default=default, rules=rules)
     return asking.ask_sync(_calls(requests, tools), client)
 
 
@@ -217,6 +219,8 @@ class GatewayApprovals(AbstractCapability[AgentDepsT]):
     on_posted: Callable[[list[PostedRequest]], None] | None = None
     default: DefaultDecision | None = None
     """What every call is decided as if nobody answers before `timeout_s`."""
+    rules: bool = True
+    """`False`: every call is asked, whatever approvals people had the gateway remember."""
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -242,4 +246,5 @@ class GatewayApprovals(AbstractCapability[AgentDepsT]):
             answerers=self.answerers,
             on_posted=self.on_posted,
             default=self.default,
+            rules=self.rules,
         )
