@@ -221,7 +221,7 @@ impl Hub {
         });
         askgate_protocol::approval::rules::covered(&rules, calls, now_ms())
             .into_iter()
-            .map(|rule| rule.cloned())
+            .map(|rule: Option<&Rule>| rule.cloned())
             .collect()
     }
 

@@ -939,7 +939,7 @@ async fn on_redis_a_request_is_orphaned_only_once_its_agent_is_gone_from_every_n
     // Twice the grace with the agent on the other node: neither node orphans it. (Waiting is
     // the point here: what is checked is that nothing happens in that time.)
     let held_until = tokio::time::Instant::now() + grace * 2;
-    while let Some(frame) = tokio::time::timeout_at(held_until, tab_a.recv()).await.ok() {
+    while let Ok(frame) = tokio::time::timeout_at(held_until, tab_a.recv()).await {
         assert_ne!(
             frame["type"], "orphaned",
             "orphaned while its agent was on node b"

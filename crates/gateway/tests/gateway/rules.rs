@@ -129,7 +129,7 @@ async fn a_remembered_approval_answers_at_once_and_only_the_keys_that_may_see_or
     let (_, theirs) = call(&node, "GET", "/v1/rules", Some(OTHER_KEY)).await;
     assert_eq!(rule_ids(&theirs), Vec::<String>::new());
     let (_, everyone) = call(&node, "GET", "/v1/rules", Some(OPERATOR_KEY)).await;
-    assert_eq!(rule_ids(&everyone), [rule.clone()]);
+    assert_eq!(rule_ids(&everyone), std::slice::from_ref(&rule));
     let (status, _) = call(&node, "GET", "/v1/rules", Some("nonsense")).await;
     assert_eq!(status, 401);
 
