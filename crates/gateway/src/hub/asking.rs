@@ -654,6 +654,7 @@ impl Hub {
         let deadline_ms = record.deadline_ms;
         let resolution = record.resolution.clone();
         session.retime(&id, record.asked_at_ms, record.deadline_ms);
+        let votes = record.votes.clone();
         if !session.requests.contains_key(&id) {
             return AskReply::Rejected {
                 id: Some(id),
@@ -670,6 +671,9 @@ impl Hub {
             None => {
                 // Timed out by the shared store's sweep, as the node that asked it first does.
                 session.open(&id, Deadline::Elsewhere);
+                if !votes.is_empty() {
+                    session.votes_changed(&id, "", votes);
+                }
                 AskReply::Accepted {
                     id,
                     deadline_ms,

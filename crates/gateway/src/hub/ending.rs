@@ -104,6 +104,8 @@ struct Resolution {
     pub(super) resolve_at: usize,
     /// The rules the answer made, riding in its commit: held here once it is kept.
     pub(super) rules: Vec<(String, Vec<String>, askgate_protocol::approval::rules::Rule)>,
+    /// A deciding vote's: the votes it was counted on.
+    pub(super) counted_on: Vec<askgate_protocol::approval::Vote>,
 }
 
 /// Why an ending did not take.
@@ -274,6 +276,10 @@ impl Hub {
             .and_then(|(notifier, facts)| notifier.resolved(&facts, &resolution, late.as_ref()));
         // A deciding vote's trail entry comes before the ending it makes.
         let resolve_at = deciding_vote.len();
+        let deciding_vote_counted_on = deciding_vote.iter().find_map(|op| match op {
+            StoreOp::Vote { counted_on, .. } => Some(counted_on.clone()),
+            _ => None,
+        });
         let mut ops = deciding_vote;
         ops.push(StoreOp::Resolve {
             session: session.clone(),
@@ -288,6 +294,7 @@ impl Hub {
             None => RuleChanges::default(),
         };
         let made_rules = !rules.ops.is_empty();
+        let counted_on = deciding_vote_counted_on.unwrap_or_default();
         ops.extend(rules.ops);
         let ending = Resolution {
             session: session.clone(),
@@ -297,6 +304,7 @@ impl Hub {
             deadline_ms,
             resolve_at,
             rules: rules.book,
+            counted_on,
         };
         let ended = self
             .commit_then(ops, move |hub, committed| {
@@ -439,7 +447,8 @@ impl Hub {
             Some((_, voters, vote)) => (Some(voters.clone()), vec![vote.clone()]),
             None => (None, Vec::new()),
         };
-        if entry.quorum.is_some() {
+        // A shared store keeps the votes with the request, and deletes them with it.
+        if entry.quorum.is_some() && self.replica.is_none() {
             // However it ends, its votes are no longer needed: the ending has its voters.
             deciding_vote.push(StoreOp::Unkeep {
                 table: crate::store::KeptTable::Votes,
@@ -569,6 +578,7 @@ impl Hub {
             deadline_ms,
             resolve_at,
             rules,
+            counted_on,
         } = ending;
         let (session, id) = (&session, &id);
         // A deciding vote comes first: not kept, the ending after it was not made.
@@ -583,12 +593,16 @@ impl Hub {
             }
             Err(error) => (None, Err(error)),
         };
-        if let Some(vote @ (Verdict::Stale(_) | Verdict::Lost(_) | Verdict::Unknown)) = vote {
+        if let Some(
+            vote
+            @ (Verdict::Stale(_) | Verdict::Lost(_) | Verdict::Unknown | Verdict::Early { .. }),
+        ) = vote
+        {
             let mut sessions = self.lock();
             let Some(state) = sessions.get_mut(session) else {
                 return Err(Refusal::Unknown);
             };
-            return Err(state.vote_not_kept(id, vote));
+            return Err(state.vote_not_kept(id, vote, &counted_on));
         }
         // Kept with the ending: held before the agent hears its outcome, so that its next
         // identical ask finds them.

@@ -131,10 +131,24 @@ impl Hub {
         stage: OrphanStage,
         generation: u64,
     ) {
-        if stage == OrphanStage::Grace {
-            // On a shared store the agent may wait on another node: asked the store now, not
-            // as it was at this node's last upkeep.
-            self.share_presence_of(session).await;
+        let current = {
+            let sessions = self.lock();
+            sessions
+                .get(session)
+                .is_some_and(|state| state.orphan_timer_current(id, generation))
+        };
+        if !current {
+            return;
+        }
+        // On a shared store the agent may wait on another node: the store is asked now, not
+        // taken as it was at this node's last upkeep; unanswered, nothing is decided yet.
+        if !self.share_presence_of(session).await {
+            let mut sessions = self.lock();
+            if let Some(state) = sessions.get_mut(session) {
+                tracing::warn!(%session, request = %id, "the store's presence could not be read to judge whether a request's agent is gone; judged again in a minute");
+                state.retry_orphan_stage(id, stage, ORPHAN_WITHDRAW_RETRY);
+            }
+            return;
         }
         let still_orphaned = {
             let mut sessions = self.lock();

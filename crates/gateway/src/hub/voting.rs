@@ -92,6 +92,15 @@ pub(super) fn votes_key(session: &SessionId, id: &RequestId) -> String {
     format!("{session}/{id}")
 }
 
+/// The votes request `id` of `state` holds now.
+fn state_votes(state: &super::session::Session, id: &RequestId) -> Vec<Vote> {
+    state
+        .requests
+        .get(id)
+        .map(|entry| entry.votes.clone())
+        .unwrap_or_default()
+}
+
 /// The votes kept for one request, read back: each field a voter, ordered by when they voted.
 pub(super) fn read_votes(fields: Vec<(String, String)>) -> Vec<Vote> {
     let mut votes: Vec<(u64, Vote)> = fields
@@ -127,6 +136,7 @@ impl Hub {
         id: &RequestId,
         cast: VoteCast,
     ) -> Result<(), Refusal> {
+        let counted_on = cast.counted_on.clone();
         let ops = vec![StoreOp::Vote {
             session: session.clone(),
             id: id.clone(),
@@ -142,10 +152,19 @@ impl Hub {
             };
             match committed.map(|verdicts| verdicts.into_iter().next()) {
                 Ok(None | Some(Verdict::Done)) => {
-                    state.record_votes(&request, &cast.user, cast.votes);
+                    // A notice of a later vote may have come first: its votes stay.
+                    let heard_later = state
+                        .requests
+                        .get(&request)
+                        .is_some_and(|entry| entry.votes != counted_on);
+                    if heard_later {
+                        state.record_votes(&request, &cast.user, state_votes(state, &request));
+                    } else {
+                        state.record_votes(&request, &cast.user, cast.votes);
+                    }
                     Ok(())
                 }
-                Ok(Some(verdict)) => Err(state.vote_not_kept(&request, verdict)),
+                Ok(Some(verdict)) => Err(state.vote_not_kept(&request, verdict, &counted_on)),
                 Err(error) => {
                     tracing::error!(session = %session_id, request = %request, %error, "could not keep a vote; the request stays open");
                     // A deadline already past is tried after a pause, as a failed ending's is.

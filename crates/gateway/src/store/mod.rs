@@ -393,7 +393,8 @@ pub enum StoreOp {
     /// keeps the voter's vote in the `votes` kept table. A shared store keeps `votes` only if it
     /// still holds `counted_on` (else [`Verdict::Stale`] with what it holds, and the operations
     /// after this one in the commit are not made), so that votes on several nodes at once are
-    /// each counted once.
+    /// each counted once; at or after the deadline, by its clock, it keeps none
+    /// ([`Verdict::Early`], `left_ms` 0).
     Vote {
         /// The session.
         session: SessionId,

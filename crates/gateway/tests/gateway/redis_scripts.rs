@@ -233,12 +233,16 @@ fn vote_of(user: &str) -> askgate_protocol::approval::Vote {
 }
 
 fn vote(user: &str, counted_on: &[&str]) -> StoreOp {
+    vote_on("v", user, counted_on)
+}
+
+fn vote_on(id: &str, user: &str, counted_on: &[&str]) -> StoreOp {
     let counted_on: Vec<_> = counted_on.iter().map(|user| vote_of(user)).collect();
     let mut votes = counted_on.clone();
     votes.push(vote_of(user));
     StoreOp::Vote {
         session: SessionId::parse("s").unwrap(),
-        id: RequestId::parse("v").unwrap(),
+        id: RequestId::parse(id).unwrap(),
         user: user.into(),
         votes,
         counted_on,
@@ -289,4 +293,17 @@ async fn a_vote_is_kept_only_on_the_votes_it_was_counted_on() {
         one(&store, vote("carol", &["alice", "bob"])).await,
         Verdict::Lost(_)
     ));
+    // At or after its deadline by Redis's clock, a vote is refused: the timeout ends it.
+    let Verdict::Created {
+        deadline_ms: Some(deadline_ms),
+        ..
+    } = one(&store, StoreOp::Put(request("late", Some(200)))).await
+    else {
+        panic!("not created")
+    };
+    until_redis_clock_passes(&redis, deadline_ms).await;
+    assert_eq!(
+        one(&store, vote_on("late", "alice", &[])).await,
+        Verdict::Early { left_ms: 0 }
+    );
 }

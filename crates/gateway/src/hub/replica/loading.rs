@@ -200,7 +200,11 @@ impl Hub {
                 }
                 Some(_) => {}
             },
-            Change::Resolved { ref id, .. } | Change::Forgot { ref id } if committing(id) => {
+            Change::Resolved { ref id, .. }
+            | Change::Voted { ref id, .. }
+            | Change::Forgot { ref id }
+                if committing(id) =>
+            {
                 if let Some(sync) = state.sync.as_mut() {
                     sync.held_back.push(change);
                 }

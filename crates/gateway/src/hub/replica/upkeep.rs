@@ -148,25 +148,27 @@ impl Hub {
                 .collect()
         };
         for (session, here, held) in due {
-            self.write_presence(shared, &session, here, held, now).await;
+            // Unanswered, it is written again at the next upkeep.
+            let _ = self.write_presence(shared, &session, here, held, now).await;
         }
     }
 
     /// On a shared store: writes this node's presence in `session` now, and takes the other
-    /// nodes' back (whose agents wait where, judged again).
-    pub(in crate::hub) async fn share_presence_of(&self, session: &SessionId) {
+    /// nodes' back (whose agents wait where, judged again). `false` if the store could not be
+    /// asked; `true` too on a local store, which has nothing to ask.
+    pub(in crate::hub) async fn share_presence_of(&self, session: &SessionId) -> bool {
         let Some(shared) = self.shared() else {
-            return;
+            return true;
         };
         let (here, held) = {
             let sessions = self.lock();
             let Some(state) = sessions.get(session) else {
-                return;
+                return true;
             };
             (state.presence_here(), state.held_here())
         };
         let now = tokio::time::Instant::now();
-        self.write_presence(&shared, session, here, held, now).await;
+        self.write_presence(&shared, session, here, held, now).await
     }
 
     /// Writes this node's presence `here` in `session` and takes the other nodes' back.
@@ -177,13 +179,13 @@ impl Hub {
         here: Presence,
         held: Vec<RequestId>,
         now: tokio::time::Instant,
-    ) {
+    ) -> bool {
         let Ok((others, others_held)) = shared.presence(session, here, held.clone()).await else {
-            return;
+            return false;
         };
         let mut sessions = self.lock();
         let Some(state) = sessions.get_mut(session) else {
-            return;
+            return true;
         };
         if let Some(sync) = state.sync.as_mut() {
             sync.others = others;
@@ -195,6 +197,7 @@ impl Hub {
         state.refresh_presence();
         // Whose agent is where may have changed: every open request judged again.
         state.judge_agents();
+        true
     }
 }
 

@@ -618,6 +618,10 @@ impl Session {
         let Some(entry) = self.requests.get_mut(id) else {
             return;
         };
+        // Settled meanwhile (another node's ending, heard first): it stays so.
+        if !matches!(entry.state, EntryState::Resolving) {
+            return;
+        }
         entry.state = EntryState::Open;
         if let Some(at) = timer_at {
             entry.timer = Some(ledger.deadline_timer(&self.id, id, at));
@@ -890,21 +894,37 @@ impl Session {
     }
 
     /// `Resolving` → `Open`, `Resolved` or gone: a vote (and the ending it would have made)
-    /// was not kept, as the shared store's `verdict` says. Counted on votes that changed, it is
-    /// to be counted again on the votes as they are ([`Refusal::Recount`]); the request had
-    /// ended, or is gone.
-    pub(super) fn vote_not_kept(&mut self, id: &RequestId, verdict: Verdict) -> Refusal {
+    /// was not kept, as the shared store's `verdict` says. Counted on votes that changed (it
+    /// was counted on `counted_on`), it is to be counted again on the votes as they are
+    /// ([`Refusal::Recount`]); too late (its deadline passed), refused; the request had ended,
+    /// or is gone.
+    pub(super) fn vote_not_kept(
+        &mut self,
+        id: &RequestId,
+        verdict: Verdict,
+        counted_on: &[Vote],
+    ) -> Refusal {
         match verdict {
             Verdict::Stale(votes) => {
                 let Some(entry) = self.requests.get(id) else {
                     return Refusal::Unknown;
                 };
                 let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
-                if entry.votes != votes {
+                // A notice may have brought newer votes than the store's reply: those stay.
+                if entry.votes == counted_on && entry.votes != votes {
                     self.votes_changed(id, "", votes);
                 }
                 self.reopen(id, timer_at);
                 Refusal::Recount
+            }
+            // Past its deadline by the store's clock: the timeout (or default) ends it.
+            Verdict::Early { .. } => {
+                let Some(entry) = self.requests.get(id) else {
+                    return Refusal::Unknown;
+                };
+                let timer_at = entry.deadline_ms.filter(|_| entry.timed_here);
+                self.reopen(id, timer_at);
+                Refusal::AlreadyResolved
             }
             Verdict::Lost(winner) => {
                 self.settle(id, *winner);
@@ -919,13 +939,37 @@ impl Session {
 
     /// An orphaned request's withdrawal failed: tried again `after`, while it stays orphaned.
     pub(super) fn retry_withdrawal(&mut self, id: &RequestId, after: std::time::Duration) {
+        self.retry_orphan_stage(id, OrphanStage::Withdraw, after);
+    }
+
+    /// `stage` of an open request without its agent could not be judged (a shared store's
+    /// presence could not be read, or its withdrawal failed): judged again `after`, while it is
+    /// still in that stage.
+    pub(super) fn retry_orphan_stage(
+        &mut self,
+        id: &RequestId,
+        stage: OrphanStage,
+        after: std::time::Duration,
+    ) {
         let ledger = Arc::clone(&self.open.ledger);
         let Some(entry) = self.requests.get_mut(id) else {
             return;
         };
-        if matches!(entry.state, EntryState::Open) && entry.orphaned_since_ms.is_some() {
-            ledger.arm_orphan_timer(&self.id, entry, after, OrphanStage::Withdraw);
+        let orphaned = entry.orphaned_since_ms.is_some();
+        let in_stage = match stage {
+            OrphanStage::Grace => !orphaned,
+            OrphanStage::Withdraw => orphaned,
+        };
+        if matches!(entry.state, EntryState::Open) && in_stage {
+            ledger.arm_orphan_timer(&self.id, entry, after, stage);
         }
+    }
+
+    /// Whether the orphan timer of `generation` is still request `id`'s current one.
+    pub(super) fn orphan_timer_current(&self, id: &RequestId, generation: u64) -> bool {
+        self.requests.get(id).is_some_and(|entry| {
+            matches!(entry.state, EntryState::Open) && entry.orphan_generation == generation
+        })
     }
 
     /// Encodes open request `id`'s view again as `change` leaves it, its bytes counted anew

@@ -1848,3 +1848,27 @@ async fn a_rule_answers_only_where_its_maker_may_and_keeps_bounded_arguments() {
         "any arguments keeps none"
     );
 }
+
+/// `reopen` moves only a request in `Resolving`: one settled meanwhile (another node's ending
+/// heard first, while this node's vote was refused as stale) stays resolved.
+#[tokio::test]
+async fn a_settled_request_is_not_reopened() {
+    let rig = rig();
+    rig.ask("r", None).await;
+    assert!(
+        rig.tab
+            .answer(
+                "r",
+                json!({"answers": [{"header": "Color", "selected": ["Red"]}]})
+            )
+            .await
+            .is_none()
+    );
+    assert_eq!(rig.state("r"), Some("resolved"));
+    rig.hub
+        .lock()
+        .get_mut(&session())
+        .unwrap()
+        .reopen(&id("r"), None);
+    assert_eq!(rig.state("r"), Some("resolved"));
+}

@@ -276,8 +276,8 @@ impl Inner {
     }
 
     /// Keeps the vote `op` (a [`StoreOp::Vote`]) if the request still holds the votes it was
-    /// counted on: `Done`; else `Stale` with the votes it holds, `Lost` with its ending, or
-    /// `Unknown`.
+    /// counted on: `Done`; else `Stale` with the votes it holds, `Lost` with its ending,
+    /// `Early` (left 0) past its deadline, or `Unknown`.
     async fn vote(&self, op: &StoreOp) -> Result<Verdict, StoreError> {
         let StoreOp::Vote {
             session,
@@ -321,6 +321,7 @@ impl Inner {
                 records::resolution(text(1), text(2)).map_err(bad)?,
             )),
             "unknown" => Verdict::Unknown,
+            "late" => Verdict::Early { left_ms: 0 },
             other => return Err(bad(format!("{other:?}"))),
         })
     }
