@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use askgate_protocol::approval::quorum;
 use askgate_protocol::wire::ToTab;
 use askgate_protocol::{
     ErrorCode, FieldError, Outcome, RequestId, SessionId, TabId, ValidationErrors,
@@ -67,6 +68,9 @@ pub(super) enum Ending {
     Withdrawn { via: askgate_protocol::wire::Via },
     /// Remembered rules approved every call when it was asked (its `ruled`).
     ByRule,
+    /// The votes kept on a request with a quorum decide every call, and its ending was not
+    /// made: made now, as by the last voter.
+    Decided,
 }
 
 /// What trying to end a request came to.
@@ -409,6 +413,16 @@ impl Hub {
         // With a quorum, an answer or a decline is a vote: kept if it decides nothing, else
         // the ending, with what the votes decided and who voted.
         let mut decided = None;
+        if let (Some(quorum), Ending::Decided) = (entry.quorum, ending) {
+            // The votes kept decide it (or the request is not one a vote can decide).
+            let calls = entry.questions.approval_calls().len();
+            let answer = quorum
+                .decisions(calls, &entry.votes)
+                .ok_or(Refusal::Unknown)?;
+            decided = Some((answer, quorum::voters(&entry.votes), None));
+        } else if let Ending::Decided = ending {
+            return Err(Refusal::Unknown);
+        }
         if let (Some(quorum), Ending::Answer { .. } | Ending::Decline { .. }) =
             (entry.quorum, ending)
         {
@@ -439,12 +453,12 @@ impl Hub {
                         votes,
                         counted_on,
                     };
-                    decided = Some((answer, voters, vote));
+                    decided = Some((answer, voters, Some(vote)));
                 }
             }
         }
         let (voters, mut deciding_vote) = match &decided {
-            Some((_, voters, vote)) => (Some(voters.clone()), vec![vote.clone()]),
+            Some((_, voters, vote)) => (Some(voters.clone()), vote.clone().into_iter().collect()),
             None => (None, Vec::new()),
         };
         // A shared store keeps the votes with the request, and deletes them with it.
@@ -513,6 +527,24 @@ impl Hub {
                 person,
             ),
             Ending::TimedOut => entry.deadline_ending(now_ms()),
+            Ending::Decided => {
+                let answer = decided
+                    .as_ref()
+                    .map(|(answer, ..)| answer)
+                    .unwrap_or(&Value::Null);
+                StoredResolution {
+                    settlement: entry
+                        .questions
+                        .settle_answer(answer)
+                        .map_err(Refusal::DoesNotFit)?,
+                    by: None,
+                    // As by the person whose vote decided it.
+                    user: entry.votes.last().map(|vote| vote.user.clone()),
+                    via: None,
+                    voters: voters.clone(),
+                    at_ms: now_ms(),
+                }
+            }
             Ending::ByRule => {
                 let calls = entry.questions.approval_calls().len();
                 let answer = rules::approved_by_rules(calls);
@@ -539,7 +571,8 @@ impl Hub {
         };
         // A shared store judges lateness on its own clock: it needs the deadline's ending (the
         // default, or the timeout) to put instead; the store gives it its time.
-        let if_late = (tab_ending && self.replica.is_some() && entry.deadline_ms.is_some())
+        let by_votes = tab_ending || matches!(ending, Ending::Decided);
+        let if_late = (by_votes && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.deadline_ending(0));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
         // Nobody was told of a request rules approved at once: nobody is told it ended.

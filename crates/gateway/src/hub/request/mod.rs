@@ -187,6 +187,20 @@ impl Ledger {
     }
 
     /// Times request `id` of `session` out at `deadline_ms`, unless aborted first.
+    /// Ends request `id` of `session` by its votes `after` from now, should it still be open
+    /// then: votes kept that decide every call, whose ending was not made (a node died between
+    /// the two, or the store failed the ending; a restart found them).
+    fn decided_timer(&self, session: &SessionId, id: &RequestId, after: std::time::Duration) {
+        let hub = Weak::clone(&self.hub);
+        let (session, id) = (session.clone(), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(hub) = hub.upgrade() {
+                let _ = hub.resolve(&session, &id, Ending::Decided).await;
+            }
+        });
+    }
+
     fn deadline_timer(&self, session: &SessionId, id: &RequestId, deadline_ms: u64) -> AbortHandle {
         let hub = Weak::clone(&self.hub);
         let (session, id) = (session.clone(), id.clone());
@@ -199,6 +213,10 @@ impl Ledger {
         .abort_handle()
     }
 }
+
+/// How long votes that decide a request still open wait for the ending of the node that
+/// counted them before this node makes it ([`Ledger::decided_timer`]).
+pub(super) const DECIDED_ENDING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Where an open request without its agent is: waiting out the grace, or orphaned and waiting
 /// to be withdrawn.
@@ -877,6 +895,13 @@ impl Session {
             .into_iter()
             .map(|(tally, _)| tally)
             .collect();
+        // Votes that decide every call of a request still open: the ending they make was
+        // not made. Made here after a pause, unless the node that counted them makes it
+        // first (its ending's notice is on its way).
+        if matches!(entry.state, EntryState::Open) && quorum.decisions(calls, &votes).is_some() {
+            let ledger = Arc::clone(&self.open.ledger);
+            ledger.decided_timer(&self.id, id, DECIDED_ENDING_AFTER);
+        }
         entry.votes = votes;
         let shown = tally.clone();
         self.reencode(id, |view| view.quorum = Some((quorum, shown)));

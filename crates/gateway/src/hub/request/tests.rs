@@ -1872,3 +1872,54 @@ async fn a_settled_request_is_not_reopened() {
         .reopen(&id("r"), None);
     assert_eq!(rig.state("r"), Some("resolved"));
 }
+
+/// Votes kept that decide every call, with no ending made (a crash between the two, here a
+/// restart that finds them): the request ends by them after a pause, as by the last voter,
+/// with every voter.
+#[tokio::test(start_paused = true)]
+async fn votes_that_decide_a_request_left_open_end_it() {
+    let mut rig = rig();
+    rig.hub
+        .ask(ask_needing_two("q", true), Some(&rig.agent))
+        .await;
+    rig.agent_frames();
+    let kept = |user: &str| StoreOp::Keep {
+        table: crate::store::KeptTable::Votes,
+        key: "s/q".to_owned(),
+        field: user.to_owned(),
+        value: Some(json!({"at_ms": 1, "approve": [true]}).to_string()),
+    };
+    rig.store
+        .commit(vec![kept(ALICE), kept(BOB)])
+        .await
+        .unwrap();
+    let records = rig.store.load().await.unwrap();
+    let hub = Hub::new(
+        Arc::clone(&rig.store) as Arc<dyn Store>,
+        Limits::default(),
+        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
+        People::default(),
+        Arc::default(),
+        None,
+    );
+    hub.restore(records).await;
+    let lookup = hub
+        .wait_for(&session(), &id("q"), Duration::from_secs(60))
+        .await;
+    let Lookup::Resolved(resolution) = lookup else {
+        panic!("{lookup:?}");
+    };
+    assert_eq!(
+        resolution.settlement.response,
+        json!({"decisions": [{"type": "approve"}]})
+    );
+    assert!(resolution.user.is_some());
+    assert_eq!(
+        resolution
+            .voters
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(2)
+    );
+}
