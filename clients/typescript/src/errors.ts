@@ -49,6 +49,22 @@ export class GatewayClosed extends Error {
   }
 }
 
+/** Nobody answered within the wait asked for here; the request stays open at the gateway, and
+ * asking again with the same id collects it. */
+export class NotAnswered extends Error {
+  /** The session. */
+  readonly session: string;
+  /** The request. */
+  readonly id: string;
+
+  constructor(session: string, id: string) {
+    super(`request ${id} of session ${session} was not answered in time; ask again to collect it`);
+    this.name = "NotAnswered";
+    this.session = session;
+    this.id = id;
+  }
+}
+
 /** An HTTP call the gateway answered with an error status, its errors as it gave them. */
 export class GatewayError extends Error {
   /** The HTTP status. */

@@ -127,3 +127,16 @@ export async function ack(
   const path = `/v1/sessions/${encodeURIComponent(session)}/requests/${encodeURIComponent(id)}/ack`;
   await call("POST", endpoint(url, path), options, "acknowledging a request");
 }
+
+/** `DELETE /v1/sessions/{session}/requests/{id}`: withdraws an open request; how it ended (a
+ * request that had ended already is told as it ended). */
+export async function withdraw(
+  url: string,
+  session: string,
+  id: string,
+  options: HttpOptions = {},
+): Promise<RequestState> {
+  const path = `/v1/sessions/${encodeURIComponent(session)}/requests/${encodeURIComponent(id)}`;
+  const { json } = await call("DELETE", endpoint(url, path), options, "withdrawing a request");
+  return readState({ state: "resolved", ...json }, session);
+}

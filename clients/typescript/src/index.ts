@@ -5,6 +5,8 @@
  * - `Client`: the agent's WebSocket connection, asks waited for across reconnects.
  * - `postRequest`, `collect`, `ack`: the HTTP API for paused runs.
  * - The errors, each its own class.
+ * - `askgate/mcp`: a person answers an MCP server's elicitations (its own subpath, so that
+ *   `import "askgate"` loads no framework).
  */
 
 export { type AskBody, type AskOptions, type Backoff, Client, type ClientOptions, type Opened } from "./client.js";
@@ -14,6 +16,16 @@ export {
   Forbidden,
   GatewayClosed,
   GatewayError,
+  NotAnswered,
 } from "./errors.js";
-export { ack, collect, type HttpOptions, type Pending, postRequest, type RequestState } from "./http.js";
+export { type AdapterOptions, type PostedRequest } from "./asking.js";
+export {
+  ack,
+  collect,
+  type HttpOptions,
+  type Pending,
+  postRequest,
+  type RequestState,
+  withdraw,
+} from "./http.js";
 export { type Outcome, type OutcomeKind } from "./outcome.js";

@@ -192,6 +192,11 @@ export class Tab {
     this.socket.send(JSON.stringify({ type: "answer", id, response }));
   }
 
+  /** Declines request `id`. */
+  decline(id: string): void {
+    this.socket.send(JSON.stringify({ type: "decline", id }));
+  }
+
   close(): void {
     this.socket.close();
   }
