@@ -122,16 +122,21 @@ struct Rig {
     agent_queue: Queue,
 }
 
-fn rig_with(limits: Limits) -> Rig {
-    let store = Arc::new(Faulty::default());
-    let hub = Hub::new(
-        Arc::clone(&store) as Arc<dyn Store>,
+/// A hub over `store` (not yet restored from it), as a gateway starting on it makes one.
+fn hub_over(store: &Arc<Faulty>, limits: Limits, people: People) -> Arc<Hub> {
+    Hub::new(
+        Arc::clone(store) as Arc<dyn Store>,
         limits,
         ViewerKeys::new(vec![7; 32], "http://gateway.test"),
-        People::default(),
+        people,
         Arc::default(),
         None,
-    );
+    )
+}
+
+fn rig_with(limits: Limits) -> Rig {
+    let store = Arc::new(Faulty::default());
+    let hub = hub_over(&store, limits, People::default());
     let (link, tab_queue) = Link::new(64);
     let tab = hub
         .join_tab(session(), None, Person::anonymous(), link)
@@ -941,16 +946,13 @@ const BOB: &str = "bob@example.com";
 fn rig_with_groups() -> Rig {
     let mut rig = rig();
     let store = Arc::clone(&rig.store);
-    let hub = Hub::new(
-        store as Arc<dyn Store>,
+    let hub = hub_over(
+        &store,
         Limits::default(),
-        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
         People {
             require_identity: false,
             groups: crate::people::Groups::parse(&format!(r#"{{"oncall": ["{ALICE}"]}}"#)).unwrap(),
         },
-        Arc::default(),
-        None,
     );
     let (link, tab_queue) = Link::new(64);
     rig.tab = hub
@@ -1761,14 +1763,7 @@ async fn a_remember_that_cannot_be_kept_is_refused_at_its_path() {
 async fn rules_survive_a_restart() {
     let mut rig = rig();
     let rule = remember_rm(&mut rig, json!({"remember": "session"})).await;
-    let hub = Hub::new(
-        Arc::clone(&rig.store) as Arc<dyn Store>,
-        Limits::default(),
-        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
-        People::default(),
-        Arc::default(),
-        None,
-    );
+    let hub = hub_over(&rig.store, Limits::default(), People::default());
     assert!(
         hub.session_rules(&session()).await.unwrap().is_empty(),
         "not read yet"
@@ -1894,14 +1889,7 @@ async fn votes_that_decide_a_request_left_open_end_it() {
         .await
         .unwrap();
     let records = rig.store.load().await.unwrap();
-    let hub = Hub::new(
-        Arc::clone(&rig.store) as Arc<dyn Store>,
-        Limits::default(),
-        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
-        People::default(),
-        Arc::default(),
-        None,
-    );
+    let hub = hub_over(&rig.store, Limits::default(), People::default());
     hub.restore(records).await;
     let lookup = hub
         .wait_for(&session(), &id("q"), Duration::from_secs(60))
