@@ -32,7 +32,8 @@ cd "$here"
 echo "clients/typescript: npm ci"
 npm ci --no-audit --no-fund --loglevel=error
 echo "clients/typescript: tsc --strict, then node --test against $bin"
-ASKGATE_BIN="$bin" npm test --silent
+# Bounded: a test that leaves a socket open would otherwise keep the run waiting.
+ASKGATE_BIN="$bin" timeout 600 npm test --silent
 echo "clients/typescript: npm pack holds the built package"
 packed=$(npm pack --dry-run --json --silent)
 for file in dist/index.js dist/index.d.ts dist/client.js dist/mcp/index.js package.json; do

@@ -40,6 +40,8 @@ export interface AdapterOptions {
 
 /** The longest single long-poll (the gateway allows 60 s). */
 const POLL_S = 50;
+/** How many polls in a row may fail on the network before the ask fails. */
+const POLL_RETRIES = 4;
 
 /** The fields every adapter's body carries from `options`. */
 export function commonFields(options: AdapterOptions): Record<string, unknown> {
@@ -78,6 +80,7 @@ export async function askOne<T>(
   }
   const until = options.wait === undefined ? Infinity : Date.now() + options.wait * 1000;
   const polls = new AbortController();
+  let failures = 0;
   const onAbort = (): void => polls.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
   // Given up on while it was being posted (the gateway shows a request before it answers the
@@ -97,19 +100,30 @@ export async function askOne<T>(
           waitS: Math.max(Math.min(left, POLL_S), 0),
           signal: polls.signal,
         });
+        failures = 0;
       } catch (error) {
         if (signal?.aborted) {
-          // Given up on: withdrawn at the gateway, and told so.
-          await withdraw(url, session, body.id, http).catch(() => undefined);
+          // Given up on: withdrawn at the gateway (within a bound), and told so.
+          await withdraw(url, session, body.id, { ...http, signal: AbortSignal.timeout(10_000) }).catch(
+            () => undefined,
+          );
           throw abortError(signal.reason);
         }
-        throw error;
+        // The gateway unreachable for a moment (a restart, a dropped connection): polled again,
+        // a few times, after a pause; the request stays open there meanwhile.
+        failures += 1;
+        if (!(error instanceof TypeError) || failures > POLL_RETRIES) {
+          throw error;
+        }
+        await new Promise((resolveSoon) => setTimeout(resolveSoon, 250 * 2 ** failures));
       }
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
   const converted = convert(state);
-  await ack(url, session, body.id, http);
+  // The answer is the caller's now: a failed acknowledgement leaves the outcome kept at the
+  // gateway until its retention ends, and loses nothing.
+  await ack(url, session, body.id, http).catch(() => undefined);
   return converted;
 }

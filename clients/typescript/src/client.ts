@@ -4,11 +4,15 @@
  * An ask waits for its outcome across reconnects: while the connection is down the ask is kept,
  * and each new connection sends every waiting ask again (the gateway answers a repeat from what
  * it holds: `accepted` again, or the outcome it kept), with what is left of its deadline. An
- * outcome is acknowledged once it has been handed over, so that the gateway forgets it then and
- * not before: a client that dies between the two gets it again by asking again.
+ * outcome is acknowledged once it has been handed over, and the acknowledgements of the last
+ * minutes are sent again first on each new connection: one lost with its socket would leave the
+ * gateway keeping the outcome, and answering a later ask of the same id with it. A withdrawal
+ * (an aborted ask) rejects at once, and is sent again on each connection until the gateway has
+ * ended the request.
  */
 
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 
 import WebSocket from "ws";
 
@@ -22,8 +26,19 @@ import {
 } from "./errors.js";
 import { type Outcome, readOutcome } from "./outcome.js";
 
-/** The close codes after which connecting again would only be refused again. */
-const FATAL_CLOSES = new Set([4400, 4401, 4403]);
+/** The close codes after which the gateway asks to be connected to again (`close.rs`,
+ * `should_reconnect`), with a connection that failed or closed with no code; every other close
+ * is final. */
+const RECONNECT_CLOSES = new Set([1001, 1005, 1006, 1011, 1012, 1013, 4408, 4429]);
+/** How long acknowledgements are sent again on each new connection. */
+const ACKS_KEPT_MS = 10 * 60 * 1000;
+/** Most acknowledgements kept to send again. */
+const ACKS_KEPT = 1000;
+/** A connection the gateway has not pinged for this long is taken for dead (it pings every
+ * 25 s by default). */
+const SILENCE_MS = 75_000;
+/** How long the WebSocket handshake may take. */
+const HANDSHAKE_MS = 10_000;
 
 /** How the client waits between connection attempts: `initialMs`, doubling up to `maxMs`. */
 export interface Backoff {
@@ -46,7 +61,8 @@ export type AskBody = Record<string, unknown>;
 
 /** How an ask is waited for. */
 export interface AskOptions {
-  /** Aborting it withdraws the request; the promise rejects with an `AbortError`. */
+  /** Aborting it rejects the ask with an `AbortError` and withdraws the request (unless it
+   * has ended already). */
   signal?: AbortSignal;
 }
 
@@ -60,16 +76,22 @@ export interface Opened {
 interface Waiting {
   session: string;
   id: string;
-  body: AskBody;
-  /** When the deadline falls, on this machine's clock (ms), once known; re-sent asks carry
-   * what is left of it. */
+  /** The ask frame without its `timeout_s`, encoded once. */
+  fields: Record<string, unknown>;
+  /** When the deadline falls, on this process's monotonic clock (ms); re-sent asks carry what
+   * is left of it. */
   deadlineAt: number | null;
+  /** The socket it was last sent on (each connection sends it once). */
+  sentOn: WebSocket | null;
   resolve: (outcome: Outcome) => void;
   reject: (error: Error) => void;
-  /** Set once aborted: its outcome is read as a withdrawal. */
-  aborted: boolean;
-  abortReason?: unknown;
   detach: () => void;
+}
+
+interface Opening {
+  session: string;
+  resolve: (opened: Opened) => void;
+  reject: (error: Error) => void;
 }
 
 /** The agent's connection to a gateway. */
@@ -78,11 +100,20 @@ export class Client {
   private readonly key: string | undefined;
   private readonly backoff: Backoff;
   private socket: WebSocket | null = null;
+  /** The socket being dialled, so that `close` reaches it too. */
+  private dialling: WebSocket | null = null;
   private connecting: Promise<WebSocket> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private attempt = 0;
   private readonly waiting = new Map<string, Waiting>();
-  private readonly opening = new Map<string, Array<(opened: Opened | Error) => void>>();
+  /** `open`s not yet answered, oldest first: the gateway answers them in order, and refuses
+   * one with an `error` that names no session. */
+  private readonly opening: Opening[] = [];
+  /** Withdrawals the gateway has not ended yet, sent again on each connection. */
+  private readonly withdrawing = new Map<string, { session: string; id: string }>();
+  /** Acknowledgements sent lately, by when: sent again first on each new connection. */
+  private readonly acked = new Map<string, number>();
 
   /** A client of the gateway at `url` (`http://host:port`); it connects on first use. */
   constructor(url: string, options: ClientOptions = {}) {
@@ -94,13 +125,13 @@ export class Client {
     this.backoff = options.backoff ?? { initialMs: 100, maxMs: 5000 };
   }
 
-  /** Creates `session` at the gateway if new, and says where people answer it. */
+  /** Creates `session` at the gateway if new, and says where people answer it. Rejects with
+   * `AskRejected` when the gateway refuses (a bad session id, one outside the key's scope:
+   * `Forbidden`, the most sessions held), or `GatewayClosed` once the client is closed. */
   async open(session: string): Promise<Opened> {
     const socket = await this.connected();
     return new Promise<Opened>((resolve, reject) => {
-      const callbacks = this.opening.get(session) ?? [];
-      callbacks.push((opened) => (opened instanceof Error ? reject(opened) : resolve(opened)));
-      this.opening.set(session, callbacks);
+      this.opening.push({ session, resolve, reject });
       socket.send(JSON.stringify({ type: "open", session }));
     });
   }
@@ -112,7 +143,7 @@ export class Client {
    * Rejects with `AskRejected` (with the gateway's paths) when the gateway refuses the ask,
    * `Forbidden` when the key may not act on the session, `GatewayClosed` when the gateway
    * closes the connection for good or the client is closed, and an `AbortError` once
-   * `options.signal` aborts (the request is withdrawn).
+   * `options.signal` aborts (an answer that came first resolves it instead).
    */
   ask(session: string, body: AskBody, options: AskOptions = {}): Promise<Outcome> {
     const id = typeof body["id"] === "string" ? body["id"] : randomUUID().replaceAll("-", "");
@@ -129,17 +160,24 @@ export class Client {
     if (signal?.aborted) {
       return Promise.reject(abortError(signal.reason));
     }
+    const fields: Record<string, unknown> = { ...body, type: "ask", session, id };
+    delete fields["timeout_s"];
+    try {
+      JSON.stringify(fields);
+    } catch (error) {
+      return Promise.reject(new TypeError(`the ask cannot be sent as JSON: ${String(error)}`));
+    }
     const timeoutS = body["timeout_s"];
     return new Promise<Outcome>((resolve, reject) => {
       const onAbort = (): void => this.withdraw(key, signal?.reason);
       const waiting: Waiting = {
         session,
         id,
-        body: { ...body, id },
-        deadlineAt: typeof timeoutS === "number" ? Date.now() + timeoutS * 1000 : null,
+        fields,
+        deadlineAt: typeof timeoutS === "number" ? performance.now() + timeoutS * 1000 : null,
+        sentOn: null,
         resolve,
         reject,
-        aborted: false,
         detach: () => signal?.removeEventListener("abort", onAbort),
       };
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -154,41 +192,46 @@ export class Client {
   /** Closes the connection; every ask still waiting rejects with `GatewayClosed` (its request
    * stays open at the gateway: another client asking the same id collects it). */
   close(): void {
+    if (this.closed) {
+      return;
+    }
     this.closed = true;
     const closing = new GatewayClosed(1000, "the client was closed");
     for (const key of [...this.waiting.keys()]) {
       this.settle(key, closing);
     }
     this.failOpens(closing);
-    this.socket?.close(1000);
+    if (this.retryTimer !== null) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    for (const socket of [this.socket, this.dialling]) {
+      socket?.terminate();
+    }
     this.socket = null;
+    this.dialling = null;
   }
 
   private sendAsk(socket: WebSocket, waiting: Waiting): void {
-    if (socket.readyState !== WebSocket.OPEN) {
-      return; // sent again by the next connection
+    if (socket.readyState !== WebSocket.OPEN || waiting.sentOn === socket) {
+      return; // sent by the next connection, or already on this one
     }
-    const frame: Record<string, unknown> = {
-      ...waiting.body,
-      type: "ask",
-      session: waiting.session,
-    };
+    const frame = { ...waiting.fields };
     if (waiting.deadlineAt !== null) {
-      frame["timeout_s"] = Math.max(waiting.deadlineAt - Date.now(), 1) / 1000;
+      frame["timeout_s"] = Math.max(waiting.deadlineAt - performance.now(), 1) / 1000;
     }
+    waiting.sentOn = socket;
     socket.send(JSON.stringify(frame));
-    if (waiting.aborted) {
-      socket.send(JSON.stringify({ type: "cancel", session: waiting.session, id: waiting.id }));
-    }
   }
 
+  /** The ask of `key` is given up on: it rejects now, and its request is withdrawn. */
   private withdraw(key: string, reason: unknown): void {
     const waiting = this.waiting.get(key);
     if (!waiting) {
       return;
     }
-    waiting.aborted = true;
-    waiting.abortReason = reason;
+    this.withdrawing.set(key, { session: waiting.session, id: waiting.id });
+    this.settle(key, abortError(reason));
     const socket = this.socket;
     if (socket?.readyState === WebSocket.OPEN) {
       socket.send(JSON.stringify({ type: "cancel", session: waiting.session, id: waiting.id }));
@@ -204,20 +247,15 @@ export class Client {
     waiting.detach();
     if (result instanceof Error) {
       waiting.reject(result);
-    } else if (waiting.aborted && result.kind === "withdrawn") {
-      waiting.reject(abortError(waiting.abortReason));
     } else {
       waiting.resolve(result);
     }
   }
 
   private failOpens(error: Error): void {
-    for (const callbacks of this.opening.values()) {
-      for (const callback of callbacks) {
-        callback(error);
-      }
+    for (const opening of this.opening.splice(0)) {
+      opening.reject(error);
     }
-    this.opening.clear();
   }
 
   /** The open socket, connecting (again) if there is none. */
@@ -240,39 +278,73 @@ export class Client {
         throw new GatewayClosed(1000, "the client was closed");
       }
       try {
-        const socket = await this.dial();
-        this.attempt = 0;
-        return socket;
+        return await this.dial();
       } catch (error) {
-        if (error instanceof GatewayClosed && FATAL_CLOSES.has(error.code)) {
+        if (error instanceof GatewayClosed && !RECONNECT_CLOSES.has(error.code)) {
           throw error;
         }
         const wait = Math.min(this.backoff.initialMs * 2 ** this.attempt, this.backoff.maxMs);
         this.attempt = Math.min(this.attempt + 1, 32);
-        await new Promise((resolve) => setTimeout(resolve, wait * (0.5 + Math.random() / 2)));
+        await new Promise<void>((resolve) => {
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = null;
+            resolve();
+          }, wait * (0.5 + Math.random() / 2));
+        });
       }
     }
   }
 
-  /** One connection attempt: the socket once open, every waiting ask sent on it. */
+  /** One connection attempt: the socket once open, with what it owes the gateway sent on it
+   * (acknowledgements, withdrawals, then every waiting ask). */
   private dial(): Promise<WebSocket> {
     const headers: Record<string, string> = {};
     if (this.key !== undefined) {
       headers["Authorization"] = `Bearer ${this.key}`;
     }
-    const socket = new WebSocket(this.socketUrl, { headers });
+    const socket = new WebSocket(this.socketUrl, { headers, handshakeTimeout: HANDSHAKE_MS });
+    this.dialling = socket;
     return new Promise<WebSocket>((resolve, reject) => {
       let opened = false;
+      let silence: NodeJS.Timeout | null = null;
+      const heard = (): void => {
+        if (silence !== null) {
+          clearTimeout(silence);
+        }
+        silence = setTimeout(() => socket.terminate(), SILENCE_MS);
+      };
       socket.on("open", () => {
+        this.dialling = null;
+        if (this.closed) {
+          socket.terminate();
+          return;
+        }
         opened = true;
         this.socket = socket;
-        for (const waiting of this.waiting.values()) {
-          this.sendAsk(socket, waiting);
-        }
+        heard();
+        this.resend(socket);
         resolve(socket);
       });
-      socket.on("message", (data) => this.onFrame(socket, data.toString()));
+      socket.on("ping", heard);
+      socket.on("message", (data) => {
+        heard();
+        // A frame came: the connection works, and the next failure starts the backoff anew.
+        this.attempt = 0;
+        this.onFrame(socket, data.toString());
+      });
+      socket.on("unexpected-response", (_request, response) => {
+        // The upgrade was refused (a wrong key, a web page's origin): final, as its close.
+        const status = response.statusCode ?? 0;
+        socket.terminate();
+        reject(new GatewayClosed(status >= 400 && status < 500 ? 4401 : 1006, `HTTP ${status}`));
+      });
       socket.on("close", (code, reason) => {
+        if (silence !== null) {
+          clearTimeout(silence);
+        }
+        if (this.dialling === socket) {
+          this.dialling = null;
+        }
         const why = new GatewayClosed(code, reason.toString());
         if (!opened) {
           reject(why);
@@ -285,27 +357,74 @@ export class Client {
     });
   }
 
-  private onClose(socket: WebSocket, why: GatewayClosed): void {
-    if (this.socket === socket) {
-      this.socket = null;
+  /** What a new connection owes the gateway, in order: the recent acknowledgements (so that a
+   * re-ask of an acknowledged id is not answered with the old outcome), the withdrawals not
+   * yet ended, then every waiting ask. */
+  private resend(socket: WebSocket): void {
+    const now = performance.now();
+    for (const [key, at] of this.acked) {
+      if (now - at > ACKS_KEPT_MS) {
+        this.acked.delete(key);
+        continue;
+      }
+      const [session, id] = key.split("\n");
+      socket.send(JSON.stringify({ type: "ack", session, id }));
     }
+    for (const { session, id } of this.withdrawing.values()) {
+      socket.send(JSON.stringify({ type: "cancel", session, id }));
+    }
+    for (const waiting of this.waiting.values()) {
+      this.sendAsk(socket, waiting);
+    }
+  }
+
+  private onClose(socket: WebSocket, why: GatewayClosed): void {
+    if (this.socket !== socket) {
+      return; // an older socket, closing late: the current one is not its to settle
+    }
+    this.socket = null;
     if (this.closed) {
       return;
     }
-    this.failOpens(why);
-    if (FATAL_CLOSES.has(why.code)) {
+    if (!RECONNECT_CLOSES.has(why.code)) {
       for (const key of [...this.waiting.keys()]) {
         this.settle(key, why);
       }
+      this.failOpens(why);
       return;
     }
-    if (this.waiting.size > 0) {
-      // Asks are waiting: connect again, which sends them again.
-      this.connected().catch((error: unknown) => {
-        for (const key of [...this.waiting.keys()]) {
-          this.settle(key, error instanceof Error ? error : new Error(String(error)));
-        }
-      });
+    // Opens not yet answered are said again on the next connection.
+    const reopen = this.opening.splice(0);
+    if (this.waiting.size > 0 || this.withdrawing.size > 0 || reopen.length > 0) {
+      this.connected().then(
+        (next) => {
+          for (const opening of reopen) {
+            this.opening.push(opening);
+            next.send(JSON.stringify({ type: "open", session: opening.session }));
+          }
+        },
+        (error: unknown) => {
+          const failed = error instanceof Error ? error : new Error(String(error));
+          for (const key of [...this.waiting.keys()]) {
+            this.settle(key, failed);
+          }
+          for (const opening of reopen) {
+            opening.reject(failed);
+          }
+        },
+      );
+    }
+  }
+
+  private remember(key: string): void {
+    this.acked.delete(key);
+    this.acked.set(key, performance.now());
+    while (this.acked.size > ACKS_KEPT) {
+      const oldest = this.acked.keys().next().value;
+      if (oldest === undefined) {
+        break;
+      }
+      this.acked.delete(oldest);
     }
   }
 
@@ -321,21 +440,10 @@ export class Client {
     const key = `${session}\n${id}`;
     switch (frame["type"]) {
       case "opened": {
-        const callbacks = this.opening.get(session) ?? [];
-        this.opening.delete(session);
+        const index = this.opening.findIndex((opening) => opening.session === session);
+        const [opening] = index >= 0 ? this.opening.splice(index, 1) : [];
         const viewerUrl = typeof frame["viewer_url"] === "string" ? frame["viewer_url"] : "";
-        for (const callback of callbacks) {
-          callback({ session, viewerUrl });
-        }
-        return;
-      }
-      case "accepted": {
-        const waiting = this.waiting.get(key);
-        const deadlineMs = frame["deadline_ms"];
-        if (waiting && typeof deadlineMs === "number") {
-          // The gateway's deadline, on this machine's clock as well as can be told.
-          waiting.deadlineAt = Math.min(waiting.deadlineAt ?? Infinity, deadlineMs);
-        }
+        opening?.resolve({ session, viewerUrl });
         return;
       }
       case "rejected": {
@@ -347,6 +455,7 @@ export class Client {
         return;
       }
       case "outcome": {
+        this.withdrawing.delete(key);
         let outcome: Outcome;
         try {
           outcome = readOutcome(frame);
@@ -356,16 +465,25 @@ export class Client {
         }
         this.settle(key, outcome);
         // Handed over (or nobody here waits for it any more): the gateway may forget it.
+        this.remember(key);
         if (socket.readyState === WebSocket.OPEN) {
           socket.send(JSON.stringify({ type: "ack", session, id }));
         }
         return;
       }
       case "error": {
-        // A cancel refused as `forbidden` means the key may not act there.
-        if (frame["code"] === "forbidden" && id) {
-          const message = typeof frame["message"] === "string" ? frame["message"] : "forbidden";
-          this.settle(key, new Forbidden([{ path: "", message, code: "forbidden" }]));
+        const code = typeof frame["code"] === "string" ? frame["code"] : "";
+        const message = typeof frame["message"] === "string" ? frame["message"] : code;
+        if (!session && !id) {
+          // An `open` refused: the oldest one not yet answered.
+          const opening = this.opening.shift();
+          const errors = [{ path: "session", message, code }];
+          opening?.reject(code === "forbidden" ? new Forbidden(errors) : new AskRejected(errors));
+          return;
+        }
+        if (code === "not_found") {
+          // A withdrawal of a request the gateway no longer holds: nothing is left to do.
+          this.withdrawing.delete(key);
         }
         return;
       }

@@ -138,3 +138,58 @@ test("a paused run posts, collects and acknowledges over HTTP", { timeout: 60_00
   );
   tab.close();
 });
+
+test("an outcome is acknowledged, so the gateway forgets it", { timeout: 60_000 }, async () => {
+  const client = new Client(gateway.url);
+  try {
+    const { viewerUrl } = await client.open("ts-ack");
+    const tab = await Tab.join(viewerUrl);
+    const asked = client.ask("ts-ack", { id: "once", questions: QUESTIONS });
+    await tab.next("request", "once");
+    tab.answer("once", BLUE);
+    await within(asked);
+    tab.close();
+    // The ack follows the outcome on the socket: once the gateway has it, the id is unknown.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const gone = await collect(gateway.url, "ts-ack", "once").then(
+        () => false,
+        (error: unknown) => error instanceof GatewayError && error.status === 404,
+      );
+      if (gone) {
+        break;
+      }
+      assert.ok(Date.now() < deadline, "the outcome was never acknowledged");
+      await new Promise((resolveSoon) => setTimeout(resolveSoon, 20));
+    }
+  } finally {
+    client.close();
+  }
+});
+
+test("a session the gateway refuses to open rejects with its reason", { timeout: 60_000 }, async () => {
+  const client = new Client(gateway.url);
+  try {
+    await assert.rejects(within(client.open("not a session id!")), (error: unknown) => {
+      assert.ok(error instanceof AskRejected, String(error));
+      assert.equal(error.errors[0]?.path, "session");
+      return true;
+    });
+    // The connection goes on serving.
+    const { viewerUrl } = await within(client.open("ts-after-refusal"));
+    assert.ok(viewerUrl.includes("ts-after-refusal"));
+  } finally {
+    client.close();
+  }
+});
+
+test("aborting while disconnected rejects at once, and closing while connecting leaves nothing", { timeout: 60_000 }, async () => {
+  const nowhere = new Client("http://127.0.0.1:9", { backoff: { initialMs: 50, maxMs: 100 } });
+  const controller = new AbortController();
+  const asked = nowhere.ask("ts-nowhere", { id: "q", questions: QUESTIONS }, { signal: controller.signal });
+  controller.abort();
+  await assert.rejects(within(asked, 5_000), { name: "AbortError" });
+  const never = nowhere.ask("ts-nowhere", { id: "r", questions: QUESTIONS });
+  nowhere.close();
+  await assert.rejects(within(never, 5_000), { name: "GatewayClosed" });
+});
