@@ -201,9 +201,7 @@ impl Inner {
             id: id.clone(),
             acked,
         };
-        let entry = Note::of(&op, 0)
-            .map(|note| Entry::of(&note))
-            .unwrap_or_default();
+        let entry = Entry::of_op(&op);
         let reply: String = self
             .run(
                 "forgetting",
@@ -247,9 +245,7 @@ impl Inner {
         else {
             return Ok(Verdict::Unknown);
         };
-        let entry = Note::of(op, 0)
-            .map(|note| Entry::of(&note))
-            .unwrap_or_default();
+        let entry = Entry::of_op(op);
         let mut script = self.changing_request(&self.scripts.follow_up, session, id);
         script
             .arg(id.as_str())
@@ -289,9 +285,7 @@ impl Inner {
         else {
             return Ok(Verdict::Unknown);
         };
-        let entry = Note::of(op, 0)
-            .map(|note| Entry::of(&note))
-            .unwrap_or_default();
+        let entry = Entry::of_op(op);
         let mut script = self.scripts.vote.key(self.keys.request(session, id));
         script
             .key(self.keys.seq(session))
@@ -336,9 +330,7 @@ impl Inner {
         else {
             return Ok(Verdict::Unknown);
         };
-        let entry = Note::of(op, 0)
-            .map(|note| Entry::of(&note))
-            .unwrap_or_default();
+        let entry = Entry::of_op(op);
         let reply: String = self
             .index_then_run(
                 "following",

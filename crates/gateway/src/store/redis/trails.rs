@@ -14,7 +14,7 @@ use super::lua::Index;
 use super::lua::redis_error;
 use crate::audit::{Note, chain::sha256_hex, tail};
 use crate::clock::now_ms;
-use crate::store::{StoreError, Verdict};
+use crate::store::{StoreError, StoreOp, Verdict};
 
 /// Most sessions the index sweep looks at in one go.
 const INDEX_SWEEP_BATCH: usize = 1000;
@@ -33,6 +33,14 @@ impl Entry {
             digest: sha256_hex(tail.as_bytes()),
             tail,
         }
+    }
+
+    /// The entry store change `op` makes in its trail (empty if it makes none); the store's
+    /// clock times it, so none is given here.
+    pub(super) fn of_op(op: &StoreOp) -> Entry {
+        Note::of(op, 0)
+            .map(|note| Entry::of(&note))
+            .unwrap_or_default()
     }
 }
 
