@@ -55,6 +55,11 @@ fn read_rules(fields: Vec<(String, String)>) -> Vec<Rule> {
         .collect()
 }
 
+/// Orders `rules` oldest first (by id among those made in the same millisecond).
+fn oldest_first(rules: &mut [Rule]) {
+    rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+}
+
 /// A local store's rules, by kept key (a shared store's are read from it), and the ids of
 /// the agent keys there are.
 #[derive(Debug, Default)]
@@ -153,7 +158,7 @@ impl Hub {
             keys.into_iter()
                 .filter(|rule| rule.session == session.as_str()),
         );
-        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        oldest_first(&mut rules);
         Ok(rules)
     }
 
@@ -173,20 +178,29 @@ impl Hub {
         }
     }
 
-    /// The unexpired rules under `key` (a [`rules_key`]).
+    /// Every rule kept under `key` (a [`rules_key`]), expired ones too: a shared store's read
+    /// from it, a local one's from the book.
+    ///
+    /// # Errors
+    /// A shared store could not be read.
+    async fn kept_rules(&self, key: &str) -> Result<Vec<Rule>, StoreError> {
+        Ok(match self.store.shared() {
+            Some(shared) => read_rules(shared.kept(KeptTable::Rules, key).await?),
+            None => self
+                .rule_book
+                .with(|book| book.get(key).cloned().unwrap_or_default()),
+        })
+    }
+
+    /// The unexpired rules under `key` (a [`rules_key`]), oldest first.
     ///
     /// # Errors
     /// A shared store could not be read.
     pub(super) async fn rules_under(&self, key: &str) -> Result<Vec<Rule>, StoreError> {
         let now = now_ms();
-        let mut rules = match self.store.shared() {
-            Some(shared) => read_rules(shared.kept(KeptTable::Rules, key).await?),
-            None => self
-                .rule_book
-                .with(|book| book.get(key).cloned().unwrap_or_default()),
-        };
+        let mut rules = self.kept_rules(key).await?;
         rules.retain(|rule| rule.expires_ms > now);
-        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        oldest_first(&mut rules);
         Ok(rules)
     }
 
@@ -241,17 +255,12 @@ impl Hub {
         let mut changes = RuleChanges::default();
         for rule in rules {
             let key = rules_key(rule.scope, &rule.session, &rule.key);
-            let existing = match self.store.shared() {
-                Some(shared) => match shared.kept(KeptTable::Rules, &key).await {
-                    Ok(fields) => read_rules(fields),
-                    Err(error) => {
-                        tracing::error!(%session, request = %id, %error, "a remembered approval could not be made");
-                        continue;
-                    }
-                },
-                None => self
-                    .rule_book
-                    .with(|book| book.get(&key).cloned().unwrap_or_default()),
+            let existing = match self.kept_rules(&key).await {
+                Ok(existing) => existing,
+                Err(error) => {
+                    tracing::error!(%session, request = %id, %error, "a remembered approval could not be made");
+                    continue;
+                }
             };
             let now = now_ms();
             let (mut live, expired): (Vec<Rule>, Vec<Rule>) =
@@ -332,7 +341,7 @@ impl Hub {
                     .await?,
             );
         }
-        rules.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        oldest_first(&mut rules);
         Ok(rules)
     }
 
