@@ -6,7 +6,7 @@
  */
 
 import { NotAnswered, abortError } from "./errors.js";
-import { ack, collect, postRequest, withdraw } from "./http.js";
+import { type RequestState, ack, collect, postRequest, withdraw } from "./http.js";
 import type { Outcome } from "./outcome.js";
 
 /** A request the gateway holds, to show a person where to answer it. */
@@ -69,61 +69,94 @@ export async function askOne<T>(
   convert: (outcome: Outcome) => T,
   signal?: AbortSignal,
 ): Promise<T> {
+  return askMany(options, [body], ([outcome]) => convert(outcome as Outcome), signal);
+}
+
+/**
+ * Puts every one of `bodies` (each with its `id`) to people, and returns `convert(outcomes)`
+ * (in the bodies' order) once every request has ended; the outcomes are acknowledged after
+ * `convert` returns. All are posted before any is waited for, so people see them together.
+ * Aborting `signal` withdraws them all and rejects with an `AbortError`; past `options.wait`,
+ * `NotAnswered` is thrown and nothing is withdrawn or acknowledged (asking again with the same
+ * ids collects the same requests).
+ */
+export async function askMany<T>(
+  options: AdapterOptions,
+  bodies: ReadonlyArray<Record<string, unknown> & { id: string }>,
+  convert: (outcomes: Outcome[]) => T,
+  signal?: AbortSignal,
+): Promise<T> {
   const { url, session } = options;
   const http = options.key === undefined ? {} : { key: options.key };
   if (signal?.aborted) {
     throw abortError(signal.reason);
   }
-  let state = await postRequest(url, session, body, http);
-  if (state.state === "pending") {
-    options.onPosted?.([{ session, id: body.id, viewerUrl: state.viewerUrl }]);
-  }
   const until = options.wait === undefined ? Infinity : Date.now() + options.wait * 1000;
+  const states: RequestState[] = [];
   const polls = new AbortController();
-  let failures = 0;
   const onAbort = (): void => polls.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
-  // Given up on while it was being posted (the gateway shows a request before it answers the
-  // post): the first poll is cut short, and the request withdrawn.
-  if (signal?.aborted) {
-    polls.abort();
-  }
+  const withdrawAll = async (): Promise<void> => {
+    // Given up on: withdrawn at the gateway (within a bound), and told so.
+    const bound = AbortSignal.timeout(10_000);
+    for (const body of bodies.slice(0, Math.max(states.length, 1))) {
+      await withdraw(url, session, body.id, { ...http, signal: bound }).catch(() => undefined);
+    }
+  };
   try {
-    while (state.state === "pending") {
-      const left = (until - Date.now()) / 1000;
-      if (left <= 0) {
-        throw new NotAnswered(session, body.id);
+    for (const body of bodies) {
+      states.push(await postRequest(url, session, body, http));
+      if (signal?.aborted) {
+        // Given up on while it was being posted (the gateway shows a request before it
+        // answers the post).
+        await withdrawAll();
+        throw abortError(signal.reason);
       }
-      try {
-        state = await collect(url, session, body.id, {
-          ...http,
-          waitS: Math.max(Math.min(left, POLL_S), 0),
-          signal: polls.signal,
-        });
-        failures = 0;
-      } catch (error) {
-        if (signal?.aborted) {
-          // Given up on: withdrawn at the gateway (within a bound), and told so.
-          await withdraw(url, session, body.id, { ...http, signal: AbortSignal.timeout(10_000) }).catch(
-            () => undefined,
-          );
-          throw abortError(signal.reason);
+    }
+    const posted = states.flatMap((state, index) =>
+      state.state === "pending" ? [{ session, id: bodies[index]!.id, viewerUrl: state.viewerUrl }] : [],
+    );
+    if (posted.length > 0) {
+      options.onPosted?.(posted);
+    }
+    for (let index = 0; index < bodies.length; index += 1) {
+      let failures = 0;
+      const id = bodies[index]!.id;
+      while (states[index]!.state === "pending") {
+        const left = (until - Date.now()) / 1000;
+        if (left <= 0) {
+          throw new NotAnswered(session, id);
         }
-        // The gateway unreachable for a moment (a restart, a dropped connection): polled again,
-        // a few times, after a pause; the request stays open there meanwhile.
-        failures += 1;
-        if (!(error instanceof TypeError) || failures > POLL_RETRIES) {
-          throw error;
+        try {
+          states[index] = await collect(url, session, id, {
+            ...http,
+            waitS: Math.max(Math.min(left, POLL_S), 0),
+            signal: polls.signal,
+          });
+          failures = 0;
+        } catch (error) {
+          if (signal?.aborted) {
+            await withdrawAll();
+            throw abortError(signal.reason);
+          }
+          // The gateway unreachable for a moment (a restart, a dropped connection): polled
+          // again, a few times, after a pause; the request stays open there meanwhile.
+          failures += 1;
+          if (!(error instanceof TypeError) || failures > POLL_RETRIES) {
+            throw error;
+          }
+          await new Promise((resolveSoon) => setTimeout(resolveSoon, 250 * 2 ** failures));
         }
-        await new Promise((resolveSoon) => setTimeout(resolveSoon, 250 * 2 ** failures));
       }
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
-  const converted = convert(state);
+  const converted = convert(states as Outcome[]);
   // The answer is the caller's now: a failed acknowledgement leaves the outcome kept at the
   // gateway until its retention ends, and loses nothing.
-  await ack(url, session, body.id, http).catch(() => undefined);
+  for (const body of bodies) {
+    await ack(url, session, body.id, http).catch(() => undefined);
+  }
   return converted;
 }

@@ -65,6 +65,22 @@ export class NotAnswered extends Error {
   }
 }
 
+/** The request was withdrawn (by the agent, an operator, or its session ending) before anyone
+ * answered it: there is no answer to give the framework. */
+export class RequestWithdrawn extends Error {
+  /** The session. */
+  readonly session: string;
+  /** The request. */
+  readonly id: string;
+
+  constructor(session: string, id: string) {
+    super(`request ${id} of session ${session} was withdrawn before anyone answered it`);
+    this.name = "RequestWithdrawn";
+    this.session = session;
+    this.id = id;
+  }
+}
+
 /** An HTTP call the gateway answered with an error status, its errors as it gave them. */
 export class GatewayError extends Error {
   /** The HTTP status. */

@@ -17,8 +17,17 @@ export {
   GatewayClosed,
   GatewayError,
   NotAnswered,
+  RequestWithdrawn,
 } from "./errors.js";
 export { type AdapterOptions, type PostedRequest } from "./asking.js";
+export {
+  type ApprovalCall,
+  type ApprovalOptions,
+  type CallDecision,
+  DECLINED_MESSAGE,
+  type DecisionKind,
+  TIMED_OUT_MESSAGE,
+} from "./approval.js";
 export {
   ack,
   collect,
