@@ -16,6 +16,7 @@ fn request(i: usize) -> StoredRequest {
     StoredRequest {
         quorum: None,
         asked_by: None,
+        callback: None,
         ruled: None,
         remember: Vec::new(),
         votes: Vec::new(),

@@ -346,6 +346,11 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Who is told of requests, and how (`--notify FILE`); `None`: nobody.
     pub notify: Option<crate::notify::NotifyConfig>,
+    /// Which URLs an ask's `callback` may name (`--callback-hosts`,
+    /// `--notify-allow-private`).
+    pub callback_hosts: crate::notify::CallbackHosts,
+    /// How long a failing callback is tried (`--notify-retry-for-s`), without a notify file.
+    pub callback_retry_for: Duration,
     /// Keys agents present as `Authorization: Bearer <key>`, each acting on every session or
     /// on those of its scope. Empty: local mode (loopback only, no key needed).
     pub agent_keys: Vec<AgentKey>,
@@ -393,6 +398,8 @@ impl Config {
         Config {
             public_url: None,
             notify: None,
+            callback_hosts: crate::notify::CallbackHosts::default(),
+            callback_retry_for: crate::notify::DEFAULT_RETRY_FOR,
             agent_keys: Vec::new(),
             operator_keys: Vec::new(),
             secret: secret.into(),

@@ -25,7 +25,7 @@ use crate::connections::{
 use crate::hub::{Hub, Restored};
 use crate::keys::{AgentKeys, ViewerKeys};
 use crate::metrics::Metrics;
-use crate::notify::{Notifier, RequestLookup};
+use crate::notify::{Notifier, NotifyConfig, NotifySettings, RequestLookup};
 use crate::people::{People, TrustedProxies};
 use crate::store::redis::{RedisOptions, RedisStore, check_durability};
 use crate::store::{DurableStore, LogSettings, MemoryStore, Store};
@@ -216,21 +216,24 @@ async fn build_with_parts(
 ) -> anyhow::Result<AppState> {
     let records = store.load().await?;
     let followers = store.followers().await?;
-    let notifier = match &config.notify {
-        Some(notify) => {
-            let notifier = Notifier::new(
-                notify.clone(),
-                config.people.groups.clone(),
-                ViewerKeys::new(config.secret.clone(), public_url),
-                Arc::clone(&store),
-                Arc::clone(&metrics),
-            )
-            .map_err(anyhow::Error::msg)?;
-            notifier.restore().await?;
-            Some(notifier)
-        }
-        None => None,
-    };
+    // Always a notifier: without a notify file it sends only asks' callbacks.
+    let notify = config.notify.clone().unwrap_or_else(|| NotifyConfig {
+        settings: NotifySettings::default(),
+        retry_for: config.callback_retry_for,
+        allow_private: config.callback_hosts.allow_private,
+        vapid_key: None,
+    });
+    let notifier = Notifier::new(
+        notify,
+        config.people.groups.clone(),
+        ViewerKeys::new(config.secret.clone(), public_url),
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+        config.callback_hosts.clone(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    notifier.restore().await?;
+    let notifier = Some(notifier);
     let hub = Hub::new(
         store,
         config.limits.clone(),

@@ -256,6 +256,7 @@ async fn a_url_request_stored_before_the_stricter_rules_is_restored_and_answered
     let record = StoredRequest {
         quorum: None,
         asked_by: None,
+        callback: None,
         ruled: None,
         remember: Vec::new(),
         votes: Vec::new(),

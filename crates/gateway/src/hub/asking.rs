@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use askgate_protocol::wire::callback::Callback;
 use askgate_protocol::wire::{CheckedAsk, RequestView, ToAgent};
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 
@@ -164,6 +165,21 @@ impl Hub {
         })
     }
 
+    /// Why the ask's `callback` may not be called, at `callback.url`; `None` if it may (or
+    /// there is none).
+    fn refused_callback(&self, callback: Option<&Callback>) -> Option<FieldError> {
+        let callback = callback?;
+        let why = match &self.notifier {
+            Some(notifier) => notifier.callback_hosts().refuses(&callback.url)?,
+            None => "this gateway sends no callbacks".to_owned(),
+        };
+        Some(FieldError::new(
+            "callback.url",
+            ErrorCode::InvalidValue,
+            why,
+        ))
+    }
+
     /// [`ask_as`](Self::ask_as) an agent without a key (local mode).
     pub async fn ask(self: &Arc<Self>, ask: CheckedAsk, asker: Option<&Link>) -> AskReply {
         self.ask_as(ask, asker, LOCAL_KEY_ID).await
@@ -194,6 +210,7 @@ impl Hub {
             default,
             quorum,
             rules,
+            callback,
         } = ask;
         // On a shared store, this node's copy of the session first (a repeat is then answered
         // from it); should the store be unreachable, the ask itself says so.
@@ -238,7 +255,8 @@ impl Hub {
                         "no group {group:?} is defined (the operator names groups in --groups FILE)"
                     ),
                 )
-            });
+            })
+            .or_else(|| self.refused_callback(callback.as_ref()));
         if let Some(error) = refused {
             return self.reject(
                 asker,
@@ -343,6 +361,7 @@ impl Hub {
                         let terms = AskTerms {
                             follow_ups,
                             asked_by: Some(key_id.to_owned()),
+                            callback: callback.clone().map(Box::new),
                         };
                         break session.begin_ask(&id, &questions, view, encoded, asker, terms);
                     }

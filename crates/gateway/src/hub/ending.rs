@@ -34,6 +34,7 @@ use super::voting::{self, Counted, VoteCast};
 use crate::audit::{Note, RULE_BY_PREFIX};
 use crate::clock::now_ms;
 use crate::metrics::count;
+use crate::notify::RequestFacts;
 use crate::people::{KeyRefusal, NotAllowed, Person};
 use crate::store::{StoreError, StoreOp, StoredResolution, Verdict};
 
@@ -92,7 +93,7 @@ type Won = (
     Option<u64>,
     Option<StoredResolution>,
     Vec<Note<'static>>,
-    Option<crate::notify::RequestFacts>,
+    Option<RequestFacts>,
     Vec<StoreOp>,
     Option<RulesToMake>,
 );
@@ -575,12 +576,18 @@ impl Hub {
         let if_late = (by_votes && self.replica.is_some() && entry.deadline_ms.is_some())
             .then(|| entry.deadline_ending(0));
         let (asked_at_ms, deadline_ms) = (entry.asked_at_ms, entry.deadline_ms);
-        // Nobody was told of a request rules approved at once: nobody is told it ended.
+        // Nobody was told of a request rules approved at once: nobody but its callback is
+        // told it ended.
+        let by_rule = matches!(ending, Ending::ByRule);
         let facts = self
             .notifier
             .as_ref()
-            .filter(|_| !matches!(ending, Ending::ByRule))
-            .and_then(|_| self.facts_of_entry(session, entry));
+            .filter(|_| !by_rule || entry.callback.is_some())
+            .and_then(|_| self.facts_of_entry(session, entry))
+            .map(|facts| RequestFacts {
+                quiet: by_rule,
+                ..facts
+            });
         state.begin_resolving(id, matches!(ending, Ending::TimedOut));
         Ok(Begun::Won(Box::new((
             resolution,

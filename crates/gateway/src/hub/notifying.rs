@@ -22,6 +22,8 @@ impl Hub {
             deadline_ms: record.deadline_ms,
             url: self.keys.viewer_url(&record.session),
             followers: self.followers_of(&record.session),
+            callback: record.callback.as_deref().cloned(),
+            quiet: false,
         }
     }
 
@@ -49,6 +51,8 @@ impl Hub {
             deadline_ms: entry.deadline_ms,
             url: self.keys.viewer_url(session),
             followers: self.followers_of(session),
+            callback: entry.callback.as_deref().cloned(),
+            quiet: false,
         })
     }
 }

@@ -162,6 +162,7 @@ mod tests {
         let record = StoredRequest {
             quorum: None,
             asked_by: None,
+            callback: None,
             ruled: None,
             remember: Vec::new(),
             votes: Vec::new(),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The channels notifications go out on, as they are labelled.
-pub const CHANNELS: [&str; 4] = ["webhook", "email", "slack", "push"];
+pub const CHANNELS: [&str; 5] = ["webhook", "email", "slack", "push", "callback"];
 
 /// One channel's counts.
 #[derive(Debug, Default)]

@@ -42,6 +42,11 @@ pub struct RequestFacts {
     pub url: String,
     /// Who follows its session: the people told of it when it names no answerers.
     pub followers: Vec<String>,
+    /// Where its outcome is POSTed when it ends (the ask's `callback`).
+    pub callback: Option<askgate_protocol::wire::callback::Callback>,
+    /// Whether only its callback is told (a request rules answered at once: no person was
+    /// asked, so none is told it ended).
+    pub quiet: bool,
 }
 
 impl RequestFacts {
@@ -341,6 +346,8 @@ mod tests {
             deadline_ms: None,
             url: "https://askgate.example/s/billing-1#k=abc".into(),
             followers: Vec::new(),
+            callback: None,
+            quiet: false,
         };
         let mut extra = Map::new();
         extra.insert("to".into(), json!(["carol@example.com"]));

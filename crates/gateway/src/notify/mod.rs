@@ -15,10 +15,12 @@
 //! - [`push`]: Web Push to the devices people subscribed.
 //! - [`slack`]: messages from a Slack app, with buttons that answer, updated when a request
 //!   ends.
+//! - [`callback`]: an ask's own callback: its outcome POSTed where the ask said.
 //! - [`address`]: the addresses the gateway will not call.
 //! - [`web_push`]: VAPID signing and Web Push message encryption, no I/O.
 
 pub mod address;
+pub mod callback;
 pub mod delivery;
 pub mod email;
 pub mod outbox;
@@ -34,6 +36,7 @@ use std::time::Duration;
 
 use askgate_protocol::{RequestId, SessionId};
 
+pub use callback::{CALLBACK_SENDERS, CallbackHosts};
 pub use delivery::{DEFAULT_RETRY_FOR, RequestFacts, SendError};
 pub use settings::{EventKind, NotifySettings};
 
@@ -86,6 +89,11 @@ pub struct Notifier {
     slack: Option<(Arc<Queue>, slack::api::Api)>,
     /// On a local store: the Slack messages each request caused.
     posted: slack::PostedMessages,
+    /// Every request's callback: one queue, sent by [`CALLBACK_SENDERS`] tasks so that one
+    /// slow receiver holds up no other.
+    callbacks: Arc<Queue>,
+    /// Which callback hosts may be called (`--callback-hosts`).
+    callback_hosts: CallbackHosts,
     /// The push queue and how pushes are signed, when `[push]` is given.
     push: Option<(Arc<Queue>, push::Pusher)>,
     /// On a local store: each person's push subscriptions.
@@ -117,6 +125,7 @@ fn channel_of(target: &DeliveryTarget) -> usize {
         | DeliveryTarget::SlackChannel(_)
         | DeliveryTarget::SlackUpdate => 2,
         DeliveryTarget::Push(_) => 3,
+        DeliveryTarget::Callback(_) => 4,
     }
 }
 
@@ -132,6 +141,7 @@ impl Notifier {
         keys: ViewerKeys,
         store: Arc<dyn Store>,
         metrics: Arc<Metrics>,
+        callback_hosts: CallbackHosts,
     ) -> Result<Arc<Notifier>, String> {
         let client = webhook::client(config.allow_private)?;
         let mail = match &config.settings.email {
@@ -186,8 +196,14 @@ impl Notifier {
                 (name.clone(), queue)
             })
             .collect();
+        let callbacks = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
+        metrics
+            .notify
+            .watch_queue(4, Arc::clone(&callbacks.earliest_due_ms));
         let shared = store.shared();
         Ok(Arc::new(Notifier {
+            callbacks,
+            callback_hosts,
             config,
             groups,
             store,
@@ -251,7 +267,8 @@ impl Notifier {
             .values()
             .chain(self.mail.as_ref().map(|(queue, _)| queue))
             .chain(self.slack.as_ref().map(|(queue, _)| queue))
-            .chain(self.push.as_ref().map(|(queue, _)| queue));
+            .chain(self.push.as_ref().map(|(queue, _)| queue))
+            .chain(std::iter::repeat_n(&self.callbacks, CALLBACK_SENDERS));
         for queue in queues {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
@@ -303,7 +320,13 @@ impl Notifier {
             | DeliveryTarget::SlackChannel(_)
             | DeliveryTarget::SlackUpdate => self.slack.as_ref().map(|(queue, _)| queue),
             DeliveryTarget::Push(_) => self.push.as_ref().map(|(queue, _)| queue),
+            DeliveryTarget::Callback(_) => Some(&self.callbacks),
         }
+    }
+
+    /// Which callback URLs an ask may name (`--callback-hosts`, `--notify-allow-private`).
+    pub fn callback_hosts(&self) -> &CallbackHosts {
+        &self.callback_hosts
     }
 
     /// Slack's API, when `[slack]` is given.
@@ -407,6 +430,9 @@ impl Notifier {
         kind: EventKind,
         names: &[String],
     ) -> BTreeSet<DeliveryTarget> {
+        if facts.quiet {
+            return BTreeSet::new();
+        }
         let people = self.people_of(Some(names));
         let settings = &self.config.settings;
         let mut targets = BTreeSet::new();
@@ -480,17 +506,43 @@ impl Notifier {
                     .collect()
             })
             .unwrap_or_default();
-        match op {
-            Some(StoreOp::Notify { deliveries, .. }) => Some(StoreOp::Notify {
-                deliveries,
-                if_late,
-            }),
-            _ if !if_late.is_empty() => Some(StoreOp::Notify {
-                deliveries: Vec::new(),
-                if_late,
-            }),
-            _ => None,
+        let mut if_late = if_late;
+        let mut deliveries = match op {
+            Some(StoreOp::Notify { deliveries, .. }) => deliveries,
+            _ => Vec::new(),
+        };
+        if let Some(callback) = &facts.callback {
+            let target = DeliveryTarget::Callback(Box::new(callback.clone()));
+            if let Some(body) = callback::body(callback, &body(resolution), resolution) {
+                if self.callbacks.reserve() {
+                    deliveries.push(delivery::delivery(
+                        facts,
+                        EventKind::Resolved,
+                        target.clone(),
+                        &body,
+                        resolution.at_ms,
+                    ));
+                } else {
+                    count(&self.counts(&target).shed);
+                    tracing::warn!(session = %facts.session, request = %facts.id, "a callback was shed: the callback queue is full");
+                }
+            }
+            if let Some(late) = late
+                && let Some(body) = callback::body(callback, &body(late), late)
+            {
+                if_late.push(delivery::delivery(
+                    facts,
+                    EventKind::Resolved,
+                    target,
+                    &body,
+                    late.at_ms,
+                ));
+            }
         }
+        (!deliveries.is_empty() || !if_late.is_empty()).then_some(StoreOp::Notify {
+            deliveries,
+            if_late,
+        })
     }
 
     /// The notifications of a follow-up made at `at_ms`, as [`Notifier::opened`]'s: a
@@ -756,6 +808,16 @@ impl Notifier {
                     return Err(SendError::Failed("no [push] is configured".to_owned()));
                 };
                 self.send_push(pusher, delivery).await
+            }
+            DeliveryTarget::Callback(callback) => {
+                callback::send(
+                    &self.client,
+                    callback,
+                    delivery,
+                    now_ms() / 1000,
+                    &self.callback_hosts,
+                )
+                .await
             }
         }
     }

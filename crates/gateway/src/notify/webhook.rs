@@ -82,46 +82,86 @@ pub async fn send(
     now_s: u64,
     allow_private: bool,
 ) -> Result<(), SendError> {
-    let name = &webhook.name;
-    if !allow_private && let Some((ip, why)) = address::refused_literal(&webhook.url) {
-        return Err(SendError::Refused(format!(
-            "webhook {name:?}: {ip} is {why} (refused without --notify-allow-private)"
-        )));
-    }
-    let signed = signature(&webhook.secrets, &delivery.id, now_s, &delivery.body);
-    let request = Request::post(webhook.url.as_str())
-        .header("content-type", "application/json")
-        .header("user-agent", concat!("askgate/", env!("CARGO_PKG_VERSION")))
-        .header("webhook-id", &delivery.id)
-        .header("webhook-timestamp", now_s.to_string())
-        .header("webhook-signature", signed)
-        .body(Full::new(Bytes::from(delivery.body.clone())))
-        .map_err(|e| SendError::Failed(format!("webhook {name:?}: {e}")))?;
-    let exchange = async {
-        let response = client.request(request).await?;
-        let status = response.status();
-        // Read (and drop) what it answered, within the same timeout, so the connection can
-        // be used again.
-        let _ = response.into_body().collect().await;
-        Ok::<_, hyper_util::client::legacy::Error>(status)
+    let post = Post {
+        what: &format!("webhook {:?}", webhook.name),
+        url: &webhook.url,
+        secrets: &webhook.secrets,
+        headers: &[],
+        id: &delivery.id,
+        body: &delivery.body,
     };
-    match tokio::time::timeout(SEND_TIMEOUT, exchange).await {
-        Err(_) => Err(SendError::Failed(format!(
-            "webhook {name:?}: no answer within {} s",
-            SEND_TIMEOUT.as_secs()
-        ))),
-        Ok(Ok(status)) if status.is_success() => Ok(()),
-        Ok(Ok(status)) => Err(SendError::Failed(format!(
-            "webhook {name:?} answered {status}"
-        ))),
-        Ok(Err(error)) if address::is_refused(&error) => Err(SendError::Refused(format!(
-            "webhook {name:?}: {}",
-            chain(&error)
-        ))),
-        Ok(Err(error)) => Err(SendError::Failed(format!(
-            "webhook {name:?}: {}",
-            chain(&error)
-        ))),
+    post.send(client, now_s, allow_private).await
+}
+
+/// One signed POST: what it is (for errors), where, signed with which secrets (none: not
+/// signed), with which other headers.
+pub struct Post<'a> {
+    /// What is posted to, for errors: `webhook "ops"`, `callback to https://...`.
+    pub what: &'a str,
+    /// Where.
+    pub url: &'a url::Url,
+    /// What it is signed with (`webhook-signature`: one signature each; none: unsigned).
+    pub secrets: &'a [Vec<u8>],
+    /// Headers besides the content type and the Standard Webhooks ones.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The `webhook-id`, the same on every try.
+    pub id: &'a str,
+    /// The JSON body.
+    pub body: &'a str,
+}
+
+impl Post<'_> {
+    /// Sends it, signed at `now_s` (Unix seconds), within [`SEND_TIMEOUT`].
+    ///
+    /// # Errors
+    /// It was not answered with a 2xx in time.
+    pub async fn send(
+        &self,
+        client: &Client,
+        now_s: u64,
+        allow_private: bool,
+    ) -> Result<(), SendError> {
+        let what = self.what;
+        if !allow_private && let Some((ip, why)) = address::refused_literal(self.url) {
+            return Err(SendError::Refused(format!(
+                "{what}: {ip} is {why} (refused without --notify-allow-private)"
+            )));
+        }
+        let mut request = Request::post(self.url.as_str())
+            .header("content-type", "application/json")
+            .header("user-agent", concat!("askgate/", env!("CARGO_PKG_VERSION")))
+            .header("webhook-id", self.id)
+            .header("webhook-timestamp", now_s.to_string());
+        if !self.secrets.is_empty() {
+            let signed = signature(self.secrets, self.id, now_s, self.body);
+            request = request.header("webhook-signature", signed);
+        }
+        for (name, value) in self.headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(self.body.to_owned())))
+            .map_err(|e| SendError::Failed(format!("{what}: {e}")))?;
+        let exchange = async {
+            let response = client.request(request).await?;
+            let status = response.status();
+            // Read (and drop) what it answered, within the same timeout, so the connection
+            // can be used again.
+            let _ = response.into_body().collect().await;
+            Ok::<_, hyper_util::client::legacy::Error>(status)
+        };
+        match tokio::time::timeout(SEND_TIMEOUT, exchange).await {
+            Err(_) => Err(SendError::Failed(format!(
+                "{what}: no answer within {} s",
+                SEND_TIMEOUT.as_secs()
+            ))),
+            Ok(Ok(status)) if status.is_success() => Ok(()),
+            Ok(Ok(status)) => Err(SendError::Failed(format!("{what} answered {status}"))),
+            Ok(Err(error)) if address::is_refused(&error) => {
+                Err(SendError::Refused(format!("{what}: {}", chain(&error))))
+            }
+            Ok(Err(error)) => Err(SendError::Failed(format!("{what}: {}", chain(&error)))),
+        }
     }
 }
 

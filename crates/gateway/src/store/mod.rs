@@ -80,6 +80,9 @@ pub struct StoredRequest {
     /// approval remembered `for this agent key` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_by: Option<String>,
+    /// Where its outcome is POSTed when it ends (the ask's `callback`, its secret included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<Box<askgate_protocol::wire::callback::Callback>>,
     /// For an approval some of whose calls rules approved when it was asked: each call's rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ruled: Option<Vec<Option<askgate_protocol::approval::rules::RuledCall>>>,
@@ -201,6 +204,8 @@ pub enum DeliveryTarget {
     SlackUpdate,
     /// A Web Push to each device this person subscribed.
     Push(String),
+    /// The request's own `callback`, as its ask gave it.
+    Callback(Box<askgate_protocol::wire::callback::Callback>),
 }
 
 /// A table of what the channels remember between notifications (see [`StoreOp::Keep`]): a

@@ -19,6 +19,8 @@ mod audit_retention;
 mod audit_trail;
 /// One suite against every store.
 mod backends;
+/// An ask's callback: its outcome POSTed where it said, kept across a SIGKILL.
+mod callbacks;
 /// `askgate validate` and `askgate schema` as a user runs them.
 mod cli;
 /// SIGKILL under load on the embedded store, round after round.

@@ -25,6 +25,7 @@ fn request(id: &str, timeout_ms: Option<u64>) -> StoredRequest {
     StoredRequest {
         quorum: None,
         asked_by: None,
+        callback: None,
         ruled: None,
         remember: Vec::new(),
         votes: Vec::new(),

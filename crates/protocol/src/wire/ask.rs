@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::callback::{Callback, check_callback};
 use crate::approval::{ApprovalCalls, Quorum};
 use crate::dialect::{Dialect, QuestionSet};
 use crate::error::{ErrorCode, FieldError, ValidationErrors, json_kind};
@@ -69,6 +70,8 @@ pub struct CheckedAsk {
     /// Whether remembered approvals may answer it, or be made from its answer (`rules`,
     /// true unless the ask says `false`).
     pub rules: bool,
+    /// Where its outcome is POSTed when it ends (`callback`), if anywhere.
+    pub callback: Option<Callback>,
 }
 
 /// What an ask says should happen while it stays open: `remind_after_s` (the same people
@@ -158,6 +161,10 @@ impl AskFrame {
                 true
             }
         };
+        let callback = check_callback(self.rest.get("callback"))
+            .map_err(|e| errors.extend(e))
+            .ok()
+            .flatten();
         let default = self.rest.get("default").filter(|v| !v.is_null()).cloned();
         if default.is_some() && matches!(timeout_ms, Some(None)) {
             errors.push(FieldError::new(
@@ -178,6 +185,7 @@ impl AskFrame {
             default,
             quorum,
             rules,
+            callback,
         }
     }
 
@@ -251,6 +259,8 @@ struct CheckedFields {
     quorum: Option<Option<Quorum>>,
     /// `rules`.
     rules: bool,
+    /// `callback`.
+    callback: Option<Callback>,
 }
 
 impl CheckedFields {
@@ -331,6 +341,7 @@ impl CheckedFields {
                 default: self.default.take(),
                 quorum: self.quorum.take().flatten(),
                 rules: self.rules,
+                callback: self.callback.take(),
             }),
             _ => Err(std::mem::take(&mut self.errors)),
         }

@@ -6,12 +6,14 @@
 //!
 //! - `agent`: `AgentFrame` (agent → gateway), `ToAgent` and `OutcomeFrame` (back).
 //! - `ask`: the `ask` frame as sent and [`AskFrame::check`].
+//! - `callback`: an ask's `callback`, where its outcome is POSTed when it ends.
 //! - `inbox`: `FromInbox` (a person's inbox page → gateway); it is sent tab frames back.
 //! - `tab`: `FromTab` (tab → gateway), `ToTab`, and the request and ending tabs are shown.
 //! - `reading`: the frames that come most often, read without serde's buffering.
 
 mod agent;
 mod ask;
+pub mod callback;
 mod inbox;
 mod reading;
 mod tab;

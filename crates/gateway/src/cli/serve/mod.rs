@@ -237,6 +237,7 @@ impl ServeArgs {
         let notify = self
             .notify
             .to_config(&mut people.groups, self.public_url.as_deref())?;
+        let callback_hosts = self.notify.callback_hosts()?;
         let agent_keys = agent_keys(&self.agent_keys)?;
         let operator_keys = operator_keys(&self.operator_keys, &agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
@@ -257,6 +258,8 @@ impl ServeArgs {
         Ok(Config {
             public_url: self.public_url.clone(),
             notify,
+            callback_hosts,
+            callback_retry_for: std::time::Duration::from_secs(self.notify.notify_retry_for_s),
             agent_keys,
             operator_keys,
             secret,

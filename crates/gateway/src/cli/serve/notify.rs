@@ -44,6 +44,18 @@ pub struct NotifyArgs {
     #[arg(long, hide_env_values = true, env = "ASKGATE_NOTIFY_ALLOW_PRIVATE")]
     pub notify_allow_private: bool,
 
+    /// The hosts an ask's `callback` may POST to, comma-separated (`hooks.example.com`, or
+    /// `*.example.com` for any name under it); unset: any host (but private, loopback and
+    /// link-local addresses, unless --notify-allow-private).
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_CALLBACK_HOSTS",
+        value_name = "HOSTS",
+        default_value = ""
+    )]
+    pub callback_hosts: String,
+
     /// A PEM file holding the P-256 private key Web Push is signed with (VAPID; PKCS#8
     /// "PRIVATE KEY" or SEC1 "EC PRIVATE KEY"). Without it the key is derived from the
     /// viewer-link secret, the same on every node that shares it. Changing the key makes
@@ -58,6 +70,15 @@ pub struct NotifyArgs {
 }
 
 impl NotifyArgs {
+    /// Which URLs callbacks may go to (`--callback-hosts`, `--notify-allow-private`).
+    ///
+    /// # Errors
+    /// A listed host is not a host name.
+    pub fn callback_hosts(&self) -> anyhow::Result<crate::notify::CallbackHosts> {
+        crate::notify::CallbackHosts::parse(&self.callback_hosts, self.notify_allow_private)
+            .map_err(anyhow::Error::msg)
+    }
+
     /// The notifier's configuration, the notify file's groups added to `groups`; `None`
     /// without a notify file.
     ///

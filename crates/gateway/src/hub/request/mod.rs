@@ -57,6 +57,7 @@ use std::sync::{Arc, Weak};
 
 use askgate_protocol::approval::rules::{RuleScope, RuledCall};
 use askgate_protocol::approval::{Quorum, Vote};
+use askgate_protocol::wire::callback::Callback;
 use askgate_protocol::wire::{RequestView, Via};
 use askgate_protocol::{Outcome, QuestionSet, RequestId, SessionId};
 use bytes::Bytes;
@@ -332,6 +333,8 @@ pub(super) struct AskTerms {
     pub(super) follow_ups: FollowUps,
     /// The id of the agent key that asked it.
     pub(super) asked_by: Option<String>,
+    /// Where its outcome is POSTed when it ends.
+    pub(super) callback: Option<Box<Callback>>,
 }
 
 /// What a stored request came in as.
@@ -361,10 +364,12 @@ impl Session {
         let AskTerms {
             follow_ups,
             asked_by,
+            callback,
         } = terms;
         let record = StoredRequest {
             quorum: view.quorum.as_ref().map(|(quorum, _)| *quorum),
             asked_by,
+            callback,
             ruled: view.ruled,
             remember: view.remember,
             session: self.id.clone(),
@@ -400,6 +405,7 @@ impl Session {
             quorum: record.quorum,
             votes: Vec::new(),
             asked_by: record.asked_by.clone(),
+            callback: record.callback.clone(),
             ruled: record.ruled.clone(),
             remember: record.remember.clone(),
             encoded,
@@ -564,6 +570,7 @@ impl Session {
             quorum: record.quorum,
             votes: Vec::new(),
             asked_by: record.asked_by,
+            callback: record.callback,
             ruled: record.ruled,
             remember: record.remember,
             encoded,
@@ -1182,6 +1189,8 @@ pub(super) struct Entry {
     pub(super) votes: Vec<Vote>,
     /// The id of the agent key that asked it (whose a rule `for this agent key` is).
     pub(super) asked_by: Option<String>,
+    /// Where its outcome is POSTed when it ends (boxed: few requests have one).
+    pub(super) callback: Option<Box<Callback>>,
     /// For an approval some of whose calls rules approved when it was asked: each call's
     /// rule. A tab's decision on those calls is taken as an approval.
     pub(super) ruled: Option<Vec<Option<RuledCall>>>,

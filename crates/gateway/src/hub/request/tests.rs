@@ -172,6 +172,7 @@ fn questions() -> Value {
 
 fn ask_of(request: &str, timeout_ms: Option<u64>) -> CheckedAsk {
     CheckedAsk {
+        callback: None,
         default: None,
         quorum: None,
         rules: true,
@@ -408,6 +409,7 @@ async fn the_deadline_times_the_request_out() {
 async fn the_deadline_gives_the_default_when_the_ask_has_one() {
     let mut rig = rig();
     let ask = CheckedAsk {
+        callback: None,
         default: Some(red()),
         ..ask_of("r", Some(1_000))
     };
@@ -446,6 +448,7 @@ async fn an_answer_in_time_wins_over_the_default() {
     let mut rig = rig();
     let blue = json!({"answers": [{"header": "Color", "selected": ["Blue"]}]});
     let ask = CheckedAsk {
+        callback: None,
         default: Some(red()),
         ..ask_of("r", Some(1_000))
     };
@@ -621,6 +624,7 @@ fn record(request: &str, resolution: Option<StoredResolution>) -> StoredRequest 
     StoredRequest {
         quorum: None,
         asked_by: None,
+        callback: None,
         ruled: None,
         remember: Vec::new(),
         votes: Vec::new(),
@@ -850,6 +854,7 @@ async fn a_rival_waiting_takes_the_request_when_the_winner_could_not_be_stored()
 
 fn ask_following_up(request: &str) -> CheckedAsk {
     CheckedAsk {
+        callback: None,
         answerers: Some(vec!["alice".into()]),
         follow_ups: askgate_protocol::wire::AskedFollowUps {
             remind_after_ms: Some(1_000),
@@ -1397,6 +1402,7 @@ async fn a_superseded_grace_timer_does_not_orphan() {
 fn ask_needing_two(request: &str, veto: bool) -> CheckedAsk {
     let calls = json!([{"name": "deploy", "args": {"env": "prod"}}]);
     CheckedAsk {
+        callback: None,
         questions: QuestionSet::validate(Dialect::parse("approval").unwrap(), &calls).unwrap(),
         quorum: Some(Quorum { needed: 2, veto }),
         ..ask_of(request, None)
@@ -1537,6 +1543,7 @@ fn ask_approval(request: &str, calls: &[(&str, Value)], rules: bool) -> CheckedA
         .map(|(name, args)| json!({"name": name, "args": args}))
         .collect();
     CheckedAsk {
+        callback: None,
         questions: QuestionSet::validate(Dialect::parse("approval").unwrap(), &json!(calls))
             .unwrap(),
         rules,
@@ -1690,6 +1697,7 @@ async fn a_key_rule_holds_for_that_key_in_every_session() {
     let mut rig = rig();
     let rule = remember_rm(&mut rig, json!({"remember": "key"})).await;
     let elsewhere = |request: &str| CheckedAsk {
+        callback: None,
         session: SessionId::parse("t").unwrap(),
         ..ask_approval(request, &[rm_tmp()], true)
     };
@@ -1818,6 +1826,7 @@ async fn a_rule_answers_only_where_its_maker_may_and_keeps_bounded_arguments() {
     let mut rig = rig();
     remember_rm(&mut rig, json!({"remember": "session"})).await;
     let for_bob = CheckedAsk {
+        callback: None,
         answerers: Some(vec![BOB.to_owned()]),
         ..ask_approval("bobs", &[rm_tmp()], true)
     };

@@ -463,6 +463,7 @@ mod tests {
         StoredRequest {
             quorum: None,
             asked_by: None,
+            callback: None,
             ruled: None,
             remember: Vec::new(),
             votes: Vec::new(),

@@ -36,6 +36,9 @@ struct Body {
     /// Where an approval of it may be remembered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     remember: Vec<askgate_protocol::approval::rules::RuleScope>,
+    /// Where its outcome is POSTed when it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    callback: Option<askgate_protocol::wire::callback::Callback>,
 }
 
 /// A follow-up's letter in the `follows` field, and in a `followed` notice.
@@ -76,6 +79,7 @@ pub(super) fn body(request: &StoredRequest) -> String {
         asked_by: request.asked_by.clone(),
         ruled: request.ruled.clone(),
         remember: request.remember.clone(),
+        callback: request.callback.as_deref().cloned(),
     };
     serde_json::to_string(&body).unwrap_or_default()
 }
@@ -181,6 +185,7 @@ pub(super) fn request(
         asked_by,
         ruled,
         remember,
+        callback,
     } = serde_json::from_str(fields.body).map_err(|e| format!("a stored request: {e}"))?;
     for follow_up in [FollowUp::Remind, FollowUp::Escalate] {
         if fields.follows.contains(follow_up_letter(follow_up)) {
@@ -205,6 +210,7 @@ pub(super) fn request(
         default,
         quorum,
         asked_by,
+        callback: callback.map(Box::new),
         ruled,
         remember,
         votes: read_votes(fields.votes)?,
@@ -313,6 +319,7 @@ mod tests {
         StoredRequest {
             quorum: None,
             asked_by: None,
+            callback: None,
             ruled: None,
             remember: Vec::new(),
             votes: Vec::new(),

@@ -17,6 +17,7 @@ pub fn put(id: &str) -> StoreOp {
     StoreOp::Put(StoredRequest {
         quorum: None,
         asked_by: None,
+        callback: None,
         ruled: None,
         remember: Vec::new(),
         votes: Vec::new(),
