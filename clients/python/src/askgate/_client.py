@@ -117,6 +117,8 @@ class _Ask:
     """The answer given should the deadline pass with none."""
     rules: bool = True
     """`False`: no remembered approval answers it."""
+    callback: Mapping[str, Any] | None = None
+    """Where the gateway POSTs the outcome when the request ends."""
     deadline: float | None
     """Loop time of the gateway deadline; re-sends ask for what is left of it."""
     future: asyncio.Future[Outcome]
@@ -144,6 +146,8 @@ class _Ask:
             frame["rules"] = False
         if self.default is not None:
             frame["default"] = self.default
+        if self.callback is not None:
+            frame["callback"] = dict(self.callback)
         return frame
 
 
@@ -296,6 +300,7 @@ class Client:
         escalate: Mapping[str, Any] | None = None,
         default: Any = None,
         rules: bool = True,
+        callback: Mapping[str, Any] | None = None,
     ) -> Outcome:
         """Ask `questions` in `session` and wait for the outcome. With `dialect="approval"`,
         `questions` is the list of tool calls to approve, sent as the ask's `calls`.
@@ -310,7 +315,9 @@ class Client:
         `{"action": "accept", "content": {...}}` or `{"action": "decline"}`): the outcome is then
         that answer, with `by` and `via` `"default"`; it needs `timeout_s`. An approval a
         remembered rule answers comes back at once with `via` `"rule"` and `by` `"rule:{id}"`;
-        `rules=False` has every call asked. Raises `AskRejected` when the gateway refuses the ask (as
+        `rules=False` has every call asked. `callback` (`{"url": ..., "secret": "whsec_..."}`, or
+        `"format": "langgraph-server"` with `thread_id` and `assistant_id`) has the gateway
+        POST the outcome there when the request ends, as well (docs/PROTOCOL.md, Callbacks). Raises `AskRejected` when the gateway refuses the ask (as
         `Forbidden` too when the agent key may not act on the session), and
         `ValueError` at once for an ask that cannot be sent: questions that are not JSON data,
         or a frame larger than `max_frame_bytes`. Cancelling the call withdraws the request.
@@ -337,6 +344,7 @@ class Client:
             follow_ups=follow_up_fields,
             default=default,
             rules=rules,
+            callback=callback,
             deadline=None if timeout_s is None else now + timeout_s,
             future=self._loop.create_future(),
             ack_first=key in self._unacked or key in self._recent_acks,

@@ -104,6 +104,7 @@ def ask_body(
     escalate: Mapping[str, Any] | None = None,
     default: Any = None,
     rules: bool = True,
+    callback: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The body of `POST .../requests`: `questions`, a tool call's `args` (text or object), the
     tool `calls` of an `approval` request, or the top-level `fields` of a dialect that has its
@@ -111,7 +112,9 @@ def ask_body(
     left out). `remind_after_s` and `escalate` (`{"after_s": N, "to": [...]}`) are checked
     by `follow_ups`. `default` is the answer given should the deadline pass with none (in the
     shape a tab answers in; it needs `timeout_s`). `rules=False` asks every call of an approval
-    whatever approvals people had the gateway remember."""
+    whatever approvals people had the gateway remember. `callback` has the gateway POST the
+    outcome where it says when the request ends (docs/PROTOCOL.md, Callbacks): how a durable
+    engine resumes a paused run with no process waiting."""
     check_default(default, timeout_s)
     body: dict[str, Any] = {"id": id}
     if not rules:
@@ -135,6 +138,8 @@ def ask_body(
     body.update(follow_ups(remind_after_s, escalate))
     if default is not None:
         body["default"] = default
+    if callback is not None:
+        body["callback"] = dict(callback)
     return body
 
 

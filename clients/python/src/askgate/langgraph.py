@@ -13,6 +13,7 @@ Needs `langgraph` (`pip install 'askgate[langgraph]'`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 import httpx
@@ -24,6 +25,7 @@ from ._wire import Outcome
 
 __all__ = [
     "PostedRequest",
+    "ServerThread",
     "answer_interrupts",
     "answer_interrupts_sync",
     "collect_resume",
@@ -66,19 +68,53 @@ def resume_payload(outcome: Outcome) -> Any:
     return outcome.response
 
 
+@dataclass(frozen=True, kw_only=True)
+class ServerThread:
+    """A thread on a LangGraph Agent Server (`langgraph dev`, LangGraph Platform) that the
+    gateway resumes itself once a person answers: it POSTs a run of `assistant_id` with
+    `command.resume` (keyed by the interrupt's id) to `{url}/threads/{thread_id}/runs`, so no
+    process of the agent's waits for the answer (docs/PROTOCOL.md, Callbacks). `api_key` goes
+    in `x-api-key`."""
+
+    url: str
+    thread_id: str
+    assistant_id: str
+    api_key: str | None = None
+
+    def callback(self, interrupt_id: str) -> dict[str, Any]:
+        """The ask's `callback` resuming `interrupt_id` on this thread."""
+        callback: dict[str, Any] = {
+            "url": self.url,
+            "format": "langgraph-server",
+            "thread_id": self.thread_id,
+            "assistant_id": self.assistant_id,
+            "interrupt_id": interrupt_id,
+        }
+        if self.api_key is not None:
+            callback["api_key"] = self.api_key
+        return callback
+
+
 def _as_list(interrupts: InterruptLike | Iterable[InterruptLike]) -> list[InterruptLike]:
     if isinstance(interrupts, Iterable):
         return list(interrupts)
     return [interrupts]
 
 
-def _body(interrupt: InterruptLike, title: str | None, timeout_s: float | None) -> dict[str, Any]:
+def _body(
+    interrupt: InterruptLike, title: str | None, timeout_s: float | None, resume_thread: ServerThread | None = None
+) -> dict[str, Any]:
     if not is_ask_user(interrupt):
         raise ValueError(
             f"interrupt {interrupt.id!r} is not an ask_user interrupt (filter with is_ask_user): {interrupt.value!r:.200}"
         )
     return ask_body(
-        id=interrupt.id, dialect=DIALECT, questions=interrupt.value["questions"], title=title, timeout_s=timeout_s
+        id=interrupt.id,
+        dialect=DIALECT,
+        questions=interrupt.value["questions"],
+        title=title,
+        timeout_s=timeout_s,
+        callback=None if resume_thread is None else resume_thread.callback(interrupt.id),
     )
 
 
@@ -91,15 +127,27 @@ async def post_interrupts(
     title: str | None = None,
     timeout_s: float | None = None,
     client: httpx.AsyncClient | None = None,
+    resume_thread: ServerThread | None = None,
 ) -> list[PostedRequest]:
     """Post the questions of `ask_user` interrupts to the gateway (request id = interrupt id,
     so posting again is harmless). Returns one `PostedRequest` per interrupt; show their
-    `viewer_url` to the person. `timeout_s` gives the questions a gateway deadline."""
+    `viewer_url` to the person. `timeout_s` gives the questions a gateway deadline. With
+    `resume_thread`, the gateway itself resumes that Agent Server thread with each answer
+    (nothing need wait for it here)."""
     items = _as_list(interrupts)
-    bodies = [_body(i, title, timeout_s) for i in items]
+    bodies = [_body(i, title, timeout_s, resume_thread) for i in items]
     if client is None:
         async with httpx.AsyncClient() as own:
-            return await post_interrupts(url, session, items, key=key, title=title, timeout_s=timeout_s, client=own)
+            return await post_interrupts(
+                url,
+                session,
+                items,
+                key=key,
+                title=title,
+                timeout_s=timeout_s,
+                client=own,
+                resume_thread=resume_thread,
+            )
     api = AsyncApi(url, session, key=key, client=client)
     return [await api.post(body) for body in bodies]
 
@@ -113,13 +161,23 @@ def post_interrupts_sync(
     title: str | None = None,
     timeout_s: float | None = None,
     client: httpx.Client | None = None,
+    resume_thread: ServerThread | None = None,
 ) -> list[PostedRequest]:
     """`post_interrupts`, blocking."""
     items = _as_list(interrupts)
-    bodies = [_body(i, title, timeout_s) for i in items]
+    bodies = [_body(i, title, timeout_s, resume_thread) for i in items]
     if client is None:
         with httpx.Client() as own:
-            return post_interrupts_sync(url, session, items, key=key, title=title, timeout_s=timeout_s, client=own)
+            return post_interrupts_sync(
+                url,
+                session,
+                items,
+                key=key,
+                title=title,
+                timeout_s=timeout_s,
+                client=own,
+                resume_thread=resume_thread,
+            )
     api = SyncApi(url, session, key=key, client=client)
     return [api.post(body) for body in bodies]
 
