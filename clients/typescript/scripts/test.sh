@@ -2,7 +2,8 @@
 # Tests the askgate TypeScript package (clients/typescript) against the real gateway binary.
 #
 #   node_modules   TypeScript 5.9, ws, the Node types and the frameworks the adapters are
-#                  tested with (@modelcontextprotocol/sdk), exactly as package-lock.json has
+#                  tested with (@modelcontextprotocol/sdk, @anthropic-ai/claude-agent-sdk, ai,
+#                  @openai/agents, @langchain/langgraph, langchain, @mastra/core), exactly as package-lock.json has
 #                  them (npm ci: from npm's registry the first time, then from npm's cache)
 #   target/debug/askgate   built with `cargo build -p askgate` when missing
 #                  (set ASKGATE_BIN to test another build)
@@ -36,7 +37,9 @@ echo "clients/typescript: tsc --strict, then node --test against $bin"
 ASKGATE_BIN="$bin" timeout 600 npm test --silent
 echo "clients/typescript: npm pack holds the built package"
 packed=$(npm pack --dry-run --json --silent)
-for file in dist/index.js dist/index.d.ts dist/client.js dist/mcp/index.js package.json; do
+for file in dist/index.js dist/index.d.ts dist/client.js dist/mcp/index.js dist/claude/index.js \
+            dist/ai-sdk/index.js dist/openai-agents/index.js dist/langgraph/index.js dist/mastra/index.js \
+            package.json; do
   if ! grep -q "\"path\": \"$file\"" <<<"$packed"; then
     echo "clients/typescript: npm pack leaves out $file" >&2
     exit 1

@@ -4,9 +4,12 @@
  *
  * - `Client`: the agent's WebSocket connection, asks waited for across reconnects.
  * - `postRequest`, `collect`, `ack`: the HTTP API for paused runs.
- * - The errors, each its own class.
- * - `askgate/mcp`: a person answers an MCP server's elicitations (its own subpath, so that
- *   `import "askgate"` loads no framework).
+ * - The errors, each its own class, and the `approval` dialect's types the adapters share.
+ * - One subpath per framework, so that `import "askgate"` loads none: `askgate/mcp` (MCP
+ *   elicitation), `askgate/claude` (the Claude Agent SDK's `canUseTool`), `askgate/ai-sdk`
+ *   (`toolApproval` and an ask-user tool), `askgate/openai-agents` (run interruptions),
+ *   `askgate/langgraph` (`ask_user` and human-in-the-loop interrupts), `askgate/mastra`
+ *   (suspended tool calls and `askUserTool`).
  */
 
 export { type AskBody, type AskOptions, type Backoff, Client, type ClientOptions, type Opened } from "./client.js";
