@@ -5,6 +5,9 @@
 #                  tested with (@modelcontextprotocol/sdk, @anthropic-ai/claude-agent-sdk, ai,
 #                  @openai/agents, @langchain/langgraph, langchain, @mastra/core), exactly as package-lock.json has
 #                  them (npm ci: from npm's registry the first time, then from npm's cache)
+#   .venv/client   the Python package's virtualenv (clients/python/scripts/setup.sh, run here
+#                  when missing), for the test that asks one session from both languages
+#                  (set ASKGATE_PYTHON to use another Python with askgate installed)
 #   target/debug/askgate   built with `cargo build -p askgate` when missing
 #                  (set ASKGATE_BIN to test another build)
 #
@@ -17,6 +20,10 @@ repo="$(cd "$here/../.." && pwd)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "clients/typescript/scripts/test.sh: node and npm are needed (scripts/setup-test-env.sh installs them)" >&2
   exit 1
+fi
+
+if [ -z "${ASKGATE_PYTHON:-}" ]; then
+  "$repo/clients/python/scripts/setup.sh"
 fi
 
 bin="${ASKGATE_BIN:-$repo/target/debug/askgate}"
