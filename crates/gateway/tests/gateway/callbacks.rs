@@ -107,6 +107,44 @@ async fn a_callback_gets_the_outcome_signed_and_one_kept_before_a_sigkill_after_
     support::remove_scratch(&dir);
 }
 
+/// On Redis, where the ending's callback is kept by the script that records the ending, and a
+/// node that dies with it unsent leaves it to another: sent by the node that is left.
+#[tokio::test]
+async fn on_redis_another_node_sends_a_callback_a_killed_node_could_not() {
+    let redis = support::redis::RedisServer::start(&[]);
+    let args = ["--notify-allow-private"];
+    let port = support::free_port();
+    let mut asking = Node::start(&redis.url(), &args);
+    let other = Node::start(&redis.url(), &args);
+    let (mut agent, link) = asking.agent_opening("s").await;
+    let mut frame = ask("s", "r1", &["Color"], Some(600.0));
+    frame["callback"] = json!({"url": format!("http://127.0.0.1:{port}/cb"), "secret": SECRET});
+    agent.send(&frame).await;
+    agent.recv_until("accepted").await;
+    let (mut tab, snapshot) = asking.tab("s", &link).await;
+    assert_eq!(snapshot["requests"][0]["id"], "r1", "{snapshot}");
+    tab.send(&answer("r1", &["Color"], "Blue")).await;
+    agent.recv_until("outcome").await;
+    // Its first try finds nobody listening; it hands the callback back, due within 5 s.
+    assert!(
+        asking
+            .wrote_line("it is handed back to be tried again")
+            .await,
+        "{:?}",
+        asking.said()
+    );
+    asking.kill();
+
+    let mut receiver = Receiver::start(&[SECRET], Some(port), 0).await;
+    let got = receiver.next(RETRY_WITHIN).await;
+    assert_eq!(got["status"], 204, "{got}");
+    assert_eq!(got["verified"], json!([true]), "{got}");
+    assert_eq!(got["body"]["type"], "request.resolved");
+    assert_eq!(got["body"]["data"]["id"], "r1");
+    assert_eq!(got["body"]["data"]["outcome"], "answered");
+    drop(other);
+}
+
 #[tokio::test]
 async fn a_callback_to_a_host_the_gateway_does_not_allow_is_refused_at_its_path() {
     let node = Node::start(
