@@ -1,79 +1,70 @@
-"""The repository README's "Use it from pydantic-ai" and "Use it from LangGraph" examples run as
-written (against the test gateway instead of 127.0.0.1:8080), answered by a headless tab; the
-package README's snippets import what they use, and the signatures it shows are the code's."""
+"""The READMEs' code, read without running it: every ```python block of both READMEs is either
+a whole program (run by `test_readme_blocks.py`) or a fragment that says so and parses, and the
+signatures the package README shows are the code's."""
 
 from __future__ import annotations
 
 import ast
-import builtins
 import importlib
 import inspect
 import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-from gateway import REPO, Gateway
-from tab import RunExample
+from readme_examples import FRAGMENT, READMES, blocks, problems, python_blocks
 
 import askgate
 
-pytestmark = pytest.mark.anyio
-
-
-def example(heading: str) -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split(f"\n## {heading}\n", 1)
-    assert len(section) == 2, f"README.md has no section {heading!r}"
-    body = section[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", body, flags=re.S)
-    assert len(blocks) == 1, f"expected one python block under {heading!r}, found {len(blocks)}"
-    return blocks[0]
-
-
-@pytest.mark.parametrize(
-    ("heading", "expected"),
-    [
-        ("Use it from pydantic-ai", "The tool returned {'Database': ['PostgreSQL']}"),
-        ("Use it from LangGraph", "{'answers': ['askgate', 'stable']}"),
-    ],
-)
-async def test_readme_example_runs(gateway: Gateway, run_example: RunExample, heading: str, expected: str) -> None:
-    code = example(heading)
-    assert "http://127.0.0.1:8080" in code
-    _, text = await run_example(code.replace("http://127.0.0.1:8080", gateway.url), 30)
-    assert text.rstrip().endswith(expected), text
-
-
 PACKAGE_README = Path(__file__).resolve().parents[1] / "README.md"
 
-PLACEHOLDERS = {"model", "URL", "graph", "inputs", "config"}
-"""What the package README's snippets leave to the reader."""
+
+def test_every_python_block_is_a_program_or_a_marked_fragment() -> None:
+    found = python_blocks()
+    # Both READMEs were read: the main one's pydantic-ai, LangGraph, approval and MCP examples,
+    # the package's ten.
+    assert len(found) >= 14, [block.id for block in found]
+    wrong = {f"{block.where} ({block.id})": problems(block) for block in found if problems(block)}
+    assert not wrong, wrong
 
 
-def unbound_names(code: str) -> set[str]:
-    """Names `code` reads that it neither imports nor binds, builtins aside."""
-    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    tree = compile(code, "README.md", "exec", flags=flags, dont_inherit=True)
-    bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.alias):
-            bound.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-    return read - bound - set(dir(builtins))
+def test_no_python_block_hides_under_another_label() -> None:
+    # A block fenced ```py, ```python3 or with no language at all would not be collected: every
+    # opening fence names its language, and Python's is spelled `python`.
+    for path in READMES:
+        for block in blocks(path):
+            assert block.language, f"{block.where}: a code block without a language"
+            if re.fullmatch(r"(?i)py(thon)?\d?|pycon|ipython|py3", block.language):
+                assert block.language == "python", f"{block.where}: spell the language `python`"
 
 
-def test_package_readme_snippets_import_what_they_use() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", PACKAGE_README.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) >= 3
-    for block in blocks:
-        assert unbound_names(block) <= PLACEHOLDERS, block
+def test_fragments_and_programs_are_told_apart(tmp_path: Path) -> None:
+    # The checks on a README of our own, so that each of them is seen to fail.
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# Top\n\n## A section\n\n```python\n# a comment, not a heading\nprint(1)\n```\n\n"
+        f"```python\n{FRAGMENT} shows one call\nresult = await client.ask(session, questions)\n```\n\n"
+        f"```python\n{FRAGMENT}\nx = 1\n```\n\n"
+        f"```python\n{FRAGMENT} a broken one\ndef f(:\n```\n\n"
+        "### Another\n\n```python\nimport asyncio\nawait asyncio.sleep(0)\n```\n\n"
+        "```python\nprint(model, 'http://127.0.0.1:8080')\n```\n\n```sh\nls\n```\n",
+        encoding="utf-8",
+    )
+    found = blocks(readme)
+    assert [(b.heading, b.index, b.language, b.is_fragment) for b in found] == [
+        ("A section", 0, "python", False),
+        ("A section", 1, "python", True),
+        ("A section", 2, "python", True),
+        ("A section", 3, "python", True),
+        ("Another", 0, "python", False),
+        ("Another", 1, "python", False),
+        ("Another", 0, "sh", False),
+    ]
+    assert found[0].code == "# a comment, not a heading\nprint(1)\n"
+    assert [problems(block) for block in found[:2]] == [["does not use the gateway at http://127.0.0.1:8080"], []]
+    assert problems(found[2]) == ["the fragment marker gives no reason"]
+    assert [p.split(":")[0] for p in problems(found[3])] == ["the fragment does not parse"]
+    assert "'await' outside function" in problems(found[4])[0]
+    assert problems(found[5]) == ["reads names it never binds or imports: model"]
 
 
 ADAPTER_MODULES = ("openai_agents", "langchain", "pydantic_ai", "agui", "mcp", "claude")
