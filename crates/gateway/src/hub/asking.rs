@@ -382,7 +382,7 @@ impl Hub {
         let notify = self
             .notifier
             .as_ref()
-            .filter(|_| !all_ruled)
+            .filter(|notifier| !all_ruled && notifier.tells_people())
             .and_then(|notifier| notifier.opened(&self.facts_of_record(&record)));
         let addressed = record.answerers.clone();
         let mut ops = vec![StoreOp::Put(record)];

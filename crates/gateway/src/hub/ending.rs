@@ -582,7 +582,7 @@ impl Hub {
         let facts = self
             .notifier
             .as_ref()
-            .filter(|_| !by_rule || entry.callback.is_some())
+            .filter(|notifier| (!by_rule && notifier.tells_people()) || entry.callback.is_some())
             .and_then(|_| self.facts_of_entry(session, entry))
             .map(|facts| RequestFacts {
                 quiet: by_rule,

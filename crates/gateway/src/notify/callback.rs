@@ -22,7 +22,8 @@ pub const CALLBACK_SENDERS: usize = 4;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallbackHosts {
     /// `--callback-hosts`: the host names callbacks may go to (`*.example.com`: any name under
-    /// it); `None`: any host.
+    /// it), private addresses included (the operator listed them); `None`: any host but
+    /// private addresses.
     pub hosts: Option<Vec<String>>,
     /// `--notify-allow-private`: whether private, loopback and link-local addresses may be.
     pub allow_private: bool,
@@ -37,16 +38,17 @@ impl CallbackHosts {
     pub fn parse(text: &str, allow_private: bool) -> Result<CallbackHosts, String> {
         let mut hosts = Vec::new();
         for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let name = name.trim_end_matches('.');
             let bare = name.strip_prefix("*.").unwrap_or(name);
             let valid = !bare.is_empty()
                 && bare.len() <= 253
-                && bare.bytes().all(|b| {
-                    b.is_ascii_alphanumeric()
-                        || matches!(b, b'-' | b'.' | b'_' | b':' | b'[' | b']')
-                });
+                && bare
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
             if !valid {
                 return Err(format!(
-                    "--callback-hosts: {name:?} is not a host name (a name like hooks.example.com, or *.example.com for any under it)"
+                    "--callback-hosts: {name:?} is not a host name (a name like hooks.example.com or an \
+                     IPv4 address, without a port, or *.example.com for any name under it)"
                 ));
             }
             hosts.push(name.to_ascii_lowercase());
@@ -57,6 +59,12 @@ impl CallbackHosts {
         })
     }
 
+    /// Whether callbacks may reach private addresses: with `--notify-allow-private`, or when
+    /// `--callback-hosts` lists the hosts (the operator chose them, internal ones included).
+    pub fn allows_private(&self) -> bool {
+        self.allow_private || self.hosts.is_some()
+    }
+
     /// Why `url` may not be called back, or `None` if it may: a host `--callback-hosts` does
     /// not list, or an address written in it that is private (unless allowed). A name is
     /// judged by what it resolves to at each try.
@@ -65,7 +73,7 @@ impl CallbackHosts {
             return Some("not a URL".to_owned());
         };
         let host = match url.host() {
-            Some(Host::Domain(name)) => name.to_ascii_lowercase(),
+            Some(Host::Domain(name)) => name.trim_end_matches('.').to_ascii_lowercase(),
             Some(Host::Ipv4(ip)) => ip.to_string(),
             Some(Host::Ipv6(ip)) => format!("[{ip}]"),
             None => return Some("the URL has no host".to_owned()),
@@ -86,7 +94,7 @@ impl CallbackHosts {
                 ));
             }
         }
-        if !self.allow_private
+        if !self.allows_private()
             && let Some((ip, why)) = address::refused_literal(&url)
         {
             return Some(format!(
@@ -98,15 +106,26 @@ impl CallbackHosts {
 }
 
 /// What a callback POSTs of an ending whose `request.resolved` webhook body is
-/// `resolved_body`: that body itself (`askgate`), or a LangGraph run resuming the thread with
-/// the response (`langgraph-server`; nothing for a withdrawn request, whose run was given up).
+/// `resolved_body`: that body (`askgate`) without the session's viewer link, whose key would
+/// let the receiver (the agent's choice, perhaps a third party's service) watch and answer the
+/// session; or a LangGraph run resuming the thread with the response (`langgraph-server`;
+/// nothing for a withdrawn request, whose run was given up).
 pub fn body(
     callback: &Callback,
     resolved_body: &str,
     resolution: &StoredResolution,
 ) -> Option<String> {
     match callback.format {
-        CallbackFormat::Askgate => Some(resolved_body.to_owned()),
+        CallbackFormat::Askgate => {
+            let mut body: serde_json::Value = serde_json::from_str(resolved_body).ok()?;
+            if let Some(data) = body
+                .get_mut("data")
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                data.remove("url");
+            }
+            Some(body.to_string())
+        }
         CallbackFormat::LanggraphServer => {
             if resolution.settlement.outcome == Outcome::Withdrawn {
                 return None;
@@ -140,6 +159,12 @@ pub async fn send(
     let secrets: Vec<Vec<u8>> = callback.secret_bytes().into_iter().collect();
     let api_key = callback.api_key.as_deref();
     let headers: Vec<(&str, &str)> = api_key.map(|key| ("x-api-key", key)).into_iter().collect();
+    // A LangGraph server that does not know the thread or the assistant, or refuses the
+    // command, answers the same however often it is asked.
+    let final_statuses: &[u16] = match callback.format {
+        CallbackFormat::Askgate => &[],
+        CallbackFormat::LanggraphServer => &[400, 404, 410, 422],
+    };
     let post = Post {
         what: &what,
         url: &url,
@@ -147,8 +172,9 @@ pub async fn send(
         headers: &headers,
         id: &delivery.id,
         body: &delivery.body,
+        final_statuses,
     };
-    post.send(client, now_s, hosts.allow_private).await
+    post.send(client, now_s, hosts.allows_private()).await
 }
 
 #[cfg(test)]
@@ -179,5 +205,11 @@ mod tests {
         let private = CallbackHosts::parse("", true).unwrap();
         assert_eq!(private.refuses("http://127.0.0.1:9/"), None);
         assert!(CallbackHosts::parse("a b", false).is_err());
+        assert!(CallbackHosts::parse("hooks.example.com:8080", false).is_err());
+        // Listed by the operator: an internal name, or a private address, may be called.
+        let internal = CallbackHosts::parse("graphs.internal., 10.0.0.7", false).unwrap();
+        assert_eq!(internal.refuses("http://graphs.internal.:2024/"), None);
+        assert_eq!(internal.refuses("http://10.0.0.7/"), None);
+        assert!(internal.refuses("http://10.0.0.8/").is_some());
     }
 }

@@ -81,6 +81,9 @@ pub struct Notifier {
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     client: webhook::Client,
+    /// The client callbacks are sent with: private addresses allowed when the operator listed
+    /// the callback hosts (or allowed them for every target).
+    callback_client: webhook::Client,
     /// Each webhook's queue, by name.
     webhooks: BTreeMap<String, Arc<Queue>>,
     /// The mail server's queue and how to reach it, when `[email]` is given.
@@ -116,6 +119,12 @@ impl std::fmt::Debug for Notifier {
     }
 }
 
+/// Whether a notification to `target` had a place promised in its queue (callbacks are never
+/// shed, so never promised one).
+fn reserves(target: &DeliveryTarget) -> bool {
+    !matches!(target, DeliveryTarget::Callback(_))
+}
+
 /// The index of a channel in [`crate::metrics::notify::CHANNELS`].
 fn channel_of(target: &DeliveryTarget) -> usize {
     match target {
@@ -144,6 +153,7 @@ impl Notifier {
         callback_hosts: CallbackHosts,
     ) -> Result<Arc<Notifier>, String> {
         let client = webhook::client(config.allow_private)?;
+        let callback_client = webhook::client(callback_hosts.allows_private())?;
         let mail = match &config.settings.email {
             Some(settings) => {
                 let queue = Arc::new(Queue::new(MAX_QUEUED_PER_TARGET));
@@ -204,6 +214,7 @@ impl Notifier {
         Ok(Arc::new(Notifier {
             callbacks,
             callback_hosts,
+            callback_client,
             config,
             groups,
             store,
@@ -298,8 +309,8 @@ impl Notifier {
                                 self.enqueue(queue, delivery, now, false, Some(claimed_until_ms));
                             }
                             None => {
-                                tracing::warn!(notification = %delivery.id, target = ?delivery.target, "a kept notification's target is not configured on this node; dropped");
-                                self.forget(&delivery).await;
+                                self.hand_back_unsendable(shared, &delivery, claimed_until_ms)
+                                    .await;
                             }
                         }
                     }
@@ -309,6 +320,37 @@ impl Notifier {
                 }
             }
             tokio::time::sleep(CLAIM_EVERY).await;
+        }
+    }
+
+    /// A claimed notification whose target this node does not have (a webhook of a notify file
+    /// another node has, or no notify file here): handed back for a node that has it, unless
+    /// it is past `--notify-retry-for-s` (then no node that has it claimed it in time).
+    async fn hand_back_unsendable(
+        &self,
+        shared: &dyn Shared,
+        delivery: &StoredDelivery,
+        claimed_until_ms: u64,
+    ) {
+        let now = now_ms();
+        if u128::from(now.saturating_sub(delivery.created_ms)) >= self.config.retry_for.as_millis()
+        {
+            tracing::warn!(notification = %delivery.id, target = ?delivery.target, "a kept notification's target is configured on no node that claimed it in time; given up");
+            self.forget(delivery).await;
+            return;
+        }
+        // Due at once: the node that can send it claims it at its next round (this one only
+        // holds it for the moment between its claim and this).
+        match shared
+            .retry_delivery(&delivery.session, &delivery.id, claimed_until_ms, now)
+            .await
+        {
+            Ok(()) => {
+                tracing::debug!(notification = %delivery.id, target = ?delivery.target, "a notification this node cannot send is handed back");
+            }
+            Err(error) => {
+                tracing::warn!(notification = %delivery.id, %error, "a notification this node cannot send could not be handed back; claimed again when the claim runs out");
+            }
         }
     }
 
@@ -322,6 +364,11 @@ impl Notifier {
             DeliveryTarget::Push(_) => self.push.as_ref().map(|(queue, _)| queue),
             DeliveryTarget::Callback(_) => Some(&self.callbacks),
         }
+    }
+
+    /// Whether a notify file tells anyone anything (else only asks' callbacks are sent).
+    pub fn tells_people(&self) -> bool {
+        self.config.settings.sends()
     }
 
     /// Which callback URLs an ask may name (`--callback-hosts`, `--notify-allow-private`).
@@ -513,19 +560,16 @@ impl Notifier {
         };
         if let Some(callback) = &facts.callback {
             let target = DeliveryTarget::Callback(Box::new(callback.clone()));
+            // Never shed: a request has one, so the open requests bound them (and an agent
+            // with nothing else waiting would never hear its outcome).
             if let Some(body) = callback::body(callback, &body(resolution), resolution) {
-                if self.callbacks.reserve() {
-                    deliveries.push(delivery::delivery(
-                        facts,
-                        EventKind::Resolved,
-                        target.clone(),
-                        &body,
-                        resolution.at_ms,
-                    ));
-                } else {
-                    count(&self.counts(&target).shed);
-                    tracing::warn!(session = %facts.session, request = %facts.id, "a callback was shed: the callback queue is full");
-                }
+                deliveries.push(delivery::delivery(
+                    facts,
+                    EventKind::Resolved,
+                    target.clone(),
+                    &body,
+                    resolution.at_ms,
+                ));
             }
             if let Some(late) = late
                 && let Some(body) = callback::body(callback, &body(late), late)
@@ -627,7 +671,8 @@ impl Notifier {
                     .saturating_add(NOTIFY_LEASE.as_millis() as u64)
             });
             if let Some(queue) = self.queue_of(&delivery.target) {
-                self.enqueue(queue, delivery, now, true, claim);
+                let reserved = reserves(&delivery.target);
+                self.enqueue(queue, delivery, now, reserved, claim);
             }
         }
     }
@@ -679,7 +724,9 @@ impl Notifier {
             return;
         };
         for delivery in deliveries {
-            if let Some(queue) = self.queue_of(&delivery.target) {
+            if let Some(queue) = self.queue_of(&delivery.target)
+                && reserves(&delivery.target)
+            {
                 queue.release();
             }
         }
@@ -811,7 +858,7 @@ impl Notifier {
             }
             DeliveryTarget::Callback(callback) => {
                 callback::send(
-                    &self.client,
+                    &self.callback_client,
                     callback,
                     delivery,
                     now_ms() / 1000,

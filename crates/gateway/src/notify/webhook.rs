@@ -88,6 +88,7 @@ pub async fn send(
         secrets: &webhook.secrets,
         headers: &[],
         id: &delivery.id,
+        final_statuses: &[],
         body: &delivery.body,
     };
     post.send(client, now_s, allow_private).await
@@ -106,6 +107,9 @@ pub struct Post<'a> {
     pub headers: &'a [(&'a str, &'a str)],
     /// The `webhook-id`, the same on every try.
     pub id: &'a str,
+    /// Statuses that say the target will never take it (tried again, it would answer the
+    /// same): a [`SendError::Rejected`], not tried again.
+    pub final_statuses: &'a [u16],
     /// The JSON body.
     pub body: &'a str,
 }
@@ -156,6 +160,9 @@ impl Post<'_> {
                 SEND_TIMEOUT.as_secs()
             ))),
             Ok(Ok(status)) if status.is_success() => Ok(()),
+            Ok(Ok(status)) if self.final_statuses.contains(&status.as_u16()) => Err(
+                SendError::Rejected(format!("{what} answered {status}, which will not change")),
+            ),
             Ok(Ok(status)) => Err(SendError::Failed(format!("{what} answered {status}"))),
             Ok(Err(error)) if address::is_refused(&error) => {
                 Err(SendError::Refused(format!("{what}: {}", chain(&error))))

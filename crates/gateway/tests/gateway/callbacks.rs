@@ -57,6 +57,8 @@ async fn a_callback_gets_the_outcome_signed_and_one_kept_before_a_sigkill_after_
         json!(["Red"]),
         "{body}"
     );
+    // Not the session's viewer link: its key would let the receiver answer in the session.
+    assert_eq!(body["data"].get("url"), None, "{body}");
     assert!(
         node.wrote_line("a notification was sent").await,
         "{:?}",
@@ -143,6 +145,58 @@ async fn on_redis_another_node_sends_a_callback_a_killed_node_could_not() {
     assert_eq!(got["body"]["data"]["id"], "r1");
     assert_eq!(got["body"]["data"]["outcome"], "answered");
     drop(other);
+}
+
+/// Every node on Redis claims due notifications (each may hold callbacks), also one without
+/// the notify file another node has: what it cannot send it hands back, for a node that can.
+#[tokio::test]
+async fn on_redis_a_node_without_the_webhook_hands_its_notification_back() {
+    let dir = support::tempdir("callback-hand-back");
+    let redis = support::redis::RedisServer::start(&[]);
+    let port = support::free_port();
+    let file = dir.join("notify.toml");
+    std::fs::write(
+        &file,
+        format!("[webhooks.ops]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret = \"{SECRET}\"\n"),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let with_file = [
+        "--notify",
+        &file,
+        "--notify-allow-private",
+        "--public-url",
+        "https://askgate.example",
+    ];
+    let mut asking = Node::start(&redis.url(), &with_file);
+    let bare = Node::start(&redis.url(), &["--notify-allow-private"]);
+    let (mut agent, _) = asking.agent_opening("s").await;
+    agent.send(&ask("s", "r1", &["Color"], Some(600.0))).await;
+    agent.recv_until("accepted").await;
+    assert!(
+        asking
+            .wrote_line("it is handed back to be tried again")
+            .await,
+        "{:?}",
+        asking.said()
+    );
+    asking.kill();
+    // Only the node without the webhook is left: it claims the notification and hands it
+    // back, again and again, rather than dropping it.
+    assert!(
+        bare.wrote_line("a notification this node cannot send is handed back")
+            .await,
+        "{:?}",
+        bare.said()
+    );
+    let mut receiver = Receiver::start(&[SECRET], Some(port), 0).await;
+    let _again = Node::start(&redis.url(), &with_file);
+    let got = receiver.next(RETRY_WITHIN).await;
+    assert_eq!(got["status"], 204, "{got}");
+    assert_eq!(got["body"]["type"], "request.opened", "{got}");
+    assert_eq!(got["body"]["data"]["id"], "r1");
+    drop(bare);
+    support::remove_scratch(&dir);
 }
 
 #[tokio::test]

@@ -299,14 +299,25 @@ pub fn check_callback(value: Option<&Value>) -> Result<Option<Callback>, Vec<Fie
                 }
             }
             if let Some(thread) = &thread_id
-                && !thread
+                && (!thread
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                    || thread.bytes().all(|b| b == b'.'))
             {
                 errors.push(FieldError::new(
                     "callback.thread_id",
                     ErrorCode::InvalidValue,
-                    "letters, digits, `-`, `_` and `.` only (it goes in the URL's path)",
+                    "letters, digits, `-`, `_` and `.` only, not dots alone (it goes in the URL's path)",
+                ));
+            }
+            if let Some(url) = &url
+                && let Ok(parsed) = url::Url::parse(url)
+                && (parsed.query().is_some() || parsed.fragment().is_some())
+            {
+                errors.push(FieldError::new(
+                    "callback.url",
+                    ErrorCode::InvalidValue,
+                    "for langgraph-server, the server's base URL, without a query or fragment (`/threads/{thread_id}/runs` is added to its path)",
                 ));
             }
         }
@@ -371,6 +382,12 @@ mod tests {
         assert_eq!(
             paths(&json!({"url": "https://x.example/", "format": "zapier"})),
             ["callback.format"]
+        );
+        assert_eq!(
+            paths(
+                &json!({"url": "https://x.example/?a=1", "format": "langgraph-server", "thread_id": "..", "assistant_id": "a"})
+            ),
+            ["callback.thread_id", "callback.url"]
         );
     }
 

@@ -760,7 +760,7 @@ impl Session {
             .sync
             .as_ref()
             .is_some_and(|sync| sync.others_held.contains(id));
-        let waiting = entry.asker.is_some() || entry.polls > 0 || held_elsewhere;
+        let waiting = entry.awaited(held_elsewhere);
         if !matches!(entry.state, EntryState::Open)
             || waiting
             || !ledger.orphans
@@ -806,8 +806,7 @@ impl Session {
             if !matches!(entry.state, EntryState::Open) {
                 continue;
             }
-            let somewhere =
-                entry.asker.is_some() || entry.polls > 0 || sync.others_held.contains(&entry.id);
+            let somewhere = entry.awaited(sync.others_held.contains(&entry.id));
             // Orphaned, or its grace running.
             let judged_gone = entry.orphaned_since_ms.is_some() || entry.orphan_timer.is_some();
             match (somewhere, judged_gone) {
@@ -839,7 +838,7 @@ impl Session {
             .sync
             .as_ref()
             .is_some_and(|sync| sync.others_held.contains(id));
-        let waiting = entry.asker.is_some() || entry.polls > 0 || held_elsewhere;
+        let waiting = entry.awaited(held_elsewhere);
         if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
         {
             // The grace's timer has run: its handle goes, so that a later `unattended` (the
@@ -1216,6 +1215,13 @@ pub(super) struct Entry {
 }
 
 impl Entry {
+    /// Whether its outcome is awaited: by an agent connection (here, or on another node when
+    /// `held_elsewhere`), a long-poll, or its callback (a request with a callback has no agent
+    /// waiting by design, and is never orphaned).
+    pub(super) fn awaited(&self, held_elsewhere: bool) -> bool {
+        self.asker.is_some() || self.polls > 0 || self.callback.is_some() || held_elsewhere
+    }
+
     /// Whether tabs can still answer it (or are about to learn it ended).
     pub(super) fn is_open(&self) -> bool {
         matches!(self.state, EntryState::Open | EntryState::Resolving)

@@ -158,6 +158,50 @@ fn rig() -> Rig {
     rig_with(Limits::default())
 }
 
+/// A [`rig`] whose hub has a notifier (no notify file: it sends only asks' callbacks), not
+/// running: what it would send stays in the store's outbox to be looked at.
+fn rig_with_callbacks() -> Rig {
+    let store = Arc::new(Faulty::default());
+    let keys = ViewerKeys::new(vec![7; 32], "http://gateway.test");
+    let notifier = crate::notify::Notifier::new(
+        crate::notify::NotifyConfig {
+            settings: crate::notify::NotifySettings::default(),
+            retry_for: Duration::from_secs(3600),
+            allow_private: false,
+            vapid_key: None,
+        },
+        crate::people::Groups::default(),
+        keys.clone(),
+        Arc::clone(&store) as Arc<dyn Store>,
+        Arc::default(),
+        crate::notify::CallbackHosts::default(),
+    )
+    .unwrap();
+    let hub = Hub::new(
+        Arc::clone(&store) as Arc<dyn Store>,
+        Limits::default(),
+        keys,
+        People::default(),
+        Arc::default(),
+        Some(notifier),
+    );
+    let (link, tab_queue) = Link::new(64);
+    let tab = hub
+        .join_tab(session(), None, Person::anonymous(), link)
+        .expect("room for a tab");
+    let (agent, agent_queue) = Link::new(64);
+    let mut rig = Rig {
+        hub,
+        store,
+        tab,
+        tab_queue,
+        agent,
+        agent_queue,
+    };
+    assert_eq!(rig.tab_frames(), ["snapshot"]);
+    rig
+}
+
 fn session() -> SessionId {
     SessionId::parse("s").unwrap()
 }
@@ -1919,4 +1963,44 @@ async fn votes_that_decide_a_request_left_open_end_it() {
             .map(Vec::len),
         Some(2)
     );
+}
+
+/// A request asked with a callback has no agent waiting, by design: it is never orphaned nor
+/// withdrawn for want of one, and its ending's commit carries the callback, whose body does
+/// not hold the session's viewer link (the receiver is the agent's, not the operator's).
+#[tokio::test(start_paused = true)]
+async fn a_request_with_a_callback_is_never_orphaned_and_its_ending_carries_the_callback() {
+    let mut rig = rig_with_callbacks();
+    let mut ask = ask_of("r", None);
+    ask.callback = askgate_protocol::wire::callback::check_callback(Some(&json!({
+        "url": "https://hooks.example.com/askgate",
+        "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    })))
+    .unwrap();
+    let reply = rig.hub.ask(ask, None).await;
+    assert!(matches!(reply, AskReply::Accepted { .. }), "{reply:?}");
+    rig.tab_frames();
+    tokio::time::sleep(Duration::from_secs(2 * 86_400)).await;
+    assert_eq!(
+        rig.tab_frames(),
+        Vec::<String>::new(),
+        "neither orphaned nor withdrawn"
+    );
+    assert_eq!(rig.state("r"), Some("open"));
+    assert!(
+        rig.store.deliveries().await.unwrap().is_empty(),
+        "nothing told at the ask"
+    );
+
+    assert_eq!(rig.answer("r", red()).await, None);
+    let kept = rig.store.deliveries().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        matches!(&kept[0].target, crate::store::DeliveryTarget::Callback(callback) if callback.url == "https://hooks.example.com/askgate"),
+        "{kept:?}"
+    );
+    let body: Value = serde_json::from_str(&kept[0].body).unwrap();
+    assert_eq!(body["type"], "request.resolved");
+    assert_eq!(body["data"]["outcome"], "answered");
+    assert_eq!(body["data"].get("url"), None, "{body}");
 }
