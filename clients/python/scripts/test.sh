@@ -3,7 +3,9 @@
 #
 #   .venv/client   CPython 3.11 + pydantic-ai-harness 0.62.0 (pydantic-ai-slim 2.62.0), langgraph,
 #                  langchain, openai-agents, ag-ui-protocol, mcp, claude-agent-sdk (its bundled
-#                  CLI is installed but never run: the tests use a scripted transport), pytest,
+#                  CLI is installed but never run: the tests use a scripted transport),
+#                  google-adk, crewai (installed without its own requirements: see setup.sh),
+#                  langgraph-cli[inmem] (`langgraph dev`, started by a test), pytest,
 #                  pytest-timeout, mypy, and this
 #                  package installed editable; built by scripts/setup.sh (which this runs
 #                  first), rebuilt when its requirements or clients/python/pyproject.toml change

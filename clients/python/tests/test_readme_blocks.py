@@ -69,6 +69,8 @@ EXPECTED = {
         "booked for askgate, 1 guest(s)",
         [{"dialect": "form", "server": "bistro", "fields": [{"name": "name"}, {"name": "guests"}, {"name": "vegetarian"}]}],
     ),
+    PY + "Google ADK: `answer_requests`": Expect("Done.", [approval("DELETE FROM users WHERE inactive")]),
+    PY + "CrewAI Flows: `GatewayFeedback`": Expect("Published (approved: askgate)", [{"dialect": "form"}]),
     PY + "Claude Agent SDK: `AskUserQuestion` and tool approvals": Expect(
         "Answered: {'Which database should the service use?': 'Postgres'}",
         [{"dialect": "claude", "questions": [{"header": "Database"}]}],

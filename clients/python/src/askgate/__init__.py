@@ -11,6 +11,14 @@ Tool-call approvals (the `approval` dialect), one module per framework, imported
 - `askgate.langchain.answer_hitl`: LangChain `HumanInTheLoopMiddleware` interrupts.
 - `askgate.pydantic_ai.collect_approvals` / `GatewayApprovals`: pydantic-ai deferred approvals.
 - `askgate.agui.resume`: AG-UI `tool_call` interrupts.
+- `askgate.adk.answer_requests`: Google ADK's tool confirmations (and workflow `RequestInput`s,
+  as forms).
+
+Other framework pauses:
+
+- `askgate.crewai.GatewayFeedback`: the feedback provider of CrewAI Flows' `@human_feedback`.
+- `askgate.langgraph.ServerThread`: a LangGraph Agent Server thread the gateway resumes itself
+  when a person answers (an ask's `callback`).
 
 And callbacks a framework calls in place, each in its own module too:
 
