@@ -137,6 +137,11 @@ fn hub_over(store: &Arc<Faulty>, limits: Limits, people: People) -> Arc<Hub> {
 fn rig_with(limits: Limits) -> Rig {
     let store = Arc::new(Faulty::default());
     let hub = hub_over(&store, limits, People::default());
+    rig_of(store, hub)
+}
+
+/// A tab watching session `s` of `hub`, and an agent's link.
+fn rig_of(store: Arc<Faulty>, hub: Arc<Hub>) -> Rig {
     let (link, tab_queue) = Link::new(64);
     let tab = hub
         .join_tab(session(), None, Person::anonymous(), link)
@@ -185,21 +190,7 @@ fn rig_with_callbacks() -> Rig {
         Arc::default(),
         Some(notifier),
     );
-    let (link, tab_queue) = Link::new(64);
-    let tab = hub
-        .join_tab(session(), None, Person::anonymous(), link)
-        .expect("room for a tab");
-    let (agent, agent_queue) = Link::new(64);
-    let mut rig = Rig {
-        hub,
-        store,
-        tab,
-        tab_queue,
-        agent,
-        agent_queue,
-    };
-    assert_eq!(rig.tab_frames(), ["snapshot"]);
-    rig
+    rig_of(store, hub)
 }
 
 fn session() -> SessionId {
