@@ -165,7 +165,7 @@ def shell_dir(tmp: Path, askgate: Path | None = None) -> Path:
     shim.write_text(_CURL_SHIM, encoding="utf-8")
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     if askgate is not None:
-        (bin_dir / "askgate").symlink_to(askgate)
+        (bin_dir / "askgate").symlink_to(askgate.resolve())
     return bin_dir
 
 
