@@ -51,6 +51,8 @@ export interface CallDecision {
   outcome: OutcomeKind;
   /** Who decided, if the gateway knows. */
   user: string | null;
+  /** The request the decision came in (for messages), when known. */
+  request?: { session: string; id: string };
 }
 
 /** The options every approval adapter takes. */
@@ -132,24 +134,26 @@ export function decisionsFromOutcome(outcome: Outcome, count: number): CallDecis
       message: typeof message === "string" && message ? message : null,
       outcome: outcome.kind,
       user: outcome.user,
+      request: { session: outcome.session, id: outcome.id },
     };
   });
 }
 
 /**
  * Puts `calls` (each under its key: a tool call or interrupt id) to a person and returns
- * `convert(decisions)`, one decision per call in order; the outcomes are acknowledged after
- * `convert` returns. With no calls, returns `convert([])` without asking. Aborting `signal`
- * withdraws the requests and rejects with an `AbortError`.
+ * `await convert(decisions)`, one decision per call in order; the outcomes are acknowledged
+ * once `convert` has resolved (hand the framework the decisions inside it: a `convert` that
+ * throws leaves them to be collected again). With no calls, returns `convert([])` without
+ * asking. Aborting `signal` withdraws the requests and rejects with an `AbortError`.
  */
 export async function askApproval<T>(
   options: ApprovalOptions,
   calls: ReadonlyArray<{ key: string; call: ApprovalCall }>,
-  convert: (decisions: CallDecision[]) => T,
+  convert: (decisions: CallDecision[]) => T | Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
   if (calls.length === 0) {
-    return convert([]);
+    return await convert([]);
   }
   if (options.default !== undefined && options.timeoutS === undefined) {
     throw new TypeError("default needs timeoutS: a default answers only at a deadline");

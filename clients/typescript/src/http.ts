@@ -98,7 +98,8 @@ export async function postRequest(
   options: HttpOptions = {},
 ): Promise<RequestState> {
   const path = `/v1/sessions/${encodeURIComponent(session)}/requests`;
-  const { json } = await call("POST", endpoint(url, path), options, "posting a request", body);
+  const id = typeof body["id"] === "string" ? `request ${body["id"]}` : "a request";
+  const { json } = await call("POST", endpoint(url, path), options, `posting ${id} to session ${session}`, body);
   return readState(json, session);
 }
 
@@ -112,7 +113,7 @@ export async function collect(
 ): Promise<RequestState> {
   const wait = Math.max(0, Math.min(options.waitS ?? 0, 60));
   const path = `/v1/sessions/${encodeURIComponent(session)}/requests/${encodeURIComponent(id)}?wait_s=${wait}`;
-  const { json } = await call("GET", endpoint(url, path), options, "collecting a request");
+  const { json } = await call("GET", endpoint(url, path), options, `collecting request ${id} of session ${session}`);
   return readState(json, session);
 }
 
@@ -125,7 +126,7 @@ export async function ack(
   options: HttpOptions = {},
 ): Promise<void> {
   const path = `/v1/sessions/${encodeURIComponent(session)}/requests/${encodeURIComponent(id)}/ack`;
-  await call("POST", endpoint(url, path), options, "acknowledging a request");
+  await call("POST", endpoint(url, path), options, `acknowledging request ${id} of session ${session}`);
 }
 
 /** `DELETE /v1/sessions/{session}/requests/{id}`: withdraws an open request; how it ended (a
@@ -137,6 +138,6 @@ export async function withdraw(
   options: HttpOptions = {},
 ): Promise<RequestState> {
   const path = `/v1/sessions/${encodeURIComponent(session)}/requests/${encodeURIComponent(id)}`;
-  const { json } = await call("DELETE", endpoint(url, path), options, "withdrawing a request");
+  const { json } = await call("DELETE", endpoint(url, path), options, `withdrawing request ${id} of session ${session}`);
   return readState({ state: "resolved", ...json }, session);
 }

@@ -10,7 +10,7 @@ import type { LanguageModelV4Content, LanguageModelV4Prompt } from "@ai-sdk/prov
 import { type ModelMessage, type ToolSet, generateText, isStepCount, jsonSchema, tool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 
-import { Client, type PostedRequest, RequestWithdrawn } from "../src/index.js";
+import { Client, NotAnswered, type PostedRequest, RequestWithdrawn } from "../src/index.js";
 import {
   ASK_USER_DECLINED,
   ASK_USER_TIMED_OUT,
@@ -20,7 +20,7 @@ import {
   approveToolCalls,
   askUserTool,
 } from "../src/ai-sdk/index.js";
-import { Gateway, Tab, within } from "./support.js";
+import { FakeGateway, Gateway, Tab, within } from "./support.js";
 
 let gateway: Gateway;
 
@@ -344,13 +344,19 @@ test("calls the SDK decided itself are not asked about", { timeout: 60_000 }, as
   }
 });
 
-test("content without approval requests asks nothing", async () => {
-  // No gateway is reached: the URL is one nothing listens on.
-  const message = await approveToolCalls([{ type: "text", text: "hello" }], {
-    url: "http://127.0.0.1:9",
-    session: "ts-ai-nothing",
-  });
-  assert.deepEqual(message, { role: "tool", content: [] });
+test("content without approval requests asks nothing", { timeout: 60_000 }, async () => {
+  // A stand-in gateway that records every call (and refuses it): none may come.
+  const recorder = await new FakeGateway((hit) => hit.respond(500, {})).start();
+  try {
+    const message = await approveToolCalls([{ type: "text", text: "hello" }], {
+      url: recorder.url,
+      session: "ts-ai-nothing",
+    });
+    assert.deepEqual(message, { role: "tool", content: [] });
+    assert.deepEqual(recorder.hits.map((hit) => `${hit.method} ${hit.path}`), [], "the gateway was not contacted");
+  } finally {
+    await recorder.close();
+  }
 });
 
 test("aborting the approval withdraws its request", { timeout: 60_000 }, async () => {
@@ -396,6 +402,63 @@ test("a request withdrawn by someone else throws RequestWithdrawn", { timeout: 6
     const withdrawn = await fetch(`${gateway.url}/v1/sessions/${session}/requests/${request.id}`, { method: "DELETE" });
     assert.equal(withdrawn.status, 200);
     await assert.rejects(within(deciding), RequestWithdrawn);
+
+    // The withdrawal was acknowledged (it held no answer): asking again about the same calls
+    // asks anew, under the same id, instead of being handed the withdrawal again.
+    const again = approveToolCalls(paused.content, { url: gateway.url, session, wait: 10 });
+    const asked = await tab.next("request", request.id);
+    assert.equal((asked["request"] as Record<string, unknown>)["id"], request.id);
+    tab.answer(request.id, { decisions: [{ type: "approve" }] });
+    const message = await within(again);
+    assert.deepEqual(message.content, [
+      { type: "tool-approval-response", approvalId: approvalIdOf(paused.content, "call-1"), approved: true },
+    ]);
+  } finally {
+    tab.close();
+  }
+});
+
+test("two generations reusing a tool call id are asked about apart, each collected again by its content", { timeout: 60_000 }, async () => {
+  const session = "ts-ai-reused-id";
+  const tab = await tabOn(session);
+  try {
+    const { tools } = files();
+    const toolApproval = { deleteFile: "user-approval" as const };
+    // Providers and test models number their calls: two generations both call theirs call-1.
+    const pause = async (path: string) =>
+      generateText({
+        model: new MockLanguageModelV4({ doGenerate: [calling(["call-1", "deleteFile", { path }])] }),
+        tools,
+        toolApproval,
+        messages: [USER],
+      });
+    const first = await pause("/tmp/a");
+    const second = await pause("/tmp/b");
+    assert.notEqual(approvalIdOf(first.content, "call-1"), approvalIdOf(second.content, "call-1"));
+
+    // The first is left open (past `wait`), and the second asked while it is.
+    await assert.rejects(approveToolCalls(first.content, { url: gateway.url, session, wait: 0.2 }), NotAnswered);
+    const firstRequest = await shown(tab);
+    const deciding = approveToolCalls(second.content, { url: gateway.url, session, wait: 10 });
+    const secondRequest = await shown(tab);
+    assert.notEqual(secondRequest.id, firstRequest.id);
+    assert.deepEqual((secondRequest["calls"] as Array<Record<string, unknown>>)[0]!["args"], { path: "/tmp/b" });
+    tab.answer(secondRequest.id, { decisions: [{ type: "reject", message: "not b" }] });
+    assert.deepEqual((await within(deciding)).content, [
+      {
+        type: "tool-approval-response",
+        approvalId: approvalIdOf(second.content, "call-1"),
+        approved: false,
+        reason: "not b",
+      },
+    ]);
+
+    // The first generation's content still collects its own request.
+    const collecting = approveToolCalls(first.content, { url: gateway.url, session, wait: 10 });
+    tab.answer(firstRequest.id, { decisions: [{ type: "approve" }] });
+    assert.deepEqual((await within(collecting)).content, [
+      { type: "tool-approval-response", approvalId: approvalIdOf(first.content, "call-1"), approved: true },
+    ]);
   } finally {
     tab.close();
   }

@@ -471,7 +471,17 @@ test("HITL: a review config's argsSchema is the one edits are checked against; a
     assert.deepEqual(call!["decisions"], ["approve", "edit"]);
     assert.deepEqual(call!["args_schema"], argsSchema);
     tab.decline(String(shown["id"]));
-    await assert.rejects(within(deciding), /declined, which rejects every call, but run_sql allows only approve, edit/);
+    // The error names the interrupt and the request, so an operator can find both.
+    const interruptId = String(interrupts[0]!.id);
+    await assert.rejects(within(deciding), (error: unknown) => {
+      assert.ok(error instanceof Error);
+      assert.equal(
+        error.message,
+        `interrupt ${interruptId}, request ${String(shown["id"])} of session ${session}: ` +
+          "the request was declined, which rejects every call, but run_sql allows only approve, edit",
+      );
+      return true;
+    });
   } finally {
     tab.close();
   }
@@ -593,7 +603,12 @@ test("local $refs are inlined for the gateway; a recursive schema is not sent", 
 test("a decline of a call that allows no reject is an error, not a decision the middleware refuses", () => {
   const call = { name: "deploy", args: {}, decisions: ["approve", "edit"] as const };
   const declined = { type: "reject" as const, args: null, message: DECLINED_MESSAGE, outcome: "declined" as const, user: null };
-  assert.throws(() => hitlDecision(call, declined), /declined, which rejects every call, but deploy allows only approve, edit/);
+  assert.throws(() => hitlDecision(call, declined), /^Error: the request was declined, which rejects every call, but deploy allows only approve, edit$/);
+  const named = { ...declined, request: { session: "s", id: "approval-1" } };
+  assert.throws(
+    () => hitlDecision(call, named, "i-1"),
+    /^Error: interrupt i-1, request approval-1 of session s: the request was declined, which rejects every call/,
+  );
   const reject = { ...declined, message: null, outcome: "answered" as const };
   assert.deepEqual(hitlDecision({ ...call, decisions: ["approve", "reject"] }, reject), { type: "reject" });
 });

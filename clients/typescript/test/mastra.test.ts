@@ -207,16 +207,24 @@ test("a rejected call does not run and the model reads the person's reason", { t
   }
 });
 
-test("two calls of one step are asked about in turn, each decided on its own", { timeout: 60_000 }, async () => {
+test("two calls of one step are asked about in turn, one suspension a call, each decided on its own", { timeout: 60_000 }, async () => {
   const session = "ts-mastra-two";
   const world = new World([
     [call("call_1", "runSql", { query: "DELETE FROM logs" }), call("call_2", "sendEmail", { to: "ops@example.com" })],
     [DONE],
   ]);
-  const result = await world.agent.generate("Clean up and tell ops");
+  let result = await world.agent.generate("Clean up and tell ops");
   const tab = await tabOn(session);
   try {
-    const approving = approveToolCalls(world.agent, result, { url: gateway.url, session });
+    const options = { url: gateway.url, session };
+    const seen: Array<Record<string, unknown>> = [];
+    const deciding = (async () => {
+      while (isApprovalSuspension(result)) {
+        result = await approveToolCalls(world.agent, result, options);
+        seen.push({ finishReason: result.finishReason, sql: world.sql.length, mail: world.mail.length });
+      }
+      return result;
+    })();
     const first = await nextRequest(tab);
     assert.equal((first["calls"] as Array<Record<string, unknown>>)[0]!["name"], "runSql");
     tab.answer(String(first["id"]), { decisions: [{ type: "approve" }] });
@@ -224,13 +232,93 @@ test("two calls of one step are asked about in turn, each decided on its own", {
     assert.notEqual(second["id"], first["id"]);
     assert.deepEqual((second["calls"] as Array<Record<string, unknown>>)[0]!["args"], { to: "ops@example.com" });
     tab.answer(String(second["id"]), { decisions: [{ type: "reject" }] });
-    const resumed = await within(approving, 20_000, "the resumed run");
+    const resumed = await within(deciding, 20_000, "the resumed run");
     assert.equal(resumed.finishReason, "stop");
+    // The first call returned the run resumed past call_1 (which ran), suspended on call_2.
+    assert.deepEqual(seen, [
+      { finishReason: "suspended", sql: 1, mail: 0 },
+      { finishReason: "stop", sql: 1, mail: 0 },
+    ]);
     assert.deepEqual(world.sql, [{ query: "DELETE FROM logs", limit: 10 }]);
     assert.deepEqual(world.mail, []);
     const results = world.lastResults();
     assert.equal(results["call_1"], "ran DELETE FROM logs");
     assert.match(String(results["call_2"]), NOT_APPROVED);
+  } finally {
+    tab.close();
+  }
+});
+
+test("a second call not answered in time leaves the run resumed past the first, to call again with", { timeout: 60_000 }, async () => {
+  const session = "ts-mastra-second-late";
+  const world = new World([
+    [call("call_1", "runSql", { query: "DELETE FROM logs" }), call("call_2", "sendEmail", { to: "ops@example.com" })],
+    [DONE],
+  ]);
+  const result = await world.agent.generate("Clean up and tell ops");
+  const tab = await tabOn(session);
+  try {
+    // A `wait` the first call is answered well within: only a second ask could run it out.
+    const approving = approveToolCalls(world.agent, result, { url: gateway.url, session, wait: 10 });
+    tab.answer(String((await nextRequest(tab))["id"]), { decisions: [{ type: "approve" }] });
+    const afterFirst = await within(approving, 20_000, "the run resumed past the first call");
+    assert.ok(isApprovalSuspension(afterFirst), "suspended on the second call");
+    assert.deepEqual(world.sql, [{ query: "DELETE FROM logs", limit: 10 }]);
+
+    const late = whenPosted();
+    await assert.rejects(
+      approveToolCalls(world.agent, afterFirst, { url: gateway.url, session, wait: 0.2, onPosted: late.onPosted }),
+      NotAnswered,
+    );
+    const second = await nextRequest(tab);
+    assert.deepEqual((second["calls"] as Array<Record<string, unknown>>)[0]!["args"], { to: "ops@example.com" });
+    // Called again with the result it had: the same request, and the first call is not run again.
+    const again = whenPosted();
+    const approvingAgain = approveToolCalls(world.agent, afterFirst, { url: gateway.url, session, onPosted: again.onPosted });
+    assert.equal((await within(again.posted))[0]!.id, (await late.posted)[0]!.id, "the same request");
+    tab.answer(String(second["id"]), { decisions: [{ type: "approve" }] });
+    assert.equal((await within(approvingAgain, 20_000, "the resumed run")).finishReason, "stop");
+    assert.deepEqual(world.sql, [{ query: "DELETE FROM logs", limit: 10 }]);
+    assert.deepEqual(world.mail, [{ to: "ops@example.com" }]);
+  } finally {
+    tab.close();
+  }
+});
+
+test("a resume that fails leaves the decision at the gateway, and calling again resumes with it", { timeout: 60_000 }, async () => {
+  const session = "ts-mastra-resume-fails";
+  const world = new World([[call("call_1", "runSql", { query: "VACUUM" })], [DONE]]);
+  const result = await world.agent.generate("Tidy");
+  let failures = 1;
+  // The agent as Mastra's storage might make it: the first resume fails before it does anything.
+  const flaky = {
+    approveToolCallGenerate: async (target: Parameters<typeof world.agent.approveToolCallGenerate>[0]) => {
+      if (failures > 0) {
+        failures -= 1;
+        throw new Error("the store is down");
+      }
+      return world.agent.approveToolCallGenerate(target);
+    },
+    declineToolCallGenerate: (target: Parameters<typeof world.agent.declineToolCallGenerate>[0]) =>
+      world.agent.declineToolCallGenerate(target),
+  };
+  const tab = await tabOn(session);
+  try {
+    const approving = approveToolCalls(flaky, result, { url: gateway.url, session });
+    tab.answer(String((await nextRequest(tab))["id"]), { decisions: [{ type: "approve" }] });
+    await assert.rejects(within(approving), /the store is down/);
+    assert.deepEqual(world.sql, []);
+    // Called again: the person's decision is collected as it was (nothing new is posted, nobody
+    // is asked again), and the run resumes with it.
+    const posted: PostedRequest[] = [];
+    const resumed = await within(
+      approveToolCalls(flaky, result, { url: gateway.url, session, wait: 5, onPosted: (requests) => posted.push(...requests) }),
+      20_000,
+      "the run resumed with the kept decision",
+    );
+    assert.equal(resumed.finishReason, "stop");
+    assert.deepEqual(world.sql, [{ query: "VACUUM", limit: 10 }]);
+    assert.deepEqual(posted, [], "nothing was posted anew");
   } finally {
     tab.close();
   }
@@ -325,7 +413,13 @@ test("askUserTool questions (text, one choice, several) are asked in turn and th
   assert.ok(isAskUserSuspension(result) && !isApprovalSuspension(result));
   const tab = await tabOn(session);
   try {
-    const answering = answerAskUser(world.agent, result, { url: gateway.url, session, title: "Release" });
+    let current = result;
+    const answering = (async () => {
+      while (isAskUserSuspension(current)) {
+        current = await answerAskUser(world.agent, current, { url: gateway.url, session, title: "Release" });
+      }
+      return current;
+    })();
 
     const text = await nextRequest(tab);
     assert.equal(text["dialect"], "deepagents");

@@ -11,7 +11,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 
 import { Client } from "../src/index.js";
-import { elicitationHandler } from "../src/mcp/index.js";
+import { type ElicitationOptions, elicitationHandler } from "../src/mcp/index.js";
 import { Gateway, Tab, within } from "./support.js";
 
 let gateway: Gateway;
@@ -25,7 +25,10 @@ after(async () => {
 });
 
 /** An MCP server and a client whose elicitations askgate session `session` answers. */
-async function connected(session: string): Promise<{ server: Server; client: McpClient }> {
+async function connected(
+  session: string,
+  more: Partial<ElicitationOptions> = {},
+): Promise<{ server: Server; client: McpClient }> {
   const server = new Server({ name: "deployer", version: "1.0.0" }, { capabilities: {} });
   const client = new McpClient(
     { name: "agent", version: "1.0.0" },
@@ -33,7 +36,7 @@ async function connected(session: string): Promise<{ server: Server; client: Mcp
   );
   client.setRequestHandler(
     ElicitRequestSchema,
-    elicitationHandler({ url: gateway.url, session, server: "deployer", title: "Deploy" }),
+    elicitationHandler({ url: gateway.url, session, server: "deployer", title: "Deploy", ...more }),
   );
   const [toServer, toClient] = InMemoryTransport.createLinkedPair();
   await Promise.all([server.connect(toServer), client.connect(toClient)]);
@@ -121,5 +124,25 @@ test("an elicitation left open when the MCP session closes is withdrawn", { time
     assert.equal(resolved["outcome"], "withdrawn");
   } finally {
     tab.close();
+  }
+});
+
+test("past `wait` the elicitation is withdrawn and the server reads a cancel", { timeout: 60_000 }, async () => {
+  const { server, client } = await connected("ts-mcp-wait", { wait: 0.3 });
+  const tab = await tabOn("ts-mcp-wait");
+  try {
+    const asked = server.elicitInput({
+      message: "Still there?",
+      requestedSchema: { type: "object", properties: {} },
+    });
+    const shown = (await tab.next("request"))["request"] as Record<string, unknown>;
+    // Nothing could collect it later (the server asks anew with a new elicitation): the card is
+    // taken away, and the server is answered as for a passed deadline.
+    assert.deepEqual(await within(asked), { action: "cancel" });
+    const resolved = await tab.next("resolved", String(shown["id"]));
+    assert.equal(resolved["outcome"], "withdrawn");
+  } finally {
+    tab.close();
+    await client.close();
   }
 });

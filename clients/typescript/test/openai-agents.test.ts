@@ -12,7 +12,7 @@ import { z } from "zod";
 
 import { Client, type PostedRequest, RequestWithdrawn } from "../src/index.js";
 import { DECLINED_MESSAGE, TIMED_OUT_MESSAGE, approveInterruptions } from "../src/openai-agents/index.js";
-import { Gateway, Tab, within } from "./support.js";
+import { FakeGateway, Gateway, Tab, within } from "./support.js";
 
 let gateway: Gateway;
 
@@ -240,13 +240,23 @@ test("a stored state, loaded back, is decided and resumed", { timeout: 60_000 },
   }
 });
 
-test("a run without interruptions asks nothing", async () => {
+test("a run without interruptions asks nothing", { timeout: 60_000 }, async () => {
   const { agent, runner } = world();
   const finished = await runner.run(agent, "Nothing to do");
-  // No gateway is reached: the URL is one nothing listens on.
   assert.equal(finished.finalOutput, "read: ");
-  const state = await approveInterruptions(finished, { url: "http://127.0.0.1:9", session: "ts-oa-nothing" });
-  assert.equal(state, finished.state);
+  // A stand-in gateway that records every call (and refuses it): none may come.
+  const recorder = await new FakeGateway((hit) => hit.respond(500, {})).start();
+  try {
+    const state = await approveInterruptions(finished, { url: recorder.url, session: "ts-oa-nothing" });
+    assert.equal(state, finished.state);
+    assert.deepEqual(
+      recorder.hits.map((hit) => `${hit.method} ${hit.path}`),
+      [],
+      "the gateway was not contacted",
+    );
+  } finally {
+    await recorder.close();
+  }
 });
 
 test("aborting the approval withdraws its request", { timeout: 60_000 }, async () => {

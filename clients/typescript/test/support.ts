@@ -2,6 +2,8 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -199,5 +201,102 @@ export class Tab {
 
   close(): void {
     this.socket.close();
+  }
+}
+
+/** One HTTP call a `FakeGateway` received: answered when its handler (or the test) calls
+ * `respond`, held open until then. */
+export interface Hit {
+  method: string;
+  /** The path and query (`/v1/sessions/s/requests/r1?wait_s=50`). */
+  path: string;
+  body: unknown;
+  respond(status: number, json?: unknown): void;
+  /** Drops the connection without an answer, as a network failure does. */
+  drop(): void;
+}
+
+/** A stand-in for the gateway on loopback, for what the real one does not do on demand (a post
+ * it never answers, a proxy's 502): every call is recorded and handed to `handler`. */
+export class FakeGateway {
+  url = "";
+  readonly hits: Hit[] = [];
+  private readonly waiters: Array<() => void> = [];
+  private readonly server: Server;
+
+  constructor(handler: (hit: Hit) => void) {
+    this.server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      let text = "";
+      request.on("data", (chunk: Buffer) => (text += chunk.toString()));
+      request.on("end", () => {
+        let body: unknown = null;
+        try {
+          body = text ? JSON.parse(text) : null;
+        } catch {
+          body = text;
+        }
+        const hit: Hit = {
+          method: request.method ?? "",
+          path: request.url ?? "",
+          body,
+          respond: (status, json) => {
+            if (response.headersSent) {
+              return;
+            }
+            if (json === undefined) {
+              response.writeHead(status).end();
+            } else {
+              response.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(json));
+            }
+          },
+          drop: () => request.socket.destroy(),
+        };
+        this.hits.push(hit);
+        for (const wake of this.waiters.splice(0)) {
+          wake();
+        }
+        handler(hit);
+      });
+    });
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((done) => this.server.listen(0, "127.0.0.1", done));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** The calls of `method` whose path matches `pattern`. */
+  matching(method: string, pattern: RegExp): Hit[] {
+    return this.hits.filter((hit) => hit.method === method && pattern.test(hit.path));
+  }
+
+  /** Resolves once `count` calls of `method` to a path matching `pattern` have come (20 s at
+   * most). */
+  async received(method: string, pattern: RegExp, count = 1): Promise<Hit[]> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const found = this.matching(method, pattern);
+      if (found.length >= count) {
+        return found;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(`${count} ${method} ${pattern} did not come within 20 s (came: ${found.length})`);
+      }
+      await new Promise<void>((wake) => {
+        const timer = setTimeout(wake, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          wake();
+        });
+      });
+    }
+  }
+
+  /** Stops it, dropping the calls it still holds. */
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((done) => this.server.close(() => done()));
   }
 }

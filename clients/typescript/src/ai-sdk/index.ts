@@ -22,8 +22,8 @@
  *   the model reads in the call's `execution-denied` result;
  * - the person declines the whole request: every call rejected with `DECLINED_MESSAGE`; its
  *   deadline (`timeoutS`) passes: every call rejected with `TIMED_OUT_MESSAGE`;
- * - a request withdrawn by someone else throws `RequestWithdrawn`; one the gateway refuses
- *   throws `GatewayError`.
+ * - a request withdrawn by someone else throws `RequestWithdrawn` (asking again about the
+ *   same calls asks anew); one the gateway refuses throws `GatewayError`.
  *
  * Calls the SDK decided itself (`isAutomatic`: a `toolApproval` of `"approved"` or `"denied"`)
  * are not asked about: their response is in the result's messages already.
@@ -102,8 +102,10 @@ export function approvalCall(part: ApprovalRequestPart, tools?: ToolSet): Approv
  * their answers, to append after `...result.responseMessages` before generating again. With
  * nothing to ask, the message has no parts (and need not be appended).
  *
- * The same calls always make the same request (it is keyed by their tool call ids), so calling
- * again after `NotAnswered` (past `options.wait`) collects the same request. The outcomes are
+ * The same approval requests always make the same request (it is keyed by their `approvalId`s,
+ * which the SDK makes anew for every approval and keeps in the result), so calling again with
+ * the same content after `NotAnswered` (past `options.wait`) collects the same request, and two
+ * generations whose calls share a tool call id are asked about apart. The outcomes are
  * acknowledged once the message is built.
  */
 export async function approveToolCalls<TOOLS extends ToolSet>(
@@ -112,7 +114,7 @@ export async function approveToolCalls<TOOLS extends ToolSet>(
   extras: ApproveToolCallsExtras = {},
 ): Promise<ToolModelMessage> {
   const parts = (content as ReadonlyArray<{ type: string }>).filter(isPendingRequest);
-  const keyed = parts.map((part) => ({ key: part.toolCall.toolCallId, call: approvalCall(part, extras.tools) }));
+  const keyed = parts.map((part) => ({ key: part.approvalId, call: approvalCall(part, extras.tools) }));
   const convert = (decisions: CallDecision[]): ToolModelMessage => ({
     role: "tool",
     content: parts.map((part, index) => {

@@ -33,7 +33,8 @@
  * side, but a reject of one means the others do not run in that turn.
  *
  * Aborting `options.signal` withdraws the requests and rejects with an `AbortError`; a request
- * withdrawn by someone else throws `RequestWithdrawn`; past `options.wait` `NotAnswered` is
+ * withdrawn by someone else throws `RequestWithdrawn` (asking again about the same interrupts
+ * asks anew); past `options.wait` `NotAnswered` is
  * thrown and nothing is acknowledged: calling again with the same interrupts collects the same
  * requests.
  */
@@ -335,18 +336,25 @@ function reviewedCalls(
   });
 }
 
-/** The middleware's decision for what a person decided about `call`. A decline or a passed
- * deadline rejects every call: for a call that may not be rejected, that is an Error naming the
- * call (nothing is acknowledged, so asking again collects the same request). */
-export function hitlDecision(call: ApprovalCall, decision: CallDecision): HitlDecision {
+/** The middleware's decision for what a person decided about `call` (of the interrupt whose
+ * id is `interrupt`, named with the request in errors). A decline or a passed deadline rejects
+ * every call: for a call that may not be rejected, that is an Error naming the call, its
+ * interrupt and its request (nothing is acknowledged, so asking again collects the same
+ * request). */
+export function hitlDecision(call: ApprovalCall, decision: CallDecision, interrupt?: string): HitlDecision {
+  const where = [
+    interrupt === undefined ? [] : [`interrupt ${interrupt}`],
+    decision.request === undefined ? [] : [`request ${decision.request.id} of session ${decision.request.session}`],
+  ].flat();
+  const prefix = where.length > 0 ? `${where.join(", ")}: ` : "";
   const allowed = call.decisions ?? ["approve", "reject"];
   if (!allowed.includes(decision.type)) {
     if (decision.outcome !== "answered") {
       throw new Error(
-        `the request was ${decision.outcome.replace("_", " ")}, which rejects every call, but ${call.name} allows only ${allowed.join(", ")}`,
+        `${prefix}the request was ${decision.outcome.replace("_", " ")}, which rejects every call, but ${call.name} allows only ${allowed.join(", ")}`,
       );
     }
-    throw new Error(`the gateway answered ${call.name} with ${decision.type}, which its review config does not allow`);
+    throw new Error(`${prefix}the gateway answered ${call.name} with ${decision.type}, which its review config does not allow`);
   }
   switch (decision.type) {
     case "approve":
@@ -356,7 +364,7 @@ export function hitlDecision(call: ApprovalCall, decision: CallDecision): HitlDe
     case "reject":
       return decision.message === null ? { type: "reject" } : { type: "reject", message: decision.message };
     default:
-      throw new Error(`the gateway answered ${call.name} with ${decision.type}, which the middleware does not know`);
+      throw new Error(`${prefix}the gateway answered ${call.name} with ${decision.type}, which the middleware does not know`);
   }
 }
 
@@ -395,7 +403,7 @@ export async function answerHitl(
       const resumes = reviewed.map(({ id, calls }) => {
         const mine = decisions.slice(position, position + calls.length);
         position += calls.length;
-        return [id, { decisions: calls.map((call, index) => hitlDecision(call, mine[index]!)) }] as const;
+        return [id, { decisions: calls.map((call, index) => hitlDecision(call, mine[index]!, id)) }] as const;
       });
       if (resumes.length === 1) {
         return new Command({ resume: resumes[0]![1] });

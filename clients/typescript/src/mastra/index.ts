@@ -4,8 +4,15 @@
  *
  * ```ts
  * let result = await agent.generate("Clean up the staging database");
- * result = await approveToolCalls(agent, result, { url, session: "thread-1" });
+ * while (isApprovalSuspension(result)) {
+ *   result = await approveToolCalls(agent, result, { url, session: "thread-1" });
+ * }
  * ```
+ *
+ * Each function answers one suspension and returns the resumed run's result, which may be
+ * suspended again; the caller loops. So the result of every resume is in the caller's hands: a
+ * later ask that fails (past `wait`, aborted, withdrawn) leaves the caller the result to call
+ * again with, never one whose call was answered and run already.
  *
  * - `approveToolCalls`: a run suspended for a tool call's approval (a tool with
  *   `requireApproval`, or `requireToolApproval` on the call; `finishReason: "suspended"`,
@@ -14,24 +21,27 @@
  *   tool), and the run is resumed with `agent.approveToolCallGenerate({ runId, toolCallId })` or
  *   `agent.declineToolCallGenerate({ runId, toolCallId, reason })`, the person's reason (if they
  *   gave one) being what the model reads. Mastra suspends on one call at a time, also when the
- *   model asked for several at once: each resumed run that suspends for the next approval is
- *   asked about in turn, and the run is returned once it ends or waits on something else.
+ *   model asked for several at once: the resumed run then suspends for the next approval, which
+ *   the next call of the loop asks about.
  * - `answerAskUser`: a run suspended by Mastra's own `askUserTool` (`suspendPayload:
  *   { question, options?, selectionMode? }`). The question goes to a person (the `deepagents`
  *   dialect: free text without options, one choice, or several for `multi_select`; an option's
  *   description is shown under the question), and the run is resumed with
  *   `agent.resumeGenerate(answer, { runId, toolCallId })`: the text, the label picked (or the
- *   person's own text under "Other"), or the labels picked. Follow-up questions are asked in
- *   turn, as for approvals.
+ *   person's own text under "Other"), or the labels picked. Follow-up questions are asked by
+ *   the next call of the loop (`while (isAskUserSuspension(result))`).
  *
  * A declined request rejects the call with `DECLINED_MESSAGE` (an `ask_user` is answered with
- * it), one whose deadline (`timeoutS`) passed with `TIMED_OUT_MESSAGE`. Aborting
+ * it), one whose deadline (`timeoutS`) passed with `TIMED_OUT_MESSAGE`. The outcome is
+ * acknowledged only once the run has been resumed: a resume that fails leaves it at the
+ * gateway, and calling again with the same result collects the same answer. Aborting
  * `options.signal` withdraws the request and rejects with an `AbortError`; a request withdrawn
- * by someone else throws `RequestWithdrawn`; past `options.wait` `NotAnswered` is thrown and the
- * run stays suspended: calling again with the same result collects the same request. A result
- * that is not suspended is returned as it is; one suspended on something else is refused with a
- * TypeError. Resuming needs the run's snapshot, so the agent must belong to a `Mastra` with
- * storage (`new Mastra({ agents, storage: new InMemoryStore() })`).
+ * by someone else throws `RequestWithdrawn` (calling again asks anew); past `options.wait`
+ * `NotAnswered` is thrown and the run stays suspended: calling again with the same result
+ * collects the same request. A result that is not suspended is returned as it is; one suspended
+ * on something else is refused with a TypeError. Resuming needs the run's snapshot, so the agent
+ * must belong to a `Mastra` with storage (`new Mastra({ agents, storage: new InMemoryStore()
+ * })`).
  */
 
 import { createHash } from "node:crypto";
@@ -219,67 +229,44 @@ async function descriptions(agent: ApprovingAgent): Promise<Map<string, string>>
   return found;
 }
 
-/** Refuses a resumed run that suspends again on a call just answered, which would otherwise
- * be asked about forever. */
-function checkProgress(answered: Set<string>, suspended: Suspended): void {
-  const key = `${suspended.runId}\u001f${suspended.toolCallId}`;
-  if (answered.has(key)) {
-    throw new Error(
-      `run ${suspended.runId} suspended again on ${suspended.toolName} (${suspended.toolCallId}) after it was answered`,
-    );
-  }
-  answered.add(key);
-}
-
 /**
- * Asks a person about the tool call a `generate()` result is suspended on for approval,
- * resumes the run with their decision, and goes on so while the resumed run suspends for the
- * next approval. Returns the last result: ended, or suspended on something else.
+ * Asks a person about the tool call a `generate()` result is suspended on for approval, resumes
+ * the run with their decision, and returns the resumed result, which may be suspended again (on
+ * the next call the model asked for, say): loop while `isApprovalSuspension(result)`. The
+ * outcome is acknowledged only once the run has been resumed, so a resume that fails leaves it
+ * at the gateway, and calling again with the same result collects the same decision.
  */
 export async function approveToolCalls<R extends MastraResult>(
   agent: ApprovingAgent,
   result: R,
   options: MastraApprovalOptions,
 ): Promise<R> {
-  let current: R = result;
-  let known: Map<string, string> | undefined;
-  const answered = new Set<string>();
-  for (;;) {
-    const suspended = suspendedOn(current);
-    if (suspended === null) {
-      return current;
-    }
-    if (suspended.kind !== "approval") {
-      if (current === result) {
-        throw new TypeError(
-          `approveToolCalls: the run is suspended by ${suspended.toolName} (${suspended.toolCallId}) itself, not for its approval`,
-        );
-      }
-      return current;
-    }
-    checkProgress(answered, suspended);
-    known ??= await descriptions(agent);
-    const call: ApprovalCall = { name: suspended.toolName, args: argsObject(suspended.args), decisions: ["approve", "reject"] };
-    const description = known.get(suspended.toolName);
-    if (description !== undefined) {
-      call.description = description;
-    }
-    const decision = await askApproval(
-      options,
-      [{ key: `${suspended.runId}\u001f${suspended.toolCallId}`, call }],
-      ([first]) => first as CallDecision,
-      options.signal,
-    );
-    const target = { ...options.resumeOptions, runId: suspended.runId, toolCallId: suspended.toolCallId };
-    if (decision.type === "approve") {
-      current = (await agent.approveToolCallGenerate(target)) as R;
-    } else if (decision.type === "reject") {
-      const declined = decision.message === null ? target : { ...target, reason: decision.message };
-      current = (await agent.declineToolCallGenerate(declined)) as R;
-    } else {
-      throw new Error(`the gateway answered ${suspended.toolName} with ${decision.type}, which was not offered`);
-    }
+  const suspended = suspendedOn(result);
+  if (suspended === null) {
+    return result;
   }
+  if (suspended.kind !== "approval") {
+    throw new TypeError(
+      `approveToolCalls: the run is suspended by ${suspended.toolName} (${suspended.toolCallId}) itself, not for its approval`,
+    );
+  }
+  const call: ApprovalCall = { name: suspended.toolName, args: argsObject(suspended.args), decisions: ["approve", "reject"] };
+  const description = (await descriptions(agent)).get(suspended.toolName);
+  if (description !== undefined) {
+    call.description = description;
+  }
+  const resume = async ([decision]: CallDecision[]): Promise<R> => {
+    const target = { ...options.resumeOptions, runId: suspended.runId, toolCallId: suspended.toolCallId };
+    if (decision?.type === "approve") {
+      return (await agent.approveToolCallGenerate(target)) as R;
+    }
+    if (decision?.type === "reject") {
+      const declined = decision.message === null ? target : { ...target, reason: decision.message };
+      return (await agent.declineToolCallGenerate(declined)) as R;
+    }
+    throw new Error(`the gateway answered ${suspended.toolName} with ${decision?.type}, which was not offered`);
+  };
+  return askApproval(options, [{ key: `${suspended.runId}\u001f${suspended.toolCallId}`, call }], resume, options.signal);
 }
 
 /** The `deepagents` question for an `askUserTool` payload. */
@@ -332,45 +319,40 @@ export function askUserAnswer(payload: AskUserPayload, outcome: Outcome): string
 
 /**
  * Asks a person the question a `generate()` result is suspended on by `askUserTool`, resumes the
- * run with their answer, and goes on so while the resumed run asks again. Returns the last
- * result: ended, or suspended on something else.
+ * run with their answer, and returns the resumed result, which may be suspended again (on a
+ * follow-up question, say): loop while `isAskUserSuspension(result)`. The outcome is
+ * acknowledged only once the run has been resumed, so a resume that fails leaves it at the
+ * gateway, and calling again with the same result collects the same answer.
  */
 export async function answerAskUser<R extends MastraResult>(
   agent: AskingAgent,
   result: R,
   options: MastraAskOptions,
 ): Promise<R> {
-  let current: R = result;
-  const answered = new Set<string>();
-  for (;;) {
-    const suspended = suspendedOn(current);
-    if (suspended === null) {
-      return current;
-    }
-    const payload = suspended.kind === "suspension" ? askUserPayload(suspended.payload) : null;
-    if (payload === null) {
-      if (current === result) {
-        throw new TypeError(
-          `answerAskUser: the run is suspended on ${suspended.toolName} (${suspended.toolCallId}) ${
-            suspended.kind === "approval" ? "for its approval" : "with a payload that is not askUserTool's"
-          }`,
-        );
-      }
-      return current;
-    }
-    checkProgress(answered, suspended);
-    const digest = createHash("sha256").update(`${suspended.runId}\u001f${suspended.toolCallId}`).digest("hex");
-    const body = {
-      id: `ask-user-${digest.slice(0, 40)}`,
-      dialect: "deepagents",
-      questions: [askUserQuestion(payload)],
-      ...commonFields(options),
-    };
-    const answer = await askOne(options, body, (outcome) => askUserAnswer(payload, outcome), options.signal);
-    current = (await agent.resumeGenerate(answer, {
+  const suspended = suspendedOn(result);
+  if (suspended === null) {
+    return result;
+  }
+  const payload = suspended.kind === "suspension" ? askUserPayload(suspended.payload) : null;
+  if (payload === null) {
+    throw new TypeError(
+      `answerAskUser: the run is suspended on ${suspended.toolName} (${suspended.toolCallId}) ${
+        suspended.kind === "approval" ? "for its approval" : "with a payload that is not askUserTool's"
+      }`,
+    );
+  }
+  const digest = createHash("sha256").update(`${suspended.runId}\u001f${suspended.toolCallId}`).digest("hex");
+  const body = {
+    id: `ask-user-${digest.slice(0, 40)}`,
+    dialect: "deepagents",
+    questions: [askUserQuestion(payload)],
+    ...commonFields(options),
+  };
+  const resume = async (outcome: Outcome): Promise<R> =>
+    (await agent.resumeGenerate(askUserAnswer(payload, outcome), {
       ...options.resumeOptions,
       runId: suspended.runId,
       toolCallId: suspended.toolCallId,
     })) as R;
-  }
+  return askOne(options, body, resume, options.signal);
 }

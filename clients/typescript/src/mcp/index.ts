@@ -21,11 +21,19 @@
  * the handler (`extra.signal`: the session closed, or the server cancelled the request), the
  * request is withdrawn. When the gateway refuses the elicitation, the handler throws (the SDK
  * sends the server the error).
+ *
+ * An elicitation is answered once, over the MCP session that asked it: a server that asks again
+ * sends a new elicitation, so nothing could collect an old one later. Each is its own request
+ * (a random id), and past `wait` (seconds) the handler does not throw `NotAnswered` as the
+ * other adapters do: it withdraws the request and answers the server `{ action: "cancel" }`, as
+ * for a passed deadline (or the person's answer, if one came as it was withdrawn).
  */
 
 import { randomUUID } from "node:crypto";
 
-import { type AdapterOptions, askOne, commonFields } from "../asking.js";
+import { type AdapterOptions, askOne, commonFields, limits } from "../asking.js";
+import { NotAnswered } from "../errors.js";
+import { ack, withdraw } from "../http.js";
 import type { Outcome } from "../outcome.js";
 
 /** An elicitation's parameters, as the SDK hands them (form or URL mode). */
@@ -99,12 +107,30 @@ export function elicitResult(outcome: Outcome): ElicitResult {
 }
 
 /** The handler for `client.setRequestHandler(ElicitRequestSchema, …)`: every elicitation is put
- * to a person in askgate session `options.session`, and answered with their `ElicitResult`. */
+ * to a person in askgate session `options.session`, and answered with their `ElicitResult`;
+ * past `options.wait`, withdrawn and answered `cancel`. */
 export function elicitationHandler(
   options: ElicitationOptions,
 ): (request: { params: ElicitParams }, extra: { signal: AbortSignal }) => Promise<ElicitResult> {
-  return (request, extra) => {
+  return async (request, extra) => {
     const id = `mcp-${randomUUID().replaceAll("-", "")}`;
-    return askOne(options, elicitBody(request.params, options, id), elicitResult, extra.signal);
+    try {
+      return await askOne(options, elicitBody(request.params, options, id), elicitResult, extra.signal);
+    } catch (error) {
+      if (!(error instanceof NotAnswered)) {
+        throw error;
+      }
+      // Nothing could collect it later: withdrawn, and answered with how it ended.
+      const http = options.key === undefined ? {} : { key: options.key };
+      const ended = await withdraw(options.url, options.session, id, { ...http, signal: AbortSignal.timeout(limits.settleMs) });
+      if (ended.state !== "resolved") {
+        throw error;
+      }
+      const result = elicitResult(ended);
+      await ack(options.url, options.session, id, { ...http, signal: AbortSignal.timeout(limits.settleMs) }).catch(
+        () => undefined,
+      );
+      return result;
+    }
   };
 }

@@ -20,8 +20,8 @@
  *   person's reason as the call's output (the SDK's own rejection text when they gave none);
  * - the person declines the whole request: every call rejected with `DECLINED_MESSAGE`; its
  *   deadline (`timeoutS`) passes: every call rejected with `TIMED_OUT_MESSAGE`;
- * - a request withdrawn by someone else throws `RequestWithdrawn`; one the gateway refuses
- *   throws `GatewayError`.
+ * - a request withdrawn by someone else throws `RequestWithdrawn` (asking again about the
+ *   same calls asks anew); one the gateway refuses throws `GatewayError`.
  *
  * Each call is shown with its tool's description and argument schema when the item's agent has
  * the tool. The outcomes are acknowledged only once the state holds the decisions.
