@@ -8,10 +8,11 @@ import ast
 import importlib
 import inspect
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from readme_examples import FRAGMENT, READMES, blocks, problems, python_blocks
+from readme_examples import FRAGMENT, READMES, REPO, blocks, problems, python_blocks
 
 import askgate
 
@@ -35,6 +36,27 @@ def test_no_python_block_hides_under_another_label() -> None:
             assert block.language, f"{block.where}: a code block without a language"
             if re.fullmatch(r"(?i)py(thon)?\d?|pycon|ipython|py3", block.language):
                 assert block.language == "python", f"{block.where}: spell the language `python`"
+
+
+def test_the_package_readmes_other_blocks_are_marked_fragments_that_parse() -> None:
+    # The Python package's README runs its python blocks (test_readme_blocks.py), the TypeScript
+    # package's its js blocks (its own test/readme.test.ts); what else they hold are commands to
+    # type (pip install, npm install ...), which say so and must at least parse.
+    typescript = REPO / "clients" / "typescript" / "README.md"
+    checked = 0
+    for path, run_elsewhere in ((PACKAGE_README, "python"), (typescript, "js")):
+        for block in blocks(path):
+            if block.language == run_elsewhere:
+                continue
+            assert block.language == "sh", f"{block.where}: a {block.language} block no test reads"
+            first = block.code.splitlines()[0] if block.code else ""
+            assert block.is_fragment and first[len(FRAGMENT) :].strip(), (
+                f"{block.where}: a command block no test runs says so: `{FRAGMENT} <why>` first"
+            )
+            parsed = subprocess.run(["bash", "-n"], input=block.code, text=True, capture_output=True, check=False)
+            assert parsed.returncode == 0, f"{block.where}: {parsed.stderr}"
+            checked += 1
+    assert checked >= 2, checked
 
 
 def test_fragments_and_programs_are_told_apart(tmp_path: Path) -> None:
