@@ -252,9 +252,13 @@ async fn build_with_parts(
     );
     let restored = hub.restore(records).await;
     hub.restore_followers(followers);
+    // The notifier's tasks stop with the server (and are waited for, as its connections are),
+    // so that a server stopped lets go of the store.
+    let shutdown = CancellationToken::new();
+    let tracker = TaskTracker::new();
     if let Some(notifier) = &notifier {
         let lookup: Weak<dyn RequestLookup> = Arc::downgrade(&hub) as Weak<Hub>;
-        notifier.run(lookup);
+        notifier.run(lookup, &shutdown, &tracker);
     }
     hub.start_shared();
     if restored != Restored::default() {
@@ -271,8 +275,8 @@ async fn build_with_parts(
         agent_keys: AgentKeys::new(&config.agent_keys, public_url)
             .with_operators(&config.operator_keys)
             .with_id_secret(&config.secret),
-        shutdown: CancellationToken::new(),
-        tracker: TaskTracker::new(),
+        shutdown,
+        tracker,
         web: WebAssets {
             dir: config.web_dir.clone(),
         },

@@ -35,6 +35,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use askgate_protocol::{RequestId, SessionId};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use callback::{CALLBACK_SENDERS, CallbackHosts};
 pub use delivery::{DEFAULT_RETRY_FOR, RequestFacts, SendError};
@@ -269,9 +271,15 @@ impl Notifier {
         Ok(())
     }
 
-    /// Starts sending: a task per target, for as long as the runtime runs. `lookup` says
-    /// which requests are still open.
-    pub fn run(self: &Arc<Self>, lookup: Weak<dyn RequestLookup>) {
+    /// Starts sending: a task per target (four for callbacks), on `tracker`, until `stop` is
+    /// cancelled. `lookup` says which requests are still open. A send cut short by the stop
+    /// is made again after a restart (it stays in the store until sent).
+    pub fn run(
+        self: &Arc<Self>,
+        lookup: Weak<dyn RequestLookup>,
+        stop: &CancellationToken,
+        tracker: &TaskTracker,
+    ) {
         let _ = self.lookup.set(lookup);
         let queues = self
             .webhooks
@@ -283,12 +291,24 @@ impl Notifier {
         for queue in queues {
             let notifier = Arc::clone(self);
             let queue = Arc::clone(queue);
-            tokio::spawn(async move { notifier.run_queue(&queue).await });
+            let stop = stop.clone();
+            tracker.spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    () = notifier.run_queue(&queue) => {}
+                }
+            });
         }
         if let Some(shared) = &self.shared {
             let notifier = Arc::clone(self);
             let shared = Arc::clone(shared);
-            tokio::spawn(async move { notifier.claim_due(&*shared).await });
+            let stop = stop.clone();
+            tracker.spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    () = notifier.claim_due(&*shared) => {}
+                }
+            });
         }
     }
 
