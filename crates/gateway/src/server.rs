@@ -1,6 +1,6 @@
 //! The server: the router, `run(listener, config, shutdown)`, and graceful shutdown.
 //!
-//! The listener comes in already bound (tests bind port 0), and so does the shutdown signal.
+//! The listeners come in already bound (tests bind port 0), and so does the shutdown signal.
 //! On shutdown the gateway stops accepting, every socket task closes its socket with 1001,
 //! and `run` returns once they are done or the grace period has passed. (axum's own graceful
 //! shutdown does not wait for upgraded WebSockets: the tracker below does.)
@@ -314,6 +314,20 @@ pub async fn serve(
     config: &Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    serve_all(vec![listener], state, config, shutdown).await
+}
+
+/// Serves a prepared state on every one of `listeners` (`--listen` given several addresses,
+/// or a host name that resolves to several), under one set of connection caps.
+///
+/// # Errors
+/// A listener fails.
+pub async fn serve_all(
+    listeners: Vec<TcpListener>,
+    state: AppState,
+    config: &Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let token = state.shutdown.clone();
     let tracker = state.tracker.clone();
     let sweeper = tokio::spawn(sweep(Arc::clone(&state.hub), token.clone()));
@@ -363,15 +377,25 @@ pub async fn serve(
         max_per_address = caps.max_per_address(),
         "accepting connections"
     );
-    accept_loop(
-        listener,
-        router(state),
-        caps,
-        settings,
-        token.clone(),
-        tracker.clone(),
-    )
-    .await;
+    let router = router(state);
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        accepting.spawn(accept_loop(
+            listener,
+            router.clone(),
+            Arc::clone(&caps),
+            settings.clone(),
+            token.clone(),
+            tracker.clone(),
+        ));
+    }
+    // Each loop ends on the token; one that panicked is reported, and stops the others.
+    while let Some(ended) = accepting.join_next().await {
+        if let Err(error) = ended {
+            token.cancel();
+            tracing::error!(%error, "accepting connections failed");
+        }
+    }
     // Connections and sockets saw the token too; wait for them to finish, within the grace
     // period.
     tracker.close();

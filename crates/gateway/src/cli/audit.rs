@@ -18,6 +18,7 @@ use clap::{Args, Subcommand};
 
 use askgate_protocol::SessionId;
 
+use super::NotFound;
 use super::store_flags::StoreFlags;
 use crate::audit::chain::{AuditKey, ChainKey};
 use crate::audit::checkpoint::{self, Checkpoint};
@@ -139,12 +140,28 @@ async fn open(args: &AuditArgs, key: Option<&AuditKey>) -> anyhow::Result<Opened
     }
 }
 
-async fn sessions(trails: &dyn Trails, args: &AuditArgs) -> anyhow::Result<Vec<SessionId>> {
+/// The sessions to read: every one with a trail, or `--session`'s (`known`: whether it must
+/// have a trail in the store, else it is [`NotFound`]).
+async fn sessions(
+    trails: &dyn Trails,
+    args: &AuditArgs,
+    known: impl Fn(&SessionId) -> bool,
+) -> anyhow::Result<Vec<SessionId>> {
+    let stored = trails.audit_sessions().await?;
     match &args.session {
-        Some(session) => Ok(vec![
-            SessionId::parse(session).map_err(|m| anyhow::anyhow!("--session: {m}"))?,
-        ]),
-        None => Ok(trails.audit_sessions().await?),
+        Some(session) => {
+            let id = SessionId::parse(session).map_err(|m| anyhow::anyhow!("--session: {m}"))?;
+            if !stored.contains(&id) && !known(&id) {
+                return Err(NotFound(format!(
+                    "--session {session}: there is no such session: the store holds no audit \
+                     trail for it ({} sessions have one)",
+                    stored.len()
+                ))
+                .into());
+            }
+            Ok(vec![id])
+        }
+        None => Ok(stored),
     }
 }
 
@@ -190,7 +207,7 @@ async fn export(args: &AuditArgs) -> anyhow::Result<()> {
     let trails = opened.trails();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut heads = Vec::new();
-    for session in sessions(trails, args).await? {
+    for session in sessions(trails, args, |_| false).await? {
         let mut last = None;
         walk(trails, &session, |line| {
             writeln!(out, "{line}")?;
@@ -256,7 +273,14 @@ async fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         (true, Some(key)) => Some(ChainKey::Keyed(Arc::new(key.clone()))),
         (true, None) => None,
     };
-    let mut sessions = sessions(trails, &args.audit).await?;
+    // A session a checkpoint names is checked against it even with no trail left: that is a
+    // trail cut short, not a typo.
+    let in_checkpoints = |id: &SessionId| {
+        checkpoints
+            .as_ref()
+            .is_some_and(|c| c.contains_key(id.as_str()))
+    };
+    let mut sessions = sessions(trails, &args.audit, in_checkpoints).await?;
     let mut broken = Vec::new();
     if let Some(checkpoints) = &checkpoints {
         let ours = key.as_ref().map(checkpoint::public_key_hex);

@@ -148,10 +148,33 @@ pub fn main() -> ExitCode {
         Err(error) => {
             interrupted::let_an_interruption_finish();
             eprintln!("askgate: {error:#}");
-            ExitCode::FAILURE
+            if error.downcast_ref::<NotFound>().is_some() {
+                ExitCode::from(NotFound::EXIT_CODE)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
+
+/// What a command was pointed at (a session, a request) does not exist: said on stderr,
+/// and the exit code is 2, apart from 1 (the command ran and failed), so a script can tell a
+/// typo from a failure.
+#[derive(Debug)]
+pub struct NotFound(pub String);
+
+impl NotFound {
+    /// The exit code.
+    pub const EXIT_CODE: u8 = 2;
+}
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
 
 /// A filter whose reader has stopped reading (`askgate validate < lines | head`) has done
 /// what was asked of it: it ends quietly, as the shell's own tools do, rather than report the

@@ -10,6 +10,8 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::{Method, Request};
 use serde_json::Value;
 
+use super::NotFound;
+
 /// How long one call to the gateway may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -84,7 +86,15 @@ pub async fn run(command: RequestsCommand) -> anyhow::Result<()> {
             gateway,
         } => {
             let path = format!("/v1/sessions/{}/requests/{}", encode(&session), encode(&id));
-            let ended = call(&gateway, Method::DELETE, &path).await?;
+            let ended = match call(&gateway, Method::DELETE, &path).await {
+                Err(error) if error.downcast_ref::<Missing>().is_some() => {
+                    return Err(NotFound(format!(
+                        "there is no request {id} in session {session}: {error}"
+                    ))
+                    .into());
+                }
+                called => called?,
+            };
             let outcome = ended["outcome"].as_str().unwrap_or("?");
             let via = ended["via"].as_str().unwrap_or("?");
             writeln!(
@@ -109,6 +119,7 @@ async fn list(
 ) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
     let mut out = std::io::stdout().lock();
+    let mut listed = 0_usize;
     loop {
         let mut query = format!("state={}&limit=1000", encode(state));
         if let Some(prefix) = session_prefix {
@@ -122,6 +133,7 @@ async fn list(
             .as_array()
             .ok_or_else(|| anyhow!("the gateway's listing had no `requests`: {page}"))?;
         let now = crate::clock::now_ms();
+        listed += requests.len();
         for request in requests {
             if json {
                 writeln!(out, "{request}")?;
@@ -131,10 +143,31 @@ async fn list(
         }
         match page["next_cursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
-            None => return Ok(()),
+            None => break,
         }
     }
+    // Nothing on stdout is the listing (a script reads it), but a person should not have to
+    // wonder whether the command did anything: stderr says what matched nothing.
+    if listed == 0 {
+        let within = session_prefix
+            .map(|prefix| format!(" in sessions starting {prefix:?}"))
+            .unwrap_or_default();
+        eprintln!("no {state} requests{within}");
+    }
+    Ok(())
 }
+
+/// The gateway answered 404: what was named does not exist.
+#[derive(Debug)]
+struct Missing(String);
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Missing {}
 
 /// One request as a line: session, id, how long ago it was asked, its state, its title.
 fn line(request: &Value, now_ms: u64) -> String {
@@ -196,6 +229,9 @@ async fn call(gateway: &GatewayArgs, method: Method, path: &str) -> anyhow::Resu
                 }
             })
             .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        if status == hyper::StatusCode::NOT_FOUND {
+            return Err(Missing(format!("the gateway answered {status}: {message}")).into());
+        }
         bail!("the gateway answered {status}: {message}");
     }
     Ok(value)

@@ -1,8 +1,10 @@
 //! `askgate schema`: the tool definition a framework sends the model.
 //!
 //! harness: pydantic-ai's `ToolDefinition`; deepagents: the OpenAI function tool LangChain
-//! makes of `ask_user` (`{"type": "function", "function": {...}}`). A dialect that is not a
-//! tool the model calls (approvals) has none, and says so.
+//! makes of `ask_user` (`{"type": "function", "function": {...}}`). form: not a tool the
+//! model calls but an MCP server's elicitation, so the JSON Schema of its request (`message`,
+//! and `schema` or, in URL mode, `url`). A dialect that is neither (approvals) has none, and
+//! says so.
 
 use std::io::Write as _;
 
@@ -10,7 +12,8 @@ use anyhow::Context as _;
 use askgate_protocol::Dialect;
 
 pub(super) fn run(dialect: Dialect) -> anyhow::Result<()> {
-    let Some(definition) = dialect.face().tool_definition() else {
+    let face = dialect.face();
+    let Some(definition) = face.tool_definition().or_else(|| face.request_schema()) else {
         anyhow::bail!(
             "the {dialect} dialect is not a tool the model calls, so it has no tool \
              definition: it answers for other tools' calls"

@@ -364,3 +364,330 @@ fn serve_reads_scoped_keys_from_the_environment() {
         "the data directory was created before the keys were read"
     );
 }
+
+/// `askgate ARGS` run to its end, without stdin.
+fn run_askgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("askgate runs")
+}
+
+/// `askgate audit export` and `audit verify` with a `--session` the store holds no trail of
+/// say so on stderr, naming it, and exit 2; the store's own session still reads. (Before,
+/// `export` printed nothing and exited 0, and `verify` passed "1 sessions, 0 entries".)
+#[tokio::test]
+async fn audit_of_an_unknown_session_says_there_is_none_and_exits_2() {
+    use crate::support::ops::{put, resolve};
+    use askgate::store::{DurableStore, Store as _};
+
+    let dir = crate::support::tempdir("cli-audit-nosuch");
+    let store = DurableStore::open_keyed(&dir, Default::default(), Default::default(), None)
+        .expect("a store");
+    store.commit(vec![put("r1")]).await.expect("asked");
+    store.commit(vec![resolve("r1")]).await.expect("declined");
+    drop(store);
+    let data = dir.to_str().expect("a UTF-8 path");
+    for command in ["export", "verify"] {
+        let output = run_askgate(&["audit", command, "--session", "nosuch", "--data-dir", data]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "audit {command}: {stderr}");
+        assert!(
+            stderr.contains("--session nosuch: there is no such session"),
+            "audit {command}: {stderr}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "",
+            "audit {command}"
+        );
+        let known = run_askgate(&["audit", command, "--session", "s", "--data-dir", data]);
+        assert!(
+            known.status.success(),
+            "audit {command} --session s: {}",
+            String::from_utf8_lossy(&known.stderr)
+        );
+        assert!(!known.stdout.is_empty(), "audit {command} --session s");
+    }
+    crate::support::remove_scratch(&dir);
+}
+
+/// `askgate requests withdraw` of a session or request the gateway does not know says so,
+/// naming both, and exits 2 (apart from 1: the gateway refused or could not be reached); a
+/// listing that matches nothing says so on stderr, its stdout (the listing) left empty.
+#[tokio::test]
+async fn requests_of_an_unknown_session_say_there_is_none() {
+    let node = crate::support::nodes::Node::start(
+        "memory",
+        &[
+            "--agent-key",
+            "cli-agent-key",
+            "--operator-key",
+            "cli-operator-key",
+        ],
+    );
+    let url = format!("http://{}", node.addr);
+    let gateway = ["--url", &url, "--key", "cli-operator-key"];
+    let withdraw = run_askgate(&[&["requests", "withdraw", "nosuch", "r9"][..], &gateway].concat());
+    let stderr = String::from_utf8_lossy(&withdraw.stderr);
+    assert_eq!(withdraw.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("there is no request r9 in session nosuch"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&withdraw.stdout), "");
+
+    let listed = run_askgate(
+        &[
+            &["requests", "list", "--session-prefix", "nosuch"][..],
+            &gateway,
+        ]
+        .concat(),
+    );
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stderr).trim(),
+        r#"no open requests in sessions starting "nosuch""#
+    );
+}
+
+/// `askgate serve` started with `args` and `env`: the process and its stderr's lines.
+fn serve_with(args: &[&str], env: &[(&str, &str)]) -> (Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(["serve", "--store", "memory"])
+        .args(args)
+        .env_remove("ASKGATE_LISTEN")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("askgate serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// The addresses of the first `count` "askgate listening on http://ADDR" lines.
+fn listening_on(lines: &std::sync::mpsc::Receiver<String>, count: usize) -> Vec<String> {
+    let mut said = Vec::new();
+    let mut addresses = Vec::new();
+    while addresses.len() < count {
+        let line = lines
+            .recv_timeout(crate::support::TIMEOUT)
+            .unwrap_or_else(|_| panic!("only {addresses:?} listening: {said:?}"));
+        if let Some(addr) = line.strip_prefix("askgate listening on http://") {
+            addresses.push(addr.to_owned());
+        }
+        said.push(line);
+    }
+    addresses
+}
+
+/// `--listen` takes a host name (every address it resolves to is bound), an IPv6 address in
+/// brackets, and may be given several times (ASKGATE_LISTEN: separated by commas): a
+/// "listening on" line per bound address, the first given first, and each serves. (Before,
+/// `localhost:8093` was refused as "invalid socket address syntax".)
+#[tokio::test]
+async fn serve_listens_on_host_names_ipv6_and_several_addresses() {
+    use std::net::ToSocketAddrs as _;
+    let localhost = ("localhost", 0)
+        .to_socket_addrs()
+        .expect("localhost resolves")
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let mut given = vec!["--listen", "127.0.0.1:0", "--listen", "localhost:0"];
+    if ipv6 {
+        given.extend(["--listen", "[::1]:0"]);
+    }
+    let expected = 1 + localhost + usize::from(ipv6);
+    let data = crate::support::tempdir("cli-listen");
+    let data_arg = ["--data-dir", data.to_str().unwrap()];
+    let (mut child, lines) = serve_with(&[&given[..], &data_arg].concat(), &[]);
+    let addresses = listening_on(&lines, expected);
+    assert!(addresses[0].starts_with("127.0.0.1:"), "{addresses:?}");
+    if ipv6 {
+        assert!(
+            addresses[expected - 1].starts_with("[::1]:"),
+            "{addresses:?}"
+        );
+    }
+    for addr in &addresses {
+        let (status, body) = askgate_testkit::http::http_text(
+            addr.parse().expect("a socket address"),
+            "GET",
+            "/healthz",
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{addr}: {body}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // The variable, comma-separated.
+    let (mut child, lines) =
+        serve_with(&data_arg, &[("ASKGATE_LISTEN", "localhost:0, 127.0.0.1:0")]);
+    let addresses = listening_on(&lines, localhost + 1);
+    assert!(
+        addresses[localhost].starts_with("127.0.0.1:"),
+        "{addresses:?}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Errors name the flag and the value; a public address among several still needs a key.
+    for (value, why) in [
+        ("localhost", "--listen localhost: "),
+        ("nosuch.invalid:80", "--listen nosuch.invalid:80: "),
+        ("0.0.0.0:0", "without an agent key"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+            .args([
+                "serve",
+                "--store",
+                "memory",
+                "--listen",
+                "127.0.0.1:0",
+                "--listen",
+                value,
+            ])
+            .args(data_arg)
+            .env_remove("ASKGATE_LISTEN")
+            .env_remove("ASKGATE_AGENT_KEYS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("askgate runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{value}: it must not start");
+        assert!(stderr.contains(why), "{value}: {stderr}");
+        assert!(
+            !stderr.contains("askgate listening on"),
+            "{value}: {stderr}"
+        );
+    }
+    crate::support::remove_scratch(&data);
+}
+
+/// `askgate schema --dialect form` prints a JSON Schema of the form dialect's request (MCP
+/// elicitation: `message`, and `schema` or, in URL mode, `url`), and it agrees with `askgate
+/// validate` on requests of every shape: those validate accepts pass it, those it refuses
+/// fail it (checked by Python's `jsonschema`, in `.venv/mcp`). Before, it said the form dialect
+/// "answers for other tools' calls", and printed nothing.
+#[test]
+fn form_schema_describes_what_validate_accepts() {
+    let output = askgate(&["schema", "--dialect", "form"], b"");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let printed: Value = serde_json::from_slice(&output.stdout).expect("schema is JSON");
+    assert_eq!(printed["type"], "object", "{printed}");
+    assert_eq!(
+        printed["required"],
+        serde_json::json!(["message"]),
+        "{printed}"
+    );
+
+    let fields = serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    let requests = [
+        serde_json::json!({"message": "Your name?", "schema": fields}),
+        serde_json::json!({"message": "Your name?", "mode": "form", "server": "github", "schema": fields}),
+        serde_json::json!({"message": "Your name?", "schema": fields, "url": null}),
+        serde_json::json!({"message": "Sign in", "mode": "url", "url": "https://example.com/login"}),
+        serde_json::json!({"message": "Sign in", "mode": "url", "url": "https://example.com/login", "elicitation_id": "e-1", "server": "bank"}),
+        // MCP's name for the schema is not askgate's field.
+        serde_json::json!({"message": "Your name?", "requestedSchema": fields}),
+        serde_json::json!({"schema": fields}),
+        serde_json::json!({"message": "", "schema": fields}),
+        serde_json::json!({"message": "  ", "schema": fields}),
+        serde_json::json!({"message": 5, "schema": fields}),
+        serde_json::json!({"message": "x".repeat(10_001), "schema": fields}),
+        serde_json::json!({"message": "Hi", "schema": "name"}),
+        serde_json::json!({"message": "Hi", "mode": "popup", "schema": fields}),
+        serde_json::json!({"message": "Hi", "schema": fields, "url": "https://example.com/"}),
+        serde_json::json!({"message": "Hi", "schema": fields, "elicitation_id": "e-1"}),
+        serde_json::json!({"message": "Hi", "mode": "url"}),
+        serde_json::json!({"message": "Hi", "mode": "url", "url": 7}),
+        serde_json::json!({"message": "Hi", "mode": "url", "url": "https://example.com/", "schema": fields}),
+        serde_json::json!({"message": "Hi", "server": "a\u{7}b", "schema": fields}),
+        serde_json::json!({"message": "Hi", "server": "", "schema": fields}),
+        serde_json::json!({"message": "Hi", "server": "s".repeat(201), "schema": fields}),
+    ];
+    let lines: String = requests
+        .iter()
+        .map(|input| {
+            format!(
+                "{}\n",
+                serde_json::json!({"dialect": "form", "kind": "request", "input": input})
+            )
+        })
+        .collect();
+    let validated = askgate(&["validate"], lines.as_bytes());
+    let accepted: Vec<bool> = String::from_utf8(validated.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["ok"] == true)
+        .collect();
+    assert_eq!(accepted.len(), requests.len());
+    assert_eq!(accepted.iter().filter(|ok| **ok).count(), 5, "{accepted:?}");
+
+    let python = format!("{}/../../.venv/mcp/bin/python", env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        std::path::Path::new(&python).exists(),
+        "{python} is missing: run scripts/setup-test-env.sh"
+    );
+    let judge = r#"
+import json, sys, jsonschema
+schema = json.loads(sys.argv[1])
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+for line in sys.stdin:
+    print(json.dumps(validator.is_valid(json.loads(line))))
+"#;
+    let requests_text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let mut child = Command::new(&python)
+        .args(["-c", judge, &printed.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(requests_text.as_bytes())
+        .unwrap();
+    let judged = child.wait_with_output().expect("python finishes");
+    assert!(
+        judged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&judged.stderr)
+    );
+    let valid: Vec<bool> = String::from_utf8(judged.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| line == "true")
+        .collect();
+    for ((request, accepted), valid) in requests.iter().zip(&accepted).zip(&valid) {
+        assert_eq!(
+            accepted, valid,
+            "validate accepts it: {accepted}, the schema: {valid}: {request}"
+        );
+    }
+    assert_eq!(valid.len(), requests.len());
+}

@@ -29,6 +29,8 @@ mod crash;
 mod damaged_log;
 /// `askgate demo`.
 mod demo;
+/// `askgate demo` telling what a person's edit of an approval changed.
+mod demo_edits;
 /// The serving process against crowds, silent sockets and tabs that never read.
 mod door;
 /// The embedded store's log: one record per commit, grouped syncs.

@@ -43,6 +43,14 @@ pub trait DialectFace: Debug + Send + Sync + 'static {
     /// The tool definition the framework sends the model, or `None` when the dialect is not a
     /// tool the model calls (approvals judge other tools' calls).
     fn tool_definition(&self) -> Option<Value>;
+
+    /// For a dialect that is not a tool the model calls but a request made by other means (a
+    /// form: an MCP server's elicitation), the JSON Schema of its request, the ask's
+    /// [`fields`](Self::fields) as [`validate`](Self::validate) reads them; `None` for the
+    /// others.
+    fn request_schema(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// A request one dialect accepted, in its normalised form.

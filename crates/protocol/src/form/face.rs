@@ -36,6 +36,10 @@ impl DialectFace for FormFace {
     fn tool_definition(&self) -> Option<Value> {
         None
     }
+
+    fn request_schema(&self) -> Option<Value> {
+        Some(super::request_schema::request_schema())
+    }
 }
 
 /// The agent receives MCP's `ElicitResult`, in `response` and `result` alike.

@@ -2,6 +2,7 @@
 //! Schema of primitive fields), or to open a URL, and gets back MCP's `ElicitResult`.
 //!
 //! - [`request`]: the ask's `message`, `mode`, `url`, `server`..., validated ([`Form`]).
+//! - [`request_schema`]: the request as a JSON Schema, what `askgate schema` prints.
 //! - [`schema`]: the `requestedSchema`, read into the fields a page shows; any keyword MCP
 //!   does not define is refused with its path, as MCP clients must.
 //! - [`fields`]: what a field is ([`Field`]), and the checks every property reader shares.
@@ -24,6 +25,7 @@ mod face;
 pub mod fields;
 mod formats;
 pub mod request;
+pub mod request_schema;
 mod scalars;
 pub mod schema;
 

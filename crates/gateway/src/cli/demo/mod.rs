@@ -5,8 +5,10 @@
 //! a short, realistic sequence, printing each outcome as the model would read it. Stopped and
 //! started again on the same data directory, it goes on where it stopped.
 //!
+//! - `edits`: what a person's edit of an approval changed, as the agent prints it.
 //! - [`progress`]: how far the demo agent got, kept in the data directory.
 
+mod edits;
 mod progress;
 
 use std::time::Duration;
@@ -17,7 +19,7 @@ use clap::Args;
 use serde_json::json;
 
 use self::progress::Progress;
-use super::serve::ServeArgs;
+use super::serve::{ServeArgs, listen};
 use crate::server;
 
 /// Flags of `askgate demo`.
@@ -41,6 +43,7 @@ pub struct DemoArgs {
 /// # Errors
 /// The gateway cannot start, or the demo agent cannot reach it.
 pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let addrs = listen::resolve(&args.serve.listen).await?;
     let config = args.serve.to_config()?;
     // The demo agent presents the first key, as the gateway reads them (trimmed, none empty).
     // A scoped one must hold the demo's session, or every ask would be refused.
@@ -53,20 +56,16 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         })?;
     }
     let key = first.map(|key| key.secret().to_owned());
-    config
-        .check_bind(&args.serve.listen)
-        .map_err(anyhow::Error::msg)?;
     super::serve::raise_open_file_limit();
-    let listener = tokio::net::TcpListener::bind(args.serve.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.serve.listen))?;
-    let addr = listener.local_addr()?;
-    let state = server::prepare(&listener, &config).await?;
+    let listeners = listen::bind(&addrs, &config).await?;
+    // The agent connects to the first address, as the viewer link names it.
+    let addr = listeners[0].local_addr()?;
+    let state = server::prepare(&listeners[0], &config).await?;
     let stop = tokio_util::sync::CancellationToken::new();
     let gateway = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            server::serve(listener, state, &config, stop.cancelled_owned()).await
+            server::serve_all(listeners, state, &config, stop.cancelled_owned()).await
         })
     };
     let agent = async {
@@ -92,7 +91,12 @@ pub(super) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
         for (i, ask) in sets.into_iter().enumerate().skip(progress.finished().len()) {
             println!("[agent] asking question set {} ...", i + 1);
+            let asked = ask.questions.clone();
             let answered = client.ask(ask).await?;
+            // An approval a person edited: what they changed, before what the model reads.
+            for line in edits::edit_lines(&asked, answered.result()) {
+                println!("[agent] {line}");
+            }
             let model_text = answered.model_text().unwrap_or("(nothing: withdrawn)");
             // A text of several lines (an approval's, a line per call) stays readable.
             println!(

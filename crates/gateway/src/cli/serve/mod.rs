@@ -4,7 +4,6 @@
 //! - [`people`]: the flags about people: identity header, anonymous tabs, links.
 //! - [`notify`]: the flags about telling people of requests: the notify file, retries.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
@@ -24,17 +23,22 @@ use crate::store::shared::{DEFAULT_PRESENCE_TTL, MIN_PRESENCE_TTL};
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Without an agent key only loopback addresses are allowed.
+    /// Address to listen on, as HOST:PORT: an IPv4 address, an IPv6 address in brackets
+    /// ([::]:8080), or a host name, resolved at start and bound at every address it resolves
+    /// to. Repeat for several; in the environment, separate them with commas. Without an
+    /// agent key only loopback addresses are allowed.
     #[arg(
         long,
         hide_env_values = true,
         env = "ASKGATE_LISTEN",
+        value_delimiter = ',',
+        value_name = "HOST:PORT",
         default_value = "127.0.0.1:8080"
     )]
-    pub listen: SocketAddr,
+    pub listen: Vec<String>,
 
     /// Base URL people reach the gateway at, used in viewer links
-    /// (default: http://<listen address>).
+    /// (default: http://<first listen address>).
     #[arg(long, hide_env_values = true, env = "ASKGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
@@ -323,21 +327,22 @@ pub(super) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()>
 /// # Errors
 /// The configuration is invalid or the server fails to start.
 pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // Resolved before the configuration is read, which makes the data directory: a typo in
+    // `--listen` leaves nothing behind.
+    let addrs = listen::resolve(&args.listen).await?;
     let config = args.to_config()?;
-    config
-        .check_bind(&args.listen)
-        .map_err(anyhow::Error::msg)?;
     raise_open_file_limit();
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let state = crate::server::prepare(&listener, &config).await?;
+    let listeners = listen::bind(&addrs, &config).await?;
+    let state = crate::server::prepare(&listeners[0], &config).await?;
     let stopping = shutdown_signal();
-    // Only now, with the store open and restored, is the gateway ready to serve.
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, "askgate listening");
-    eprintln!("askgate listening on http://{addr}");
-    crate::server::serve(listener, state, &config, stopping).await?;
+    // Only now, with the store open and restored, is the gateway ready to serve: a line per
+    // address, the first given first (tests and clients read the first).
+    for listener in &listeners {
+        let addr = listener.local_addr()?;
+        tracing::info!(%addr, "askgate listening");
+        eprintln!("askgate listening on http://{addr}");
+    }
+    crate::server::serve_all(listeners, state, &config, stopping).await?;
     eprintln!("askgate stopped");
     Ok(())
 }
@@ -387,6 +392,7 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 }
 
 mod limits;
+pub(super) mod listen;
 mod notify;
 mod people;
 #[cfg(test)]
