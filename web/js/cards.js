@@ -1,6 +1,7 @@
 /* A card per request: building its DOM, reading answers, submit / decline, whether this tab
  * may answer it (else it is shown read-only, saying whom it waits for), the countdown, final
- * states, and its keyboard. Once ended, a card folds into the finished list (finished.js).
+ * states, its keyboard, and its draft (kept across a reload until sent). Once ended, a card
+ * folds into the finished list (finished.js).
  * Each dialect (dialects.js) builds its own items (questions, or an approval's tool calls),
  * reads their answers, says how they make the response, and summarises an answer.
  */
@@ -24,6 +25,8 @@ const AGENT_NOTE = 'Question from the agent — askgate never asks for passwords
 export function createCard(view) {
   const rec = buildCard(view);
   state.cards.set(rec.id, rec);
+  // What this tab had picked or typed on it before a reload, and not sent.
+  restoreDraft(rec);
   return rec;
 }
 
@@ -69,6 +72,7 @@ export function buildCard(view) {
   }
   el.appendChild(buildActions(rec));
   el.addEventListener('keydown', (event) => onCardKeydown(rec, event));
+  for (const type of ['input', 'change']) el.addEventListener(type, () => saveDraft(rec));
   applyAccess(rec);
   return rec;
 }
@@ -285,6 +289,7 @@ function sendFor(rec, frame) {
     return setStatus(rec, 'Not sent: too long.');
   }
   const hadFocus = rec.el.contains(document.activeElement);
+  dropDraft(rec.id);
   rec.phase = 'sending';
   rec.el.classList.add('is-sending');
   setStatus(rec, 'Sending…');
@@ -308,6 +313,8 @@ export function reopen(rec, message) {
   rec.declineBtn.disabled = false;
   setStatus(rec, message);
   updateReadiness(rec);
+  // Not sent after all: what it holds is a draft again.
+  saveDraft(rec);
 }
 
 export function setStatus(rec, text) {
@@ -375,6 +382,7 @@ export function whenFinalFold(fold) { foldFinal = fold; }
 
 function markFinal(rec, end, text, foldDelay) {
   const hadFocus = rec.el.contains(document.activeElement);
+  dropDraft(rec.id);
   rec.end = end;
   rec.phase = 'final';
   rec.el.classList.remove('is-sending');
@@ -470,6 +478,118 @@ export function tick() {
     }
   }
   updateRetryText();
+}
+
+/* ---------- drafts ---------- */
+
+/* Drafts: what a person picked or typed on an open card and has not sent, kept in the tab's
+ * sessionStorage (keyed by session and request id), so a reload shows the card as they left
+ * it. A draft is each of the card's controls as it stands (checked, or its value), named by
+ * its element id without the card's own prefix (ids are numbered per page load); it is put
+ * back when the card is built again, control by control, each with the event a person's
+ * change would have fired, so the dialect updates what depends on it. A draft goes once the
+ * answer is sent or the request ends, and a snapshot drops those of requests no longer open.
+ *
+ * Storage can be disabled or full: then nothing is kept, and nothing else changes.
+ */
+
+const PREFIX = 'askgate.draft.';
+// A draft over this many characters is not kept (sessionStorage holds a few MB per origin).
+const MAX_DRAFT_CHARS = 256 * 1024;
+
+const keyOf = (id) => PREFIX + JSON.stringify([String(state.session || ''), String(id)]);
+
+// The card's controls, each with the name its draft knows it by.
+function controls(rec) {
+  const found = [];
+  rec.el.querySelectorAll('input, textarea, select').forEach((el, index) => {
+    if (el.type === 'button' || el.type === 'submit' || el.type === 'file') return;
+    const id = el.id || '';
+    const name = id.startsWith(rec.prefix + '-') ? id.slice(rec.prefix.length) : '@' + index;
+    found.push([name, el]);
+  });
+  return found;
+}
+
+const isToggle = (el) => el.type === 'checkbox' || el.type === 'radio';
+
+// Keeps card `rec`'s controls as they stand, while it is open and this tab may answer it.
+export function saveDraft(rec) {
+  if (rec.phase !== 'open' || rec.readOnly || !rec.supported || rec.restoring) return;
+  const values = {};
+  for (const [name, el] of controls(rec)) values[name] = isToggle(el) ? el.checked : el.value;
+  const text = JSON.stringify({ asked_at_ms: rec.view.asked_at_ms ?? null, values });
+  try {
+    if (text.length > MAX_DRAFT_CHARS) sessionStorage.removeItem(keyOf(rec.id));
+    else sessionStorage.setItem(keyOf(rec.id), text);
+  } catch (_) { /* see above */ }
+}
+
+function loadDraft(rec) {
+  try {
+    const draft = JSON.parse(sessionStorage.getItem(keyOf(rec.id)) || 'null');
+    if (!draft || typeof draft !== 'object' || !draft.values || typeof draft.values !== 'object') return null;
+    // The same id asked again (once its outcome was acknowledged) is another request.
+    if ((draft.asked_at_ms ?? null) !== (rec.view.asked_at_ms ?? null)) return null;
+    return draft.values;
+  } catch (_) {
+    return null;
+  }
+}
+
+// Puts back card `rec`'s draft, if this tab keeps one: picks first (a pick may show a text
+// box, as "Other…" or an edit of a call's arguments), then what was typed.
+export function restoreDraft(rec) {
+  if (rec.readOnly || !rec.supported) return;
+  const values = loadDraft(rec);
+  if (!values) return;
+  const has = (name) => Object.prototype.hasOwnProperty.call(values, name);
+  rec.restoring = true;
+  try {
+    for (const [name, el] of controls(rec)) {
+      if (!isToggle(el) || !has(name) || el.checked === Boolean(values[name])) continue;
+      if (el.type === 'radio' && !values[name]) continue; // unpicked by picking another
+      el.checked = Boolean(values[name]);
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+    // A radio group left with none picked ("Clear the choice").
+    for (const [name, el] of controls(rec)) {
+      if (el.type !== 'radio' || !has(name) || values[name] || !el.checked) continue;
+      el.checked = false;
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+    for (const [name, el] of controls(rec)) {
+      if (isToggle(el) || !has(name) || typeof values[name] !== 'string' || el.value === values[name]) continue;
+      el.value = values[name];
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      if (el.tagName === 'SELECT' || el.type === 'date' || el.type === 'datetime-local') {
+        el.dispatchEvent(new Event('change', { bubbles: true }));
+      }
+    }
+  } finally {
+    rec.restoring = false;
+  }
+  saveDraft(rec);
+}
+
+// Forgets request `id`'s draft (its answer went, or it ended).
+export function dropDraft(id) {
+  try { sessionStorage.removeItem(keyOf(id)); } catch (_) { /* see above */ }
+}
+
+// Forgets this session's drafts of requests not in `openIds` (a snapshot's open requests).
+export function pruneDrafts(openIds) {
+  try {
+    const session = String(state.session || '');
+    for (let i = sessionStorage.length - 1; i >= 0; i -= 1) {
+      const key = sessionStorage.key(i);
+      if (!key || !key.startsWith(PREFIX)) continue;
+      let parts = null;
+      try { parts = JSON.parse(key.slice(PREFIX.length)); } catch (_) { /* not ours */ }
+      if (!Array.isArray(parts) || parts[0] !== session) continue;
+      if (!openIds.has(parts[1])) sessionStorage.removeItem(key);
+    }
+  } catch (_) { /* see above */ }
 }
 
 /* ---------- keyboard ---------- */

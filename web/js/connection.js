@@ -5,13 +5,13 @@
 
 import { send, state, ui } from './page.js';
 import {
-  applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, markOrphaned, removeCard,
-  reopen, tallied,
+  applyAccess, closedWhileAway, createCard, disableCard, escalate, finalize, markOrphaned, pruneDrafts,
+  removeCard, reopen, tallied,
   setStatus, tick, updateEmpty,
 } from './cards.js';
 import { renderErrors } from './readiness.js';
 import { dropFinished, fold, listFinished } from './finished.js';
-import { askForHistory, dropHistory, noteEnding, onHistory } from './history.js';
+import { askForHistory, onHistory } from './history.js';
 import { askForRules, dropRules, onRules, onRulesError } from './rules.js';
 import { setYou } from './people.js';
 import { onFollowing, showFollow } from './follow.js';
@@ -108,7 +108,6 @@ function onClose(ws, event) {
     showNotice(words);
     for (const rec of [...state.cards.values()]) removeCard(rec);
     dropFinished();
-    dropHistory();
     dropRules();
     setYou(null);
     showFollow();
@@ -217,6 +216,8 @@ function onSnapshot(f) {
     }
   }
   listFinished(endings);
+  // Drafts kept for requests that ended while this tab was away go.
+  pruneDrafts(ids);
   const fresh = [];
   let cursor = ui.list.firstElementChild;
   for (const view of views) {
@@ -294,7 +295,6 @@ function onResolved(f) {
   const rec = state.cards.get(String(f.id));
   // `resolved` carries no time today; the page dates the ending itself until it does.
   if (rec) finalize(rec, f);
-  noteEnding(f);
 }
 
 // The question a refusal at `response.answers[i]...` or `response.decisions[i]...` is about,

@@ -1,7 +1,9 @@
-/* The finished list: each request that ended, folded under the open questions to what it
- * asked, how it ended and when, until the person dismisses it (one at a time, or all at once;
- * dismissals are kept in sessionStorage, so a reload does not bring them back). A snapshot's
- * `finished` fills it for a late or reloaded tab.
+/* The finished list, the page's one list of ended requests: each folded under the open
+ * questions to what it asked, what was answered, who ended it and when, until the person
+ * dismisses it (one at a time, or all at once; dismissals are kept in sessionStorage, so a
+ * reload does not bring them back). A card that ends folds into it; for a late or reloaded
+ * tab a snapshot's `finished` and the gateway's `history` (history.js) fill it, each ending
+ * listed once.
  */
 
 import { make, serverNow, shorten, state, timeElement, ui } from './page.js';

@@ -8,7 +8,8 @@
  *                  resolved / answer_rejected / history / presence / error
  *   cards.js       building the DOM for a request, reading answers, submit / decline, a
  *                  card this tab may not answer shown read-only, final states, the countdown
- *                  ticker, keyboard
+ *                  ticker, keyboard, and drafts (what was picked or typed and not sent, kept
+ *                  in sessionStorage across a reload)
  *   dialects.js    the table of dialects: each builds its own questions (or tool calls, or
  *                  a form), reads their answers and summarises an answer given in another
  *                  tab:
@@ -28,12 +29,13 @@
  *       formats.js     e-mail addresses and URIs, checked exactly as the gateway does
  *     claude.js      Claude Agent SDK's AskUserQuestion: options, multi-select, an "Other…"
  *                    text per question, and an answer in one's own words instead
- *   finished.js    the list of finished cards (folded until dismissed, the dismissals kept
- *                  in sessionStorage)
+ *   finished.js    the one list of ended requests, folded cards (until dismissed, the
+ *                  dismissals kept in sessionStorage): what was asked and answered, who
+ *                  ended it and how they were known, and when
  *   people.js      who this tab is (the line saying so), who may answer a request, and how
  *                  an ending names whoever ended it
- *   history.js     the session's last 50 ended requests, folded: what was asked and
- *                  answered, by whom, how they were known, and when
+ *   history.js     the session's last 50 ended requests, from the gateway's trail, put
+ *                  into the finished list (each ending once)
  *   rules.js       the session's remembered approvals, listed under the questions, each
  *                  revocable by a named person
  *   status.js      header status, notice and toast, announcements, notifications,
@@ -71,7 +73,7 @@ function hasUnsentText() {
 function init() {
   for (const id of ['follow', 'connection', 'presence', 'you', 'agent-status', 'notify', 'notice', 'toast',
     'requests', 'empty', 'finished', 'finished-heading', 'finished-list', 'clear-finished',
-    'history', 'history-count', 'history-list', 'live', 'session-label']) {
+    'live', 'session-label']) {
     ui[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
   ui.list = ui.requests;

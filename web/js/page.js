@@ -17,8 +17,6 @@ export const state = {
   finished: [], // folded card records, newest ending first
   unseen: new Set(), // request ids that arrived while the page was hidden
   you: null, // who this tab is, from the snapshot's `you` (null: a gateway that does not say)
-  history: [], // the session's ended requests as the history shows them, newest first
-  historyAskedAt: 0, // when the last `history` frame went out unanswered (local clock), else 0
   title: 'askgate', // the page's title, behind the unseen count
   outgoing: null, // what a page of many sessions (the inbox) makes of a frame before it goes
 };

@@ -1,6 +1,7 @@
 /* People: who this tab is (the line saying so under the header), who may answer a request
  * (its `answerers`, and whether this tab may answer at all), and how an ending names whoever
- * ended it ("Answered by alice@example.com", "You answered", "Answered in another tab").
+ * ended it ("Answered by alice@example.com", "You answered", "Answered by someone with the
+ * link").
  *
  * Who a tab is comes from the gateway's `you`, which it takes from the link's key or a trusted
  * proxy, never from anything the page says; the page only words it. The gateway has the final
@@ -140,8 +141,8 @@ export function viaText(via) {
   return VIA_TEXT[via] || '';
 }
 
-// How an ending reads. `end` is cards.js's endOf(); `folded` is for the finished list and
-// the history, where the words stand alone (not under the card's own questions).
+// How an ending reads. `end` is cards.js's endOf(); `folded` is for the finished list, where
+// the words stand alone (not under the card's own questions) and name who ended it.
 export function endingText(end, folded) {
   const { outcome, own, here, user } = end;
   if (outcome === 'withdrawn' && WITHDRAWN_BY[end.via]) return WITHDRAWN_BY[end.via];
@@ -151,7 +152,7 @@ export function endingText(end, folded) {
   }
   if (outcome === 'answered' || outcome === 'declined') {
     const verb = outcome === 'answered' ? 'Answered' : 'Declined';
-    if (own && folded) return verb + ' by you';
+    if (folded) return verb + whoEnded(end);
     if (own && outcome === 'answered' && !here && end.via === 'email') return 'You answered from a mail';
     if (own && outcome === 'answered' && !here && end.via === 'slack') return 'You answered in Slack';
     if (own && outcome === 'answered') return here ? 'You answered · Sent ✓' : 'You answered in another tab';
@@ -160,6 +161,17 @@ export function endingText(end, folded) {
     return verb + ' in another tab';
   }
   return OTHER_ENDINGS[outcome] || 'Closed';
+}
+
+// Who answered or declined, in the finished list: "you", the person ("alice@example.com"),
+// with how the gateway knew them ("via a personal link"), or "someone with the link" (an
+// anonymous link holder); a gateway that does not say how leaves "in another tab".
+function whoEnded(end) {
+  const how = end.via !== 'session-link' && viaText(end.via);
+  const known = (name) => ' by ' + name + (how ? ' ' + how : '');
+  if (end.own) return known('you');
+  if (end.user != null) return known(end.user);
+  return end.via === 'session-link' ? ' by someone with the link' : ' in another tab';
 }
 
 // Who withdrew a request, by its `via`; without one, the agent (as before withdrawals said).

@@ -2,7 +2,7 @@
 //! scripts run before it loads, e.g. [`RECORD_FRAMES`]), a person's personal and inbox links,
 //! an agent that has asked and the outcome it gets, the selectors of cards and their parts,
 //! the texts they show, and the steps a person takes that every card shares (Decline, the
-//! history, a click on something under the sticky header).
+//! list of endings after a reload, a click on something under the sticky header).
 //!
 //! Selectors are `String`s built from a request id, so a test reads as what it looks at:
 //! `format!("{} .card-status", card("r1"))`.
@@ -182,11 +182,6 @@ pub fn finished(id: &str) -> String {
     format!(r#"#finished article.is-folded[data-request-id="{id}"]"#)
 }
 
-/// The history's entry for request `id`.
-pub fn history_entry(id: &str) -> String {
-    format!(r#"#history li.history-entry[data-request-id="{id}"]"#)
-}
-
 /// The `textContent` of the first element matching `css`; panics if nothing matches.
 pub async fn text(browser: &Browser, css: &str) -> String {
     browser
@@ -211,7 +206,7 @@ pub async fn texts(browser: &Browser, css: &str) -> Value {
 }
 
 /// For every element matching `css`, in document order, the texts of its children (a
-/// summary's or a history entry's lines, part by part).
+/// summary's lines, part by part).
 pub async fn children_texts(browser: &Browser, css: &str) -> Value {
     browser
         .execute(
@@ -285,26 +280,13 @@ async fn confirm_decline(browser: &Browser, button: &str) {
     browser.click(button).await;
 }
 
-/// Unfolds the session's history (its summary clicked) and waits for it to be open.
-async fn open_history(browser: &Browser) {
-    browser.click("#history > summary").await;
-    browser.wait_for("#history[open]").await;
-}
-
-/// Reloads the page, waits for the session's history (from the gateway's trail) to list
-/// request `id`, and unfolds it; returns the selector of that entry.
-pub async fn history_after_reload(browser: &Browser, id: &str) -> String {
+/// Reloads the page, waits for the list of endings (from the snapshot's `finished` and the
+/// gateway's `history`) to show request `id`, folded; returns the selector of its card.
+pub async fn ended_after_reload(browser: &Browser, id: &str) -> String {
     reload(browser).await;
-    let entry = history_entry(id);
-    browser.wait_for(&entry).await;
-    open_history(browser).await;
-    entry
-}
-
-/// Waits for the session's history to be shown, then unfolds it and waits for it to be open.
-pub async fn unfold_history(browser: &Browser) {
-    browser.wait_for("#history:not([hidden])").await;
-    open_history(browser).await;
+    let folded = finished(id);
+    browser.wait_for(&folded).await;
+    folded
 }
 
 /// No direction control (U+202A–U+202E, U+2066–U+2069) acts anywhere in the text of the

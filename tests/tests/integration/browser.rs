@@ -1488,7 +1488,7 @@ async fn a_late_tab_sees_finished_requests() {
     browser
         .wait_for_text(
             &format!("{} .card-status", finished("r1")),
-            "Answered in another tab",
+            "Answered by someone with the link",
         )
         .await;
     assert_eq!(
@@ -1501,7 +1501,7 @@ async fn a_late_tab_sees_finished_requests() {
     browser
         .wait_for_text(
             &format!("{} .card-status", finished("r2")),
-            "Declined in another tab",
+            "Declined by someone with the link",
         )
         .await;
     assert_eq!(finished_ids(&browser).await, json!(["r2", "r1"]));

@@ -11,9 +11,9 @@
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     agent_asking, assert_no_direction_control, assert_nothing_made, assert_nothing_ran, card,
-    children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
-    history_entry, open_recording_page, option, outcome_as_response, question, submit,
-    submit_disabled, text, texts, unfold_history,
+    children_texts, click_centred, decline_centred, ended_after_reload, finished, frames_about,
+    open_recording_page, option, outcome_as_response, question, submit, submit_disabled, text,
+    texts,
 };
 use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
@@ -184,19 +184,15 @@ async fn a_question_set_is_answered_by_question_text() {
     );
     assert_eq!(browser.console_errors().await, Vec::<String>::new());
 
-    // After a reload, the session's history (from the gateway's trail) says what was
-    // answered, question by question, and the words of one's own.
-    let entry = history_after_reload(&browser, "r1").await;
+    // After a reload, the list of endings (from the gateway) says what was answered,
+    // question by question, and the words of one's own.
+    let entry = ended_after_reload(&browser, "r1").await;
     assert_eq!(
-        text(&browser, &format!("{entry} .history-what")).await,
+        text(&browser, &format!("{entry} .folded-what")).await,
         DATABASE
     );
     assert_eq!(
-        text(&browser, &format!("{entry} .history-asked")).await,
-        "And 2 more questions."
-    );
-    assert_eq!(
-        texts(&browser, &format!("{entry} .history-answer li")).await,
+        texts(&browser, &format!("{entry} .summary li")).await,
         json!([
             "DatabasePostgres",
             "FeaturesAuthSearchAudit log",
@@ -453,10 +449,10 @@ async fn claude_cards_pass_axe() {
             ["In their own words", "“Thanks”"]
         ])
     );
-    unfold_history(&browser).await;
-    let entry = history_entry("r1");
-    browser.wait_for(&entry).await;
-    let lines = children_texts(&browser, &format!("{entry} .history-answer li")).await;
-    assert_eq!(lines, summary);
-    assert_accessible(&browser, "folded, with the history unfolded").await;
+    assert_eq!(
+        browser.find_all_count(r#"[data-request-id="r1"]"#).await,
+        1,
+        "listed once"
+    );
+    assert_accessible(&browser, "folded").await;
 }

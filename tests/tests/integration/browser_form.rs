@@ -15,8 +15,8 @@ use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
     RECORD_FRAMES, STUB_WINDOW_OPEN, agent_asking, assert_fits_phone_and_desktop,
     assert_no_direction_control, assert_nothing_made, assert_nothing_ran, assert_text, card,
-    children_texts, click_centred, decline_centred, finished, frames_about, history_after_reload,
-    history_entry, open_page_with, outcome_as_response, submit, text, texts, unfold_history,
+    children_texts, click_centred, decline_centred, ended_after_reload, finished, frames_about,
+    open_page_with, outcome_as_response, reload, submit, text, texts,
 };
 use askgate_tests::server::TestServer;
 use serde_json::{Value, json};
@@ -312,16 +312,16 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
     .await;
     assert_eq!(browser.console_errors().await, Vec::<String>::new());
 
-    // After a reload, the session's history (from the gateway's trail) names the form by its
-    // message and says what was answered, field by field.
-    let entry = history_after_reload(&browser, "r1").await;
+    // After a reload, the list of endings (from the gateway) names the form by its message
+    // and says what was answered, field by field.
+    let entry = ended_after_reload(&browser, "r1").await;
     assert_text(
         &browser,
-        &format!("{entry} .history-what"),
+        &format!("{entry} .folded-what"),
         "Please tell us about yourself.",
     )
     .await;
-    let lines = texts(&browser, &format!("{entry} .history-answer li")).await;
+    let lines = texts(&browser, &format!("{entry} .summary li")).await;
     assert_eq!(
         lines,
         json!([
@@ -335,7 +335,7 @@ async fn each_kind_has_its_input_and_the_content_is_as_typed() {
             "NewsletterOff",
             "ColourGreen",
             "SizeMedium",
-            "and 1 more"
+            "Tagsabc"
         ])
     );
 }
@@ -1063,14 +1063,169 @@ async fn form_cards_pass_axe() {
         "Set up your calendar",
     )
     .await;
-    unfold_history(&browser).await;
-    let entry = history_entry("r1");
-    browser.wait_for(&entry).await;
+    assert_eq!(
+        browser.find_all_count(r#"[data-request-id="r1"]"#).await,
+        1,
+        "listed once"
+    );
+    assert_accessible(&browser, "folded").await;
+}
+
+/// Issue 45: on Submit, every field that is wrong says so beside it at once, not one after
+/// another: a required name left empty is named beside it while a number out of range is
+/// named beside its own field, and focus goes to the first of them.
+#[tokio::test(flavor = "multi_thread")]
+async fn submit_names_every_wrong_field_at_once() {
+    let server = TestServer::start().await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "title": "Name"},
+        "guests": {"type": "integer", "title": "Guests", "minimum": 1, "maximum": 12}},
+        "required": ["name", "guests"]});
+    let mut agent = agent_asking(&server, &form_ask("r1", &schema)).await;
+    browser.wait_for(&field("r1", "guests")).await;
+    fill(&browser, &input("r1", "guests"), "13").await;
+    browser
+        .wait_for_text(
+            &field_error("r1", "guests"),
+            "Must be at most 12 (this is 13).",
+        )
+        .await;
+
+    click_centred(&browser, &submit("r1")).await;
+    browser
+        .wait_for_text(&field_error("r1", "name"), "This is required.")
+        .await;
     assert_text(
         &browser,
-        &format!("{entry} .history-what"),
-        "Set up your calendar",
+        &field_error("r1", "guests"),
+        "Must be at most 12 (this is 13).",
     )
     .await;
-    assert_accessible(&browser, "folded, with the history unfolded").await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.activeElement === document.querySelector(arguments[0]);",
+                json!([input("r1", "name")])
+            )
+            .await,
+        json!(true),
+        "focus goes to the first wrong field"
+    );
+    assert_eq!(frames_about(&browser, "r1").await, json!([]));
+
+    fill(&browser, &input("r1", "name"), "Ada").await;
+    fill(&browser, &input("r1", "guests"), "4").await;
+    browser
+        .wait_gone(&format!("{} fieldset.has-error", card("r1")))
+        .await;
+    click_centred(&browser, &submit("r1")).await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"]["content"],
+        json!({"name": "Ada", "guests": 4})
+    );
+}
+
+/// The drafts this tab keeps in its sessionStorage, as `[key, value]` pairs.
+async fn drafts(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "return Object.keys(sessionStorage).filter((k) => k.startsWith('askgate.draft.'))\
+               .sort().map((k) => [k, sessionStorage.getItem(k)]);",
+            json!([]),
+        )
+        .await
+}
+
+/// Issue 45: a reload keeps what was picked or typed on an open card and not sent (in the
+/// tab's sessionStorage, by session and request id), and shows it again; the draft goes when
+/// the answer is sent, or when the request ends otherwise.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_keeps_what_was_typed_and_picked_but_not_sent() {
+    let server = TestServer::start().await;
+    let browser = open_page_with(&server, "s", &[RECORD_FRAMES, STUB_WINDOW_OPEN]).await;
+    let mut agent = agent_asking(&server, &form_ask("r1", &every_kind())).await;
+    let mut other = form_ask(
+        "r2",
+        &json!({"type": "object", "properties": {
+        "note": {"type": "string", "title": "Note"}}}),
+    );
+    other["message"] = json!("Anything else?");
+    agent.send(&other).await;
+    agent.recv_type("accepted").await;
+    browser.wait_for(&field("r2", "note")).await;
+    browser.wait_for(&field("r1", "tags")).await;
+
+    fill(&browser, &input("r1", "name"), "Ada").await;
+    fill(&browser, &input("r1", "age"), "40").await;
+    click_centred(&browser, &choice("r1", "color", "r")).await;
+    click_centred(&browser, &choice("r1", "size", "m")).await;
+    // Tags start as a and b: b off, c on.
+    click_centred(&browser, &choice("r1", "tags", "b")).await;
+    click_centred(&browser, &choice("r1", "tags", "c")).await;
+    click_centred(&browser, &input("r1", "news")).await;
+    fill(&browser, &input("r2", "note"), "later").await;
+    let kept = drafts(&browser).await;
+    assert_eq!(
+        kept.as_array().map(Vec::len),
+        Some(2),
+        "a draft per card: {kept}"
+    );
+    assert!(kept.to_string().contains(r#"\"s\",\"r1\""#), "{kept}");
+
+    reload(&browser).await;
+    browser.wait_for(&field("r1", "tags")).await;
+    browser.wait_for(&field("r2", "note")).await;
+    let state = browser
+        .execute(
+            "const q = (css) => document.querySelector(arguments[0] + ' ' + css); \
+             const card = arguments[0]; \
+             const all = (css) => [...document.querySelectorAll(card + ' ' + css)]; \
+             return { \
+               name: q('fieldset[data-name=\"name\"] input').value, \
+               age: q('fieldset[data-name=\"age\"] input').value, \
+               color: all('fieldset[data-name=\"color\"] input:checked').map((i) => i.value), \
+               size: all('fieldset[data-name=\"size\"] input:checked').map((i) => i.value), \
+               tags: all('fieldset[data-name=\"tags\"] input:checked').map((i) => i.value), \
+               news: q('fieldset[data-name=\"news\"] input').checked, \
+               note: document.querySelector(arguments[1]).value };",
+            json!([card("r1"), input("r2", "note")]),
+        )
+        .await;
+    assert_eq!(
+        state,
+        json!({"name": "Ada", "age": "40", "color": ["r"], "size": ["m"],
+               "tags": ["a", "c"], "news": false, "note": "later"}),
+        "the cards as they were left"
+    );
+    // Nothing is marked wrong that the person had right.
+    for name in ["name", "age", "color", "size", "tags"] {
+        assert_text(&browser, &field_error("r1", name), "").await;
+    }
+
+    fill(&browser, &input("r1", "email"), "ada@example.com").await;
+    click_centred(&browser, &submit("r1")).await;
+    let outcome = outcome_as_response(&mut agent, "answered").await;
+    assert_eq!(
+        outcome["response"]["content"],
+        json!({"name": "Ada", "email": "ada@example.com", "born": "2000-01-02",
+               "meet": "2026-01-02T10:30:00Z", "age": 40, "news": false, "color": "r",
+               "size": "m", "tags": ["a", "c"]})
+    );
+    browser
+        .wait_until(
+            "return !Object.keys(sessionStorage).some((k) => k.includes('\"r1\"'));",
+            json!([]),
+        )
+        .await;
+
+    // Withdrawn: its draft goes too.
+    agent
+        .send(&json!({"type": "cancel", "session": "s", "id": "r2"}))
+        .await;
+    browser
+        .wait_for(&format!(r#"{}[data-state="withdrawn"]"#, card("r2")))
+        .await;
+    assert_eq!(drafts(&browser).await, json!([]));
 }

@@ -1,7 +1,7 @@
 //! The answer page with people in it, in real headless Chromium: each person opens their own
 //! personal link, the page says who they are, an answer is named by who gave it, a request
 //! for one person is read-only to everyone else (and the gateway refuses them too), the
-//! session's history lists what ended, and a refused link says why.
+//! list of endings says who ended each, and a refused link says why.
 //!
 //! Every new state is checked with axe-core (no violation of its rules, light and dark, at
 //! 360 px and at desktop width). axe-core is the npm package `axe-core`, looked for at
@@ -16,8 +16,7 @@ use askgate_testkit::frames::{answer, ask};
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{
-    agent_asking, card, history_entry, open_link, personal_link, reload, shown, text,
-    unfold_history, wait_connected,
+    agent_asking, card, open_link, personal_link, reload, shown, text, wait_connected,
 };
 use askgate_tests::server::{TestServer, test_config};
 use serde_json::json;
@@ -42,9 +41,9 @@ fn now_ms() -> u64 {
 }
 
 /// Two people with their own links to one session: the page says who each is; when alice
-/// answers, bob's card names her and hers says she answered; the history (unfolded) lists the
-/// request with her name, how she was known and what she picked, in bob's tab and again
-/// after he reloads (then from the gateway's `history`), and passes axe-core.
+/// answers, bob's card names her and hers says she answered; folded into the list of
+/// endings, it names her, how she was known and what she picked, in bob's tab and again after
+/// he reloads (then from the snapshot and the gateway's `history`), and passes axe-core.
 #[tokio::test(flavor = "multi_thread")]
 async fn each_person_sees_who_answered() {
     let server = TestServer::start().await;
@@ -83,49 +82,37 @@ async fn each_person_sees_who_answered() {
         Some("Blue")
     );
 
-    unfold_history(&bob).await;
-    let entry = history_entry("r1");
-    bob.wait_for_text(&entry, "Answered by alice@example.com")
-        .await;
-    assert_eq!(
-        text(&bob, &format!("{entry} .history-what")).await,
-        "Pick a colour"
-    );
-    assert_eq!(
-        text(&bob, &format!("{entry} .history-asked")).await,
-        "Which Color?"
-    );
-    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
-    assert!(
-        text(&bob, &format!("{entry} .history-how"))
-            .await
-            .starts_with("Answered by alice@example.com via a personal link, at "),
-        "{:?}",
-        bob.text_of(&format!("{entry} .history-how")).await
-    );
-    assert_eq!(
-        text(&bob, "#history .history-count").await,
-        "(1 ended question)"
-    );
-    unfold_history(&alice).await;
-    alice
-        .wait_for_text(&history_entry("r1"), "Answered by you via a personal link")
-        .await;
-
-    // A reloaded tab has it from the gateway, folded until unfolded.
-    reload(&bob).await;
-    bob.wait_for("#history:not([hidden]):not([open])").await;
-    assert!(!shown(&bob, &entry).await, "the history starts folded");
-    unfold_history(&bob).await;
-    bob.wait_for_text(&entry, "Answered by alice@example.com via a personal link")
-        .await;
-    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
+    // Folded into the one list of endings, it names her, how she was known and what she
+    // picked; in her own tab, it says she did.
+    let entry = format!("#finished {}.is-folded", card("r1"));
     bob.wait_for_text(
-        &format!("#finished {} .card-status", card("r1")),
-        "Answered by alice@example.com",
+        &format!("{entry} .card-status"),
+        "Answered by alice@example.com via a personal link",
     )
     .await;
-    assert_accessible(&bob, "the finished card and the history").await;
+    assert_eq!(
+        text(&bob, &format!("{entry} .folded-what")).await,
+        "Pick a colour"
+    );
+    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
+    assert_eq!(text(&bob, "#finished-heading").await, "Finished (1)");
+    alice
+        .wait_for_text(
+            &format!("{entry} .card-status"),
+            "Answered by you via a personal link",
+        )
+        .await;
+
+    // A reloaded tab has it from the gateway, once.
+    reload(&bob).await;
+    bob.wait_for_text(
+        &format!("{entry} .card-status"),
+        "Answered by alice@example.com via a personal link",
+    )
+    .await;
+    assert_eq!(text(&bob, &format!("{entry} .pick")).await, "Blue");
+    assert!(!shown(&bob, "#history").await, "one list, not two");
+    assert_accessible(&bob, "the finished card").await;
     assert_eq!(bob.console_errors().await, Vec::<String>::new());
 }
 
@@ -408,5 +395,98 @@ async fn an_escalated_request_is_answerable_by_whom_it_was_escalated_to() {
     let outcome = agent.recv_type("outcome").await;
     assert_eq!(outcome["outcome"], "answered");
     assert_eq!(outcome["user"], BOB);
+    assert_eq!(bob.console_errors().await, Vec::<String>::new());
+}
+
+/// Run before the page's own scripts: the type of every frame the page has received and
+/// handled, in `window.__received` (recorded once the page's own handler has run).
+const RECORD_RECEIVED: &str = "(() => { \
+    window.__received = []; \
+    const Native = window.WebSocket; \
+    window.WebSocket = class extends Native { \
+      constructor(...args) { \
+        super(...args); \
+        this.addEventListener('message', (event) => { \
+          let type = null; \
+          try { type = JSON.parse(event.data).type; } catch (_) { /* not JSON */ } \
+          setTimeout(() => window.__received.push(type), 0); \
+        }); \
+      } \
+    }; \
+  })();";
+
+/// How many times the page shows request `id` anywhere (its card, folded or whole, and any
+/// other entry naming it).
+async fn times_shown(browser: &Browser, id: &str) -> u64 {
+    browser
+        .find_all_count(&format!(r#"[data-request-id="{id}"]"#))
+        .await
+}
+
+/// Issue 45: the page lists each ended request once, in one list (the finished list, which
+/// the gateway's `history` feeds too), and says who answered: the person by name, "you", or
+/// "someone with the link" for an anonymous link holder; after a reload too, once the
+/// snapshot's `finished` and the `history` have both come.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_list_of_endings_says_who_answered() {
+    let server = TestServer::start().await;
+    let (alice_url, _, _) = personal_link(&server, "s", ALICE, 86_400.0).await;
+    let (bob_url, _, _) = personal_link(&server, "s", BOB, 86_400.0).await;
+    let alice = open_link(&alice_url).await;
+    let bob = Browser::start().await;
+    bob.run_before_each_load(RECORD_RECEIVED).await;
+    bob.goto(&bob_url).await;
+    wait_connected(&bob).await;
+
+    let mut agent = server.agent().await;
+    for (id, title) in [("r1", "First"), ("r2", "Second"), ("r3", "Third")] {
+        let mut frame = ask("s", id, &["Color"], None);
+        frame["title"] = json!(title);
+        agent.send(&frame).await;
+        agent.recv_type("accepted").await;
+    }
+    bob.wait_for(&option("r3", "Color", "Red")).await;
+    alice.wait_for(&option("r1", "Color", "Blue")).await;
+    alice.click(&option("r1", "Color", "Blue")).await;
+    alice.click(&format!("{} .submit", card("r1"))).await;
+    assert_eq!(agent.recv_type("outcome").await["user"], ALICE);
+    let (mut anonymous, _) = server.tab("s").await;
+    anonymous.send(&answer("r2", &["Color"], "Red")).await;
+    assert_eq!(agent.recv_type("outcome").await["via"], "session-link");
+    bob.click(&option("r3", "Color", "Green")).await;
+    bob.click(&format!("{} .submit", card("r3"))).await;
+    assert_eq!(agent.recv_type("outcome").await["user"], BOB);
+
+    let said = [
+        ("r1", "Answered by alice@example.com via a personal link"),
+        ("r2", "Answered by someone with the link"),
+        ("r3", "Answered by you via a personal link"),
+    ];
+    let folded = |id: &str| format!(r#"#finished article.is-folded[data-request-id="{id}"]"#);
+    for (id, words) in said {
+        bob.wait_for_text(&format!("{} .card-status", folded(id)), words)
+            .await;
+        assert_eq!(times_shown(&bob, id).await, 1, "{id} is listed once");
+    }
+    assert!(!shown(&bob, "#history").await, "no second list");
+
+    reload(&bob).await;
+    bob.wait_until(
+        "return window.__received.includes('snapshot') && window.__received.includes('history');",
+        json!([]),
+    )
+    .await;
+    for (id, words) in said {
+        bob.wait_for_text(&format!("{} .card-status", folded(id)), words)
+            .await;
+        assert_eq!(
+            times_shown(&bob, id).await,
+            1,
+            "{id} is listed once after a reload"
+        );
+    }
+    assert_eq!(text(&bob, &format!("{} .pick", folded("r2"))).await, "Red");
+    assert!(!shown(&bob, "#history").await, "no second list");
+    assert_accessible(&bob, "the one list of endings").await;
     assert_eq!(bob.console_errors().await, Vec::<String>::new());
 }
