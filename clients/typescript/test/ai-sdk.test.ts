@@ -100,17 +100,6 @@ function files(): { tools: ToolSet; ran: string[] } {
   return { tools, ran };
 }
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** The next request a tab is shown. */
 async function shown(tab: Tab): Promise<Record<string, unknown> & { id: string }> {
   const request = (await tab.next("request"))["request"] as Record<string, unknown>;
@@ -121,7 +110,7 @@ const USER: ModelMessage = { role: "user", content: "Tidy up /tmp" };
 
 test("an approved call runs when the generation is resumed, and the model reads its result", { timeout: 60_000 }, async () => {
   const session = "ts-ai-approve";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools, ran } = files();
     const model = new MockLanguageModelV4({
@@ -186,7 +175,7 @@ function approvalIdOf(content: ReadonlyArray<{ type: string }>, toolCallId: stri
 
 test("several calls go in one request; a rejected one does not run and the model reads the reason", { timeout: 60_000 }, async () => {
   const session = "ts-ai-batch";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools, ran } = files();
     const model = new MockLanguageModelV4({
@@ -239,7 +228,7 @@ test("several calls go in one request; a rejected one does not run and the model
 
 test("a declined request rejects every call with the declined message", { timeout: 60_000 }, async () => {
   const session = "ts-ai-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools, ran } = files();
     const model = new MockLanguageModelV4({
@@ -294,7 +283,7 @@ test("a request whose deadline passes rejects every call with the timed-out mess
 
 test("calls the SDK decided itself are not asked about", { timeout: 60_000 }, async () => {
   const session = "ts-ai-automatic";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools, ran } = files();
     const model = new MockLanguageModelV4({
@@ -361,7 +350,7 @@ test("content without approval requests asks nothing", { timeout: 60_000 }, asyn
 
 test("aborting the approval withdraws its request", { timeout: 60_000 }, async () => {
   const session = "ts-ai-abort";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools } = files();
     const model = new MockLanguageModelV4({ doGenerate: [calling(["call-1", "deleteFile", { path: "/tmp/a" }])] });
@@ -386,7 +375,7 @@ test("aborting the approval withdraws its request", { timeout: 60_000 }, async (
 
 test("a request withdrawn by someone else throws RequestWithdrawn", { timeout: 60_000 }, async () => {
   const session = "ts-ai-withdrawn";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools } = files();
     const model = new MockLanguageModelV4({ doGenerate: [calling(["call-1", "deleteFile", { path: "/tmp/a" }])] });
@@ -420,7 +409,7 @@ test("a request withdrawn by someone else throws RequestWithdrawn", { timeout: 6
 
 test("two generations reusing a tool call id are asked about apart, each collected again by its content", { timeout: 60_000 }, async () => {
   const session = "ts-ai-reused-id";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { tools } = files();
     const toolApproval = { deleteFile: "user-approval" as const };
@@ -484,7 +473,7 @@ const QUESTIONS = {
 
 test("askUserTool puts the model's questions to a person and the model reads their answers", { timeout: 60_000 }, async () => {
   const session = "ts-ai-ask";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const model = new MockLanguageModelV4({
       doGenerate: [calling(["call-q1", ASK_USER_TOOL_NAME, QUESTIONS]), saying("deploying")],
@@ -528,7 +517,7 @@ test("askUserTool puts the model's questions to a person and the model reads the
 
 test("a declined question reads to the model as the harness's declined sentence", { timeout: 60_000 }, async () => {
   const session = "ts-ai-ask-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const model = new MockLanguageModelV4({
       doGenerate: [calling(["call-q1", ASK_USER_TOOL_NAME, QUESTIONS]), saying("choosing staging")],
@@ -582,7 +571,7 @@ test("questions the gateway refuses reach the model as the call's error, with th
 
 test("aborting the generation withdraws the question", { timeout: 60_000 }, async () => {
   const session = "ts-ai-ask-abort";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const model = new MockLanguageModelV4({ doGenerate: [calling(["call-q1", ASK_USER_TOOL_NAME, QUESTIONS])] });
     const controller = new AbortController();

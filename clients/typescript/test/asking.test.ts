@@ -39,17 +39,6 @@ afterEach(() => {
   }
 });
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** The request id a call to the stand-in is about. */
 function idOf(hit: Hit): string {
   const fromPath = /\/requests\/([^/?]+)/.exec(hit.path)?.[1];
@@ -84,7 +73,7 @@ const kinds = (outcomes: Outcome[]): string[] => outcomes.map((outcome) => outco
 
 test("a post refused partway withdraws the requests posted before it, and asking them again asks anew", { timeout: 60_000 }, async () => {
   const session = "ts-ask-partial";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     await assert.rejects(
       askMany({ url: gateway.url, session }, [{ id: "d-1", questions: QUESTIONS }, { id: "d-2", questions: "nope" }], kinds),
@@ -271,7 +260,7 @@ test("aborting during the pause between polls rejects at once, and withdraws the
 
 test("a request withdrawn by an abort is asked anew when asked again", { timeout: 60_000 }, async () => {
   const session = "ts-ask-abort-again";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const controller = new AbortController();
     const asking = askOne({ url: gateway.url, session }, { id: "a-1", questions: QUESTIONS }, (o) => o, controller.signal);

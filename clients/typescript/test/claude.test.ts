@@ -109,17 +109,6 @@ class Posted {
   }
 }
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** The next request the tab shows (its `request` object). */
 async function shown(tab: Tab): Promise<Record<string, unknown>> {
   return (await tab.next("request"))["request"] as Record<string, unknown>;
@@ -167,7 +156,7 @@ function bash(toolUseId: string, input: Record<string, unknown> = BASH): Scripte
 
 test("AskUserQuestion is answered by a person: a label, and a multi-select joined with \", \"", { timeout: 60_000 }, async () => {
   const session = "ts-claude-answer";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const posted = new Posted();
     // The callback is the SDK's own `CanUseTool` type: this line is the type check.
@@ -199,7 +188,7 @@ test("AskUserQuestion is answered by a person: a label, and a multi-select joine
 
 test("free text instead of picking comes back as the tool's response", { timeout: 60_000 }, async () => {
   const session = "ts-claude-free-text";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const callback = canUseTool(optionsFor(session, new Posted()));
     const { permissions } = run([question("toolu_free_text")], callback);
@@ -218,7 +207,7 @@ test("free text instead of picking comes back as the tool's response", { timeout
 
 test("an AskUserQuestion declined, or not answered in time, is denied with what happened", { timeout: 60_000 }, async () => {
   const session = "ts-claude-question-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const declined = run([question("toolu_declined")], canUseTool(optionsFor(session, new Posted())));
     const request = await shown(tab);
@@ -243,7 +232,7 @@ test("an AskUserQuestion declined, or not answered in time, is denied with what 
 
 test("with approveTools a person approves, edits and rejects other tools' calls", { timeout: 60_000 }, async () => {
   const session = "ts-claude-approve";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const posted = new Posted();
     const edited = { command: "rm -rf build/tmp/", description: "Clean only the temporary files" };
@@ -290,7 +279,7 @@ test("with approveTools a person approves, edits and rejects other tools' calls"
 
 test("approveTools as a list asks about the tools it names and allows the others", { timeout: 60_000 }, async () => {
   const session = "ts-claude-approve-list";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const posted = new Posted();
     const read = { file_path: "/etc/hostname" };
@@ -330,7 +319,7 @@ test("without approveTools other tools are allowed untouched and nobody is asked
 
 test("a tool call declined, or not decided in time, is denied with what happened", { timeout: 60_000 }, async () => {
   const session = "ts-claude-approval-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const declined = run([bash("toolu_call_declined")], canUseTool(optionsFor(session, new Posted(), { approveTools: true })));
     const request = await shown(tab);
@@ -361,7 +350,7 @@ test("a tool call declined, or not decided in time, is denied with what happened
 
 test("a permission request the CLI cancels is withdrawn at the gateway", { timeout: 60_000 }, async () => {
   const session = "ts-claude-cancelled";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { query: running, permissions } = run([question("toolu_cancelled")], canUseTool(optionsFor(session, new Posted())));
     const request = await shown(tab);
@@ -378,7 +367,7 @@ test("a permission request the CLI cancels is withdrawn at the gateway", { timeo
 
 test("a tool approval left open when the query is closed is withdrawn", { timeout: 60_000 }, async () => {
   const session = "ts-claude-closed";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const callback = canUseTool(optionsFor(session, new Posted(), { approveTools: true }));
     const { query: running, permissions } = run([bash("toolu_closed")], callback);
@@ -396,7 +385,7 @@ test("a tool approval left open when the query is closed is withdrawn", { timeou
 
 test("a request someone else withdraws is denied as withdrawn", { timeout: 60_000 }, async () => {
   const session = "ts-claude-withdrawn";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const callback = canUseTool(optionsFor(session, new Posted(), { approveTools: true }));
     const { permissions } = run([question("toolu_gone_question"), bash("toolu_gone_call")], callback);
@@ -419,7 +408,7 @@ test("a request someone else withdraws is denied as withdrawn", { timeout: 60_00
 
 test("a callback retried for the same tool call collects the same request", { timeout: 60_000 }, async () => {
   const session = "ts-claude-retried";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const input = { questions: QUESTIONS.slice(0, 1) };
     const context = { signal: new AbortController().signal, toolUseID: "toolu_retried" };

@@ -55,17 +55,6 @@ after(async () => {
   await gateway.dispose();
 });
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** An `onPosted` to pass an adapter, and the requests it is called with, once it is. */
 function whenPosted(): { onPosted: (requests: PostedRequest[]) => void; posted: Promise<PostedRequest[]> } {
   let onPosted: (requests: PostedRequest[]) => void = () => undefined;
@@ -133,7 +122,7 @@ test("an ask_user interrupt is answered by a person and the graph reads exactly 
   const session = "ts-lg-ask";
   const graph = askGraph();
   const { config, interrupts } = await pausedGraph(graph, session);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { onPosted, posted } = whenPosted();
     const answering = answerInterrupts(interrupts, { url: gateway.url, session, title: "Release", onPosted });
@@ -164,7 +153,7 @@ test("two ask_user interrupts are posted together and each node reads its own an
   const graph = askGraph(true);
   const { config, interrupts } = await pausedGraph(graph, session);
   assert.equal(interrupts.length, 2);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { onPosted, posted } = whenPosted();
     const answering = answerInterrupts(interrupts, { url: gateway.url, session, onPosted });
@@ -193,7 +182,7 @@ test("two ask_user interrupts are posted together and each node reads its own an
 test("a declined ask_user resumes with the cancelled payload, a passed deadline with the error one", { timeout: 60_000 }, async () => {
   const session = "ts-lg-ask-declined";
   const graph = askGraph();
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const declined = await pausedGraph(graph, `${session}-1`);
     const answering = answerInterrupts(declined.interrupts, { url: gateway.url, session });
@@ -219,7 +208,7 @@ test("past `wait` NotAnswered is thrown, and asking again collects the same requ
   const session = "ts-lg-ask-wait";
   const graph = askGraph();
   const { config, interrupts } = await pausedGraph(graph, session);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const first = whenPosted();
     await assert.rejects(
@@ -242,7 +231,7 @@ test("past `wait` NotAnswered is thrown, and asking again collects the same requ
 test("aborting the signal withdraws the ask_user request", { timeout: 60_000 }, async () => {
   const session = "ts-lg-ask-abort";
   const { interrupts } = await pausedGraph(askGraph(), session);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const controller = new AbortController();
     const answering = answerInterrupts(interrupts, { url: gateway.url, session, signal: controller.signal });
@@ -350,7 +339,7 @@ test("HITL: an edit checked against the tool's schema runs with the edited args,
   const session = "ts-lg-hitl-edit";
   const world = new World(session, [SQL, MAIL]);
   const interrupts = await world.paused();
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const deciding = answerHitl(interrupts, { url: gateway.url, session, tools: world.tools, title: "Clean up" });
     const shown = await nextRequest(tab);
@@ -395,7 +384,7 @@ test("HITL: a reject's message is what the model reads, and the batch's approved
   const session = "ts-lg-hitl-reject";
   const world = new World(session, [SQL, MAIL]);
   const interrupts = await world.paused();
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const deciding = answerHitl(interrupts, { url: gateway.url, session });
     const shown = await nextRequest(tab);
@@ -416,7 +405,7 @@ test("HITL: a reject's message is what the model reads, and the batch's approved
 
 test("HITL: a decline rejects every call with DECLINED_MESSAGE, a passed deadline with TIMED_OUT_MESSAGE", { timeout: 60_000 }, async () => {
   const session = "ts-lg-hitl-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const world = new World(`${session}-1`, [SQL, MAIL]);
     const deciding = answerHitl(await world.paused(), { url: gateway.url, session });
@@ -463,7 +452,7 @@ test("HITL: a review config's argsSchema is the one edits are checked against; a
   };
   const world = new World(session, [SQL], { run_sql: { allowedDecisions: ["approve", "edit"], argsSchema } });
   const interrupts = await world.paused();
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const deciding = answerHitl(interrupts, { url: gateway.url, session, tools: world.tools });
     const shown = await nextRequest(tab);
@@ -519,7 +508,7 @@ test("HITL: parallel agents' interrupts go in one request and each is resumed un
   const paused = await graph.invoke({ messages: [{ role: "user", content: "Go" }] }, config);
   const interrupts: InterruptLike[] = isInterrupted(paused) ? paused[INTERRUPT] : [];
   assert.equal(interrupts.length, 2);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { onPosted, posted } = whenPosted();
     const deciding = answerHitl(interrupts, { url: gateway.url, session, onPosted });
@@ -550,7 +539,7 @@ test("HITL: aborting the signal withdraws the request", { timeout: 60_000 }, asy
   const session = "ts-lg-hitl-abort";
   const world = new World(session, [SQL]);
   const interrupts = await world.paused();
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const controller = new AbortController();
     const deciding = answerHitl(interrupts, { url: gateway.url, session, signal: controller.signal });

@@ -35,17 +35,6 @@ after(async () => {
   await gateway.dispose();
 });
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** The next request the tab is shown. */
 async function nextRequest(tab: Tab): Promise<Record<string, unknown>> {
   return (await tab.next("request"))["request"] as Record<string, unknown>;
@@ -161,7 +150,7 @@ test("an approved tool call runs with the model's args, and the run ends", { tim
   const result = await world.agent.generate("Clean up");
   assert.equal(result.finishReason, "suspended");
   assert.ok(isApprovalSuspension(result) && !isAskUserSuspension(result));
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { onPosted, posted } = whenPosted();
     const approving = approveToolCalls(world.agent, result, { url: gateway.url, session, title: "Clean up", onPosted });
@@ -194,7 +183,7 @@ test("a rejected call does not run and the model reads the person's reason", { t
   const session = "ts-mastra-reject";
   const world = new World([[call("call_1", "runSql", { query: "DROP TABLE users" })], [DONE]]);
   const result = await world.agent.generate("Clean up");
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const approving = approveToolCalls(world.agent, result, { url: gateway.url, session });
     tab.answer(String((await nextRequest(tab))["id"]), { decisions: [{ type: "reject", message: "Not today." }] });
@@ -214,7 +203,7 @@ test("two calls of one step are asked about in turn, one suspension a call, each
     [DONE],
   ]);
   let result = await world.agent.generate("Clean up and tell ops");
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const options = { url: gateway.url, session };
     const seen: Array<Record<string, unknown>> = [];
@@ -256,7 +245,7 @@ test("a second call not answered in time leaves the run resumed past the first, 
     [DONE],
   ]);
   const result = await world.agent.generate("Clean up and tell ops");
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     // A `wait` the first call is answered well within: only a second ask could run it out.
     const approving = approveToolCalls(world.agent, result, { url: gateway.url, session, wait: 10 });
@@ -302,7 +291,7 @@ test("a resume that fails leaves the decision at the gateway, and calling again 
     declineToolCallGenerate: (target: Parameters<typeof world.agent.declineToolCallGenerate>[0]) =>
       world.agent.declineToolCallGenerate(target),
   };
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const approving = approveToolCalls(flaky, result, { url: gateway.url, session });
     tab.answer(String((await nextRequest(tab))["id"]), { decisions: [{ type: "approve" }] });
@@ -326,7 +315,7 @@ test("a resume that fails leaves the decision at the gateway, and calling again 
 
 test("a decline declines the call with DECLINED_MESSAGE, a passed deadline with TIMED_OUT_MESSAGE", { timeout: 60_000 }, async () => {
   const session = "ts-mastra-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const world = new World([[call("call_1", "runSql", { query: "DROP TABLE users" })], [DONE]]);
     const approving = approveToolCalls(world.agent, await world.agent.generate("Clean up"), { url: gateway.url, session });
@@ -353,7 +342,7 @@ test("past `wait` the run stays suspended, and asking again collects the same re
   const session = "ts-mastra-wait";
   const world = new World([[call("call_1", "runSql", { query: "VACUUM" })], [DONE]]);
   const result = await world.agent.generate("Tidy");
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const first = whenPosted();
     await assert.rejects(
@@ -376,7 +365,7 @@ test("aborting the signal withdraws the approval request and the call does not r
   const session = "ts-mastra-abort";
   const world = new World([[call("call_1", "runSql", { query: "DROP TABLE users" })], [DONE]]);
   const result = await world.agent.generate("Clean up");
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const controller = new AbortController();
     const approving = approveToolCalls(world.agent, result, { url: gateway.url, session, signal: controller.signal });
@@ -411,7 +400,7 @@ test("askUserTool questions (text, one choice, several) are asked in turn and th
   ]);
   const result = await world.agent.generate("Prepare the release");
   assert.ok(isAskUserSuspension(result) && !isApprovalSuspension(result));
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     let current = result;
     const answering = (async () => {
@@ -458,7 +447,7 @@ test("askUserTool questions (text, one choice, several) are asked in turn and th
 test("a declined askUserTool question is answered with DECLINED_MESSAGE", { timeout: 60_000 }, async () => {
   const session = "ts-mastra-ask-declined";
   const world = new World([[call("ask_1", "askUser", { question: "Proceed?" })], [DONE]]);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const answering = answerAskUser(world.agent, await world.agent.generate("Go"), { url: gateway.url, session });
     tab.decline(String((await nextRequest(tab))["id"]));
@@ -480,7 +469,7 @@ test("a run that asks and then needs an approval is seen through by the two in a
   const options = { url: gateway.url, session };
   // An approval suspension is not askUserTool's, and the other way round.
   await assert.rejects(approveToolCalls(world.agent, result, options), /suspended by askUser \(ask_1\) itself/);
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const deciding = (async () => {
       while (result.finishReason === "suspended") {

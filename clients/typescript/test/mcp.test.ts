@@ -43,20 +43,9 @@ async function connected(
   return { server, client };
 }
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 test("a form elicitation is filled by a person and the server reads their content", { timeout: 60_000 }, async () => {
   const { server, client } = await connected("ts-mcp-form");
-  const tab = await tabOn("ts-mcp-form");
+  const tab = await gateway.tab("ts-mcp-form");
   try {
     const asked: Promise<ElicitResult> = server.elicitInput({
       message: "Which environment?",
@@ -82,7 +71,7 @@ test("a form elicitation is filled by a person and the server reads their conten
 
 test("a URL elicitation is consented to, and a decline is a decline", { timeout: 60_000 }, async () => {
   const { server, client } = await connected("ts-mcp-url");
-  const tab = await tabOn("ts-mcp-url");
+  const tab = await gateway.tab("ts-mcp-url");
   try {
     const consent = server.elicitInput({
       mode: "url",
@@ -110,7 +99,7 @@ test("a URL elicitation is consented to, and a decline is a decline", { timeout:
 
 test("an elicitation left open when the MCP session closes is withdrawn", { timeout: 60_000 }, async () => {
   const { server, client } = await connected("ts-mcp-closed");
-  const tab = await tabOn("ts-mcp-closed");
+  const tab = await gateway.tab("ts-mcp-closed");
   try {
     const asked = server.elicitInput({
       message: "Still there?",
@@ -129,7 +118,7 @@ test("an elicitation left open when the MCP session closes is withdrawn", { time
 
 test("past `wait` the elicitation is withdrawn and the server reads a cancel", { timeout: 60_000 }, async () => {
   const { server, client } = await connected("ts-mcp-wait", { wait: 0.3 });
-  const tab = await tabOn("ts-mcp-wait");
+  const tab = await gateway.tab("ts-mcp-wait");
   try {
     const asked = server.elicitInput({
       message: "Still there?",

@@ -80,17 +80,6 @@ function world(...calls: Array<[string, string, Record<string, unknown>]>) {
 const SQL: [string, string, Record<string, unknown>] = ["call_1", "run_sql", { query: "DROP TABLE users" }];
 const MAIL: [string, string, Record<string, unknown>] = ["call_2", "send_email", { to: "ops@example.com", body: "done" }];
 
-/** A tab on `session`, through the viewer link an agent's `open` gives. */
-async function tabOn(session: string): Promise<Tab> {
-  const agent = new Client(gateway.url);
-  try {
-    const { viewerUrl } = await agent.open(session);
-    return await Tab.join(viewerUrl);
-  } finally {
-    agent.close();
-  }
-}
-
 /** The next request a tab is shown. */
 async function shown(tab: Tab): Promise<Record<string, unknown> & { id: string }> {
   const request = (await tab.next("request"))["request"] as Record<string, unknown>;
@@ -145,7 +134,7 @@ test("an approved call runs when the run is resumed, and the model reads its out
 
 test("several calls go in one request; a rejected one does not run and the model reads the reason", { timeout: 60_000 }, async () => {
   const session = "ts-oa-batch";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { ran, model, agent, runner } = world(SQL, MAIL);
     const paused = await runner.run(agent, "Clean up");
@@ -176,7 +165,7 @@ test("several calls go in one request; a rejected one does not run and the model
 
 test("a reject without a reason gives the model the SDK's own rejection text", { timeout: 60_000 }, async () => {
   const session = "ts-oa-reject-bare";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { ran, model, agent, runner } = world(SQL);
     const paused = await runner.run(agent, "Clean up");
@@ -194,7 +183,7 @@ test("a reject without a reason gives the model the SDK's own rejection text", {
 
 test("a declined request rejects every call with the declined message", { timeout: 60_000 }, async () => {
   const session = "ts-oa-declined";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { ran, model, agent, runner } = world(SQL, MAIL);
     const paused = await runner.run(agent, "Clean up");
@@ -222,7 +211,7 @@ test("a request whose deadline passes rejects every call with the timed-out mess
 
 test("a stored state, loaded back, is decided and resumed", { timeout: 60_000 }, async () => {
   const session = "ts-oa-stored";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { ran, model, agent, runner } = world(SQL);
     const stored = (await runner.run(agent, "Clean up")).state.toString();
@@ -261,7 +250,7 @@ test("a run without interruptions asks nothing", { timeout: 60_000 }, async () =
 
 test("aborting the approval withdraws its request", { timeout: 60_000 }, async () => {
   const session = "ts-oa-abort";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { agent, runner } = world(SQL);
     const paused = await runner.run(agent, "Clean up");
@@ -281,7 +270,7 @@ test("aborting the approval withdraws its request", { timeout: 60_000 }, async (
 
 test("a request withdrawn by someone else throws RequestWithdrawn", { timeout: 60_000 }, async () => {
   const session = "ts-oa-withdrawn";
-  const tab = await tabOn(session);
+  const tab = await gateway.tab(session);
   try {
     const { agent, runner } = world(SQL);
     const paused = await runner.run(agent, "Clean up");

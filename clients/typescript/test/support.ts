@@ -9,6 +9,8 @@ import { join, resolve } from "node:path";
 
 import WebSocket from "ws";
 
+import { Client } from "../src/client.js";
+
 // The whole line: a chunk of output may end inside the address.
 const LISTENING = /askgate listening on (http:\/\/\S+)\r?\n/;
 const REPO = resolve(import.meta.dirname, "..", "..", "..", "..");
@@ -109,6 +111,17 @@ export class Gateway {
   async dispose(): Promise<void> {
     await this.stop();
     rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** A tab on `session`, through the viewer link an agent's `open` gives. */
+  async tab(session: string): Promise<Tab> {
+    const agent = new Client(this.url);
+    try {
+      const { viewerUrl } = await agent.open(session);
+      return await Tab.join(viewerUrl);
+    } finally {
+      agent.close();
+    }
   }
 }
 
