@@ -98,6 +98,7 @@ pub fn router(state: AppState) -> Router {
         .route("/inbox", get(web::inbox_page))
         .route("/v1/audit", get(transport::get_audit))
         .route("/v1/requests", get(transport::list_requests))
+        .route("/v1/ops/summary", get(transport::ops_summary))
         .route(
             "/v1/sessions/{session}/rules",
             get(transport::get_session_rules),

@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use askgate_protocol::Dialect;
 use clap::{Parser, Subcommand};
 
-pub use serve::{ServeArgs, load_or_create_secret, shutdown_signal};
+pub use serve::{LogFormat, ServeArgs, load_or_create_secret, shutdown_signal};
 pub use validate::{answer_line, run_stdin as run_validate_stdin};
 
 /// askgate: let AI agents ask people structured questions mid-run and get the answers back.
@@ -99,17 +99,26 @@ fn runtime(worker_threads: u16) -> anyhow::Result<tokio::runtime::Runtime> {
         .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
 }
 
-/// Logs to stderr; `RUST_LOG` (else `default`) picks what.
-fn init_tracing(default: &str) {
+/// Logs to stderr; `RUST_LOG` (else `default`) picks what, `format` how (`None`: text on a
+/// terminal, JSON lines otherwise).
+fn init_tracing(default: &str, format: Option<LogFormat>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour only for a person at a terminal: in a file or a log collector the escape codes
-    // are noise.
-    let _ = tracing_subscriber::fmt()
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let format = format.unwrap_or(if terminal {
+        LogFormat::Text
+    } else {
+        LogFormat::Json
+    });
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        // Colour only for a person at a terminal: in a file or a log collector the escape
+        // codes are noise.
+        LogFormat::Text => builder.with_ansi(terminal).try_init(),
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    };
 }
 
 /// Runs the command line; the process exit code.
@@ -117,25 +126,25 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Serve(args) => {
-            init_tracing("info");
+            init_tracing("info", args.log_format);
             runtime(args.worker_threads).and_then(|rt| rt.block_on(serve::run(*args)))
         }
         Command::Demo(args) => {
-            init_tracing("warn");
+            init_tracing("warn", args.serve.log_format);
             runtime(args.serve.worker_threads).and_then(|rt| rt.block_on(demo::run(*args)))
         }
         Command::Audit(command) => {
-            init_tracing("warn");
+            init_tracing("warn", Some(LogFormat::Text));
             interrupted::remove_scratch_when_interrupted();
             let threads = crate::config::DEFAULT_WORKER_THREADS;
             runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
         }
         Command::Requests(command) => {
-            init_tracing("warn");
+            init_tracing("warn", Some(LogFormat::Text));
             runtime(1).and_then(|rt| rt.block_on(requests::run(command)))
         }
         Command::Store(command) => {
-            init_tracing("warn");
+            init_tracing("warn", Some(LogFormat::Text));
             interrupted::remove_scratch_when_interrupted();
             store::run(command)
         }

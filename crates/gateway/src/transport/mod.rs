@@ -17,6 +17,7 @@
 //! - [`inbox`]: `GET /v1/inbox/live`, a person's inbox across every session.
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 //! - [`http_operator`]: `GET /v1/requests`, every session's requests for an operator key.
+//! - [`http_ops`]: `GET /v1/ops/summary`, this node's figures for an operator key.
 //! - [`http_rules`]: `/v1/sessions/{session}/rules` and `/v1/rules`, remembered approvals.
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
@@ -34,6 +35,7 @@ mod http_checks;
 mod http_followers;
 mod http_links;
 mod http_operator;
+mod http_ops;
 mod http_rules;
 mod inbox;
 mod link_page;
@@ -54,6 +56,7 @@ pub use http_checks::single_identity_header;
 pub use http_followers::{delete_follower, post_follower};
 pub use http_links::{post_inbox_link, post_link};
 pub use http_operator::list_requests;
+pub use http_ops::ops_summary;
 pub use http_rules::{delete_key_rule, delete_session_rule, get_key_rules, get_session_rules};
 pub use inbox::inbox_endpoint;
 pub use push::{delete_subscription, get_push_key, get_subscriptions, post_subscription};

@@ -39,6 +39,8 @@ mod durable_writes;
 mod email;
 /// Followers and the inbox: the endpoints, a follower's mail, restarts, two nodes on Redis.
 mod followers;
+/// `--log-format`: JSON lines or text, the listening line plain either way.
+mod log_format;
 /// Several nodes on one Redis, through proxies the tests cut.
 mod multi_node;
 /// Nodes and Redis killed at random under load.
@@ -47,6 +49,8 @@ mod multi_node_crash;
 mod notify;
 /// An operator's view: every session's requests listed and withdrawn with an operator key.
 mod operator;
+/// `GET /v1/ops/summary`: a node's figures for an operator key, refused to any other.
+mod ops_summary;
 /// `--user-header` and `--trusted-proxy`.
 mod proxy_header;
 /// Web Push to a person's devices, against a push service of the test's own.

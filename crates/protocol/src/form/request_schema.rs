@@ -1,8 +1,8 @@
 //! The form dialect's request as a JSON Schema (draft 2020-12): what `askgate schema
 //! --dialect form` prints. A form is not a tool the model calls: it is an MCP elicitation
 //! (`elicitation/create`'s `message` and `requestedSchema`, or URL mode's `url`) carried in
-//! an ask's fields, so this describes those fields, as [`validate_form`](super::request::
-//! validate_form) reads them. What a schema cannot say is in the descriptions: the
+//! an ask's fields, so this describes those fields, as [`super::request::validate_form`]
+//! reads them. What a schema cannot say is in the descriptions: the
 //! `requestedSchema`'s own rules (MCP's primitive kinds, checked property by property) and
 //! the URL's (the host a browser opens must be the host a person reads).
 

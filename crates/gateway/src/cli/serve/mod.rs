@@ -24,7 +24,7 @@ use crate::store::shared::{DEFAULT_PRESENCE_TTL, MIN_PRESENCE_TTL};
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on, as HOST:PORT: an IPv4 address, an IPv6 address in brackets
-    /// ([::]:8080), or a host name, resolved at start and bound at every address it resolves
+    /// (`[::]:8080`), or a host name, resolved at start and bound at every address it resolves
     /// to. Repeat for several; in the environment, separate them with commas. Without an
     /// agent key only loopback addresses are allowed.
     #[arg(
@@ -141,6 +141,18 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::config::MAX_WORKER_THREADS))
     )]
     pub worker_threads: u16,
+
+    /// How logs on stderr are written: `json` (one object a line: timestamp, level, target,
+    /// `fields` with the message and the event's fields, and the spans) or `text`. Default:
+    /// text on a terminal, json otherwise. The `askgate listening on` lines are plain either way.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_LOG_FORMAT",
+        value_enum,
+        value_name = "FORMAT"
+    )]
+    pub log_format: Option<LogFormat>,
 
     /// The limits.
     #[command(flatten)]
@@ -283,6 +295,15 @@ impl ServeArgs {
             people,
         })
     }
+}
+
+/// How logs are written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object a line.
+    Json,
+    /// Lines for a person to read.
+    Text,
 }
 
 /// Reads the secret, or creates a random one (mode 0600) if the file does not exist.

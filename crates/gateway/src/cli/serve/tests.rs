@@ -448,3 +448,16 @@ fn approval_rules_take_their_scopes_and_a_bounded_lifetime() {
         assert!(refusal(&["--approval-rule-ttl-s", bad]).contains("--approval-rule-ttl-s"));
     }
 }
+
+#[test]
+fn log_format_takes_json_or_text() {
+    assert_eq!(
+        parse(&["--log-format", "json"]).log_format,
+        Some(LogFormat::Json)
+    );
+    assert_eq!(
+        parse(&["--log-format", "text"]).log_format,
+        Some(LogFormat::Text)
+    );
+    assert_parse_refuses("--log-format", &["xml", ""]);
+}

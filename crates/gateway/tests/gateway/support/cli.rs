@@ -49,6 +49,8 @@ pub fn serve_refused(data: &Path, args: &[&str]) -> Ran {
         .arg(data)
         .args(args)
         .env("RUST_LOG", "info")
+        // Text, the format these tests read (a pipe would get JSON).
+        .env("ASKGATE_LOG_FORMAT", "text")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -105,6 +105,8 @@ impl Node {
                     .collect::<Vec<std::ffi::OsString>>(),
             )
             .env("RUST_LOG", "info,askgate=debug")
+            // Text, the format these tests read (a pipe would get JSON).
+            .env("ASKGATE_LOG_FORMAT", "text")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
