@@ -20,7 +20,7 @@ import {
   approveToolCalls,
   askUserTool,
 } from "../src/ai-sdk/index.js";
-import { FakeGateway, Gateway, Tab, within } from "./support.js";
+import { FakeGateway, Gateway, Tab, within, USAGE } from "./support.js";
 
 let gateway: Gateway;
 
@@ -31,11 +31,6 @@ before(async () => {
 after(async () => {
   await gateway.dispose();
 });
-
-const USAGE = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
 
 /** A model reply that calls the tools `calls` (`[id, tool, input]`). */
 function calling(...calls: Array<[string, string, Record<string, unknown>]>) {

@@ -23,7 +23,7 @@ import {
   isApprovalSuspension,
   isAskUserSuspension,
 } from "../src/mastra/index.js";
-import { Gateway, Tab, within } from "./support.js";
+import { Gateway, Tab, within, USAGE } from "./support.js";
 
 let gateway: Gateway;
 
@@ -59,11 +59,6 @@ function call(toolCallId: string, toolName: string, args: Record<string, unknown
 type AgentModel = ConstructorParameters<typeof Agent>[0]["model"];
 
 const DONE: Part = { type: "text", text: "done" };
-
-const USAGE = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
 
 /** An agent whose model plays `turns` in order (a turn: its parts), in a `Mastra` with
  * in-memory storage; records what its tools ran and every prompt the model was given. */

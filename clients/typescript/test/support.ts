@@ -27,6 +27,13 @@ function binary(): string {
 }
 
 /** `askgate serve` as a child process. */
+/** The token usage a scripted model reports for each turn (the AI SDK's v4 model shape):
+ * the tests do not look at it, the SDK requires it. */
+export const USAGE = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
+
 export class Gateway {
   url = "";
   private child: ChildProcess | null = null;

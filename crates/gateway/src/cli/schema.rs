@@ -19,8 +19,13 @@ pub(super) fn run(dialect: Dialect) -> anyhow::Result<()> {
              definition: it answers for other tools' calls"
         );
     };
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &definition).context("writing the schema")?;
-    writeln!(out).context("writing the schema")?;
+    // Encoded before writing, so a failed write is a plain `io::Error` the caller can tell
+    // apart (a reader that stopped reading is not a failure); serde_json's writer hides it.
+    let mut text = serde_json::to_string_pretty(&definition).context("encoding the schema")?;
+    text.push('\n');
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing the schema")?;
     Ok(())
 }

@@ -691,3 +691,21 @@ for line in sys.stdin:
     }
     assert_eq!(valid.len(), requests.len());
 }
+
+/// `askgate schema | head -1`: a reader that stops reading has had what it wanted, so the
+/// command ends quietly with success instead of reporting the broken pipe.
+#[test]
+fn schema_into_a_closed_pipe_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    // Nobody will read: every write the command makes fails with a broken pipe.
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_askgate"))
+        .args(["schema", "--dialect", "form"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("askgate runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "exit {:?}: {said}", output.status);
+    assert!(said.is_empty(), "said: {said}");
+}
