@@ -15,6 +15,8 @@
 #                  (the SMTP server the mail tests start), and http-ece 1.2.1 and py-vapid 1.9.6
 #                  (with which tests/oracle/web_push_decrypt.py decrypts Web Push messages and
 #                  checks their VAPID signatures)
+#   .venv/openapi  CPython 3.11 + schemathesis 4.32.5 and pytest 9.2.0: tests/openapi/ runs Schemathesis
+#                  over docs/openapi.json against a live gateway
 #   chromium, chromedriver  Debian's packages, for the browser tests
 #   redis-server, redis-cli  Debian's package, for the multi-node tests (each test starts its
 #                  own server on a free port; the packaged service is never used)
@@ -100,4 +102,5 @@ make_venv .venv/mcp 3.11 "mcp.server.elicitation, email_validator" \
   "mcp==2.3.0" "mcp-types==2.3.0" "pydantic==2.14.4" "email-validator==2.4.0"
 make_venv .venv/notify 3.11 "standardwebhooks, aiosmtpd, http_ece, py_vapid" \
   "standardwebhooks==1.3.0" "aiosmtpd==1.4.6" "http-ece==1.2.1" "py-vapid==1.9.6"
+make_venv .venv/openapi 3.11 "schemathesis, pytest" "schemathesis==4.32.5" "pytest==9.2.0"
 echo "setup-test-env: ready"

@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -29,6 +30,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "pysupport"))
+from askgate_binary import binary  # noqa: E402  (after the path it is found on)
 DEPLOY = REPO / "deploy"
 UNIT = DEPLOY / "askgate.service"
 DOCKERFILE = DEPLOY / "Dockerfile"
@@ -42,18 +45,6 @@ OTHER_ENV = {"RUST_LOG"}
 
 
 # --- what the binary says ------------------------------------------------------------------------
-
-
-def binary() -> Path:
-    given = os.environ.get("ASKGATE_BIN")
-    if given:
-        path = Path(given)
-    else:
-        target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-        path = (target if target.is_absolute() else REPO / target) / "debug" / "askgate"
-    if not path.is_file():
-        pytest.fail(f"no askgate binary at {path}: build it, or set ASKGATE_BIN")
-    return path
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ shows, as `test_readme_blocks.py` holds the Python ones:
   gateway's own commands have them run apart (the notify file's `serve`, the operator's
   `askgate requests`), each against a gateway of its own started with the block's flags;
 - the notify file parses (tomllib) and the gateway starts on it;
+- the config file passes `askgate config check`, and `serve --config` takes it;
 - the Rust block is the crate docs' example, which `cargo test --doc` compiles.
 
 BLOCKS names every such block and how it is checked: a block added to the README, or one of a
@@ -19,6 +20,7 @@ import asyncio
 import json
 import re
 import shlex
+import subprocess
 import tomllib
 import urllib.error
 import urllib.request
@@ -50,6 +52,7 @@ MAIN = REPO / "README.md"
 CRATE_DOCS = REPO / "crates" / "client" / "src" / "lib.rs"
 
 RUN_IT = ("README.md > Run it", "sh")
+CONFIG_FILE = ("README.md > Run it", "toml")
 TEST_IT = ("README.md > Test it", "sh")
 RUST = ("README.md > Use it from Rust", "rust")
 HTTP = ("README.md > Use it over WebSocket or HTTP", "sh")
@@ -61,6 +64,7 @@ OPERATOR = ("README.md > When nobody answers, and what is open #2", "sh")
 
 BLOCKS: dict[tuple[str, str], str] = {
     RUN_IT: "fragment",  # builds the workspace and serves on :8080 until stopped
+    CONFIG_FILE: "toml",  # test_config_file_is_checked_and_served
     TEST_IT: "fragment",  # the whole test suite, this file among it
     RUST: "crate docs",  # test_rust_block_is_the_crate_docs_example
     HTTP: "curl",  # test_http_block_runs_as_written
@@ -309,6 +313,31 @@ async def test_default_block_runs_as_written(tmp_path: Path) -> None:
             assert request["id"] == sent["id"] and request["default"] == sent["default"], request
         finally:
             await tab.close()
+    finally:
+        gateway.stop()
+
+
+# --- the config file --------------------------------------------------------------------------
+
+
+def test_config_file_is_checked_and_served(tmp_path: Path) -> None:
+    config = main_blocks()[CONFIG_FILE]
+    assert config.code.splitlines()[0] == "# askgate.toml", config.code
+    path = tmp_path / "askgate.toml"
+    path.write_text(config.code, encoding="utf-8")
+    checked = subprocess.run(
+        [binary(), "config", "check", path], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert checked.returncode == 0 and checked.stdout.strip() == f"{path}: ok", checked
+    # Served with the test's own loopback port, store and folder, flags that win over the file's:
+    # the operator key the gateway takes is the file's.
+    gateway = Gateway(tmp_path / "gateway", store="embedded", extra=["--config", str(path)])
+    gateway.start()
+    try:
+        status, _ = asyncio.run(http("GET", f"{gateway.url}/v1/requests", token="change-me-operator"))
+        assert status == 200
+        status, _ = asyncio.run(http("GET", f"{gateway.url}/v1/requests", token="some-other-key"))
+        assert status == 401
     finally:
         gateway.stop()
 

@@ -379,7 +379,7 @@ pub struct Config {
 }
 
 /// Who tabs are and who may answer: `--user-header`, `--trusted-proxy`, `--require-identity`,
-/// `--groups`.
+/// `--groups`; and who, named by the proxy, is an operator: `--operators`.
 #[derive(Clone, Debug, Default)]
 pub struct PeopleSettings {
     /// The header an identity-aware proxy names the person in.
@@ -390,6 +390,9 @@ pub struct PeopleSettings {
     pub require_identity: bool,
     /// The operator's groups.
     pub groups: crate::people::Groups,
+    /// The people (by name) whom the identity header admits to the operator endpoints, as an
+    /// operator key would (`--operators`; the notify file may list more).
+    pub operators: Vec<String>,
 }
 
 impl Config {

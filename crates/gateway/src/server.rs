@@ -74,6 +74,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(transport::healthz))
         .route("/readyz", get(transport::readyz))
         .route("/metrics", get(transport::metrics))
+        .route("/v1/openapi.json", get(transport::openapi))
         .route("/v1/agent", get(transport::agent_endpoint))
         .route("/v1/sessions/{session}/live", get(transport::tab_endpoint))
         .route(
@@ -96,9 +97,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/inbox/links", post(transport::post_inbox_link))
         .route("/v1/inbox/live", get(transport::inbox_endpoint))
         .route("/inbox", get(web::inbox_page))
+        .route("/ops", get(web::ops_page))
         .route("/v1/audit", get(transport::get_audit))
         .route("/v1/requests", get(transport::list_requests))
         .route("/v1/ops/summary", get(transport::ops_summary))
+        .route("/v1/ops/history", get(transport::ops_history))
         .route(
             "/v1/sessions/{session}/rules",
             get(transport::get_session_rules),
@@ -251,6 +254,7 @@ async fn build_with_parts(
             .with_id_secret(&config.secret)
             .key_ids(),
     );
+    hub.set_operators(config.people.operators.clone());
     let restored = hub.restore(records).await;
     hub.restore_followers(followers);
     // The notifier's tasks stop with the server (and are waited for, as its connections are),
@@ -429,5 +433,145 @@ async fn sweep(hub: Arc<Hub>, shutdown: CancellationToken) {
             }
             _ = trails.tick() => hub.drop_stale_trails().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    //! The router against `docs/openapi.json`. axum cannot list a router's routes, so the
+    //! test reads [`router`]'s own source: every `.route("PATH", get(..).post(..))` in it.
+
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use crate::transport::OPENAPI_JSON;
+
+    /// The methods a route's method router may name, as OpenAPI spells them.
+    const METHODS: [&str; 7] = ["get", "post", "put", "patch", "delete", "head", "options"];
+
+    type Routes = BTreeMap<String, BTreeSet<String>>;
+
+    /// The body of `fn router`, from its signature to the end of its chain.
+    fn router_source() -> &'static str {
+        let source = include_str!("server.rs");
+        let start = source
+            .find("pub fn router(")
+            .expect("server.rs has `pub fn router(`");
+        let len = source[start..]
+            .find("\n}\n")
+            .expect("`fn router` ends with a `}` line");
+        &source[start..start + len]
+    }
+
+    /// Every `.route(PATH, METHOD_ROUTER)` in `source`: the path, and the methods named at
+    /// the top of its method router (`get(a).delete(b)`, `axum::routing::delete(c)`; the
+    /// handlers and layers inside them are not methods).
+    fn routes_in(source: &str) -> Routes {
+        let mut routes = Routes::new();
+        let mut rest = source;
+        while let Some(at) = rest.find(".route(") {
+            rest = &rest[at + ".route(".len()..];
+            let open = rest.find('"').expect("a route's path is a string literal");
+            let close = rest[open + 1..]
+                .find('"')
+                .expect("the path's closing quote")
+                + open
+                + 1;
+            let path = rest[open + 1..close].to_owned();
+            let methods = routes.entry(path).or_default();
+            // Walk the rest of the call at paren depth 1 (the route call's own arguments).
+            let (mut depth, mut word) = (1_usize, String::new());
+            for c in rest[close + 1..].chars() {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    word.push(c);
+                    continue;
+                }
+                if c == '(' {
+                    if depth == 1 && METHODS.contains(&word.as_str()) {
+                        methods.insert(word.clone());
+                    }
+                    depth += 1;
+                } else if c == ')' {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                word.clear();
+            }
+        }
+        routes
+    }
+
+    /// The document's paths and, for each, the methods it has operations for.
+    fn documented() -> Routes {
+        let document: serde_json::Value =
+            serde_json::from_str(OPENAPI_JSON).expect("docs/openapi.json is JSON");
+        let paths = document["paths"]
+            .as_object()
+            .expect("docs/openapi.json has `paths`");
+        paths
+            .iter()
+            .map(|(path, item)| {
+                let methods = item
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|item| item.keys())
+                    .filter(|key| METHODS.contains(&key.as_str()))
+                    .cloned()
+                    .collect();
+                (path.clone(), methods)
+            })
+            .collect()
+    }
+
+    /// Every route the router serves is in the document with the same methods, and every
+    /// path the document has is one the router serves.
+    #[test]
+    fn every_route_is_documented_and_every_documented_path_is_routed() {
+        let routed = routes_in(router_source());
+        assert!(
+            routed.len() > 20 && routed.contains_key("/v1/openapi.json"),
+            "the scan of `fn router` found too little: {routed:?}"
+        );
+        let documented = documented();
+        let mut wrong = Vec::new();
+        for (path, methods) in &routed {
+            match documented.get(path) {
+                None => wrong.push(format!(
+                    "{path} {methods:?}: routed, not in docs/openapi.json"
+                )),
+                Some(listed) if listed != methods => wrong.push(format!(
+                    "{path}: routed for {methods:?}, docs/openapi.json has {listed:?}"
+                )),
+                Some(_) => {}
+            }
+        }
+        for path in documented.keys().filter(|path| !routed.contains_key(*path)) {
+            wrong.push(format!("{path}: in docs/openapi.json, not routed"));
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// The scan reads a chain as the router writes it: methods chained, a method router
+    /// named by its full path, layers and handlers that are not methods.
+    #[test]
+    fn the_scan_reads_every_way_a_route_is_written() {
+        let source = r#"
+            .route("/a", get(web::a))
+            .route(
+                "/b/{id}",
+                get(transport::get_b).delete(transport::delete_b),
+            )
+            .route("/c", axum::routing::delete(transport::post_c))
+            .route("/d", post(h).layer(DefaultBodyLimit::max(get_limit(3))))
+        "#;
+        let routes = routes_in(source);
+        let methods =
+            |path: &str| -> Vec<&str> { routes[path].iter().map(String::as_str).collect() };
+        assert_eq!(routes.len(), 4, "{routes:?}");
+        assert_eq!(methods("/a"), ["get"]);
+        assert_eq!(methods("/b/{id}"), ["delete", "get"]);
+        assert_eq!(methods("/c"), ["delete"]);
+        assert_eq!(methods("/d"), ["post"]);
     }
 }

@@ -1,5 +1,6 @@
-//! The answer page and the landing page: plain HTML, CSS and JS from `web/`, embedded at
-//! compile time (or read from `--web-dir` while developing), served with strict headers.
+//! The answer page, the inbox, the operator console and the landing page: plain HTML, CSS and
+//! JS from `web/`, embedded at compile time (or read from `--web-dir` while developing), served
+//! with strict headers.
 
 use std::path::PathBuf;
 
@@ -25,6 +26,11 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         "inbox.html",
         "text/html; charset=utf-8",
         include_str!("../../../web/inbox.html"),
+    ),
+    (
+        "ops.html",
+        "text/html; charset=utf-8",
+        include_str!("../../../web/ops.html"),
     ),
     ("sw.js", JAVASCRIPT, include_str!("../../../web/sw.js")),
     (
@@ -158,6 +164,26 @@ const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../../../web/js/claude.js"),
     ),
     (
+        "js/ops.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/ops.js"),
+    ),
+    (
+        "js/opscharts.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/opscharts.js"),
+    ),
+    (
+        "js/opsformat.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/opsformat.js"),
+    ),
+    (
+        "js/opsrequests.js",
+        JAVASCRIPT,
+        include_str!("../../../web/js/opsrequests.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),
@@ -224,6 +250,12 @@ pub async fn session_page(State(web): State<WebAssets>) -> Response {
 /// on the page's socket, so the server serves the same file to everyone.
 pub async fn inbox_page(State(web): State<WebAssets>) -> Response {
     web.serve("inbox.html").await
+}
+
+/// `GET /ops`: the operator console. The page holds nothing secret: its figures come from the
+/// operator API, which asks for the operator key (or a proxy's operator identity) on each call.
+pub async fn ops_page(State(web): State<WebAssets>) -> Response {
+    web.serve("ops.html").await
 }
 
 /// `GET /js/{file}`: the page's ES modules. Only names in the embedded table are served, so

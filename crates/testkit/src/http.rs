@@ -1,5 +1,6 @@
 //! One HTTP exchange with a gateway: through reqwest for ordinary calls, or written by hand
-//! for tests about the request's very bytes.
+//! for tests about the request's very bytes. Every response is checked against
+//! `docs/openapi.json` ([`crate::openapi`]) before the test sees it.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -7,6 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
+
+use crate::openapi::check_response;
 
 /// How long one exchange may take: long-polls may, and the gateway bounds them at 60 s.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(70);
@@ -37,7 +40,7 @@ pub async fn http_text(
     // A client per exchange: a client's pooled connections belong to the runtime that made
     // them, and each test has its own.
     let mut request = reqwest::Client::new()
-        .request(method, format!("http://{addr}{path}"))
+        .request(method.clone(), format!("http://{addr}{path}"))
         .timeout(EXCHANGE_TIMEOUT)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.map(Value::to_string).unwrap_or_default());
@@ -49,11 +52,28 @@ pub async fn http_text(
         .await
         .unwrap_or_else(|e| panic!("{path}: no response: {e}"));
     let status = response.status().as_u16();
+    let content_type = content_type(response.headers());
     let text = response
         .text()
         .await
         .unwrap_or_else(|e| panic!("{path}: reading the response: {e}"));
+    check_response(
+        method.as_str(),
+        path,
+        status,
+        content_type.as_deref(),
+        &text,
+        true,
+    );
     (status, text)
+}
+
+/// The response's `Content-Type`, if it has one that is text.
+fn content_type(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// One HTTP exchange written by hand, for tests about the request's very bytes: `headers`
@@ -93,6 +113,12 @@ pub async fn http_with_headers(
     } else {
         body.to_owned()
     };
+    let content_type = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("content-type")
+            .then(|| value.trim())
+    });
+    check_response(method, path, status, content_type, &body, true);
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
@@ -152,9 +178,21 @@ async fn form_exchange(
         .await
         .unwrap_or_else(|e| panic!("{url}: no response: {e}"));
     let status = response.status().as_u16();
+    let content_type = content_type(response.headers());
+    let path = response.url().path().to_owned();
     let text = response
         .text()
         .await
         .unwrap_or_else(|e| panic!("{url}: reading the response: {e}"));
+    // A full URL may be another server's (a push service the test plays): only a path the
+    // document has is checked.
+    check_response(
+        method.as_str(),
+        &path,
+        status,
+        content_type.as_deref(),
+        &text,
+        false,
+    );
     (status, text)
 }

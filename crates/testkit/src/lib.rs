@@ -5,15 +5,20 @@
 //!
 //! - [`ws`]: one WebSocket peer, an agent or a tab, every receive bounded by [`TIMEOUT`].
 //! - [`frames`]: the `ask` and `answer` frames most tests send.
+//! - [`frame_schema`]: the WebSocket frames' JSON Schemas in `docs/`, held against every frame
+//!   a [`ws`] peer exchanges.
 //! - [`http`]: one HTTP exchange through reqwest, or written by hand for tests about its bytes.
+//! - [`openapi`]: each response checked against `docs/openapi.json`, the HTTP API's description.
 //! - [`oracle_process`]: a Python program of the tests' own, reporting what it saw a line at
 //!   a time.
 //! - [`smtp`]: an SMTP server of the test's own (aiosmtpd), reporting each message it takes.
 //! - [`webhooks`]: a webhook receiver checking every signature with `standardwebhooks`.
 //! - [`soak`], [`soak_or`]: whether the soak-length forms run (`bench/soak.sh`).
 
+pub mod frame_schema;
 pub mod frames;
 pub mod http;
+pub mod openapi;
 pub mod oracle_process;
 pub mod slack;
 pub mod smtp;

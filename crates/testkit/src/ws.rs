@@ -1,6 +1,10 @@
 //! One WebSocket peer of a gateway, an agent or a tab, as the integration tests drive it: JSON
 //! frames out and in, every receive bounded by [`TIMEOUT`] (or a window the test names), pings
 //! and pongs skipped.
+//!
+//! Every JSON frame received, and every frame sent with [`WsClient::send`], is held to its
+//! endpoint's schema in `docs/` ([`frame_schema`]): a frame off it fails the test. Frames sent
+//! wrong on purpose go through [`WsClient::send_unchecked`] or [`WsClient::send_text`].
 
 use std::time::Duration;
 
@@ -14,6 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::TIMEOUT;
+use crate::frame_schema::{self, Direction, Endpoint};
 
 /// How many skipped frames a timeout shows.
 const SKIPPED_SHOWN: usize = 8;
@@ -21,6 +26,9 @@ const SKIPPED_SHOWN: usize = 8;
 /// One WebSocket connection to a gateway.
 pub struct WsClient {
     stream: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The endpoint its URL names, whose schema its frames are held to; `None` (another
+    /// path) leaves them unchecked.
+    endpoint: Option<Endpoint>,
 }
 
 impl WsClient {
@@ -42,7 +50,10 @@ impl WsClient {
             .await
             .expect("connect in time")
             .expect("connect");
-        WsClient { stream }
+        WsClient {
+            stream,
+            endpoint: Endpoint::of_url(url),
+        }
     }
 
     /// Upgrades `stream`, a connection the test made itself (from a chosen source address,
@@ -58,7 +69,10 @@ impl WsClient {
             .await
             .expect("upgraded in time")
             .expect("upgraded");
-        WsClient { stream }
+        WsClient {
+            stream,
+            endpoint: Endpoint::of_url(url),
+        }
     }
 
     /// A tab on a session's live URL (`ws://…/v1/sessions/{session}/live`) that said hello
@@ -82,8 +96,15 @@ impl WsClient {
         self.recv_until("opened").await
     }
 
-    /// Sends a JSON frame.
+    /// Sends a JSON frame, which must fit the endpoint's schema for what a peer sends.
     pub async fn send(&mut self, frame: &Value) {
+        self.check(Direction::Sent, frame);
+        self.send_unchecked(frame).await;
+    }
+
+    /// Sends a JSON frame without holding it to the schema: for frames wrong on purpose (a
+    /// field of the wrong type, an id the gateway must refuse).
+    pub async fn send_unchecked(&mut self, frame: &Value) {
         self.stream
             .send(Message::text(frame.to_string()))
             .await
@@ -116,7 +137,9 @@ impl WsClient {
                 .ok()?;
             match message {
                 Some(Ok(Message::Text(text))) => {
-                    return Some(serde_json::from_str(&text).expect("a JSON frame"));
+                    let frame = serde_json::from_str(&text).expect("a JSON frame");
+                    self.check(Direction::Received, &frame);
+                    return Some(frame);
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 Some(Ok(other)) => panic!("expected a text frame, got {other:?}"),
@@ -183,13 +206,21 @@ impl WsClient {
     }
 
     /// The next message within `timeout` (pings and pongs skipped); `None` on a timeout or the
-    /// socket's end.
+    /// socket's end. A text message that is JSON is held to the schema as [`WsClient::recv`]
+    /// holds it; other text is handed over as it is, for the test to judge.
     pub async fn next_message(&mut self, timeout: Duration) -> Option<Message> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             match tokio::time::timeout_at(deadline, self.stream.next()).await {
                 Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => {}
-                Ok(Some(Ok(message))) => return Some(message),
+                Ok(Some(Ok(message))) => {
+                    if let Message::Text(text) = &message
+                        && let Ok(frame) = serde_json::from_str::<Value>(text)
+                    {
+                        self.check(Direction::Received, &frame);
+                    }
+                    return Some(message);
+                }
                 Ok(Some(Err(_)) | None) | Err(_) => return None,
             }
         }
@@ -228,7 +259,15 @@ impl WsClient {
         let _ = self.stream.close(None).await;
     }
 
-    /// The underlying stream, for tests that misbehave on purpose.
+    /// Holds `frame` to the endpoint's schema for `direction`, if the URL named an endpoint.
+    fn check(&self, direction: Direction, frame: &Value) {
+        if let Some(endpoint) = self.endpoint {
+            frame_schema::check(endpoint, direction, frame);
+        }
+    }
+
+    /// The underlying stream, for tests that misbehave on purpose: frames through it are not
+    /// held to the schema.
     pub fn stream(&mut self) -> &mut WebSocketStream<MaybeTlsStream<TcpStream>> {
         &mut self.stream
     }

@@ -132,7 +132,7 @@ async fn bad_calls_are_rejected_with_paths() {
     let server = TestServer::start().await;
     let mut agent = server.agent().await;
     agent
-        .send(
+        .send_unchecked(
             &json!({"type": "ask", "session": "s", "id": "r1", "dialect": "approval",
                       "questions": [{"question": "?"}]}),
         )

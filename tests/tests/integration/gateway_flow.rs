@@ -236,7 +236,7 @@ async fn a_bad_ask_is_rejected_with_paths() {
     let mut agent = server.agent().await;
     let mut frame = ask("s", "r", &["Color", "COLOR"], Some(-1.0));
     frame["questions"][0]["options"][1]["label"] = json!("x".repeat(51));
-    agent.send(&frame).await;
+    agent.send_unchecked(&frame).await;
     let rejected = agent.recv_type("rejected").await;
     let paths = error_paths(&rejected);
     assert_eq!(
@@ -253,7 +253,7 @@ async fn a_bad_ask_is_rejected_with_paths() {
     let mut frame = ask("s", "r", &["Color"], None);
     frame["id"] = json!(7);
     frame["dialect"] = json!(["harness"]);
-    agent.send(&frame).await;
+    agent.send_unchecked(&frame).await;
     let rejected = agent.recv_type("rejected").await;
     let errors: Vec<(&str, &str)> = rejected["errors"]
         .as_array()
@@ -266,7 +266,7 @@ async fn a_bad_ask_is_rejected_with_paths() {
     assert_eq!(rejected["id"], Value::Null);
     let mut frame = ask("s", "r", &["Color"], None);
     frame.as_object_mut().unwrap().remove("session");
-    agent.send(&frame).await;
+    agent.send_unchecked(&frame).await;
     let rejected = agent.recv_type("rejected").await;
     assert_eq!(rejected["errors"][0]["path"], "session", "{rejected}");
     assert_eq!(rejected["errors"][0]["code"], "missing_field", "{rejected}");

@@ -16,6 +16,7 @@
 //! - [`browser_deepagents`]: the page's deepagents `ask_user` cards.
 //! - [`browser_form`]: the page's MCP elicitation cards (forms and web addresses).
 //! - [`browser_formats`]: the page's e-mail and URI checks against the gateway's.
+//! - [`browser_ops`]: the operator console (`/ops`): its key, open requests, charts, restarts.
 //! - [`browser_people`]: the page with people in it (personal links, who answered).
 //! - [`browser_push`]: "Notify me on this device" (Web Push) on the page and the inbox.
 //! - [`client`]: the Rust agent client against a live gateway.
@@ -48,6 +49,7 @@ mod browser_email;
 mod browser_form;
 mod browser_formats;
 mod browser_inbox;
+mod browser_ops;
 mod browser_people;
 mod browser_push;
 mod client;

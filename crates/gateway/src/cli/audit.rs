@@ -205,7 +205,7 @@ async fn export(args: &AuditArgs) -> anyhow::Result<()> {
     let key = key_of(args)?;
     let opened = open(args, key.as_ref()).await?;
     let trails = opened.trails();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(super::Stdout::new());
     let mut heads = Vec::new();
     for session in sessions(trails, args, |_| false).await? {
         let mut last = None;

@@ -2,6 +2,7 @@
 //!
 //! - [`audit`]: `audit export` and `audit verify`, reading a store without changing it.
 //! - [`audit_key`]: the key audit chains are sealed with, read or made at start.
+//! - [`config`]: `serve --config FILE`, and `config check` and `config example`.
 //! - `demo`: `serve` with a demo agent asking in session `demo`.
 //! - `interrupted`: `audit` and `store` stopped by a signal remove their scratch directories.
 //! - [`requests`]: `requests list` and `requests withdraw`, against a running gateway with an
@@ -14,6 +15,7 @@
 
 pub mod audit;
 pub mod audit_key;
+pub mod config;
 mod demo;
 mod interrupted;
 pub mod requests;
@@ -65,6 +67,9 @@ pub enum Command {
     /// List or withdraw requests across every session of a running gateway (operator key).
     #[command(subcommand)]
     Requests(requests::RequestsCommand),
+    /// Check a config file for `serve --config`, or print an example with every setting.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// Print the tool definition a framework sends the model, as JSON.
     Schema {
         /// Which framework's tool.
@@ -123,7 +128,16 @@ fn init_tracing(default: &str, format: Option<LogFormat>) {
 
 /// Runs the command line; the process exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match config::parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(config::Refused::Clap(error)) => error.exit(),
+        Err(config::Refused::File(faults)) => {
+            for fault in faults {
+                eprintln!("askgate: {fault}");
+            }
+            return ExitCode::from(config::Invalid::EXIT_CODE);
+        }
+    };
     let outcome = match cli.command {
         Command::Serve(args) => {
             init_tracing("info", args.log_format);
@@ -137,20 +151,26 @@ pub fn main() -> ExitCode {
             init_tracing("warn", Some(LogFormat::Text));
             interrupted::remove_scratch_when_interrupted();
             let threads = crate::config::DEFAULT_WORKER_THREADS;
-            runtime(threads).and_then(|rt| rt.block_on(audit::run(command)))
+            runtime(threads)
+                .and_then(|rt| rt.block_on(audit::run(command)))
+                .or_else(quiet_when_stdout_closed)
         }
         Command::Requests(command) => {
             init_tracing("warn", Some(LogFormat::Text));
-            runtime(1).and_then(|rt| rt.block_on(requests::run(command)))
+            runtime(1)
+                .and_then(|rt| rt.block_on(requests::run(command)))
+                .or_else(quiet_when_stdout_closed)
         }
         Command::Store(command) => {
             init_tracing("warn", Some(LogFormat::Text));
             interrupted::remove_scratch_when_interrupted();
             store::run(command)
         }
-        Command::Validate(args) => run_validate_stdin(std::io::stdout(), args.max_line_bytes)
-            .or_else(quiet_when_stdout_closed),
+        Command::Validate(args) => {
+            run_validate_stdin(Stdout::new(), args.max_line_bytes).or_else(quiet_when_stdout_closed)
+        }
         Command::Schema { dialect } => schema::run(dialect).or_else(quiet_when_stdout_closed),
+        Command::Config(command) => return config::run(command),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -159,6 +179,8 @@ pub fn main() -> ExitCode {
             eprintln!("askgate: {error:#}");
             if error.downcast_ref::<NotFound>().is_some() {
                 ExitCode::from(NotFound::EXIT_CODE)
+            } else if error.downcast_ref::<config::Invalid>().is_some() {
+                ExitCode::from(config::Invalid::EXIT_CODE)
             } else {
                 ExitCode::FAILURE
             }
@@ -185,14 +207,60 @@ impl std::fmt::Display for NotFound {
 
 impl std::error::Error for NotFound {}
 
-/// A filter whose reader has stopped reading (`askgate validate < lines | head`) has done
+/// A command's standard output. A reader that stops reading (`askgate audit export | head`)
+/// comes back as a broken pipe carrying [`ReaderGone`], which [`quiet_when_stdout_closed`]
+/// tells apart from a broken pipe anywhere else (the socket to a gateway, say): that one is a
+/// real failure.
+pub(crate) struct Stdout(std::io::Stdout);
+
+impl Stdout {
+    pub(crate) fn new() -> Self {
+        Stdout(std::io::stdout())
+    }
+}
+
+fn reader_gone(error: std::io::Error) -> std::io::Error {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::io::Error::new(std::io::ErrorKind::BrokenPipe, ReaderGone)
+    } else {
+        error
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes).map_err(reader_gone)
+    }
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(bytes).map_err(reader_gone)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(reader_gone)
+    }
+}
+
+/// Whoever read this command's standard output has stopped reading.
+#[derive(Debug)]
+pub(crate) struct ReaderGone;
+
+impl std::fmt::Display for ReaderGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the reader of standard output stopped reading")
+    }
+}
+
+impl std::error::Error for ReaderGone {}
+
+/// A command whose reader has stopped reading (`askgate validate < lines | head`) has done
 /// what was asked of it: it ends quietly, as the shell's own tools do, rather than report the
 /// broken pipe.
 fn quiet_when_stdout_closed(error: anyhow::Error) -> anyhow::Result<()> {
-    let broken_pipe = error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    let reader_gone = error.chain().any(|cause| {
+        cause.is::<ReaderGone>()
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .is_some_and(<dyn std::error::Error + Send + Sync>::is::<ReaderGone>)
     });
-    if broken_pipe { Ok(()) } else { Err(error) }
+    if reader_gone { Ok(()) } else { Err(error) }
 }

@@ -98,7 +98,7 @@ pub async fn run(command: RequestsCommand) -> anyhow::Result<()> {
             let outcome = ended["outcome"].as_str().unwrap_or("?");
             let via = ended["via"].as_str().unwrap_or("?");
             writeln!(
-                std::io::stdout(),
+                super::Stdout::new(),
                 "{session} {id}: {}",
                 if outcome == "withdrawn" {
                     format!("withdrawn (by the {via})")
@@ -118,7 +118,7 @@ async fn list(
     json: bool,
 ) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Stdout::new();
     let mut listed = 0_usize;
     loop {
         let mut query = format!("state={}&limit=1000", encode(state));

@@ -23,8 +23,7 @@ pub(super) fn run(dialect: Dialect) -> anyhow::Result<()> {
     // apart (a reader that stopped reading is not a failure); serde_json's writer hides it.
     let mut text = serde_json::to_string_pretty(&definition).context("encoding the schema")?;
     text.push('\n');
-    std::io::stdout()
-        .lock()
+    super::Stdout::new()
         .write_all(text.as_bytes())
         .context("writing the schema")?;
     Ok(())

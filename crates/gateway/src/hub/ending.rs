@@ -564,6 +564,10 @@ impl Hub {
             }
             Ending::Withdrawn { via } => StoredResolution {
                 via: Some(*via),
+                // An operator a trusted proxy named is audited by name (an operator key has none).
+                user: (*via == askgate_protocol::wire::Via::Operator)
+                    .then(super::acting::acting_operator)
+                    .flatten(),
                 ..StoredResolution::untouched(
                     entry.questions.settle_without_answer(Outcome::Withdrawn),
                     now_ms(),
@@ -708,8 +712,8 @@ impl Hub {
             Err(error) => return Err(reopen(state, id, deadline_ms, &error)),
         }
         let outcome = resolution.settlement.outcome;
-        let by_a_person = matches!(outcome, Outcome::Answered | Outcome::Declined)
-            && resolution.via != Some(askgate_protocol::wire::Via::Default);
+        // A rule's approval is no one's answer: counted, it would time the rule at zero.
+        let by_a_person = super::request::decided_by_a_person(&resolution);
         let latency = by_a_person.then(|| resolution.at_ms.saturating_sub(asked_at_ms));
         self.metrics.resolved(outcome, latency);
         tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");

@@ -93,6 +93,8 @@ pub struct Hub {
     pub(super) notifier: Option<Arc<Notifier>>,
     /// Remembered approvals, on a local store (a shared one is read at each ask).
     pub(super) rule_book: super::rules::RuleBook,
+    /// The people `--operators` lists, set once at start ([`Hub::set_operators`]).
+    pub(super) operators: std::sync::OnceLock<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -137,6 +139,7 @@ impl Hub {
             history_bytes_total: Arc::new(AtomicUsize::new(0)),
             notifier,
             rule_book: super::rules::RuleBook::default(),
+            operators: std::sync::OnceLock::new(),
         })
     }
 

@@ -8,6 +8,7 @@
 //!
 //! [`Store`]: crate::store::Store
 
+mod acting; // operators known by name, and who an HTTP call acts as, for the audit trail
 mod agent_side; // an agent connection's calls, with typed results the transport encodes
 mod asking; // an ask: admitted, committed to the store, shown to tabs, accepted
 mod auditing; // refusals counted by each tab into the audit trail; the history frame
@@ -31,6 +32,7 @@ mod session; // one session: its tabs, agents and requests; fan-out and presence
 mod shown; // what tabs are sent: snapshot, ending frames, finished list, history
 mod voting; // approvals that need several people: each vote kept, the deciding one ends it
 
+pub use acting::{Acting, acting, acting_as};
 pub use asking::AskReply;
 pub use by_link::{EndedAs, LinkRefused, LinkState, LinkedRequest};
 pub use ending::Rejected;

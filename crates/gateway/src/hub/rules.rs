@@ -367,7 +367,8 @@ impl Hub {
         };
         let (user, via) = match by {
             Revoker::Agent => (None, Via::Agent),
-            Revoker::Operator => (None, Via::Operator),
+            // By name when a trusted proxy named the operator (an operator key has none).
+            Revoker::Operator => (super::acting::acting_operator(), Via::Operator),
             Revoker::Person(user, via) => (Some(user.to_owned()), via),
         };
         let ops = vec![

@@ -2,10 +2,13 @@
 //!
 //! Plain atomics: every update is a single relaxed add, cheap enough for the fan-out path.
 //! [`shared`]: what only a node of several on Redis counts; [`notify`]: what notifications
-//! came to, by channel.
+//! came to, by channel; [`history`]: the last hour minute by minute, for the operator
+//! console; [`node_report`]: a node's figures as the other nodes read them.
 
-pub mod notify;
-mod shared;
+pub mod history; // the last hour, minute by minute: asks, answers, latencies, notifications
+pub mod node_report; // one node's figures, written to a shared store for the others to read
+pub mod notify; // what notifications came to, by channel
+mod shared; // what only a node of several on Redis counts
 
 pub use notify::NotifyMetrics;
 pub use shared::SharedMetrics;
@@ -25,6 +28,13 @@ const LATENCY_BUCKETS_S: [f64; 14] = [
 /// hundred microseconds; the upper buckets are there to catch a disk that stalls.
 const STORE_COMMIT_BUCKETS_S: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// Upper bounds (seconds) of the gateway's own hand-over latencies (an ask to its first tab,
+/// an answer to its agent): a queue push takes microseconds; the upper buckets catch a stalled
+/// store or lock.
+const HAND_OVER_BUCKETS_S: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10.0,
 ];
 
 /// What the embedded store wrote: a log record per commit, a wait for the disk per group of
@@ -85,17 +95,50 @@ pub struct Metrics {
     pub shared: SharedMetrics,
     /// Notifications, by channel.
     pub notify: NotifyMetrics,
+    /// The last hour, minute by minute.
+    pub history: history::History,
+    /// From accepting an ask to its request frame queued to the first tab.
+    ask_to_tab: Histogram<12>,
+    /// From a person's deciding answer to the outcome handed to the waiting agent.
+    answer_to_agent: Histogram<12>,
+    /// This process's node id, made at first use.
+    node_id: std::sync::OnceLock<String>,
 }
 
 impl Metrics {
-    /// Counts a resolution; `latency_ms` for answers and declines from a tab.
+    /// Counts a resolution; `latency_ms` for answers and declines from a person, which the
+    /// history counts as answers.
     pub fn resolved(&self, outcome: Outcome, latency_ms: Option<u64>) {
         let index = Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
         self.outcomes[index].fetch_add(1, Ordering::Relaxed);
         if let Some(ms) = latency_ms {
             self.answer_latency
                 .observe(&LATENCY_BUCKETS_S, Duration::from_millis(ms));
+            self.history.answered(crate::clock::now_ms(), ms);
         }
+    }
+
+    /// Counts an ask accepted (once, on the node that accepted it).
+    pub fn asked(&self) {
+        self.history.asked(crate::clock::now_ms());
+    }
+
+    /// Times an ask's request frame queued to its first tab, `took` after it was accepted.
+    pub fn shown_to_tab(&self, took: Duration) {
+        self.ask_to_tab.observe(&HAND_OVER_BUCKETS_S, took);
+        self.history.shown(crate::clock::now_ms(), took);
+    }
+
+    /// Times an outcome handed to its waiting agent, `took` after the deciding answer came.
+    pub fn handed_back(&self, took: Duration) {
+        self.answer_to_agent.observe(&HAND_OVER_BUCKETS_S, took);
+        self.history.handed_back(crate::clock::now_ms(), took);
+    }
+
+    /// This process's node id: random, made once (16 hex digits).
+    pub fn node_id(&self) -> &str {
+        self.node_id
+            .get_or_init(|| format!("{:016x}", rand::random::<u64>()))
     }
 
     /// Counts a store commit that took `took`, failed or not.
@@ -229,6 +272,18 @@ impl Metrics {
             &LATENCY_BUCKETS_S,
             "askgate_answer_latency_seconds",
             "From ask to a tab's answer or decline.",
+        );
+        self.ask_to_tab.render(
+            &mut out,
+            &HAND_OVER_BUCKETS_S,
+            "askgate_ask_to_tab_seconds",
+            "From accepting an ask to its request frame queued to the first tab watching.",
+        );
+        self.answer_to_agent.render(
+            &mut out,
+            &HAND_OVER_BUCKETS_S,
+            "askgate_answer_to_agent_seconds",
+            "From a person's deciding answer to the outcome handed to the agent waiting for it.",
         );
         self.store_commits.render(
             &mut out,

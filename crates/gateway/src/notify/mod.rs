@@ -44,6 +44,7 @@ pub use settings::{EventKind, NotifySettings};
 
 use crate::clock::now_ms;
 use crate::keys::ViewerKeys;
+use crate::metrics::history::Tried;
 use crate::metrics::{Metrics, count, gauge_add};
 use crate::people::Groups;
 use crate::store::shared::{ClaimedDelivery, NOTIFY_LEASE, Shared};
@@ -389,6 +390,54 @@ impl Notifier {
     /// Whether a notify file tells anyone anything (else only asks' callbacks are sent).
     pub fn tells_people(&self) -> bool {
         self.config.settings.sends()
+    }
+
+    /// The people the notify file lists as `operators`.
+    pub fn operators(&self) -> &[String] {
+        &self.config.settings.operators
+    }
+
+    /// Where `target` goes, as the operator's history shows an error: a URL's host (never its
+    /// path or query, which may hold a token), a mail address, a Slack id, a person.
+    fn target_label(&self, target: &DeliveryTarget) -> String {
+        let settings = &self.config.settings;
+        let host = |url: &str| {
+            url::Url::parse(url)
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "(no host)".to_owned())
+        };
+        match target {
+            DeliveryTarget::Webhook(name) => settings
+                .webhooks
+                .get(name)
+                .map_or_else(|| name.clone(), |hook| host(hook.url.as_str())),
+            DeliveryTarget::Email(person) => settings
+                .people
+                .get(person)
+                .and_then(|contact| contact.email.clone())
+                .unwrap_or_else(|| person.clone()),
+            DeliveryTarget::SlackPerson(person) => settings
+                .people
+                .get(person)
+                .and_then(|contact| contact.slack.clone())
+                .unwrap_or_else(|| person.clone()),
+            DeliveryTarget::SlackChannel(group) => settings
+                .slack_channels
+                .get(group)
+                .cloned()
+                .unwrap_or_else(|| format!("group:{group}")),
+            DeliveryTarget::SlackUpdate => "the request's Slack messages".to_owned(),
+            DeliveryTarget::Push(person) => person.clone(),
+            DeliveryTarget::Callback(callback) => host(&callback.url),
+        }
+    }
+
+    /// Counts a try on `target`'s channel in this minute of the history.
+    fn tried(&self, target: &DeliveryTarget, tried: Tried) {
+        self.metrics
+            .history
+            .notified(now_ms(), channel_of(target), tried);
     }
 
     /// Which callback URLs an ask may name (`--callback-hosts`, `--notify-allow-private`).
@@ -768,12 +817,19 @@ impl Notifier {
                 Ok(()) => {
                     self.forget(delivery).await;
                     count(&counts.sent);
+                    self.tried(&delivery.target, Tried::Sent);
                     tracing::debug!(notification = %delivery.id, target = ?delivery.target, event = %delivery.event, "a notification was sent");
                     self.let_go(queue, &pending);
                     continue;
                 }
                 Err(error) => error,
             };
+            self.metrics.history.failed(
+                now_ms(),
+                crate::metrics::notify::CHANNELS[channel_of(&delivery.target)],
+                &self.target_label(&delivery.target),
+                &error.to_string(),
+            );
             if let SendError::Rejected(why) = &error {
                 tracing::warn!(notification = %delivery.id, session = %delivery.session, request = %delivery.request, target = ?delivery.target, %why, "a notification was refused by its target for good; it is not tried again");
                 self.forget_posted(delivery).await;
@@ -793,6 +849,7 @@ impl Notifier {
                 self.forget_posted(delivery).await;
                 self.forget(delivery).await;
                 count(&counts.given_up);
+                self.tried(&delivery.target, Tried::GivenUp);
                 self.let_go(queue, &pending);
                 continue;
             }
@@ -804,6 +861,7 @@ impl Notifier {
             let due = now.saturating_add(wait.as_millis() as u64);
             let retry_in_ms = wait.as_millis() as u64;
             count(&counts.retried);
+            self.tried(&delivery.target, Tried::Retried);
             match (&self.shared, pending.claim) {
                 // Handed back: whichever node claims it when it is due tries it again.
                 (Some(shared), Some(claimed_until_ms)) => {

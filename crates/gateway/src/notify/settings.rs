@@ -24,6 +24,8 @@ pub const MAX_WEBHOOKS: usize = 64;
 /// Fewest bytes a webhook secret decodes to, and most (the Standard Webhooks specification's
 /// range: shorter is guessable, longer buys nothing over HMAC-SHA256's block).
 pub const WEBHOOK_SECRET_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
+/// The most people the file's `operators` may list.
+pub const MAX_OPERATORS: usize = 1_000;
 /// The longest wait a policy may set, in seconds: a year.
 pub const MAX_WAIT_S: f64 = 365.0 * 86_400.0;
 /// Longest `sessions` prefix, in bytes (a session id's own limit).
@@ -272,6 +274,9 @@ pub struct NotifySettings {
     /// Reminder and escalation defaults, in the file's order (the first that matches a
     /// session applies).
     pub policies: Vec<Policy>,
+    /// The people (by name) whom a trusted proxy's identity header admits to the operator
+    /// endpoints (`operators = [...]`, at most [`MAX_OPERATORS`]).
+    pub operators: Vec<String>,
     /// The file it was read from, for later errors.
     pub source: String,
 }
@@ -496,6 +501,18 @@ impl NotifySettings {
                 escalate,
             });
         }
+        if file.operators.len() > MAX_OPERATORS {
+            return Err(format!(
+                "{source}: operators: at most {MAX_OPERATORS} people, got {}",
+                file.operators.len()
+            ));
+        }
+        let mut operators = Vec::with_capacity(file.operators.len());
+        for (index, person) in file.operators.into_iter().enumerate() {
+            check_user_name(person.get_ref())
+                .map_err(|e| at(person.span(), format!("operators[{index}]: {e}")))?;
+            operators.push(person.into_inner());
+        }
         Ok(NotifySettings {
             people,
             webhooks,
@@ -504,6 +521,7 @@ impl NotifySettings {
             push,
             slack_channels,
             policies,
+            operators,
             source: source.to_owned(),
         })
     }
@@ -614,6 +632,8 @@ struct File {
     push: Option<PushEntry>,
     #[serde(default)]
     policies: Vec<PolicyEntry>,
+    #[serde(default)]
+    operators: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -167,6 +167,19 @@ pub fn presence_refresh(ttl: Duration) -> Duration {
     ttl / 4
 }
 
+/// How often a node writes its report (its gauges, last hour and notification errors) for
+/// the other nodes' operator endpoints; a node is shown alive while its report is younger than
+/// [`ALIVE_FOR_INTERVALS`](crate::metrics::node_report::ALIVE_FOR_INTERVALS) of these.
+pub const NODE_REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a node's report is kept, and listed, after it was written: a node that died
+/// shows as not alive this long, then drops out.
+pub const NODE_REPORT_KEPT: Duration = Duration::from_secs(600);
+
+/// The most node reports read at once (the newest): what one summary or history reads at
+/// most, however many nodes came and went within [`NODE_REPORT_KEPT`].
+pub const MAX_REPORTED_NODES: usize = 256;
+
 /// The shared side of a store several nodes use.
 pub trait Shared: Send + Sync + 'static {
     /// One session, whole, with the sequence number it matches.
@@ -247,4 +260,11 @@ pub trait Shared: Send + Sync + 'static {
 
     /// The sessions asked in lately, newest first: at most [`LISTED_SESSIONS`].
     fn asked_sessions(&self) -> StoreFuture<'static, Vec<SessionId>>;
+
+    /// Writes this node's report (`text`, made at `at_ms`), kept for [`NODE_REPORT_KEPT`].
+    fn report_node(&self, at_ms: u64, text: String) -> StoreFuture<'static, ()>;
+
+    /// The reports of the nodes that wrote one since `since_ms` (this one's too), newest
+    /// first: at most [`MAX_REPORTED_NODES`].
+    fn node_reports(&self, since_ms: u64) -> StoreFuture<'static, Vec<String>>;
 }

@@ -1,26 +1,33 @@
 //! What every HTTP API call checks before its own work, and the error body each refusal gets
 //! (`{"errors":[{path, message, code}]}`): the agent key and the sessions it may act on, the
 //! ids in the path, a JSON object for a body; and, for every request the gateway serves
-//! (pages, sockets' upgrades, API calls), the `--user-header` at most once.
+//! (pages, sockets' upgrades, API calls), the `--user-header` at most once, and the person it
+//! names (from a `--trusted-proxy`) carried with the call, so that the operator endpoints
+//! admit a listed operator as they admit the operator key.
 
 use askgate_protocol::{ErrorCode, FieldError, ReplyCode, RequestId, SessionId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::hub::{Acting, acting, acting_as};
 use crate::keys::AgentRefusal;
+use crate::people::proxy::ProxyIdentity;
 use crate::scope::SessionScope;
 use crate::server::AppState;
 use crate::transport::tab::PeerAddress;
 
 /// Refuses (400, before any handler: a socket is not upgraded) a request that carries the
 /// identity header more than once or as a list, wherever it comes from, so that no reading
-/// of it can take a value the client put in front of the proxy's.
+/// of it can take a value the client put in front of the proxy's. A request whose one header
+/// a trusted proxy set is handled as that person ([`crate::hub::acting`]): what
+/// [`authorize_operator`] and [`authorize_caller`] read.
 pub async fn single_identity_header(
     State(state): State<AppState>,
     PeerAddress(peer): PeerAddress,
@@ -28,7 +35,14 @@ pub async fn single_identity_header(
     next: Next,
 ) -> Response {
     match state.proxies.lone_value(request.headers(), peer) {
-        Ok(_) => next.run(request).await,
+        Ok(None) => next.run(request).await,
+        Ok(Some(_)) => match state.proxies.identify(request.headers(), peer) {
+            ProxyIdentity::Person(person) => {
+                let operator = state.hub.is_operator(&person);
+                acting_as(Acting { person, operator }, next.run(request)).await
+            }
+            ProxyIdentity::None => next.run(request).await,
+        },
         Err(repeated) => ApiError::one(
             ReplyCode::BadRequest,
             "",
@@ -115,25 +129,54 @@ impl Caller {
     }
 }
 
-/// The caller of an endpoint open to operator keys and agent keys alike.
+/// The caller of an endpoint open to operators and agent keys alike: an operator key or a
+/// listed operator named by the trusted proxy, else an agent key. A person the proxy named
+/// who is not an operator, with no key at all, is refused with 403 (see
+/// [`not_an_operator`]).
 pub(super) fn authorize_caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     if state.agent_keys.is_operator(headers) {
         return Ok(Caller::Operator);
     }
+    match acting() {
+        Some(Acting { operator: true, .. }) => return Ok(Caller::Operator),
+        Some(Acting { person, .. }) if !headers.contains_key(AUTHORIZATION) => {
+            return Err(not_an_operator(&person));
+        }
+        _ => {}
+    }
     authorize(state, headers).map(Caller::Agent)
 }
 
-/// Refuses every caller but an operator key: 401 without one (an agent key, or none, is not one).
+/// Refuses every caller but an operator: the operator key, or a person `--operators` or the
+/// notify file lists, named by the trusted proxy's identity header. Without either, 401 (an
+/// agent key, or none, is not one); a person named who is not listed, 403.
 pub(super) fn authorize_operator(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     if state.agent_keys.is_operator(headers) {
-        Ok(())
-    } else {
-        Err(ApiError::refuse(
+        return Ok(());
+    }
+    match acting() {
+        Some(Acting { operator: true, .. }) => Ok(()),
+        Some(Acting { person, .. }) => Err(not_an_operator(&person)),
+        None => Err(ApiError::refuse(
             ReplyCode::WrongKey,
             "",
-            "this endpoint takes an operator key (--operator-key), as `Authorization: Bearer KEY`",
-        ))
+            "this endpoint takes an operator key (--operator-key), as `Authorization: Bearer KEY`, \
+             or a person --operators lists, named by the trusted proxy",
+        )),
     }
+}
+
+/// 403 for `person`, whom the trusted proxy named and no operator list holds: known, and not
+/// allowed (a key would not change who they are).
+fn not_an_operator(person: &str) -> ApiError {
+    ApiError::refuse(
+        ReplyCode::Forbidden,
+        "",
+        format!(
+            "{person} is not an operator: list them in --operators or the notify file's \
+             `operators`, or call with an operator key"
+        ),
+    )
 }
 
 /// Refuses a session in the path that `scope` does not hold, before anything about it (or

@@ -17,7 +17,9 @@
 //! - [`inbox`]: `GET /v1/inbox/live`, a person's inbox across every session.
 //! - [`http_audit`]: `GET /v1/audit`, a session's audit trail as JSON lines.
 //! - [`http_operator`]: `GET /v1/requests`, every session's requests for an operator key.
-//! - [`http_ops`]: `GET /v1/ops/summary`, this node's figures for an operator key.
+//! - [`http_ops`]: `GET /v1/ops/summary` and `/v1/ops/history`: every node's figures, and
+//!   their last hour minute by minute, for an operator.
+//! - [`http_openapi`]: `GET /v1/openapi.json`, the HTTP API described for tools (OpenAPI 3.1).
 //! - [`http_rules`]: `/v1/sessions/{session}/rules` and `/v1/rules`, remembered approvals.
 //! - [`answer_links`]: `GET` and `POST /a/{key}`, a mail's answer link.
 //! - [`link_page`]: the pages of answer links, written by the gateway.
@@ -34,6 +36,7 @@ mod http_audit;
 mod http_checks;
 mod http_followers;
 mod http_links;
+mod http_openapi;
 mod http_operator;
 mod http_ops;
 mod http_rules;
@@ -55,8 +58,9 @@ pub use http_audit::get_audit;
 pub use http_checks::single_identity_header;
 pub use http_followers::{delete_follower, post_follower};
 pub use http_links::{post_inbox_link, post_link};
+pub use http_openapi::{OPENAPI_JSON, openapi};
 pub use http_operator::list_requests;
-pub use http_ops::ops_summary;
+pub use http_ops::{ops_history, ops_summary};
 pub use http_rules::{delete_key_rule, delete_session_rule, get_key_rules, get_session_rules};
 pub use inbox::inbox_endpoint;
 pub use push::{delete_subscription, get_push_key, get_subscriptions, post_subscription};

@@ -23,6 +23,8 @@ mod backends;
 mod callbacks;
 /// `askgate validate` and `askgate schema` as a user runs them.
 mod cli;
+/// `serve --config FILE`, `config check` and `config example`.
+mod config_file;
 /// SIGKILL under load on the embedded store, round after round.
 mod crash;
 /// A damaged log refuses the start; `askgate store check` and `repair`.
@@ -49,6 +51,8 @@ mod multi_node_crash;
 mod notify;
 /// An operator's view: every session's requests listed and withdrawn with an operator key.
 mod operator;
+/// `GET /v1/ops/history` and operators named by a trusted proxy, on one node and on Redis.
+mod ops_history;
 /// `GET /v1/ops/summary`: a node's figures for an operator key, refused to any other.
 mod ops_summary;
 /// `--user-header` and `--trusted-proxy`.

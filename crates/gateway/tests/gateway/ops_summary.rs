@@ -113,4 +113,14 @@ async fn the_summary_counts_what_the_node_holds_for_an_operator_only() {
         "{body}"
     );
     assert_eq!(nodes[0]["agents"], 1, "{body}");
+    // The one node of a local store reports as it is read: seen now.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let seen = nodes[0]["last_seen_ms"].as_u64().expect("last_seen_ms");
+    assert!(
+        now_ms.abs_diff(seen) < 60_000,
+        "{seen} against {now_ms}: {body}"
+    );
 }

@@ -23,6 +23,23 @@ use crate::store::shared::{DEFAULT_PRESENCE_TTL, MIN_PRESENCE_TTL};
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// A TOML file of these settings, each under its flag's long name with `-` as `_`
+    /// (`askgate config example` prints one with every setting; `askgate config check FILE`
+    /// checks one). A flag given here, or its environment variable, overrides the file; the
+    /// file overrides the defaults.
+    #[arg(
+        long,
+        hide_env_values = true,
+        env = "ASKGATE_CONFIG",
+        value_name = "FILE"
+    )]
+    pub config: Option<PathBuf>,
+
+    /// What the config file gave beyond flag values (its `[groups]`), and where each of its
+    /// settings is, to name the line of a value refused below.
+    #[arg(skip)]
+    pub from_file: super::config::FromFile,
+
     /// Address to listen on, as HOST:PORT: an IPv4 address, an IPv6 address in brackets
     /// (`[::]:8080`), or a host name, resolved at start and bound at every address it resolves
     /// to. Repeat for several; in the environment, separate them with commas. Without an
@@ -240,16 +257,29 @@ fn operator_keys(configured: &[String], agents: &[AgentKey]) -> anyhow::Result<V
     Ok(keys)
 }
 
+/// The settings judged from the flags alone, before anything is read from or made in the
+/// data directory.
+struct Judged {
+    limits: crate::config::Limits,
+    people: crate::config::PeopleSettings,
+    notify: Option<crate::notify::NotifyConfig>,
+    callback_hosts: crate::notify::CallbackHosts,
+    agent_keys: Vec<AgentKey>,
+    operator_keys: Vec<AgentKey>,
+}
+
 impl ServeArgs {
-    /// The configuration these flags describe (reads or creates the secret).
-    ///
-    /// # Errors
-    /// A limit is out of range, an agent key is malformed, or the secret cannot be read or
-    /// created.
-    pub fn to_config(&self) -> anyhow::Result<Config> {
-        // Flags first, so a typo does not leave a fresh data directory and secret behind.
+    /// The settings the flags describe, judged; files they name (groups, notify) are read,
+    /// nothing is created.
+    fn judged(&self) -> anyhow::Result<Judged> {
         let limits = self.limits.to_limits()?;
         let mut people = self.people.to_settings()?;
+        for (name, members) in &self.from_file.groups {
+            people
+                .groups
+                .add_group(name, members.clone())
+                .map_err(anyhow::Error::msg)?;
+        }
         let notify = self
             .notify
             .to_config(&mut people.groups, self.public_url.as_deref())?;
@@ -257,6 +287,52 @@ impl ServeArgs {
         let agent_keys = agent_keys(&self.agent_keys)?;
         let operator_keys = operator_keys(&self.operator_keys, &agent_keys)?;
         check_redis_prefix(&self.stored.redis_prefix).map_err(anyhow::Error::msg)?;
+        Ok(Judged {
+            limits,
+            people,
+            notify,
+            callback_hosts,
+            agent_keys,
+            operator_keys,
+        })
+    }
+
+    /// What `askgate config check` runs: every check `serve` makes before it binds or opens
+    /// the store, creating nothing (the generated secret and audit key are left to `serve`).
+    ///
+    /// # Errors
+    /// As [`ServeArgs::to_config`]'s, and a `--listen` address that does not resolve or is
+    /// not loopback while no agent key is given.
+    pub(in crate::cli) async fn check(&self) -> anyhow::Result<()> {
+        let judged = self.judged()?;
+        // Only reads: a key file given, or the refusal of a Redis store without one. The
+        // embedded store's generated key is made, so it is left to `serve`.
+        if self.audit_key_file.is_some() || !matches!(self.stored.store, StoreKind::Embedded) {
+            super::audit_key::for_serve(
+                self.audit_key_file.as_deref(),
+                &self.stored.store,
+                &self.stored.data_dir,
+            )?;
+        }
+        // A configuration without its secrets, enough to judge the addresses as `bind` does.
+        let shared = matches!(self.stored.store, StoreKind::Redis(_));
+        let without_secrets = self.config_of(judged, Vec::new(), None, shared);
+        for listen::ListenAddr { given, addr } in listen::resolve(&self.listen).await? {
+            without_secrets
+                .check_bind(&addr)
+                .map_err(|why| anyhow!("--listen {given}: {why}"))?;
+        }
+        Ok(())
+    }
+
+    /// The configuration these flags describe (reads or creates the secret).
+    ///
+    /// # Errors
+    /// A limit is out of range, an agent key is malformed, or the secret cannot be read or
+    /// created.
+    pub fn to_config(&self) -> anyhow::Result<Config> {
+        // Flags first, so a typo does not leave a fresh data directory and secret behind.
+        let judged = self.judged().map_err(|e| self.from_file.locate(e))?;
         let shared = matches!(self.stored.store, StoreKind::Redis(_));
         // Nodes on one Redis must derive the same links: without a secret file given, the
         // secret is Redis's (the first node creates it), read once the store is open.
@@ -271,7 +347,26 @@ impl ServeArgs {
             (Some(file), false) => load_or_create_secret(file)?,
             (None, false) => load_or_create_secret(&self.stored.data_dir.join("secret"))?,
         };
-        Ok(Config {
+        Ok(self.config_of(judged, secret, audit_key, secret_from_store))
+    }
+
+    /// The configuration of `judged` settings, with these secrets.
+    fn config_of(
+        &self,
+        judged: Judged,
+        secret: Vec<u8>,
+        audit_key: Option<std::sync::Arc<crate::audit::chain::AuditKey>>,
+        secret_from_store: bool,
+    ) -> Config {
+        let Judged {
+            limits,
+            people,
+            notify,
+            callback_hosts,
+            agent_keys,
+            operator_keys,
+        } = judged;
+        Config {
             public_url: self.public_url.clone(),
             notify,
             callback_hosts,
@@ -293,7 +388,7 @@ impl ServeArgs {
             web_dir: self.web_dir.clone(),
             limits,
             people,
-        })
+        }
     }
 }
 
@@ -350,10 +445,14 @@ pub(super) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()>
 pub(super) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Resolved before the configuration is read, which makes the data directory: a typo in
     // `--listen` leaves nothing behind.
-    let addrs = listen::resolve(&args.listen).await?;
+    let addrs = listen::resolve(&args.listen)
+        .await
+        .map_err(|e| args.from_file.locate(e))?;
     let config = args.to_config()?;
     raise_open_file_limit();
-    let listeners = listen::bind(&addrs, &config).await?;
+    let listeners = listen::bind(&addrs, &config)
+        .await
+        .map_err(|e| args.from_file.locate(e))?;
     let state = crate::server::prepare(&listeners[0], &config).await?;
     let stopping = shutdown_signal();
     // Only now, with the store open and restored, is the gateway ready to serve: a line per

@@ -14,6 +14,7 @@
 
 mod applying; // the store's records and changes, applied to this node's copy
 mod loading; // a session loaded whole, then followed notice by notice
+mod reporting; // this node's figures written for the others; every node's read back
 mod sweep; // deadlines and retention, swept over the store's index by every node
 mod upkeep; // every second: reloads, presence, sessions nobody here watches let go
 

@@ -17,7 +17,8 @@ use crate::store::shared::{Presence, Shared, presence_refresh};
 const UPKEEP_EVERY: Duration = Duration::from_secs(1);
 
 impl Hub {
-    /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep.
+    /// Starts what keeps shared sessions in step: the notice reader, the upkeep and the sweep;
+    /// and this node's reports to the others.
     /// They hold the hub weakly, and end with it.
     pub fn start_shared(self: &Arc<Self>) {
         let Some(shared) = self.shared() else {
@@ -34,6 +35,7 @@ impl Hub {
         }
         tokio::spawn(upkeep(Arc::downgrade(self)));
         tokio::spawn(super::sweep::sweep_deadlines(Arc::downgrade(self)));
+        self.start_reporting();
     }
 
     /// One round of upkeep.

@@ -1,7 +1,8 @@
 //! One request's life: its states, and every change between them as one method of its
 //! session that does all the bookkeeping the change needs. Nothing else in the hub moves a
 //! request from one state to another or touches what these methods keep in step: the
-//! `open_requests` and `kept_outcomes` gauges, the session's and the gateway's open count and
+//! `open_requests` and `kept_outcomes` gauges, the operator's history (asks, and the
+//! gateway's own time to show an ask and to hand its outcome back), the session's and the gateway's open count and
 //! bytes, the deadline timer, the finished list (and the stale `history`), the frames the
 //! change sends, and the waiters it wakes.
 //!
@@ -18,13 +19,13 @@
 //! |-------------------|-------------------------|---------------------------------------------------------------------|
 //! | `begin_ask`       | new → Committing        | open count and bytes +; earlier listing of the id dropped           |
 //! | `drop_unstored`   | Committing → gone       | open count and bytes −                                              |
-//! | `open`            | Committing → Open       | open gauge +; deadline timer; `request` to every tab                |
+//! | `open`            | Committing → Open       | open gauge +; deadline timer; `request` to every tab; asked here: counted, and its time to the first tab |
 //! | `found_ended`     | Committing → Resolved   | kept gauge +; open count and bytes −; listed finished               |
 //! | `admit_record`    | store → Open, Resolved  | as `begin_ask` + `open`, or kept gauge + and listed finished        |
 //! | `take_back`       | Open → gone             | open gauge −, count and bytes −; timer stopped; `resolved` withdrawn |
-//! | `begin_resolving` | Open → Resolving        | timer stopped (unless it is the one ending it)                      |
+//! | `begin_resolving` | Open → Resolving        | timer stopped (unless it is the one ending it); the answer's time noted |
 //! | `reopen`          | Resolving → Open        | timer set again; rival endings woken                                |
-//! | `settle`          | Open, Resolving → Resolved | open gauge −, kept +; count and bytes −; timer stopped; listed finished; `resolved` to tabs, `outcome` to the agent; waiters woken |
+//! | `settle`          | Open, Resolving → Resolved | open gauge −, kept +; count and bytes −; timer stopped; listed finished; `resolved` to tabs, `outcome` to the agent (a person's decision: its time from the answer); waiters woken |
 //! | `vanished`        | Resolving → gone        | open gauge −, count and bytes −; waiters woken                      |
 //! | `forget`          | Resolved → forgotten    | kept gauge −; listing runs out; remembered as lately forgotten      |
 //! | `discard`         | Open, Resolved → forgotten | its gauge −, count and bytes − if open; timer stopped; no frames |
@@ -80,6 +81,15 @@ use crate::store::{FollowUp, FollowUps, StoredRequest, StoredResolution, Verdict
 
 /// The `by` of a request its default ended: no tab's id, since none answered.
 pub(crate) const DEFAULT_BY: &str = "default";
+
+/// Whether `resolution` is a person's decision (an answer or decline from a tab, a link, a
+/// vote), not a default, a rule or a withdrawal: what the history counts as an answer.
+pub(super) fn decided_by_a_person(resolution: &StoredResolution) -> bool {
+    matches!(
+        resolution.settlement.outcome,
+        Outcome::Answered | Outcome::Declined
+    ) && !matches!(resolution.via, Some(Via::Default | Via::Rule))
+}
 
 /// How many forgotten request ids a session remembers. A tab learns a request ended the
 /// moment it does; this covers answers already on their way, not days-old ones.
@@ -416,6 +426,8 @@ impl Session {
             follow_ups: record.follow_ups.clone(),
             follow_up_timer: None,
             resolved: Arc::new(Notify::new()),
+            taken_at: tokio::time::Instant::now(),
+            resolving_since: None,
         };
         self.requests.insert(id.clone(), entry);
         record
@@ -450,6 +462,15 @@ impl Session {
         gauge_add(&ledger.metrics.open_requests, 1);
         let request_frame = entry.encoded.frame.clone();
         let reach = Reach::of(entry);
+        // Counted once, where it was asked (a repeat adopted from another node opens
+        // `Elsewhere`); timed only when a tab is there to be shown it, or it would time the
+        // wait for a person to open one.
+        if matches!(deadline, Deadline::Here) {
+            ledger.metrics.asked();
+            if self.tabs.iter().next().is_some() {
+                ledger.metrics.shown_to_tab(entry.taken_at.elapsed());
+            }
+        }
         self.broadcast(&request_frame, &ledger.metrics);
         self.tell_inboxes(&reach, &request_frame);
         // Posted over HTTP, no long-poll waits on it yet: its grace starts now.
@@ -581,6 +602,8 @@ impl Session {
             follow_ups: record.follow_ups,
             follow_up_timer,
             resolved: Arc::new(Notify::new()),
+            taken_at: tokio::time::Instant::now(),
+            resolving_since: None,
         };
         let reach = Reach::of(&entry);
         self.requests.insert(id.clone(), entry);
@@ -629,6 +652,7 @@ impl Session {
             return;
         }
         entry.state = EntryState::Resolving;
+        entry.resolving_since = Some(tokio::time::Instant::now());
         if let Some(timer) = entry.timer.take()
             && !timing_out
         {
@@ -676,8 +700,21 @@ impl Session {
         entry.orphaned_since_ms = None;
         gauge_add(&metrics.open_requests, -1);
         gauge_add(&metrics.kept_outcomes, 1);
-        if let (Some(asker), None) = (&entry.asker, &entry.storing) {
-            asker.send(outcome_frame(&self.id, id, &resolution), &metrics);
+        let handed = match (&entry.asker, &entry.storing) {
+            (Some(asker), None) => {
+                asker.send(outcome_frame(&self.id, id, &resolution), &metrics);
+                true
+            }
+            // A long-poll waits: woken below, it answers with the outcome.
+            _ => entry.polls > 0,
+        };
+        // Timed on the node whose ending won, from the answer's coming in (a notice of another
+        // node's ending has no start here).
+        if let Some(since) = entry.resolving_since.take()
+            && handed
+            && decided_by_a_person(&resolution)
+        {
+            metrics.handed_back(since.elapsed());
         }
         let resolved = resolved_frame(id, &resolution);
         let view = entry.encoded.view.clone();
@@ -1212,6 +1249,12 @@ pub(super) struct Entry {
     /// Woken when the request ends, is forgotten, or opens again after its resolution could
     /// not be stored: for long-polling lookups and rival endings.
     pub(super) resolved: Arc<Notify>,
+    /// When this node took it (accepted its ask, or read it from the store): the ask's time
+    /// to its first tab is measured from here.
+    pub(super) taken_at: tokio::time::Instant,
+    /// When the ending being stored began (its deciding answer came in), while one is: the
+    /// outcome's time to its agent is measured from here.
+    pub(super) resolving_since: Option<tokio::time::Instant>,
 }
 
 impl Entry {

@@ -1995,3 +1995,35 @@ async fn a_request_with_a_callback_is_never_orphaned_and_its_ending_carries_the_
     assert_eq!(body["data"]["outcome"], "answered");
     assert_eq!(body["data"].get("url"), None, "{body}");
 }
+
+/// The operator's history, summed over its minutes: asks, answers, and how many minutes have
+/// an ask-to-tab and an answer-to-agent time.
+fn history_totals(rig: &Rig) -> (u64, u64, usize, usize) {
+    let figures = rig.hub.metrics().history.figures(now_ms());
+    let minutes = &figures.minutes;
+    (
+        minutes.iter().map(|m| m.asks).sum(),
+        minutes.iter().map(|m| m.answers).sum(),
+        minutes.iter().filter(|m| m.ask_to_tab_ms.is_some()).count(),
+        minutes
+            .iter()
+            .filter(|m| m.answer_to_agent_ms.is_some())
+            .count(),
+    )
+}
+
+/// An ask is counted once with its time to the tab; a person's answer is counted with its
+/// time back to the agent; a timeout is neither.
+#[tokio::test(start_paused = true)]
+async fn the_history_counts_the_ask_and_the_persons_answer_with_their_hand_over_times() {
+    let mut rig = rig();
+    rig.ask("r", None).await;
+    assert_eq!(history_totals(&rig), (1, 0, 1, 0));
+    rig.agent_frames();
+    assert_eq!(rig.answer("r", red()).await, None);
+    assert_eq!(types(&rig.agent_frames()), ["outcome"]);
+    assert_eq!(history_totals(&rig), (1, 1, 1, 1));
+    rig.ask("t", Some(1_000)).await;
+    assert_eq!(rig.ended("t").await.settlement.outcome, Outcome::TimedOut);
+    assert_eq!(history_totals(&rig), (2, 1, 1, 1));
+}

@@ -294,3 +294,26 @@ fn push_takes_a_mailto_or_https_subject() {
     let error = parse("[push]\n").unwrap_err();
     assert!(error.contains("missing field `subject`"), "{error}");
 }
+
+#[test]
+fn operators_are_people_listed_at_the_top() {
+    let settings = parse(
+        "operators = [\"alice@example.com\", \"bob\"]\n[people.bob]\nemail = \"bob@example.com\"\n",
+    )
+    .unwrap();
+    assert_eq!(settings.operators, vec!["alice@example.com", "bob"]);
+    assert!(parse("").unwrap().operators.is_empty());
+    let error = parse("operators = [\"alice\", \"\"]\n").unwrap_err();
+    assert!(
+        error.starts_with("notify.toml:1: operators[1]: "),
+        "{error}"
+    );
+    let error = parse("operators = \"alice\"\n").unwrap_err();
+    assert!(error.starts_with("notify.toml:1: "), "{error}");
+    let many = format!("operators = {:?}\n", vec!["p"; MAX_OPERATORS + 1]);
+    let error = parse(&many).unwrap_err();
+    assert!(
+        error.starts_with("notify.toml: operators: at most 1000"),
+        "{error}"
+    );
+}

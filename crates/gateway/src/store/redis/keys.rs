@@ -179,6 +179,16 @@ impl Keys {
         format!("{}{{inbox}}:ch", self.prefix)
     }
 
+    /// Every node's latest report, scored by when it was written (Unix ms).
+    pub(super) fn node_reports(&self) -> String {
+        format!("{}{{ops}}:nodes", self.prefix)
+    }
+
+    /// One node's latest report (its JSON), in the same slot as the index.
+    pub(super) fn node_report(&self, node: &str) -> String {
+        format!("{}{{ops}}:node:{node}", self.prefix)
+    }
+
     /// The channel one node probes its own subscription with.
     pub(super) fn probe(&self, node: &str) -> String {
         format!("{}{{probe}}:{node}", self.prefix)

@@ -11,6 +11,7 @@
 //! - [`outbox`]: notifications kept with the changes they tell of, claimed by any node.
 //! - [`kept`]: the kept tables (Slack messages, push subscriptions), a hash per key.
 //! - [`keys`]: key and channel names, hash-tagged by session.
+//! - [`node_reports`]: each node's figures for the operator endpoints, and who wrote when.
 //! - [`inbox_index`]: where inboxes find requests for their person in sessions their node
 //!   does not hold, and the channel that tells every node.
 //! - [`records`]: requests as hash fields, and the notices scripts publish.
@@ -24,6 +25,7 @@ mod inbox_index;
 mod kept;
 mod keys;
 mod lua;
+mod node_reports;
 mod outbox;
 mod records;
 mod settings;
@@ -135,7 +137,8 @@ impl RedisStore {
         let (conn, subscribing) = Conn::open(&options.url, COMMAND_TIMEOUT).await?;
         let publish = conn.publish_command();
         let keys = Keys::new(&options.prefix);
-        let node = format!("{:016x}", rand::random::<u64>());
+        // The id the operator endpoints show for this node, too.
+        let node = metrics.node_id().to_owned();
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             keys: keys.clone(),

@@ -296,6 +296,16 @@ impl Shared for SharedSide {
         Box::pin(async move { inner.asked_sessions().await })
     }
 
+    fn report_node(&self, at_ms: u64, text: String) -> StoreFuture<'static, ()> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.report_node(at_ms, &text).await })
+    }
+
+    fn node_reports(&self, since_ms: u64) -> StoreFuture<'static, Vec<String>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.node_reports(since_ms).await })
+    }
+
     fn load_session(&self, session: &SessionId) -> StoreFuture<'static, SessionRecords> {
         let (inner, session) = (Arc::clone(&self.inner), session.clone());
         Box::pin(async move { inner.load_session(&session).await })

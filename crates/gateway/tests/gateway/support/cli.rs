@@ -2,8 +2,9 @@
 //! serve` expected to stop before it listens.
 
 use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use super::TIMEOUT;
@@ -55,7 +56,28 @@ pub fn serve_refused(data: &Path, args: &[&str]) -> Ran {
         .stderr(Stdio::piped())
         .spawn()
         .expect("askgate serve runs");
-    let stderr = child.stderr.take().expect("stderr");
+    match until_listening(&mut child) {
+        Ok((_, said)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the gateway started: {said}");
+        }
+        Err(said) => {
+            let status = child.wait().expect("it ended");
+            Ran {
+                ok: status.success(),
+                stdout: String::new(),
+                said,
+            }
+        }
+    }
+}
+
+/// Reads a started `askgate serve`'s standard error (piped) until it says where it listens:
+/// the address and what it said before; or, if it stops first, everything it said. A gateway
+/// that does neither within [`TIMEOUT`] is killed and fails the test.
+pub fn until_listening(child: &mut Child) -> Result<(SocketAddr, String), String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -65,26 +87,18 @@ pub fn serve_refused(data: &Path, args: &[&str]) -> Ran {
     let mut said = String::new();
     loop {
         match lines.recv_timeout(TIMEOUT) {
-            Ok(line) if line.starts_with("askgate listening on") => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the gateway started: {said}");
-            }
             Ok(line) => {
+                if let Some(addr) = line.strip_prefix("askgate listening on http://") {
+                    return Ok((addr.trim().parse().expect("an address"), said));
+                }
                 said.push_str(&line);
                 said.push('\n');
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(said),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
                 panic!("the gateway neither started nor stopped: {said}");
             }
         }
-    }
-    let status = child.wait().expect("it ended");
-    Ran {
-        ok: status.success(),
-        stdout: String::new(),
-        said,
     }
 }
