@@ -45,6 +45,7 @@ const state = {
   offset: 0, // the gateway's clock minus this computer's
   statusText: '',
   focusConsole: false, // a key was just accepted: the console's heading takes the focus
+  paused: false, // the tab was hidden when a read ended: the next waits for it to be shown
 };
 
 function init() {
@@ -127,8 +128,22 @@ async function refresh() {
     setStatus('open', 'Live');
     show(read);
   }
-  state.timer = setTimeout(refresh, REFRESH_EVERY_MS);
+  // A console nobody looks at reads nothing (each read walks every open request and every
+  // node's report): it reads again when its tab is shown.
+  if (document.hidden) {
+    state.paused = true;
+    if (!read.unreachable && !read.failed) setStatus('paused', 'Paused while this tab is hidden');
+  } else {
+    state.timer = setTimeout(refresh, REFRESH_EVERY_MS);
+  }
 }
+
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden && state.paused) {
+    state.paused = false;
+    refresh();
+  }
+});
 
 // The three reads side by side. `refused`: the key (or its absence) is not an operator's;
 // `failed`: the gateway answered, but not with the figures.

@@ -303,6 +303,12 @@ impl AgentKeys {
         self
     }
 
+    /// Whether no agent key is set: agents are the programs on this machine, known by
+    /// where they call from rather than by a key.
+    pub fn local_mode(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// Whether the request with `headers` presents an operator key.
     pub fn is_operator(&self, headers: &HeaderMap) -> bool {
         let Some(presented) = headers

@@ -276,6 +276,47 @@ async fn the_figures_follow_a_tab_arriving() {
     );
 }
 
+/// A console in a hidden tab stops reading (each read walks every open request and every
+/// node's report) and reads again once shown.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hidden_console_stops_reading_until_it_is_shown() {
+    let server = TestServer::start_with(ops_config()).await;
+    let browser = open_console(&server.http_url("")).await;
+    // The page is told it is hidden, and its reads are counted from here on.
+    browser
+        .execute(
+            "window.__hidden = true; \
+             Object.defineProperty(document, 'hidden', {configurable: true, get: () => window.__hidden}); \
+             window.__reads = 0; const fetched = window.fetch; \
+             window.fetch = (...a) => { window.__reads += 1; return fetched(...a); };",
+            json!([]),
+        )
+        .await;
+    // The read planned before ends, and says the console is paused.
+    browser
+        .wait_for(r#"#connection[data-state="paused"]"#)
+        .await;
+    let paused_at = browser.execute("return window.__reads", json!([])).await;
+    // Not a wait for something to happen but a check that nothing does: two refresh periods,
+    // in which a console that kept reading would have read again (one slow to only weakens
+    // the check, never fails it).
+    tokio::time::sleep(std::time::Duration::from_millis(6_500)).await;
+    assert_eq!(
+        browser.execute("return window.__reads", json!([])).await,
+        paused_at,
+        "read while hidden"
+    );
+    let (_tab, _) = server.tab("watched").await;
+    browser
+        .execute(
+            "window.__hidden = false; document.dispatchEvent(new Event('visibilitychange'));",
+            json!([]),
+        )
+        .await;
+    browser.wait_for(LIVE).await;
+    browser.wait_for_text(&figure("tabs"), "1").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_charts_draw_the_last_hours_asks_and_answers() {
     let server = TestServer::start_with(ops_config()).await;

@@ -37,9 +37,11 @@ pub fn acting() -> Option<Acting> {
     ACTING.try_with(Clone::clone).ok()
 }
 
-/// The operator the call being handled comes from, if a trusted proxy named one.
+/// The person the call being handled comes from, for an operator's act: the one a trusted
+/// proxy named, whether admitted by the operator lists or by the operator key they presented
+/// (the audit names who did it either way).
 pub(crate) fn acting_operator() -> Option<String> {
-    acting().filter(|a| a.operator).map(|a| a.person)
+    acting().map(|a| a.person)
 }
 
 impl Hub {

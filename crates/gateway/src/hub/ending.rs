@@ -607,6 +607,16 @@ impl Hub {
 }
 
 impl Hub {
+    /// Counts an ending the store kept from this node: its outcome, and for a person's
+    /// decision how long it took them. A rule's approval is no one's answer: timed, it would
+    /// count the rule at zero.
+    fn count_resolved(&self, resolution: &StoredResolution, asked_at_ms: u64) {
+        let by_a_person = super::request::decided_by_a_person(resolution);
+        let latency = by_a_person.then(|| resolution.at_ms.saturating_sub(asked_at_ms));
+        self.metrics
+            .resolved(resolution.settlement.outcome, latency);
+    }
+
     /// After the store took (or refused) a resolution: announces what it decided, or reopens
     /// the request.
     fn finish_resolve(
@@ -663,8 +673,8 @@ impl Hub {
             return match verdict {
                 Ok(Verdict::Won { at_ms }) => {
                     resolution.at_ms = at_ms;
+                    self.count_resolved(&resolution, asked_at_ms);
                     let outcome = resolution.settlement.outcome;
-                    self.metrics.resolved(outcome, None);
                     Ok((outcome == Outcome::Withdrawn).then_some(resolution))
                 }
                 _ => Err(Refusal::Unknown),
@@ -681,6 +691,9 @@ impl Hub {
             let announced = StoredResolution::clone(announced);
             return match verdict {
                 Ok(Verdict::Won { .. } | Verdict::Done) => {
+                    // Its own ending, heard back as a notice before the store's reply: won here,
+                    // so counted here (no other node counts it).
+                    self.count_resolved(&announced, asked_at_ms);
                     Ok((announced.settlement.outcome == Outcome::Withdrawn).then_some(announced))
                 }
                 _ => Err(Refusal::AlreadyResolved),
@@ -712,10 +725,7 @@ impl Hub {
             Err(error) => return Err(reopen(state, id, deadline_ms, &error)),
         }
         let outcome = resolution.settlement.outcome;
-        // A rule's approval is no one's answer: counted, it would time the rule at zero.
-        let by_a_person = super::request::decided_by_a_person(&resolution);
-        let latency = by_a_person.then(|| resolution.at_ms.saturating_sub(asked_at_ms));
-        self.metrics.resolved(outcome, latency);
+        self.count_resolved(&resolution, asked_at_ms);
         tracing::debug!(%session, request = %id, outcome = outcome.as_str(), "resolved");
         let withdrawn = (outcome == Outcome::Withdrawn).then(|| resolution.clone());
         state.settle(id, resolution);

@@ -173,6 +173,11 @@ pub struct MinuteFigures {
     pub answer_to_agent_ms: Option<Quantiles>,
     /// By channel (every one of [`CHANNELS`], zeros included).
     pub notifications: std::collections::BTreeMap<String, ChannelMinute>,
+    /// How long the requests a person decided this minute had waited for them, counted by
+    /// [`ANSWER_TIME_BOUNDS_S`] (one more for slower): kept by the minute so that a reader
+    /// sums exactly the hour it shows, whenever each node last reported.
+    #[serde(default)]
+    pub answer_time_counts: Vec<u64>,
 }
 
 impl MinuteFigures {
@@ -188,6 +193,7 @@ impl MinuteFigures {
                 .iter()
                 .map(|channel| ((*channel).to_owned(), ChannelMinute::default()))
                 .collect(),
+            answer_time_counts: vec![0; ANSWER_TIME_BOUNDS_S.len() + 1],
         }
     }
 }
@@ -244,6 +250,7 @@ impl Minute {
                 .zip(&self.notifications)
                 .map(|(channel, counts)| ((*channel).to_owned(), *counts))
                 .collect(),
+            answer_time_counts: self.answer_time.to_vec(),
         }
     }
 }
@@ -370,7 +377,7 @@ impl History {
             at_ms: now_ms,
             channel: channel.to_owned(),
             target: cut(target, MAX_TARGET_CHARS),
-            error: cut(error, MAX_ERROR_CHARS),
+            error: cut(&urls_to_hosts(error), MAX_ERROR_CHARS),
         };
         let mut ring = self
             .ring
@@ -411,6 +418,54 @@ impl History {
     }
 }
 
+/// The ask-to-answer counts of `minutes`, summed bucket by bucket.
+pub fn answer_time_counts<'m>(minutes: impl IntoIterator<Item = &'m MinuteFigures>) -> Vec<u64> {
+    let mut totals = vec![0u64; ANSWER_TIME_BOUNDS_S.len() + 1];
+    for minute in minutes {
+        for (total, count) in totals.iter_mut().zip(&minute.answer_time_counts) {
+            *total = total.saturating_add(*count);
+        }
+    }
+    totals
+}
+
+/// `text` with every `http://` or `https://` URL in it cut to its scheme and host: the
+/// errors operators read name where a notification went, never the path, query or user
+/// information, which may hold a token (a callback's URL is the agent's, a webhook's may be a
+/// secret one).
+pub fn urls_to_hosts(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        kept.push_str(&rest[..at]);
+        let token = rest[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>' | ','))
+            .unwrap_or(rest.len() - at);
+        // Punctuation that ends a sentence or a clause is the text's, not the URL's.
+        let url = rest[at..at + token].trim_end_matches([':', ';', '.']);
+        let url_len = url.len();
+        match url::Url::parse(url) {
+            Ok(parsed) => {
+                kept.push_str(parsed.scheme());
+                kept.push_str("://");
+                kept.push_str(parsed.host_str().unwrap_or("(no host)"));
+                if let Some(port) = parsed.port() {
+                    kept.push_str(&format!(":{port}"));
+                }
+            }
+            // Not one a client could call either; still nothing of it is shown.
+            Err(_) => kept.push_str("(a URL)"),
+        }
+        rest = &rest[at + url_len..];
+    }
+    kept.push_str(rest);
+    kept
+}
+
 /// `text` cut to at most `max` characters (the last of them `…` when cut).
 pub fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -427,6 +482,24 @@ mod tests {
 
     /// A time well past 1970, at the start of a minute.
     const T0: u64 = 1_700_000_040_000;
+
+    #[test]
+    fn an_error_names_the_hosts_of_its_urls_and_nothing_after_them() {
+        let said = "callback to https://u:pw@hooks.example:8443/cb?token=SECRET: error sending \
+                    request for url (https://hooks.example:8443/cb?token=SECRET), then \
+                    http://[::1]/x#frag and a bare http:// at the end";
+        let shown = urls_to_hosts(said);
+        assert!(!shown.contains("SECRET") && !shown.contains("pw") && !shown.contains("/cb"));
+        assert_eq!(
+            shown,
+            "callback to https://hooks.example:8443: error sending request for url \
+             (https://hooks.example:8443), then http://[::1] and a bare (a URL) at the end"
+        );
+        let history = History::default();
+        history.failed(T0, "callback", "hooks.example", said);
+        let errors = history.figures(T0).notification_errors;
+        assert!(!errors[0].error.contains("SECRET"), "{errors:?}");
+    }
 
     #[test]
     fn the_bounds_are_named_and_hold() {

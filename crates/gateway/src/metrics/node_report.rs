@@ -39,8 +39,6 @@ pub struct NodeReport {
     pub connections: i64,
     /// Its last hour, oldest first.
     pub minutes: Vec<MinuteFigures>,
-    /// Its ask-to-answer times over that hour, by [`ANSWER_TIME_BOUNDS_S`].
-    pub answer_time_counts: Vec<u64>,
     /// Its latest notification errors, newest first.
     pub notification_errors: Vec<NotificationError>,
 }
@@ -60,7 +58,6 @@ impl NodeReport {
             open_requests: gauge(&metrics.open_requests),
             connections: gauge(&metrics.connections),
             minutes: history.minutes,
-            answer_time_counts: history.answer_time_counts,
             notification_errors: history.notification_errors,
         }
     }
@@ -79,11 +76,14 @@ impl NodeReport {
                 report.minutes.len()
             ));
         }
-        if report.answer_time_counts.len() != ANSWER_TIME_BOUNDS_S.len() + 1 {
+        if report
+            .minutes
+            .iter()
+            .any(|m| m.answer_time_counts.len() > ANSWER_TIME_BOUNDS_S.len() + 1)
+        {
             return Err(format!(
-                "answer_time_counts: expected {} counts, got {}",
-                ANSWER_TIME_BOUNDS_S.len() + 1,
-                report.answer_time_counts.len()
+                "minutes[].answer_time_counts: at most {} counts",
+                ANSWER_TIME_BOUNDS_S.len() + 1
             ));
         }
         if report.notification_errors.len() > MAX_NOTIFICATION_ERRORS {
@@ -142,6 +142,23 @@ mod tests {
         assert_eq!(minutes.len(), MINUTES_SHOWN);
         assert_eq!(minutes[59].asks, 1);
         assert_eq!(minutes[60], MinuteFigures::empty(T0 + MINUTE_MS));
+    }
+
+    /// A node's ask-to-answer counts are read by the minute, as of the reader's clock: a node
+    /// that stopped reporting an hour ago adds none of its answers to the hour shown.
+    #[test]
+    fn answer_times_are_counted_only_for_the_minutes_still_shown() {
+        let metrics = Metrics::default();
+        metrics.history.answered(T0, 20_000);
+        let report = NodeReport::of(&metrics, T0, 5_000);
+        let counted = |now| {
+            crate::metrics::history::answer_time_counts(&report.minutes_as_of(now))
+                .iter()
+                .sum::<u64>()
+        };
+        assert_eq!(counted(T0), 1);
+        assert_eq!(counted(T0 + 60 * MINUTE_MS), 1, "still in the hour shown");
+        assert_eq!(counted(T0 + 61 * MINUTE_MS), 0, "past it");
     }
 
     #[test]

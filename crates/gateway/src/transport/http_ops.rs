@@ -21,7 +21,9 @@ use serde_json::{Map, Value, json};
 use super::http_checks::{ApiError, authorize_operator};
 use crate::clock::now_ms;
 use crate::hub::{ListCursor, ListFilter, ListState, MAX_LISTED};
-use crate::metrics::history::{ANSWER_TIME_BOUNDS_S, MAX_NOTIFICATION_ERRORS, MINUTE_MS};
+use crate::metrics::history::{
+    ANSWER_TIME_BOUNDS_S, MAX_NOTIFICATION_ERRORS, MINUTE_MS, answer_time_counts,
+};
 use crate::metrics::node_report::NodeReport;
 use crate::metrics::notify::CHANNELS;
 use crate::server::AppState;
@@ -132,14 +134,17 @@ pub async fn ops_history(
     let mut errors = Vec::new();
     let mut nodes = Vec::with_capacity(reports.len());
     for report in &reports {
-        for (total, count) in answer_counts.iter_mut().zip(&report.answer_time_counts) {
-            *total = total.saturating_add(*count);
+        // Summed over the minutes shown as of now, not as of each report: a node that
+        // stopped reporting a while ago adds only what still falls in the hour.
+        let minutes = report.minutes_as_of(now);
+        for (total, count) in answer_counts.iter_mut().zip(answer_time_counts(&minutes)) {
+            *total = total.saturating_add(count);
         }
         errors.extend(report.notification_errors.iter().map(|e| (&report.id, e)));
         nodes.push(json!({
             "id": report.id,
             "alive": report.alive(now),
-            "minutes": report.minutes_as_of(now),
+            "minutes": minutes,
         }));
     }
     errors.sort_by_key(|(_, e)| std::cmp::Reverse(e.at_ms));

@@ -33,18 +33,21 @@ async fn get(node: &Node, path: &str, key: Option<&str>) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// An `--operators` file in `dir` listing `alice@example.com`: its path.
+fn operators_file(dir: &std::path::Path) -> String {
+    let path = dir.join("operators.json");
+    std::fs::write(&path, r#"["alice@example.com"]"#).unwrap();
+    path.display().to_string()
+}
+
 /// A node with an operator key, a trusted proxy (this machine) naming people in [`HEADER`],
 /// `alice@example.com` listed by `--operators` and `carol` by the notify file.
 fn node_with_operators(store: &str, extra: &[&str], env: &[(&str, &str)]) -> Node {
     let dir = support::tempdir("operators");
-    let operators = dir.join("operators.json");
-    std::fs::write(&operators, r#"["alice@example.com"]"#).unwrap();
+    let operators = operators_file(&dir);
     let notify = dir.join("notify.toml");
     std::fs::write(&notify, "operators = [\"carol\"]\n").unwrap();
-    let (operators, notify) = (
-        operators.display().to_string(),
-        notify.display().to_string(),
-    );
+    let notify = notify.display().to_string();
     let mut args = vec![
         "--agent-key",
         AGENT_KEY,
@@ -272,20 +275,74 @@ async fn a_listed_operator_named_by_the_proxy_is_admitted_and_audited_by_name() 
         (&json!("withdrawn"), &json!("operator")),
         "{outcome}"
     );
+    // Bob, on no list, withdraws with the operator key: the trail names him too.
+    agent.send(&ask("ops-a", "r2", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let headers = format!(
+        "Host: {}\r\n{HEADER}: bob@example.com\r\nAuthorization: Bearer {OPERATOR_KEY}\r\n",
+        node.addr
+    );
+    let (status, body) = http_with_headers(
+        node.addr,
+        "DELETE",
+        "/v1/sessions/ops-a/requests/r2",
+        None,
+        &headers,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     // Carol (the notify file's) reads the trail.
     let url = format!("http://{}/v1/audit?session=ops-a", node.addr);
     let (status, text) = http_url("GET", &url, &[(HEADER, "carol")]).await;
     assert_eq!(status, 200, "{text}");
-    let withdrawn: Value = text
+    let withdrawn: Vec<(Value, Value)> = text
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|entry| entry["event"] == "withdrawn")
-        .unwrap_or_else(|| panic!("a withdrawn entry in {text}"));
+        .filter(|entry| entry["event"] == "withdrawn")
+        .map(|entry| (entry["via"].clone(), entry["user"].clone()))
+        .collect();
     assert_eq!(
-        (&withdrawn["via"], &withdrawn["user"]),
-        (&json!("operator"), &json!("alice@example.com")),
-        "{withdrawn}"
+        withdrawn,
+        [
+            (json!("operator"), json!("alice@example.com")),
+            (json!("operator"), json!("bob@example.com"))
+        ],
+        "{text}"
     );
+}
+
+/// Without agent keys (local mode) any `Authorization` would let a local program in as an
+/// agent; a person the proxy names is not one, so a key-shaped header does not turn someone
+/// no operator list holds into one who may withdraw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_local_mode_a_person_the_proxy_names_is_no_agent_whatever_they_send() {
+    let dir = support::tempdir("operators-local");
+    let operators = operators_file(&dir);
+    let node = Node::start(
+        "embedded",
+        &[
+            "--user-header",
+            HEADER,
+            "--trusted-proxy",
+            "127.0.0.1",
+            "--operators",
+            &operators,
+        ],
+    );
+    let mut agent = node.agent().await;
+    agent.open("ops-l").await;
+    agent.send(&ask("ops-l", "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    let path = "/v1/sessions/ops-l/requests/r1";
+    let headers = format!(
+        "Host: {}\r\n{HEADER}: mallory@example.com\r\nAuthorization: Bearer anything\r\n",
+        node.addr
+    );
+    let (status, body) = http_with_headers(node.addr, "DELETE", path, None, &headers).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = as_person(&node, "DELETE", path, "alice@example.com").await;
+    assert_eq!(status, 200, "{body}");
+    support::remove_scratch(&dir);
 }
 
 /// Polls `GET /v1/ops/summary` on `node` until `done` holds of it (within the test's timeout).

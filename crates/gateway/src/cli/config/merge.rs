@@ -111,8 +111,17 @@ pub(in crate::cli) fn parse(argv: Vec<OsString>) -> Result<Cli, Refused> {
         return Cli::from_arg_matches(&matches).map_err(Refused::Clap);
     };
     let (words, from_file) = file_words(&path, subcommand, given).map_err(Refused::File)?;
+    // Before a `--`, if the command line has one: after it the file's flags would be taken
+    // for positional arguments.
     let mut merged = argv;
-    merged.extend(words.into_iter().map(OsString::from));
+    let end_of_flags = merged
+        .iter()
+        .position(|word| word == "--")
+        .unwrap_or(merged.len());
+    merged.splice(
+        end_of_flags..end_of_flags,
+        words.into_iter().map(OsString::from),
+    );
     let matches = command
         .try_get_matches_from(merged)
         .map_err(Refused::Clap)?;

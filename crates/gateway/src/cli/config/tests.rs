@@ -398,3 +398,21 @@ fn the_check_judges_the_settings_together() {
     let faults = super::command::check(&scratch.0).unwrap_err();
     assert!(faults[0].contains("needs --audit-key-file"), "{faults:?}");
 }
+
+/// `askgate serve --config FILE --`: the file's settings go in before the `--`, where they are
+/// still flags.
+#[test]
+fn a_command_line_ending_with_a_double_dash_still_takes_the_file() {
+    let scratch = Scratch::new("dashes", "max_sessions = 7\n");
+    let path = scratch.0.display().to_string();
+    let argv = ["askgate", "serve", "--config", &path, "--"];
+    let cli = match merge::parse(argv.iter().map(Into::into).collect()) {
+        Ok(cli) => cli,
+        Err(merge::Refused::Clap(error)) => panic!("{error}"),
+        Err(merge::Refused::File(faults)) => panic!("{faults:?}"),
+    };
+    let crate::cli::Command::Serve(args) = cli.command else {
+        panic!("not serve");
+    };
+    assert_eq!(args.limits.max_sessions, 7);
+}

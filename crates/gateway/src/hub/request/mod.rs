@@ -672,6 +672,8 @@ impl Session {
             return;
         }
         entry.state = EntryState::Open;
+        // The ending that started the clock was not kept: a later one starts its own.
+        entry.resolving_since = None;
         if let Some(at) = timer_at {
             entry.timer = Some(ledger.deadline_timer(&self.id, id, at));
         }

@@ -2027,3 +2027,31 @@ async fn the_history_counts_the_ask_and_the_persons_answer_with_their_hand_over_
     assert_eq!(rig.ended("t").await.settlement.outcome, Outcome::TimedOut);
     assert_eq!(history_totals(&rig), (2, 1, 1, 1));
 }
+
+/// An ending the store did not keep stops its clock: when the request is later settled (here
+/// by another node's ending, heard as a notice), the answer-to-agent time is not counted from
+/// the ending that failed twenty minutes before.
+#[tokio::test(start_paused = true)]
+async fn a_reopened_request_forgets_when_its_failed_ending_began() {
+    let mut session = lone_session();
+    let request = record("r", None);
+    let questions = read(&request);
+    session.admit_record(request, questions, Arrival::Shared);
+    // A long-poll waits on it: its outcome is handed over when it settles.
+    session.requests.get_mut(&id("r")).unwrap().polls = 1;
+    session.begin_resolving(&id("r"), false);
+    session.reopen(&id("r"), None);
+    tokio::time::advance(Duration::from_secs(20 * 60)).await;
+    let mut answered = Settlement::withdrawn();
+    answered.outcome = Outcome::Answered;
+    session.settle(&id("r"), StoredResolution::untouched(answered, 7));
+    let figures = session.open.ledger.metrics.history.figures(now_ms());
+    assert!(
+        figures
+            .minutes
+            .iter()
+            .all(|m| m.answer_to_agent_ms.is_none()),
+        "{:?}",
+        figures.minutes.last()
+    );
+}
