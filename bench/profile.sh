@@ -9,6 +9,10 @@
 #   TABS_PER_SESSION=10000 bench/profile.sh -- --sessions 1 --tabs 10000 --rate 10
 #
 # Flags before `--` go to `askgate serve`, after it to `askgate-bench fanout`.
+#
+# The server profiled is the release-debug build (the release profile with line tables: the
+# release binary keeps none, and without them perf cannot unwind the stacks it samples):
+#   cargo build --profile release-debug -p askgate && cargo build --release -p askgate-bench
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -17,7 +21,9 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do serve_args+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 
 dir=$(mktemp -d /tmp/askgate-profile-XXXXXX)
-"$target/release/askgate" serve --listen 127.0.0.1:0 --data-dir "$dir/data" \
+server="$target/release-debug/askgate"
+[ -x "$server" ] || { echo "no $server: cargo build --profile release-debug -p askgate"; exit 1; }
+"$server" serve --listen 127.0.0.1:0 --data-dir "$dir/data" \
   --tabs-per-session "${TABS_PER_SESSION:-128}" --max-connections-per-address 0 --joins-per-session-per-second 1000000 \
   "${serve_args[@]}" 2> "$dir/server.log" &
 pid=$!
