@@ -193,7 +193,31 @@ async fn an_open_request_is_listed_and_withdrawn_after_a_confirmation() {
             json!([]),
         )
         .await;
-    assert_eq!(order, json!(["billing/r1", "alpha/r2"]));
+    // Oldest first by when asked, ties by session then id: the two may share a millisecond.
+    let (status, listed) = askgate_testkit::http::http_url(
+        "GET",
+        &server.http_url("/v1/requests?state=open"),
+        &[("authorization", &format!("Bearer {OPERATOR_KEY}"))],
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).expect("the listing is JSON");
+    let mut expected: Vec<(u64, String)> = listed["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|r| {
+            let key = format!(
+                "{}/{}",
+                r["session"].as_str().unwrap(),
+                r["id"].as_str().unwrap()
+            );
+            (r["asked_at_ms"].as_u64().unwrap(), key)
+        })
+        .collect();
+    expected.sort();
+    let expected: Vec<String> = expected.into_iter().map(|(_, key)| key).collect();
+    assert_eq!(order, json!(expected));
     let shown = cells(&browser, &row("billing", "r1")).await;
     assert_eq!(shown[0], "billing");
     assert_eq!(shown[1], "r1Refund the order?");
