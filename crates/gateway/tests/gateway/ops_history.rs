@@ -33,6 +33,20 @@ async fn get(node: &Node, path: &str, key: Option<&str>) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// An agent on `node` that asked `r1` in `session`, and a tab there that was shown it.
+async fn asked_with_a_tab(node: &Node, session: &str) -> (WsClient, WsClient) {
+    let mut agent = WsClient::connect(&node.ws("/v1/agent"), Some(AGENT_KEY)).await;
+    let viewer = agent.open(session).await["viewer_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (mut tab, _) = node.tab(session, &viewer).await;
+    agent.send(&ask(session, "r1", &["Color"], None)).await;
+    agent.recv_until("accepted").await;
+    tab.recv_about("request", "r1").await;
+    (agent, tab)
+}
+
 /// An `--operators` file in `dir` listing `alice@example.com`: its path.
 fn operators_file(dir: &std::path::Path) -> String {
     let path = dir.join("operators.json");
@@ -97,15 +111,7 @@ async fn the_history_counts_asks_and_answers_with_their_latencies_in_their_minut
     assert_eq!(total(&history, "asks"), 0, "{history}");
 
     // An ask shown to a tab that is there, answered by it, the outcome back to the agent.
-    let mut agent = WsClient::connect(&node.ws("/v1/agent"), Some(AGENT_KEY)).await;
-    let viewer = agent.open("hist").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (mut tab, _) = node.tab("hist", &viewer).await;
-    agent.send(&ask("hist", "r1", &["Color"], None)).await;
-    agent.recv_until("accepted").await;
-    tab.recv_about("request", "r1").await;
+    let (mut agent, mut tab) = asked_with_a_tab(&node, "hist").await;
     tab.send(&answer("r1", &["Color"], "Red")).await;
     let outcome = agent.recv_until("outcome").await;
     assert_eq!(outcome["outcome"], "answered", "{outcome}");
@@ -389,15 +395,7 @@ async fn on_redis_every_node_is_shown_and_a_killed_one_stops_being_alive() {
     }
 
     // An ask and a tab on the second node: the first node's summary and history show them.
-    let mut agent = WsClient::connect(&second.ws("/v1/agent"), Some(AGENT_KEY)).await;
-    let viewer = agent.open("multi").await["viewer_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (mut tab, _) = second.tab("multi", &viewer).await;
-    agent.send(&ask("multi", "r1", &["Color"], None)).await;
-    agent.recv_until("accepted").await;
-    tab.recv_about("request", "r1").await;
+    let (mut agent, mut tab) = asked_with_a_tab(&second, "multi").await;
     let summary = summary_until(&first, "the second node's tab and agent", |body| {
         node_of(body, &second_id).is_some_and(|n| n["tabs"] == 1 && n["agents"] == 1)
     })
