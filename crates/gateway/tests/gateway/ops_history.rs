@@ -395,7 +395,7 @@ async fn on_redis_every_node_is_shown_and_a_killed_one_stops_being_alive() {
     }
 
     // An ask and a tab on the second node: the first node's summary and history show them.
-    let (_agent, _tab) = asked_with_a_tab(&second, "multi").await;
+    let (agent, tab) = asked_with_a_tab(&second, "multi").await;
     let summary = summary_until(&first, "the second node's tab and agent", |body| {
         node_of(body, &second_id).is_some_and(|n| n["tabs"] == 1 && n["agents"] == 1)
     })
