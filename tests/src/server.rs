@@ -194,3 +194,16 @@ pub fn test_config() -> Config {
 pub fn raise_open_file_limit() -> u64 {
     rlimit::increase_nofile_limit(u64::MAX).unwrap_or_default()
 }
+
+/// A path for a test's own data directory under the system's temporary directory, named after
+/// `name`, the process and a random number, and not there yet (whatever was left there is
+/// removed).
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "askgate-{name}-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}

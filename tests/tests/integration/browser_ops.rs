@@ -11,7 +11,7 @@
 //! it, never skips.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use askgate::config::{Config, StoreKind};
 use askgate::keys::AgentKey;
@@ -22,7 +22,7 @@ use askgate_testkit::frames::{answer, ask};
 use askgate_tests::browser::Browser;
 use askgate_tests::browser::axe::assert_accessible;
 use askgate_tests::browser::page::{agent_asking, text};
-use askgate_tests::server::{TestServer, test_config};
+use askgate_tests::server::{TestServer, temp_dir, test_config};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -514,16 +514,6 @@ impl Drop for Gateway {
             let _ = stop.send(());
         }
     }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "askgate-{name}-{}-{}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 fn durable(dir: &Path) -> Config {

@@ -12,7 +12,7 @@ use askgate_testkit::frames::{answer, ask};
 use askgate_testkit::http::http;
 use askgate_testkit::ws::WsClient;
 use askgate_tests::gated_store::GatedStore;
-use askgate_tests::server::{TestServer, test_config};
+use askgate_tests::server::{TestServer, temp_dir, test_config};
 use serde_json::{Value, json};
 
 fn durable_config(dir: &std::path::Path) -> Config {
@@ -20,16 +20,6 @@ fn durable_config(dir: &std::path::Path) -> Config {
     config.store = StoreKind::Embedded;
     config.data_dir = dir.to_path_buf();
     config
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "askgate-{name}-{}-{}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 /// After a restart open requests come back with their deadlines (tabs get the same
