@@ -41,7 +41,7 @@ done
   --json "$dir/fanout.json" > "$dir/fanout.txt" &
 bench=$!
 sleep 10
-perf record -F 999 -g --call-graph dwarf,16384 -p "$pid" -o "$dir/perf.data" -- sleep 20
+perf record -F 999 -g --call-graph "dwarf,${STACK_BYTES:-16384}" -p "$pid" -o "$dir/perf.data" -- sleep 20
 wait $bench
 cat "$dir/fanout.txt"
 perf report -i "$dir/perf.data" --no-children --percent-limit 1 --stdio --sort symbol -g none 2> /dev/null \

@@ -19,7 +19,7 @@
 //! - [`shown_text`]: agent text in the gateway's own HTML and mail: inert, bidi shown.
 //! - [`server`]: the router, `run(listener, config, shutdown)`, graceful shutdown.
 //! - [`metrics`]: counters and gauges, in Prometheus text format.
-//! - [`memory`]: giving the system back the memory of requests that ended (glibc).
+//! - [`memory`]: giving the system back the memory of requests that ended (mimalloc's collect).
 //! - [`clock`]: Unix milliseconds.
 //! - [`pacer`]: a token bucket (frames per second, joins per second).
 //! - [`cli`]: the `askgate` command line: serve, demo, validate, schema, audit, store.

@@ -1,18 +1,21 @@
 //! Giving the operating system back memory the gateway freed.
 //!
-//! glibc's allocator keeps what a program frees in its arenas and returns pages only from the
-//! top of a heap. Open requests are the gateway's largest allocations (up to
-//! `--max-open-bytes` in all); when they end, later allocations that live on (finished lists,
-//! maps, the store's cache) sit above them, so without help the process stays at its peak:
-//! 565 MB kept after 97 MB of requests ended; 32-45 MB with the trims below
-//! (bench/history/18f5b09-memory-trim.txt), and 29-33 MB once the embedded store's page
-//! cache was cut from 16 to 4 MiB (bench/history/*-memory-redb-cache.txt). What stays beyond
-//! the start is that cache and glibc's fragmentation: the partial pages at the ends of its
-//! free chunks. So the gateway watches its open bytes and kept outcomes and asks
-//! glibc to trim, on a blocking thread, at most every [`TRIM_CHECK_EVERY`]: during a long drain
-//! once [`TRIM_AFTER_FREED`] open bytes have ended, and once the gateway is still after
-//! requests or outcomes ended. Other allocators (musl, macOS) return memory
-//! themselves; there this does nothing.
+//! The `askgate` binary allocates with mimalloc (`main.rs`). mimalloc keeps the pages a thread
+//! frees in that thread's heap and gives them back to the system only when the thread next
+//! allocates enough to look at them, so a gateway that goes still after a burst of large
+//! requests would stay at its peak. Open requests are its largest allocations (up to
+//! `--max-open-bytes` in all), so the gateway watches its open bytes and kept outcomes and
+//! asks the allocator to collect ([`give_back_free_memory`]) at most every
+//! [`TRIM_CHECK_EVERY`]: during a long drain once [`TRIM_AFTER_FREED`] open bytes have ended,
+//! and once the gateway is still after requests or outcomes ended. A collect covers the calling
+//! thread's heap (and the pages every thread has handed back), so the watch runs on the
+//! runtime's worker, where requests are built and dropped, and the embedded store's
+//! checkpointer collects its own when it goes idle. With `--worker-threads` above one, the
+//! other workers' heaps are given back as they next allocate.
+//!
+//! Measured (bench/memory-return.py, 6 sessions of ~15 MiB of requests each): glibc with
+//! `malloc_trim` came back to 37.9 MB, mimalloc v2 with these collects to 40.6 MB, mimalloc
+//! v3 to 58-65 MB (bench/history/*-allocator-mimalloc.txt).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,22 +29,39 @@ use crate::metrics::Metrics;
 pub const TRIM_CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// How many open bytes must have ended since the last trim (or the peak since then) for a
-/// trim to be worth its cost: glibc walks and locks every arena in turn.
+/// collect to be worth its cost: the allocator walks every page of the heap.
 pub const TRIM_AFTER_FREED: usize = 8 << 20;
 
-/// Asks the allocator to return the free pages of every arena; whether it returned any.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[expect(unsafe_code, reason = "malloc_trim is glibc's, reached through FFI")]
-pub fn give_back_free_memory() -> bool {
-    // SAFETY: malloc_trim takes no pointers and touches only glibc's own free lists, under
-    // the arenas' locks; it is safe to call from any thread at any time.
-    unsafe { libc::malloc_trim(0) == 1 }
+/// Asks mimalloc to give the system back the free pages of the calling thread's heap and
+/// of its shared segments. Harmless where mimalloc is not the global allocator (the library's
+/// tests): it then collects an empty heap.
+#[expect(unsafe_code, reason = "mi_collect is mimalloc's, reached through FFI")]
+pub fn give_back_free_memory() {
+    // SAFETY: mi_collect takes no pointers and touches only the calling thread's heap and
+    // mimalloc's own segment lists, under their locks; any thread may call it at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
-/// Elsewhere the allocator returns memory itself.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub fn give_back_free_memory() -> bool {
-    false
+/// Calls [`give_back_free_memory`] for a thread of its own (the embedded store's
+/// checkpointer) each time it goes idle after work: a thread that waits for more does not
+/// allocate, so mimalloc would not look at its free pages until it wakes.
+#[derive(Debug, Default)]
+pub struct IdleCollect {
+    worked: bool,
+}
+
+impl IdleCollect {
+    /// The thread did some work.
+    pub fn worked(&mut self) {
+        self.worked = true;
+    }
+
+    /// The thread is about to wait for more: collects if it worked since the last time.
+    pub fn going_idle(&mut self) {
+        if std::mem::take(&mut self.worked) {
+            give_back_free_memory();
+        }
+    }
 }
 
 /// What the watch looks at: the open requests' bytes and the outcomes kept for their agents
@@ -111,8 +131,10 @@ pub async fn give_back_after_requests_end(
             kept_outcomes: metrics.kept_outcomes.load(Ordering::Relaxed),
         };
         if since_trim.trim_now(now) {
-            let returned = tokio::task::spawn_blocking(give_back_free_memory).await;
-            tracing::debug!(?returned, "asked the allocator to return freed memory");
+            // Here, not on a blocking thread: the collect covers the calling thread's heap,
+            // and this task runs on a worker, where requests are built and dropped.
+            give_back_free_memory();
+            tracing::debug!("asked the allocator to return freed memory");
         }
     }
 }
@@ -186,6 +208,6 @@ mod tests {
     fn giving_back_is_safe_to_call_at_any_time() {
         let held: Vec<Vec<u8>> = (0..64).map(|n| vec![n as u8; 64 << 10]).collect();
         drop(held);
-        let _ = give_back_free_memory();
+        give_back_free_memory();
     }
 }

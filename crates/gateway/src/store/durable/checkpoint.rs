@@ -227,14 +227,19 @@ pub(super) fn checkpoint_loop(
     let mut last = Instant::now();
     let mut last_durable = Instant::now();
     let mut open = true;
+    // redb's pages and the batches come and go on this thread: what it frees is given back
+    // when it has nothing left to do (crate::memory).
+    let mut idle_collect = crate::memory::IdleCollect::default();
     while open {
         let next = if !held.is_empty() {
             queue.recv_timeout(every.saturating_sub(last.elapsed()))
         } else if applied > durably_applied {
             queue.recv_timeout(DURABLE_CHECKPOINT_EVERY.saturating_sub(last_durable.elapsed()))
         } else {
+            idle_collect.going_idle();
             queue.recv().map_err(|_| RecvTimeoutError::Disconnected)
         };
+        idle_collect.worked();
         match next {
             Ok(ToCheckpoint::Kept { seq, changes }) => held.push((seq, changes)),
             Ok(ToCheckpoint::Closed {
