@@ -26,12 +26,5 @@ pub mod verify;
 pub use chain::{GENESIS, Sealed, read_line, seal};
 pub use event::{Event, Note, RULE_BY_PREFIX, Who, questions_digest, tail};
 
-/// Seals `note` onto a chain whose newest entry is `head` (its seq and hash; none for a new
-/// chain), as a local store does: numbered next, timed by the note.
-pub fn seal_after(head: Option<(u64, &str)>, note: &Note<'_>) -> Sealed {
-    let (seq, prev) = head.map_or((1, GENESIS), |(seq, hash)| (seq + 1, hash));
-    seal(prev, seq, note.at_ms, &tail(note))
-}
-
 /// How long a session's trail is kept after its newest entry, unless configured.
 pub const DEFAULT_AUDIT_RETENTION_DAYS: u64 = 90;

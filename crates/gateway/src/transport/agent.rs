@@ -50,7 +50,8 @@ pub async fn agent_endpoint(
         crate::config::AGENT_READ_BUFFER_BYTES,
     );
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
-        let span = tracing::info_span!("agent");
+        // At debug level, as a tab's (transport/tab.rs): entered on every poll.
+        let span = tracing::debug_span!("agent");
         tracker.track_future(run(socket, state, admitted).instrument(span))
     })
 }

@@ -52,7 +52,8 @@ pub async fn inbox_endpoint(
     let limits = state.hub.limits();
     let config = socket_config(limits, limits.max_frame_bytes, limits.read_buffer_bytes);
     upgrade.on_upgrade(config, limits.upgrade_timeout, move |socket| {
-        let span = tracing::info_span!("inbox");
+        // At debug level, as a tab's (transport/tab.rs): entered on every poll.
+        let span = tracing::debug_span!("inbox");
         tracker.track_future(
             async move {
                 gauge_add(&state.hub.metrics().connection_tasks, 1);
