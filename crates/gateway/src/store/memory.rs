@@ -284,16 +284,16 @@ mod tests {
     use crate::audit::Event;
     use crate::audit::verify::ChainCheck;
 
-    fn link_issued(session: &str, at_ms: u64) -> StoreOp {
-        StoreOp::Note(Note {
+    /// A note whose tail differs with `at_ms`, so a line sealed out of place shows.
+    fn followed(session: &str, at_ms: u64) -> StoreOp {
+        let user = format!("user{at_ms}@example.com");
+        let note = Note {
             session: SessionId::parse(session).unwrap(),
             id: None,
             at_ms,
-            event: Event::LinkIssued {
-                user: format!("user{at_ms}@example.com"),
-                expires_ms: at_ms + 1,
-            },
-        })
+            event: Event::Followed { user },
+        };
+        StoreOp::Note(note)
     }
 
     async fn lines(store: &MemoryStore, session: &str) -> Vec<String> {
@@ -308,11 +308,8 @@ mod tests {
         let store = MemoryStore::new();
         let mut read = Vec::new();
         for (at_ms, read_after) in [(1, false), (2, true), (3, false), (4, false), (5, true)] {
-            store.commit(vec![link_issued("s", at_ms)]).await.unwrap();
-            store
-                .commit(vec![link_issued("other", at_ms)])
-                .await
-                .unwrap();
+            store.commit(vec![followed("s", at_ms)]).await.unwrap();
+            store.commit(vec![followed("other", at_ms)]).await.unwrap();
             if read_after {
                 read = lines(&store, "s").await;
             }
@@ -325,7 +322,7 @@ mod tests {
                 .next(line)
                 .unwrap_or_else(|e| panic!("line {}: {e:?}", at + 1));
             let at_ms = at as u64 + 1;
-            let StoreOp::Note(note) = link_issued("s", at_ms) else {
+            let StoreOp::Note(note) = followed("s", at_ms) else {
                 unreachable!()
             };
             let sealed = seal(&prev, at_ms, at_ms, &tail(&note));
