@@ -40,6 +40,26 @@ pub(crate) enum Command {
     /// The fan-out quiet, then while N tabs of another session flood it with `history`
     /// frames: ask → first tab p99 side by side, and whether the flooded one is within 2×.
     HistoryFlood(FloodCmd),
+    /// One session of 10,000 tabs asked twice a second beside the fan-out in sessions of
+    /// their own: whether the big room slows the small sessions.
+    Mixed(MixedCmd),
+}
+
+/// `mixed`: a target, the big room, and the small sessions' workload.
+#[derive(Debug, Args)]
+pub(crate) struct MixedCmd {
+    /// Which server.
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    /// Tabs in the big room.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) room_tabs: usize,
+    /// Asks a second in the big room (its first tab answers each).
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) room_rate: f64,
+    /// The small sessions' workload (the figure: `--rate 500`).
+    #[command(flatten)]
+    pub(crate) load: FanoutArgs,
 }
 
 /// `history-flood`: a target, the flood and the measured workload.

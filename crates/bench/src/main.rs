@@ -8,7 +8,8 @@
 //!   the lost/doubled audit. `histo`: latency histograms.
 //! - `fanout`, `idle`, `churn`: the scenarios. `nodes`: the fan-out over several nodes on one
 //!   Redis, beside one node. `flood`: the fan-out quiet and beside a flood of `history`
-//!   frames in another session. `suite`: all of them, both servers;
+//!   frames in another session. `mixed`: a big room beside the fan-out's small sessions.
+//!   `suite`: all of them, both servers;
 //!   `targets`: the goals table and the ratios.
 //! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
 
@@ -21,6 +22,7 @@ mod flood;
 mod frames;
 mod histo;
 mod idle;
+mod mixed;
 mod nodes;
 mod procstat;
 mod report;
@@ -85,6 +87,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let report = report?;
             report.print();
             emit_json(json, &report)?;
+            return Ok(());
+        }
+        Command::Mixed(cmd) => {
+            let target = Target::start(&cmd.target, &mixed::server_flags(&cmd))?;
+            eprintln!("server: {}", target.command);
+            let report = mixed::run(&cmd, &target).await;
+            target.stop();
+            let report = report?;
+            report.print();
+            emit_json(json, &report)?;
+            if !report.clean {
+                anyhow::bail!("a run was not clean (lost or doubled frames: see above)");
+            }
             return Ok(());
         }
         Command::Nodes(cmd) => {

@@ -91,6 +91,19 @@ impl Target {
         })
     }
 
+    /// The same server as one already running: for a second workload on a thread of its
+    /// own, which must not stop it (this one does).
+    pub(crate) fn view(&self) -> Target {
+        Target {
+            kind: Kind::External,
+            addr: self.addr,
+            pid: self.pid,
+            command: self.command.clone(),
+            child: None,
+            dir: None,
+        }
+    }
+
     /// Spawns `binary serve` on `store` (`embedded`, `memory`, `redis://...`) with `extra`
     /// flags, in a temp data directory of its own.
     ///
