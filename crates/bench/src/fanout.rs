@@ -20,7 +20,7 @@ use crate::agent::{self, AgentPlan};
 use crate::cli::{AnswerRule, FanoutArgs};
 use crate::conn;
 use crate::histo::Summary;
-use crate::procstat::{Sampled, Sampler};
+use crate::procstat::{self, Sampled, Sampler};
 use crate::report::{Conditions, ServerInfo, Table, load_average, thousands};
 use crate::scrape;
 use crate::tab::{self, Join, Setup, TabPlan};
@@ -105,6 +105,9 @@ pub(crate) struct FanoutReport {
     pub(crate) oddities: Oddities,
     /// Server and generator CPU and memory during the asking.
     pub(crate) usage: Sampled,
+    /// Bytes the server processes caused to be written to storage during the asking
+    /// (`/proc/PID/io` `write_bytes`; `None` when it cannot be read).
+    pub(crate) server_disk_write_bytes: Option<u64>,
 }
 
 /// Runs the scenario against `target`.
@@ -243,6 +246,8 @@ pub(crate) async fn run_spread(
     let give_up = start + Duration::from_secs_f64(args.duration_s + args.drain_s);
     let mut sampled: Vec<u32> = nodes.iter().filter_map(|node| node.pid).collect();
     sampled.extend_from_slice(also_sampled);
+    let disk_before = procstat::disk_write_bytes(&sampled);
+    let disk_pids = sampled.clone();
     let sampler = Sampler::start(sampled, Arc::clone(&tracker.outcomes));
     let mut runs = JoinSet::new();
     for (a, ws) in sockets.into_iter().enumerate() {
@@ -271,6 +276,9 @@ pub(crate) async fn run_spread(
     }
     // Sampled up to here: the tail and the tabs closing are not part of the measured load.
     let usage = sampler.finish().await;
+    let server_disk_write_bytes = procstat::disk_write_bytes(&disk_pids)
+        .zip(disk_before)
+        .map(|(after, before)| after.saturating_sub(before));
     tokio::time::sleep(TAIL).await;
     let _ = stop.send(true);
     let closing = async { while tabs.join_next().await.is_some() {} };
@@ -316,6 +324,13 @@ pub(crate) async fn run_spread(
         if let Some(writes) = log_writes(&metrics, audit.asks) {
             eprintln!("  {writes}");
         }
+        if let Some(bytes) = server_disk_write_bytes {
+            eprintln!(
+                "  written to storage while asking: {} bytes ({:.0} a request)",
+                thousands(bytes as f64),
+                bytes as f64 / audit.asks.max(1) as f64
+            );
+        }
     }
     Ok(FanoutReport {
         scenario: "fanout",
@@ -341,6 +356,7 @@ pub(crate) async fn run_spread(
         clean,
         oddities,
         usage,
+        server_disk_write_bytes,
     })
 }
 

@@ -153,6 +153,22 @@ pub(crate) struct Sampled {
     pub(crate) timeline: Vec<Tick>,
 }
 
+/// Bytes the processes `pids` caused to be written to storage so far (`write_bytes` of
+/// `/proc/PID/io`, summed: counted as pages are dirtied, whichever thread writes them back);
+/// `None` if any cannot be read.
+pub(crate) fn disk_write_bytes(pids: &[u32]) -> Option<u64> {
+    pids.iter()
+        .map(|pid| {
+            let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+            io.lines()
+                .find_map(|line| line.strip_prefix("write_bytes:"))?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
 /// Samples the server and the generator until finished.
 pub(crate) struct Sampler {
     stop: watch::Sender<bool>,
