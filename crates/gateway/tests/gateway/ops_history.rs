@@ -47,36 +47,36 @@ async fn asked_with_a_tab(node: &Node, session: &str) -> (WsClient, WsClient) {
     (agent, tab)
 }
 
-/// An `--operators` file in `dir` listing `alice@example.com`: its path.
-fn operators_file(dir: &std::path::Path) -> String {
+/// The flags that make this machine a trusted proxy naming people in [`HEADER`] and list
+/// `alice@example.com` as an operator (an `--operators` file written in `dir`).
+fn proxy_and_operators(dir: &std::path::Path) -> Vec<String> {
     let path = dir.join("operators.json");
     std::fs::write(&path, r#"["alice@example.com"]"#).unwrap();
-    path.display().to_string()
+    let flags = [
+        "--user-header",
+        HEADER,
+        "--trusted-proxy",
+        "127.0.0.1",
+        "--operators",
+    ];
+    flags
+        .into_iter()
+        .map(str::to_owned)
+        .chain([path.display().to_string()])
+        .collect()
 }
 
 /// A node with an operator key, a trusted proxy (this machine) naming people in [`HEADER`],
 /// `alice@example.com` listed by `--operators` and `carol` by the notify file.
 fn node_with_operators(store: &str, extra: &[&str], env: &[(&str, &str)]) -> Node {
     let dir = support::tempdir("operators");
-    let operators = operators_file(&dir);
+    let proxied = proxy_and_operators(&dir);
     let notify = dir.join("notify.toml");
     std::fs::write(&notify, "operators = [\"carol\"]\n").unwrap();
     let notify = notify.display().to_string();
-    let mut args = vec![
-        "--agent-key",
-        AGENT_KEY,
-        "--operator-key",
-        OPERATOR_KEY,
-        "--user-header",
-        HEADER,
-        "--trusted-proxy",
-        "127.0.0.1",
-        "--operators",
-        &operators,
-        "--notify",
-        &notify,
-        "--notify-allow-private",
-    ];
+    let mut args = vec!["--agent-key", AGENT_KEY, "--operator-key", OPERATOR_KEY];
+    args.extend(proxied.iter().map(String::as_str));
+    args.extend(["--notify", &notify, "--notify-allow-private"]);
     args.extend_from_slice(extra);
     Node::start_with_env(store, &args, env)
 }
@@ -323,18 +323,9 @@ async fn a_listed_operator_named_by_the_proxy_is_admitted_and_audited_by_name() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_local_mode_a_person_the_proxy_names_is_no_agent_whatever_they_send() {
     let dir = support::tempdir("operators-local");
-    let operators = operators_file(&dir);
-    let node = Node::start(
-        "embedded",
-        &[
-            "--user-header",
-            HEADER,
-            "--trusted-proxy",
-            "127.0.0.1",
-            "--operators",
-            &operators,
-        ],
-    );
+    let proxied = proxy_and_operators(&dir);
+    let flags: Vec<&str> = proxied.iter().map(String::as_str).collect();
+    let node = Node::start("embedded", &flags);
     let mut agent = node.agent().await;
     agent.open("ops-l").await;
     agent.send(&ask("ops-l", "r1", &["Color"], None)).await;
