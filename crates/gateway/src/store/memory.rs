@@ -14,8 +14,8 @@ use crate::clock::now_ms;
 
 /// One session's audit trail. Entries are sealed when the trail is first read after them, not
 /// as they are recorded: the chain comes out the same (each entry's time and tail are fixed
-/// when it is recorded), and a trail nobody reads costs no hashing (a tenth of the memory
-/// store's commit under the fan-out benchmark).
+/// when it is recorded), and a trail nobody reads costs no hashing (a quarter of the memory
+/// store's commit under the fan-out benchmark was sealing).
 #[derive(Debug, Default)]
 struct Trail {
     /// Sealed lines, oldest first.
