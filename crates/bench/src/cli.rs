@@ -98,6 +98,14 @@ pub(crate) struct NodesCmd {
     /// Skip the single-node run on the embedded store.
     #[arg(long)]
     pub(crate) skip_single: bool,
+    /// Also run the workload on this many processes of the Node.js cluster baseline
+    /// (`bench/node-baseline/cluster.js`) on a Redis of their own, and print the two side by
+    /// side.
+    #[arg(long)]
+    pub(crate) node_cluster: Option<PathBuf>,
+    /// The node executable for `--node-cluster`.
+    #[arg(long, default_value = "node")]
+    pub(crate) node: String,
     /// The workload (defaults for this scenario: 1,000 × 3 at 1,000 asks/s, the first tab
     /// answers, so every answer crosses to the agent's node too).
     #[command(flatten)]

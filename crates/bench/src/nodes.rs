@@ -16,7 +16,7 @@ use anyhow::{Context as _, bail};
 
 use crate::cli::NodesCmd;
 use crate::fanout::{self, FanoutReport};
-use crate::target::Target;
+use crate::target::{Kind, Target};
 
 /// How long Redis has to come up.
 const REDIS_START: Duration = Duration::from_secs(20);
@@ -134,7 +134,8 @@ impl Redis {
     }
 }
 
-/// Runs `nodes`.
+/// Runs `nodes`: askgate's nodes on a Redis of their own, then (`--node-cluster`) the Node.js
+/// cluster baseline on another, then (unless skipped) one askgate node on its embedded store.
 ///
 /// # Errors
 /// A server does not start, or the run fails.
@@ -154,42 +155,17 @@ pub(crate) async fn run(
         let nodes: Vec<Target> = (0..cmd.nodes)
             .map(|_| Target::spawn_askgate(&cmd.askgate, &redis.url(), &flags))
             .collect::<anyhow::Result<_>>()?;
-        eprintln!("{} nodes on {}", nodes.len(), redis.url());
-        let before = redis.commands_run()?;
-        let spread: Vec<&Target> = nodes.iter().collect();
-        let report =
-            fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
-        let after = redis.commands_run()?;
-        for node in &nodes {
-            if let Ok(metrics) = crate::scrape::scrape(node.addr).await {
-                let read = |name: &str| metrics.get(name).copied().unwrap_or(f64::NAN);
-                eprintln!(
-                    "  node {}: resnapshots gap {} / resubscribed {} / behind {}, subscription reconnects {}, sweeps {}",
-                    node.addr,
-                    read("askgate_redis_resnapshots_total{cause=\"gap\"}"),
-                    read("askgate_redis_resnapshots_total{cause=\"resubscribed\"}"),
-                    read("askgate_redis_resnapshots_total{cause=\"behind\"}"),
-                    read("askgate_redis_subscription_reconnects_total"),
-                    read("askgate_redis_sweeps_total"),
-                );
-            }
-        }
-        let resolved = report.audit.asks.max(1) as f64;
-        println!(
-            "\n{} nodes on one Redis, commands per resolved request ({} requests):",
-            cmd.nodes, report.audit.asks
-        );
-        let mut deltas: Vec<(String, u64)> = after
-            .iter()
-            .map(|(name, calls)| (name.clone(), calls - before.get(name).copied().unwrap_or(0)))
-            .filter(|(_, delta)| *delta > 0)
-            .collect();
-        deltas.sort_by_key(|(_, delta)| std::cmp::Reverse(*delta));
-        for (name, delta) in &deltas {
-            println!("  {name:<12} {:>7.2}", *delta as f64 / resolved);
-        }
-        report.print();
-        reports.push(report);
+        reports.push(on_redis(cmd, &redis, &nodes, client_threads).await?);
+    }
+    if let Some(script) = &cmd.node_cluster {
+        let redis = Redis::start(&cmd.redis_server)?;
+        let url = redis.url();
+        let nodes: Vec<Target> = (0..cmd.nodes)
+            .map(|_| Target::spawn_node(&cmd.node, script, &[("REDIS_URL", &url)]))
+            .collect::<anyhow::Result<_>>()?;
+        let cluster = on_redis(cmd, &redis, &nodes, client_threads).await?;
+        print_side_by_side(&reports[0], &cluster);
+        reports.push(cluster);
     }
     if !cmd.skip_single {
         let single = Target::spawn_askgate(&cmd.askgate, "embedded", &flags)?;
@@ -199,4 +175,90 @@ pub(crate) async fn run(
         reports.push(report);
     }
     Ok(reports)
+}
+
+/// The workload spread over `nodes` (askgate or the Node.js cluster) on `redis`, with Redis's
+/// commands per resolved request and, for askgate, each node's own counters of what crossed.
+async fn on_redis(
+    cmd: &NodesCmd,
+    redis: &Redis,
+    nodes: &[Target],
+    client_threads: usize,
+) -> anyhow::Result<FanoutReport> {
+    let kind = nodes.first().map_or(Kind::External, |node| node.kind);
+    eprintln!("{} {kind:?} nodes on {}", nodes.len(), redis.url());
+    let before = redis.commands_run()?;
+    let spread: Vec<&Target> = nodes.iter().collect();
+    let report = fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
+    let after = redis.commands_run()?;
+    for node in nodes.iter().filter(|node| node.kind == Kind::Askgate) {
+        if let Ok(metrics) = crate::scrape::scrape(node.addr).await {
+            let read = |name: &str| metrics.get(name).copied().unwrap_or(f64::NAN);
+            eprintln!(
+                "  node {}: resnapshots gap {} / resubscribed {} / behind {}, subscription reconnects {}, sweeps {}",
+                node.addr,
+                read("askgate_redis_resnapshots_total{cause=\"gap\"}"),
+                read("askgate_redis_resnapshots_total{cause=\"resubscribed\"}"),
+                read("askgate_redis_resnapshots_total{cause=\"behind\"}"),
+                read("askgate_redis_subscription_reconnects_total"),
+                read("askgate_redis_sweeps_total"),
+            );
+        }
+    }
+    let resolved = report.audit.asks.max(1) as f64;
+    println!(
+        "\n{} {} nodes on one Redis, commands per resolved request ({} requests):",
+        cmd.nodes,
+        match kind {
+            Kind::Node => "Node.js cluster",
+            _ => "askgate",
+        },
+        report.audit.asks
+    );
+    let mut deltas: Vec<(String, u64)> = after
+        .iter()
+        .map(|(name, calls)| (name.clone(), calls - before.get(name).copied().unwrap_or(0)))
+        .filter(|(_, delta)| *delta > 0)
+        .collect();
+    deltas.sort_by_key(|(_, delta)| std::cmp::Reverse(*delta));
+    for (name, delta) in &deltas {
+        println!("  {name:<12} {:>7.2}", *delta as f64 / resolved);
+    }
+    report.print();
+    Ok(report)
+}
+
+/// The comparison: cross-node first tab p99 and the CPU of every process (the nodes
+/// and their Redis), askgate's beside the Node.js cluster's.
+fn print_side_by_side(askgate: &FanoutReport, cluster: &FanoutReport) {
+    let cpu = |report: &FanoutReport| {
+        report
+            .usage
+            .server
+            .as_ref()
+            .map_or(f64::NAN, |usage| usage.cpu_pct)
+    };
+    println!("\nside by side (askgate nodes | Node.js cluster | ratio):");
+    for (what, ours, theirs) in [
+        (
+            "ask -> first tab p99, ms",
+            askgate.ask_to_first_tab.p99_ms,
+            cluster.ask_to_first_tab.p99_ms,
+        ),
+        (
+            "answer -> agent p99, ms",
+            askgate.answer_to_outcome.p99_ms,
+            cluster.answer_to_outcome.p99_ms,
+        ),
+        ("CPU of every process, %", cpu(askgate), cpu(cluster)),
+    ] {
+        println!(
+            "  {what:<26} {ours:>8.2} | {theirs:>8.2} | {:>5.2} x",
+            ours / theirs
+        );
+    }
+    println!(
+        "  clean (0 lost, 0 doubled)  {:>8} | {:>8}",
+        askgate.clean, cluster.clean
+    );
 }

@@ -62,10 +62,7 @@ impl Target {
             return Target::spawn_askgate(binary, args.store.as_str(), &extra);
         }
         if let Some(script) = &args.spawn_node {
-            let dir = temp_dir("node")?;
-            let mut command = Command::new(&args.node);
-            command.arg(script).env("PORT", "0");
-            return spawn(Kind::Node, command, dir);
+            return Target::spawn_node(&args.node, script, &[]);
         }
         let Some(addr) = &args.addr else {
             bail!(
@@ -129,6 +126,21 @@ impl Target {
                 .arg(shared_audit_key_file()?);
         }
         spawn(Kind::Askgate, command, dir)
+    }
+
+    /// Spawns `node script` on a free port with `env` set (a Node.js baseline).
+    ///
+    /// # Errors
+    /// As [`Target::start`].
+    pub(crate) fn spawn_node(
+        node: &str,
+        script: &Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Target> {
+        let dir = temp_dir("node")?;
+        let mut command = Command::new(node);
+        command.arg(script).env("PORT", "0").envs(env.iter().copied());
+        spawn(Kind::Node, command, dir)
     }
 
     /// Stops a spawned server (SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]) and removes its
