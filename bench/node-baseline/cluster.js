@@ -208,11 +208,12 @@ function serveTab(ws, sessionId) {
       if (f.type !== 'hello') return ws.close(4400);
       tab = f.tab || `t-${processTag}-${nextId++}`;
       s = await join(sessionId);
-      s.tabs.set(ws, tab);
       const [count, open] = await Promise.all([
         commands.incr(`tabs:${sessionId}`),
         commands.hVals(`open:${sessionId}`),
       ]);
+      // Frames to the session reach the tab from here on: the snapshot goes first.
+      s.tabs.set(ws, tab);
       send(ws, JSON.stringify({ type: 'snapshot', session: sessionId, tab, now_ms: Date.now(), tabs: count, agent_online: s.agents.size > 0, requests: open.map((v) => JSON.parse(v)) }));
       await publish(sessionId, { kind: 'presence', tabs: count, agent_online: s.agents.size > 0, from: tab });
       return;

@@ -109,24 +109,12 @@ impl Redis {
         Ok(String::from_utf8_lossy(&reply).into_owned())
     }
 
-    /// How many times Redis has run each command so far (a script's inner calls included, as
-    /// `INFO commandstats` counts them).
-    fn commands_run(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+    /// How many times Redis has run each command so far, and the microseconds it spent in
+    /// them (a script's inner calls included, as `INFO commandstats` counts them: an
+    /// `evalsha`'s time includes its inner calls).
+    fn commands_run(&self) -> anyhow::Result<BTreeMap<String, (u64, u64)>> {
         let stats = self.command("INFO commandstats")?;
-        Ok(stats
-            .lines()
-            .filter_map(|line| {
-                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-                let calls = rest
-                    .split("calls=")
-                    .nth(1)?
-                    .split(',')
-                    .next()?
-                    .parse()
-                    .ok()?;
-                Some((name.to_owned(), calls))
-            })
-            .collect())
+        Ok(stats.lines().filter_map(parse_commandstat).collect())
     }
 
     fn url(&self) -> String {
@@ -189,7 +177,8 @@ async fn on_redis(
     eprintln!("{} {kind:?} nodes on {}", nodes.len(), redis.url());
     let before = redis.commands_run()?;
     let spread: Vec<&Target> = nodes.iter().collect();
-    let report = fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
+    let report =
+        fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
     let after = redis.commands_run()?;
     for node in nodes.iter().filter(|node| node.kind == Kind::Askgate) {
         if let Ok(metrics) = crate::scrape::scrape(node.addr).await {
@@ -207,7 +196,7 @@ async fn on_redis(
     }
     let resolved = report.audit.asks.max(1) as f64;
     println!(
-        "\n{} {} nodes on one Redis, commands per resolved request ({} requests):",
+        "\n{} {} nodes on one Redis, commands per resolved request and Redis's time in them ({} requests):",
         cmd.nodes,
         match kind {
             Kind::Node => "Node.js cluster",
@@ -215,14 +204,26 @@ async fn on_redis(
         },
         report.audit.asks
     );
-    let mut deltas: Vec<(String, u64)> = after
+    let mut deltas: Vec<(String, u64, u64)> = after
         .iter()
-        .map(|(name, calls)| (name.clone(), calls - before.get(name).copied().unwrap_or(0)))
-        .filter(|(_, delta)| *delta > 0)
+        .map(|(name, (calls, usec))| {
+            let (calls_before, usec_before) = before.get(name).copied().unwrap_or((0, 0));
+            (
+                name.clone(),
+                calls.saturating_sub(calls_before),
+                usec.saturating_sub(usec_before),
+            )
+        })
+        .filter(|(_, calls, _)| *calls > 0)
         .collect();
-    deltas.sort_by_key(|(_, delta)| std::cmp::Reverse(*delta));
-    for (name, delta) in &deltas {
-        println!("  {name:<12} {:>7.2}", *delta as f64 / resolved);
+    deltas.sort_by_key(|(_, _, usec)| std::cmp::Reverse(*usec));
+    println!("  {:<16} {:>8} {:>8}", "command", "calls", "µs");
+    for (name, calls, usec) in &deltas {
+        println!(
+            "  {name:<16} {:>8.2} {:>8.2}",
+            *calls as f64 / resolved,
+            *usec as f64 / resolved
+        );
     }
     report.print();
     Ok(report)
@@ -261,4 +262,34 @@ fn print_side_by_side(askgate: &FanoutReport, cluster: &FanoutReport) {
         "  clean (0 lost, 0 doubled)  {:>8} | {:>8}",
         askgate.clean, cluster.clean
     );
+}
+
+/// One `cmdstat_NAME:calls=N,usec=N,...` line of `INFO commandstats`: the name, calls and
+/// microseconds.
+fn parse_commandstat(line: &str) -> Option<(String, (u64, u64))> {
+    let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+    let field = |key: &str| -> Option<u64> {
+        rest.split(',')
+            .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((name.to_owned(), (field("calls")?, field("usec")?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_commandstat;
+
+    #[test]
+    fn a_commandstat_line_gives_its_calls_and_microseconds() {
+        let line = "cmdstat_evalsha:calls=1200,usec=34567,usec_per_call=28.81,rejected_calls=0,failed_calls=0";
+        assert_eq!(
+            parse_commandstat(line),
+            Some(("evalsha".to_owned(), (1200, 34567)))
+        );
+        assert_eq!(parse_commandstat("# Commandstats"), None);
+        assert_eq!(parse_commandstat("cmdstat_get:calls=3"), None);
+    }
 }

@@ -139,7 +139,10 @@ impl Target {
     ) -> anyhow::Result<Target> {
         let dir = temp_dir("node")?;
         let mut command = Command::new(node);
-        command.arg(script).env("PORT", "0").envs(env.iter().copied());
+        command
+            .arg(script)
+            .env("PORT", "0")
+            .envs(env.iter().copied());
         spawn(Kind::Node, command, dir)
     }
 

@@ -159,9 +159,9 @@ async fn the_prefix_defines_no_globals_and_returns_nothing() {
 /// The audit chain's prefix, which keys a chain with HMAC-SHA256 on top of the SHA-256 above.
 const CHAIN_LUA: &str = include_str!("../../src/store/redis/scripts/chain.lua");
 
-/// The Lua HMAC-SHA256 a keyed chain's entries are sealed with equals the Rust one
-/// (`AuditKey::mac`, the `hmac` crate's), for keys of every byte value and messages around
-/// the block boundaries; and an entry sealed by `chain.lua` under a key hashes as
+/// The Lua HMAC-SHA256 a keyed chain's entries are sealed with, finished from the key's two
+/// states (`AuditKey::hmac_states_hex`), equals the Rust one (`AuditKey::mac`, the `hmac`
+/// crate's), for keys of every byte value and messages around the block boundaries; and an entry sealed by `chain.lua` under a key hashes as
 /// `crate::audit::chain` seals it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lua_hmac_and_a_keyed_entry_match_the_rust_chain_inside_redis() {
@@ -173,6 +173,7 @@ async fn lua_hmac_and_a_keyed_entry_match_the_rust_chain_inside_redis() {
         AuditKey::from_bytes([0; 32]),
         AuditKey::from_bytes([0xff; 32]),
         AuditKey::from_bytes(std::array::from_fn(|i| (i * 8) as u8)),
+        AuditKey::random(),
     ];
     for key in &keys {
         for (name, message) in inputs().into_iter().step_by(7) {
@@ -181,7 +182,7 @@ async fn lua_hmac_and_a_keyed_entry_match_the_rust_chain_inside_redis() {
                 redis::cmd("EVAL")
                     .arg(&script)
                     .arg(0)
-                    .arg(key.to_hex())
+                    .arg(key.hmac_states_hex())
                     .arg(&message)
                     .query_async(&mut conn),
             )
@@ -213,7 +214,7 @@ async fn lua_hmac_and_a_keyed_entry_match_the_rust_chain_inside_redis() {
             .arg("t:{s}:audit:head")
             .arg(tail)
             .arg(sha256_hex(tail.as_bytes()))
-            .arg(key.to_hex())
+            .arg(key.hmac_states_hex())
             .query_async(&mut conn),
     )
     .await

@@ -104,13 +104,13 @@ struct Inner {
     publish: &'static str,
     /// This node, in presence entries and its probe channel.
     node: String,
-    /// The audit key's hex, passed to every script that seals an entry (never stored in
-    /// Redis); empty, or unset, for an unkeyed chain.
+    /// The audit key's HMAC states ([`AuditKey::hmac_states_hex`]), passed to every script
+    /// that seals an entry (never stored in Redis); empty, or unset, for an unkeyed chain.
     chain_key: std::sync::OnceLock<String>,
 }
 
 impl Inner {
-    /// The scripts' last argument: the audit key's hex, or '' (chain.lua).
+    /// The scripts' last argument: the audit key's HMAC states, or '' (chain.lua).
     pub(super) fn chain_arg(&self) -> &str {
         self.chain_key.get().map_or("", String::as_str)
     }
@@ -248,7 +248,7 @@ impl RedisStore {
                 })?;
         }
         self.check_key(key).await?;
-        let _ = self.inner.chain_key.set(key.to_hex());
+        let _ = self.inner.chain_key.set(key.hmac_states_hex());
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 -- only SHA-1 (redis.sha1hex), but the audit trail's hash chain is SHA-256, so that what the
 -- scripts write is checked with the same hashes by the gateway's Rust side and by
 -- `askgate audit verify`. This file is a prefix: the Rust side puts it in front of another
--- script's text, so it only defines locals (sha256_hex and what it needs), creates no
+-- script's text, so it only defines locals (sha256_hex, sha256_continue and what they need), creates no
 -- globals, reads no KEYS or ARGV and returns nothing.
 
 -- The 64 round constants (the first 32 bits of the fractional parts of the cube roots of the
@@ -58,20 +58,18 @@ local function sha256_blocks(s, first, last, H)
   H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8] = h0, h1, h2, h3, h4, h5, h6, h7
 end
 
--- The SHA-256 of the byte string `message`, as 64 lowercase hex digits.
-local function sha256_hex(message)
-  local H = {
-    bit.tobit(0x6a09e667), bit.tobit(0xbb67ae85), bit.tobit(0x3c6ef372), bit.tobit(0xa54ff53a),
-    bit.tobit(0x510e527f), bit.tobit(0x9b05688c), bit.tobit(0x1f83d9ab), bit.tobit(0x5be0cd19),
-  }
+-- The SHA-256 of `message` continued from the state `H` (eight words, as sha256_blocks keeps
+-- them), which has already taken `before` bytes (whole blocks), as 64 lowercase hex digits.
+-- `H` is changed. HMAC starts its two hashes from states after the key's block (chain.lua).
+local function sha256_continue(H, before, message)
   local length = #message
   -- The message's whole blocks are read where they are; only what is left is copied, into
   -- a last one or two blocks with the padding: a 0x80 byte, zeros, and the length in bits
-  -- as a 64-bit big-endian number.
+  -- (everything hashed, `before` included) as a 64-bit big-endian number.
   local whole = length - length % 64
   sha256_blocks(message, 1, whole - 63, H)
   local floor = math.floor
-  local bits = length * 8
+  local bits = (before + length) * 8
   local high, low = floor(bits / 4294967296), bits % 4294967296
   local tail = string.sub(message, whole + 1)
     .. "\128"
@@ -85,4 +83,12 @@ local function sha256_hex(message)
     hex[i] = bit.tohex(H[i], 8)
   end
   return table.concat(hex)
+end
+
+-- The SHA-256 of the byte string `message`, as 64 lowercase hex digits.
+local function sha256_hex(message)
+  return sha256_continue({
+    bit.tobit(0x6a09e667), bit.tobit(0xbb67ae85), bit.tobit(0x3c6ef372), bit.tobit(0xa54ff53a),
+    bit.tobit(0x510e527f), bit.tobit(0x9b05688c), bit.tobit(0x1f83d9ab), bit.tobit(0x5be0cd19),
+  }, 0, message)
 end
