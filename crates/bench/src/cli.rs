@@ -43,6 +43,10 @@ pub(crate) enum Command {
     /// One session of 10,000 tabs asked twice a second beside the fan-out in sessions of
     /// their own: whether the big room slows the small sessions.
     Mixed(MixedCmd),
+    /// Asks at a steady rate, each notifying one webhook served here on loopback: ask ->
+    /// webhook delivered; then the same with the server killed (SIGKILL) partway and started
+    /// again on its data: every accepted ask's notification must still come.
+    Webhook(WebhookCmd),
 }
 
 /// `mixed`: a target, the big room, and the small sessions' workload.
@@ -81,6 +85,35 @@ pub(crate) struct FloodCmd {
     /// The measured workload, in sessions of its own.
     #[command(flatten)]
     pub(crate) load: FanoutArgs,
+}
+
+/// `webhook`: the server and the workload.
+#[derive(Debug, Args)]
+pub(crate) struct WebhookCmd {
+    /// The askgate binary.
+    #[arg(long, default_value = "target/release/askgate")]
+    pub(crate) askgate: PathBuf,
+    /// Its store (`embedded` or `memory`; a SIGKILL loses a memory store's notifications).
+    #[arg(long, default_value = "embedded")]
+    pub(crate) store: String,
+    /// Asks per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub(crate) rate: f64,
+    /// Seconds of asking in the steady phase.
+    #[arg(long, default_value_t = 20.0)]
+    pub(crate) duration_s: f64,
+    /// Sessions the asks go round.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) sessions: usize,
+    /// Seconds of asking before the SIGKILL in the second phase.
+    #[arg(long, default_value_t = 5.0)]
+    pub(crate) kill_after_s: f64,
+    /// Skip the phase with the SIGKILL.
+    #[arg(long)]
+    pub(crate) no_kill: bool,
+    /// Seconds to wait, after the asking, for notifications still to come.
+    #[arg(long, default_value_t = 60.0)]
+    pub(crate) drain_s: f64,
 }
 
 /// `nodes`: the binaries and the workload.

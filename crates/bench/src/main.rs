@@ -9,6 +9,7 @@
 //! - `fanout`, `idle`, `churn`: the scenarios. `nodes`: the fan-out over several nodes on one
 //!   Redis, beside one node. `flood`: the fan-out quiet and beside a flood of `history`
 //!   frames in another session. `mixed`: a big room beside the fan-out's small sessions.
+//!   `webhook`: asks notifying a webhook served here, and a SIGKILL among them.
 //!   `suite`: all of them, both servers;
 //!   `targets`: the goals table and the ratios.
 //! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
@@ -32,6 +33,7 @@ mod tab;
 mod target;
 mod targets;
 mod tracker;
+mod webhook;
 
 use clap::Parser as _;
 
@@ -99,6 +101,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             emit_json(json, &report)?;
             if !report.clean {
                 anyhow::bail!("a run was not clean (lost or doubled frames: see above)");
+            }
+            return Ok(());
+        }
+        Command::Webhook(cmd) => {
+            let report = webhook::run(&cmd).await?;
+            report.print();
+            emit_json(json, &report)?;
+            if !report.clean() {
+                anyhow::bail!("a notification was lost (see above)");
             }
             return Ok(());
         }

@@ -128,6 +128,34 @@ impl Target {
         spawn(Kind::Askgate, command, dir)
     }
 
+    /// Spawns `binary serve` on `store` with `extra` flags, which name its data directory:
+    /// the caller keeps that directory (to start a server again on the same data), and
+    /// dropping the target stops the server but removes nothing.
+    ///
+    /// # Errors
+    /// As [`Target::start`].
+    pub(crate) fn spawn_askgate_owned(
+        binary: &Path,
+        store: &str,
+        extra: &[String],
+    ) -> anyhow::Result<Target> {
+        let log_dir = temp_dir("askgate")?;
+        let mut command = Command::new(binary);
+        command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--store", store])
+            .args(extra);
+        spawn(Kind::Askgate, command, log_dir)
+    }
+
+    /// Kills a spawned server at once (SIGKILL), as a crash would, and waits for it to go.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Spawns `node script` on a free port with `env` set (a Node.js baseline).
     ///
     /// # Errors
