@@ -47,6 +47,12 @@ pub(crate) enum Command {
     /// webhook delivered; then the same with the server killed (SIGKILL) partway and started
     /// again on its data: every accepted ask's notification must still come.
     Webhook(WebhookCmd),
+    /// Idle tabs over several nodes on one Redis (started here), the generator in several
+    /// processes: RSS per tab, closes while idle, and one ask reaching tabs on every node.
+    IdleNodes(IdleNodesCmd),
+    /// One generator process of `idle-nodes` (started by it).
+    #[command(hide = true)]
+    IdlePart(IdlePartArgs),
 }
 
 /// `mixed`: a target, the big room, and the small sessions' workload.
@@ -114,6 +120,61 @@ pub(crate) struct WebhookCmd {
     /// Seconds to wait, after the asking, for notifications still to come.
     #[arg(long, default_value_t = 60.0)]
     pub(crate) drain_s: f64,
+}
+
+/// `idle-nodes`: the servers and the workload.
+#[derive(Debug, Args)]
+pub(crate) struct IdleNodesCmd {
+    /// The askgate binary.
+    #[arg(long, default_value = "target/release/askgate")]
+    pub(crate) askgate: PathBuf,
+    /// The redis-server binary.
+    #[arg(long, default_value = "redis-server")]
+    pub(crate) redis_server: String,
+    /// Gateway nodes.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) nodes: usize,
+    /// Idle tabs in all (rounded up to whole sessions).
+    #[arg(long, default_value_t = 95_000)]
+    pub(crate) tabs: usize,
+    /// Tabs a session, each on the next node.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) tabs_per_session: usize,
+    /// Generator processes (each holds its share of the sockets).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) parts: usize,
+    /// Seconds the tabs idle before the asks.
+    #[arg(long, default_value_t = 300.0)]
+    pub(crate) hold_s: f64,
+    /// Sessions asked afterwards, one ask each.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) asks: usize,
+    /// Asks a second.
+    #[arg(long, default_value_t = 20.0)]
+    pub(crate) ask_rate: f64,
+    /// Seconds to let RSS settle before reading it.
+    #[arg(long, default_value_t = 3.0)]
+    pub(crate) settle_s: f64,
+    /// Tab connections in flight at once, in each generator process.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) connect_concurrency: usize,
+}
+
+/// `idle-part`: which share of the plan this process connects.
+#[derive(Debug, Args)]
+pub(crate) struct IdlePartArgs {
+    /// The plan `idle-nodes` wrote.
+    #[arg(long)]
+    pub(crate) plan: PathBuf,
+    /// This process's number.
+    #[arg(long)]
+    pub(crate) part: usize,
+    /// Processes in all.
+    #[arg(long)]
+    pub(crate) parts: usize,
+    /// Tab connections in flight at once.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) connect_concurrency: usize,
 }
 
 /// `nodes`: the binaries and the workload.

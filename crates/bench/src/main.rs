@@ -10,6 +10,7 @@
 //!   Redis, beside one node. `flood`: the fan-out quiet and beside a flood of `history`
 //!   frames in another session. `mixed`: a big room beside the fan-out's small sessions.
 //!   `webhook`: asks notifying a webhook served here, and a SIGKILL among them.
+//!   `idle_nodes`: idle tabs over several nodes, the generator in processes of its own.
 //!   `suite`: all of them, both servers;
 //!   `targets`: the goals table and the ratios.
 //! - `procstat`: RSS and CPU from `/proc`. `scrape`: `GET /metrics`. `report`: tables, JSON.
@@ -23,6 +24,7 @@ mod flood;
 mod frames;
 mod histo;
 mod idle;
+mod idle_nodes;
 mod mixed;
 mod nodes;
 mod procstat;
@@ -104,6 +106,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             return Ok(());
         }
+        Command::IdleNodes(cmd) => {
+            let report = idle_nodes::run(&cmd).await?;
+            report.print();
+            emit_json(json, &report)?;
+            if !report.clean() {
+                anyhow::bail!("a tab was closed, or an ask missed a tab (see above)");
+            }
+            return Ok(());
+        }
+        Command::IdlePart(args) => return idle_nodes::part(&args).await,
         Command::Webhook(cmd) => {
             let report = webhook::run(&cmd).await?;
             report.print();

@@ -22,7 +22,7 @@ use crate::target::{Kind, Target};
 const REDIS_START: Duration = Duration::from_secs(20);
 
 /// A Redis server of the run's own.
-struct Redis {
+pub(crate) struct Redis {
     child: Child,
     port: u16,
     dir: PathBuf,
@@ -37,7 +37,7 @@ impl Drop for Redis {
 }
 
 impl Redis {
-    fn start(binary: &str) -> anyhow::Result<Redis> {
+    pub(crate) fn start(binary: &str) -> anyhow::Result<Redis> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
@@ -112,12 +112,17 @@ impl Redis {
     /// How many times Redis has run each command so far, and the microseconds it spent in
     /// them (a script's inner calls included, as `INFO commandstats` counts them: an
     /// `evalsha`'s time includes its inner calls).
-    fn commands_run(&self) -> anyhow::Result<BTreeMap<String, (u64, u64)>> {
+    pub(crate) fn commands_run(&self) -> anyhow::Result<BTreeMap<String, (u64, u64)>> {
         let stats = self.command("INFO commandstats")?;
         Ok(stats.lines().filter_map(parse_commandstat).collect())
     }
 
-    fn url(&self) -> String {
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 }
