@@ -66,8 +66,9 @@ pub(crate) struct IdleNodesReport {
     pub(crate) closed_while_idle: u64,
     /// CPU of the nodes and Redis while the tabs idled, % of one core.
     pub(crate) idle_cpu_pct: f64,
-    /// Redis commands a second while the tabs idled, by command.
-    pub(crate) idle_redis_commands_per_s: Vec<(String, f64)>,
+    /// Redis commands a second while the tabs idled, by command, and the share of Redis's
+    /// core spent in them (%; a script's includes its inner calls').
+    pub(crate) idle_redis_commands_per_s: Vec<(String, f64, f64)>,
     /// Sessions asked, one ask each.
     pub(crate) asks: usize,
     /// Ask sent → a tab's `request`, over every tab of the asked sessions.
@@ -104,11 +105,11 @@ impl IdleNodesReport {
             self.setup_s, self.hold_s, self.closed_while_idle
         );
         println!(
-            "  while idle: nodes + Redis {:.0} % of a core; Redis commands a second:",
+            "  while idle: nodes + Redis {:.0} % of a core; Redis commands a second, and % of its core in them:",
             self.idle_cpu_pct
         );
-        for (name, per_s) in self.idle_redis_commands_per_s.iter().take(8) {
-            println!("    {name:<16} {per_s:>9.0}");
+        for (name, per_s, core_pct) in self.idle_redis_commands_per_s.iter().take(8) {
+            println!("    {name:<16} {per_s:>9.0} {core_pct:>6.1} %");
         }
         let s = &self.ask_to_tab;
         println!(
@@ -269,15 +270,19 @@ async fn measure(
         _ => f64::NAN,
     };
     let commands_after = redis.commands_run()?;
-    let mut idle_redis_commands_per_s: Vec<(String, f64)> = commands_after
+    let mut idle_redis_commands_per_s: Vec<(String, f64, f64)> = commands_after
         .iter()
-        .map(|(name, (calls, _))| {
-            let before = commands_before.get(name).map_or(0, |c| c.0);
-            (name.clone(), calls.saturating_sub(before) as f64 / hold_s)
+        .map(|(name, (calls, usec))| {
+            let (calls_before, usec_before) = commands_before.get(name).copied().unwrap_or((0, 0));
+            (
+                name.clone(),
+                calls.saturating_sub(calls_before) as f64 / hold_s,
+                usec.saturating_sub(usec_before) as f64 / hold_s / 10_000.0,
+            )
         })
-        .filter(|(_, per_s)| *per_s > 0.0)
+        .filter(|(_, per_s, _)| *per_s > 0.0)
         .collect();
-    idle_redis_commands_per_s.sort_by(|a, b| b.1.total_cmp(&a.1));
+    idle_redis_commands_per_s.sort_by(|a, b| b.2.total_cmp(&a.2));
 
     // One ask in each of the first sessions, from an agent on the first node.
     let asks = cmd.asks.min(names.len());

@@ -559,6 +559,64 @@ async fn presence_is_shared_by_the_nodes_and_a_dead_node_stops_counting() {
     );
 }
 
+/// A node whose commands Redis answers slowly keeps the presence of every session it holds
+/// alive: its upkeep writes them many at a time. Written one at a time, each waiting for its
+/// reply, 60 sessions at a tenth of a second a reply took 6 s a round, longer than an entry
+/// lives (4 s here), and the other node's tabs saw this node's tabs come and go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_answered_slowly_keeps_the_presence_of_all_its_sessions() {
+    const SESSIONS: usize = 60;
+    let redis = RedisServer::start(&[]);
+    let upstream = format!("127.0.0.1:{}", redis.port).parse().unwrap();
+    let slow = Proxy::start_delaying_replies(upstream, Duration::from_millis(100)).await;
+    let ttl = ["--presence-ttl-s", "4"];
+    let (a, b) = (
+        Node::start(&slow.url(), &ttl),
+        Node::start(&redis.url(), &ttl),
+    );
+    let names: Vec<String> = (0..SESSIONS).map(|i| format!("held{i}")).collect();
+    let opened =
+        futures_util::future::join_all(names.iter().map(|name| b.agent_opening(name))).await;
+    let joined_a = futures_util::future::join_all(
+        names
+            .iter()
+            .zip(&opened)
+            .map(|(name, (_, viewer))| a.tab(name, viewer)),
+    )
+    .await;
+    let mut tabs_b = futures_util::future::join_all(
+        names
+            .iter()
+            .zip(&opened)
+            .map(|(name, (_, viewer))| b.tab(name, viewer)),
+    )
+    .await;
+    // Every tab on B has heard of the one on A (and of the agent on B).
+    for (tab, _) in &mut tabs_b {
+        until_presence(tab, 2, true).await;
+    }
+    // Two of an entry's lives, every session watched at once: A's tab never stops counting.
+    let watched_until = tokio::time::Instant::now() + Duration::from_secs(8);
+    let vanished: Vec<String> = futures_util::future::join_all(tabs_b.iter_mut().enumerate().map(
+        |(index, (tab, _))| async move {
+            let mut seen = Vec::new();
+            while let Some(frame) = tab
+                .recv_within(watched_until.saturating_duration_since(tokio::time::Instant::now()))
+                .await
+            {
+                if frame["type"] == "presence" && frame["tabs"] != 2 {
+                    seen.push(format!("session {index}: {frame}"));
+                }
+            }
+            seen
+        },
+    ))
+    .await
+    .concat();
+    assert!(vanished.is_empty(), "{vanished:#?}");
+    drop((opened, joined_a));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_poll_on_one_node_wakes_when_a_tab_on_another_answers_and_any_node_withdraws() {
     let cluster = Cluster::start(3).await;

@@ -308,3 +308,35 @@ async fn a_vote_is_kept_only_on_the_votes_it_was_counted_on() {
         Verdict::Early { left_ms: 0 }
     );
 }
+
+/// A node reads the sequence numbers of every session it holds in batches (one MGET each):
+/// the numbers come back in the sessions' order across batches, a session never written reads
+/// 0, and each equals what asking for it alone gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequence_numbers_come_back_in_order_across_batches() {
+    let redis = RedisServer::start(&[]);
+    let store = store(&redis).await;
+    let shared = store.shared().expect("a Redis store is shared");
+    let sessions: Vec<SessionId> = (0..1_201)
+        .map(|i| SessionId::parse(&format!("seq-{i}")).unwrap())
+        .collect();
+    // Written: sessions at the edges of the batches, some more than once.
+    let written = [(0, 1), (499, 2), (500, 3), (999, 1), (1_200, 2)];
+    for (index, asks) in written {
+        for ask in 0..asks {
+            let mut put = request(&format!("r{ask}"), None);
+            put.session = sessions[index].clone();
+            store.commit(vec![StoreOp::Put(put)]).await.unwrap();
+        }
+    }
+    let all = shared.sequences(sessions.clone()).await.unwrap();
+    assert_eq!(all.len(), sessions.len());
+    for (index, session) in sessions.iter().enumerate() {
+        let alone = shared.sequences(vec![session.clone()]).await.unwrap();
+        assert_eq!(alone, vec![all[index]], "{session}");
+        let asked = written.iter().any(|(i, _)| *i == index);
+        assert_eq!(all[index] > 0, asked, "{session}: {}", all[index]);
+    }
+    // More asks, more notices: a larger number.
+    assert!(all[499] > all[0] && all[500] > all[499], "{all:?}");
+}

@@ -24,6 +24,9 @@ const CLAIM_LEASE: Duration = Duration::from_secs(5);
 
 /// How many due entries one sweep claims at most.
 const CLAIM_BATCH: usize = 64;
+/// Sessions whose sequence numbers one MGET reads (a node's check of all it holds sends as
+/// many MGETs as it needs, in one write).
+const SEQUENCES_PER_MGET: usize = 500;
 
 impl Inner {
     async fn load_session(&self, session: &SessionId) -> Result<SessionRecords, StoreError> {
@@ -105,18 +108,34 @@ impl Inner {
                 .collect::<Result<_, _>>()
                 .map_err(|e| redis_error("reading sequence numbers", &e));
         }
+        // One MGET a batch, every batch in one write: Redis's cost is mostly per command
+        // (reading, dispatching and answering it), and a node reads every session it holds
+        // each second, idle or not.
         let mut pipe = redis::pipe();
-        for session in &sessions {
-            pipe.get(self.keys.seq(session));
+        for batch in sessions.chunks(SEQUENCES_PER_MGET) {
+            let keys: Vec<String> = batch.iter().map(|session| self.keys.seq(session)).collect();
+            pipe.cmd("MGET").arg(keys);
         }
         let started = std::time::Instant::now();
         let mut conn = self.conn.clone();
-        let seqs: Vec<Option<u64>> = pipe
+        let batches: Vec<Vec<Option<u64>>> = pipe
             .query_async(&mut conn)
             .await
             .map_err(|e| redis_error("reading sequence numbers", &e))?;
         self.metrics.shared.round_trip(started.elapsed());
-        Ok(seqs.into_iter().map(Option::unwrap_or_default).collect())
+        let seqs: Vec<u64> = batches
+            .into_iter()
+            .flatten()
+            .map(Option::unwrap_or_default)
+            .collect();
+        if seqs.len() != sessions.len() {
+            return Err(StoreError::damaged(format!(
+                "redis answered {} sequence numbers for {} sessions",
+                seqs.len(),
+                sessions.len()
+            )));
+        }
+        Ok(seqs)
     }
 
     async fn claim_due(&self) -> Result<Vec<DueClaim>, StoreError> {
