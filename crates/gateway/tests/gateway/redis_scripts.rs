@@ -318,7 +318,7 @@ async fn sequence_numbers_come_back_in_order_across_batches() {
     let store = store(&redis).await;
     let shared = store.shared().expect("a Redis store is shared");
     let sessions: Vec<SessionId> = (0..1_201)
-        .map(|i| SessionId::parse(&format!("seq-{i}")).unwrap())
+        .map(|i| SessionId::parse(format!("seq-{i}")).unwrap())
         .collect();
     // Written: sessions at the edges of the batches, some more than once.
     let written = [(0, 1), (499, 2), (500, 3), (999, 1), (1_200, 2)];
