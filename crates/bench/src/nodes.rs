@@ -182,8 +182,7 @@ async fn on_redis(
     eprintln!("{} {kind:?} nodes on {}", nodes.len(), redis.url());
     let before = redis.commands_run()?;
     let spread: Vec<&Target> = nodes.iter().collect();
-    let report =
-        fanout::run_spread(&cmd.load, &spread, &[redis.child.id()], client_threads).await?;
+    let report = fanout::run_spread(&cmd.load, &spread, &[redis.pid()], client_threads).await?;
     let after = redis.commands_run()?;
     for node in nodes.iter().filter(|node| node.kind == Kind::Askgate) {
         if let Ok(metrics) = crate::scrape::scrape(node.addr).await {

@@ -112,13 +112,8 @@ impl Target {
         extra: &[String],
     ) -> anyhow::Result<Target> {
         let dir = temp_dir("askgate")?;
-        let mut command = Command::new(binary);
-        command
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.join("data"))
-            .args(["--store", store])
-            .args(extra);
+        let mut command = serve(binary, store, extra);
+        command.arg("--data-dir").arg(dir.join("data"));
         // Nodes on one Redis seal the audit chain with one key, which Redis does not hold.
         if store.starts_with("redis") && !extra.iter().any(|flag| flag == "--audit-key-file") {
             command
@@ -129,8 +124,8 @@ impl Target {
     }
 
     /// Spawns `binary serve` on `store` with `extra` flags, which name its data directory:
-    /// the caller keeps that directory (to start a server again on the same data), and
-    /// dropping the target stops the server but removes nothing.
+    /// the caller keeps that directory (to start a server again on the same data); dropping
+    /// the target stops the server and removes only the directory of its log.
     ///
     /// # Errors
     /// As [`Target::start`].
@@ -139,13 +134,11 @@ impl Target {
         store: &str,
         extra: &[String],
     ) -> anyhow::Result<Target> {
-        let log_dir = temp_dir("askgate")?;
-        let mut command = Command::new(binary);
-        command
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--store", store])
-            .args(extra);
-        spawn(Kind::Askgate, command, log_dir)
+        spawn(
+            Kind::Askgate,
+            serve(binary, store, extra),
+            temp_dir("askgate")?,
+        )
     }
 
     /// Kills a spawned server at once (SIGKILL), as a crash would, and waits for it to go.
@@ -269,6 +262,16 @@ fn spawn(kind: Kind, mut command: Command, dir: PathBuf) -> anyhow::Result<Targe
     };
     target.addr = addr;
     Ok(target)
+}
+
+/// `binary serve` on a free loopback port on `store`, with `extra` flags.
+fn serve(binary: &Path, store: &str, extra: &[String]) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--store", store])
+        .args(extra);
+    command
 }
 
 /// Reads the server's stderr: the first `listening on http://ADDR` goes to `found`, every

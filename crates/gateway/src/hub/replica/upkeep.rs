@@ -153,9 +153,9 @@ impl Hub {
                 .collect()
         };
         // Many at once. One at a time, each waiting for its reply (which Redis sends after its
-        // append-only file's sync), five nodes holding 19,000 idle sessions each wrote 5,900
-        // a second where 17,000 were due, and read each session's sequence number every 19 s,
-        // not every second (`bench/history/*-idle-nodes.txt`). Unanswered, one is written
+        // append-only file's sync), five nodes holding 19,000 idle sessions each wrote 5,900 a
+        // second between them where 17,000 were due, and read each session's sequence number
+        // every 19 s, not every second (`bench/history/*-idle-nodes.txt`). Unanswered, one is written
         // again at the next upkeep.
         futures_util::stream::iter(due)
             .map(|(session, here, held)| async move {

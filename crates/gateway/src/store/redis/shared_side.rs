@@ -108,9 +108,10 @@ impl Inner {
                 .collect::<Result<_, _>>()
                 .map_err(|e| redis_error("reading sequence numbers", &e));
         }
-        // One MGET a batch, every batch in one write: Redis's cost is mostly per command
-        // (reading, dispatching and answering it), and a node reads every session it holds
-        // each second, idle or not.
+        // One MGET a batch, every batch in one write: a node reads every session it holds each
+        // second, idle or not, and five nodes holding 19,000 sessions each sent Redis 95,000
+        // GETs a second where 190 MGETs now do (the CPU was the same within the spread:
+        // pipelined, the GETs cost Redis little; its commands stats and slow log read better).
         let mut pipe = redis::pipe();
         for batch in sessions.chunks(SEQUENCES_PER_MGET) {
             let keys: Vec<String> = batch.iter().map(|session| self.keys.seq(session)).collect();

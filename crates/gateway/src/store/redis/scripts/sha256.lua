@@ -2,8 +2,8 @@
 -- only SHA-1 (redis.sha1hex), but the audit trail's hash chain is SHA-256, so that what the
 -- scripts write is checked with the same hashes by the gateway's Rust side and by
 -- `askgate audit verify`. This file is a prefix: the Rust side puts it in front of another
--- script's text, so it only defines locals (sha256_hex, sha256_continue and what they need), creates no
--- globals, reads no KEYS or ARGV and returns nothing.
+-- script's text, so it only defines locals (sha256_hex, sha256_continue and what they need),
+-- creates no globals, reads no KEYS or ARGV and returns nothing.
 
 -- The 64 round constants (the first 32 bits of the fractional parts of the cube roots of the
 -- first 64 primes), built once per script run.
