@@ -28,7 +28,7 @@ use crate::cli::{IdleNodesCmd, IdlePartArgs};
 use crate::conn;
 use crate::frames::{self, Kind};
 use crate::histo::{Hist, Summary};
-use crate::nodes::Redis;
+use crate::nodes::{Redis, command_deltas};
 use crate::procstat::{self, mib};
 use crate::report::{load_average, thousands};
 use crate::scrape;
@@ -135,9 +135,8 @@ fn placement(
     session: usize,
     index: usize,
     tabs_per_session: usize,
-    cmd: (usize, usize),
+    (nodes, parts): (usize, usize),
 ) -> (usize, usize) {
-    let (nodes, parts) = cmd;
     let node = (session + index) % nodes;
     let part = (session * tabs_per_session + index) % parts;
     (node, part)
@@ -270,19 +269,14 @@ async fn measure(
         _ => f64::NAN,
     };
     let commands_after = redis.commands_run()?;
-    let mut idle_redis_commands_per_s: Vec<(String, f64, f64)> = commands_after
-        .iter()
-        .map(|(name, (calls, usec))| {
-            let (calls_before, usec_before) = commands_before.get(name).copied().unwrap_or((0, 0));
-            (
-                name.clone(),
-                calls.saturating_sub(calls_before) as f64 / hold_s,
-                usec.saturating_sub(usec_before) as f64 / hold_s / 10_000.0,
-            )
-        })
-        .filter(|(_, per_s, _)| *per_s > 0.0)
-        .collect();
-    idle_redis_commands_per_s.sort_by(|a, b| b.2.total_cmp(&a.2));
+    // Calls a second, and microseconds a second as a percentage of a core.
+    let idle_redis_commands_per_s: Vec<(String, f64, f64)> =
+        command_deltas(&commands_before, &commands_after)
+            .into_iter()
+            .map(|(name, calls, usec)| {
+                (name, calls as f64 / hold_s, usec as f64 / hold_s / 10_000.0)
+            })
+            .collect();
 
     // One ask in each of the first sessions, from an agent on the first node.
     let asks = cmd.asks.min(names.len());

@@ -208,19 +208,7 @@ async fn on_redis(
         },
         report.audit.asks
     );
-    let mut deltas: Vec<(String, u64, u64)> = after
-        .iter()
-        .map(|(name, (calls, usec))| {
-            let (calls_before, usec_before) = before.get(name).copied().unwrap_or((0, 0));
-            (
-                name.clone(),
-                calls.saturating_sub(calls_before),
-                usec.saturating_sub(usec_before),
-            )
-        })
-        .filter(|(_, calls, _)| *calls > 0)
-        .collect();
-    deltas.sort_by_key(|(_, _, usec)| std::cmp::Reverse(*usec));
+    let deltas = command_deltas(&before, &after);
     println!("  {:<16} {:>8} {:>8}", "command", "calls", "µs");
     for (name, calls, usec) in &deltas {
         println!(
@@ -266,6 +254,28 @@ fn print_side_by_side(askgate: &FanoutReport, cluster: &FanoutReport) {
         "  clean (0 lost, 0 doubled)  {:>8} | {:>8}",
         askgate.clean, cluster.clean
     );
+}
+
+/// What Redis ran between two [`Redis::commands_run`] readings: each command's calls and
+/// microseconds, those it ran at all, the most time first.
+pub(crate) fn command_deltas(
+    before: &BTreeMap<String, (u64, u64)>,
+    after: &BTreeMap<String, (u64, u64)>,
+) -> Vec<(String, u64, u64)> {
+    let mut deltas: Vec<(String, u64, u64)> = after
+        .iter()
+        .map(|(name, (calls, usec))| {
+            let (calls_before, usec_before) = before.get(name).copied().unwrap_or((0, 0));
+            (
+                name.clone(),
+                calls.saturating_sub(calls_before),
+                usec.saturating_sub(usec_before),
+            )
+        })
+        .filter(|(_, calls, _)| *calls > 0)
+        .collect();
+    deltas.sort_by_key(|(_, _, usec)| std::cmp::Reverse(*usec));
+    deltas
 }
 
 /// One `cmdstat_NAME:calls=N,usec=N,...` line of `INFO commandstats`: the name, calls and

@@ -47,8 +47,8 @@ const REPLIES_WAIT: Duration = Duration::from_secs(5);
 struct Received {
     /// How long to hold each reply.
     delay: Duration,
-    /// Request id → when its first notification came.
-    first: HashMap<String, Instant>,
+    /// Request sequence number (its id is `q<seq>`) → when its first notification came.
+    first: HashMap<u64, Instant>,
     /// Notification ids seen, to count repeats (at least once: a repeat is allowed).
     ids: HashSet<String>,
     posts: u64,
@@ -208,7 +208,7 @@ async fn phases(
     let mut run = Run::new(0, asks);
     let agent = conn::connect(server.addr, "/v1/agent").await?;
     let cpu_from = procstat::read(server.pid);
-    let replies = run.ask(agent, &names, cmd.rate, asks).await?;
+    let replies = run.ask(agent, &names, cmd.rate, asks).await;
     let _ = tokio::time::timeout(REPLIES_WAIT, replies).await;
     let cpu_pct = cpu_since(&server, cpu_from);
     let steady = run.finish(received, cmd.drain_s, None, cpu_pct).await;
@@ -224,7 +224,7 @@ async fn phases(
     // the kill finds many accepted and not yet delivered.
     received.lock().unwrap().delay = SLOW_RECEIVER;
     let cpu_from = procstat::read(server.pid);
-    let replies = run.ask(agent, &names, cmd.rate, kill_after).await?;
+    let replies = run.ask(agent, &names, cmd.rate, kill_after).await;
     let cpu_pct = cpu_since(&server, cpu_from);
     server.kill();
     let _ = tokio::time::timeout(REPLIES_WAIT, replies).await;
@@ -264,7 +264,7 @@ impl Run {
         names: &[String],
         rate: f64,
         count: u64,
-    ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    ) -> tokio::task::JoinHandle<()> {
         let (mut writer, mut reader) = agent.split();
         let accepted = Arc::clone(&self.accepted);
         let first = self.first;
@@ -309,7 +309,7 @@ impl Run {
                 break;
             }
         }
-        Ok(reading)
+        reading
     }
 
     /// Accepted asks with no notification yet.
@@ -317,12 +317,7 @@ impl Run {
         let received = received.lock().unwrap();
         let accepted = self.accepted.lock().unwrap();
         (0..accepted.len())
-            .filter(|&i| {
-                accepted[i]
-                    && !received
-                        .first
-                        .contains_key(&format!("q{}", self.first + i as u64))
-            })
+            .filter(|&i| accepted[i] && !received.first.contains_key(&(self.first + i as u64)))
             .count() as u64
     }
 
@@ -343,10 +338,7 @@ impl Run {
         let accepted = self.accepted.lock().unwrap();
         let histo = Hist::new();
         for (i, sent) in self.sent.iter().enumerate() {
-            if let (Some(sent), Some(came)) = (
-                sent,
-                received.first.get(&format!("q{}", self.first + i as u64)),
-            ) {
+            if let (Some(sent), Some(came)) = (sent, received.first.get(&(self.first + i as u64))) {
                 histo.record_ns(came.saturating_duration_since(*sent).as_nanos() as u64);
             }
         }
@@ -413,7 +405,7 @@ async fn connection(mut stream: TcpStream, received: Arc<Mutex<Received>>) {
         let body = &buffer[body_start..body_start + length];
         let request = serde_json::from_slice::<serde_json::Value>(body)
             .ok()
-            .and_then(|v| v["data"]["id"].as_str().map(str::to_owned));
+            .and_then(|v| v["data"]["id"].as_str().and_then(frames::seq_of));
         {
             let mut seen = received.lock().unwrap();
             seen.posts += 1;
@@ -492,7 +484,7 @@ mod tests {
         assert_eq!(replies, reply.repeat(3));
         let seen = received.lock().unwrap();
         assert_eq!((seen.posts, seen.repeats), (3, 1));
-        assert!(seen.first.contains_key("q1") && seen.first.contains_key("q2"));
+        assert!(seen.first.contains_key(&1) && seen.first.contains_key(&2));
         assert_eq!(seen.first.len(), 2);
     }
 }
