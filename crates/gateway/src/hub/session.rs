@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::peers::frame::Frame;
 use super::peers::tab_slots::{TabSlot, TabSlots};
+use super::peers::wakes::Wakes;
 use super::replica::SessionSync;
 use super::request::{Entry, EntryState, LatelyForgotten, Ledger, OpenCounts};
 use super::shown::finished::Finished;
@@ -208,9 +209,13 @@ impl Session {
 
     /// Sends `frame` to every tab; a tab whose queue is full is closed with 4408, and so is
     /// one holding the most when the session goes past its queued-bytes budget.
+    ///
+    /// A big session's tabs are woken a few at a time once every frame is queued
+    /// ([`Wakes`]), so that what other threads wake meanwhile is not kept behind them all.
     pub(super) fn broadcast(&self, frame: &Frame, metrics: &Metrics) {
+        let mut wakes = Wakes::for_fan_out(self.tabs.len());
         for (link_id, slot) in self.tabs.iter() {
-            self.send_to_slot(link_id, slot, frame.clone(), metrics);
+            self.send_to_slot(link_id, slot, frame.clone(), metrics, &mut wakes);
         }
     }
 
@@ -220,14 +225,21 @@ impl Session {
     /// that holds nothing gets the frame either way.
     pub(super) fn send_to(&self, link_id: u64, frame: Frame, metrics: &Metrics) -> bool {
         match self.tabs.get(link_id) {
-            Some(slot) => self.send_to_slot(link_id, slot, frame, metrics),
+            Some(slot) => self.send_to_slot(link_id, slot, frame, metrics, &mut Wakes::Now),
             None => false,
         }
     }
 
     /// [`Session::send_to`] for the tab `slot` of `link_id`, already looked up.
-    fn send_to_slot(&self, link_id: u64, slot: &TabSlot, frame: Frame, metrics: &Metrics) -> bool {
-        let frame = match slot.link.send_within_budget(frame, metrics) {
+    fn send_to_slot(
+        &self,
+        link_id: u64,
+        slot: &TabSlot,
+        frame: Frame,
+        metrics: &Metrics,
+        wakes: &mut Wakes,
+    ) -> bool {
+        let frame = match slot.link.send_within_budget(frame, metrics, wakes) {
             Ok(sent) => return sent,
             Err(refused) => refused,
         };
@@ -259,9 +271,10 @@ impl Session {
             tabs: self.announced_tabs,
             agent_online: self.announced_online,
         });
+        let mut wakes = Wakes::for_fan_out(self.tabs.len());
         for (id, slot) in self.tabs.iter() {
             if Some(id) != skip {
-                slot.link.set_presence(frame.clone());
+                slot.link.set_presence(frame.clone(), &mut wakes);
             }
         }
     }

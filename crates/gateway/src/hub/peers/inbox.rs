@@ -16,6 +16,7 @@ use futures_util::task::AtomicWaker;
 
 use super::frame::Frame;
 use super::queued::TabBudget;
+use super::wakes::Wakes;
 
 /// A queue emptied to no more than this many frames gives back its room, so that a tab that
 /// once took a burst does not keep room for it while it sits idle.
@@ -78,8 +79,8 @@ impl Inbox {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Queues `frame` behind the others.
-    pub(in crate::hub) fn push(&self, frame: Frame) -> Result<(), Refused> {
+    /// Queues `frame` behind the others, waking the connection's task as `wakes` says.
+    pub(in crate::hub) fn push(&self, frame: Frame, wakes: &mut Wakes) -> Result<(), Refused> {
         {
             let mut pending = self.lock();
             if pending.gone {
@@ -90,12 +91,12 @@ impl Inbox {
             }
             pending.frames.push_back(frame);
         }
-        self.waker.wake();
+        wakes.wake(&self.waker);
         Ok(())
     }
 
-    /// Replaces the pending `presence`.
-    pub(in crate::hub) fn set_presence(&self, frame: Frame) {
+    /// Replaces the pending `presence`, waking the connection's task as `wakes` says.
+    pub(in crate::hub) fn set_presence(&self, frame: Frame, wakes: &mut Wakes) {
         {
             let mut pending = self.lock();
             if pending.gone {
@@ -103,7 +104,7 @@ impl Inbox {
             }
             pending.presence = Some(frame);
         }
-        self.waker.wake();
+        wakes.wake(&self.waker);
     }
 
     /// Asks the connection to close with `code` (not 0); `true` if this was the first ask.
@@ -281,15 +282,15 @@ mod tests {
         let inbox = Inbox::new(4);
         let mut queue = Queue::new(Arc::clone(&inbox));
         assert_eq!(text(next(&mut queue)), "pending");
-        inbox.set_presence(frame("p1"));
-        inbox.push(frame("a")).unwrap();
-        inbox.set_presence(frame("p2"));
-        inbox.push(frame("b")).unwrap();
+        inbox.set_presence(frame("p1"), &mut Wakes::Now);
+        inbox.push(frame("a"), &mut Wakes::Now).unwrap();
+        inbox.set_presence(frame("p2"), &mut Wakes::Now);
+        inbox.push(frame("b"), &mut Wakes::Now).unwrap();
         assert_eq!(text(next(&mut queue)), "frame a");
         assert_eq!(text(next(&mut queue)), "frame b");
         assert_eq!(text(next(&mut queue)), "presence p2");
         assert_eq!(text(next(&mut queue)), "pending");
-        inbox.push(frame("c")).unwrap();
+        inbox.push(frame("c"), &mut Wakes::Now).unwrap();
         assert!(inbox.close(4408), "the first close");
         assert!(!inbox.close(1001), "a later close changes nothing");
         assert!(inbox.is_closing());
@@ -300,11 +301,11 @@ mod tests {
     fn a_full_queue_refuses_and_a_gone_one_takes_nothing() {
         let inbox = Inbox::new(2);
         let queue = Queue::new(Arc::clone(&inbox));
-        inbox.push(frame("a")).unwrap();
-        inbox.push(frame("b")).unwrap();
-        assert_eq!(inbox.push(frame("c")), Err(Refused::Full));
+        inbox.push(frame("a"), &mut Wakes::Now).unwrap();
+        inbox.push(frame("b"), &mut Wakes::Now).unwrap();
+        assert_eq!(inbox.push(frame("c"), &mut Wakes::Now), Err(Refused::Full));
         drop(queue);
-        assert_eq!(inbox.push(frame("d")), Err(Refused::Gone));
+        assert_eq!(inbox.push(frame("d"), &mut Wakes::Now), Err(Refused::Gone));
     }
 
     #[test]
@@ -314,7 +315,7 @@ mod tests {
         inbox.link_added();
         inbox.link_dropped();
         assert_eq!(text(next(&mut queue)), "pending");
-        inbox.push(frame("last")).unwrap();
+        inbox.push(frame("last"), &mut Wakes::Now).unwrap();
         inbox.link_dropped();
         assert_eq!(
             text(next(&mut queue)),
@@ -329,7 +330,7 @@ mod tests {
         let inbox = Inbox::new(64);
         let mut queue = Queue::new(Arc::clone(&inbox));
         for _ in 0..40 {
-            inbox.push(frame("x")).unwrap();
+            inbox.push(frame("x"), &mut Wakes::Now).unwrap();
         }
         while queue.try_frame().is_some() {}
         assert_eq!(inbox.lock().frames.capacity(), 0);
@@ -353,7 +354,9 @@ mod tests {
         let budget = inbox.budget().unwrap();
         for bytes in [60, 20] {
             budget.charge(bytes);
-            inbox.push(frame(&" ".repeat(bytes))).unwrap();
+            inbox
+                .push(frame(&" ".repeat(bytes)), &mut Wakes::Now)
+                .unwrap();
         }
         assert!(budget.over(30), "past the session's budget");
         let other = TabBudget::new(Arc::new(AtomicUsize::new(0)), Arc::clone(&total), budgets);

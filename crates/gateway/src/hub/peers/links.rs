@@ -9,6 +9,7 @@ use super::super::Hub;
 use super::frame::Frame;
 use super::inbox::{Inbox, Queue, Refused};
 use super::queued::TabBudget;
+use super::wakes::Wakes;
 use crate::metrics;
 use crate::people::Person;
 use crate::scope::SessionScope;
@@ -49,20 +50,30 @@ impl Link {
         self.inbox.set_budget(budget);
     }
 
-    /// Replaces the tab's pending `presence`.
-    pub(in crate::hub) fn set_presence(&self, frame: Frame) {
-        self.inbox.set_presence(frame);
+    /// Replaces the tab's pending `presence`, waking its task as `wakes` says.
+    pub(in crate::hub) fn set_presence(&self, frame: Frame, wakes: &mut Wakes) {
+        self.inbox.set_presence(frame, wakes);
     }
 
     /// Queues `frame` (counted, for a tab). A full queue closes the peer with 4408 (too
     /// slow); `false` if the frame was not queued.
     pub(in crate::hub) fn send(&self, frame: Frame, metrics: &metrics::Metrics) -> bool {
+        self.send_waking(frame, metrics, &mut Wakes::Now)
+    }
+
+    /// [`Link::send`], waking the peer's task as `wakes` says.
+    pub(in crate::hub) fn send_waking(
+        &self,
+        frame: Frame,
+        metrics: &metrics::Metrics,
+        wakes: &mut Wakes,
+    ) -> bool {
         let budget = self.inbox.budget();
         let bytes = frame.len();
         if let Some(budget) = budget {
             budget.charge(bytes);
         }
-        match self.inbox.push(frame) {
+        match self.inbox.push(frame, wakes) {
             Ok(()) => return true,
             Err(Refused::Full) => self.close_too_slow(metrics),
             Err(Refused::Gone) => {}
@@ -74,17 +85,18 @@ impl Link {
         false
     }
 
-    /// Queues `frame` as [`Link::send`] does, unless it would take the tab's session or the
-    /// gateway past its queued-bytes budget: then it comes back.
+    /// Queues `frame` as [`Link::send_waking`] does, unless it would take the tab's session or
+    /// the gateway past its queued-bytes budget: then it comes back.
     pub(in crate::hub) fn send_within_budget(
         &self,
         frame: Frame,
         metrics: &metrics::Metrics,
+        wakes: &mut Wakes,
     ) -> Result<bool, Frame> {
         if self.inbox.budget().is_some_and(|b| b.over(frame.len())) {
             return Err(frame);
         }
-        Ok(self.send(frame, metrics))
+        Ok(self.send_waking(frame, metrics, wakes))
     }
 
     /// Bytes queued to this tab and not yet taken (agents: 0).

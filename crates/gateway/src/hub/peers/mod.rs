@@ -6,3 +6,4 @@ pub(super) mod inbox; // a connection's queue of frames, its latest presence and
 pub(super) mod links; // the hub's link to each inbox, and the handles an attached peer holds
 pub(super) mod queued; // the bytes queued to tabs, per tab, session and gateway, within budgets
 pub(super) mod tab_slots; // the tabs watching one session, by connection id
+pub(super) mod wakes; // waking the tasks a fan-out queued frames for, a few at a time when many
