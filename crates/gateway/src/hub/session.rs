@@ -213,7 +213,7 @@ impl Session {
     /// A big session's tabs are woken a few at a time once every frame is queued
     /// ([`Wakes`]), so that what other threads wake meanwhile is not kept behind them all.
     pub(super) fn broadcast(&self, frame: &Frame, metrics: &Metrics) {
-        let mut wakes = Wakes::for_fan_out(self.tabs.len());
+        let mut wakes = Wakes::for_fan_out(self.tabs.len(), &self.open.ledger.fan_out_wakes);
         for (link_id, slot) in self.tabs.iter() {
             self.send_to_slot(link_id, slot, frame.clone(), metrics, &mut wakes);
         }
@@ -271,7 +271,7 @@ impl Session {
             tabs: self.announced_tabs,
             agent_online: self.announced_online,
         });
-        let mut wakes = Wakes::for_fan_out(self.tabs.len());
+        let mut wakes = Wakes::for_fan_out(self.tabs.len(), &self.open.ledger.fan_out_wakes);
         for (id, slot) in self.tabs.iter() {
             if Some(id) != skip {
                 slot.link.set_presence(frame.clone(), &mut wakes);

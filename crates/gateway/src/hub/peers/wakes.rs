@@ -7,9 +7,16 @@
 //! caller waited for the whole fan-out to be written: 10-140 ms for an answer on a gateway
 //! with one big room (`bench/history/`). Woken [`WAKE_AT_ONCE`] at a time by a task that yields
 //! between batches, the tabs never fill the local queue, and a wake from another thread is
-//! taken up between two batches. A tab woken later also finds more queued to it (the
-//! `resolved` often lands before its `request` is written), and writes both at once.
+//! taken up between two batches.
+//!
+//! The hub's fan-outs share one queue of wakers ([`FanOutWakes`]), emptied in order by one
+//! task: a `resolved` that follows its `request` wakes the tabs already written after every
+//! tab still waiting for the `request`, as waking all at once did. A tab not yet woken when
+//! the `resolved` is queued has given its waker to the first fan-out, and writes both frames
+//! at once when it runs.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
 use futures_util::task::AtomicWaker;
@@ -19,21 +26,95 @@ use futures_util::task::AtomicWaker;
 /// local queue.
 pub(in crate::hub) const WAKE_AT_ONCE: usize = 32;
 
+/// The wakers of the hub's big fan-outs, in the order they were queued, and whether a task
+/// is emptying them.
+#[derive(Debug, Default)]
+pub(in crate::hub) struct FanOutWakes {
+    waiting: Mutex<Waiting>,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    wakers: VecDeque<Waker>,
+    /// A task is waking them: more are added behind, not given a task of their own.
+    waking: bool,
+}
+
+impl FanOutWakes {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `wakers` behind those already waiting, and starts a task to wake them unless
+    /// one is at it. Outside a runtime they are woken at once.
+    fn add(self: &Arc<Self>, wakers: Vec<Waker>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            wakers.into_iter().for_each(Waker::wake);
+            return;
+        };
+        let mut waiting = self.lock();
+        waiting.wakers.extend(wakers);
+        if !waiting.waking {
+            waiting.waking = true;
+            drop(waiting);
+            let waker = Waking(Arc::clone(self));
+            drop(runtime.spawn(async move { waker.run().await }));
+        }
+    }
+}
+
+/// The task waking a [`FanOutWakes`]' wakers. Dropped before it is done (its runtime
+/// shutting down), it wakes the rest at once, so that no tab is left unwoken and the next
+/// fan-out starts a task again.
+struct Waking(Arc<FanOutWakes>);
+
+impl Waking {
+    /// Wakes [`WAKE_AT_ONCE`] at a time, in order, yielding to the runtime between batches,
+    /// until none are left.
+    async fn run(&self) {
+        let mut batch = Vec::with_capacity(WAKE_AT_ONCE);
+        loop {
+            {
+                let mut waiting = self.0.lock();
+                let take = waiting.wakers.len().min(WAKE_AT_ONCE);
+                if take == 0 {
+                    waiting.waking = false;
+                    return;
+                }
+                batch.extend(waiting.wakers.drain(..take));
+            }
+            batch.drain(..).for_each(Waker::wake);
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+impl Drop for Waking {
+    fn drop(&mut self) {
+        let left = {
+            let mut waiting = self.0.lock();
+            waiting.waking = false;
+            std::mem::take(&mut waiting.wakers)
+        };
+        left.into_iter().for_each(Waker::wake);
+    }
+}
+
 /// When the tasks given frames are woken.
 pub(in crate::hub) enum Wakes {
     /// Each as its frame is queued.
     Now,
-    /// Once the fan-out has queued every frame (these tasks so far), [`WAKE_AT_ONCE`] at a
-    /// time by a task of their own; dropping a `Later` starts it.
-    Later(Vec<Waker>),
+    /// Once the fan-out has queued every frame: these wakers so far, handed to the hub's
+    /// [`FanOutWakes`] when this is dropped.
+    Later(Vec<Waker>, Arc<FanOutWakes>),
 }
 
 impl Wakes {
-    /// How to wake a fan-out to `tasks` tasks: [`Wakes::Later`] for more than
-    /// [`WAKE_AT_ONCE`], when there is a runtime to wake them from.
-    pub(in crate::hub) fn for_fan_out(tasks: usize) -> Wakes {
-        if tasks > WAKE_AT_ONCE && tokio::runtime::Handle::try_current().is_ok() {
-            Wakes::Later(Vec::with_capacity(tasks))
+    /// How to wake a fan-out to `tasks` tasks: later, through `queue`, for more than
+    /// [`WAKE_AT_ONCE`].
+    pub(in crate::hub) fn for_fan_out(tasks: usize, queue: &Arc<FanOutWakes>) -> Wakes {
+        if tasks > WAKE_AT_ONCE {
+            Wakes::Later(Vec::with_capacity(tasks), Arc::clone(queue))
         } else {
             Wakes::Now
         }
@@ -44,36 +125,19 @@ impl Wakes {
         match self {
             Wakes::Now => waker.wake(),
             // A task not waiting has no waker here; it will look at its queue anyway.
-            Wakes::Later(wakers) => wakers.extend(waker.take()),
+            Wakes::Later(wakers, _) => wakers.extend(waker.take()),
         }
     }
 }
 
 impl Drop for Wakes {
     fn drop(&mut self) {
-        let Wakes::Later(wakers) = self else {
-            return;
-        };
-        let wakers = std::mem::take(wakers);
-        if wakers.is_empty() {
-            return;
+        if let Wakes::Later(wakers, queue) = self {
+            let wakers = std::mem::take(wakers);
+            if !wakers.is_empty() {
+                queue.add(wakers);
+            }
         }
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(wake_a_few_at_a_time(wakers))),
-            Err(_) => wakers.into_iter().for_each(Waker::wake),
-        }
-    }
-}
-
-/// Wakes `wakers` [`WAKE_AT_ONCE`] at a time, yielding to the runtime between batches.
-async fn wake_a_few_at_a_time(wakers: Vec<Waker>) {
-    let mut left = wakers.into_iter();
-    loop {
-        left.by_ref().take(WAKE_AT_ONCE).for_each(Waker::wake);
-        if left.len() == 0 {
-            return;
-        }
-        tokio::task::yield_now().await;
     }
 }
 
@@ -81,8 +145,9 @@ async fn wake_a_few_at_a_time(wakers: Vec<Waker>) {
 mod tests {
     use std::future::poll_fn;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
     use std::task::Poll;
+
+    use futures_util::task::ArcWake;
 
     use super::*;
 
@@ -94,24 +159,22 @@ mod tests {
             .unwrap()
     }
 
-    /// How many of `tabs` tasks had run when a task woken from another thread ran, the tabs
-    /// woken by a fan-out from `fan_out` and the other thread's wake landing as the first
-    /// tab runs.
-    fn tabs_run_before_a_wake_from_another_thread(
-        tabs: usize,
-        fan_out: fn(usize) -> Wakes,
-    ) -> usize {
-        // In a task, as the hub's fan-outs run: `block_on`'s own future is not on the worker.
-        let fan_out_in_a_task = async move {
-            let ran = Arc::new(AtomicUsize::new(0));
-            let wakers: Arc<Mutex<Vec<Arc<AtomicWaker>>>> = Arc::default();
-            let (remote, heard) = tokio::sync::oneshot::channel::<()>();
-            let remote = Arc::new(Mutex::new(Some(remote)));
-            let mut tab_tasks = Vec::new();
-            for _ in 0..tabs {
-                let (ran, wakers, remote) =
-                    (Arc::clone(&ran), Arc::clone(&wakers), Arc::clone(&remote));
-                tab_tasks.push(tokio::spawn(async move {
+    /// The wakers tasks registered, each as it first waited.
+    type Registered = Arc<Mutex<Vec<Arc<AtomicWaker>>>>;
+
+    /// `count` tasks, each of which waits once (its waker in the returned list), then records
+    /// `(group, its index)` in `ran` and runs `then`.
+    fn waiting_tasks(
+        group: usize,
+        count: usize,
+        ran: &Arc<Mutex<Vec<(usize, usize)>>>,
+        then: impl Fn() + Clone + Send + 'static,
+    ) -> (Vec<tokio::task::JoinHandle<()>>, Registered) {
+        let wakers: Registered = Arc::default();
+        let tasks = (0..count)
+            .map(|index| {
+                let (ran, wakers, then) = (Arc::clone(ran), Arc::clone(&wakers), then.clone());
+                tokio::spawn(async move {
                     let waker = Arc::new(AtomicWaker::new());
                     let mut registered = false;
                     poll_fn(|cx| {
@@ -124,31 +187,56 @@ mod tests {
                         Poll::Pending
                     })
                     .await;
-                    ran.fetch_add(1, Ordering::SeqCst);
-                    // The first tab to run has a thread outside the runtime wake the waiter,
-                    // as the syncer wakes a commit's caller; joined, so the wake is queued
-                    // before this tab goes on.
-                    if let Some(remote) = remote.lock().unwrap().take() {
-                        std::thread::spawn(move || remote.send(()).unwrap())
-                            .join()
-                            .unwrap();
-                    }
-                }));
-            }
-            // Every tab task has run once and registered its waker.
-            while wakers.lock().unwrap().len() < tabs {
-                tokio::task::yield_now().await;
-            }
+                    ran.lock().unwrap().push((group, index));
+                    then();
+                })
+            })
+            .collect();
+        (tasks, wakers)
+    }
+
+    /// Until every one of `count` tasks has registered its waker.
+    async fn until_registered(wakers: &Mutex<Vec<Arc<AtomicWaker>>>, count: usize) {
+        while wakers.lock().unwrap().len() < count {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// How many of `tabs` tasks had run when a task woken from another thread ran, the tabs
+    /// woken by a fan-out from `fan_out` and the other thread's wake landing as the first
+    /// tab runs.
+    fn tabs_run_before_a_wake_from_another_thread(tabs: usize, batched: bool) -> usize {
+        // In a task, as the hub's fan-outs run: `block_on`'s own future is not on the worker.
+        let fan_out_in_a_task = async move {
+            let ran: Arc<Mutex<Vec<(usize, usize)>>> = Arc::default();
+            let (remote, heard) = tokio::sync::oneshot::channel::<()>();
+            let remote = Arc::new(Mutex::new(Some(remote)));
+            // The first tab to run has a thread outside the runtime wake the waiter, as the
+            // syncer wakes a commit's caller; joined, so the wake is queued before the tab
+            // goes on.
+            let wake_from_another_thread = move || {
+                if let Some(remote) = remote.lock().unwrap().take() {
+                    std::thread::spawn(move || remote.send(()).unwrap())
+                        .join()
+                        .unwrap();
+                }
+            };
+            let (tab_tasks, wakers) = waiting_tasks(0, tabs, &ran, wake_from_another_thread);
+            until_registered(&wakers, tabs).await;
             let waiter = {
                 let ran = Arc::clone(&ran);
                 tokio::spawn(async move {
                     heard.await.unwrap();
-                    ran.load(Ordering::SeqCst)
+                    ran.lock().unwrap().len()
                 })
             };
             tokio::task::yield_now().await;
             {
-                let mut wakes = fan_out(tabs);
+                let queue = Arc::new(FanOutWakes::default());
+                let mut wakes = match batched {
+                    true => Wakes::for_fan_out(tabs, &queue),
+                    false => Wakes::Now,
+                };
                 for waker in wakers.lock().unwrap().iter() {
                     wakes.wake(waker);
                 }
@@ -157,7 +245,7 @@ mod tests {
             for task in tab_tasks {
                 task.await.unwrap();
             }
-            assert_eq!(ran.load(Ordering::SeqCst), tabs, "every tab was woken");
+            assert_eq!(ran.lock().unwrap().len(), tabs, "every tab was woken");
             tabs_before
         };
         one_worker().block_on(async { tokio::spawn(fan_out_in_a_task).await.unwrap() })
@@ -169,28 +257,116 @@ mod tests {
     #[test]
     fn a_wake_from_another_thread_is_not_kept_behind_a_big_fan_out() {
         let tabs = 5_000;
-        let in_batches = tabs_run_before_a_wake_from_another_thread(tabs, Wakes::for_fan_out);
+        let in_batches = tabs_run_before_a_wake_from_another_thread(tabs, true);
         assert!(
             in_batches <= 8 * WAKE_AT_ONCE,
             "{in_batches} of {tabs} tabs ran before the other thread's wake, in batches"
         );
-        let at_once = tabs_run_before_a_wake_from_another_thread(tabs, |_| Wakes::Now);
+        let at_once = tabs_run_before_a_wake_from_another_thread(tabs, false);
         assert!(
             at_once > tabs / 2,
             "the control: woken at once, {at_once} of {tabs} tabs ran first"
         );
     }
 
-    /// A small fan-out, or one outside a runtime, wakes each task as its frame is queued.
+    /// Two fan-outs through one queue wake in the order they were queued: the first's tasks
+    /// before the second's, and the waking task ends once both are woken.
+    #[test]
+    fn fan_outs_through_one_queue_wake_in_order() {
+        let (first, second) = (100, 70);
+        let ran = one_worker().block_on(async move {
+            tokio::spawn(async move {
+                let ran: Arc<Mutex<Vec<(usize, usize)>>> = Arc::default();
+                let (mut tasks, first_wakers) = waiting_tasks(0, first, &ran, || {});
+                let (more, second_wakers) = waiting_tasks(1, second, &ran, || {});
+                tasks.extend(more);
+                until_registered(&first_wakers, first).await;
+                until_registered(&second_wakers, second).await;
+                let queue = Arc::new(FanOutWakes::default());
+                for (wakers, count) in [(&first_wakers, first), (&second_wakers, second)] {
+                    let mut wakes = Wakes::for_fan_out(count, &queue);
+                    for waker in wakers.lock().unwrap().iter() {
+                        wakes.wake(waker);
+                    }
+                }
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                // The waking task ends once it next finds the queue empty.
+                for _ in 0..100 {
+                    if !queue.lock().waking {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                assert!(!queue.lock().waking, "the waking task has ended");
+                Arc::try_unwrap(ran).unwrap().into_inner().unwrap()
+            })
+            .await
+            .unwrap()
+        });
+        // In order by batches (the runtime may run a batch's last woken task first, and the
+        // batch that ends the first fan-out begins the second).
+        let groups: Vec<usize> = ran.iter().map(|(group, _)| *group).collect();
+        let last_of_first = groups.iter().rposition(|group| *group == 0).unwrap();
+        let first_of_second = groups.iter().position(|group| *group == 1).unwrap();
+        assert_eq!(groups.len(), first + second);
+        assert!(
+            last_of_first < first + WAKE_AT_ONCE && first_of_second >= first - WAKE_AT_ONCE,
+            "the first fan-out's tasks ran first, batch by batch: {groups:?}"
+        );
+    }
+
+    struct Counted(AtomicUsize);
+
+    impl ArcWake for Counted {
+        fn wake_by_ref(this: &Arc<Self>) {
+            this.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A waking task dropped before it is done (its runtime stopping) wakes the rest at once,
+    /// and the next fan-out gets a task again.
+    #[test]
+    fn a_waking_task_dropped_early_wakes_the_rest() {
+        let woken = Arc::new(Counted(AtomicUsize::new(0)));
+        let queue = Arc::new(FanOutWakes::default());
+        {
+            let mut waiting = queue.lock();
+            waiting.wakers = (0..50)
+                .map(|_| futures_util::task::waker(Arc::clone(&woken)))
+                .collect();
+            waiting.waking = true;
+        }
+        drop(Waking(Arc::clone(&queue)));
+        assert_eq!(woken.0.load(Ordering::SeqCst), 50);
+        assert!(!queue.lock().waking);
+        assert!(queue.lock().wakers.is_empty());
+    }
+
+    /// A fan-out to a few tasks wakes each at once; a big one outside a runtime wakes them all
+    /// when it is done.
     #[test]
     fn a_few_tasks_or_no_runtime_are_woken_at_once() {
-        assert!(matches!(Wakes::for_fan_out(5_000), Wakes::Now));
-        let runtime = one_worker();
-        let _inside = runtime.enter();
-        assert!(matches!(Wakes::for_fan_out(WAKE_AT_ONCE), Wakes::Now));
+        let queue = Arc::new(FanOutWakes::default());
         assert!(matches!(
-            Wakes::for_fan_out(WAKE_AT_ONCE + 1),
-            Wakes::Later(_)
+            Wakes::for_fan_out(WAKE_AT_ONCE, &queue),
+            Wakes::Now
         ));
+        let woken = Arc::new(Counted(AtomicUsize::new(0)));
+        let mut wakes = Wakes::for_fan_out(WAKE_AT_ONCE + 1, &queue);
+        let waker = AtomicWaker::new();
+        for _ in 0..=WAKE_AT_ONCE {
+            waker.register(&futures_util::task::waker(Arc::clone(&woken)));
+            wakes.wake(&waker);
+        }
+        assert_eq!(
+            woken.0.load(Ordering::SeqCst),
+            0,
+            "not before the fan-out is done"
+        );
+        drop(wakes);
+        assert_eq!(woken.0.load(Ordering::SeqCst), WAKE_AT_ONCE + 1);
+        assert!(!queue.lock().waking);
     }
 }

@@ -73,6 +73,7 @@ use super::followers::Followers;
 use super::inboxes::{Inboxes, Reach};
 use super::peers::frame::Frame;
 use super::peers::links::Link;
+use super::peers::wakes::FanOutWakes;
 use super::session::Session;
 use super::shown::ending_frames::{outcome_frame, resolved_frame};
 use crate::clock::{now_ms, until};
@@ -116,6 +117,8 @@ pub(super) struct Ledger {
     pub(super) agent_grace: std::time::Duration,
     /// How long a request without a deadline stays orphaned before it is withdrawn, if ever.
     pub(super) orphan_withdraw_after: Option<std::time::Duration>,
+    /// The tasks big fan-outs are still to wake, in order.
+    pub(super) fan_out_wakes: Arc<FanOutWakes>,
 }
 
 impl Ledger {
@@ -129,6 +132,7 @@ impl Ledger {
             orphans: true,
             agent_grace: crate::config::DEFAULT_AGENT_GRACE,
             orphan_withdraw_after: Some(crate::config::DEFAULT_ORPHAN_WITHDRAW_AFTER),
+            fan_out_wakes: Arc::default(),
         }
     }
 
