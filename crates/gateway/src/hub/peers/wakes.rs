@@ -26,6 +26,9 @@ use futures_util::task::AtomicWaker;
 /// local queue.
 pub(in crate::hub) const WAKE_AT_ONCE: usize = 32;
 
+/// Wakers the queue keeps room for once it is empty.
+const ROOM_KEPT: usize = 1024;
+
 /// The wakers of the hub's big fan-outs, in the order they were queued, and whether a task
 /// is emptying them.
 #[derive(Debug, Default)]
@@ -57,8 +60,11 @@ impl FanOutWakes {
         if !waiting.waking {
             waiting.waking = true;
             drop(waiting);
-            let waker = Waking(Arc::clone(self));
-            drop(runtime.spawn(async move { waker.run().await }));
+            let mut waking = Waking {
+                queue: Arc::clone(self),
+                done: false,
+            };
+            drop(runtime.spawn(async move { waking.run().await }));
         }
     }
 }
@@ -66,19 +72,28 @@ impl FanOutWakes {
 /// The task waking a [`FanOutWakes`]' wakers. Dropped before it is done (its runtime
 /// shutting down), it wakes the rest at once, so that no tab is left unwoken and the next
 /// fan-out starts a task again.
-struct Waking(Arc<FanOutWakes>);
+struct Waking {
+    queue: Arc<FanOutWakes>,
+    /// It found the queue empty and said so: what is queued since is another task's.
+    done: bool,
+}
 
 impl Waking {
     /// Wakes [`WAKE_AT_ONCE`] at a time, in order, yielding to the runtime between batches,
     /// until none are left.
-    async fn run(&self) {
+    async fn run(&mut self) {
         let mut batch = Vec::with_capacity(WAKE_AT_ONCE);
         loop {
             {
-                let mut waiting = self.0.lock();
+                let mut waiting = self.queue.lock();
                 let take = waiting.wakers.len().min(WAKE_AT_ONCE);
                 if take == 0 {
                     waiting.waking = false;
+                    self.done = true;
+                    // Room for a 10,000-tab fan-out is not kept for good after one.
+                    if waiting.wakers.capacity() > ROOM_KEPT {
+                        waiting.wakers = VecDeque::new();
+                    }
                     return;
                 }
                 batch.extend(waiting.wakers.drain(..take));
@@ -91,8 +106,11 @@ impl Waking {
 
 impl Drop for Waking {
     fn drop(&mut self) {
+        if self.done {
+            return;
+        }
         let left = {
-            let mut waiting = self.0.lock();
+            let mut waiting = self.queue.lock();
             waiting.waking = false;
             std::mem::take(&mut waiting.wakers)
         };
@@ -338,10 +356,35 @@ mod tests {
                 .collect();
             waiting.waking = true;
         }
-        drop(Waking(Arc::clone(&queue)));
+        drop(Waking {
+            queue: Arc::clone(&queue),
+            done: false,
+        });
         assert_eq!(woken.0.load(Ordering::SeqCst), 50);
         assert!(!queue.lock().waking);
         assert!(queue.lock().wakers.is_empty());
+    }
+
+    /// A waking task that finished leaves alone what was queued after it: that belongs to
+    /// the task the next fan-out started, which wakes it in batches.
+    #[test]
+    fn a_finished_waking_task_leaves_the_next_ones_wakers() {
+        let woken = Arc::new(Counted(AtomicUsize::new(0)));
+        let queue = Arc::new(FanOutWakes::default());
+        {
+            let mut waiting = queue.lock();
+            waiting.wakers = (0..5)
+                .map(|_| futures_util::task::waker(Arc::clone(&woken)))
+                .collect();
+            waiting.waking = true;
+        }
+        drop(Waking {
+            queue: Arc::clone(&queue),
+            done: true,
+        });
+        assert_eq!(woken.0.load(Ordering::SeqCst), 0);
+        assert!(queue.lock().waking, "the next task is still at it");
+        assert_eq!(queue.lock().wakers.len(), 5);
     }
 
     /// A fan-out to a few tasks wakes each at once; a big one outside a runtime wakes them all
