@@ -343,48 +343,42 @@ mod tests {
         }
     }
 
-    /// A waking task dropped before it is done (its runtime stopping) wakes the rest at once,
-    /// and the next fan-out gets a task again.
-    #[test]
-    fn a_waking_task_dropped_early_wakes_the_rest() {
+    /// A waking task over a queue of `count` wakers (a task at it) is dropped, `done` or not:
+    /// how many were woken, and what the queue then holds and says.
+    fn drop_a_waking_task(count: usize, done: bool) -> (usize, usize, bool) {
         let woken = Arc::new(Counted(AtomicUsize::new(0)));
         let queue = Arc::new(FanOutWakes::default());
         {
             let mut waiting = queue.lock();
-            waiting.wakers = (0..50)
+            waiting.wakers = (0..count)
                 .map(|_| futures_util::task::waker(Arc::clone(&woken)))
                 .collect();
             waiting.waking = true;
         }
         drop(Waking {
             queue: Arc::clone(&queue),
-            done: false,
+            done,
         });
-        assert_eq!(woken.0.load(Ordering::SeqCst), 50);
-        assert!(!queue.lock().waking);
-        assert!(queue.lock().wakers.is_empty());
+        let waiting = queue.lock();
+        (
+            woken.0.load(Ordering::SeqCst),
+            waiting.wakers.len(),
+            waiting.waking,
+        )
+    }
+
+    /// A waking task dropped before it is done (its runtime stopping) wakes the rest at once,
+    /// and the next fan-out gets a task again.
+    #[test]
+    fn a_waking_task_dropped_early_wakes_the_rest() {
+        assert_eq!(drop_a_waking_task(50, false), (50, 0, false));
     }
 
     /// A waking task that finished leaves alone what was queued after it: that belongs to
     /// the task the next fan-out started, which wakes it in batches.
     #[test]
     fn a_finished_waking_task_leaves_the_next_ones_wakers() {
-        let woken = Arc::new(Counted(AtomicUsize::new(0)));
-        let queue = Arc::new(FanOutWakes::default());
-        {
-            let mut waiting = queue.lock();
-            waiting.wakers = (0..5)
-                .map(|_| futures_util::task::waker(Arc::clone(&woken)))
-                .collect();
-            waiting.waking = true;
-        }
-        drop(Waking {
-            queue: Arc::clone(&queue),
-            done: true,
-        });
-        assert_eq!(woken.0.load(Ordering::SeqCst), 0);
-        assert!(queue.lock().waking, "the next task is still at it");
-        assert_eq!(queue.lock().wakers.len(), 5);
+        assert_eq!(drop_a_waking_task(5, true), (0, 5, true));
     }
 
     /// A fan-out to a few tasks wakes each at once; a big one outside a runtime wakes them all
