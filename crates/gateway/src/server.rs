@@ -42,8 +42,9 @@ pub const TRAIL_SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 pub struct AppState {
     /// The hub.
     pub hub: Arc<Hub>,
-    /// Who may connect as an agent.
-    pub agent_keys: AgentKeys,
+    /// Who may connect as an agent (shared: axum clones the state for every request, and a
+    /// tab's task holds its copy for as long as the tab is open).
+    pub agent_keys: Arc<AgentKeys>,
     /// Cancelled when the server shuts down; every socket task watches it.
     pub shutdown: CancellationToken,
     /// Every socket task, so shutdown can wait for them.
@@ -277,9 +278,11 @@ async fn build_with_parts(
     }
     Ok(AppState {
         hub,
-        agent_keys: AgentKeys::new(&config.agent_keys, public_url)
-            .with_operators(&config.operator_keys)
-            .with_id_secret(&config.secret),
+        agent_keys: Arc::new(
+            AgentKeys::new(&config.agent_keys, public_url)
+                .with_operators(&config.operator_keys)
+                .with_id_secret(&config.secret),
+        ),
         shutdown,
         tracker,
         web: WebAssets {

@@ -92,8 +92,8 @@ impl TabHandle {
         let cache = self
             .hub
             .lock()
-            .get(&self.session)
-            .map(|session| Arc::clone(&session.history));
+            .get_mut(&self.session)
+            .map(|session| Arc::clone(session.history.get_or_insert_with(Arc::default)));
         let build = || history_frame(self.hub.store.trails(), &self.session);
         match cache {
             Some(cache) => cache.frame(&self.hub.history_bytes_total, build).await,

@@ -399,7 +399,7 @@ impl Hub {
             entry.announce_presence();
             if entry.tabs.is_empty() {
                 // No one left to ask for it; the session itself may linger a while.
-                entry.history = Arc::default();
+                entry.history = None;
             }
         }
         self.drop_if_idle(&mut sessions, session);

@@ -152,7 +152,7 @@ mod tests {
         let built = |text: &'static str| async move {
             Ok(Frame::from_json(bytes::Bytes::from_static(text.as_bytes())))
         };
-        let history = Arc::clone(&session.history);
+        let history = Arc::clone(session.history.get_or_insert_with(Arc::default));
         assert_eq!(
             history.frame(&total, || built("before")).await.text(),
             "before"

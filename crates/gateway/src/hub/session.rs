@@ -45,8 +45,9 @@ pub(super) struct Session {
     pub(super) forgotten: LatelyForgotten,
     /// Recent finished requests, for tabs that join later.
     pub(super) finished: Finished,
-    /// The `history` frame, kept until a request ends (emptied when the last tab leaves).
-    pub(super) history: Arc<HistoryCache>,
+    /// The `history` frame, kept until a request ends; made when a tab first asks for it
+    /// (most sessions never are) and dropped when the last tab leaves.
+    pub(super) history: Option<Arc<HistoryCache>>,
     /// Bytes queued to this session's tabs and not yet written out.
     pub(super) queued_bytes: Arc<AtomicUsize>,
     /// Paces tabs joining.
@@ -87,7 +88,7 @@ impl Session {
             next_seq: 0,
             forgotten: LatelyForgotten::default(),
             finished: Finished::default(),
-            history: Arc::default(),
+            history: None,
             queued_bytes: Arc::new(AtomicUsize::new(0)),
             joins: Pacer::new(joins_per_second),
             snapshot_body: SnapshotBody::default(),
@@ -99,6 +100,13 @@ impl Session {
             grace_timer_set: false,
             sync: None,
             inbox_holds: 0,
+        }
+    }
+
+    /// A request of the session ended: the `history` frame kept, if any, is built again.
+    pub(super) fn history_ended(&self) {
+        if let Some(history) = &self.history {
+            history.ended();
         }
     }
 

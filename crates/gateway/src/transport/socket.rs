@@ -2,7 +2,8 @@
 //! each event handled as every connection does. Writing is in [`writing`](super::writing), the
 //! close in [`closing`](super::closing), what the loop watches in [`watch`](super::watch).
 
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
 use askgate_protocol::close;
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -96,60 +97,120 @@ pub(super) enum Step {
 
 /// Handles `event` as every connection does: writes what the hub queued, keeps the peer
 /// alive, paces what it sends (pings included), and turns failures into close codes.
-pub(super) async fn step(
+///
+/// A future written out rather than an `async fn`: a connection's task keeps room for its
+/// largest wait, and an `async fn` would hold the event twice (as its argument and as the
+/// local it is matched from) beside the write under way. This one holds the event until
+/// its first poll, then only what is left to wait on, boxed; most events need no wait.
+pub(super) fn step<'a, 'q>(
+    socket: &'a mut WebSocket,
+    watch: &'a mut Watch<'q>,
+    pacer: &'a mut Pacer,
+    event: Event,
+) -> Stepping<'a, 'q> {
+    Stepping::Start {
+        socket,
+        watch,
+        pacer,
+        event,
+    }
+}
+
+/// The future of [`step`].
+pub(super) enum Stepping<'a, 'q> {
+    /// Not polled yet.
+    Start {
+        socket: &'a mut WebSocket,
+        watch: &'a mut Watch<'q>,
+        pacer: &'a mut Pacer,
+        event: Event,
+    },
+    /// Waiting on a write, a ping or a close.
+    Waiting(Pin<Box<dyn Future<Output = Step> + Send + 'a>>),
+    /// Ready, and taken.
+    Done,
+}
+
+impl Future for Stepping<'_, '_> {
+    type Output = Step;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Step> {
+        // Unpin: it holds only references and a box.
+        let this = &mut *self;
+        if let Stepping::Waiting(wait) = this {
+            let step = ready!(wait.as_mut().poll(cx));
+            *this = Stepping::Done;
+            return Poll::Ready(step);
+        }
+        let Stepping::Start {
+            socket,
+            watch,
+            pacer,
+            event,
+        } = std::mem::replace(this, Stepping::Done)
+        else {
+            panic!("a step polled after it was ready");
+        };
+        match step_now(socket, cx, watch, pacer, event) {
+            Ok(step) => Poll::Ready(step),
+            Err(wait) => {
+                // Boxed: waiting holds futures of its own (a frame's fragments, a flush, a
+                // timer), which every idle connection would otherwise carry room for.
+                let mut wait: Pin<Box<dyn Future<Output = Step> + Send + '_>> =
+                    Box::pin(wait_on(socket, watch, wait));
+                match wait.as_mut().poll(cx) {
+                    Poll::Ready(step) => Poll::Ready(step),
+                    Poll::Pending => {
+                        *this = Stepping::Waiting(wait);
+                        Poll::Pending
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What `event` comes to without waiting: the step, or what is left to wait on.
+fn step_now(
     socket: &mut WebSocket,
+    cx: &mut Context<'_>,
     watch: &mut Watch<'_>,
     pacer: &mut Pacer,
     event: Event,
-) -> Step {
-    let ended = |code: Option<u16>| Step::End(code.map(|c| (c, "closing")));
-    let wait = match event {
-        Event::Close(code) => return ended(Some(code)),
-        Event::Outgoing(Some(frame)) => {
-            let mut first = Some(frame);
-            let written = std::future::poll_fn(|cx| match first.take() {
-                Some(frame) => Poll::Ready(write_now(socket, cx, frame, watch.queue)),
-                None => Poll::Ready(Written::Failed),
-            })
-            .await;
-            match written {
-                Written::Done => return Step::Continue,
-                Written::Failed => return Step::End(None),
-                Written::Rest(rest) => Wait::Rest(rest),
-            }
-        }
-        Event::Outgoing(None) | Event::Incoming(None) => return Step::End(None),
-        Event::Presence(frame) => Wait::Presence(frame),
-        Event::Tick => Wait::Tick,
-        Event::Incoming(Some(Ok(Message::Close(_)))) => Wait::PeerClosed,
-        Event::Incoming(Some(Err(error))) => {
-            return match code_for_read_error(&error, watch.metrics) {
-                Some((code, reason)) => Step::Failed(code, reason),
-                None => Step::End(None),
-            };
-        }
+) -> Result<Step, Wait> {
+    let ended = |code: Option<u16>| Ok(Step::End(code.map(|c| (c, "closing"))));
+    match event {
+        Event::Close(code) => ended(Some(code)),
+        Event::Outgoing(Some(frame)) => match write_now(socket, cx, frame, watch.queue) {
+            Written::Done => Ok(Step::Continue),
+            Written::Failed => Ok(Step::End(None)),
+            Written::Rest(rest) => Err(Wait::Rest(rest)),
+        },
+        Event::Outgoing(None) | Event::Incoming(None) => Ok(Step::End(None)),
+        Event::Presence(frame) => Err(Wait::Presence(frame)),
+        Event::Tick => Err(Wait::Tick),
+        Event::Incoming(Some(Ok(Message::Close(_)))) => Err(Wait::PeerClosed),
+        Event::Incoming(Some(Err(error))) => Ok(match code_for_read_error(&error, watch.metrics) {
+            Some((code, reason)) => Step::Failed(code, reason),
+            None => Step::End(None),
+        }),
         Event::Incoming(Some(Ok(message))) => {
             watch.keepalive.alive();
             // Every frame counts, pings too: answering a flood of pings is work as well.
             if !pacer.admit() {
                 count(&watch.metrics.closed_too_many_frames);
-                return Step::End(Some((close::TOO_MANY_FRAMES, "too many frames")));
+                return Ok(Step::End(Some((close::TOO_MANY_FRAMES, "too many frames"))));
             }
-            return match message {
+            Ok(match message {
                 Message::Text(text) => Step::Text(text),
                 Message::Binary(_) => Step::End(Some((close::MALFORMED, "frames are JSON text"))),
                 // Pongs are answered by tungstenite; raw frames are never read.
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
                     Step::Continue
                 }
-            };
+            })
         }
-    };
-    // Boxed: waiting on a write, a ping or a close holds futures of its own (a frame's
-    // fragments, a flush, a timer), and a task is as large as its largest wait, so unboxed
-    // every idle connection would carry room for them. Most events never get here: a frame
-    // the socket takes at once is written above, without an allocation.
-    Box::pin(wait_on(socket, watch, wait)).await
+    }
 }
 
 /// An event that may have to wait.

@@ -22,6 +22,7 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use futures_util::StreamExt as _;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::closing::{Closing, close_with, code_for_read_error};
@@ -31,7 +32,7 @@ use super::upgrade::WebSocket;
 use super::watch::{Keepalive, Watch};
 use crate::clock::{now_ms, until};
 use crate::connections::{Cut, Standing};
-use crate::hub::{Link, Queue, Rejected, TabHandle};
+use crate::hub::{Hub, Link, Queue, Rejected, TabHandle};
 use crate::metrics::{count, gauge_add};
 use crate::pacer::Pacer;
 use crate::people::{KeyRefusal, Person, ProxyIdentity};
@@ -54,13 +55,21 @@ pub async fn tab_endpoint(
         // At debug level: a span is entered on every poll of the connection, and an info span
         // was 2 % of the fan-out's CPU. What a tab logs at info and above names its session.
         let span = tracing::debug_span!("tab", %session);
-        let joining = Joining { proxied, standing };
-        tracker.track_future(run(socket, state, session, joining).instrument(span))
+        let joining = Box::new(Joining {
+            session,
+            proxied,
+            standing,
+        });
+        let task = run(socket, state.hub, state.shutdown, joining);
+        tracker.track_future(task.instrument(span))
     })
 }
 
-/// What the upgrade request tells about a tab still to say hello.
+/// What the upgrade request tells about a tab still to say hello. Boxed, and let go once
+/// the tab has joined: a task keeps room for what it was started with for as long as it runs.
 struct Joining {
+    /// The session in the path, not yet parsed.
+    session: String,
     /// Who a trusted proxy says it is.
     proxied: ProxyIdentity,
     /// Its connection's standing, when the accept loop keeps one: the hello shows its key.
@@ -103,48 +112,59 @@ impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
     }
 }
 
-/// The tab's task. Not an `async fn`: one moves its arguments into locals of its own and
-/// keeps room for both, the socket twice over in every idle tab; a block holds each once.
+/// The tab's task, holding only what it uses of the server's state (the hub, and shutdown
+/// to watch) rather than all of it. Not an `async fn`: one moves its arguments into locals of
+/// its own and keeps room for both, the socket twice over in every idle tab; a block holds
+/// each once.
 #[expect(
     clippy::manual_async_fn,
     reason = "an async fn would hold its arguments twice"
 )]
 fn run(
     mut socket: WebSocket,
-    state: AppState,
-    session: String,
-    joining: Joining,
+    hub: Arc<Hub>,
+    shutdown: CancellationToken,
+    joining: Box<Joining>,
 ) -> impl Future<Output = ()> + Send {
     async move {
-        gauge_add(&state.hub.metrics().connection_tasks, 1);
+        gauge_add(&hub.metrics().connection_tasks, 1);
         // Boxed, as every rare wait: a task is as large as its largest state, idle or not,
         // and the hello, the key check and the store's load are over once the tab has joined.
-        let closing = match Box::pin(admit(&mut socket, &state, &session, joining)).await {
-            Ok((handle, queue)) => {
-                let closing = serve(&mut socket, &state, &handle, queue).await;
-                Box::pin(handle.record_counted_refusals()).await;
-                closing
-            }
-            Err(closing) => closing,
+        // Taken apart in a `let`, not in the arms of a `match`: a scrutinee keeps its room in
+        // the task, beside what was moved out of it, for as long as its arm runs.
+        let (handle, queue) = match Box::pin(admit(&mut socket, &hub, &shutdown, *joining)).await {
+            Ok(joined) => joined,
+            Err(closing) => return Box::pin(end(&mut socket, &hub, closing)).await,
         };
-        if let Some(closing) = closing {
-            Box::pin(close_with(&mut socket, closing)).await;
-        }
-        gauge_add(&state.hub.metrics().connection_tasks, -1);
+        let closing = serve(&mut socket, &hub, &handle, queue).await;
+        Box::pin(handle.record_counted_refusals()).await;
+        Box::pin(end(&mut socket, &hub, closing)).await;
     }
+}
+
+/// Closes the tab's socket, with a code if there is one, and counts its task out.
+async fn end(socket: &mut WebSocket, hub: &Hub, closing: Option<Closing>) {
+    if let Some(closing) = closing {
+        close_with(socket, closing).await;
+    }
+    gauge_add(&hub.metrics().connection_tasks, -1);
 }
 
 /// Reads the tab's hello, checks its key and joins it to its session: its handle and inbox,
 /// or how to close it.
 async fn admit(
     socket: &mut WebSocket,
-    state: &AppState,
-    session: &str,
+    hub: &Arc<Hub>,
+    shutdown: &CancellationToken,
     joining: Joining,
 ) -> Result<(TabHandle, Queue), Option<Closing>> {
     let with = |code, reason| Err(Some(Closing::with(code, reason)));
-    let Joining { proxied, standing } = joining;
-    let Ok(session) = SessionId::parse(session) else {
+    let Joining {
+        session,
+        proxied,
+        standing,
+    } = joining;
+    let Ok(session) = SessionId::parse(&session) else {
         return with(close::UNKNOWN_SESSION, "not a session id");
     };
     let cut = async {
@@ -154,8 +174,8 @@ async fn admit(
         }
     };
     let hello = tokio::select! {
-        hello = tokio::time::timeout(state.hub.limits().hello_timeout, socket.next()) => hello,
-        () = state.shutdown.cancelled() => return with(close::GOING_AWAY, "shutting down"),
+        hello = tokio::time::timeout(hub.limits().hello_timeout, socket.next()) => hello,
+        () = shutdown.cancelled() => return with(close::GOING_AWAY, "shutting down"),
         why = cut => return Err(Some(closing_for(why))),
     };
     let (key, requested_tab) = match hello {
@@ -164,7 +184,7 @@ async fn admit(
             _ => return with(close::MALFORMED, "the first frame must be hello"),
         },
         Ok(Some(Err(error))) => {
-            let (code, reason) = code_for_read_error(&error, state.hub.metrics()).ok_or(None)?;
+            let (code, reason) = code_for_read_error(&error, hub.metrics()).ok_or(None)?;
             return Err(Some(Closing::after_bad_input(code, reason)));
         }
         Ok(None | Some(Ok(Message::Close(_)))) => return Err(None),
@@ -172,7 +192,7 @@ async fn admit(
         // Not a broken page, most likely a stalled network: the page may reconnect.
         Err(_) => return with(close::TOO_SLOW, "no hello in time"),
     };
-    let person = match state.hub.keys().identify(&session, &key, now_ms()) {
+    let person = match hub.keys().identify(&session, &key, now_ms()) {
         Ok(person) => person,
         Err(refusal) => return with(close::BAD_KEY, refusal.reason()),
     };
@@ -183,11 +203,11 @@ async fn admit(
     };
     // On a shared store, the session as the store has it, so the snapshot is whole. Should the
     // store be unreachable the tab still joins, sees what this node holds, and catches up.
-    if let Err(error) = state.hub.synced(&session).await {
+    if let Err(error) = hub.synced(&session).await {
         tracing::warn!(%session, %error, "a tab joined a session that could not be loaded");
     }
-    let (link, queue) = Link::new(state.hub.limits().tab_queue);
-    let handle = match state.hub.join_tab(
+    let (link, queue) = Link::new(hub.limits().tab_queue);
+    let handle = match hub.join_tab(
         session,
         FromTab::requested_tab(requested_tab.as_deref()),
         person,
@@ -197,7 +217,7 @@ async fn admit(
         Err(refused) => return with(refused.close_code(), refused.reason()),
     };
     // Shutdown closes every tab the hub holds; one that joined just after it closes here.
-    if state.shutdown.is_cancelled() {
+    if shutdown.is_cancelled() {
         return with(close::GOING_AWAY, "shutting down");
     }
     // Its key is shown: from now on it is never cut to make room for connections that have
@@ -216,17 +236,17 @@ async fn admit(
 /// Runs a joined tab until it ends; how to close it, if with a code.
 async fn serve(
     socket: &mut WebSocket,
-    state: &AppState,
+    hub: &Hub,
     handle: &TabHandle,
     mut queue: Queue,
 ) -> Option<Closing> {
-    let limits = state.hub.limits();
+    let limits = hub.limits();
     let mut keepalive = Keepalive::new(limits.ping_interval);
     let mut pacer = Pacer::new(limits.tab_frames_per_second);
     let mut watch = Watch {
         queue: &mut queue,
         keepalive: &mut keepalive,
-        metrics: state.hub.metrics(),
+        metrics: hub.metrics(),
     };
     // Only a personal link's tab has one (boxed: every other tab pays a pointer for it).
     let mut link_expiry = handle
@@ -254,7 +274,7 @@ async fn serve(
                     Ok(Some(reply)) => handle.reply(reply),
                     Ok(None) => {}
                     Err(TooManyFrames) => {
-                        count(&state.hub.metrics().closed_too_many_frames);
+                        count(&hub.metrics().closed_too_many_frames);
                         return Some(Closing::with(close::TOO_MANY_FRAMES, "too many frames"));
                     }
                 }

@@ -542,7 +542,7 @@ impl Session {
                     self.record_ended(&id, &encoded.view, &resolution);
                 } else {
                     self.finished.remove(&id);
-                    self.history.ended();
+                    self.history_ended();
                 }
                 admitted = Admitted::Resolved;
                 EntryState::Resolved(Box::new(resolution))
@@ -1170,7 +1170,7 @@ impl Session {
     /// finished list tabs are shown, and the next `history` is built again.
     fn record_ended(&mut self, id: &RequestId, view: &Bytes, resolution: &StoredResolution) {
         self.finished.push(id, view, resolution);
-        self.history.ended();
+        self.history_ended();
     }
 
     /// The next request's place in the session's order.
