@@ -3,9 +3,10 @@
 //! the open-file limit allows. Each session has a tab on every node (with as many tabs a
 //! session as nodes), so one ask reaches tabs on all of them.
 //!
-//! Measured: each node's RSS empty and with its tabs, summed and divided by the tabs; tabs the
-//! servers closed while they idled for `--hold-s`; the CPU of the nodes and Redis and Redis's
-//! commands a second meanwhile; then asks in some of the sessions, and how long each took to
+//! Measured: each node's RSS empty, with its tabs (`--settle-s` after they connected) and
+//! again at the end of the hold, summed and divided by the tabs; tabs the servers closed while
+//! they idled for `--hold-s`; the CPU of the nodes and Redis and Redis's commands a second
+//! meanwhile; then asks in some of the sessions, and how long each took to
 //! reach every one of its tabs (sent and received times from the system clock, which the
 //! processes share).
 
@@ -58,6 +59,11 @@ pub(crate) struct IdleNodesReport {
     pub(crate) rss_loaded_mib: Vec<f64>,
     /// (loaded − empty) summed over the nodes, per tab.
     pub(crate) bytes_per_tab: f64,
+    /// Each node's RSS again at the end of the idle hold, MiB: what the tabs cost once the
+    /// memory their connecting freed has been given back (or not).
+    pub(crate) rss_held_mib: Vec<f64>,
+    /// (held − empty) summed over the nodes, per tab.
+    pub(crate) bytes_per_tab_held: f64,
     /// Seconds the tabs took to connect.
     pub(crate) setup_s: f64,
     /// Seconds they then idled.
@@ -99,6 +105,11 @@ impl IdleNodesReport {
         println!(
             "  RSS per tab over the empty nodes: {} B (target <= 4,096)",
             thousands(self.bytes_per_tab)
+        );
+        println!(
+            "  node RSS after the idle hold, MiB {}; per tab {} B",
+            list(&self.rss_held_mib),
+            thousands(self.bytes_per_tab_held)
         );
         println!(
             "  setup {:.0} s; idled {:.0} s; closed by a server meanwhile: {} (target 0)",
@@ -171,14 +182,7 @@ pub(crate) async fn run(cmd: &IdleNodesCmd) -> anyhow::Result<IdleNodesReport> {
     .await;
     let settle = Duration::from_secs_f64(cmd.settle_s);
     tokio::time::sleep(settle).await;
-    let mut rss_empty = Vec::new();
-    for node in &nodes {
-        rss_empty.push(
-            procstat::settled_rss(node.pid)
-                .await
-                .context("a node's RSS")?,
-        );
-    }
+    let rss_empty = nodes_rss(&nodes).await?;
 
     // The plan every generator process reads: the nodes, then a session and its key a line.
     let plan = std::env::temp_dir().join(format!(
@@ -243,19 +247,7 @@ async fn measure(
         cmd.hold_s
     );
     tokio::time::sleep(Duration::from_secs_f64(cmd.settle_s)).await;
-    let mut rss_loaded = Vec::new();
-    for node in nodes {
-        rss_loaded.push(
-            procstat::settled_rss(node.pid)
-                .await
-                .context("a node's RSS")?,
-        );
-    }
-    let over: u64 = rss_loaded
-        .iter()
-        .zip(rss_empty)
-        .map(|(loaded, empty)| loaded.saturating_sub(*empty))
-        .sum();
+    let rss_loaded = nodes_rss(nodes).await?;
 
     let mut pids: Vec<u32> = nodes.iter().filter_map(|n| n.pid).collect();
     pids.push(redis.pid());
@@ -269,6 +261,7 @@ async fn measure(
         _ => f64::NAN,
     };
     let commands_after = redis.commands_run()?;
+    let rss_held = nodes_rss(nodes).await?;
     // Calls a second, and microseconds a second as a percentage of a core.
     let idle_redis_commands_per_s: Vec<(String, f64, f64)> =
         command_deltas(&commands_before, &commands_after)
@@ -314,7 +307,9 @@ async fn measure(
         load: (0.0, 0.0),
         rss_empty_mib: rss_empty.iter().map(|b| mib(*b)).collect(),
         rss_loaded_mib: rss_loaded.iter().map(|b| mib(*b)).collect(),
-        bytes_per_tab: over as f64 / tabs.max(1) as f64,
+        bytes_per_tab: growth(&rss_loaded, rss_empty) as f64 / tabs.max(1) as f64,
+        rss_held_mib: rss_held.iter().map(|b| mib(*b)).collect(),
+        bytes_per_tab_held: growth(&rss_held, rss_empty) as f64 / tabs.max(1) as f64,
         setup_s,
         hold_s,
         closed_while_idle,
@@ -324,6 +319,27 @@ async fn measure(
         ask_to_tab: latency.summary(),
         missed: expected.saturating_sub(reached),
     })
+}
+
+/// Each node's settled RSS, in bytes.
+async fn nodes_rss(nodes: &[Target]) -> anyhow::Result<Vec<u64>> {
+    let mut rss = Vec::new();
+    for node in nodes {
+        rss.push(
+            procstat::settled_rss(node.pid)
+                .await
+                .context("a node's RSS")?,
+        );
+    }
+    Ok(rss)
+}
+
+/// How much the nodes grew from `empty` to `now`, summed.
+fn growth(now: &[u64], empty: &[u64]) -> u64 {
+    now.iter()
+        .zip(empty)
+        .map(|(now, empty)| now.saturating_sub(*empty))
+        .sum()
 }
 
 fn epoch_ns() -> u64 {

@@ -53,7 +53,7 @@ pub(super) struct Session {
     /// Paces tabs joining.
     pub(super) joins: Pacer,
     /// The shared part of the last snapshot, reused while the session shows the same.
-    snapshot_body: SnapshotBody,
+    pub(super) snapshot_body: SnapshotBody,
     /// How many times an open request's view was encoded anew (see `request`): part of what
     /// says the last snapshot body still shows the same.
     pub(super) reencoded: u64,

@@ -130,24 +130,24 @@ fn run(
         gauge_add(&hub.metrics().connection_tasks, 1);
         // Boxed, as every rare wait: a task is as large as its largest state, idle or not,
         // and the hello, the key check and the store's load are over once the tab has joined.
-        // Taken apart in a `let`, not in the arms of a `match`: a scrutinee keeps its room in
-        // the task, beside what was moved out of it, for as long as its arm runs.
-        let (handle, queue) = match Box::pin(admit(&mut socket, &hub, &shutdown, *joining)).await {
-            Ok(joined) => joined,
-            Err(closing) => return Box::pin(end(&mut socket, &hub, closing)).await,
+        // Taken apart in a `let`, not in the arms of a `match`, and nothing awaited while
+        // the admission's result is in scope: a scrutinee keeps its room in the task, beside
+        // what was moved out of it, wherever its scope holds a wait.
+        let closing = 'joined: {
+            let (handle, queue) =
+                match Box::pin(admit(&mut socket, &hub, &shutdown, *joining)).await {
+                    Ok(joined) => joined,
+                    Err(closing) => break 'joined closing,
+                };
+            let closing = serve(&mut socket, &hub, &handle, queue).await;
+            Box::pin(handle.record_counted_refusals()).await;
+            closing
         };
-        let closing = serve(&mut socket, &hub, &handle, queue).await;
-        Box::pin(handle.record_counted_refusals()).await;
-        Box::pin(end(&mut socket, &hub, closing)).await;
+        if let Some(closing) = closing {
+            Box::pin(close_with(&mut socket, closing)).await;
+        }
+        gauge_add(&hub.metrics().connection_tasks, -1);
     }
-}
-
-/// Closes the tab's socket, with a code if there is one, and counts its task out.
-async fn end(socket: &mut WebSocket, hub: &Hub, closing: Option<Closing>) {
-    if let Some(closing) = closing {
-        close_with(socket, closing).await;
-    }
-    gauge_add(&hub.metrics().connection_tasks, -1);
 }
 
 /// Reads the tab's hello, checks its key and joins it to its session: its handle and inbox,
@@ -262,28 +262,29 @@ async fn serve(
                 event = next_event(socket, &mut watch) => event,
             },
         };
-        match step(socket, &mut watch, &mut pacer, event).await {
-            Step::Continue => {}
+        // The step is taken apart before the frame is handled: a scrutinee would keep its
+        // room in the task for as long as an arm waits.
+        let text = match step(socket, &mut watch, &mut pacer, event).await {
+            Step::Continue => continue,
             Step::End(ending) => return ending.map(|(code, reason)| Closing::with(code, reason)),
             Step::Failed(code, reason) => return Some(Closing::after_bad_input(code, reason)),
-            Step::Text(text) => {
-                // Boxed: a connection's task is as large as its largest wait, and handling a
-                // frame (an answer waits on the hub and the store) would make every idle tab
-                // carry room for it.
-                match Box::pin(handle_frame(handle, &text, &mut pacer)).await {
-                    Ok(Some(reply)) => handle.reply(reply),
-                    Ok(None) => {}
-                    Err(TooManyFrames) => {
-                        count(&hub.metrics().closed_too_many_frames);
-                        return Some(Closing::with(close::TOO_MANY_FRAMES, "too many frames"));
-                    }
-                }
-                // The timer may not have fired yet (a busy task, a clock stepped forward):
-                // the hub has refused what came after the expiry, and the tab goes now.
-                if handle.person().expired_at(now_ms()) {
-                    return Some(link_expired());
-                }
+            Step::Text(text) => text,
+        };
+        // Boxed: a connection's task is as large as its largest wait, and handling a frame
+        // (an answer waits on the hub and the store) would make every idle tab carry room
+        // for it.
+        match Box::pin(handle_frame(handle, &text, &mut pacer)).await {
+            Ok(Some(reply)) => handle.reply(reply),
+            Ok(None) => {}
+            Err(TooManyFrames) => {
+                count(&hub.metrics().closed_too_many_frames);
+                return Some(Closing::with(close::TOO_MANY_FRAMES, "too many frames"));
             }
+        }
+        // The timer may not have fired yet (a busy task, a clock stepped forward): the hub
+        // has refused what came after the expiry, and the tab goes now.
+        if handle.person().expired_at(now_ms()) {
+            return Some(link_expired());
         }
     }
 }

@@ -204,7 +204,7 @@ impl Hub {
             sync.others = others;
             sync.written = Some((here, now + presence_refresh(shared.presence_ttl())));
             sync.written_held = held;
-            sync.others_held = others_held.into_iter().collect();
+            sync.set_others_held(others_held);
             sync.presence_stale = false;
         }
         state.refresh_presence();

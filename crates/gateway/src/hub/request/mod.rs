@@ -802,7 +802,7 @@ impl Session {
         let held_elsewhere = self
             .sync
             .as_ref()
-            .is_some_and(|sync| sync.others_held.contains(id));
+            .is_some_and(|sync| sync.held_elsewhere(id));
         let waiting = entry.awaited(held_elsewhere);
         if !matches!(entry.state, EntryState::Open)
             || waiting
@@ -849,7 +849,7 @@ impl Session {
             if !matches!(entry.state, EntryState::Open) {
                 continue;
             }
-            let somewhere = entry.awaited(sync.others_held.contains(&entry.id));
+            let somewhere = entry.awaited(sync.held_elsewhere(&entry.id));
             // Orphaned, or its grace running.
             let judged_gone = entry.orphaned_since_ms.is_some() || entry.orphan_timer.is_some();
             match (somewhere, judged_gone) {
@@ -880,7 +880,7 @@ impl Session {
         let held_elsewhere = self
             .sync
             .as_ref()
-            .is_some_and(|sync| sync.others_held.contains(id));
+            .is_some_and(|sync| sync.held_elsewhere(id));
         let waiting = entry.awaited(held_elsewhere);
         if !matches!(entry.state, EntryState::Open) || waiting || entry.orphaned_since_ms.is_some()
         {

@@ -53,7 +53,10 @@ impl SnapshotBody {
                     max_frame_bytes,
                     finished.views(),
                 );
-                self.last = Some((key, body.clone()));
+                // An empty session's body is a few dozen bytes, built in no time: not kept,
+                // as every idle session would keep it (88 bytes of the heap each).
+                let empty = open.is_empty() && finished.is_empty();
+                self.last = (!empty).then(|| (key, body.clone()));
                 body
             }
         }
@@ -258,9 +261,11 @@ mod tests {
     fn a_snapshot_shares_its_body_until_the_session_changes() {
         let mut session = Session::new(SessionId::parse("s").unwrap(), 10, Ledger::detached());
         let tab = TabId::parse("t-1").unwrap();
+        // An empty session's body is built for each tab, not kept.
         let first = session.snapshot(&tab, &you(), 1024);
         let second = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);
-        assert!(first.shares_body_with(&second));
+        assert!(!first.shares_body_with(&second));
+        assert!(session.snapshot_body.last.is_none());
         let resolution = StoredResolution::untouched(Settlement::withdrawn(), 1);
         let id = RequestId::parse("r").unwrap();
         session.finished.push(
@@ -275,5 +280,11 @@ mod tests {
             "{}",
             third.text()
         );
+        let fourth = session.snapshot(&TabId::parse("t-2").unwrap(), &you(), 1024);
+        assert!(fourth.shares_body_with(&third));
+        session.finished.remove(&id);
+        let fifth = session.snapshot(&tab, &you(), 1024);
+        assert!(!fifth.shares_body_with(&fourth));
+        assert!(session.snapshot_body.last.is_none());
     }
 }
