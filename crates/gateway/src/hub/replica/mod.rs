@@ -151,6 +151,13 @@ mod tests {
     }
 
     #[test]
+    fn a_session_fits_its_allocation_class() {
+        // Every session a node holds is one: 448 bytes before its snapshot cache was boxed.
+        let bytes = size_of::<crate::hub::session::Session>();
+        assert!(bytes <= 384, "{bytes} bytes");
+    }
+
+    #[test]
     fn a_sessions_sync_state_fits_a_small_allocation() {
         // Every session a node holds has one: 208 bytes took mimalloc's 224-byte class.
         assert!(
