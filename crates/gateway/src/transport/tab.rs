@@ -164,7 +164,7 @@ async fn admit(
         proxied,
         standing,
     } = joining;
-    let Ok(session) = SessionId::parse(&session) else {
+    let Ok(session) = SessionId::parse(session) else {
         return with(close::UNKNOWN_SESSION, "not a session id");
     };
     let cut = async {
