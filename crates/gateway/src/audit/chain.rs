@@ -176,13 +176,36 @@ pub fn link_hash(prev: &str, seq: u64, at_ms: u64, tail: &str) -> String {
 /// The hash of an entry in a chain keyed with `key`: over the same text as [`link_hash`], with
 /// HMAC-SHA256 under the key in place of SHA-256.
 pub fn link_hash_with(key: &ChainKey, prev: &str, seq: u64, at_ms: u64, tail: &str) -> String {
+    link_hash_by(key, prev, seq, at_ms, |text| {
+        push_sha256_hex(text, tail.as_bytes());
+    })
+}
+
+/// [`link_hash_with`] of a tail whose SHA-256 is `digest` (lowercase hex), known already.
+pub fn link_hash_of_digest(
+    key: &ChainKey,
+    prev: &str,
+    seq: u64,
+    at_ms: u64,
+    digest: &str,
+) -> String {
+    link_hash_by(key, prev, seq, at_ms, |text| text.push_str(digest))
+}
+
+fn link_hash_by(
+    key: &ChainKey,
+    prev: &str,
+    seq: u64,
+    at_ms: u64,
+    push_digest: impl FnOnce(&mut String),
+) -> String {
     use std::fmt::Write as _;
     // `prev \n seq \n at_ms \n sha256(tail)`: 64 + 3 newlines + two numbers of at most 20
     // digits + 64.
     let mut text = String::with_capacity(64 + 3 + 20 + 20 + 64);
     text.push_str(prev);
     let _ = write!(text, "\n{seq}\n{at_ms}\n");
-    push_sha256_hex(&mut text, tail.as_bytes());
+    push_digest(&mut text);
     match key {
         ChainKey::Unkeyed => sha256_hex(text.as_bytes()),
         ChainKey::Keyed(key) => hex(&key.mac(text.as_bytes())),
@@ -414,6 +437,18 @@ mod tests {
         assert!(wrong(&format!("{digits} ")).contains("found 65 bytes"));
         let not_hex = format!("{}g", &digits[..63]);
         assert_eq!(wrong(&not_hex), "byte 64 is 'g', not a hex digit");
+    }
+
+    #[test]
+    fn a_link_hashed_from_the_tail_s_digest_is_the_link_hashed_from_the_tail() {
+        let keyed = ChainKey::Keyed(Arc::new(AuditKey::from_bytes([3; 32])));
+        for key in [ChainKey::Unkeyed, keyed] {
+            let digest = sha256_hex(TAIL.as_bytes());
+            assert_eq!(
+                link_hash_of_digest(&key, GENESIS, 9, 1_234, &digest),
+                link_hash_with(&key, GENESIS, 9, 1_234, TAIL)
+            );
+        }
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub struct SharedMetrics {
     pub sweep_timed_out: AtomicU64,
     /// Outcomes a sweep forgot (retention over).
     pub sweep_forgot: AtomicU64,
+    /// Asks and endings whose audit entry this node sent a proposed hash for (the trail's
+    /// head was known), and of those, the ones whose script took it.
+    pub seals_proposed: AtomicU64,
+    /// ... taken.
+    pub seals_taken: AtomicU64,
 }
 
 impl SharedMetrics {
@@ -131,6 +136,16 @@ impl SharedMetrics {
                 "askgate_redis_sweep_forgot_total",
                 "Outcomes this node's sweeps forgot (retention over).",
                 &self.sweep_forgot,
+            ),
+            (
+                "askgate_redis_seals_proposed_total",
+                "Asks and endings whose audit entry's hash this node worked out for the script.",
+                &self.seals_proposed,
+            ),
+            (
+                "askgate_redis_seals_taken_total",
+                "Of those, the ones the script took (else Redis hashed the entry itself).",
+                &self.seals_taken,
             ),
         ];
         for (name, help, counter) in counters {

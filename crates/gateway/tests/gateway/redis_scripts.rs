@@ -8,8 +8,13 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::Ordering;
+
+use askgate::audit::chain::{AuditKey, ChainKey, sha256_hex};
+use askgate::audit::verify::ChainCheck;
 use askgate::metrics::Metrics;
 use askgate::store::redis::{RedisOptions, RedisStore};
+use askgate::store::shared::{Change, Notice};
 use askgate::store::{Store, StoreOp, StoredRequest, StoredResolution, Verdict};
 use askgate_protocol::wire::Via;
 use askgate_protocol::{Dialect, Outcome, QuestionSet, RequestId, SessionId};
@@ -69,6 +74,10 @@ fn ending(id: &str, outcome: Outcome, late: bool) -> StoreOp {
 }
 
 async fn store(redis: &RedisServer) -> Arc<RedisStore> {
+    store_counting(redis, Arc::new(Metrics::default())).await
+}
+
+async fn store_counting(redis: &RedisServer, metrics: Arc<Metrics>) -> Arc<RedisStore> {
     let options = RedisOptions {
         url: redis.url(),
         prefix: "askgate:".into(),
@@ -77,7 +86,7 @@ async fn store(redis: &RedisServer) -> Arc<RedisStore> {
         presence_ttl: askgate::store::shared::DEFAULT_PRESENCE_TTL,
         probe_silence: askgate::store::redis::DEFAULT_PROBE_SILENCE,
     };
-    RedisStore::connect(&options, Arc::new(Metrics::default()))
+    RedisStore::connect(&options, metrics)
         .await
         .expect("connected")
 }
@@ -339,4 +348,148 @@ async fn sequence_numbers_come_back_in_order_across_batches() {
     }
     // More asks, more notices: a larger number.
     assert!(all[499] > all[0] && all[500] > all[499], "{all:?}");
+}
+
+/// Asks a node may make before one's audit entry takes the hash the node proposed: a proposal
+/// covers four milliseconds of Redis's clock, which a busy machine can miss now and then.
+const PROPOSAL_ATTEMPTS: usize = 50;
+
+/// Waits for the notice of a request asked in session `s`.
+async fn put_notice(notices: &mut tokio::sync::mpsc::Receiver<Notice>) {
+    loop {
+        let notice = tokio::time::timeout(support::TIMEOUT, notices.recv())
+            .await
+            .expect("a notice in time")
+            .expect("the notices go on");
+        if matches!(
+            notice,
+            Notice::Change {
+                change: Change::Put(_),
+                ..
+            }
+        ) {
+            return;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_heard_the_trail_s_head_hashes_the_next_entry_for_redis() {
+    let redis = RedisServer::start(&[]);
+    let metrics = Arc::new(Metrics::default());
+    let store = store_counting(&redis, Arc::clone(&metrics)).await;
+    let key = AuditKey::from_bytes([9; 32]);
+    store.use_audit_key(&key).await.expect("keyed");
+    let shared = store.shared().expect("a shared store");
+    let mut notices = shared.take_notices().expect("the notices");
+    let session = SessionId::parse("s").unwrap();
+    shared.watch(&session).await.expect("watching the session");
+    let counted = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
+
+    // The first ask's entry is hashed by Redis (no head heard of yet); its notice carries the
+    // head, so every later one is proposed, and taken unless Redis's clock was outside the
+    // proposal's milliseconds.
+    let mut asked = 0;
+    while counted(&metrics.shared.seals_taken) == 0 {
+        assert!(
+            asked < PROPOSAL_ATTEMPTS,
+            "none of {asked} asks took the hash the node proposed"
+        );
+        let verdict = one(&store, StoreOp::Put(request(&format!("r{asked}"), None))).await;
+        assert!(matches!(verdict, Verdict::Created { .. }), "{verdict:?}");
+        put_notice(&mut notices).await;
+        asked += 1;
+        assert_eq!(counted(&metrics.shared.seals_proposed), asked as u64 - 1);
+    }
+    // An ending is proposed after the head its session's last notice carried.
+    let won = one(&store, ending("r0", Outcome::Answered, false)).await;
+    assert!(matches!(won, Verdict::Won { .. }), "{won:?}");
+    assert_eq!(counted(&metrics.shared.seals_proposed), asked as u64);
+
+    // Every entry holds under the key, whichever side hashed it.
+    let lines = store
+        .trails()
+        .audit(&session, 0, 1000)
+        .await
+        .expect("the trail");
+    let mut check = ChainCheck::with_key("s", Some(ChainKey::Keyed(Arc::new(key))));
+    for line in &lines {
+        check
+            .next(line)
+            .unwrap_or_else(|broken| panic!("{broken:?}: {line}"));
+    }
+    assert_eq!(check.checked(), asked as u64 + 1);
+}
+
+/// The sealing prefixes and `note.lua`, run as one script (the store loads them so).
+const NOTE_LUA: &str = concat!(
+    include_str!("../../src/store/redis/scripts/sha256.lua"),
+    include_str!("../../src/store/redis/scripts/chain.lua"),
+    include_str!("../../src/store/redis/scripts/note.lua")
+);
+
+/// Seals an entry onto trail `t` with `seal` as the seal argument; the entry's line.
+fn note_sealed(redis: &RedisServer, seal: &str) -> String {
+    let tail = r#""session":"s","id":"r","event":"link""#;
+    let digest = sha256_hex(tail.as_bytes());
+    let seq = redis.cli(&[
+        "EVAL", NOTE_LUA, "2", "t", "t:head", tail, &digest, "60000", seal,
+    ]);
+    assert!(seq.trim().parse::<u64>().is_ok(), "note.lua replied {seq}");
+    redis.cli(&["LINDEX", "t", "-1"]).trim().to_owned()
+}
+
+fn redis_ms(redis: &RedisServer) -> u64 {
+    let time = redis.cli(&["TIME"]);
+    let mut parts = time.split_whitespace().map(|p| p.parse::<u64>().unwrap());
+    parts.next().unwrap() * 1000 + parts.next().unwrap() / 1000
+}
+
+#[test]
+fn a_script_takes_a_proposed_hash_only_after_the_head_and_at_the_time_it_names() {
+    let redis = RedisServer::start(&[]);
+    let key = AuditKey::from_bytes([5; 32]);
+    let states = key.hmac_states_hex();
+    let chain = ChainKey::Keyed(Arc::new(key));
+    let hash_of = |line: &str| -> String {
+        let read = askgate::audit::chain::read_line(line).expect("a sealed line");
+        assert!(
+            read.hash_holds_with(&chain) || read.hash.starts_with("ffff"),
+            "{line}"
+        );
+        read.hash.to_owned()
+    };
+    let marker = "f".repeat(64);
+    // A proposal needs the head: with none yet, one naming an empty head is taken.
+    let mut line = String::new();
+    for _ in 0..PROPOSAL_ATTEMPTS {
+        let now = redis_ms(&redis);
+        line = note_sealed(&redis, &format!("{states}||{now}|{}", marker.repeat(1000)));
+        if hash_of(&line) == marker {
+            break;
+        }
+    }
+    assert_eq!(hash_of(&line), marker, "never taken: {line}");
+    let head = redis.cli(&["GET", "t:head"]).trim().to_owned();
+    assert!(head.ends_with(&marker), "{head}");
+    // Then the entry goes after it as hashed by Redis, for a proposal on another head, one for
+    // a time not yet come, and ones that do not read as proposals.
+    let now = redis_ms(&redis);
+    let many = marker.repeat(1000);
+    for seal in [
+        format!("{states}|1 {}|{now}|{many}", "0".repeat(64)),
+        format!("{states}|{head}|{}|{many}", now + 600_000),
+        format!("{states}|{head}|{now}"),
+        format!("{states}|{head}|soon|{many}"),
+        format!("{states}|{head}|{now}|{}", "f".repeat(63)),
+        format!("{states}|"),
+    ] {
+        let line = note_sealed(&redis, &seal);
+        assert_ne!(hash_of(&line), marker, "taken: {seal:.200}");
+        assert!(
+            askgate::audit::chain::read_line(&line)
+                .unwrap()
+                .hash_holds_with(&chain)
+        );
+    }
 }

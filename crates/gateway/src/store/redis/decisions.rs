@@ -8,6 +8,7 @@ use super::keys::Keys;
 use super::lua::Index;
 use super::outbox;
 use super::records::{self, Fields};
+use super::seals::Seal;
 use super::trails::Entry;
 use crate::audit::Note;
 use crate::store::{StoreError, StoreOp, StoredDelivery, StoredRequest, StoredResolution, Verdict};
@@ -33,6 +34,7 @@ impl Inner {
             .deadline_ms
             .map(|deadline| deadline.saturating_sub(request.asked_at_ms));
         let entry = Entry::of(&Note::asked(request));
+        let seal = self.seals.arg(session, &entry.digest);
         let mut script = self.scripts.ask.key(self.keys.request(session, id));
         script
             .key(self.keys.ids(session))
@@ -49,7 +51,7 @@ impl Inner {
             .arg(&entry.tail)
             .arg(&entry.digest)
             .arg(self.audit_retention_ms)
-            .arg(self.chain_arg());
+            .arg(&seal.arg);
         for delivery in notify {
             script.arg(&delivery.id).arg(outbox::json(delivery)?);
         }
@@ -72,15 +74,20 @@ impl Inner {
                     member: Keys::follow_member(session, id, records::follow_up_letter(follow_up)),
                 }),
         );
+        let sent_ms = crate::clock::now_ms();
         let reply: Vec<String> = self.index_then_run("asking", &indexes, &mut script).await?;
         let text = |i: usize| reply.get(i).map_or("", String::as_str);
         let bad =
             |e: String| StoreError::damaged(format!("redis replied to an ask unexpectedly: {e}"));
         match text(0) {
-            "created" => Ok(Verdict::Created {
-                asked_at_ms: records::millis(text(1)).map_err(bad)?,
-                deadline_ms: records::deadline(text(2)).map_err(bad)?,
-            }),
+            "created" => {
+                let asked_at_ms = records::millis(text(1)).map_err(bad)?;
+                self.sealed(&seal, sent_ms, asked_at_ms, text(4));
+                Ok(Verdict::Created {
+                    asked_at_ms,
+                    deadline_ms: records::deadline(text(2)).map_err(bad)?,
+                })
+            }
             "exists" => {
                 let fields = Fields {
                     asked: text(1),
@@ -97,6 +104,19 @@ impl Inner {
             }
             "conflict" => Ok(Verdict::Conflict),
             other => Err(bad(format!("{other:?}"))),
+        }
+    }
+
+    /// Notes what a script that sealed an entry replied: Redis's clock (`redis_ms`, for a
+    /// script sent at `sent_ms`) and whether it took the hash `seal` proposed (`taken`: `1`).
+    fn sealed(&self, seal: &Seal, sent_ms: u64, redis_ms: u64, taken: &str) {
+        self.seals.clock_read(sent_ms, redis_ms);
+        if seal.proposed {
+            let shared = &self.metrics.shared;
+            shared.count(&shared.seals_proposed);
+            if taken == "1" {
+                shared.count(&shared.seals_taken);
+            }
         }
     }
 
@@ -141,6 +161,7 @@ impl Inner {
             .map(|late| Entry::of(&Note::ended(session, id, late)))
             .unwrap_or_default();
         let (won, late) = notify.unwrap_or_default();
+        let seal = self.seals.arg(session, &won_entry.digest);
         let mut script = self.changing_request(&self.scripts.resolve, session, id);
         script
             .arg(id.as_str())
@@ -159,13 +180,14 @@ impl Inner {
             .arg(&late_entry.tail)
             .arg(&late_entry.digest)
             .arg(self.audit_retention_ms)
-            .arg(self.chain_arg())
+            .arg(&seal.arg)
             .arg(won.len());
         for delivery in won.iter().chain(late) {
             script.arg(&delivery.id).arg(outbox::json(delivery)?);
         }
         let mut indexes = vec![self.due_index(session, id, retained_until)];
         indexes.extend(won.iter().chain(late).map(|d| self.outbox_index(d)));
+        let sent_ms = crate::clock::now_ms();
         let reply: Vec<String> = self
             .index_then_run("resolving", &indexes, &mut script)
             .await?;
@@ -174,9 +196,11 @@ impl Inner {
             StoreError::damaged(format!("redis replied to a resolution unexpectedly: {e}"))
         };
         let verdict = match text(0) {
-            "won" => Verdict::Won {
-                at_ms: records::millis(text(2)).map_err(bad)?,
-            },
+            "won" => {
+                let at_ms = records::millis(text(2)).map_err(bad)?;
+                self.sealed(&seal, sent_ms, at_ms, text(3));
+                Verdict::Won { at_ms }
+            }
             "lost" | "late" => Verdict::Lost(Box::new(
                 records::resolution(text(1), text(2)).map_err(bad)?,
             )),
@@ -219,7 +243,7 @@ impl Inner {
                     .arg(&entry.tail)
                     .arg(&entry.digest)
                     .arg(self.audit_retention_ms)
-                    .arg(self.chain_arg()),
+                    .arg(self.seals.arg(session, &entry.digest).arg),
             )
             .await?;
         Ok(match reply.as_str() {
@@ -253,7 +277,7 @@ impl Inner {
             .arg(&entry.tail)
             .arg(&entry.digest)
             .arg(self.audit_retention_ms)
-            .arg(self.chain_arg())
+            .arg(self.seals.arg(session, &entry.digest).arg)
             .arg(self.keys.channel(session))
             .arg(self.publish);
         for delivery in notify {
@@ -298,7 +322,7 @@ impl Inner {
             .arg(&entry.tail)
             .arg(&entry.digest)
             .arg(self.audit_retention_ms)
-            .arg(self.chain_arg())
+            .arg(self.seals.arg(session, &entry.digest).arg)
             .arg(self.keys.channel(session))
             .arg(self.publish);
         let reply: Vec<String> = self
@@ -346,7 +370,7 @@ impl Inner {
                     .arg(&entry.tail)
                     .arg(&entry.digest)
                     .arg(self.audit_retention_ms)
-                    .arg(self.chain_arg())
+                    .arg(self.seals.arg(session, &entry.digest).arg)
                     .arg(self.keys.channel(session))
                     .arg(self.publish),
             )

@@ -18,6 +18,8 @@
 //! - [`subscriber`]: the pub/sub connection, its probe and its reconnects.
 //! - [`settings`]: the start-up check of Redis's durability settings, and the shared secret.
 //! - [`trails`]: the audit trails: the entries scripts seal, reading them back, their index.
+//! - [`seals`]: the hashes a node proposes for the entries its scripts seal, from the trail
+//!   heads the notices carry, so that Redis need not hash them in Lua.
 
 mod conn;
 mod decisions;
@@ -28,6 +30,7 @@ mod lua;
 mod node_reports;
 mod outbox;
 mod records;
+mod seals;
 mod settings;
 mod shared_side;
 mod subscriber;
@@ -41,6 +44,7 @@ use askgate_protocol::SessionId;
 use self::conn::Conn;
 use self::keys::Keys;
 use self::lua::Scripts;
+use self::seals::Seals;
 use self::shared_side::SharedSide;
 use self::subscriber::Subscriber;
 use super::shared::Shared;
@@ -104,16 +108,10 @@ struct Inner {
     publish: &'static str,
     /// This node, in presence entries and its probe channel.
     node: String,
-    /// The audit key's HMAC states ([`AuditKey::hmac_states_hex`]), passed to every script
-    /// that seals an entry (never stored in Redis); empty, or unset, for an unkeyed chain.
-    chain_key: std::sync::OnceLock<String>,
-}
-
-impl Inner {
-    /// The scripts' last argument: the audit key's HMAC states, or '' (chain.lua).
-    pub(super) fn chain_arg(&self) -> &str {
-        self.chain_key.get().map_or("", String::as_str)
-    }
+    /// The audit key and the trail heads heard of: what goes with every script that seals an
+    /// entry (the key's HMAC states, [`AuditKey::hmac_states_hex`], never stored in Redis, and
+    /// the entry's hash worked out here when the node can).
+    seals: Arc<Seals>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -139,6 +137,7 @@ impl RedisStore {
         let keys = Keys::new(&options.prefix);
         // The id the operator endpoints show for this node, too.
         let node = metrics.node_id().to_owned();
+        let seals = Arc::new(Seals::default());
         let inner = Arc::new(Inner {
             conn: conn.clone(),
             keys: keys.clone(),
@@ -151,7 +150,7 @@ impl RedisStore {
             metrics: Arc::clone(&metrics),
             publish,
             node: node.clone(),
-            chain_key: std::sync::OnceLock::new(),
+            seals: Arc::clone(&seals),
         });
         let subscriber = Subscriber::start(
             subscribing,
@@ -160,6 +159,7 @@ impl RedisStore {
             &node,
             metrics,
             options.probe_silence,
+            seals,
         );
         Ok(Arc::new(RedisStore { inner, subscriber }))
     }
@@ -248,7 +248,7 @@ impl RedisStore {
                 })?;
         }
         self.check_key(key).await?;
-        let _ = self.inner.chain_key.set(key.hmac_states_hex());
+        self.inner.seals.set_key(key);
         Ok(())
     }
 

@@ -227,11 +227,19 @@ pub(super) fn addressed(payload: &str) -> Option<crate::store::shared::Notice> {
     })
 }
 
-/// A notice as a script published it: its sequence number and the change.
-pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change), String> {
+/// A notice as a script published it: its sequence number, the trail's head if the script
+/// sealed an entry (`seq hash`, after the notice's number and a space), and the change.
+pub(super) fn notice<'p>(
+    session: &SessionId,
+    payload: &'p str,
+) -> Result<(u64, Option<&'p str>, Change), String> {
     let mut parts = payload.splitn(3, '\n');
-    let (Some(seq), Some(kind), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+    let (Some(first), Some(kind), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(format!("a notice without its parts: {payload:?}"));
+    };
+    let (seq, trail_head) = match first.split_once(' ') {
+        Some((seq, head)) => (seq, Some(head)),
+        None => (first, None),
     };
     let seq = millis(seq)?;
     let id_of = |text: &str| RequestId::parse(text).map_err(|e| format!("a notice's id: {e}"));
@@ -305,7 +313,7 @@ pub(super) fn notice(session: &SessionId, payload: &str) -> Result<(u64, Change)
         }
         other => return Err(format!("a notice of an unknown kind {other:?}")),
     };
-    Ok((seq, change))
+    Ok((seq, trail_head, change))
 }
 
 #[cfg(test)]
@@ -341,8 +349,8 @@ mod tests {
     fn a_put_notice_reads_back_as_the_request() {
         let request = sample();
         let payload = format!("7\nput\nr\n5\n9\n{}", body(&request));
-        let (seq, change) = notice(&request.session, &payload).unwrap();
-        assert_eq!(seq, 7);
+        let (seq, head, change) = notice(&request.session, &payload).unwrap();
+        assert_eq!((seq, head), (7, None));
         let Change::Put(read) = change else {
             panic!("{change:?}")
         };
@@ -365,9 +373,12 @@ mod tests {
             voters: None,
             at_ms: 0,
         };
-        let payload = format!("8\nresolved\nr\n12\n{}", ending(&kept));
-        let (seq, change) = notice(&SessionId::parse("s").unwrap(), &payload).unwrap();
+        // A script that sealed an entry gives the trail's new head after the number.
+        let hash = "e3".repeat(32);
+        let payload = format!("8 5 {hash}\nresolved\nr\n12\n{}", ending(&kept));
+        let (seq, head, change) = notice(&SessionId::parse("s").unwrap(), &payload).unwrap();
         assert_eq!(seq, 8);
+        assert_eq!(head, Some(format!("5 {hash}").as_str()));
         let Change::Resolved { id, resolution } = change else {
             panic!("{change:?}")
         };
@@ -379,13 +390,13 @@ mod tests {
     #[test]
     fn a_followers_notice_and_an_inbox_notice_read_back() {
         let session = SessionId::parse("s").unwrap();
-        let (seq, change) = notice(&session, "0\nfollowers\n1\nalice@example.com").unwrap();
+        let (seq, _, change) = notice(&session, "0\nfollowers\n1\nalice@example.com").unwrap();
         assert_eq!(seq, 0);
         let Change::Followers { user, on } = change else {
             panic!("{change:?}")
         };
         assert_eq!((user.as_str(), on), ("alice@example.com", true));
-        let (_, change) = notice(&session, "0\nfollowers\n0\nbob").unwrap();
+        let (_, _, change) = notice(&session, "0\nfollowers\n0\nbob").unwrap();
         assert!(matches!(change, Change::Followers { on: false, .. }));
         assert!(notice(&session, "0\nfollowers\n1").is_err());
         let Some(crate::store::shared::Notice::Addressed { session, name }) =
@@ -411,6 +422,7 @@ mod tests {
             "1\nresolved\nr\n5\n{",
             "1\nwhat\nr",
             "a\nforgot\nr",
+            "x 1 h\nforgot\nr",
         ] {
             assert!(notice(&session, payload).is_err(), "{payload:?}");
         }

@@ -38,6 +38,7 @@ impl Inner {
                     .key(self.keys.ids(session))
                     .key(self.keys.seq(session))
                     .key(self.keys.followers(session))
+                    .key(self.keys.trail_head(session))
                     .arg(self.keys.request_prefix(session)),
             )
             .await?;
@@ -46,6 +47,7 @@ impl Inner {
         };
         let mut parts = reply.iter().map(String::as_str);
         let seq = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
+        self.seals.loaded(session, parts.next().unwrap_or(""));
         let count = records::millis(parts.next().unwrap_or("0")).map_err(bad)?;
         let followers: Vec<String> = parts
             .by_ref()

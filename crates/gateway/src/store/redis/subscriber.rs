@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use super::conn::{Conn, Subscribing};
 use super::keys::Keys;
 use super::records;
+use super::seals::Seals;
 use crate::metrics::Metrics;
 use crate::store::StoreError;
 use crate::store::shared::Notice;
@@ -59,6 +60,7 @@ impl Subscriber {
         node: &str,
         metrics: Arc<Metrics>,
         probe_silence: Duration,
+        seals: Arc<Seals>,
     ) -> Subscriber {
         let (commands, received) = mpsc::unbounded_channel();
         let (notify, notices) = mpsc::channel(NOTICE_QUEUE);
@@ -74,6 +76,7 @@ impl Subscriber {
             probe_silence,
             notify,
             status: Arc::clone(&status),
+            seals,
         };
         match subscribing {
             Subscribing::Single(client) => tokio::spawn(task.run(*client, received)),
@@ -146,6 +149,8 @@ struct Task {
     watched: HashSet<String>,
     notify: mpsc::Sender<Notice>,
     status: Arc<Mutex<Result<(), String>>>,
+    /// Told the trail heads notices carry.
+    seals: Arc<Seals>,
 }
 
 impl Task {
@@ -288,7 +293,10 @@ impl Task {
         };
         let payload: String = message.get_payload().unwrap_or_default();
         match records::notice(&session, &payload) {
-            Ok((seq, change)) => {
+            Ok((seq, trail_head, change)) => {
+                if let Some(head) = trail_head {
+                    self.seals.heard(&session, head);
+                }
                 let notice = Notice::Change {
                     session,
                     seq,

@@ -70,7 +70,7 @@ impl Inner {
                     .arg(&entry.tail)
                     .arg(&entry.digest)
                     .arg(self.audit_retention_ms)
-                    .arg(self.chain_arg()),
+                    .arg(self.seals.arg(session, &entry.digest).arg),
             )
             .await?;
         Ok(Verdict::Done)

@@ -9,9 +9,8 @@
 --       4 the session's trail, 5 its head, 6 the session's outbox.
 -- ARGV: 1 id, 2 digest of the questions, 3 body (JSON), 4 timeout in ms or '',
 --       5 the session's channel, 6 the publish command (PUBLISH or SPUBLISH),
---       7 the `asked` entry's tail, 8 its digest, 9 the trail's retention in ms, 10 the audit
---       key's hex or '' (chain.lua), then the notifications as pairs: 11 an id, 12 its JSON,
---       13 the next id, ...
+--       7 the `asked` entry's tail, 8 its digest, 9 the trail's retention in ms, 10 the seal
+--       (chain.lua), then the notifications as pairs: 11 an id, 12 its JSON, 13 the next id, ...
 local digest = redis.call('HGET', KEYS[1], 'digest')
 if digest then
   if digest ~= ARGV[2] then
@@ -35,5 +34,5 @@ audit_append(KEYS[4], KEYS[5], ARGV[7], ARGV[8], asked, ARGV[9], ARGV[10])
 for i = 11, #ARGV, 2 do
   redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1])
 end
-redis.call(ARGV[6], ARGV[5], seq .. '\nput\n' .. ARGV[1] .. '\n' .. asked .. '\n' .. deadline .. '\n' .. ARGV[3])
-return {'created', asked, deadline, tostring(seq)}
+redis.call(ARGV[6], ARGV[5], seq .. audit_noted .. '\nput\n' .. ARGV[1] .. '\n' .. asked .. '\n' .. deadline .. '\n' .. ARGV[3])
+return {'created', asked, deadline, tostring(seq), audit_took}

@@ -6,7 +6,7 @@
 -- KEYS: 1 the request's hash, 2 the session's sequence, 3 the session's trail, 4 its head,
 --       5 the session's outbox.
 -- ARGV: 1 id, 2 the follow-up's letter (r or e), 3 its entry's tail, 4 the entry's digest,
---       5 the trail's retention in ms, 6 the audit key's hex or '' (chain.lua), 7 channel,
+--       5 the trail's retention in ms, 6 the seal (chain.lua), 7 channel,
 --       8 publish command, then the notifications as pairs: 9 an id, 10 its JSON, ...
 local f = redis.call('HMGET', KEYS[1], 'state', 'follows')
 if f[1] ~= 'open' then
@@ -24,5 +24,5 @@ for i = 9, #ARGV, 2 do
   redis.call('HSET', KEYS[5], ARGV[i], ARGV[i + 1])
 end
 local seq = redis.call('INCR', KEYS[2])
-redis.call(ARGV[8], ARGV[7], seq .. '\nfollowed\n' .. ARGV[1] .. '\n' .. ARGV[2])
+redis.call(ARGV[8], ARGV[7], seq .. audit_noted .. '\nfollowed\n' .. ARGV[1] .. '\n' .. ARGV[2])
 return 'applied'

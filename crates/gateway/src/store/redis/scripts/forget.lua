@@ -7,7 +7,7 @@
 --       4 the session's trail, 5 its head.
 -- ARGV: 1 id, 2 channel, 3 publish command, 4 retention in ms or '',
 --       5 the `acked` entry's tail or '', 6 its digest, 7 the trail's retention in ms, 8 the
---       audit key's hex or '' (chain.lua).
+--       seal (chain.lua).
 local f = redis.call('HMGET', KEYS[1], 'state', 'resolved')
 if not f[1] then
   return 'unknown'
@@ -28,5 +28,5 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 local seq = redis.call('INCR', KEYS[3])
-redis.call(ARGV[3], ARGV[2], seq .. '\nforgot\n' .. ARGV[1])
+redis.call(ARGV[3], ARGV[2], seq .. audit_noted .. '\nforgot\n' .. ARGV[1])
 return 'done'

@@ -8,7 +8,7 @@
 -- KEYS: 1 the request's hash, 2 the session's sequence, 3 the session's trail, 4 its head.
 -- ARGV: 1 id, 2 the votes counted on (JSON, '' for none), 3 every vote with this one (JSON),
 --       4 the voter, 5 the vote's entry tail, 6 its digest, 7 the trail's retention in ms,
---       8 the audit key's hex or '' (chain.lua), 9 channel, 10 publish command.
+--       8 the seal (chain.lua), 9 channel, 10 publish command.
 local f = redis.call('HMGET', KEYS[1], 'state', 'votes', 'resolution', 'resolved', 'deadline')
 if not f[1] then
   return {'unknown'}
@@ -29,5 +29,5 @@ local at = string.format('%.0f', now)
 audit_append(KEYS[3], KEYS[4], ARGV[5], ARGV[6], at, ARGV[7], ARGV[8])
 redis.call('HSET', KEYS[1], 'votes', ARGV[3])
 local seq = redis.call('INCR', KEYS[2])
-redis.call(ARGV[10], ARGV[9], seq .. '\nvoted\n' .. ARGV[1] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
+redis.call(ARGV[10], ARGV[9], seq .. audit_noted .. '\nvoted\n' .. ARGV[1] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
 return {'kept', at}
