@@ -409,7 +409,6 @@ impl Hub {
                         if let Some(names) = addressed {
                             hub.announce_addressed(&stored.session, names);
                         }
-                        hub.note_asked_in(&stored.session);
                         let durable = durable.await;
                         notified(durable.is_ok());
                         hub.accept_ask(&stored, asker.as_ref(), accepted, durable)

@@ -473,20 +473,6 @@ impl Hub {
         });
     }
 
-    /// Notes in a shared store's index that `session` was asked in, where every node's
-    /// operator listing finds it. A local store's hub holds every session already.
-    pub(super) fn note_asked_in(self: &Arc<Self>, session: &SessionId) {
-        let Some(shared) = self.shared() else {
-            return;
-        };
-        let session = session.clone();
-        tokio::spawn(async move {
-            if let Err(error) = shared.asked_in(&session).await {
-                tracing::warn!(%session, %error, "the operator's listing was not told of a session asked in; it lists it once it is asked in again");
-            }
-        });
-    }
-
     /// Loads and holds, for `handle`'s inbox, the sessions where requests were for its person
     /// or their groups, or that they follow, as the store's index has them.
     pub async fn gather_inbox(self: &Arc<Self>, handle: &InboxHandle) {

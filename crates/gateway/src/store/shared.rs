@@ -255,10 +255,8 @@ pub trait Shared: Send + Sync + 'static {
     /// [`INBOX_INDEX_SESSIONS`] of each.
     fn inbox_sessions(&self, names: Vec<String>) -> StoreFuture<'static, Vec<SessionId>>;
 
-    /// Notes that `session` was asked in now, where the operator's listing finds it.
-    fn asked_in(&self, session: &SessionId) -> StoreFuture<'static, ()>;
-
-    /// The sessions asked in lately, newest first: at most [`LISTED_SESSIONS`].
+    /// The sessions asked in lately (the store notes each with its ask), newest first: at
+    /// most [`LISTED_SESSIONS`].
     fn asked_sessions(&self) -> StoreFuture<'static, Vec<SessionId>>;
 
     /// Writes this node's report (`text`, made at `at_ms`), kept for [`NODE_REPORT_KEPT`].

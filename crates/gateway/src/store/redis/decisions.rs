@@ -21,6 +21,7 @@ impl Inner {
             mode: "LT",
             score: at_ms,
             member: Keys::due_member(session, id),
+            keep_newest: None,
         }
     }
 
@@ -55,7 +56,9 @@ impl Inner {
         for delivery in notify {
             script.arg(&delivery.id).arg(outbox::json(delivery)?);
         }
-        let mut indexes = vec![self.trails_index(session)];
+        // The operator's listing finds the session by this index (inbox_index.rs); written
+        // with the ask, in its one write on one server.
+        let mut indexes = vec![self.trails_index(session), self.asked_index(session)];
         indexes.extend(
             request
                 .deadline_ms
@@ -72,6 +75,7 @@ impl Inner {
                     mode: "NX",
                     score: at_ms,
                     member: Keys::follow_member(session, id, records::follow_up_letter(follow_up)),
+                    keep_newest: None,
                 }),
         );
         let sent_ms = crate::clock::now_ms();

@@ -7,13 +7,15 @@
 //! The operator's listing of requests finds sessions the same way, in one index of the
 //! sessions asked in (`{prefix}{inbox}:asked`), the newest [`LISTED_SESSIONS`] kept.
 //!
-//! Written by the node that stored the change, after the script that stored it: the index is
-//! where to look, never what is shown (the session, loaded, is), so that it lags or holds a
-//! stale entry changes nothing an inbox shows.
+//! Written by the node that stored the change (the asked index just before the ask's script,
+//! in the same write on one server; the inbox indexes after the script that stored it): an
+//! index is where to look, never what is shown (the session, loaded, is), so that it lags or
+//! holds a stale entry changes nothing an inbox or the listing shows.
 
 use askgate_protocol::SessionId;
 
 use super::Inner;
+use super::lua::Index;
 use crate::clock::now_ms;
 use crate::store::StoreError;
 use crate::store::shared::{INBOX_INDEX_SESSIONS, LISTED_SESSIONS};
@@ -68,18 +70,16 @@ impl Inner {
         Ok(sessions)
     }
 
-    pub(super) async fn asked_in(&self, session: &SessionId) -> Result<(), StoreError> {
-        let mut pipe = redis::pipe();
-        note_newest(
-            &mut pipe,
-            &self.keys.asked_index(),
-            session,
-            LISTED_SESSIONS,
-        );
-        let mut conn = self.conn.clone();
-        pipe.query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| StoreError::unavailable(format!("redis, noting a session asked in: {e}")))
+    /// The operator listing's index entry for `session`, asked in now: the ask's script is
+    /// sent with it (decisions.rs).
+    pub(super) fn asked_index(&self, session: &SessionId) -> Index {
+        Index {
+            key: self.keys.asked_index(),
+            mode: "GT",
+            score: now_ms(),
+            member: session.as_str().to_owned(),
+            keep_newest: Some(LISTED_SESSIONS),
+        }
     }
 
     pub(super) async fn asked_sessions(&self) -> Result<Vec<SessionId>, StoreError> {

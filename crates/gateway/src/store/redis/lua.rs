@@ -57,17 +57,28 @@ pub(super) struct Index {
     pub(super) mode: &'static str,
     pub(super) score: u64,
     pub(super) member: String,
+    /// Keep only the entries with the highest scores, this many (`ZREMRANGEBYRANK`); `None`
+    /// for an index of every entry.
+    pub(super) keep_newest: Option<usize>,
 }
 
 impl Index {
-    pub(super) fn command(&self) -> redis::Cmd {
-        let mut command = redis::cmd("ZADD");
-        command
-            .arg(&self.key)
+    /// The commands that write it.
+    fn commands(&self) -> impl Iterator<Item = redis::Cmd> {
+        let mut add = redis::cmd("ZADD");
+        add.arg(&self.key)
             .arg(self.mode)
             .arg(self.score)
             .arg(&self.member);
-        command
+        let trim = self.keep_newest.map(|bound| {
+            let mut trim = redis::cmd("ZREMRANGEBYRANK");
+            // Ranks 0 up to the count past the bound are the lowest scored.
+            trim.arg(&self.key)
+                .arg(0)
+                .arg(-i64::try_from(bound).unwrap_or(i64::MAX) - 1);
+            trim
+        });
+        std::iter::once(add).chain(trim)
     }
 }
 
@@ -110,8 +121,8 @@ impl Inner {
             return self.run(doing, script).await;
         }
         let mut pipe = redis::pipe();
-        for index in indexes {
-            pipe.add_command(index.command()).ignore();
+        for command in indexes.iter().flat_map(Index::commands) {
+            pipe.add_command(command).ignore();
         }
         pipe.invoke_script(script);
         let started = std::time::Instant::now();
@@ -134,7 +145,11 @@ impl Inner {
     pub(super) async fn index(&self, index: &Index) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let mut conn = self.conn.clone();
-        let result: Result<(), _> = index.command().query_async(&mut conn).await;
+        let mut pipe = redis::pipe();
+        for command in index.commands() {
+            pipe.add_command(command).ignore();
+        }
+        let result: Result<(), _> = pipe.query_async(&mut conn).await;
         self.metrics.shared.round_trip(started.elapsed());
         result.map_err(|e| redis_error("writing an index", &e))
     }

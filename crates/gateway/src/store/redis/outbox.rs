@@ -37,6 +37,7 @@ impl Inner {
             mode: "NX",
             score: delivery.created_ms.saturating_add(lease_ms()),
             member: Keys::outbox_member(&delivery.session, &delivery.id),
+            keep_newest: None,
         }
     }
 

@@ -61,7 +61,10 @@ impl Seals {
 
     /// Notes `head` (`seq hash`), read from a notice of `session`'s.
     pub(super) fn heard(&self, session: &SessionId, head: &str) {
-        let mut heads = self.heads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut heads = self
+            .heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(kept) = heads.newer.get_mut(session) {
             kept.clear();
             kept.push_str(head);
@@ -78,7 +81,10 @@ impl Seals {
     /// when it was loaded, unless a notice told a head already (which may be newer).
     pub(super) fn loaded(&self, session: &SessionId, head: &str) {
         let known = {
-            let heads = self.heads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let heads = self
+                .heads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             heads.newer.contains_key(session) || heads.older.contains_key(session)
         };
         if !known {
@@ -105,7 +111,10 @@ impl Seals {
             return unproposed();
         }
         let head = {
-            let heads = self.heads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let heads = self
+                .heads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             match heads
                 .newer
                 .get(session)

@@ -308,11 +308,6 @@ impl Shared for SharedSide {
         Box::pin(async move { inner.inbox_sessions(&names).await })
     }
 
-    fn asked_in(&self, session: &SessionId) -> StoreFuture<'static, ()> {
-        let (inner, session) = (Arc::clone(&self.inner), session.clone());
-        Box::pin(async move { inner.asked_in(&session).await })
-    }
-
     fn asked_sessions(&self) -> StoreFuture<'static, Vec<SessionId>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.asked_sessions().await })

@@ -52,6 +52,7 @@ impl Inner {
             mode: "GT",
             score: now_ms(),
             member: session.as_str().to_owned(),
+            keep_newest: None,
         }
     }
 
@@ -101,17 +102,16 @@ impl Inner {
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| redis_error("reading an audit head", &e))?;
-            let command = if alive {
-                self.trails_index(&session).command()
+            if alive {
+                self.index(&self.trails_index(&session)).await?;
             } else {
-                let mut command = redis::cmd("ZREM");
-                command.arg(self.keys.trails()).arg(&member);
-                command
-            };
-            let () = command
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| redis_error("updating the audit index", &e))?;
+                let () = redis::cmd("ZREM")
+                    .arg(self.keys.trails())
+                    .arg(&member)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| redis_error("updating the audit index", &e))?;
+            }
         }
         Ok(Verdict::Done)
     }
