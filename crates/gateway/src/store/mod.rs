@@ -36,9 +36,9 @@ use crate::audit::Note;
 #[cfg(feature = "fuzzing")]
 pub use durable::fuzzing as durable_decoders;
 pub use durable::{
-    CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, ReadOnlyTrails,
-    StoreCheck, UNKEYED_FORMAT_VERSION, check as check_durable, holds_unkeyed_trails,
-    remove_live_scratch_dirs,
+    CHECKPOINT_EVERY, DurableStore, FILE_NAME, FORMAT_VERSION, LogSettings, MOST_CHANGES_HELD,
+    ReadOnlyTrails, StoreCheck, UNKEYED_FORMAT_VERSION, check as check_durable,
+    holds_unkeyed_trails, remove_live_scratch_dirs,
 };
 pub use memory::MemoryStore;
 pub use shared::Shared;

@@ -441,3 +441,29 @@ async fn a_trail_written_one_entry_a_row_reads_back_and_is_chained_onto() {
     drop(store);
     remove_scratch(&dir);
 }
+
+/// However long a checkpoint may wait, one runs as soon as this many changes are held: what
+/// the checkpointer keeps in memory stays bounded at any rate of commits.
+#[tokio::test]
+async fn a_checkpoint_runs_early_once_its_most_changes_are_held() {
+    let dir = tempdir("durable-most-held");
+    let store = logging_only(&dir, u64::MAX);
+    let checkpoints = || store.writes().checkpoints.load(Ordering::Relaxed);
+    store.commit(vec![put("first")]).await.unwrap();
+    assert_eq!(checkpoints(), 0, "one change waits its hour");
+    let many: Vec<StoreOp> = (0..askgate::store::MOST_CHANGES_HELD)
+        .map(|n| put(&format!("r{n}")))
+        .collect();
+    store.commit(many).await.unwrap();
+    let patience = std::time::Instant::now() + support::TIMEOUT;
+    while checkpoints() == 0 {
+        assert!(
+            std::time::Instant::now() < patience,
+            "no checkpoint with {} changes held",
+            askgate::store::MOST_CHANGES_HELD + 1
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(store);
+    remove_scratch(&dir);
+}

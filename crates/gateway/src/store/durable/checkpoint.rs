@@ -23,12 +23,20 @@ use super::{FOLLOW_UPS, FOLLOWERS, KEPT, META, OUTBOX, REQUESTS, StoreError};
 use crate::audit::chain::ChainKey;
 use crate::metrics::StoreWrites;
 
-/// How long the log may hold what redb does not, while commits keep coming, unless set.
-/// Short: a checkpoint's B-tree work takes a core while it runs, and the longer the wait the
-/// longer the run. Under 1,000 sessions x 3 tabs at 2,000 asks a second the first tab's p99
-/// was 13 ms at 2 s, 6 ms at 250 ms and 3.5 ms at 20 ms, for the same CPU (one run each, in
-/// `bench/history/`).
-pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
+/// How long the log may hold what redb does not, while commits keep coming, unless set (or
+/// until [`MOST_CHANGES_HELD`] are). A checkpoint's cost is mostly per row and per session
+/// trail it writes, and the longer the wait the more changes to one row (a request asked,
+/// ended and acknowledged) and entries of one trail each write covers: under 1,000 sessions
+/// x 3 tabs at 2,000 asks a second the server took 33 % of a core at 20 ms, 31-32 % at 250 ms
+/// and 30 % at 1 s, for the same latencies (first tab p99 0.7-0.8 ms) and 10 MB more held
+/// (`bench/history/*-checkpoint-every-second.txt`). Once, with a checkpoint on the worker's
+/// core, the first tab's p99 had been 13 ms at 2 s and 3.5 ms at 20 ms; no longer.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// The most changes held for the next checkpoint: past these it runs at once, so what waits
+/// in memory stays bounded whatever the rate (16,384 changes is about 1.2 s at 2,000 asks a
+/// second, a few MB).
+pub const MOST_CHANGES_HELD: usize = 16_384;
 
 /// How often a checkpoint also waits for the disk. The others leave redb's pages to the
 /// kernel: a crash takes redb back to its last durable checkpoint, whose `log_applied` says
@@ -219,6 +227,9 @@ pub(super) fn checkpoint_loop(
     chain: &ChainKey,
 ) {
     let mut held: Vec<(u64, Vec<Logged>)> = Vec::new();
+    let mut changes_held = 0usize;
+    // After a failed checkpoint the next waits its turn, however much is held.
+    let mut failed = false;
     let mut closed: Vec<(PathBuf, u64)> = Vec::new();
     let mut flushes = Vec::new();
     // The last record redb holds, and the last a durable checkpoint holds.
@@ -241,7 +252,10 @@ pub(super) fn checkpoint_loop(
         };
         idle_collect.worked();
         match next {
-            Ok(ToCheckpoint::Kept { seq, changes }) => held.push((seq, changes)),
+            Ok(ToCheckpoint::Kept { seq, changes }) => {
+                changes_held += changes.len();
+                held.push((seq, changes));
+            }
             Ok(ToCheckpoint::Closed {
                 number,
                 path,
@@ -254,7 +268,10 @@ pub(super) fn checkpoint_loop(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => open = false,
         }
-        let due = !flushes.is_empty() || !open || last.elapsed() >= every;
+        let due = !flushes.is_empty()
+            || !open
+            || last.elapsed() >= every
+            || (changes_held >= MOST_CHANGES_HELD && !failed);
         if !due {
             continue;
         }
@@ -273,6 +290,8 @@ pub(super) fn checkpoint_loop(
                 }
                 applied = reached;
                 held.clear();
+                changes_held = 0;
+                failed = false;
                 if durable {
                     durably_applied = applied;
                     last_durable = last;
@@ -282,6 +301,7 @@ pub(super) fn checkpoint_loop(
             // What redb could not take stays held (and in the log): it is tried again at the
             // next checkpoint, and a restart replays it from the log.
             Err(error) => {
+                failed = true;
                 tracing::error!(%error, "the store's checkpoint failed; the log keeps its changes");
             }
         }

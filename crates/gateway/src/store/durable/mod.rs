@@ -66,7 +66,7 @@ use super::{
 };
 use crate::audit::chain::{AuditKey, ChainKey};
 use crate::metrics::StoreWrites;
-pub use checkpoint::CHECKPOINT_EVERY;
+pub use checkpoint::{CHECKPOINT_EVERY, MOST_CHANGES_HELD};
 pub use read_only::{ReadOnlyTrails, StoreCheck, check};
 pub use scratch::remove_live_scratch_dirs;
 
