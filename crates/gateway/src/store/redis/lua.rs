@@ -103,8 +103,8 @@ impl Inner {
     /// Writes `indexes` (entries of the sorted sets nodes look things up in), then runs
     /// `script`. On one server all go in one write (a pipeline: Redis runs them in order, so
     /// the entries are there before the script's change is), saving the round trip an answer
-    /// would otherwise wait for; on a Cluster the keys are in different slots, so one after
-    /// the other.
+    /// would otherwise wait for; on a Cluster the keys are in different slots, so the entries
+    /// go together and the script after them.
     pub(super) async fn index_then_run<T: redis::FromRedisValue>(
         &self,
         doing: &str,
@@ -115,9 +115,9 @@ impl Inner {
             return self.run(doing, script).await;
         }
         if self.conn.is_cluster() {
-            for index in indexes {
-                self.index(index).await?;
-            }
+            // In slots of their own: written all at once, then the script.
+            futures_util::future::try_join_all(indexes.iter().map(|index| self.index(index)))
+                .await?;
             return self.run(doing, script).await;
         }
         let mut pipe = redis::pipe();
