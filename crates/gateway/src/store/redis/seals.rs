@@ -45,6 +45,25 @@ struct Heads {
     older: HashMap<SessionId, String>,
 }
 
+impl Heads {
+    fn get(&self, session: &SessionId) -> Option<&String> {
+        self.newer.get(session).or_else(|| self.older.get(session))
+    }
+
+    fn note(&mut self, session: &SessionId, head: &str) {
+        if let Some(kept) = self.newer.get_mut(session) {
+            kept.clear();
+            kept.push_str(head);
+            return;
+        }
+        if self.newer.len() >= HEADS_PER_GENERATION {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.older.remove(session);
+        self.newer.insert(session.clone(), head.to_owned());
+    }
+}
+
 impl Seals {
     /// Seals with `key` from now on (set once, at start).
     pub(super) fn set_key(&self, key: &AuditKey) {
@@ -59,22 +78,15 @@ impl Seals {
         self.key.get().map_or("", |(_, states)| states.as_str())
     }
 
+    fn heads(&self) -> std::sync::MutexGuard<'_, Heads> {
+        self.heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Notes `head` (`seq hash`), read from a notice of `session`'s.
     pub(super) fn heard(&self, session: &SessionId, head: &str) {
-        let mut heads = self
-            .heads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(kept) = heads.newer.get_mut(session) {
-            kept.clear();
-            kept.push_str(head);
-            return;
-        }
-        if heads.newer.len() >= HEADS_PER_GENERATION {
-            heads.older = std::mem::take(&mut heads.newer);
-        }
-        heads.older.remove(session);
-        heads.newer.insert(session.clone(), head.to_owned());
+        self.heads().note(session, head);
     }
 
     /// Notes `head` (`seq hash`, or '' for a session without a trail), read with `session`
@@ -86,15 +98,9 @@ impl Seals {
         if head.is_empty() {
             return;
         }
-        let known = {
-            let heads = self
-                .heads
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            heads.newer.contains_key(session) || heads.older.contains_key(session)
-        };
-        if !known {
-            self.heard(session, head);
+        let mut heads = self.heads();
+        if heads.get(session).is_none() {
+            heads.note(session, head);
         }
     }
 
@@ -116,19 +122,8 @@ impl Seals {
         if digest.is_empty() {
             return unproposed();
         }
-        let head = {
-            let heads = self
-                .heads
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match heads
-                .newer
-                .get(session)
-                .or_else(|| heads.older.get(session))
-            {
-                Some(head) => head.clone(),
-                None => return unproposed(),
-            }
+        let Some(head) = self.heads().get(session).cloned() else {
+            return unproposed();
         };
         let Some((seq, prev)) = head
             .split_once(' ')
