@@ -493,3 +493,44 @@ fn a_script_takes_a_proposed_hash_only_after_the_head_and_at_the_time_it_names()
         );
     }
 }
+
+/// An inbox's index keeps each session's latest time any node wrote: a node whose clock runs
+/// behind does not move a session back (it would sink below older ones and be trimmed
+/// first), a new session goes in at the node's time, and only the newest
+/// `INBOX_INDEX_SESSIONS` are kept.
+#[tokio::test]
+async fn an_inbox_index_moves_a_session_only_later_and_keeps_the_newest() {
+    use askgate::store::shared::INBOX_INDEX_SESSIONS;
+    let redis = RedisServer::start(&[]);
+    let store = store(&redis).await;
+    let shared = store.shared().expect("redis is shared");
+    let index = "askgate:{inbox}:to:alice";
+    let ahead = askgate::clock::now_ms() + 3_600_000;
+    redis.cli(&["ZADD", index, &ahead.to_string(), "written-ahead"]);
+    for session in ["written-ahead", "new"] {
+        let session = SessionId::parse(session).unwrap();
+        shared
+            .addressed(&session, vec!["alice".into()])
+            .await
+            .expect("noted");
+    }
+    let score = |member: &str| redis.cli(&["ZSCORE", index, member]).trim().to_owned();
+    assert_eq!(score("written-ahead"), ahead.to_string());
+    let new: u64 = score("new").parse().expect("the new session is in");
+    assert!(new < ahead, "{new}");
+    for n in 0..INBOX_INDEX_SESSIONS {
+        let session = SessionId::parse(format!("s{n}")).unwrap();
+        shared
+            .addressed(&session, vec!["alice".into()])
+            .await
+            .expect("noted");
+    }
+    let count: usize = redis.cli(&["ZCARD", index]).trim().parse().unwrap();
+    assert_eq!(count, INBOX_INDEX_SESSIONS);
+    assert_eq!(
+        score("written-ahead"),
+        ahead.to_string(),
+        "the newest stays"
+    );
+    assert_eq!(score("new"), "", "the oldest went");
+}

@@ -2,7 +2,9 @@
 //! per group (`{prefix}{inbox}:to:{name}`, a sorted set of sessions scored by when a request
 //! there was for them or they began to follow it), and a channel every node hears such news
 //! on. Each index keeps its newest [`INBOX_INDEX_SESSIONS`]; an entry whose requests have
-//! ended costs an inbox one load of a session with nothing for it, and no more.
+//! ended costs an inbox one load of a session with nothing for it, and no more. Entries are
+//! only moved later (`ZADD GT`): a node whose clock runs behind another's does not push a
+//! session it has just written down the index, below ones that are older.
 //!
 //! The operator's listing of requests finds sessions the same way, in one index of the
 //! sessions asked in (`{prefix}{inbox}:asked`), the newest [`LISTED_SESSIONS`] kept.
@@ -27,13 +29,18 @@ impl Inner {
         names: &[String],
     ) -> Result<(), StoreError> {
         let mut pipe = redis::pipe();
+        let at_ms = now_ms();
         for name in names {
-            note_newest(
-                &mut pipe,
-                &self.keys.inbox_index(name),
-                session,
-                INBOX_INDEX_SESSIONS,
-            );
+            let entry = Index {
+                key: self.keys.inbox_index(name),
+                mode: "GT",
+                score: at_ms,
+                member: session.as_str().to_owned(),
+                keep_newest: Some(INBOX_INDEX_SESSIONS),
+            };
+            for command in entry.commands() {
+                pipe.add_command(command).ignore();
+            }
             pipe.cmd(self.publish)
                 .arg(self.keys.inbox_channel())
                 .arg(format!("{}\n{name}", session.as_str()))
@@ -99,20 +106,4 @@ impl Inner {
             .filter_map(|id| SessionId::parse(&id).ok())
             .collect())
     }
-}
-
-/// Adds to `pipe` the commands that put `session` into sorted set `index` as of now and keep
-/// only its newest `bound`.
-fn note_newest(pipe: &mut redis::Pipeline, index: &str, session: &SessionId, bound: usize) {
-    pipe.cmd("ZADD")
-        .arg(index)
-        .arg(now_ms())
-        .arg(session.as_str())
-        .ignore();
-    // Ranks 0 up to the count past the bound are the oldest.
-    pipe.cmd("ZREMRANGEBYRANK")
-        .arg(index)
-        .arg(0)
-        .arg(-(bound as i64) - 1)
-        .ignore();
 }

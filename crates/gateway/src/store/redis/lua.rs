@@ -64,7 +64,7 @@ pub(super) struct Index {
 
 impl Index {
     /// The commands that write it.
-    fn commands(&self) -> impl Iterator<Item = redis::Cmd> {
+    pub(super) fn commands(&self) -> impl Iterator<Item = redis::Cmd> {
         let mut add = redis::cmd("ZADD");
         add.arg(&self.key)
             .arg(self.mode)
