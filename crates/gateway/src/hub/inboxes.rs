@@ -527,7 +527,10 @@ impl Hub {
                 return;
             };
             // Counted under the hub's lock, so the session cannot be dropped in between.
-            entry.inbox_holds += self.ledger.inboxes.hold(session, name, only);
+            let held = self.ledger.inboxes.hold(session, name, only);
+            entry.inbox_holds = entry
+                .inbox_holds
+                .saturating_add(u32::try_from(held).unwrap_or(u32::MAX));
         }
         if let Err(error) = self.synced(session).await {
             tracing::warn!(%session, %error, "an inbox's session could not be loaded; it is tried again");

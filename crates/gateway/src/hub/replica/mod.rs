@@ -152,9 +152,10 @@ mod tests {
 
     #[test]
     fn a_session_fits_its_allocation_class() {
-        // Every session a node holds is one: 448 bytes before its snapshot cache was boxed.
+        // Every session a node holds is one: 448 bytes before its snapshot cache was boxed,
+        // 384 before its finished list and its lately forgotten ids were boxed.
         let bytes = size_of::<crate::hub::session::Session>();
-        assert!(bytes <= 384, "{bytes} bytes");
+        assert!(bytes <= 320, "{bytes} bytes");
     }
 
     #[test]

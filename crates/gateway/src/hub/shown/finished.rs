@@ -49,10 +49,17 @@ impl FinishedEntry {
 /// The list, oldest ending first, in the order they were pushed.
 #[derive(Debug, Default)]
 pub(in crate::hub) struct Finished {
-    entries: VecDeque<FinishedEntry>,
-    bytes: usize,
+    /// `None` while nothing is listed: boxed, so that a session that has never had a request
+    /// end (an idle tab's) pays one pointer for it.
+    listed: Option<Box<Listed>>,
     /// Changes whenever the list does, so a snapshot built from it can be reused until then.
     generation: u64,
+}
+
+#[derive(Debug, Default)]
+struct Listed {
+    entries: VecDeque<FinishedEntry>,
+    bytes: usize,
 }
 
 impl Finished {
@@ -72,13 +79,14 @@ impl Finished {
             ending: ending_json(resolution),
         };
         self.remove(id);
-        self.bytes += entry.bytes();
-        self.entries.push_back(entry);
-        while self.entries.len() > FINISHED_KEPT
-            || (self.bytes > FINISHED_BYTES && self.entries.len() > 1)
+        let listed = self.listed.get_or_insert_default();
+        listed.bytes += entry.bytes();
+        listed.entries.push_back(entry);
+        while listed.entries.len() > FINISHED_KEPT
+            || (listed.bytes > FINISHED_BYTES && listed.entries.len() > 1)
         {
-            if let Some(oldest) = self.entries.pop_front() {
-                self.bytes -= oldest.bytes();
+            if let Some(oldest) = listed.entries.pop_front() {
+                listed.bytes -= oldest.bytes();
             }
         }
         self.generation += 1;
@@ -86,44 +94,62 @@ impl Finished {
 
     /// Request `id` has been forgotten at `now_ms`: its listing runs out after the grace.
     pub(in crate::hub) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
-        if let Some(at) = self.position(id) {
-            let entry = &mut self.entries[at];
-            entry.forgotten_at_ms = Some(now_ms);
+        if let Some((listed, at)) = self.position(id) {
+            listed.entries[at].forgotten_at_ms = Some(now_ms);
         }
     }
 
     /// Drops request `id`'s entry (it is asked anew).
     pub(in crate::hub) fn remove(&mut self, id: &RequestId) {
-        if let Some(at) = self.position(id) {
-            if let Some(entry) = self.entries.remove(at) {
-                self.bytes -= entry.bytes();
+        if let Some((listed, at)) = self.position(id) {
+            if let Some(entry) = listed.entries.remove(at) {
+                listed.bytes -= entry.bytes();
             }
             self.generation += 1;
+            self.let_go_if_empty();
         }
     }
 
-    /// Where request `id` is listed, if it is.
-    fn position(&self, id: &RequestId) -> Option<usize> {
+    /// The list holding request `id`, and where in it, if it is listed.
+    fn position(&mut self, id: &RequestId) -> Option<(&mut Listed, usize)> {
         let fingerprint = fingerprint(id);
-        self.entries
+        let listed = self.listed.as_deref_mut()?;
+        let at = listed
+            .entries
             .iter()
-            .position(|e| e.fingerprint == fingerprint && e.id == *id)
+            .position(|e| e.fingerprint == fingerprint && e.id == *id)?;
+        Some((listed, at))
     }
 
     /// Drops the entries forgotten longer ago than the grace.
     pub(in crate::hub) fn prune(&mut self, now_ms: u64) {
+        let Some(listed) = self.listed.as_deref_mut() else {
+            return;
+        };
         let grace_ms = KEPT_AFTER_FORGOTTEN.as_millis() as u64;
-        let before = self.entries.len();
-        self.entries
+        let before = listed.entries.len();
+        listed
+            .entries
             .retain(|e| e.forgotten_at_ms.is_none_or(|at| at + grace_ms > now_ms));
-        if self.entries.len() != before {
-            self.bytes = self.entries.iter().map(FinishedEntry::bytes).sum();
+        if listed.entries.len() != before {
+            listed.bytes = listed.entries.iter().map(FinishedEntry::bytes).sum();
             self.generation += 1;
+            self.let_go_if_empty();
+        }
+    }
+
+    /// An emptied list gives its room back: the session is as small as before its first
+    /// request ended.
+    fn let_go_if_empty(&mut self) {
+        if self.is_empty() {
+            self.listed = None;
         }
     }
 
     pub(in crate::hub) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.listed
+            .as_ref()
+            .is_none_or(|listed| listed.entries.is_empty())
     }
 
     pub(in crate::hub) fn generation(&self) -> u64 {
@@ -132,7 +158,10 @@ impl Finished {
 
     /// Each entry's JSON, in its two pieces (the view, then the ending), oldest first.
     pub(in crate::hub) fn views(&self) -> impl Iterator<Item = [&Bytes; 2]> {
-        self.entries.iter().map(|e| [&e.view, &e.ending])
+        self.listed
+            .iter()
+            .flat_map(|listed| listed.entries.iter())
+            .map(|e| [&e.view, &e.ending])
     }
 }
 
@@ -198,5 +227,33 @@ mod tests {
             listed(&finished),
             [r#"{"id":"r1""#, r#"{"id":"r2""#, r#"{"id":"r3""#]
         );
+    }
+
+    #[test]
+    fn an_emptied_list_gives_its_room_back() {
+        let mut finished = Finished::default();
+        let ended = StoredResolution::untouched(Settlement::withdrawn(), 10);
+        let view = Bytes::from_static(br#"{"id":"r1"}"#);
+        let (r1, r2) = (
+            RequestId::parse("r1").unwrap(),
+            RequestId::parse("r2").unwrap(),
+        );
+        assert!(finished.listed.is_none());
+        finished.push(&r1, &view, &ended);
+        finished.push(&r2, &view, &ended);
+        finished.remove(&r1);
+        assert!(!finished.is_empty());
+        finished.remove(&r2);
+        assert!(finished.is_empty() && finished.listed.is_none(), "removed");
+        // Forgotten, then pruned once the grace is over.
+        finished.push(&r1, &view, &ended);
+        finished.forgotten(&r1, 1_000);
+        let grace_ms = KEPT_AFTER_FORGOTTEN.as_millis() as u64;
+        finished.prune(1_000 + grace_ms - 1);
+        assert_eq!(listed(&finished).len(), 1, "within the grace");
+        let generation = finished.generation();
+        finished.prune(1_000 + grace_ms);
+        assert!(finished.is_empty() && finished.listed.is_none(), "pruned");
+        assert!(finished.generation() > generation);
     }
 }
