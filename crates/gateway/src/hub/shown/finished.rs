@@ -110,14 +110,16 @@ impl Finished {
         }
     }
 
-    /// The list holding request `id`, and where in it, if it is listed.
+    /// The list holding request `id`, and where in it, if it is listed. Searched newest
+    /// first: the id looked up is most often the one that ended last (its ack follows its
+    /// ending), and an id is listed once.
     fn position(&mut self, id: &RequestId) -> Option<(&mut Listed, usize)> {
         let fingerprint = fingerprint(id);
         let listed = self.listed.as_deref_mut()?;
         let at = listed
             .entries
             .iter()
-            .position(|e| e.fingerprint == fingerprint && e.id == *id)?;
+            .rposition(|e| e.fingerprint == fingerprint && e.id == *id)?;
         Some((listed, at))
     }
 
