@@ -92,7 +92,7 @@ pub fn form(data: &[u8]) {
 /// - A key signed for the input's user identifies that user until it expires, provided the
 ///   name is one an agent may give; a changed session or a passed expiry is refused.
 pub fn personal_link_key(data: &[u8]) {
-    let keys = ViewerKeys::new(b"fuzzing secret".to_vec(), "http://gw");
+    let keys = ViewerKeys::new(b"fuzzing secret", "http://gw");
     let session = SessionId::parse("s").expect("a session id");
     let (key, user) = halves(data);
     if let Ok(key) = std::str::from_utf8(key) {

@@ -30,15 +30,19 @@ use crate::scope::SessionScope;
 /// Derives and checks viewer keys, and builds viewer URLs.
 #[derive(Clone)]
 pub struct ViewerKeys {
-    secret: Vec<u8>,
+    /// HMAC-SHA256 keyed with the secret and given nothing yet: cloned for each MAC, so the
+    /// key's two blocks are hashed once, not on every ask's viewer URL and every tab's key.
+    keyed: Hmac<Sha256>,
     public_url: String,
 }
 
 impl ViewerKeys {
     /// Keys under `secret`; links start with `public_url` (no trailing slash).
-    pub fn new(secret: Vec<u8>, public_url: &str) -> Self {
+    pub fn new(secret: &[u8], public_url: &str) -> Self {
         ViewerKeys {
-            secret,
+            // HMAC accepts a key of any length, so this cannot fail.
+            keyed: Hmac::<Sha256>::new_from_slice(secret)
+                .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length")),
             public_url: public_url.trim_end_matches('/').to_owned(),
         }
     }
@@ -46,8 +50,7 @@ impl ViewerKeys {
     /// An HMAC under the secret, over `parts` (each followed by a NUL, which no part holds:
     /// ids and names are checked for control characters where they enter).
     pub(crate) fn mac_over(&self, parts: &[&[u8]]) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret)
-            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        let mut mac = self.keyed.clone();
         for part in parts {
             mac.update(part);
             mac.update(b"\0");
@@ -61,9 +64,7 @@ impl ViewerKeys {
     }
 
     fn mac(&self, session: &str) -> Hmac<Sha256> {
-        // HMAC accepts a key of any length, so this cannot fail.
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret)
-            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        let mut mac = self.keyed.clone();
         mac.update(b"viewer:");
         mac.update(session.as_bytes());
         mac
@@ -374,7 +375,7 @@ mod tests {
 
     #[test]
     fn viewer_keys_verify_only_for_their_session() {
-        let keys = ViewerKeys::new(b"secret".to_vec(), "http://h:1/");
+        let keys = ViewerKeys::new(b"secret", "http://h:1/");
         let a = SessionId::parse("a").unwrap();
         let b = SessionId::parse("b").unwrap();
         let key = keys.key(&a);
@@ -382,8 +383,29 @@ mod tests {
         assert!(!keys.verify(&b, &key));
         assert!(!keys.verify(&a, "not-a-key"));
         assert_eq!(keys.viewer_url(&a), format!("http://h:1/s/a#k={key}"));
-        let other = ViewerKeys::new(b"other".to_vec(), "http://h:1");
+        let other = ViewerKeys::new(b"other", "http://h:1");
         assert!(!other.verify(&a, &key));
+    }
+
+    /// Links already handed out, and every node sharing the secret, need the same key for a
+    /// session: the expected values are Python's `hmac` (`base64.urlsafe_b64encode(hmac.new(
+    /// secret, b"viewer:" + session, hashlib.sha256).digest()).rstrip(b"=")`), a key shorter
+    /// than SHA-256's block and one longer (which HMAC hashes first); each asked twice, so a
+    /// MAC started from the keyed state is not left changed by the one before.
+    #[test]
+    fn a_viewer_key_is_the_hmac_of_its_session_under_the_secret() {
+        let short = ViewerKeys::new(b"secret", "http://h:1");
+        let long = ViewerKeys::new(&[b'x'; 100], "http://h:1");
+        let a = SessionId::parse("a").unwrap();
+        let team = SessionId::parse("team-a-1").unwrap();
+        for _ in 0..2 {
+            assert_eq!(short.key(&a), "nXS9CQTDW5J8vCXZ-k3MOGm_Gv08GtiL038bJrzndEY");
+            assert_eq!(
+                long.key(&team),
+                "IyK26agh_5U-lQ176S4LhZaJNNuIgYE-TRX0rYdXC1A"
+            );
+        }
+        assert!(long.verify(&team, "IyK26agh_5U-lQ176S4LhZaJNNuIgYE-TRX0rYdXC1A"));
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -231,7 +231,7 @@ async fn build_with_parts(
     let notifier = Notifier::new(
         notify,
         config.people.groups.clone(),
-        ViewerKeys::new(config.secret.clone(), public_url),
+        ViewerKeys::new(&config.secret, public_url),
         Arc::clone(&store),
         Arc::clone(&metrics),
         config.callback_hosts.clone(),
@@ -242,7 +242,7 @@ async fn build_with_parts(
     let hub = Hub::new(
         store,
         config.limits.clone(),
-        ViewerKeys::new(config.secret.clone(), public_url),
+        ViewerKeys::new(&config.secret, public_url),
         People {
             require_identity: config.people.require_identity,
             groups: config.people.groups.clone(),

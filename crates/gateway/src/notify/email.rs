@@ -198,7 +198,7 @@ mod tests {
             listener.local_addr().unwrap().port()
         };
         let mailer = Mailer::new(&settings(&format!("smtp://127.0.0.1:{port}"))).unwrap();
-        let keys = ViewerKeys::new(b"k".to_vec(), "http://gw");
+        let keys = ViewerKeys::new(b"k", "http://gw");
         let body = serde_json::json!({"type": "request.opened", "data": {"session": "s",
             "id": "r", "dialect": "harness", "questions": [], "deadline_ms": null}});
         let delivery = StoredDelivery {

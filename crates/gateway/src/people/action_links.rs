@@ -185,7 +185,7 @@ mod tests {
     use super::*;
 
     fn keys() -> ViewerKeys {
-        ViewerKeys::new(b"secret".to_vec(), "http://gw:8080/")
+        ViewerKeys::new(b"secret", "http://gw:8080/")
     }
 
     fn link() -> ActionLink {
@@ -251,7 +251,7 @@ mod tests {
         bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
         let flipped = String::from_utf8(bytes).unwrap();
         assert_eq!(keys.read_action(&flipped, 0), Err(LinkRefusal::Forged));
-        let other_secret = ViewerKeys::new(b"other".to_vec(), "http://gw:8080");
+        let other_secret = ViewerKeys::new(b"other", "http://gw:8080");
         assert_eq!(other_secret.read_action(&key, 0), Err(LinkRefusal::Forged));
         // An expired key that was also changed is forged, not expired: nothing is said of a
         // key whose signature does not hold.

@@ -118,10 +118,7 @@ mod tests {
     use super::*;
 
     fn keys() -> ViewerKeys {
-        ViewerKeys::new(
-            b"0123456789abcdef0123456789abcdef".to_vec(),
-            "https://gate.example",
-        )
+        ViewerKeys::new(b"0123456789abcdef0123456789abcdef", "https://gate.example")
     }
 
     #[test]
@@ -146,7 +143,7 @@ mod tests {
         assert_eq!(keys.identify_inbox(&bob, 1_000), Err(KeyRefusal::Wrong));
         let later = key.replacen(".2000.", ".9000.", 1);
         assert_eq!(keys.identify_inbox(&later, 1_000), Err(KeyRefusal::Wrong));
-        let other = ViewerKeys::new(b"another secret of 32 bytes!!!!!!".to_vec(), "https://x");
+        let other = ViewerKeys::new(b"another secret of 32 bytes!!!!!!", "https://x");
         assert_eq!(other.identify_inbox(&key, 1_000), Err(KeyRefusal::Wrong));
         // A personal link's key is for one session, never an inbox.
         let session = SessionId::parse("s-1").unwrap();

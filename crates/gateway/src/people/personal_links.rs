@@ -157,7 +157,7 @@ mod tests {
     use super::*;
 
     fn keys() -> ViewerKeys {
-        ViewerKeys::new(b"secret".to_vec(), "http://gw")
+        ViewerKeys::new(b"secret", "http://gw")
     }
 
     fn session(id: &str) -> SessionId {
@@ -215,7 +215,7 @@ mod tests {
             keys.identify(&session("s1"), &later, 0),
             Err(KeyRefusal::Wrong)
         );
-        let other_secret = ViewerKeys::new(b"other".to_vec(), "http://gw");
+        let other_secret = ViewerKeys::new(b"other", "http://gw");
         assert_eq!(
             other_secret.identify(&session("s1"), &key, 0),
             Err(KeyRefusal::Wrong)

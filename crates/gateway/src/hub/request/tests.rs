@@ -127,7 +127,7 @@ fn hub_over(store: &Arc<Faulty>, limits: Limits, people: People) -> Arc<Hub> {
     Hub::new(
         Arc::clone(store) as Arc<dyn Store>,
         limits,
-        ViewerKeys::new(vec![7; 32], "http://gateway.test"),
+        ViewerKeys::new(&[7; 32], "http://gateway.test"),
         people,
         Arc::default(),
         None,
@@ -167,7 +167,7 @@ fn rig() -> Rig {
 /// running: what it would send stays in the store's outbox to be looked at.
 fn rig_with_callbacks() -> Rig {
     let store = Arc::new(Faulty::default());
-    let keys = ViewerKeys::new(vec![7; 32], "http://gateway.test");
+    let keys = ViewerKeys::new(&[7; 32], "http://gateway.test");
     let notifier = crate::notify::Notifier::new(
         crate::notify::NotifyConfig {
             settings: crate::notify::NotifySettings::default(),

@@ -268,7 +268,7 @@ mod tests {
     use crate::people::choices::Choice;
 
     fn keys() -> ViewerKeys {
-        ViewerKeys::new(b"secret".to_vec(), "https://askgate.example")
+        ViewerKeys::new(b"secret", "https://askgate.example")
     }
 
     fn body(title: Option<&str>, questions: &Value, deadline_ms: Option<u64>) -> String {
