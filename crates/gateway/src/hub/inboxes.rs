@@ -177,8 +177,8 @@ impl Inboxes {
 
     /// Marks `session` held for every inbox `name` (a person or `group:NAME`) is for, and
     /// for inbox `only` alone when given; how many newly hold it.
-    fn hold(&self, session: &SessionId, name: &str, only: Option<u64>) -> usize {
-        let mut newly = 0;
+    fn hold(&self, session: &SessionId, name: &str, only: Option<u64>) -> u32 {
+        let mut newly: u32 = 0;
         for (id, slot) in self.lock().iter_mut() {
             if only.is_some_and(|only| only != *id) {
                 continue;
@@ -188,7 +188,7 @@ impl Inboxes {
                 None => &*slot.user == name,
             };
             if theirs && slot.held.insert(session.clone()) {
-                newly += 1;
+                newly = newly.saturating_add(1);
             }
         }
         newly
@@ -528,9 +528,7 @@ impl Hub {
             };
             // Counted under the hub's lock, so the session cannot be dropped in between.
             let held = self.ledger.inboxes.hold(session, name, only);
-            entry.inbox_holds = entry
-                .inbox_holds
-                .saturating_add(u32::try_from(held).unwrap_or(u32::MAX));
+            entry.inbox_holds = entry.inbox_holds.saturating_add(held);
         }
         if let Err(error) = self.synced(session).await {
             tracing::warn!(%session, %error, "an inbox's session could not be loaded; it is tried again");

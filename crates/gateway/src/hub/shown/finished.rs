@@ -62,6 +62,27 @@ struct Listed {
     bytes: usize,
 }
 
+impl Listed {
+    /// Where request `id` is listed, if it is. Searched newest first: the id looked up is
+    /// most often the one that ended last (its ack follows its ending), and an id is listed
+    /// once.
+    fn position(&self, id: &RequestId) -> Option<usize> {
+        let fingerprint = fingerprint(id);
+        self.entries
+            .iter()
+            .rposition(|e| e.fingerprint == fingerprint && e.id == *id)
+    }
+
+    /// Drops request `id`'s entry; whether it was listed.
+    fn remove(&mut self, id: &RequestId) -> bool {
+        let Some(entry) = self.position(id).and_then(|at| self.entries.remove(at)) else {
+            return false;
+        };
+        self.bytes -= entry.bytes();
+        true
+    }
+}
+
 impl Finished {
     /// Adds request `id`, whose view (the `request` JSON tabs got) is `view`, as it ended: the
     /// newest ending, whatever its `at_ms` says.
@@ -78,8 +99,9 @@ impl Finished {
             view: view.slice(..view.len().saturating_sub(1)),
             ending: ending_json(resolution),
         };
-        self.remove(id);
         let listed = self.listed.get_or_insert_default();
+        // A re-asked id's earlier ending goes first; the box stays, about to hold this one.
+        listed.remove(id);
         listed.bytes += entry.bytes();
         listed.entries.push_back(entry);
         while listed.entries.len() > FINISHED_KEPT
@@ -94,33 +116,23 @@ impl Finished {
 
     /// Request `id` has been forgotten at `now_ms`: its listing runs out after the grace.
     pub(in crate::hub) fn forgotten(&mut self, id: &RequestId, now_ms: u64) {
-        if let Some((listed, at)) = self.position(id) {
+        if let Some(listed) = self.listed.as_deref_mut()
+            && let Some(at) = listed.position(id)
+        {
             listed.entries[at].forgotten_at_ms = Some(now_ms);
         }
     }
 
     /// Drops request `id`'s entry (it is asked anew).
     pub(in crate::hub) fn remove(&mut self, id: &RequestId) {
-        if let Some((listed, at)) = self.position(id) {
-            if let Some(entry) = listed.entries.remove(at) {
-                listed.bytes -= entry.bytes();
-            }
+        if self
+            .listed
+            .as_deref_mut()
+            .is_some_and(|listed| listed.remove(id))
+        {
             self.generation += 1;
             self.let_go_if_empty();
         }
-    }
-
-    /// The list holding request `id`, and where in it, if it is listed. Searched newest
-    /// first: the id looked up is most often the one that ended last (its ack follows its
-    /// ending), and an id is listed once.
-    fn position(&mut self, id: &RequestId) -> Option<(&mut Listed, usize)> {
-        let fingerprint = fingerprint(id);
-        let listed = self.listed.as_deref_mut()?;
-        let at = listed
-            .entries
-            .iter()
-            .rposition(|e| e.fingerprint == fingerprint && e.id == *id)?;
-        Some((listed, at))
     }
 
     /// Drops the entries forgotten longer ago than the grace.
